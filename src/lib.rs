@@ -1,1 +1,11 @@
-//! Kiln
+//! Kiln: a GitOps controller whose renderers and policies are sandboxed
+//! WebAssembly components.
+//!
+//! The modules follow the pipeline: [`source`] (what the renderers may read)
+//! → [`render`] (the plugin chain, run by [`plugin`]) → [`policy`].
+#![deny(unsafe_code)]
+
+pub mod digest;
+pub mod manifest;
+pub mod plugin;
+pub mod source;

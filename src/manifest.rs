@@ -1,0 +1,223 @@
+//! Kubernetes objects as they flow through the pipeline, and parsing them
+//! from YAML or JSON text.
+
+use std::fmt;
+
+use serde::Deserialize as _;
+use serde_json::{Map, Value};
+
+/// One Kubernetes object of a rendered set, with where it came from.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Object {
+    value: Map<String, Value>,
+    source: Option<String>,
+}
+
+impl Object {
+    /// `apiVersion`.
+    pub fn api_version(&self) -> &str {
+        self.str_field("apiVersion").unwrap_or_default()
+    }
+
+    /// `kind`.
+    pub fn kind(&self) -> &str {
+        self.str_field("kind").unwrap_or_default()
+    }
+
+    /// `metadata.name` (or `metadata.generateName`).
+    pub fn name(&self) -> &str {
+        self.metadata_str("name").or_else(|| self.metadata_str("generateName")).unwrap_or_default()
+    }
+
+    /// `metadata.namespace`, when set.
+    pub fn namespace(&self) -> Option<&str> {
+        self.metadata_str("namespace")
+    }
+
+    /// Where the object came from (a path relative to the source root, or a
+    /// name a plugin chose), for messages.
+    pub fn source(&self) -> Option<&str> {
+        self.source.as_deref()
+    }
+
+    /// The whole object.
+    pub fn value(&self) -> &Map<String, Value> {
+        &self.value
+    }
+
+    /// The object as compact JSON.
+    pub fn to_json(&self) -> String {
+        // A `Map<String, Value>` always serializes.
+        serde_json::to_string(&self.value).unwrap_or_default()
+    }
+
+    /// `Kind/namespace/name` (or `Kind/name`), the way people name objects.
+    pub fn display_name(&self) -> String {
+        match self.namespace() {
+            Some(ns) => format!("{}/{ns}/{}", self.kind(), self.name()),
+            None => format!("{}/{}", self.kind(), self.name()),
+        }
+    }
+
+    fn str_field(&self, key: &str) -> Option<&str> {
+        self.value.get(key).and_then(Value::as_str)
+    }
+
+    fn metadata_str(&self, key: &str) -> Option<&str> {
+        self.value.get("metadata")?.get(key)?.as_str()
+    }
+}
+
+/// A manifest that is not a valid Kubernetes object, located as precisely
+/// as the parser allows.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub struct ManifestError {
+    /// The file (or name) the text came from.
+    pub file: Option<String>,
+    /// 1-based line of the problem, when known.
+    pub line: Option<usize>,
+    /// What is wrong.
+    pub message: String,
+}
+
+impl fmt::Display for ManifestError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match (&self.file, self.line) {
+            (Some(source), Some(line)) => write!(f, "{source}:{line}: {}", self.message),
+            (Some(source), None) => write!(f, "{source}: {}", self.message),
+            (None, Some(line)) => write!(f, "line {line}: {}", self.message),
+            (None, None) => f.write_str(&self.message),
+        }
+    }
+}
+
+/// Parses every document of a YAML (or JSON: JSON is YAML) text into
+/// objects, in order. Empty documents are skipped; `List` kinds (anything
+/// whose kind ends in `List` and that has `items`) are flattened into their
+/// items. Every object must be a mapping with `apiVersion`, `kind` and
+/// `metadata.name` (or `generateName`).
+pub fn parse(text: &str, source: Option<&str>) -> Result<Vec<Object>, ManifestError> {
+    let error = |line: Option<usize>, message: String| ManifestError {
+        file: source.map(str::to_owned),
+        line,
+        message,
+    };
+    let mut objects = Vec::new();
+    for (index, document) in serde_yaml::Deserializer::from_str(text).enumerate() {
+        let value = Value::deserialize(document).map_err(|e| {
+            error(
+                e.location().map(|l| l.line()),
+                format!("invalid YAML: {}", strip_location(&e.to_string())),
+            )
+        })?;
+        let document = index + 1;
+        match value {
+            Value::Null => {}
+            Value::Object(map) => flatten(map, source, document, &mut objects).map_err(|m| error(None, m))?,
+            other => {
+                return Err(error(
+                    None,
+                    format!("document {document} is a {}, not a Kubernetes object", type_name(&other)),
+                ));
+            }
+        }
+    }
+    Ok(objects)
+}
+
+fn flatten(
+    map: Map<String, Value>,
+    source: Option<&str>,
+    document: usize,
+    out: &mut Vec<Object>,
+) -> Result<(), String> {
+    let is_list = map.get("kind").and_then(Value::as_str).is_some_and(|k| k.ends_with("List"))
+        && map.get("items").is_some_and(Value::is_array);
+    if is_list {
+        let Some(Value::Array(items)) = map.get("items") else { unreachable!("checked above") };
+        for (i, item) in items.iter().enumerate() {
+            match item {
+                Value::Object(item) => flatten(item.clone(), source, document, out)?,
+                other => return Err(format!("document {document}: items[{i}] is a {}, not an object", type_name(other))),
+            }
+        }
+        return Ok(());
+    }
+    let object = Object {
+        value: map,
+        source: source.map(str::to_owned),
+    };
+    let missing = if object.str_field("apiVersion").is_none_or(str::is_empty) {
+        Some("apiVersion")
+    } else if object.str_field("kind").is_none_or(str::is_empty) {
+        Some("kind")
+    } else if object.name().is_empty() {
+        Some("metadata.name")
+    } else {
+        None
+    };
+    if let Some(field) = missing {
+        return Err(format!("document {document}: object has no `{field}`"));
+    }
+    out.push(object);
+    Ok(())
+}
+
+/// serde_yaml appends "at line L column C" to its messages; the line is
+/// reported separately.
+fn strip_location(message: &str) -> &str {
+    message.split(" at line ").next().unwrap_or(message)
+}
+
+fn type_name(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "boolean",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "list",
+        Value::Object(_) => "mapping",
+    }
+}
+
+/// Writes objects as one multi-document YAML stream.
+pub fn to_yaml_stream(objects: &[Object]) -> String {
+    let mut out = String::new();
+    for object in objects {
+        out.push_str("---\n");
+        // A JSON map always serializes to YAML.
+        out.push_str(&serde_yaml::to_string(&object.value).unwrap_or_default());
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn multi_document_and_lists() {
+        let text = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n---\n---\n\
+                    apiVersion: v1\nkind: List\nitems:\n- {apiVersion: v1, kind: Secret, metadata: {name: b, namespace: n}}\n";
+        let objects = parse(text, Some("x.yaml")).unwrap();
+        let names: Vec<_> = objects.iter().map(Object::display_name).collect();
+        assert_eq!(names, ["ConfigMap/a", "Secret/n/b"]);
+        assert_eq!(objects[1].source(), Some("x.yaml"));
+    }
+
+    #[test]
+    fn broken_yaml_names_file_and_line() {
+        let err = parse("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: [a\n", Some("apps/web/cm.yaml")).unwrap_err();
+        assert_eq!(err.file.as_deref(), Some("apps/web/cm.yaml"));
+        assert_eq!(err.line, Some(5), "{err}");
+        assert!(err.to_string().starts_with("apps/web/cm.yaml:5: invalid YAML"), "{err}");
+    }
+
+    #[test]
+    fn objects_need_identity() {
+        let err = parse("apiVersion: v1\nkind: ConfigMap\n", None).unwrap_err();
+        assert!(err.message.contains("metadata.name"), "{err}");
+        let err = parse("- a\n- b\n", None).unwrap_err();
+        assert!(err.message.contains("is a list"), "{err}");
+    }
+}

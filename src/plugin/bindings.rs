@@ -1,0 +1,23 @@
+//! Host-side bindings of the WIT contract (`wit/plugin.wit`).
+
+/// The `renderer` world, and the interfaces both worlds import.
+pub(crate) mod renderer {
+    wasmtime::component::bindgen!({
+        path: "wit",
+        world: "renderer",
+    });
+}
+
+/// The `policy` world; its imports reuse the renderer world's bindings so
+/// that one host implementation serves both.
+pub(crate) mod policy {
+    wasmtime::component::bindgen!({
+        path: "wit",
+        world: "policy",
+        with: {
+            "kiln:plugin/types": super::renderer::kiln::plugin::types,
+            "kiln:plugin/source": super::renderer::kiln::plugin::source,
+            "kiln:plugin/log": super::renderer::kiln::plugin::log,
+        },
+    });
+}

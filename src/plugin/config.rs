@@ -1,0 +1,67 @@
+//! Host configuration and per-plugin limits.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// What one plugin call may use. Every call runs in a fresh store with these
+/// limits; exceeding one ends the call with an error naming the plugin.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Linear memory the plugin may grow to, in bytes. Default: 256 MiB.
+    pub memory: u64,
+    /// Wall-clock CPU deadline of one call, enforced by epoch interruption
+    /// (granularity: [`HostConfig::epoch_tick`]). Default: 10 s.
+    pub timeout: Duration,
+    /// Total bytes of manifests one call may return. Default: 32 MiB.
+    pub output: u64,
+    /// Bytes of log messages (and captured stdout/stderr) one call may emit;
+    /// the rest is dropped with one warning. Default: 64 KiB.
+    pub log: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            memory: 256 << 20,
+            timeout: Duration::from_secs(10),
+            output: 32 << 20,
+            log: 64 << 10,
+        }
+    }
+}
+
+/// Configuration of a [`PluginHost`](super::PluginHost).
+#[derive(Debug, Clone)]
+pub struct HostConfig {
+    /// Plugin calls that may run at once; further calls wait. Also sizes the
+    /// pooling allocator. Default: 4 per available core.
+    pub max_concurrency: usize,
+    /// The largest memory limit any plugin may be given: the size of a
+    /// memory slot in the pooling allocator. Default: 1 GiB.
+    pub max_memory: u64,
+    /// Directory of the on-disk compile cache (created if missing). `None`
+    /// keeps compiled plugins in memory only. Default: `None`.
+    pub compile_cache: Option<PathBuf>,
+    /// How often the epoch ticker advances, i.e. the resolution of
+    /// [`Limits::timeout`]. Default: 10 ms.
+    pub epoch_tick: Duration,
+    /// Use wasmtime's pooling instance allocator (pre-reserved slots, the
+    /// fastest instantiation). Default: `true`.
+    pub pooling: bool,
+    /// Limits of plugins loaded without their own. Default: [`Limits::default`].
+    pub default_limits: Limits,
+}
+
+impl Default for HostConfig {
+    fn default() -> Self {
+        let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+        HostConfig {
+            max_concurrency: 4 * cores,
+            max_memory: 1 << 30,
+            compile_cache: None,
+            epoch_tick: Duration::from_millis(10),
+            pooling: true,
+            default_limits: Limits::default(),
+        }
+    }
+}

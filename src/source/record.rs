@@ -1,0 +1,171 @@
+//! Recording what a render observed of its source tree.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use sha2::{Digest as _, Sha256};
+
+use super::{DirEntry, EntryKind, Metadata, Result, SourceError, SourcePath, SourceView};
+use crate::digest::Digest;
+
+/// What a render learned about one path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(tag = "observed", rename_all = "lowercase")]
+pub enum Observation {
+    /// The file's whole content was read.
+    File {
+        /// Digest of the content.
+        digest: Digest,
+    },
+    /// The directory was listed.
+    Directory {
+        /// Digest of the listing (names and kinds, in order).
+        digest: Digest,
+    },
+    /// Only the path's kind and size were asked for.
+    Metadata {
+        /// File or directory.
+        kind: EntryKind,
+        /// Size of a file.
+        size: u64,
+    },
+    /// The path was looked up and did not exist.
+    Absent,
+}
+
+impl Observation {
+    /// Content observations outrank metadata, which outranks absence: a
+    /// path stat'ed and then read is recorded as read.
+    fn rank(&self) -> u8 {
+        match self {
+            Observation::File { .. } | Observation::Directory { .. } => 2,
+            Observation::Metadata { .. } => 1,
+            Observation::Absent => 0,
+        }
+    }
+}
+
+/// Every path a render observed, with what it saw: exactly what the render's
+/// output can depend on. Two renders with equal plugins and parameters whose
+/// read sets still hold produce the same output.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+#[serde(transparent)]
+pub struct ReadSet(BTreeMap<SourcePath, Observation>);
+
+impl ReadSet {
+    /// Observations in path order.
+    pub fn iter(&self) -> impl Iterator<Item = (&SourcePath, &Observation)> {
+        self.0.iter()
+    }
+
+    /// The observation recorded for `path`.
+    pub fn get(&self, path: &SourcePath) -> Option<&Observation> {
+        self.0.get(path)
+    }
+
+    /// How many paths were observed.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// Whether nothing was observed.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    fn record(&mut self, path: &SourcePath, observation: Observation) {
+        match self.0.get(path) {
+            Some(existing) if existing.rank() > observation.rank() => {}
+            _ => {
+                self.0.insert(path.clone(), observation);
+            }
+        }
+    }
+}
+
+/// A [`SourceView`] that records every successful observation into a
+/// [`ReadSet`]. One is made per render and shared by every step of it.
+#[derive(Debug)]
+pub struct RecordingView {
+    inner: Arc<dyn SourceView>,
+    reads: Mutex<ReadSet>,
+}
+
+impl RecordingView {
+    /// Wraps a view.
+    pub fn new(inner: Arc<dyn SourceView>) -> Self {
+        RecordingView {
+            inner,
+            reads: Mutex::new(ReadSet::default()),
+        }
+    }
+
+    /// What has been observed so far.
+    pub fn read_set(&self) -> ReadSet {
+        self.lock().clone()
+    }
+
+    /// A path that turned out not to exist is an observation too: creating
+    /// it later must invalidate the render.
+    fn absent_on_not_found<T>(&self, path: &SourcePath, result: Result<T>) -> Result<T> {
+        if let Err(SourceError::NotFound(_)) = &result {
+            self.lock().record(path, Observation::Absent);
+        }
+        result
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, ReadSet> {
+        // The set stays consistent even if a holder panicked: each update is
+        // a single insert.
+        self.reads.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+fn listing_digest(entries: &[DirEntry]) -> Digest {
+    let mut hasher = Sha256::new();
+    for entry in entries {
+        hasher.update(entry.name.as_bytes());
+        hasher.update(match entry.kind {
+            EntryKind::File => b"\0f\n",
+            EntryKind::Directory => b"\0d\n",
+        });
+    }
+    Digest::from(<[u8; 32]>::from(hasher.finalize()))
+}
+
+impl SourceView for RecordingView {
+    fn read_file(&self, path: &SourcePath) -> Result<Vec<u8>> {
+        let bytes = self.absent_on_not_found(path, self.inner.read_file(path))?;
+        self.lock().record(
+            path,
+            Observation::File {
+                digest: Digest::of(&bytes),
+            },
+        );
+        Ok(bytes)
+    }
+
+    fn read_dir(&self, path: &SourcePath) -> Result<Vec<DirEntry>> {
+        let entries = self.absent_on_not_found(path, self.inner.read_dir(path))?;
+        self.lock().record(
+            path,
+            Observation::Directory {
+                digest: listing_digest(&entries),
+            },
+        );
+        Ok(entries)
+    }
+
+    fn stat(&self, path: &SourcePath) -> Result<Option<Metadata>> {
+        let metadata = self.inner.stat(path)?;
+        let observation = match metadata {
+            Some(m) => Observation::Metadata {
+                kind: m.kind,
+                size: m.size,
+            },
+            None => Observation::Absent,
+        };
+        self.lock().record(path, observation);
+        Ok(metadata)
+    }
+}
