@@ -1,11 +1,13 @@
 //! Kiln: a GitOps controller whose renderers and policies are sandboxed
 //! WebAssembly components.
 //!
-//! The modules follow the pipeline: [`source`] (what the renderers may read)
-//! → [`render`] (the plugin chain, run by [`plugin`]) → [`policy`].
+//! The modules follow the pipeline: [`source`] (what renderers may read) →
+//! [`render`] (the plugin chain, run by the [`plugin`] host) → [`policy`].
 #![deny(unsafe_code)]
 
 pub mod digest;
 pub mod manifest;
 pub mod plugin;
+pub mod policy;
+pub mod render;
 pub mod source;

@@ -1,0 +1,98 @@
+//! Rendering: turning an Application's source into Kubernetes objects.
+//!
+//! A render runs a chain of [`Step`]s over one source view. Each plugin step
+//! gets the previous step's objects as input (so a renderer can also be a
+//! transformer or post-renderer); an empty chain means the built-in
+//! [`directory`] renderer (plain YAML/JSON). Every read of the source, by any
+//! step, is recorded: the [`Rendered`] result carries the exact
+//! [`ReadSet`] the render cache keys on.
+
+pub mod directory;
+
+use std::sync::Arc;
+
+use tracing::Instrument as _;
+
+use crate::manifest::{ManifestError, Object};
+use crate::plugin::{AppContext, Params, Plugin, PluginError};
+use crate::source::{PathError, ReadSet, RecordingView, SourceError, SourcePath, SourceView};
+
+pub use directory::DirectoryOptions;
+
+/// One step of a render chain.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub enum Step {
+    /// The built-in plain-manifest renderer (no WASM).
+    Directory(DirectoryOptions),
+    /// A renderer plugin with its parameters.
+    Plugin {
+        /// The loaded renderer.
+        plugin: Plugin,
+        /// Its parameters, in order.
+        params: Params,
+    },
+}
+
+/// The result of a render.
+#[derive(Debug, Clone)]
+pub struct Rendered {
+    /// The objects, in the order the last step produced them.
+    pub objects: Vec<Object>,
+    /// Everything the render read from the source.
+    pub read_set: ReadSet,
+}
+
+/// A render failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RenderError {
+    /// A plugin failed (the error names it).
+    #[error(transparent)]
+    Plugin(#[from] PluginError),
+    /// The built-in directory renderer could not read the source.
+    #[error("directory renderer: {0}")]
+    Source(#[from] SourceError),
+    /// A plain manifest is invalid (the error names file and line).
+    #[error("{0}")]
+    Manifest(#[from] ManifestError),
+    /// The Application's path cannot be inside the source tree.
+    #[error("invalid application path: {0}")]
+    Path(#[from] PathError),
+    /// The render task itself failed on the host.
+    #[error("render task failed: {0}")]
+    Task(String),
+}
+
+/// Renders `context.path` of `source` through `chain`.
+pub async fn render(source: Arc<dyn SourceView>, context: &AppContext, chain: &[Step]) -> Result<Rendered, RenderError> {
+    let app_path = SourcePath::parse(&context.path)?;
+    let recorder = Arc::new(RecordingView::new(source));
+    let view: Arc<dyn SourceView> = recorder.clone();
+    let default_chain = [Step::Directory(DirectoryOptions::default())];
+    let chain = if chain.is_empty() { &default_chain[..] } else { chain };
+
+    let mut objects = Vec::new();
+    for step in chain {
+        objects = match step {
+            Step::Directory(options) => {
+                let (view, path, options) = (view.clone(), app_path.clone(), options.clone());
+                let span = tracing::Span::current();
+                tokio::task::spawn_blocking(move || span.in_scope(|| directory::render(&*view, &path, &options)))
+                    .await
+                    .map_err(|e| RenderError::Task(e.to_string()))??
+            }
+            Step::Plugin { plugin, params } => {
+                let span = tracing::info_span!("render_step", plugin = plugin.name());
+                plugin
+                    .render(view.clone(), context.clone(), params.clone(), objects)
+                    .instrument(span)
+                    .await?
+            }
+        };
+    }
+    Ok(Rendered {
+        objects,
+        read_set: recorder.read_set(),
+    })
+}
