@@ -63,7 +63,7 @@ impl SourcePath {
 
     /// Joins a relative path (which may use `..`, within the root).
     pub fn join(&self, relative: &str) -> Result<Self, PathError> {
-        if relative.starts_with('/') {
+        if relative.starts_with('/') || self.is_root() {
             return Self::parse(relative);
         }
         Self::parse(&format!("{}/{relative}", self.0))
@@ -134,5 +134,7 @@ mod tests {
         let app = SourcePath::parse("apps/web").unwrap();
         assert_eq!(app.join("../base").unwrap().as_str(), "apps/base");
         assert!(app.join("../../../x").is_err());
+        assert_eq!(SourcePath::root().join("a.yaml").unwrap().as_str(), "a.yaml");
+        assert!(SourcePath::root().join("/etc").is_err());
     }
 }

@@ -74,3 +74,14 @@ pub fn describe(error: &SourceError) -> String {
             SourceError::Io(m) => m.clone(),
         }
 }
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn join_paths() {
+        assert_eq!(super::join("", "a.yaml"), "a.yaml");
+        assert_eq!(super::join(".", "a.yaml"), "a.yaml");
+        assert_eq!(super::join("app/", "a.yaml"), "app/a.yaml");
+        assert_eq!(super::join("app", "."), "app");
+    }
+}

@@ -1,0 +1,154 @@
+//! Command-line interface. Parsing, output and exit codes live here; the
+//! work is done by the library.
+
+mod args;
+mod plugin;
+mod render;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{CommandFactory as _, FromArgMatches as _, Parser, Subcommand};
+
+/// Exit codes shared by the commands.
+pub(crate) mod exit {
+    /// Success.
+    pub const OK: u8 = 0;
+    /// The command ran, and an enforced policy blocked the result.
+    pub const POLICY_BLOCKED: u8 = 1;
+    /// An error: bad input, a plugin failed, a file was unreadable.
+    pub const ERROR: u8 = 2;
+}
+
+/// Kiln: GitOps with sandboxed WebAssembly renderers and policies.
+///
+/// Renderers (Kustomize-like, Helm-like, anything) and admission policies are
+/// WebAssembly components run in a sandbox that sees nothing but a read-only
+/// view of the source tree.
+#[derive(Debug, Parser)]
+#[command(name = "kiln", version, propagate_version = true, max_term_width = 100)]
+pub(crate) struct Cli {
+    /// More output: `-v` prints the full error chain and info logs, `-vv` debug logs.
+    /// `KILN_LOG` (a tracing filter such as `kiln=debug`) overrides the log level.
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    verbose: u8,
+
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    Render(render::RenderArgs),
+    #[command(subcommand)]
+    Plugin(plugin::PluginCommand),
+}
+
+/// Options of the plugin host shared by commands that run plugins.
+#[derive(Debug, clap::Args)]
+pub(crate) struct HostArgs {
+    /// Directory of the compile cache (precompiled plugins, keyed by digest).
+    /// Default: $XDG_CACHE_HOME/kiln/compiled or ~/.cache/kiln/compiled.
+    #[arg(long, value_name = "DIR")]
+    compile_cache: Option<PathBuf>,
+
+    /// Do not use the on-disk compile cache.
+    #[arg(long, conflicts_with = "compile_cache")]
+    no_compile_cache: bool,
+
+    /// CPU deadline of one plugin call, e.g. `10s`, `500ms`.
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = args::parse_duration)]
+    plugin_timeout: std::time::Duration,
+
+    /// Memory cap of one plugin call, e.g. `256Mi`, `1Gi`.
+    #[arg(long, value_name = "SIZE", default_value = "256Mi", value_parser = args::parse_size)]
+    plugin_memory: u64,
+
+    /// Cap on the manifests one plugin call may return, e.g. `32Mi`.
+    #[arg(long, value_name = "SIZE", default_value = "32Mi", value_parser = args::parse_size)]
+    plugin_output: u64,
+}
+
+impl HostArgs {
+    pub(crate) fn host(&self) -> anyhow::Result<kiln::plugin::PluginHost> {
+        let mut config = kiln::plugin::HostConfig::default();
+        config.compile_cache = match (&self.compile_cache, self.no_compile_cache) {
+            (_, true) => None,
+            (Some(dir), false) => Some(dir.clone()),
+            (None, false) => default_cache_dir().map(|d| d.join("compiled")),
+        };
+        config.default_limits = kiln::plugin::Limits {
+            memory: self.plugin_memory,
+            timeout: self.plugin_timeout,
+            output: self.plugin_output,
+            ..Default::default()
+        };
+        config.max_memory = config.max_memory.max(self.plugin_memory);
+        Ok(kiln::plugin::PluginHost::new(config)?)
+    }
+}
+
+fn default_cache_dir() -> Option<PathBuf> {
+    std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .filter(|p| p.is_absolute())
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
+        .map(|d| d.join("kiln"))
+}
+
+/// Parses arguments, runs the command, prints errors, returns the exit code.
+pub(crate) fn main() -> ExitCode {
+    let matches = Cli::command().get_matches();
+    let cli = match Cli::from_arg_matches(&matches) {
+        Ok(cli) => cli,
+        Err(e) => e.exit(),
+    };
+    init_logging(cli.verbose);
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return ExitCode::from(exit::ERROR);
+        }
+    };
+    let result = runtime.block_on(async {
+        match &cli.command {
+            Command::Render(args) => {
+                let sub = matches.subcommand_matches("render").expect("clap matched `render`");
+                render::run(args, sub).await
+            }
+            Command::Plugin(command) => plugin::run(command).await,
+        }
+    });
+    match result {
+        Ok(code) => ExitCode::from(code),
+        Err(error) => {
+            if cli.verbose > 0 {
+                // The whole chain, one cause per line.
+                eprintln!("error: {error}");
+                for cause in error.chain().skip(1) {
+                    eprintln!("  caused by: {cause}");
+                }
+            } else {
+                // One line: every message of the chain, joined.
+                eprintln!("error: {error:#}");
+            }
+            ExitCode::from(exit::ERROR)
+        }
+    }
+}
+
+fn init_logging(verbose: u8) {
+    use tracing_subscriber::EnvFilter;
+    let default = match verbose {
+        0 => "warn",
+        1 => "info",
+        _ => "debug",
+    };
+    let filter = EnvFilter::try_from_env("KILN_LOG").unwrap_or_else(|_| EnvFilter::new(default));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_target(verbose > 1)
+        .init();
+}

@@ -1,0 +1,224 @@
+//! `kiln render`.
+
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use anyhow::{Context as _, bail};
+use clap::ArgMatches;
+
+use kiln::manifest::{self, Object};
+use kiln::plugin::{AppContext, Params, Severity, World};
+use kiln::policy::{self, Mode, PolicyStep, Report};
+use kiln::render::{self, DirectoryOptions, Step};
+use kiln::source::{LocalDir, SourceView};
+
+use super::args::parse_key_value;
+use super::{HostArgs, exit};
+
+/// Render an application directory through renderer plugins, then review the
+/// result with policy plugins.
+///
+/// Prints the rendered manifests on stdout and the policy report on stderr.
+/// Without --plugin, the built-in directory renderer reads the plain YAML and
+/// JSON files of DIR.
+#[derive(Debug, clap::Args)]
+#[command(after_help = "\
+Each --param belongs to the --plugin before it; each --setting and --mode to the --policy before it.
+
+Examples:
+  kiln render examples/guestbook --plugin plugins/dist/values.wasm --param replicas=3 \\
+      --policy plugins/dist/required-labels.wasm --setting labels=app,team
+  kiln render apps/web --root . --plugin a.wasm --plugin b.wasm -o json
+
+Exit status: 0 rendered (policies passed or only warned), 1 an enforced policy blocked the
+result, 2 an error (unreadable input, a plugin failed; the message names the plugin).")]
+pub(crate) struct RenderArgs {
+    /// The application's directory.
+    dir: PathBuf,
+
+    /// Root of the source tree plugins may read (DIR must be inside it).
+    /// Default: DIR itself. Paths such as `../base` work within the root.
+    #[arg(long, value_name = "DIR")]
+    root: Option<PathBuf>,
+
+    /// A renderer component; repeat for a chain (each gets the previous output).
+    #[arg(long = "plugin", value_name = "FILE.wasm")]
+    plugins: Vec<PathBuf>,
+
+    /// A parameter for the preceding --plugin.
+    #[arg(long = "param", value_name = "KEY=VALUE", value_parser = parse_key_value)]
+    params: Vec<(String, String)>,
+
+    /// A policy component; repeat for several.
+    #[arg(long = "policy", value_name = "FILE.wasm")]
+    policies: Vec<PathBuf>,
+
+    /// A setting for the preceding --policy.
+    #[arg(long = "setting", value_name = "KEY=VALUE", value_parser = parse_key_value)]
+    settings: Vec<(String, String)>,
+
+    /// Mode of the preceding --policy: enforce (default: blocks on errors), warn, audit.
+    #[arg(long = "mode", value_name = "MODE")]
+    modes: Vec<Mode>,
+
+    /// Built-in directory renderer: include subdirectories.
+    #[arg(long)]
+    recurse: bool,
+
+    /// Output format of the manifests.
+    #[arg(short, long, value_enum, default_value = "yaml")]
+    output: Format,
+
+    /// Application name given to plugins. Default: DIR's name.
+    #[arg(long)]
+    name: Option<String>,
+
+    /// Destination namespace given to plugins.
+    #[arg(long, default_value = "")]
+    namespace: String,
+
+    /// Project given to plugins.
+    #[arg(long, default_value = "default")]
+    project: String,
+
+    #[command(flatten)]
+    host: HostArgs,
+}
+
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+enum Format {
+    Yaml,
+    Json,
+}
+
+/// Groups the values of `child` (e.g. `params`) under the occurrence of
+/// `parent` (e.g. `plugins`) that precedes each on the command line.
+fn group_by_preceding<T: Clone + Send + Sync + 'static>(
+    matches: &ArgMatches,
+    parent: &str,
+    parent_flag: &str,
+    child: &str,
+    child_flag: &str,
+) -> anyhow::Result<Vec<Vec<T>>> {
+    let parents: Vec<usize> = matches.indices_of(parent).map(Iterator::collect).unwrap_or_default();
+    let mut groups = vec![Vec::new(); parents.len()];
+    let values = matches.get_many::<T>(child).into_iter().flatten();
+    let indices = matches.indices_of(child).into_iter().flatten();
+    for (value, index) in values.zip(indices) {
+        let Some(owner) = parents.iter().rposition(|p| *p < index) else {
+            bail!("{child_flag} must follow the {parent_flag} it belongs to");
+        };
+        groups[owner].push(value.clone());
+    }
+    Ok(groups)
+}
+
+pub(crate) async fn run(args: &RenderArgs, matches: &ArgMatches) -> anyhow::Result<u8> {
+    let params: Vec<Params> = group_by_preceding(matches, "plugins", "--plugin", "params", "--param")?;
+    let settings: Vec<Params> = group_by_preceding(matches, "policies", "--policy", "settings", "--setting")?;
+    let modes: Vec<Vec<Mode>> = group_by_preceding(matches, "policies", "--policy", "modes", "--mode")?;
+    if let Some(i) = modes.iter().position(|m| m.len() > 1) {
+        bail!("--policy {} has more than one --mode", args.policies[i].display());
+    }
+
+    let root = args.root.clone().unwrap_or_else(|| args.dir.clone());
+    let app_path = relative_path(&root, &args.dir)?;
+    let view: Arc<dyn SourceView> =
+        Arc::new(LocalDir::open(&root).with_context(|| format!("cannot open source directory {}", root.display()))?);
+    let context = AppContext {
+        name: args.name.clone().unwrap_or_else(|| dir_name(&args.dir)),
+        namespace: args.namespace.clone(),
+        project: args.project.clone(),
+        repo_url: String::new(),
+        revision: "local".into(),
+        path: app_path,
+    };
+
+    let host = args.host.host()?;
+    let (chain, policies) = {
+        let (plugins, policy_files) = (args.plugins.clone(), args.policies.clone());
+        let recurse = args.recurse;
+        tokio::task::spawn_blocking(move || -> anyhow::Result<_> {
+            let mut chain = Vec::new();
+            for (file, params) in plugins.iter().zip(params) {
+                let plugin = host.load_file(file, World::Renderer, None)?;
+                chain.push(Step::Plugin { plugin, params });
+            }
+            if chain.is_empty() {
+                chain.push(Step::Directory(DirectoryOptions { recurse }));
+            }
+            let mut policies = Vec::new();
+            for ((file, settings), mode) in policy_files.iter().zip(settings).zip(modes) {
+                let plugin = host.load_file(file, World::Policy, None)?;
+                let mode = mode.first().copied().unwrap_or_default();
+                policies.push(PolicyStep { plugin, settings, mode });
+            }
+            Ok((chain, policies))
+        })
+        .await??
+    };
+
+    let rendered = render::render(view.clone(), &context, &chain).await?;
+    let report = policy::evaluate(view, &context, rendered.objects.clone(), &policies).await;
+
+    print_objects(&rendered.objects, args.output)?;
+    print_report(&report);
+    Ok(if report.blocked() { exit::POLICY_BLOCKED } else { exit::OK })
+}
+
+fn relative_path(root: &Path, dir: &Path) -> anyhow::Result<String> {
+    let root_abs = root.canonicalize().with_context(|| format!("cannot open {}", root.display()))?;
+    let dir_abs = dir.canonicalize().with_context(|| format!("cannot open {}", dir.display()))?;
+    let relative = dir_abs
+        .strip_prefix(&root_abs)
+        .with_context(|| format!("{} is not inside the source root {}", dir.display(), root.display()))?;
+    relative
+        .to_str()
+        .map(str::to_owned)
+        .with_context(|| format!("{} is not valid UTF-8", dir.display()))
+}
+
+fn dir_name(dir: &Path) -> String {
+    dir.canonicalize()
+        .ok()
+        .and_then(|d| d.file_name().map(|n| n.to_string_lossy().into_owned()))
+        .unwrap_or_else(|| "app".into())
+}
+
+fn print_objects(objects: &[Object], format: Format) -> anyhow::Result<()> {
+    let text = match format {
+        Format::Yaml => manifest::to_yaml_stream(objects),
+        Format::Json => {
+            let items: Vec<_> = objects.iter().map(|o| serde_json::Value::Object(o.value().clone())).collect();
+            let list = serde_json::json!({"apiVersion": "v1", "kind": "List", "items": items});
+            serde_json::to_string_pretty(&list)? + "\n"
+        }
+    };
+    let mut stdout = std::io::stdout().lock();
+    match stdout.write_all(text.as_bytes()).and_then(|()| stdout.flush()) {
+        // `kiln render | head` is not an error.
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        other => Ok(other?),
+    }
+}
+
+fn print_report(report: &Report) {
+    for result in &report.results {
+        let errors = result.findings.iter().filter(|f| f.severity == Severity::Error).count();
+        let verdict = if let Some(error) = &result.error {
+            format!("FAILED TO RUN: {error}")
+        } else if result.findings.is_empty() {
+            "passed".to_owned()
+        } else {
+            format!("{} finding(s), {errors} error(s)", result.findings.len())
+        };
+        let outcome = if result.blocks() { " — BLOCKED" } else { "" };
+        eprintln!("policy {} ({}): {verdict}{outcome}", result.policy, result.mode);
+        for finding in &result.findings {
+            let object = finding.object.as_ref().map(ToString::to_string).unwrap_or_else(|| "(set)".into());
+            let field = finding.field_path.as_deref().map(|f| format!(" {f}")).unwrap_or_default();
+            eprintln!("  {:<8} {object}{field}: {}", finding.severity.to_string(), finding.message);
+        }
+    }
+}
