@@ -26,7 +26,9 @@ impl Object {
 
     /// `metadata.name` (or `metadata.generateName`).
     pub fn name(&self) -> &str {
-        self.metadata_str("name").or_else(|| self.metadata_str("generateName")).unwrap_or_default()
+        self.metadata_str("name")
+            .or_else(|| self.metadata_str("generateName"))
+            .unwrap_or_default()
     }
 
     /// `metadata.namespace`, when set.
@@ -113,11 +115,16 @@ pub fn parse(text: &str, source: Option<&str>) -> Result<Vec<Object>, ManifestEr
         let document = index + 1;
         match value {
             Value::Null => {}
-            Value::Object(map) => flatten(map, source, document, &mut objects).map_err(|m| error(None, m))?,
+            Value::Object(map) => {
+                flatten(map, source, document, &mut objects).map_err(|m| error(None, m))?
+            }
             other => {
                 return Err(error(
                     None,
-                    format!("document {document} is a {}, not a Kubernetes object", type_name(&other)),
+                    format!(
+                        "document {document} is a {}, not a Kubernetes object",
+                        type_name(&other)
+                    ),
                 ));
             }
         }
@@ -131,14 +138,24 @@ fn flatten(
     document: usize,
     out: &mut Vec<Object>,
 ) -> Result<(), String> {
-    let is_list = map.get("kind").and_then(Value::as_str).is_some_and(|k| k.ends_with("List"))
+    let is_list = map
+        .get("kind")
+        .and_then(Value::as_str)
+        .is_some_and(|k| k.ends_with("List"))
         && map.get("items").is_some_and(Value::is_array);
     if is_list {
-        let Some(Value::Array(items)) = map.get("items") else { unreachable!("checked above") };
+        let Some(Value::Array(items)) = map.get("items") else {
+            unreachable!("checked above")
+        };
         for (i, item) in items.iter().enumerate() {
             match item {
                 Value::Object(item) => flatten(item.clone(), source, document, out)?,
-                other => return Err(format!("document {document}: items[{i}] is a {}, not an object", type_name(other))),
+                other => {
+                    return Err(format!(
+                        "document {document}: items[{i}] is a {}, not an object",
+                        type_name(other)
+                    ));
+                }
             }
         }
         return Ok(());
@@ -207,10 +224,18 @@ mod tests {
 
     #[test]
     fn broken_yaml_names_file_and_line() {
-        let err = parse("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: [a\n", Some("apps/web/cm.yaml")).unwrap_err();
+        let err = parse(
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: [a\n",
+            Some("apps/web/cm.yaml"),
+        )
+        .unwrap_err();
         assert_eq!(err.file.as_deref(), Some("apps/web/cm.yaml"));
         assert_eq!(err.line, Some(5), "{err}");
-        assert!(err.to_string().starts_with("apps/web/cm.yaml:5: invalid YAML"), "{err}");
+        assert!(
+            err.to_string()
+                .starts_with("apps/web/cm.yaml:5: invalid YAML"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -5,7 +5,9 @@ use std::time::Duration;
 /// `10s`, `500ms`, `2m`, or a bare number of seconds.
 pub(crate) fn parse_duration(text: &str) -> Result<Duration, String> {
     let (number, unit) = split_unit(text);
-    let value: f64 = number.parse().map_err(|_| format!("`{text}` is not a duration such as 10s or 500ms"))?;
+    let value: f64 = number
+        .parse()
+        .map_err(|_| format!("`{text}` is not a duration such as 10s or 500ms"))?;
     let seconds = match unit {
         "ms" => value / 1000.0,
         "" | "s" => value,
@@ -21,7 +23,9 @@ pub(crate) fn parse_duration(text: &str) -> Result<Duration, String> {
 /// `256Mi`, `1Gi`, `64Ki`, `1000000` (bytes), also `M`/`G`/`K` (powers of 10).
 pub(crate) fn parse_size(text: &str) -> Result<u64, String> {
     let (number, unit) = split_unit(text);
-    let value: u64 = number.parse().map_err(|_| format!("`{text}` is not a size such as 256Mi"))?;
+    let value: u64 = number
+        .parse()
+        .map_err(|_| format!("`{text}` is not a size such as 256Mi"))?;
     let factor: u64 = match unit {
         "" => 1,
         "Ki" => 1 << 10,
@@ -30,7 +34,11 @@ pub(crate) fn parse_size(text: &str) -> Result<u64, String> {
         "K" | "k" => 1_000,
         "M" => 1_000_000,
         "G" => 1_000_000_000,
-        _ => return Err(format!("`{text}`: unknown unit `{unit}` (Ki, Mi, Gi, K, M, G)")),
+        _ => {
+            return Err(format!(
+                "`{text}`: unknown unit `{unit}` (Ki, Mi, Gi, K, M, G)"
+            ));
+        }
     };
     value
         .checked_mul(factor)
@@ -39,7 +47,9 @@ pub(crate) fn parse_size(text: &str) -> Result<u64, String> {
 }
 
 fn split_unit(text: &str) -> (&str, &str) {
-    let at = text.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(text.len());
+    let at = text
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(text.len());
     text.split_at(at)
 }
 
@@ -64,7 +74,10 @@ mod tests {
         assert_eq!(parse_size("256Mi").unwrap(), 256 << 20);
         assert_eq!(parse_size("1G").unwrap(), 1_000_000_000);
         assert!(parse_size("x").is_err());
-        assert_eq!(parse_key_value("a=b=c").unwrap(), ("a".into(), "b=c".into()));
+        assert_eq!(
+            parse_key_value("a=b=c").unwrap(),
+            ("a".into(), "b=c".into())
+        );
         assert!(parse_key_value("=x").is_err());
     }
 }

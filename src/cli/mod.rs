@@ -104,7 +104,10 @@ pub(crate) fn main() -> ExitCode {
         Err(e) => e.exit(),
     };
     init_logging(cli.verbose);
-    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
         Ok(runtime) => runtime,
         Err(e) => {
             eprintln!("error: cannot start the async runtime: {e}");
@@ -114,7 +117,9 @@ pub(crate) fn main() -> ExitCode {
     let result = runtime.block_on(async {
         match &cli.command {
             Command::Render(args) => {
-                let sub = matches.subcommand_matches("render").expect("clap matched `render`");
+                let sub = matches
+                    .subcommand_matches("render")
+                    .expect("clap matched `render`");
                 render::run(args, sub).await
             }
             Command::Plugin(command) => plugin::run(command).await,

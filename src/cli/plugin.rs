@@ -31,12 +31,15 @@ pub(crate) enum Format {
 pub(crate) async fn run(command: &PluginCommand) -> anyhow::Result<u8> {
     match command {
         PluginCommand::Inspect { file, output } => {
-            let bytes = std::fs::read(file).with_context(|| format!("cannot read {}", file.display()))?;
+            let bytes =
+                std::fs::read(file).with_context(|| format!("cannot read {}", file.display()))?;
             let info = contract::inspect(&bytes).with_context(|| file.display().to_string())?;
             match output {
                 Format::Json => println!("{}", serde_json::to_string_pretty(&info)?),
                 Format::Text => {
-                    let world = info.world.map_or_else(|| "none (not a Kiln plugin)".to_owned(), |w| w.to_string());
+                    let world = info
+                        .world
+                        .map_or_else(|| "none (not a Kiln plugin)".to_owned(), |w| w.to_string());
                     let contract = match info.contract_version {
                         Some(v) => format!(
                             "{}@{v} ({})",

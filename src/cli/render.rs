@@ -101,7 +101,10 @@ fn group_by_preceding<T: Clone + Send + Sync + 'static>(
     child: &str,
     child_flag: &str,
 ) -> anyhow::Result<Vec<Vec<T>>> {
-    let parents: Vec<usize> = matches.indices_of(parent).map(Iterator::collect).unwrap_or_default();
+    let parents: Vec<usize> = matches
+        .indices_of(parent)
+        .map(Iterator::collect)
+        .unwrap_or_default();
     let mut groups = vec![Vec::new(); parents.len()];
     let values = matches.get_many::<T>(child).into_iter().flatten();
     let indices = matches.indices_of(child).into_iter().flatten();
@@ -115,17 +118,25 @@ fn group_by_preceding<T: Clone + Send + Sync + 'static>(
 }
 
 pub(crate) async fn run(args: &RenderArgs, matches: &ArgMatches) -> anyhow::Result<u8> {
-    let params: Vec<Params> = group_by_preceding(matches, "plugins", "--plugin", "params", "--param")?;
-    let settings: Vec<Params> = group_by_preceding(matches, "policies", "--policy", "settings", "--setting")?;
-    let modes: Vec<Vec<Mode>> = group_by_preceding(matches, "policies", "--policy", "modes", "--mode")?;
+    let params: Vec<Params> =
+        group_by_preceding(matches, "plugins", "--plugin", "params", "--param")?;
+    let settings: Vec<Params> =
+        group_by_preceding(matches, "policies", "--policy", "settings", "--setting")?;
+    let modes: Vec<Vec<Mode>> =
+        group_by_preceding(matches, "policies", "--policy", "modes", "--mode")?;
     if let Some(i) = modes.iter().position(|m| m.len() > 1) {
-        bail!("--policy {} has more than one --mode", args.policies[i].display());
+        bail!(
+            "--policy {} has more than one --mode",
+            args.policies[i].display()
+        );
     }
 
     let root = args.root.clone().unwrap_or_else(|| args.dir.clone());
     let app_path = relative_path(&root, &args.dir)?;
-    let view: Arc<dyn SourceView> =
-        Arc::new(LocalDir::open(&root).with_context(|| format!("cannot open source directory {}", root.display()))?);
+    let view: Arc<dyn SourceView> = Arc::new(
+        LocalDir::open(&root)
+            .with_context(|| format!("cannot open source directory {}", root.display()))?,
+    );
     let context = AppContext {
         name: args.name.clone().unwrap_or_else(|| dir_name(&args.dir)),
         namespace: args.namespace.clone(),
@@ -152,7 +163,11 @@ pub(crate) async fn run(args: &RenderArgs, matches: &ArgMatches) -> anyhow::Resu
             for ((file, settings), mode) in policy_files.iter().zip(settings).zip(modes) {
                 let plugin = host.load_file(file, World::Policy, None)?;
                 let mode = mode.first().copied().unwrap_or_default();
-                policies.push(PolicyStep { plugin, settings, mode });
+                policies.push(PolicyStep {
+                    plugin,
+                    settings,
+                    mode,
+                });
             }
             Ok((chain, policies))
         })
@@ -164,15 +179,27 @@ pub(crate) async fn run(args: &RenderArgs, matches: &ArgMatches) -> anyhow::Resu
 
     print_objects(&rendered.objects, args.output)?;
     print_report(&report);
-    Ok(if report.blocked() { exit::POLICY_BLOCKED } else { exit::OK })
+    Ok(if report.blocked() {
+        exit::POLICY_BLOCKED
+    } else {
+        exit::OK
+    })
 }
 
 fn relative_path(root: &Path, dir: &Path) -> anyhow::Result<String> {
-    let root_abs = root.canonicalize().with_context(|| format!("cannot open {}", root.display()))?;
-    let dir_abs = dir.canonicalize().with_context(|| format!("cannot open {}", dir.display()))?;
-    let relative = dir_abs
-        .strip_prefix(&root_abs)
-        .with_context(|| format!("{} is not inside the source root {}", dir.display(), root.display()))?;
+    let root_abs = root
+        .canonicalize()
+        .with_context(|| format!("cannot open {}", root.display()))?;
+    let dir_abs = dir
+        .canonicalize()
+        .with_context(|| format!("cannot open {}", dir.display()))?;
+    let relative = dir_abs.strip_prefix(&root_abs).with_context(|| {
+        format!(
+            "{} is not inside the source root {}",
+            dir.display(),
+            root.display()
+        )
+    })?;
     relative
         .to_str()
         .map(str::to_owned)
@@ -190,13 +217,19 @@ fn print_objects(objects: &[Object], format: Format) -> anyhow::Result<()> {
     let text = match format {
         Format::Yaml => manifest::to_yaml_stream(objects),
         Format::Json => {
-            let items: Vec<_> = objects.iter().map(|o| serde_json::Value::Object(o.value().clone())).collect();
+            let items: Vec<_> = objects
+                .iter()
+                .map(|o| serde_json::Value::Object(o.value().clone()))
+                .collect();
             let list = serde_json::json!({"apiVersion": "v1", "kind": "List", "items": items});
             serde_json::to_string_pretty(&list)? + "\n"
         }
     };
     let mut stdout = std::io::stdout().lock();
-    match stdout.write_all(text.as_bytes()).and_then(|()| stdout.flush()) {
+    match stdout
+        .write_all(text.as_bytes())
+        .and_then(|()| stdout.flush())
+    {
         // `kiln render | head` is not an error.
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
         other => Ok(other?),
@@ -205,7 +238,11 @@ fn print_objects(objects: &[Object], format: Format) -> anyhow::Result<()> {
 
 fn print_report(report: &Report) {
     for result in &report.results {
-        let errors = result.findings.iter().filter(|f| f.severity == Severity::Error).count();
+        let errors = result
+            .findings
+            .iter()
+            .filter(|f| f.severity == Severity::Error)
+            .count();
         let verdict = if let Some(error) = &result.error {
             format!("FAILED TO RUN: {error}")
         } else if result.findings.is_empty() {
@@ -214,11 +251,26 @@ fn print_report(report: &Report) {
             format!("{} finding(s), {errors} error(s)", result.findings.len())
         };
         let outcome = if result.blocks() { " — BLOCKED" } else { "" };
-        eprintln!("policy {} ({}): {verdict}{outcome}", result.policy, result.mode);
+        eprintln!(
+            "policy {} ({}): {verdict}{outcome}",
+            result.policy, result.mode
+        );
         for finding in &result.findings {
-            let object = finding.object.as_ref().map(ToString::to_string).unwrap_or_else(|| "(set)".into());
-            let field = finding.field_path.as_deref().map(|f| format!(" {f}")).unwrap_or_default();
-            eprintln!("  {:<8} {object}{field}: {}", finding.severity.to_string(), finding.message);
+            let object = finding
+                .object
+                .as_ref()
+                .map(ToString::to_string)
+                .unwrap_or_else(|| "(set)".into());
+            let field = finding
+                .field_path
+                .as_deref()
+                .map(|f| format!(" {f}"))
+                .unwrap_or_default();
+            eprintln!(
+                "  {:<8} {object}{field}: {}",
+                finding.severity.to_string(),
+                finding.message
+            );
         }
     }
 }

@@ -140,13 +140,15 @@ pub fn inspect(bytes: &[u8]) -> Result<ComponentInfo, InspectError> {
             Payload::End(_) => depth = depth.saturating_sub(1),
             Payload::ComponentImportSection(reader) if depth == 1 => {
                 for import in reader {
-                    let import = import.map_err(|e| InspectError::Malformed(e.message().to_owned()))?;
+                    let import =
+                        import.map_err(|e| InspectError::Malformed(e.message().to_owned()))?;
                     imports.push(import.name.name.to_owned());
                 }
             }
             Payload::ComponentExportSection(reader) if depth == 1 => {
                 for export in reader {
-                    let export = export.map_err(|e| InspectError::Malformed(e.message().to_owned()))?;
+                    let export =
+                        export.map_err(|e| InspectError::Malformed(e.message().to_owned()))?;
                     exports.push(export.name.name.to_owned());
                 }
             }
@@ -186,10 +188,16 @@ pub fn check(info: &ComponentInfo, expected: World) -> Result<(), String> {
             VERSION.major, VERSION.minor
         )),
         (Some(world), Some(_)) if world == expected => Ok(()),
-        (Some(world), _) => Err(format!("it is a {world}, but was given where a {expected} is expected")),
+        (Some(world), _) => Err(format!(
+            "it is a {world}, but was given where a {expected} is expected"
+        )),
         (None, _) => Err(format!(
             "it exports no {PACKAGE} world (exports: {}); a {expected} must export {PACKAGE}/{}@{}.{}.x",
-            if info.exports.is_empty() { "none".to_owned() } else { info.exports.join(", ") },
+            if info.exports.is_empty() {
+                "none".to_owned()
+            } else {
+                info.exports.join(", ")
+            },
             expected.export_interface(),
             VERSION.major,
             VERSION.minor,
@@ -216,14 +224,24 @@ mod tests {
     fn recognizes_exports() {
         assert_eq!(
             contract_export("kiln:plugin/review@0.1.3"),
-            Some((Some(World::Policy), ContractVersion { major: 0, minor: 1, patch: 3 }))
+            Some((
+                Some(World::Policy),
+                ContractVersion {
+                    major: 0,
+                    minor: 1,
+                    patch: 3
+                }
+            ))
         );
         assert_eq!(contract_export("wasi:cli/run@0.2.0"), None);
     }
 
     #[test]
     fn refuses_core_modules_and_garbage() {
-        assert!(matches!(inspect(b"\0asm\x01\0\0\0"), Err(InspectError::CoreModule)));
+        assert!(matches!(
+            inspect(b"\0asm\x01\0\0\0"),
+            Err(InspectError::CoreModule)
+        ));
         assert!(matches!(inspect(b"hello"), Err(InspectError::Malformed(_))));
     }
 }

@@ -187,7 +187,11 @@ impl fmt::Display for GuestFailure {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             GuestFailure::InvalidParameters(m) => write!(f, "invalid parameters: {m}"),
-            GuestFailure::InvalidInput { file, line, message } => match (file, line) {
+            GuestFailure::InvalidInput {
+                file,
+                line,
+                message,
+            } => match (file, line) {
                 (Some(file), Some(line)) => write!(f, "{file}:{line}: {message}"),
                 (Some(file), None) => write!(f, "{file}: {message}"),
                 _ => write!(f, "invalid input: {message}"),

@@ -13,11 +13,11 @@ use tracing::Instrument as _;
 use wasmtime::component::{Component, HasSelf, Linker};
 use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig, Store, Trap};
 
+use super::bindings::policy::exports::kiln::plugin::review as wit_review;
 use super::bindings::policy::{Policy as PolicyBindings, PolicyPre};
 use super::bindings::renderer::exports::kiln::plugin::render as wit_render;
 use super::bindings::renderer::kiln::plugin::types as wit;
 use super::bindings::renderer::{Renderer as RendererBindings, RendererPre};
-use super::bindings::policy::exports::kiln::plugin::review as wit_review;
 use super::cache::{CacheOutcome, CompileCache};
 use super::config::{HostConfig, Limits};
 use super::contract::{self, World};
@@ -37,7 +37,9 @@ pub struct HostError {
 
 impl HostError {
     fn new(message: impl Into<String>) -> Self {
-        HostError { message: message.into() }
+        HostError {
+            message: message.into(),
+        }
     }
 }
 
@@ -60,7 +62,9 @@ struct HostInner {
 
 impl std::fmt::Debug for PluginHost {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("PluginHost").field("config", &self.inner.config).finish_non_exhaustive()
+        f.debug_struct("PluginHost")
+            .field("config", &self.inner.config)
+            .finish_non_exhaustive()
     }
 }
 
@@ -75,12 +79,14 @@ impl Ticker {
     fn start(engine: Engine, tick: Duration) -> std::io::Result<Self> {
         let stop = Arc::new(AtomicBool::new(false));
         let flag = stop.clone();
-        let thread = std::thread::Builder::new().name("kiln-epoch".into()).spawn(move || {
-            while !flag.load(Ordering::Relaxed) {
-                std::thread::sleep(tick);
-                engine.increment_epoch();
-            }
-        })?;
+        let thread = std::thread::Builder::new()
+            .name("kiln-epoch".into())
+            .spawn(move || {
+                while !flag.load(Ordering::Relaxed) {
+                    std::thread::sleep(tick);
+                    engine.increment_epoch();
+                }
+            })?;
         Ok(Ticker {
             stop,
             thread: Some(thread),
@@ -122,14 +128,16 @@ impl PluginHost {
         let engine = Engine::new(&wasm).map_err(|e| HostError::new(format!("{e:#}")))?;
 
         let mut linker = Linker::new(&engine);
-        wasmtime_wasi::p2::add_to_linker_sync(&mut linker).map_err(|e| HostError::new(format!("{e:#}")))?;
+        wasmtime_wasi::p2::add_to_linker_sync(&mut linker)
+            .map_err(|e| HostError::new(format!("{e:#}")))?;
         RendererBindings::add_to_linker::<CallState, HasSelf<CallState>>(&mut linker, |s| s)
             .map_err(|e| HostError::new(format!("{e:#}")))?;
 
         let cache = match &config.compile_cache {
-            Some(dir) => Some(CompileCache::open(dir, &engine).map_err(|e| {
-                HostError::new(format!("compile cache {}: {e}", dir.display()))
-            })?),
+            Some(dir) => Some(
+                CompileCache::open(dir, &engine)
+                    .map_err(|e| HostError::new(format!("compile cache {}: {e}", dir.display())))?,
+            ),
             None => None,
         };
         let ticker = Ticker::start(engine.clone(), config.epoch_tick)
@@ -168,7 +176,13 @@ impl PluginHost {
 
     /// Loads a component: checks the contract, compiles it (or loads it from
     /// the compile cache) and links it, ready for calls.
-    pub fn load(&self, name: &str, bytes: &[u8], world: World, limits: Option<Limits>) -> Result<Plugin> {
+    pub fn load(
+        &self,
+        name: &str,
+        bytes: &[u8],
+        world: World,
+        limits: Option<Limits>,
+    ) -> Result<Plugin> {
         let started = Instant::now();
         let plugin = || name.to_owned();
         let limits = limits.unwrap_or(self.inner.config.default_limits);
@@ -189,13 +203,17 @@ impl PluginHost {
             plugin: plugin(),
             detail,
         })?;
-        let (component, outcome) = self.compile(bytes, &info.digest).map_err(|e| PluginError::Compile {
-            plugin: plugin(),
-            message: format!("{e:#}"),
-        })?;
-        let instance_pre = self.inner.linker.instantiate_pre(&component).map_err(|e| PluginError::ContractMismatch {
-            plugin: plugin(),
-            detail: format!("{e:#}"),
+        let (component, outcome) =
+            self.compile(bytes, &info.digest)
+                .map_err(|e| PluginError::Compile {
+                    plugin: plugin(),
+                    message: format!("{e:#}"),
+                })?;
+        let instance_pre = self.inner.linker.instantiate_pre(&component).map_err(|e| {
+            PluginError::ContractMismatch {
+                plugin: plugin(),
+                detail: format!("{e:#}"),
+            }
         })?;
         let pre = match world {
             World::Renderer => RendererPre::new(instance_pre).map(Pre::Renderer),
@@ -219,14 +237,26 @@ impl PluginHost {
         })
     }
 
-    fn compile(&self, bytes: &[u8], digest: &Digest) -> wasmtime::Result<(Component, CacheOutcome)> {
-        let memo = || self.inner.compiled.lock().unwrap_or_else(PoisonError::into_inner);
+    fn compile(
+        &self,
+        bytes: &[u8],
+        digest: &Digest,
+    ) -> wasmtime::Result<(Component, CacheOutcome)> {
+        let memo = || {
+            self.inner
+                .compiled
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+        };
         if let Some(component) = memo().get(digest) {
             return Ok((component.clone(), CacheOutcome::Hit));
         }
         let (component, outcome) = match &self.inner.cache {
             Some(cache) => cache.load_or_compile(&self.inner.engine, bytes, digest)?,
-            None => (Component::new(&self.inner.engine, bytes)?, CacheOutcome::Compiled),
+            None => (
+                Component::new(&self.inner.engine, bytes)?,
+                CacheOutcome::Compiled,
+            ),
         };
         memo().insert(*digest, component.clone());
         Ok((component, outcome))
@@ -315,7 +345,8 @@ impl Plugin {
     /// Validates a policy's settings.
     pub async fn validate_settings(&self, settings: Params) -> Result<()> {
         let this = self.clone();
-        self.off_thread(move || this.validate_settings_blocking(&settings)).await
+        self.off_thread(move || this.validate_settings_blocking(&settings))
+            .await
     }
 
     /// Reviews a rendered set with a policy.
@@ -331,8 +362,18 @@ impl Plugin {
             .await
     }
 
-    async fn off_thread<T: Send + 'static>(&self, call: impl FnOnce() -> Result<T> + Send + 'static) -> Result<T> {
-        let permit = self.inner.host.permits.clone().acquire_owned().await.map_err(|_| self.host_error("the plugin host is shutting down"))?;
+    async fn off_thread<T: Send + 'static>(
+        &self,
+        call: impl FnOnce() -> Result<T> + Send + 'static,
+    ) -> Result<T> {
+        let permit = self
+            .inner
+            .host
+            .permits
+            .clone()
+            .acquire_owned()
+            .await
+            .map_err(|_| self.host_error("the plugin host is shutting down"))?;
         let span = tracing::Span::current();
         tokio::task::spawn_blocking(move || {
             let _permit = permit;
@@ -369,7 +410,9 @@ impl Plugin {
             .collect();
         let manifests = self.call(view, |store| {
             let instance = pre.instantiate(&mut *store)?;
-            instance.kiln_plugin_render().call_render(store, &context, &params, &input)
+            instance
+                .kiln_plugin_render()
+                .call_render(store, &context, &params, &input)
         })?;
         let manifests = manifests.map_err(|e| PluginError::Failed {
             plugin: self.name().to_owned(),
@@ -385,12 +428,12 @@ impl Plugin {
         }
         let mut objects = Vec::new();
         for manifest in manifests {
-            let parsed = manifest::parse(&manifest.content, manifest.source.as_deref()).map_err(|error| {
-                PluginError::InvalidOutput {
+            let parsed = manifest::parse(&manifest.content, manifest.source.as_deref()).map_err(
+                |error| PluginError::InvalidOutput {
                     plugin: self.name().to_owned(),
                     error,
-                }
-            })?;
+                },
+            )?;
             objects.extend(parsed);
         }
         Ok(objects)
@@ -406,7 +449,9 @@ impl Plugin {
         let view: Arc<dyn SourceView> = Arc::new(crate::source::EmptyView);
         self.call(view, |store| {
             let instance = pre.instantiate(&mut *store)?;
-            instance.kiln_plugin_review().call_validate_settings(store, &settings)
+            instance
+                .kiln_plugin_review()
+                .call_validate_settings(store, &settings)
         })?
         .map_err(|message| PluginError::InvalidSettings {
             plugin: self.name().to_owned(),
@@ -457,7 +502,10 @@ impl Plugin {
     ) -> Result<T> {
         let host = &self.inner.host;
         let limits = &self.inner.limits;
-        let mut store = Store::new(&host.engine, CallState::new(self.inner.name.clone(), view, limits));
+        let mut store = Store::new(
+            &host.engine,
+            CallState::new(self.inner.name.clone(), view, limits),
+        );
         store.limiter(|state| &mut state.limiter);
         let tick = host.config.epoch_tick.as_nanos().max(1);
         let ticks = limits.timeout.as_nanos().div_ceil(tick) as u64;
@@ -473,7 +521,11 @@ impl Plugin {
         let plugin = self.name().to_owned();
         // The most specific cause wins: an escape attempt, then memory.
         if let Some((path, escape)) = state.denied.clone() {
-            return Err(PluginError::AccessDenied { plugin, path, escape });
+            return Err(PluginError::AccessDenied {
+                plugin,
+                path,
+                escape,
+            });
         }
         let error = match result {
             Ok(value) => return Ok(value),

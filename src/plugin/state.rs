@@ -7,7 +7,9 @@ use std::time::Duration;
 use wasmtime::ResourceLimiter;
 use wasmtime::component::ResourceTable;
 use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
-use wasmtime_wasi::{HostMonotonicClock, HostWallClock, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
+use wasmtime_wasi::{
+    HostMonotonicClock, HostWallClock, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView,
+};
 
 use super::bindings::renderer::kiln::plugin::{log, source as wit, types};
 use super::config::Limits;
@@ -99,8 +101,12 @@ fn empty_wasi(stdout: MemoryOutputPipe, stderr: MemoryOutputPipe) -> WasiCtx {
         .stderr(stderr)
         .wall_clock(FrozenClock)
         .monotonic_clock(FrozenClock)
-        .secure_random(wasmtime_wasi::Deterministic::new(vec![0x6b, 0x69, 0x6c, 0x6e]))
-        .insecure_random(wasmtime_wasi::Deterministic::new(vec![0x6b, 0x69, 0x6c, 0x6e]))
+        .secure_random(wasmtime_wasi::Deterministic::new(vec![
+            0x6b, 0x69, 0x6c, 0x6e,
+        ]))
+        .insecure_random(wasmtime_wasi::Deterministic::new(vec![
+            0x6b, 0x69, 0x6c, 0x6e,
+        ]))
         .insecure_random_seed(0)
         .allow_ip_name_lookup(false)
         .allow_tcp(false)
@@ -151,7 +157,12 @@ pub(crate) struct MemoryLimiter {
 const MAX_TABLE_ELEMENTS: usize = 100_000;
 
 impl ResourceLimiter for MemoryLimiter {
-    fn memory_growing(&mut self, _current: usize, desired: usize, _maximum: Option<usize>) -> wasmtime::Result<bool> {
+    fn memory_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
         let allowed = desired as u64 <= self.limit;
         if !allowed {
             self.exceeded = true;
@@ -159,7 +170,12 @@ impl ResourceLimiter for MemoryLimiter {
         Ok(allowed)
     }
 
-    fn table_growing(&mut self, _current: usize, desired: usize, _maximum: Option<usize>) -> wasmtime::Result<bool> {
+    fn table_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
         Ok(desired <= MAX_TABLE_ELEMENTS)
     }
 }
@@ -174,7 +190,10 @@ impl wit::Host for CallState {
 
     fn read_dir(&mut self, path: String) -> Result<Vec<wit::DirEntry>, wit::SourceError> {
         let path = self.path(&path)?;
-        let entries = self.view.read_dir(&path).map_err(|e| self.source_error(e))?;
+        let entries = self
+            .view
+            .read_dir(&path)
+            .map_err(|e| self.source_error(e))?;
         Ok(entries
             .into_iter()
             .map(|e| wit::DirEntry {
@@ -220,11 +239,17 @@ impl log::Host for CallState {
             &message[..]
         };
         match level {
-            log::Level::Trace => tracing::trace!(target: "kiln::plugin::guest", plugin, "{message}"),
-            log::Level::Debug => tracing::debug!(target: "kiln::plugin::guest", plugin, "{message}"),
+            log::Level::Trace => {
+                tracing::trace!(target: "kiln::plugin::guest", plugin, "{message}")
+            }
+            log::Level::Debug => {
+                tracing::debug!(target: "kiln::plugin::guest", plugin, "{message}")
+            }
             log::Level::Info => tracing::info!(target: "kiln::plugin::guest", plugin, "{message}"),
             log::Level::Warn => tracing::warn!(target: "kiln::plugin::guest", plugin, "{message}"),
-            log::Level::Error => tracing::error!(target: "kiln::plugin::guest", plugin, "{message}"),
+            log::Level::Error => {
+                tracing::error!(target: "kiln::plugin::guest", plugin, "{message}")
+            }
         }
     }
 }

@@ -123,7 +123,11 @@ pub async fn evaluate(
         tasks.spawn(
             async move {
                 let outcome = match step.plugin.validate_settings(step.settings.clone()).await {
-                    Ok(()) => step.plugin.review(view, context, objects, step.settings.clone()).await,
+                    Ok(()) => {
+                        step.plugin
+                            .review(view, context, objects, step.settings.clone())
+                            .await
+                    }
                     Err(e) => Err(e),
                 };
                 let (findings, error) = match outcome {

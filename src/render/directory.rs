@@ -19,13 +19,22 @@ const EXTENSIONS: &[&str] = &[".yaml", ".yml", ".json"];
 /// objects: multi-document files are split, `List` kinds flattened, empty
 /// documents skipped. Hidden files and directories (name starting with `.`)
 /// are skipped, so that `.github/` workflows are never taken for manifests.
-pub fn render(view: &dyn SourceView, path: &SourcePath, options: &DirectoryOptions) -> Result<Vec<Object>, RenderError> {
+pub fn render(
+    view: &dyn SourceView,
+    path: &SourcePath,
+    options: &DirectoryOptions,
+) -> Result<Vec<Object>, RenderError> {
     let mut objects = Vec::new();
     walk(view, path, options, &mut objects)?;
     Ok(objects)
 }
 
-fn walk(view: &dyn SourceView, dir: &SourcePath, options: &DirectoryOptions, out: &mut Vec<Object>) -> Result<(), RenderError> {
+fn walk(
+    view: &dyn SourceView,
+    dir: &SourcePath,
+    options: &DirectoryOptions,
+    out: &mut Vec<Object>,
+) -> Result<(), RenderError> {
     for entry in view.read_dir(dir)? {
         if entry.name.starts_with('.') {
             continue;
@@ -70,7 +79,10 @@ mod tests {
             tmp.path(),
             &[
                 ("app/b.yaml", &format!("{CM}b\n---\n{CM}b2\n")),
-                ("app/a.json", r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a"}}"#),
+                (
+                    "app/a.json",
+                    r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a"}}"#,
+                ),
                 ("app/sub/c.yml", &format!("{CM}c\n")),
                 ("app/notes.txt", "not a manifest"),
                 ("app/.github/ci.yaml", "on: push"),
@@ -92,10 +104,24 @@ mod tests {
     #[test]
     fn broken_yaml_names_file_and_line() {
         let tmp = tempfile::tempdir().unwrap();
-        write(tmp.path(), &[("app/ok.yaml", &format!("{CM}ok\n")), ("app/bad.yaml", &format!("{CM}x\ndata:\n  k: v\n k2: [\n"))]);
+        write(
+            tmp.path(),
+            &[
+                ("app/ok.yaml", &format!("{CM}ok\n")),
+                ("app/bad.yaml", &format!("{CM}x\ndata:\n  k: v\n k2: [\n")),
+            ],
+        );
         let view = LocalDir::open(tmp.path()).unwrap();
-        let err = render(&view, &SourcePath::parse("app").unwrap(), &DirectoryOptions::default()).unwrap_err();
+        let err = render(
+            &view,
+            &SourcePath::parse("app").unwrap(),
+            &DirectoryOptions::default(),
+        )
+        .unwrap_err();
         let message = err.to_string();
-        assert!(message.starts_with("app/bad.yaml:7: invalid YAML"), "{message}");
+        assert!(
+            message.starts_with("app/bad.yaml:7: invalid YAML"),
+            "{message}"
+        );
     }
 }

@@ -65,12 +65,20 @@ pub enum RenderError {
 }
 
 /// Renders `context.path` of `source` through `chain`.
-pub async fn render(source: Arc<dyn SourceView>, context: &AppContext, chain: &[Step]) -> Result<Rendered, RenderError> {
+pub async fn render(
+    source: Arc<dyn SourceView>,
+    context: &AppContext,
+    chain: &[Step],
+) -> Result<Rendered, RenderError> {
     let app_path = SourcePath::parse(&context.path)?;
     let recorder = Arc::new(RecordingView::new(source));
     let view: Arc<dyn SourceView> = recorder.clone();
     let default_chain = [Step::Directory(DirectoryOptions::default())];
-    let chain = if chain.is_empty() { &default_chain[..] } else { chain };
+    let chain = if chain.is_empty() {
+        &default_chain[..]
+    } else {
+        chain
+    };
 
     let mut objects = Vec::new();
     for step in chain {
@@ -78,9 +86,11 @@ pub async fn render(source: Arc<dyn SourceView>, context: &AppContext, chain: &[
             Step::Directory(options) => {
                 let (view, path, options) = (view.clone(), app_path.clone(), options.clone());
                 let span = tracing::Span::current();
-                tokio::task::spawn_blocking(move || span.in_scope(|| directory::render(&*view, &path, &options)))
-                    .await
-                    .map_err(|e| RenderError::Task(e.to_string()))??
+                tokio::task::spawn_blocking(move || {
+                    span.in_scope(|| directory::render(&*view, &path, &options))
+                })
+                .await
+                .map_err(|e| RenderError::Task(e.to_string()))??
             }
             Step::Plugin { plugin, params } => {
                 let span = tracing::info_span!("render_step", plugin = plugin.name());

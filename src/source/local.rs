@@ -62,7 +62,9 @@ impl LocalDir {
     }
 
     fn escapes(&self, path: &SourcePath) -> bool {
-        let Ok(root) = self.root.canonicalize() else { return false };
+        let Ok(root) = self.root.canonicalize() else {
+            return false;
+        };
         // Walk the path one component at a time: the first component that
         // resolves outside the root (or cannot resolve) betrays the escape.
         let mut current = self.root.clone();
@@ -80,7 +82,10 @@ impl LocalDir {
 
 impl SourceView for LocalDir {
     fn read_file(&self, path: &SourcePath) -> Result<Vec<u8>> {
-        let metadata = self.dir.metadata(path.as_fs_path()).map_err(|e| self.error(path, e))?;
+        let metadata = self
+            .dir
+            .metadata(path.as_fs_path())
+            .map_err(|e| self.error(path, e))?;
         if metadata.is_dir() {
             return Err(SourceError::IsADirectory(path.clone()));
         }
@@ -91,16 +96,25 @@ impl SourceView for LocalDir {
                 limit: self.max_file_size,
             });
         }
-        self.dir.read(path.as_fs_path()).map_err(|e| self.error(path, e))
+        self.dir
+            .read(path.as_fs_path())
+            .map_err(|e| self.error(path, e))
     }
 
     fn read_dir(&self, path: &SourcePath) -> Result<Vec<DirEntry>> {
-        let metadata = self.dir.metadata(path.as_fs_path()).map_err(|e| self.error(path, e))?;
+        let metadata = self
+            .dir
+            .metadata(path.as_fs_path())
+            .map_err(|e| self.error(path, e))?;
         if !metadata.is_dir() {
             return Err(SourceError::NotADirectory(path.clone()));
         }
         let mut entries = Vec::new();
-        for entry in self.dir.read_dir(path.as_fs_path()).map_err(|e| self.error(path, e))? {
+        for entry in self
+            .dir
+            .read_dir(path.as_fs_path())
+            .map_err(|e| self.error(path, e))?
+        {
             let entry = entry.map_err(|e| self.error(path, e))?;
             let Ok(name) = entry.file_name().into_string() else {
                 // Kubernetes manifests have UTF-8 names; others are skipped.
@@ -147,7 +161,7 @@ mod tests {
         std::fs::write(root.join("app/a.yaml"), "a: 1").unwrap();
         std::fs::write(root.join("app/sub/b.yaml"), "b: 2").unwrap();
         std::fs::write(tmp.path().join("secret"), "s3cret").unwrap();
-        std::os::unix::fs::symlink("../secret", root.join("app/out")).unwrap();
+        std::os::unix::fs::symlink("../../secret", root.join("app/out")).unwrap();
         std::os::unix::fs::symlink("/etc", root.join("app/etc")).unwrap();
         std::os::unix::fs::symlink("sub/b.yaml", root.join("app/in")).unwrap();
         let view = LocalDir::open(&root).unwrap();
@@ -162,14 +176,35 @@ mod tests {
     fn reads_and_lists() {
         let (_tmp, view) = tree();
         assert_eq!(view.read_file(&p("app/a.yaml")).unwrap(), b"a: 1");
-        assert_eq!(view.read_file(&p("app/in")).unwrap(), b"b: 2", "symlink inside the tree");
-        let names: Vec<_> = view.read_dir(&p("app")).unwrap().into_iter().map(|e| e.name).collect();
+        assert_eq!(
+            view.read_file(&p("app/in")).unwrap(),
+            b"b: 2",
+            "symlink inside the tree"
+        );
+        let names: Vec<_> = view
+            .read_dir(&p("app"))
+            .unwrap()
+            .into_iter()
+            .map(|e| e.name)
+            .collect();
         assert_eq!(names, ["a.yaml", "etc", "in", "out", "sub"]);
         assert_eq!(view.stat(&p("app/nope")).unwrap(), None);
-        assert_eq!(view.stat(&p("app/sub")).unwrap().unwrap().kind, EntryKind::Directory);
-        assert!(matches!(view.read_file(&p("app")), Err(SourceError::IsADirectory(_))));
-        assert!(matches!(view.read_dir(&p("app/a.yaml")), Err(SourceError::NotADirectory(_))));
-        assert!(matches!(view.read_file(&p("app/x")), Err(SourceError::NotFound(_))));
+        assert_eq!(
+            view.stat(&p("app/sub")).unwrap().unwrap().kind,
+            EntryKind::Directory
+        );
+        assert!(matches!(
+            view.read_file(&p("app")),
+            Err(SourceError::IsADirectory(_))
+        ));
+        assert!(matches!(
+            view.read_dir(&p("app/a.yaml")),
+            Err(SourceError::NotADirectory(_))
+        ));
+        assert!(matches!(
+            view.read_file(&p("app/x")),
+            Err(SourceError::NotFound(_))
+        ));
     }
 
     #[test]
@@ -177,7 +212,10 @@ mod tests {
         let (_tmp, view) = tree();
         for path in ["app/out", "app/etc/passwd"] {
             match view.read_file(&p(path)) {
-                Err(SourceError::Denied { escape: Escape::Symlink, .. }) => {}
+                Err(SourceError::Denied {
+                    escape: Escape::Symlink,
+                    ..
+                }) => {}
                 other => panic!("{path}: {other:?}"),
             }
         }
@@ -187,6 +225,9 @@ mod tests {
     fn file_size_limit() {
         let (_tmp, view) = tree();
         let view = view.with_max_file_size(2);
-        assert!(matches!(view.read_file(&p("app/a.yaml")), Err(SourceError::TooLarge { size: 4, .. })));
+        assert!(matches!(
+            view.read_file(&p("app/a.yaml")),
+            Err(SourceError::TooLarge { size: 4, .. })
+        ));
     }
 }

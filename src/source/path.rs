@@ -128,13 +128,25 @@ mod tests {
 
     #[test]
     fn refuses_escapes() {
-        assert_eq!(SourcePath::parse("/etc/passwd").unwrap_err().escape(), Escape::Absolute);
-        assert_eq!(SourcePath::parse("..").unwrap_err().escape(), Escape::Traversal);
-        assert_eq!(SourcePath::parse("a/../../b").unwrap_err().escape(), Escape::Traversal);
+        assert_eq!(
+            SourcePath::parse("/etc/passwd").unwrap_err().escape(),
+            Escape::Absolute
+        );
+        assert_eq!(
+            SourcePath::parse("..").unwrap_err().escape(),
+            Escape::Traversal
+        );
+        assert_eq!(
+            SourcePath::parse("a/../../b").unwrap_err().escape(),
+            Escape::Traversal
+        );
         let app = SourcePath::parse("apps/web").unwrap();
         assert_eq!(app.join("../base").unwrap().as_str(), "apps/base");
         assert!(app.join("../../../x").is_err());
-        assert_eq!(SourcePath::root().join("a.yaml").unwrap().as_str(), "a.yaml");
+        assert_eq!(
+            SourcePath::root().join("a.yaml").unwrap().as_str(),
+            "a.yaml"
+        );
         assert!(SourcePath::root().join("/etc").is_err());
     }
 }

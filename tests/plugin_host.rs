@@ -1,0 +1,430 @@
+//! The plugin host: sandboxing, limits, error variants, concurrency, the
+//! read set and the compile cache, proved with real components.
+
+mod support;
+
+use std::sync::Arc;
+
+use kiln::plugin::{CacheOutcome, HostConfig, PluginError, PluginHost, World};
+use kiln::source::{Escape, Observation, SourcePath};
+use serde_json::json;
+use support::*;
+
+fn misbehave(host: &PluginHost) -> kiln::plugin::Plugin {
+    host.load_file(
+        &component("fixture-misbehave"),
+        World::Renderer,
+        Some(tight_limits()),
+    )
+    .unwrap()
+}
+
+#[tokio::test]
+async fn each_misbehaving_fixture_fails_with_its_own_error_and_the_host_carries_on() {
+    let host = host();
+    let plugin = misbehave(&host);
+    let src = tree(&[("app/ok.yaml", "a: 1")]);
+    std::os::unix::fs::symlink("/etc", src.path().join("app/escape")).unwrap();
+
+    let run = |mode: &str| {
+        let (plugin, view) = (plugin.clone(), view(src.path()));
+        let params = params(&[("mode", mode), ("size-mib", "8")]);
+        async move {
+            plugin
+                .render(view, context("misbehave", "app"), params, vec![])
+                .await
+        }
+    };
+
+    let cases: Vec<(&str, fn(&PluginError) -> bool)> = vec![
+        ("loop", |e| matches!(e, PluginError::Timeout { .. })),
+        (
+            "memory-bomb",
+            |e| matches!(e, PluginError::OutOfMemory { limit, .. } if *limit == 64 << 20),
+        ),
+        ("deep-recursion", |e| {
+            matches!(e, PluginError::StackOverflow { .. })
+        }),
+        (
+            "giant-output",
+            |e| matches!(e, PluginError::OutputTooLarge { limit, .. } if *limit == 4 << 20),
+        ),
+        (
+            "panic",
+            |e| matches!(e, PluginError::Trap { stderr: Some(s), .. } if s.contains("fixture-misbehave panics on purpose")),
+        ),
+        (
+            "invalid-output",
+            |e| matches!(e, PluginError::InvalidOutput { error, .. } if error.file.as_deref() == Some("generated")),
+        ),
+        (
+            "read-absolute",
+            |e| matches!(e, PluginError::AccessDenied { path, escape: Escape::Absolute, .. } if path == "/etc/passwd"),
+        ),
+        ("read-traversal", |e| {
+            matches!(
+                e,
+                PluginError::AccessDenied {
+                    escape: Escape::Traversal,
+                    ..
+                }
+            )
+        }),
+        (
+            "read-symlink",
+            |e| matches!(e, PluginError::AccessDenied { path, escape: Escape::Symlink, .. } if path == "app/escape/passwd"),
+        ),
+    ];
+    for (mode, expected) in cases {
+        let error = run(mode).await.expect_err(mode);
+        assert!(expected(&error), "mode {mode}: unexpected error {error:?}");
+        assert_eq!(error.plugin(), "fixture-misbehave", "mode {mode}");
+        assert!(
+            error.to_string().starts_with("plugin fixture-misbehave: "),
+            "{error}"
+        );
+    }
+
+    // The same host, after all that, still renders correctly.
+    let objects = run("trivial").await.unwrap();
+    assert_eq!(objects.len(), 1);
+    assert_eq!(objects[0].display_name(), "ConfigMap/trivial");
+    let values = host
+        .load_file(&component("values"), World::Renderer, None)
+        .unwrap();
+    let objects = values
+        .render(
+            view(&guestbook()),
+            context("shop", ""),
+            params(&[("replicas", "5")]),
+            vec![],
+        )
+        .await
+        .unwrap();
+    let deployment = objects.iter().find(|o| o.kind() == "Deployment").unwrap();
+    assert_eq!(deployment.name(), "shop-frontend");
+    assert_eq!(deployment.value()["spec"]["replicas"], json!(5));
+}
+
+#[tokio::test]
+async fn a_wasi_guest_finds_nothing_ambient() {
+    let host = host();
+    let plugin = misbehave(&host);
+    let src = tree(&[("app/x.yaml", "a: 1")]);
+    let objects = plugin
+        .render(
+            view(src.path()),
+            context("snoop", "app"),
+            params(&[("mode", "wasi-snoop")]),
+            vec![],
+        )
+        .await
+        .unwrap();
+    let data = &objects[0].value()["data"];
+    let field = |k: &str| data[k].as_str().unwrap_or_default().to_owned();
+    assert_eq!(field("env"), "[]", "no environment variables");
+    assert_eq!(field("args"), "[]", "no arguments");
+    let host_cwd = std::env::current_dir().unwrap();
+    assert!(
+        !field("cwd").contains(&*host_cwd.to_string_lossy()),
+        "the host's directory stays hidden"
+    );
+    for denied in ["root", "passwd", "tcp", "dns"] {
+        assert!(
+            field(denied).starts_with("Err("),
+            "{denied} must fail, got {}",
+            field(denied)
+        );
+    }
+    assert_eq!(
+        field("wallclock"),
+        "0",
+        "the wall clock is frozen at the epoch"
+    );
+    assert_eq!(field("elapsed"), "0", "the monotonic clock does not move");
+}
+
+#[tokio::test]
+async fn components_of_another_world_or_version_are_refused() {
+    let host = host();
+    let mismatch = |result: kiln::plugin::Result<kiln::plugin::Plugin>| match result {
+        Err(PluginError::ContractMismatch { detail, .. }) => detail,
+        other => panic!("expected a contract mismatch, got {other:?}"),
+    };
+    let detail = mismatch(host.load_file(&component("required-labels"), World::Renderer, None));
+    assert!(detail.contains("it is a policy"), "{detail}");
+    let detail = mismatch(host.load_file(&component("values"), World::Policy, None));
+    assert!(detail.contains("it is a renderer"), "{detail}");
+    let detail =
+        mismatch(host.load_file(&component("fixture-future-contract"), World::Renderer, None));
+    assert!(detail.contains("kiln:plugin@0.2.0"), "{detail}");
+
+    let core_module = b"\0asm\x01\0\0\0";
+    match host.load("core", core_module, World::Renderer, None) {
+        Err(PluginError::NotAComponent { reason, .. }) => {
+            assert!(reason.contains("core WebAssembly module"), "{reason}")
+        }
+        other => panic!("{other:?}"),
+    }
+    match host.load_file("does/not/exist.wasm".as_ref(), World::Renderer, None) {
+        Err(PluginError::Read { plugin, .. }) => assert_eq!(plugin, "exist"),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_hundred_concurrent_renders_are_correct_and_independent() {
+    let host = host();
+    let values = host
+        .load_file(&component("values"), World::Renderer, None)
+        .unwrap();
+    let source = view(&guestbook());
+    let mut tasks = tokio::task::JoinSet::new();
+    for i in 0..200 {
+        let (values, source) = (values.clone(), source.clone());
+        tasks.spawn(async move {
+            let params = params(&[("replicas", &i.to_string()), ("team", &format!("team-{i}"))]);
+            let objects = values
+                .render(source, context(&format!("app-{i}"), ""), params, vec![])
+                .await
+                .unwrap();
+            (i, objects)
+        });
+    }
+    let mut seen = 0;
+    while let Some(joined) = tasks.join_next().await {
+        let (i, objects) = joined.unwrap();
+        let deployment = objects.iter().find(|o| o.kind() == "Deployment").unwrap();
+        assert_eq!(deployment.name(), format!("app-{i}-frontend"));
+        assert_eq!(deployment.value()["spec"]["replicas"], json!(i));
+        assert_eq!(
+            deployment.value()["metadata"]["labels"]["team"],
+            json!(format!("team-{i}"))
+        );
+        seen += 1;
+    }
+    assert_eq!(seen, 200);
+}
+
+#[tokio::test]
+async fn the_read_set_is_exactly_what_the_render_read() {
+    let src = tree(&[
+        ("apps/web/values.yaml", "name: web\n"),
+        (
+            "apps/web/a.yaml",
+            "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: '{{ .Values.name }}-a'}\n",
+        ),
+        (
+            "apps/web/sub/b.yml",
+            "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: b}\n",
+        ),
+        ("apps/web/notes.txt", "not read: not a template"),
+        ("apps/other/c.yaml", "not read: another app"),
+    ]);
+    let host = host();
+    let values = host
+        .load_file(&component("values"), World::Renderer, None)
+        .unwrap();
+    let chain = [kiln::render::Step::Plugin {
+        plugin: values,
+        params: vec![],
+    }];
+    let rendered = kiln::render::render(view(src.path()), &context("web", "apps/web"), &chain)
+        .await
+        .unwrap();
+    let names: Vec<_> = rendered
+        .objects
+        .iter()
+        .map(|o| o.name().to_owned())
+        .collect();
+    assert_eq!(names, ["web-a", "b"]);
+
+    let paths: Vec<String> = rendered
+        .read_set
+        .iter()
+        .map(|(p, _)| p.to_string())
+        .collect();
+    assert_eq!(
+        paths,
+        [
+            "apps/web",
+            "apps/web/a.yaml",
+            "apps/web/sub",
+            "apps/web/sub/b.yml",
+            "apps/web/values.yaml"
+        ]
+    );
+    let file = |p: &str| {
+        rendered
+            .read_set
+            .get(&SourcePath::parse(p).unwrap())
+            .copied()
+    };
+    assert_eq!(
+        file("apps/web/values.yaml"),
+        Some(Observation::File {
+            digest: kiln::digest::Digest::of(b"name: web\n")
+        }),
+        "stat'ed then read: recorded as read, with the content digest"
+    );
+    assert!(matches!(
+        file("apps/web"),
+        Some(Observation::Directory { .. })
+    ));
+}
+
+#[tokio::test]
+async fn a_missing_optional_file_is_recorded_as_absent() {
+    let src = tree(&[(
+        "app/a.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n",
+    )]);
+    let host = host();
+    let values = host
+        .load_file(&component("values"), World::Renderer, None)
+        .unwrap();
+    let chain = [kiln::render::Step::Plugin {
+        plugin: values,
+        params: vec![],
+    }];
+    let rendered = kiln::render::render(view(src.path()), &context("a", "app"), &chain)
+        .await
+        .unwrap();
+    assert_eq!(
+        rendered
+            .read_set
+            .get(&SourcePath::parse("app/values.yaml").unwrap()),
+        Some(&Observation::Absent),
+        "creating values.yaml later must invalidate the render"
+    );
+}
+
+#[tokio::test]
+async fn a_chain_passes_each_output_to_the_next_plugin() {
+    let src = tree(&[("app/values.yaml", "unused: true\n")]);
+    let host = host();
+    let first = misbehave(&host);
+    let second = host
+        .load_file(&component("values"), World::Renderer, None)
+        .unwrap();
+    let chain = [
+        kiln::render::Step::Plugin {
+            plugin: first,
+            params: params(&[("mode", "trivial")]),
+        },
+        kiln::render::Step::Plugin {
+            plugin: second,
+            params: vec![],
+        },
+    ];
+    let rendered = kiln::render::render(view(src.path()), &context("c", "app"), &chain)
+        .await
+        .unwrap();
+    let names: Vec<_> = rendered.objects.iter().map(|o| o.display_name()).collect();
+    assert_eq!(
+        names,
+        ["ConfigMap/trivial"],
+        "the second plugin received and kept the first one's output"
+    );
+}
+
+#[tokio::test]
+async fn guest_reported_errors_name_plugin_file_and_line() {
+    let src = tree(&[(
+        "app/bad.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: [x\n",
+    )]);
+    let host = host();
+    let values = host
+        .load_file(&component("values"), World::Renderer, None)
+        .unwrap();
+    let error = values
+        .render(view(src.path()), context("bad", "app"), vec![], vec![])
+        .await
+        .unwrap_err();
+    let message = error.to_string();
+    assert!(
+        message.starts_with("plugin values: app/bad.yaml:5: "),
+        "{message}"
+    );
+
+    let error = values
+        .render(
+            view(src.path()),
+            context("bad", "app"),
+            params(&[("values-file", "nope.yaml")]),
+            vec![],
+        )
+        .await
+        .unwrap_err();
+    assert!(error.to_string().contains("app/nope.yaml"), "{error}");
+}
+
+#[test]
+fn the_compile_cache_is_reused_and_rebuilt_when_corrupt() {
+    let cache = tempfile::tempdir().unwrap();
+    let config = || HostConfig {
+        compile_cache: Some(cache.path().to_path_buf()),
+        ..HostConfig::default()
+    };
+    let file = component("fixture-misbehave");
+    let first = PluginHost::new(config())
+        .unwrap()
+        .load_file(&file, World::Renderer, None)
+        .unwrap();
+    assert_eq!(first.cache_outcome(), CacheOutcome::Compiled);
+    let second = PluginHost::new(config())
+        .unwrap()
+        .load_file(&file, World::Renderer, None)
+        .unwrap();
+    assert_eq!(
+        second.cache_outcome(),
+        CacheOutcome::Hit,
+        "a new process loads the artefact from disk"
+    );
+
+    // Truncate every entry: the next load recompiles and the plugin still works.
+    for entry in std::fs::read_dir(cache.path()).unwrap() {
+        let path = entry.unwrap().path();
+        let len = std::fs::metadata(&path).unwrap().len();
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(&path)
+            .unwrap()
+            .set_len(len / 2)
+            .unwrap();
+    }
+    let third = PluginHost::new(config())
+        .unwrap()
+        .load_file(&file, World::Renderer, None)
+        .unwrap();
+    assert_eq!(third.cache_outcome(), CacheOutcome::Compiled);
+    let src = tree(&[("app/x.yaml", "")]);
+    let objects = third
+        .render_blocking(
+            view(src.path()),
+            &context("t", "app"),
+            &params(&[("mode", "trivial")]),
+            &[],
+        )
+        .unwrap();
+    assert_eq!(objects.len(), 1);
+}
+
+#[test]
+fn limits_above_the_host_maximum_are_refused() {
+    let host = PluginHost::new(HostConfig {
+        max_memory: 128 << 20,
+        ..HostConfig::default()
+    })
+    .unwrap();
+    let mut limits = tight_limits();
+    limits.memory = 512 << 20;
+    match host.load_file(&component("values"), World::Renderer, Some(limits)) {
+        Err(PluginError::InvalidLimits { detail, .. }) => {
+            assert!(detail.contains("memory limit"), "{detail}")
+        }
+        other => panic!("{other:?}"),
+    }
+    let _ = Arc::new(host);
+}

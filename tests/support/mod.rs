@@ -1,0 +1,79 @@
+//! Shared helpers of the integration tests.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use kiln::plugin::{AppContext, HostConfig, Limits, PluginHost};
+use kiln::source::{LocalDir, SourceView};
+
+/// A component built by `scripts/build-plugins` (the README's test command
+/// runs it first).
+pub fn component(name: &str) -> PathBuf {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("plugins/dist")
+        .join(format!("{name}.wasm"));
+    assert!(
+        path.exists(),
+        "{} is missing: run scripts/build-plugins first (the README's test command does)",
+        path.display()
+    );
+    path
+}
+
+/// Limits small enough that misbehaving fixtures fail fast.
+pub fn tight_limits() -> Limits {
+    Limits {
+        memory: 64 << 20,
+        timeout: Duration::from_millis(1500),
+        output: 4 << 20,
+        log: 16 << 10,
+    }
+}
+
+/// A host without an on-disk compile cache.
+pub fn host() -> PluginHost {
+    PluginHost::new(HostConfig::default()).expect("host starts")
+}
+
+/// A source tree in a temporary directory.
+pub fn tree(files: &[(&str, &str)]) -> tempfile::TempDir {
+    let tmp = tempfile::tempdir().unwrap();
+    for (path, text) in files {
+        let path = tmp.path().join(path);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+    tmp
+}
+
+/// A view over a directory.
+pub fn view(root: &Path) -> Arc<dyn SourceView> {
+    Arc::new(LocalDir::open(root).unwrap())
+}
+
+/// The context of an Application at `path`.
+pub fn context(name: &str, path: &str) -> AppContext {
+    AppContext {
+        name: name.into(),
+        namespace: "default".into(),
+        project: "default".into(),
+        repo_url: String::new(),
+        revision: "local".into(),
+        path: path.into(),
+    }
+}
+
+/// `key=value` pairs as parameters.
+pub fn params(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+    pairs
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .collect()
+}
+
+/// The guestbook example's directory.
+pub fn guestbook() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/guestbook")
+}
