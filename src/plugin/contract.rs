@@ -129,7 +129,7 @@ pub fn inspect(bytes: &[u8]) -> Result<ComponentInfo, InspectError> {
     let mut exports = Vec::new();
     let mut depth = 0usize;
     for payload in Parser::new(0).parse_all(bytes) {
-        let payload = payload.map_err(|e| InspectError::Malformed(e.message().to_owned()))?;
+        let payload = payload.map_err(|e| malformed(e.message()))?;
         match payload {
             Payload::Version { encoding, .. } => {
                 if depth == 0 && encoding == Encoding::Module {
@@ -140,15 +140,13 @@ pub fn inspect(bytes: &[u8]) -> Result<ComponentInfo, InspectError> {
             Payload::End(_) => depth = depth.saturating_sub(1),
             Payload::ComponentImportSection(reader) if depth == 1 => {
                 for import in reader {
-                    let import =
-                        import.map_err(|e| InspectError::Malformed(e.message().to_owned()))?;
+                    let import = import.map_err(|e| malformed(e.message()))?;
                     imports.push(import.name.name.to_owned());
                 }
             }
             Payload::ComponentExportSection(reader) if depth == 1 => {
                 for export in reader {
-                    let export =
-                        export.map_err(|e| InspectError::Malformed(e.message().to_owned()))?;
+                    let export = export.map_err(|e| malformed(e.message()))?;
                     exports.push(export.name.name.to_owned());
                 }
             }
@@ -164,6 +162,19 @@ pub fn inspect(bytes: &[u8]) -> Result<ComponentInfo, InspectError> {
         digest: Digest::of(bytes),
         size: bytes.len() as u64,
     })
+}
+
+/// wasmparser's messages can run over several lines with byte dumps; the
+/// first clause says it.
+fn malformed(message: &str) -> InspectError {
+    let first = message.lines().next().unwrap_or(message);
+    InspectError::Malformed(
+        first
+            .split(" - expected")
+            .next()
+            .unwrap_or(first)
+            .to_owned(),
+    )
 }
 
 /// `kiln:plugin/render@0.1.0` -> (Some(Renderer), 0.1.0). An export of the

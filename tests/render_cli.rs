@@ -1,0 +1,246 @@
+//! `kiln render` and `kiln plugin inspect`, run as a user runs them.
+
+mod support;
+
+use std::process::{Command, Output};
+
+use support::*;
+
+fn kiln(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_kiln"))
+        .args(args)
+        .env_remove("KILN_LOG")
+        .output()
+        .expect("kiln runs")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+fn path(p: &std::path::Path) -> String {
+    p.display().to_string()
+}
+
+#[test]
+fn renders_the_example_through_a_renderer_and_policies() {
+    let (values, labels) = (
+        path(&component("values")),
+        path(&component("required-labels")),
+    );
+    let out = kiln(&[
+        "render",
+        &path(&guestbook()),
+        "--no-compile-cache",
+        "--plugin",
+        &values,
+        "--param",
+        "replicas=3",
+        "--policy",
+        &labels,
+        "--setting",
+        "labels=app.kubernetes.io/name,team",
+        "--policy",
+        &labels,
+        "--setting",
+        "labels=cost-center",
+        "--mode",
+        "warn",
+    ]);
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let objects = kiln::manifest::parse(&stdout, None).unwrap();
+    let names: Vec<_> = objects.iter().map(|o| o.display_name()).collect();
+    assert_eq!(
+        names,
+        [
+            "ConfigMap/guestbook-settings",
+            "Deployment/guestbook-frontend",
+            "Service/guestbook-frontend"
+        ]
+    );
+    assert_eq!(objects[1].value()["spec"]["replicas"], serde_json::json!(3));
+    assert!(
+        stderr.contains("policy required-labels (enforce): passed"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("policy required-labels (warn): 4 finding(s), 4 error(s)\n"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("error    Deployment/guestbook-frontend metadata.labels.cost-center: missing required label `cost-center`"), "{stderr}");
+}
+
+#[test]
+fn an_enforced_policy_failure_exits_1() {
+    let out = kiln(&[
+        "render",
+        &path(&guestbook()),
+        "--no-compile-cache",
+        "--plugin",
+        &path(&component("values")),
+        "--policy",
+        &path(&component("required-labels")),
+        "--setting",
+        "labels=cost-center",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr).contains("— BLOCKED"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert!(
+        !out.stdout.is_empty(),
+        "the manifests are still printed for inspection"
+    );
+}
+
+#[test]
+fn a_plugin_error_is_one_line_naming_plugin_and_cause() {
+    let src = tree(&[("app/x.yaml", "")]);
+    let args = [
+        "render",
+        &path(&src.path().join("app")),
+        "--no-compile-cache",
+        "--plugin-timeout",
+        "300ms",
+        "--plugin",
+        &path(&component("fixture-misbehave")),
+        "--param",
+        "mode=loop",
+    ];
+    let out = kiln(&args);
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        text(&out.stderr),
+        "error: plugin fixture-misbehave: timed out after 300ms\n"
+    );
+    assert!(out.stdout.is_empty());
+}
+
+#[test]
+fn broken_yaml_in_a_plain_directory_names_file_and_line() {
+    let src = tree(&[
+        (
+            "app/good.yaml",
+            "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: good}\n",
+        ),
+        (
+            "app/broken.yaml",
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n  labels: {a: b\n",
+        ),
+    ]);
+    let out = kiln(&[
+        "render",
+        &path(&src.path().join("app")),
+        "--root",
+        &path(src.path()),
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.starts_with("error: app/broken.yaml:6: invalid YAML"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn plain_directories_render_without_plugins_as_json() {
+    let src = tree(&[
+        (
+            "b.yaml",
+            "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: b}\n",
+        ),
+        (
+            "a.json",
+            r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a"}}"#,
+        ),
+        (
+            "sub/c.yaml",
+            "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n",
+        ),
+    ]);
+    let out = kiln(&["render", &path(src.path()), "--recurse", "-o", "json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let list: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(list["kind"], "List");
+    let names: Vec<_> = list["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["metadata"]["name"].clone())
+        .collect();
+    assert_eq!(names, ["a", "b", "c"]);
+}
+
+#[test]
+fn parameters_must_follow_their_plugin() {
+    let out = kiln(&[
+        "render",
+        &path(&guestbook()),
+        "--param",
+        "a=b",
+        "--plugin",
+        &path(&component("values")),
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        text(&out.stderr),
+        "error: --param must follow the --plugin it belongs to\n"
+    );
+}
+
+#[test]
+fn verbose_errors_show_the_whole_chain() {
+    let out = kiln(&["render", "/nonexistent/app", "-v"]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains(
+            "error: cannot open /nonexistent/app\n  caused by: No such file or directory"
+        ),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn inspect_describes_a_component() {
+    let file = component("required-labels");
+    let out = kiln(&["plugin", "inspect", &path(&file)]);
+    assert_eq!(out.status.code(), Some(0));
+    let stdout = text(&out.stdout);
+    let digest = kiln::digest::Digest::of(&std::fs::read(&file).unwrap());
+    assert!(stdout.contains("world:    policy\n"), "{stdout}");
+    assert!(
+        stdout.contains("contract: kiln:plugin@0.1.0 (accepted by this host"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains(&format!("digest:   {digest}\n")),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("imports:\n  kiln:plugin/types@0.1.0\n"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("exports:\n  kiln:plugin/review@0.1.0\n"),
+        "{stdout}"
+    );
+
+    let out = kiln(&[
+        "plugin",
+        "inspect",
+        &path(&component("fixture-future-contract")),
+        "-o",
+        "json",
+    ]);
+    let info: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(info["world"], "renderer");
+    assert_eq!(info["contract_version"], "0.2.0");
+
+    let out = kiln(&["plugin", "inspect", "Cargo.toml"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).eq("error: Cargo.toml: not a WebAssembly component: magic header not detected: bad magic number\n"), "{}", text(&out.stderr));
+}
