@@ -36,7 +36,8 @@ async fn each_misbehaving_fixture_fails_with_its_own_error_and_the_host_carries_
         }
     };
 
-    let cases: Vec<(&str, fn(&PluginError) -> bool)> = vec![
+    type Expect = fn(&PluginError) -> bool;
+    let cases: Vec<(&str, Expect)> = vec![
         ("loop", |e| matches!(e, PluginError::Timeout { .. })),
         (
             "memory-bomb",

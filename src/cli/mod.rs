@@ -39,7 +39,7 @@ pub(crate) struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    Render(render::RenderArgs),
+    Render(Box<render::RenderArgs>),
     #[command(subcommand)]
     Plugin(plugin::PluginCommand),
 }

@@ -27,7 +27,10 @@ struct Settings<'a> {
 fn parse(settings: &[Param]) -> Result<Settings<'_>, String> {
     let params = Params(settings);
     if let Some(key) = params.unknown_key(KNOWN_SETTINGS) {
-        return Err(format!("unknown setting `{key}` (known: {})", KNOWN_SETTINGS.join(", ")));
+        return Err(format!(
+            "unknown setting `{key}` (known: {})",
+            KNOWN_SETTINGS.join(", ")
+        ));
     }
     let labels: Vec<_> = params
         .list("labels")
@@ -43,12 +46,20 @@ fn parse(settings: &[Param]) -> Result<Settings<'_>, String> {
     let severity = match params.get("severity").unwrap_or("error") {
         "error" => Severity::Error,
         "warning" => Severity::Warning,
-        other => return Err(format!("setting `severity`: `{other}` is neither `error` nor `warning`")),
+        other => {
+            return Err(format!(
+                "setting `severity`: `{other}` is neither `error` nor `warning`"
+            ));
+        }
     };
     let templates = match params.get("templates").unwrap_or("true") {
         "true" => true,
         "false" => false,
-        other => return Err(format!("setting `templates`: `{other}` is neither `true` nor `false`")),
+        other => {
+            return Err(format!(
+                "setting `templates`: `{other}` is neither `true` nor `false`"
+            ));
+        }
     };
     Ok(Settings {
         labels,
@@ -69,7 +80,9 @@ impl Policy for RequiredLabels {
         for manifest in &request.manifests {
             let object: Value = serde_json::from_str(&manifest.content)
                 .map_err(|e| format!("manifest from {:?} is not JSON: {e}", manifest.source))?;
-            let Some(object_ref) = ObjectRef::of(&object) else { continue };
+            let Some(object_ref) = ObjectRef::of(&object) else {
+                continue;
+            };
             if !settings.kinds.is_empty() && !settings.kinds.contains(&object_ref.kind.as_str()) {
                 continue;
             }

@@ -31,7 +31,9 @@
 //! `kiln plugin inspect` and `kiln render --plugin` accept as is.
 
 #[cfg(all(feature = "renderer", feature = "policy"))]
-compile_error!("enable exactly one of the features `renderer` and `policy`: a component implements one world");
+compile_error!(
+    "enable exactly one of the features `renderer` and `policy`: a component implements one world"
+);
 #[cfg(not(any(feature = "renderer", feature = "policy")))]
 compile_error!("enable one of the features `renderer` or `policy`");
 

@@ -29,7 +29,12 @@ impl<'a> Params<'a> {
     /// A comma-separated list value, trimmed, empty items dropped.
     pub fn list(&self, key: &str) -> Vec<&'a str> {
         self.get(key)
-            .map(|v| v.split(',').map(str::trim).filter(|s| !s.is_empty()).collect())
+            .map(|v| {
+                v.split(',')
+                    .map(str::trim)
+                    .filter(|s| !s.is_empty())
+                    .collect()
+            })
             .unwrap_or_default()
     }
 

@@ -24,13 +24,18 @@ impl ObjectRef {
         Some(ObjectRef {
             api_version: object.get("apiVersion")?.as_str()?.to_owned(),
             kind: object.get("kind")?.as_str()?.to_owned(),
-            namespace: metadata.get("namespace").and_then(|n| n.as_str()).map(str::to_owned),
+            namespace: metadata
+                .get("namespace")
+                .and_then(|n| n.as_str())
+                .map(str::to_owned),
             name: metadata.get("name")?.as_str()?.to_owned(),
         })
     }
 }
 
 /// Exports a [`Policy`] as the component's `review` interface.
+// rustfmt cannot format the `with_types_in` syntax stably.
+#[rustfmt::skip]
 #[macro_export]
 macro_rules! export_policy {
     ($policy:ty) => {
@@ -44,7 +49,8 @@ macro_rules! export_policy {
                 }
                 fn review(
                     request: $crate::ReviewRequest,
-                ) -> ::core::result::Result<::std::vec::Vec<$crate::Finding>, ::std::string::String> {
+                ) -> ::core::result::Result<::std::vec::Vec<$crate::Finding>, ::std::string::String>
+                {
                     <$policy as $crate::Policy>::review(request)
                 }
             }

@@ -13,19 +13,23 @@ pub trait Renderer {
     /// Renders the Application: `params` are the operator's parameters for
     /// this plugin in order, `input` the manifests of the previous plugin of
     /// the chain (empty for the first). The result replaces `input`.
-    fn render(context: AppContext, params: Vec<Param>, input: Vec<Manifest>) -> Result<Vec<Manifest>, RenderError>;
+    fn render(
+        context: AppContext,
+        params: Vec<Param>,
+        input: Vec<Manifest>,
+    ) -> Result<Vec<Manifest>, RenderError>;
 }
 
 impl From<SourceError> for RenderError {
     fn from(error: SourceError) -> Self {
         match &error {
-            SourceError::NotFound(path) | SourceError::IsADirectory(path) | SourceError::NotADirectory(path) => {
-                RenderError::InvalidInput(InputError {
-                    file: Some(path.clone()),
-                    line: None,
-                    message: describe(&error),
-                })
-            }
+            SourceError::NotFound(path)
+            | SourceError::IsADirectory(path)
+            | SourceError::NotADirectory(path) => RenderError::InvalidInput(InputError {
+                file: Some(path.clone()),
+                line: None,
+                message: describe(&error),
+            }),
             _ => RenderError::Failed(describe(&error)),
         }
     }
@@ -53,6 +57,8 @@ impl RenderError {
 }
 
 /// Exports a [`Renderer`] as the component's `render` interface.
+// rustfmt cannot format the `with_types_in` syntax stably.
+#[rustfmt::skip]
 #[macro_export]
 macro_rules! export_renderer {
     ($renderer:ty) => {
@@ -63,7 +69,8 @@ macro_rules! export_renderer {
                     context: $crate::AppContext,
                     params: ::std::vec::Vec<$crate::Param>,
                     input: ::std::vec::Vec<$crate::Manifest>,
-                ) -> ::core::result::Result<::std::vec::Vec<$crate::Manifest>, $crate::RenderError> {
+                ) -> ::core::result::Result<::std::vec::Vec<$crate::Manifest>, $crate::RenderError>
+                {
                     <$renderer as $crate::Renderer>::render(context, params, input)
                 }
             }

@@ -38,7 +38,12 @@ pub fn files(dir: &str, extensions: &[&str], recursive: bool) -> Result<Vec<Stri
     Ok(out)
 }
 
-fn collect(dir: &str, extensions: &[&str], recursive: bool, out: &mut Vec<String>) -> Result<(), SourceError> {
+fn collect(
+    dir: &str,
+    extensions: &[&str],
+    recursive: bool,
+    out: &mut Vec<String>,
+) -> Result<(), SourceError> {
     for entry in read_dir(dir)? {
         let path = join(dir, &entry.name);
         match entry.kind {
@@ -65,14 +70,14 @@ pub fn join(base: &str, relative: &str) -> String {
 
 /// A one-line, human description of a source error.
 pub fn describe(error: &SourceError) -> String {
-        match error {
-            SourceError::NotFound(p) => format!("{p}: no such file or directory"),
-            SourceError::IsADirectory(p) => format!("{p}: is a directory"),
-            SourceError::NotADirectory(p) => format!("{p}: not a directory"),
-            SourceError::Denied(p) => format!("{p}: outside the source tree"),
-            SourceError::TooLarge(p) => format!("{p}: file too large"),
-            SourceError::Io(m) => m.clone(),
-        }
+    match error {
+        SourceError::NotFound(p) => format!("{p}: no such file or directory"),
+        SourceError::IsADirectory(p) => format!("{p}: is a directory"),
+        SourceError::NotADirectory(p) => format!("{p}: not a directory"),
+        SourceError::Denied(p) => format!("{p}: outside the source tree"),
+        SourceError::TooLarge(p) => format!("{p}: file too large"),
+        SourceError::Io(m) => m.clone(),
+    }
 }
 
 #[cfg(test)]

@@ -30,11 +30,12 @@ impl core::fmt::Display for YamlError {
 pub fn documents(text: &str, file: Option<&str>) -> Result<Vec<Value>, YamlError> {
     let mut out = Vec::new();
     for document in serde_yaml::Deserializer::from_str(text) {
-        let value = <Value as serde::Deserialize>::deserialize(document).map_err(|e| YamlError {
-            file: file.map(str::to_owned),
-            line: e.location().map(|l| l.line() as u32),
-            message: e.to_string(),
-        })?;
+        let value =
+            <Value as serde::Deserialize>::deserialize(document).map_err(|e| YamlError {
+                file: file.map(str::to_owned),
+                line: e.location().map(|l| l.line() as u32),
+                message: e.to_string(),
+            })?;
         if !value.is_null() {
             out.push(value);
         }

@@ -95,7 +95,10 @@ impl Scope {
     pub fn new(values: Value, app: &[(&str, &str)]) -> Self {
         let mut app_map = Mapping::new();
         for (k, v) in app {
-            app_map.insert(Value::String((*k).to_owned()), Value::String((*v).to_owned()));
+            app_map.insert(
+                Value::String((*k).to_owned()),
+                Value::String((*v).to_owned()),
+            );
         }
         let mut root = Mapping::new();
         root.insert(Value::String("Values".into()), values);
@@ -185,7 +188,8 @@ fn evaluate(scope: &Scope, expression: &str) -> Result<Value, String> {
                 .filter(|rest| rest.starts_with(char::is_whitespace))
                 .ok_or_else(|| format!("unknown filter `{filter}` (only `default VALUE` exists)"))?
                 .trim();
-            let default: Value = serde_yaml::from_str(raw).map_err(|e| format!("default `{raw}`: {e}"))?;
+            let default: Value =
+                serde_yaml::from_str(raw).map_err(|e| format!("default `{raw}`: {e}"))?;
             (path.trim(), Some(default))
         }
         None => (expression.trim(), None),
@@ -199,7 +203,11 @@ fn evaluate(scope: &Scope, expression: &str) -> Result<Value, String> {
         (_, Some(default)) => Ok(default),
         (found, None) => Err(format!(
             "placeholder `{path}` {}",
-            if found.is_some() { "is null" } else { "names no value" }
+            if found.is_some() {
+                "is null"
+            } else {
+                "names no value"
+            }
         )),
     }
 }
@@ -219,7 +227,8 @@ mod tests {
     use super::*;
 
     fn scope() -> Scope {
-        let values: Value = serde_yaml::from_str("replicas: 3\nimage: {tag: '1.27'}\nres: {cpu: 1}").unwrap();
+        let values: Value =
+            serde_yaml::from_str("replicas: 3\nimage: {tag: '1.27'}\nres: {cpu: 1}").unwrap();
         Scope::new(values, &[("Name", "shop")])
     }
 

@@ -12,7 +12,11 @@ const DEFAULT_VALUES_FILE: &str = "values.yaml";
 struct Values;
 
 impl Renderer for Values {
-    fn render(ctx: AppContext, params: Vec<Param>, input: Vec<Manifest>) -> Result<Vec<Manifest>, RenderError> {
+    fn render(
+        ctx: AppContext,
+        params: Vec<Param>,
+        input: Vec<Manifest>,
+    ) -> Result<Vec<Manifest>, RenderError> {
         let params = Params(&params);
 
         // Values files: explicit ones must exist; the default one may not.
