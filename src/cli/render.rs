@@ -250,7 +250,13 @@ fn print_report(report: &Report) {
         } else {
             format!("{} finding(s), {errors} error(s)", result.findings.len())
         };
-        let outcome = if result.blocks() { " — BLOCKED" } else { "" };
+        let outcome = if result.blocks() {
+            " — BLOCKED".to_owned()
+        } else if result.mode != Mode::Enforce && !result.findings.is_empty() {
+            format!(" — not blocking ({} mode)", result.mode)
+        } else {
+            String::new()
+        };
         eprintln!(
             "policy {} ({}): {verdict}{outcome}",
             result.policy, result.mode
