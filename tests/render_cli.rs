@@ -65,7 +65,9 @@ fn renders_the_example_through_a_renderer_and_policies() {
         "{stderr}"
     );
     assert!(
-        stderr.contains("policy required-labels (warn): 4 finding(s), 4 error(s) — not blocking (warn mode)\n"),
+        stderr.contains(
+            "policy required-labels (warn): 4 finding(s), 4 error(s) — not blocking (warn mode)\n"
+        ),
         "{stderr}"
     );
     assert!(stderr.contains("error    Deployment/guestbook-frontend metadata.labels.cost-center: missing required label `cost-center`"), "{stderr}");
