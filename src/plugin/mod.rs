@@ -24,6 +24,7 @@
 
 mod bindings;
 mod cache;
+mod call;
 mod config;
 pub mod contract;
 mod error;
@@ -32,8 +33,9 @@ mod state;
 mod types;
 
 pub use cache::CacheOutcome;
+pub use call::Plugin;
 pub use config::{HostConfig, Limits};
 pub use contract::{ComponentInfo, World, inspect};
 pub use error::{GuestFailure, PluginError, Result};
-pub use host::{HostError, Plugin, PluginHost};
+pub use host::{HostError, PluginHost};
 pub use types::{AppContext, Finding, ObjectRef, Params, Severity};

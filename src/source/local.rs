@@ -89,6 +89,14 @@ impl SourceView for LocalDir {
         if metadata.is_dir() {
             return Err(SourceError::IsADirectory(path.clone()));
         }
+        if !metadata.is_file() {
+            // A FIFO or device would block or never end: only regular files
+            // (or symlinks inside the tree resolving to one) are served.
+            return Err(SourceError::Io {
+                path: path.clone(),
+                source: io::Error::new(io::ErrorKind::InvalidInput, "not a regular file"),
+            });
+        }
         if metadata.len() > self.max_file_size {
             return Err(SourceError::TooLarge {
                 path: path.clone(),
@@ -218,6 +226,23 @@ mod tests {
                 }) => {}
                 other => panic!("{path}: {other:?}"),
             }
+        }
+    }
+
+    #[test]
+    fn special_files_are_not_read() {
+        let (tmp, view) = tree();
+        let fifo = tmp.path().join("repo/app/fifo");
+        let status = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap();
+        assert!(status.success());
+        match view.read_file(&p("app/fifo")) {
+            Err(SourceError::Io { source, .. }) => {
+                assert_eq!(source.to_string(), "not a regular file")
+            }
+            other => panic!("{other:?}"),
         }
     }
 

@@ -1,0 +1,398 @@
+//! Calls into a loaded plugin: each in a fresh store with the plugin's
+//! limits, every way of failing mapped to its own [`PluginError`].
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use tracing::Instrument as _;
+use wasmtime::{Store, Trap};
+
+use super::bindings::policy::exports::kiln::plugin::review as wit_review;
+use super::bindings::policy::{Policy as PolicyBindings, PolicyPre};
+use super::bindings::renderer::RendererPre;
+use super::bindings::renderer::exports::kiln::plugin::render as wit_render;
+use super::bindings::renderer::kiln::plugin::types as wit;
+use super::cache::CacheOutcome;
+use super::config::Limits;
+use super::contract::World;
+use super::error::{GuestFailure, PluginError, Result};
+use super::host::HostInner;
+use super::state::CallState;
+use super::types::{AppContext, Finding, ObjectRef, Params, Severity};
+use crate::digest::Digest;
+use crate::manifest::{self, Object};
+use crate::source::SourceView;
+
+/// A component linked for its world, ready to instantiate.
+pub(super) enum Pre {
+    Renderer(RendererPre<CallState>),
+    Policy(PolicyPre<CallState>),
+}
+
+/// A loaded plugin, ready to be called any number of times, concurrently.
+/// Cheap to clone.
+#[derive(Clone)]
+pub struct Plugin {
+    inner: Arc<PluginInner>,
+}
+
+struct PluginInner {
+    name: Arc<str>,
+    digest: Digest,
+    world: World,
+    limits: Limits,
+    outcome: CacheOutcome,
+    pre: Pre,
+    host: Arc<HostInner>,
+}
+
+impl std::fmt::Debug for Plugin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Plugin")
+            .field("name", &self.inner.name)
+            .field("digest", &self.inner.digest)
+            .field("world", &self.inner.world)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Plugin {
+    pub(super) fn new(
+        name: Arc<str>,
+        digest: Digest,
+        world: World,
+        limits: Limits,
+        outcome: CacheOutcome,
+        pre: Pre,
+        host: Arc<HostInner>,
+    ) -> Self {
+        Plugin {
+            inner: Arc::new(PluginInner {
+                name,
+                digest,
+                world,
+                limits,
+                outcome,
+                pre,
+                host,
+            }),
+        }
+    }
+
+    /// The plugin's name (used in every message about it).
+    pub fn name(&self) -> &str {
+        &self.inner.name
+    }
+
+    /// Digest of the component's bytes.
+    pub fn digest(&self) -> Digest {
+        self.inner.digest
+    }
+
+    /// The world it implements.
+    pub fn world(&self) -> World {
+        self.inner.world
+    }
+
+    /// Its limits.
+    pub fn limits(&self) -> &Limits {
+        &self.inner.limits
+    }
+
+    /// Whether loading it hit the compile cache.
+    pub fn cache_outcome(&self) -> CacheOutcome {
+        self.inner.outcome
+    }
+
+    /// Renders: `input` are the previous plugin's objects. Runs on the
+    /// blocking pool once a concurrency permit is free.
+    pub async fn render(
+        &self,
+        view: Arc<dyn SourceView>,
+        context: AppContext,
+        params: Params,
+        input: Vec<Object>,
+    ) -> Result<Vec<Object>> {
+        let this = self.clone();
+        self.off_thread(move || this.render_blocking(view, &context, &params, &input))
+            .await
+    }
+
+    /// Validates a policy's settings.
+    pub async fn validate_settings(&self, settings: Params) -> Result<()> {
+        let this = self.clone();
+        self.off_thread(move || this.validate_settings_blocking(&settings))
+            .await
+    }
+
+    /// Reviews a rendered set with a policy.
+    pub async fn review(
+        &self,
+        view: Arc<dyn SourceView>,
+        context: AppContext,
+        objects: Arc<[Object]>,
+        settings: Params,
+    ) -> Result<Vec<Finding>> {
+        let this = self.clone();
+        self.off_thread(move || this.review_blocking(view, &context, &objects, &settings))
+            .await
+    }
+
+    async fn off_thread<T: Send + 'static>(
+        &self,
+        call: impl FnOnce() -> Result<T> + Send + 'static,
+    ) -> Result<T> {
+        let permit = self
+            .inner
+            .host
+            .permits
+            .clone()
+            .acquire_owned()
+            .await
+            .map_err(|_| self.host_error("the plugin host is shutting down"))?;
+        let span = tracing::Span::current();
+        tokio::task::spawn_blocking(move || {
+            let _permit = permit;
+            span.in_scope(call)
+        })
+        .instrument(tracing::Span::current())
+        .await
+        .map_err(|e| self.host_error(format!("plugin call panicked on the host: {e}")))?
+    }
+
+    /// [`render`](Self::render) on the current thread.
+    ///
+    /// This does not wait for a concurrency permit: callers running more than
+    /// [`HostConfig::max_concurrency`] calls at once through it may see
+    /// instantiation fail once the allocator's slots are exhausted.
+    pub fn render_blocking(
+        &self,
+        view: Arc<dyn SourceView>,
+        context: &AppContext,
+        params: &Params,
+        input: &[Object],
+    ) -> Result<Vec<Object>> {
+        let Pre::Renderer(pre) = &self.inner.pre else {
+            return Err(self.wrong_world(World::Renderer));
+        };
+        let context = wit_context(context);
+        let params = wit_params(params);
+        let input: Vec<wit::Manifest> = input
+            .iter()
+            .map(|o| wit::Manifest {
+                content: o.to_json(),
+                source: o.source().map(str::to_owned),
+            })
+            .collect();
+        let manifests = self.call(view, |store| {
+            let instance = pre.instantiate(&mut *store)?;
+            instance
+                .kiln_plugin_render()
+                .call_render(store, &context, &params, &input)
+        })?;
+        let manifests = manifests.map_err(|e| PluginError::Failed {
+            plugin: self.name().to_owned(),
+            failure: render_failure(e),
+        })?;
+        let size: u64 = manifests.iter().map(|m| m.content.len() as u64).sum();
+        if size > self.inner.limits.output {
+            return Err(PluginError::OutputTooLarge {
+                plugin: self.name().to_owned(),
+                size,
+                limit: self.inner.limits.output,
+            });
+        }
+        let mut objects = Vec::new();
+        for manifest in manifests {
+            let parsed = manifest::parse(&manifest.content, manifest.source.as_deref()).map_err(
+                |error| PluginError::InvalidOutput {
+                    plugin: self.name().to_owned(),
+                    error,
+                },
+            )?;
+            objects.extend(parsed);
+        }
+        Ok(objects)
+    }
+
+    /// [`validate_settings`](Self::validate_settings) on the current thread
+    /// (see [`render_blocking`](Self::render_blocking) about concurrency).
+    pub fn validate_settings_blocking(&self, settings: &Params) -> Result<()> {
+        let Pre::Policy(pre) = &self.inner.pre else {
+            return Err(self.wrong_world(World::Policy));
+        };
+        let settings = wit_params(settings);
+        let view: Arc<dyn SourceView> = Arc::new(crate::source::EmptyView);
+        self.call(view, |store| {
+            let instance = pre.instantiate(&mut *store)?;
+            instance
+                .kiln_plugin_review()
+                .call_validate_settings(store, &settings)
+        })?
+        .map_err(|message| PluginError::InvalidSettings {
+            plugin: self.name().to_owned(),
+            message,
+        })
+    }
+
+    /// [`review`](Self::review) on the current thread (see
+    /// [`render_blocking`](Self::render_blocking) about concurrency).
+    pub fn review_blocking(
+        &self,
+        view: Arc<dyn SourceView>,
+        context: &AppContext,
+        objects: &[Object],
+        settings: &Params,
+    ) -> Result<Vec<Finding>> {
+        let Pre::Policy(pre) = &self.inner.pre else {
+            return Err(self.wrong_world(World::Policy));
+        };
+        let request = wit_review::ReviewRequest {
+            context: wit_context(context),
+            manifests: objects
+                .iter()
+                .map(|o| wit::Manifest {
+                    content: o.to_json(),
+                    source: o.source().map(str::to_owned),
+                })
+                .collect(),
+            settings: wit_params(settings),
+        };
+        let findings = self.call(view, |store| {
+            let instance: PolicyBindings = pre.instantiate(&mut *store)?;
+            instance.kiln_plugin_review().call_review(store, &request)
+        })?;
+        let findings = findings.map_err(|message| PluginError::Failed {
+            plugin: self.name().to_owned(),
+            failure: GuestFailure::Other(message),
+        })?;
+        Ok(findings.into_iter().map(finding).collect())
+    }
+
+    /// Runs one call in a fresh store and turns every way it can fail into
+    /// the matching error.
+    fn call<T>(
+        &self,
+        view: Arc<dyn SourceView>,
+        body: impl FnOnce(&mut Store<CallState>) -> wasmtime::Result<T>,
+    ) -> Result<T> {
+        let host = &self.inner.host;
+        let limits = &self.inner.limits;
+        let mut store = Store::new(
+            &host.engine,
+            CallState::new(self.inner.name.clone(), view, limits),
+        );
+        store.limiter(|state| &mut state.limiter);
+        let tick = host.config.epoch_tick.as_nanos().max(1);
+        let ticks = limits.timeout.as_nanos().div_ceil(tick) as u64;
+        store.set_epoch_deadline(ticks.max(1));
+        store.epoch_deadline_trap();
+
+        let started = Instant::now();
+        let result = body(&mut store);
+        let stderr = store.data().drain_stdio();
+        let state = store.data();
+        tracing::debug!(plugin = self.name(), elapsed = ?started.elapsed(), ok = result.is_ok(), "plugin call");
+
+        let plugin = self.name().to_owned();
+        // The most specific cause wins: an escape attempt, then memory.
+        if let Some((path, escape)) = state.denied.clone() {
+            return Err(PluginError::AccessDenied {
+                plugin,
+                path,
+                escape,
+            });
+        }
+        let error = match result {
+            Ok(value) => return Ok(value),
+            Err(error) => error,
+        };
+        if state.limiter.exceeded {
+            return Err(PluginError::OutOfMemory {
+                plugin,
+                limit: limits.memory,
+            });
+        }
+        Err(match error.downcast_ref::<Trap>() {
+            Some(Trap::Interrupt) => PluginError::Timeout {
+                plugin,
+                timeout: limits.timeout,
+            },
+            Some(Trap::StackOverflow) => PluginError::StackOverflow { plugin },
+            Some(trap) => PluginError::Trap {
+                plugin,
+                trap: trap.to_string(),
+                stderr,
+            },
+            None => PluginError::Host {
+                plugin,
+                message: format!("{error:#}"),
+            },
+        })
+    }
+
+    fn wrong_world(&self, wanted: World) -> PluginError {
+        PluginError::ContractMismatch {
+            plugin: self.name().to_owned(),
+            detail: format!("it is a {}, but was called as a {wanted}", self.inner.world),
+        }
+    }
+
+    fn host_error(&self, message: impl Into<String>) -> PluginError {
+        PluginError::Host {
+            plugin: self.name().to_owned(),
+            message: message.into(),
+        }
+    }
+}
+
+fn wit_context(context: &AppContext) -> wit::AppContext {
+    wit::AppContext {
+        name: context.name.clone(),
+        namespace: context.namespace.clone(),
+        project: context.project.clone(),
+        repo_url: context.repo_url.clone(),
+        revision: context.revision.clone(),
+        path: context.path.clone(),
+    }
+}
+
+fn wit_params(params: &Params) -> Vec<wit::Param> {
+    params
+        .iter()
+        .map(|(key, value)| wit::Param {
+            key: key.clone(),
+            value: value.clone(),
+        })
+        .collect()
+}
+
+fn render_failure(error: wit_render::RenderError) -> GuestFailure {
+    match error {
+        wit_render::RenderError::InvalidParameters(m) => GuestFailure::InvalidParameters(m),
+        wit_render::RenderError::InvalidInput(e) => GuestFailure::InvalidInput {
+            file: e.file,
+            line: e.line,
+            message: e.message,
+        },
+        wit_render::RenderError::Failed(m) => GuestFailure::Other(m),
+    }
+}
+
+fn finding(f: wit_review::Finding) -> Finding {
+    Finding {
+        object: f.object.map(|o| ObjectRef {
+            api_version: o.api_version,
+            kind: o.kind,
+            namespace: o.namespace,
+            name: o.name,
+        }),
+        field_path: f.field_path,
+        message: f.message,
+        severity: match f.severity {
+            wit_review::Severity::Info => Severity::Info,
+            wit_review::Severity::Warning => Severity::Warning,
+            wit_review::Severity::Error => Severity::Error,
+        },
+    }
+}
