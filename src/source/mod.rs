@@ -10,6 +10,7 @@
 //! [`RecordingView`] wraps any view and records what was observed: the
 //! [`ReadSet`] of a render, on which the render cache keys.
 
+pub mod git;
 mod local;
 mod path;
 mod record;

@@ -1,0 +1,445 @@
+//! The Git source engine: cheap polling, one fetch per repository, trees
+//! served straight from the object database.
+//!
+//! - **Repository cache**: one bare repository per [`RepoUrl`] under a cache
+//!   root. It is disposable: missing, half-written or corrupt repositories
+//!   are rebuilt transparently, with one log line.
+//! - **Ref lookups** use a ref advertisement only (protocol v2 `ls-refs`
+//!   with ref prefixes; `git ls-remote`): no objects are transferred. A
+//!   [`Revision`] is resolved against it; a full commit id needs no lookup.
+//! - **Single-flight**: concurrent lookups of one repository share one
+//!   request, concurrent fetches one fetch; different repositories proceed in
+//!   parallel up to [`GitConfig::max_parallel`]. Every network operation has
+//!   a timeout, so a dead server delays only its own repository.
+//! - **Fetch only when needed**: when the resolved commit is not present.
+//! - [`GitTreeView`] serves `(repository, commit)` as a
+//!   [`SourceView`](crate::source::SourceView), straight from the object
+//!   database.
+
+mod credentials;
+mod remote;
+mod revision;
+mod tree;
+mod url;
+
+use std::collections::HashMap;
+use std::fmt;
+use std::path::PathBuf;
+use std::str::FromStr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use tokio::sync::Semaphore;
+
+pub use credentials::{CredentialProvider, Credentials, NoCredentials, PrefixCredentials, Secret};
+pub use revision::{AdvertisedRef, NotFound, RefList, Revision};
+pub use tree::GitTreeView;
+pub use url::{RepoUrl, UrlError};
+
+/// A full (SHA-1) commit id.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct CommitId([u8; 20]);
+
+impl CommitId {
+    /// From the raw 20 bytes.
+    pub fn from_bytes(bytes: [u8; 20]) -> Self {
+        CommitId(bytes)
+    }
+
+    fn to_gix(self) -> gix::ObjectId {
+        gix::ObjectId::Sha1(self.0)
+    }
+
+    fn from_gix(id: &gix::oid) -> Option<Self> {
+        id.as_bytes().try_into().ok().map(CommitId)
+    }
+}
+
+/// Not a full 40-digit hexadecimal commit id.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("`{0}` is not a full 40-digit commit id")]
+pub struct ParseCommitIdError(String);
+
+impl FromStr for CommitId {
+    type Err = ParseCommitIdError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let mut bytes = [0u8; 20];
+        if s.len() != 40 || hex::decode_to_slice(s, &mut bytes).is_err() {
+            return Err(ParseCommitIdError(s.to_owned()));
+        }
+        Ok(CommitId(bytes))
+    }
+}
+
+impl fmt::Display for CommitId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&hex::encode(self.0))
+    }
+}
+
+impl fmt::Debug for CommitId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
+    }
+}
+
+/// Configuration of the engine.
+#[derive(Debug, Clone)]
+pub struct GitConfig {
+    /// Directory holding one bare repository per URL. Created if missing.
+    pub cache_root: PathBuf,
+    /// Repositories whose network operations may run at once. Default: 8.
+    pub max_parallel: usize,
+    /// Deadline to establish a connection. Default: 15 s.
+    pub connect_timeout: Duration,
+    /// Deadline of a whole ref lookup or fetch, and of any single read on the
+    /// connection. Default: 120 s.
+    pub timeout: Duration,
+    /// Fetch with depth 1 (for huge repositories). Default: `false`.
+    pub shallow: bool,
+}
+
+impl GitConfig {
+    /// Defaults, with the cache under `cache_root`.
+    pub fn new(cache_root: impl Into<PathBuf>) -> Self {
+        GitConfig {
+            cache_root: cache_root.into(),
+            max_parallel: 8,
+            connect_timeout: Duration::from_secs(15),
+            timeout: Duration::from_secs(120),
+            shallow: false,
+        }
+    }
+}
+
+/// A Git operation failed. Messages name the repository; they never contain
+/// credentials.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum GitError {
+    /// The URL is unusable.
+    #[error(transparent)]
+    Url(#[from] UrlError),
+    /// The revision names nothing on the remote.
+    #[error("{url}: {source}")]
+    Revision {
+        /// The repository.
+        url: RepoUrl,
+        /// What was not found.
+        #[source]
+        source: NotFound,
+    },
+    /// The operation did not finish in time.
+    #[error("{url}: {operation} timed out after {after:?}")]
+    Timeout {
+        /// The repository.
+        url: RepoUrl,
+        /// `ref lookup` or `fetch`.
+        operation: &'static str,
+        /// The deadline.
+        after: Duration,
+    },
+    /// The server refused our credentials, or asked for some we lack.
+    #[error("{url}: authentication failed (check the repository credentials)")]
+    Auth {
+        /// The repository.
+        url: RepoUrl,
+    },
+    /// Talking to the server failed.
+    #[error("{url}: {operation} failed: {message}")]
+    Remote {
+        /// The repository.
+        url: RepoUrl,
+        /// `ref lookup` or `fetch`.
+        operation: &'static str,
+        /// What went wrong.
+        message: String,
+    },
+    /// The fetched commit cannot be read even after rebuilding the cache.
+    #[error("{url}: commit {commit} is not readable: {message}")]
+    Commit {
+        /// The repository.
+        url: RepoUrl,
+        /// The commit.
+        commit: CommitId,
+        /// What went wrong.
+        message: String,
+    },
+    /// The local repository cache cannot be created.
+    #[error("repository cache {}: {message}", path.display())]
+    Cache {
+        /// The directory.
+        path: PathBuf,
+        /// What went wrong.
+        message: String,
+    },
+}
+
+/// A `Result` with [`GitError`].
+pub type Result<T, E = GitError> = std::result::Result<T, E>;
+
+/// Counters of network operations, for tests, metrics and benchmarks.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Stats {
+    /// Ref advertisements requested.
+    pub ref_lookups: u64,
+    /// Fetches performed.
+    pub fetches: u64,
+    /// Repository caches rebuilt because they were missing or corrupt.
+    pub rebuilds: u64,
+}
+
+#[derive(Debug, Default)]
+struct Counters {
+    ref_lookups: AtomicU64,
+    fetches: AtomicU64,
+    rebuilds: AtomicU64,
+}
+
+/// One repository's shared state.
+struct Repo {
+    url: RepoUrl,
+    /// The last ref lookup and when it completed; its mutex is the
+    /// single-flight: callers queue on it, and one that arrived before the
+    /// stored lookup completed takes that result.
+    lookup: tokio::sync::Mutex<Option<(Instant, Arc<RefList>)>>,
+    /// Serializes fetches (and cache rebuilds) of this repository.
+    fetch: tokio::sync::Mutex<()>,
+}
+
+/// The Git source engine. Cheap to clone; clones share everything.
+#[derive(Clone)]
+pub struct GitSource {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    config: GitConfig,
+    credentials: Arc<dyn CredentialProvider>,
+    repos: Mutex<HashMap<String, Arc<Repo>>>,
+    network: Semaphore,
+    counters: Counters,
+}
+
+impl fmt::Debug for GitSource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("GitSource").field("config", &self.inner.config).finish_non_exhaustive()
+    }
+}
+
+impl GitSource {
+    /// An engine with the given configuration and credentials.
+    pub fn new(config: GitConfig, credentials: Arc<dyn CredentialProvider>) -> Result<Self> {
+        std::fs::create_dir_all(&config.cache_root).map_err(|e| GitError::Cache {
+            path: config.cache_root.clone(),
+            message: e.to_string(),
+        })?;
+        let network = Semaphore::new(config.max_parallel.max(1));
+        Ok(GitSource {
+            inner: Arc::new(Inner {
+                config,
+                credentials,
+                repos: Mutex::new(HashMap::new()),
+                network,
+                counters: Counters::default(),
+            }),
+        })
+    }
+
+    /// Network operations so far.
+    pub fn stats(&self) -> Stats {
+        let c = &self.inner.counters;
+        Stats {
+            ref_lookups: c.ref_lookups.load(Ordering::Relaxed),
+            fetches: c.fetches.load(Ordering::Relaxed),
+            rebuilds: c.rebuilds.load(Ordering::Relaxed),
+        }
+    }
+
+    fn repo(&self, url: &RepoUrl) -> Arc<Repo> {
+        let mut repos = self.inner.repos.lock().unwrap_or_else(PoisonError::into_inner);
+        repos
+            .entry(url.key().to_owned())
+            .or_insert_with(|| {
+                Arc::new(Repo {
+                    url: url.clone(),
+                    lookup: tokio::sync::Mutex::new(None),
+                    fetch: tokio::sync::Mutex::new(()),
+                })
+            })
+            .clone()
+    }
+
+    fn cache_path(&self, url: &RepoUrl) -> PathBuf {
+        self.inner.config.cache_root.join(url.cache_dir_name())
+    }
+
+    /// The remote's refs (`HEAD`, branches, tags), from a ref advertisement.
+    /// Concurrent callers share one request.
+    pub async fn ls_refs(&self, url: &RepoUrl) -> Result<Arc<RefList>> {
+        let arrived = Instant::now();
+        let repo = self.repo(url);
+        let mut last = repo.lookup.lock().await;
+        if let Some((completed, refs)) = &*last
+            && *completed >= arrived
+        {
+            return Ok(refs.clone());
+        }
+        let refs = Arc::new(self.network("ref lookup", url, remote::ls_refs).await?);
+        self.inner.counters.ref_lookups.fetch_add(1, Ordering::Relaxed);
+        *last = Some((Instant::now(), refs.clone()));
+        Ok(refs)
+    }
+
+    /// Resolves a revision to a commit: a ref lookup, except for full commit
+    /// ids.
+    pub async fn resolve(&self, url: &RepoUrl, revision: &Revision) -> Result<CommitId> {
+        if let Revision::Commit(id) = revision {
+            return Ok(*id);
+        }
+        let refs = self.ls_refs(url).await?;
+        refs.resolve(revision).map_err(|source| GitError::Revision {
+            url: url.clone(),
+            source,
+        })
+    }
+
+    /// A view of `commit`, fetching it first if the cache does not have it.
+    /// Concurrent callers of one repository cause at most one fetch.
+    pub async fn checkout(&self, url: &RepoUrl, commit: CommitId) -> Result<GitTreeView> {
+        let repo = self.repo(url);
+        let _fetching = repo.fetch.lock().await;
+        let path = self.cache_path(url);
+        let url = repo.url.clone();
+
+        // A cache that cannot even be opened is rebuilt before anything else.
+        let local = match blocking(move || remote::open_or_init(&path)).await {
+            Ok(Ok(opened)) => opened,
+            _ => self.rebuild(&url).await?,
+        };
+        if let Some(view) = view_if_readable(&local, commit) {
+            return Ok(view);
+        }
+        // Not present (or unreadable): fetch, and if the commit is still not
+        // readable, the cache is corrupt: rebuild it once and fetch again.
+        let fetched = self.fetch(&url, &local, commit).await;
+        if fetched.is_ok()
+            && let Some(view) = view_if_readable(&local, commit)
+        {
+            return Ok(view);
+        }
+        if let Err(error @ (GitError::Timeout { .. } | GitError::Auth { .. })) = fetched {
+            return Err(error);
+        }
+        let local = self.rebuild(&url).await?;
+        self.fetch(&url, &local, commit).await?;
+        view_if_readable(&local, commit).ok_or_else(|| GitError::Commit {
+            url: url.clone(),
+            commit,
+            message: "the server did not send it (is it on a branch or tag the server advertises?)".into(),
+        })
+    }
+
+    /// [`resolve`](Self::resolve) then [`checkout`](Self::checkout).
+    pub async fn poll(&self, url: &RepoUrl, revision: &Revision) -> Result<GitTreeView> {
+        let commit = self.resolve(url, revision).await?;
+        self.checkout(url, commit).await
+    }
+
+    async fn fetch(&self, url: &RepoUrl, local: &gix::ThreadSafeRepository, commit: CommitId) -> Result<()> {
+        let local = local.clone();
+        let shallow = self.inner.config.shallow;
+        self.network("fetch", url, move |url, options| remote::fetch(&local, url, options, commit, shallow))
+            .await?;
+        self.inner.counters.fetches.fetch_add(1, Ordering::Relaxed);
+        Ok(())
+    }
+
+    async fn rebuild(&self, url: &RepoUrl) -> Result<gix::ThreadSafeRepository> {
+        let path = self.cache_path(url);
+        if path.exists() {
+            tracing::warn!(repo = %url, path = %path.display(), "repository cache is unusable; rebuilding it");
+        }
+        self.inner.counters.rebuilds.fetch_add(1, Ordering::Relaxed);
+        let cache_path = path.clone();
+        let fail = |message: String| GitError::Cache {
+            path: cache_path.clone(),
+            message,
+        };
+        blocking(move || {
+            if path.exists() {
+                std::fs::remove_dir_all(&path).map_err(|e| e.to_string())?;
+            }
+            remote::open_or_init(&path).map_err(|e| e.to_string())
+        })
+        .await
+        .map_err(|e| fail(e.to_string()))?
+        .map_err(fail)
+    }
+
+    /// Runs a network operation off the async threads, under the parallelism
+    /// limit and the overall timeout.
+    async fn network<T: Send + 'static>(
+        &self,
+        operation: &'static str,
+        url: &RepoUrl,
+        op: impl FnOnce(&RepoUrl, &remote::Options) -> Result<T, remote::Failure> + Send + 'static,
+    ) -> Result<T> {
+        let _permit = self.inner.network.acquire().await.map_err(|_| GitError::Remote {
+            url: url.clone(),
+            operation,
+            message: "the Git engine is shutting down".into(),
+        })?;
+        let config = &self.inner.config;
+        let options = remote::Options {
+            cache_path: self.cache_path(url),
+            credentials: self.inner.credentials.credentials(url),
+            connect_timeout: config.connect_timeout,
+            io_timeout: config.timeout,
+        };
+        let started = Instant::now();
+        let owned_url = url.clone();
+        let span = tracing::debug_span!("git", repo = %url, operation);
+        let task = tokio::task::spawn_blocking(move || span.in_scope(|| op(&owned_url, &options)));
+        let result = tokio::time::timeout(config.timeout, task).await;
+        tracing::debug!(repo = %url, operation, elapsed = ?started.elapsed(), "git network operation");
+        match result {
+            Err(_) => Err(GitError::Timeout {
+                url: url.clone(),
+                operation,
+                after: config.timeout,
+            }),
+            Ok(Err(join)) => Err(GitError::Remote {
+                url: url.clone(),
+                operation,
+                message: format!("task failed: {join}"),
+            }),
+            Ok(Ok(Err(failure))) => Err(failure.into_error(url.clone(), operation, config.timeout)),
+            Ok(Ok(Ok(value))) => Ok(value),
+        }
+    }
+}
+
+/// The view of `commit` if its commit object and root tree can be read.
+fn view_if_readable(local: &gix::ThreadSafeRepository, commit: CommitId) -> Option<GitTreeView> {
+    let repo = local.to_thread_local();
+    if !repo.has_object(commit.to_gix()) {
+        return None;
+    }
+    let root = repo
+        .find_object(commit.to_gix())
+        .ok()?
+        .try_into_commit()
+        .ok()?
+        .tree_id()
+        .ok()?
+        .detach();
+    repo.find_object(root).ok()?.try_into_tree().ok()?.decode().ok()?;
+    Some(GitTreeView::new(local.clone(), commit, root))
+}
+
+async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> Result<T, tokio::task::JoinError> {
+    tokio::task::spawn_blocking(f).await
+}

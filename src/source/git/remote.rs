@@ -1,0 +1,255 @@
+//! The network side, with gix: ref advertisements and fetches. Everything
+//! here is blocking and runs on the blocking pool.
+
+use std::collections::BTreeMap;
+use std::net::{TcpStream, ToSocketAddrs};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use gix::protocol::handshake::Ref;
+use gix::protocol::transport::client::blocking_io::Transport;
+use gix::remote::{Direction, fetch::Tags, ref_map};
+
+use super::credentials::Credentials;
+use super::{AdvertisedRef, CommitId, GitError, RefList, RepoUrl};
+
+/// What one network operation needs.
+pub(super) struct Options {
+    /// The repository's cache directory.
+    pub cache_path: PathBuf,
+    /// Credentials for this repository, if the provider has some.
+    pub credentials: Option<Credentials>,
+    /// Connection deadline.
+    pub connect_timeout: Duration,
+    /// Deadline of any single read/write, and of HTTP requests.
+    pub io_timeout: Duration,
+}
+
+/// Why an operation failed, before the engine names the repository.
+#[derive(Debug)]
+pub(super) enum Failure {
+    Auth,
+    Timeout,
+    Other(String),
+}
+
+impl Failure {
+    fn from_gix(error: &gix::Error) -> Self {
+        let message = format!("{error:#}");
+        if error.is_unauthenticated() || message.contains("401") {
+            Failure::Auth
+        } else if message.contains("timed out") || message.contains("Timeout") || message.contains("would block") {
+            Failure::Timeout
+        } else {
+            Failure::Other(message)
+        }
+    }
+
+    pub(super) fn into_error(self, url: RepoUrl, operation: &'static str, after: Duration) -> GitError {
+        match self {
+            Failure::Auth => GitError::Auth { url },
+            Failure::Timeout => GitError::Timeout { url, operation, after },
+            Failure::Other(message) => GitError::Remote { url, operation, message },
+        }
+    }
+}
+
+impl From<gix::Error> for Failure {
+    fn from(error: gix::Error) -> Self {
+        Failure::from_gix(&error)
+    }
+}
+
+/// Opens a bare repository with nothing from the user's or system's Git
+/// configuration or environment, creating it if the directory is missing.
+pub(super) fn open_or_init(path: &Path) -> Result<gix::ThreadSafeRepository, gix::Error> {
+    let options = || {
+        gix::open::Options::isolated().config_overrides([
+            "protocol.version=2",
+            // Never let a repository URL make us run a program or read a
+            // local file: only network transports (and file:// for tests).
+            "protocol.ext.allow=never",
+        ])
+    };
+    if path.join("HEAD").is_file() {
+        gix::ThreadSafeRepository::open_opts(path, options())
+    } else {
+        if path.exists() {
+            // A half-created directory: start over.
+            let _ = std::fs::remove_dir_all(path);
+        }
+        gix::ThreadSafeRepository::init_opts(path, gix::create::Kind::Bare, gix::create::Options::default(), options())
+    }
+}
+
+/// The refs Kiln ever resolves against: HEAD, branches and tags. Other refs
+/// (`refs/pull/*`, `refs/changes/*`, ...) are never even advertised to us.
+const LS_REFS_SPECS: &[&str] = &["HEAD", "refs/heads/*:refs/heads/*", "refs/tags/*:refs/tags/*"];
+
+/// `git ls-remote`: the remote's HEAD, branches and tags, without objects.
+pub(super) fn ls_refs(url: &RepoUrl, options: &Options) -> Result<RefList, Failure> {
+    let repo = open_or_init(&options.cache_path)?.to_thread_local();
+    let remote = repo
+        .remote_at(url.as_str())?
+        .with_fetch_tags(Tags::None)
+        .with_refspecs(LS_REFS_SPECS.iter().copied(), Direction::Fetch)?;
+    let connection = connect(&remote, url, options)?;
+    let (map, _handshake) = connection.ref_map(gix::progress::Discard, ref_map::Options::default())?;
+    let mut refs = BTreeMap::new();
+    for advertised in &map.remote_refs {
+        let (name, advertised) = match advertised {
+            Ref::Direct { full_ref_name, object } => (full_ref_name, (object, None)),
+            Ref::Peeled {
+                full_ref_name,
+                tag,
+                object,
+            } => (full_ref_name, (tag, Some(object))),
+            Ref::Symbolic {
+                full_ref_name,
+                tag,
+                object,
+                ..
+            } => match tag {
+                Some(tag) => (full_ref_name, (tag, Some(object))),
+                None => (full_ref_name, (object, None)),
+            },
+            Ref::Unborn { .. } => continue,
+        };
+        let Ok(name) = String::from_utf8(name.to_vec()) else { continue };
+        // Servers speaking protocol v0/v1 send every ref: filter here too.
+        if name != "HEAD" && !name.starts_with("refs/heads/") && !name.starts_with("refs/tags/") {
+            continue;
+        }
+        let (Some(target), peeled) = (CommitId::from_gix(advertised.0), advertised.1.and_then(|p| CommitId::from_gix(p))) else {
+            continue;
+        };
+        refs.insert(name, AdvertisedRef { target, peeled });
+    }
+    Ok(RefList { refs })
+}
+
+/// Fetches HEAD, every branch and tag (into `refs/kiln/...`), plus `commit`
+/// by id if no advertised ref points at it: one fetch brings whatever any
+/// Application of this repository may need next.
+pub(super) fn fetch(
+    local: &gix::ThreadSafeRepository,
+    url: &RepoUrl,
+    options: &Options,
+    commit: CommitId,
+    shallow: bool,
+) -> Result<(), Failure> {
+    let repo = local.to_thread_local();
+    let specs = [
+        "+HEAD:refs/kiln/HEAD".to_owned(),
+        "+refs/heads/*:refs/kiln/heads/*".to_owned(),
+        "+refs/tags/*:refs/kiln/tags/*".to_owned(),
+        format!("+{commit}:refs/kiln/commits/{commit}"),
+    ];
+    let remote = repo
+        .remote_at(url.as_str())?
+        .with_fetch_tags(Tags::None)
+        .with_refspecs(specs.iter().map(String::as_str), Direction::Fetch)?;
+    let connection = connect(&remote, url, options)?;
+    let mut prepare = connection.prepare_fetch(gix::progress::Discard, ref_map::Options::default())?;
+    if shallow {
+        prepare = prepare.with_shallow(gix::remote::fetch::Shallow::DepthAtRemote(1.try_into().expect("1 is not 0")));
+    }
+    let interrupt = AtomicBool::new(false);
+    prepare.receive(gix::progress::Discard, &interrupt)?;
+    Ok(())
+}
+
+type Connection<'a, 'repo> = gix::remote::Connection<'a, 'a, 'repo, Box<dyn Transport + Send>>;
+
+/// A connection with timeouts and credentials from Kiln only: never from a
+/// credential helper, the environment or the user's configuration.
+fn connect<'a, 'repo>(remote: &'a gix::Remote<'repo>, url: &RepoUrl, options: &Options) -> Result<Connection<'a, 'repo>, Failure> {
+    let connection = match url.scheme() {
+        "git" => remote.to_connection_with_transport(git_transport(url, options)?),
+        _ => remote.connect(Direction::Fetch)?,
+    };
+    let connection = if matches!(url.scheme(), "http" | "https") {
+        connection.with_transport_options(http_options(options))
+    } else {
+        connection
+    };
+    let basic = match &options.credentials {
+        // Basic credentials travel over TLS only, or to a loopback address
+        // (tests, local trials).
+        Some(Credentials::Basic { username, password }) if url.scheme() == "https" || is_loopback_http(url) => {
+            Some((username.clone(), password.expose().to_owned()))
+        }
+        _ => None,
+    };
+    Ok(connection.with_credentials(move |action| {
+        use gix::credentials::helper::Action;
+        match action {
+            Action::Get(context) => Ok(basic.clone().map(|(username, password)| gix::credentials::protocol::Outcome {
+                identity: gix::sec::identity::Account {
+                    username,
+                    password,
+                    oauth_refresh_token: None,
+                },
+                next: context.into(),
+            })),
+            Action::Store(_) | Action::Erase(_) => Ok(None),
+        }
+    }))
+}
+
+fn is_loopback_http(url: &RepoUrl) -> bool {
+    url.scheme() == "http"
+        && ["http://127.0.0.1", "http://localhost", "http://[::1]"]
+            .iter()
+            .any(|prefix| url.key().strip_prefix(prefix).is_some_and(|rest| rest.starts_with([':', '/'])))
+}
+
+/// HTTP(S) through reqwest with Kiln's timeouts and no proxy taken from the
+/// environment.
+fn http_options(options: &Options) -> Box<dyn std::any::Any> {
+    use gix::protocol::transport::client::blocking_io::http;
+    let (connect, io) = (options.connect_timeout, options.io_timeout);
+    let backend = http::reqwest::Options {
+        configure_client: Some(Box::new(move |builder| Ok(builder.connect_timeout(connect).timeout(io).no_proxy()))),
+        configure_request: None,
+    };
+    let options = http::Options {
+        backend: Some(Arc::new(Mutex::new(backend))),
+        ..Default::default()
+    };
+    Box::new(options)
+}
+
+/// git:// with a connect timeout and read/write timeouts on the socket, so a
+/// server that accepts and then hangs cannot hold us forever.
+fn git_transport(url: &RepoUrl, options: &Options) -> Result<Box<dyn Transport + Send>, Failure> {
+    use gix::protocol::transport::{Protocol, client::git};
+    let parsed = gix::Url::from_bytes(url.as_str().into())?;
+    let host = parsed.host().unwrap_or_default().to_owned();
+    let port = parsed.port;
+    let address = (host.as_str(), port.unwrap_or(9418))
+        .to_socket_addrs()
+        .map_err(|e| Failure::Other(format!("cannot resolve {host}: {e}")))?
+        .next()
+        .ok_or_else(|| Failure::Other(format!("{host} has no address")))?;
+    let stream = TcpStream::connect_timeout(&address, options.connect_timeout).map_err(|e| match e.kind() {
+        std::io::ErrorKind::TimedOut | std::io::ErrorKind::WouldBlock => Failure::Timeout,
+        _ => Failure::Other(format!("cannot connect to {address}: {e}")),
+    })?;
+    let io = |e: std::io::Error| Failure::Other(e.to_string());
+    stream.set_read_timeout(Some(options.io_timeout)).map_err(io)?;
+    stream.set_write_timeout(Some(options.io_timeout)).map_err(io)?;
+    let read = stream.try_clone().map_err(io)?;
+    let connection = git::blocking_io::Connection::new(
+        read,
+        stream,
+        Protocol::V2,
+        parsed.path.clone(),
+        Some((host, port)),
+        git::ConnectMode::Daemon,
+        false,
+    );
+    Ok(Box::new(connection))
+}
