@@ -77,3 +77,5 @@ pub fn params(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
 pub fn guestbook() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/guestbook")
 }
+
+pub mod git;

@@ -93,7 +93,9 @@ impl CredentialProvider for PrefixCredentials {
     fn credentials(&self, url: &RepoUrl) -> Option<Credentials> {
         self.entries
             .iter()
-            .filter(|(prefix, _)| url.as_str().starts_with(prefix.as_str()) || url.key().starts_with(prefix.as_str()))
+            .filter(|(prefix, _)| {
+                url.as_str().starts_with(prefix.as_str()) || url.key().starts_with(prefix.as_str())
+            })
             .max_by_key(|(prefix, _)| prefix.len())
             .map(|(_, c)| c.clone())
     }
@@ -125,8 +127,14 @@ mod tests {
             Some(Credentials::Basic { username, .. }) => Some(username),
             _ => None,
         };
-        assert_eq!(user("https://git.example.com/team/app.git").as_deref(), Some("team"));
-        assert_eq!(user("https://git.example.com/other").as_deref(), Some("org-wide"));
+        assert_eq!(
+            user("https://git.example.com/team/app.git").as_deref(),
+            Some("team")
+        );
+        assert_eq!(
+            user("https://git.example.com/other").as_deref(),
+            Some("org-wide")
+        );
         assert_eq!(user("https://elsewhere.com/team/app"), None);
     }
 }

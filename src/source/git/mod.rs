@@ -219,13 +219,17 @@ struct Inner {
     config: GitConfig,
     credentials: Arc<dyn CredentialProvider>,
     repos: Mutex<HashMap<String, Arc<Repo>>>,
+    /// An empty repository that ref lookups run from (they write nothing).
+    scratch: gix::ThreadSafeRepository,
     network: Semaphore,
     counters: Counters,
 }
 
 impl fmt::Debug for GitSource {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("GitSource").field("config", &self.inner.config).finish_non_exhaustive()
+        f.debug_struct("GitSource")
+            .field("config", &self.inner.config)
+            .finish_non_exhaustive()
     }
 }
 
@@ -237,11 +241,19 @@ impl GitSource {
             message: e.to_string(),
         })?;
         let network = Semaphore::new(config.max_parallel.max(1));
+        let scratch_path = config.cache_root.join(".lookups");
+        let scratch = remote::open(&scratch_path)
+            .or_else(|_| remote::init(&scratch_path))
+            .map_err(|message| GitError::Cache {
+                path: scratch_path,
+                message,
+            })?;
         Ok(GitSource {
             inner: Arc::new(Inner {
                 config,
                 credentials,
                 repos: Mutex::new(HashMap::new()),
+                scratch,
                 network,
                 counters: Counters::default(),
             }),
@@ -259,7 +271,11 @@ impl GitSource {
     }
 
     fn repo(&self, url: &RepoUrl) -> Arc<Repo> {
-        let mut repos = self.inner.repos.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut repos = self
+            .inner
+            .repos
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
         repos
             .entry(url.key().to_owned())
             .or_insert_with(|| {
@@ -287,8 +303,17 @@ impl GitSource {
         {
             return Ok(refs.clone());
         }
-        let refs = Arc::new(self.network("ref lookup", url, remote::ls_refs).await?);
-        self.inner.counters.ref_lookups.fetch_add(1, Ordering::Relaxed);
+        let scratch = self.inner.scratch.clone();
+        let refs = self
+            .network("ref lookup", url, move |url, options| {
+                remote::ls_refs(&scratch, url, options)
+            })
+            .await?;
+        let refs = Arc::new(refs);
+        self.inner
+            .counters
+            .ref_lookups
+            .fetch_add(1, Ordering::Relaxed);
         *last = Some((Instant::now(), refs.clone()));
         Ok(refs)
     }
@@ -315,9 +340,11 @@ impl GitSource {
         let url = repo.url.clone();
 
         // A cache that cannot even be opened is rebuilt before anything else.
-        let local = match blocking(move || remote::open_or_init(&path)).await {
+        let existed = path.exists();
+        let local = match blocking(move || remote::open(&path)).await {
             Ok(Ok(opened)) => opened,
-            _ => self.rebuild(&url).await?,
+            _ if existed => self.rebuild(&url).await?,
+            _ => self.create(&url).await?,
         };
         if let Some(view) = view_if_readable(&local, commit) {
             return Ok(view);
@@ -338,7 +365,8 @@ impl GitSource {
         view_if_readable(&local, commit).ok_or_else(|| GitError::Commit {
             url: url.clone(),
             commit,
-            message: "the server did not send it (is it on a branch or tag the server advertises?)".into(),
+            message: "the server did not send it (is it on a branch or tag the server advertises?)"
+                .into(),
         })
     }
 
@@ -348,35 +376,43 @@ impl GitSource {
         self.checkout(url, commit).await
     }
 
-    async fn fetch(&self, url: &RepoUrl, local: &gix::ThreadSafeRepository, commit: CommitId) -> Result<()> {
+    async fn fetch(
+        &self,
+        url: &RepoUrl,
+        local: &gix::ThreadSafeRepository,
+        commit: CommitId,
+    ) -> Result<()> {
         let local = local.clone();
         let shallow = self.inner.config.shallow;
-        self.network("fetch", url, move |url, options| remote::fetch(&local, url, options, commit, shallow))
-            .await?;
+        self.network("fetch", url, move |url, options| {
+            remote::fetch(&local, url, options, commit, shallow)
+        })
+        .await?;
         self.inner.counters.fetches.fetch_add(1, Ordering::Relaxed);
         Ok(())
     }
 
+    /// Replaces an unusable repository cache with an empty one.
     async fn rebuild(&self, url: &RepoUrl) -> Result<gix::ThreadSafeRepository> {
         let path = self.cache_path(url);
-        if path.exists() {
-            tracing::warn!(repo = %url, path = %path.display(), "repository cache is unusable; rebuilding it");
-        }
+        tracing::warn!(repo = %url, path = %path.display(), "repository cache is unusable; rebuilding it");
         self.inner.counters.rebuilds.fetch_add(1, Ordering::Relaxed);
-        let cache_path = path.clone();
+        self.create(url).await
+    }
+
+    /// Creates an empty repository cache.
+    async fn create(&self, url: &RepoUrl) -> Result<gix::ThreadSafeRepository> {
+        let path = self.cache_path(url);
+        tracing::debug!(repo = %url, path = %path.display(), "creating repository cache");
         let fail = |message: String| GitError::Cache {
-            path: cache_path.clone(),
+            path: path.clone(),
             message,
         };
-        blocking(move || {
-            if path.exists() {
-                std::fs::remove_dir_all(&path).map_err(|e| e.to_string())?;
-            }
-            remote::open_or_init(&path).map_err(|e| e.to_string())
-        })
-        .await
-        .map_err(|e| fail(e.to_string()))?
-        .map_err(fail)
+        let target = path.clone();
+        blocking(move || remote::init(&target))
+            .await
+            .map_err(|e| fail(e.to_string()))?
+            .map_err(fail)
     }
 
     /// Runs a network operation off the async threads, under the parallelism
@@ -387,14 +423,18 @@ impl GitSource {
         url: &RepoUrl,
         op: impl FnOnce(&RepoUrl, &remote::Options) -> Result<T, remote::Failure> + Send + 'static,
     ) -> Result<T> {
-        let _permit = self.inner.network.acquire().await.map_err(|_| GitError::Remote {
-            url: url.clone(),
-            operation,
-            message: "the Git engine is shutting down".into(),
-        })?;
+        let _permit = self
+            .inner
+            .network
+            .acquire()
+            .await
+            .map_err(|_| GitError::Remote {
+                url: url.clone(),
+                operation,
+                message: "the Git engine is shutting down".into(),
+            })?;
         let config = &self.inner.config;
         let options = remote::Options {
-            cache_path: self.cache_path(url),
             credentials: self.inner.credentials.credentials(url),
             connect_timeout: config.connect_timeout,
             io_timeout: config.timeout,
@@ -436,10 +476,17 @@ fn view_if_readable(local: &gix::ThreadSafeRepository, commit: CommitId) -> Opti
         .tree_id()
         .ok()?
         .detach();
-    repo.find_object(root).ok()?.try_into_tree().ok()?.decode().ok()?;
+    repo.find_object(root)
+        .ok()?
+        .try_into_tree()
+        .ok()?
+        .decode()
+        .ok()?;
     Some(GitTreeView::new(local.clone(), commit, root))
 }
 
-async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> Result<T, tokio::task::JoinError> {
+async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, tokio::task::JoinError> {
     tokio::task::spawn_blocking(f).await
 }

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 use std::net::{TcpStream, ToSocketAddrs};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -17,8 +17,6 @@ use super::{AdvertisedRef, CommitId, GitError, RefList, RepoUrl};
 
 /// What one network operation needs.
 pub(super) struct Options {
-    /// The repository's cache directory.
-    pub cache_path: PathBuf,
     /// Credentials for this repository, if the provider has some.
     pub credentials: Option<Credentials>,
     /// Connection deadline.
@@ -40,18 +38,34 @@ impl Failure {
         let message = format!("{error:#}");
         if error.is_unauthenticated() || message.contains("401") {
             Failure::Auth
-        } else if message.contains("timed out") || message.contains("Timeout") || message.contains("would block") {
+        } else if message.contains("timed out")
+            || message.contains("Timeout")
+            || message.contains("would block")
+        {
             Failure::Timeout
         } else {
             Failure::Other(message)
         }
     }
 
-    pub(super) fn into_error(self, url: RepoUrl, operation: &'static str, after: Duration) -> GitError {
+    pub(super) fn into_error(
+        self,
+        url: RepoUrl,
+        operation: &'static str,
+        after: Duration,
+    ) -> GitError {
         match self {
             Failure::Auth => GitError::Auth { url },
-            Failure::Timeout => GitError::Timeout { url, operation, after },
-            Failure::Other(message) => GitError::Remote { url, operation, message },
+            Failure::Timeout => GitError::Timeout {
+                url,
+                operation,
+                after,
+            },
+            Failure::Other(message) => GitError::Remote {
+                url,
+                operation,
+                message,
+            },
         }
     }
 }
@@ -62,45 +76,67 @@ impl From<gix::Error> for Failure {
     }
 }
 
-/// Opens a bare repository with nothing from the user's or system's Git
-/// configuration or environment, creating it if the directory is missing.
-pub(super) fn open_or_init(path: &Path) -> Result<gix::ThreadSafeRepository, gix::Error> {
-    let options = || {
-        gix::open::Options::isolated().config_overrides([
-            "protocol.version=2",
-            // Never let a repository URL make us run a program or read a
-            // local file: only network transports (and file:// for tests).
-            "protocol.ext.allow=never",
-        ])
-    };
-    if path.join("HEAD").is_file() {
-        gix::ThreadSafeRepository::open_opts(path, options())
-    } else {
-        if path.exists() {
-            // A half-created directory: start over.
-            let _ = std::fs::remove_dir_all(path);
-        }
-        gix::ThreadSafeRepository::init_opts(path, gix::create::Kind::Bare, gix::create::Options::default(), options())
+/// Nothing from the user's or system's Git configuration or environment.
+fn open_options() -> gix::open::Options {
+    gix::open::Options::isolated().config_overrides([
+        "protocol.version=2",
+        // Never let a repository URL make us run a program.
+        "protocol.ext.allow=never",
+    ])
+}
+
+/// Opens an existing bare repository; fails if it is missing or half-made.
+pub(super) fn open(path: &Path) -> Result<gix::ThreadSafeRepository, String> {
+    if !path.join("HEAD").is_file() {
+        return Err("no HEAD".into());
     }
+    gix::ThreadSafeRepository::open_opts(path, open_options()).map_err(|e| format!("{e:#}"))
+}
+
+/// Creates an empty bare repository, replacing whatever is at `path`.
+pub(super) fn init(path: &Path) -> Result<gix::ThreadSafeRepository, String> {
+    if path.exists() {
+        std::fs::remove_dir_all(path).map_err(|e| e.to_string())?;
+    }
+    gix::ThreadSafeRepository::init_opts(
+        path,
+        gix::create::Kind::Bare,
+        gix::create::Options::default(),
+        open_options(),
+    )
+    .map_err(|e| format!("{e:#}"))
 }
 
 /// The refs Kiln ever resolves against: HEAD, branches and tags. Other refs
 /// (`refs/pull/*`, `refs/changes/*`, ...) are never even advertised to us.
-const LS_REFS_SPECS: &[&str] = &["HEAD", "refs/heads/*:refs/heads/*", "refs/tags/*:refs/tags/*"];
+const LS_REFS_SPECS: &[&str] = &[
+    "HEAD",
+    "refs/heads/*:refs/heads/*",
+    "refs/tags/*:refs/tags/*",
+];
 
 /// `git ls-remote`: the remote's HEAD, branches and tags, without objects.
-pub(super) fn ls_refs(url: &RepoUrl, options: &Options) -> Result<RefList, Failure> {
-    let repo = open_or_init(&options.cache_path)?.to_thread_local();
+/// `scratch` is any repository: a lookup writes nothing to it.
+pub(super) fn ls_refs(
+    scratch: &gix::ThreadSafeRepository,
+    url: &RepoUrl,
+    options: &Options,
+) -> Result<RefList, Failure> {
+    let repo = scratch.to_thread_local();
     let remote = repo
         .remote_at(url.as_str())?
         .with_fetch_tags(Tags::None)
         .with_refspecs(LS_REFS_SPECS.iter().copied(), Direction::Fetch)?;
     let connection = connect(&remote, url, options)?;
-    let (map, _handshake) = connection.ref_map(gix::progress::Discard, ref_map::Options::default())?;
+    let (map, _handshake) =
+        connection.ref_map(gix::progress::Discard, ref_map::Options::default())?;
     let mut refs = BTreeMap::new();
     for advertised in &map.remote_refs {
         let (name, advertised) = match advertised {
-            Ref::Direct { full_ref_name, object } => (full_ref_name, (object, None)),
+            Ref::Direct {
+                full_ref_name,
+                object,
+            } => (full_ref_name, (object, None)),
             Ref::Peeled {
                 full_ref_name,
                 tag,
@@ -117,12 +153,17 @@ pub(super) fn ls_refs(url: &RepoUrl, options: &Options) -> Result<RefList, Failu
             },
             Ref::Unborn { .. } => continue,
         };
-        let Ok(name) = String::from_utf8(name.to_vec()) else { continue };
+        let Ok(name) = String::from_utf8(name.to_vec()) else {
+            continue;
+        };
         // Servers speaking protocol v0/v1 send every ref: filter here too.
         if name != "HEAD" && !name.starts_with("refs/heads/") && !name.starts_with("refs/tags/") {
             continue;
         }
-        let (Some(target), peeled) = (CommitId::from_gix(advertised.0), advertised.1.and_then(|p| CommitId::from_gix(p))) else {
+        let (Some(target), peeled) = (
+            CommitId::from_gix(advertised.0),
+            advertised.1.and_then(|p| CommitId::from_gix(p)),
+        ) else {
             continue;
         };
         refs.insert(name, AdvertisedRef { target, peeled });
@@ -152,9 +193,12 @@ pub(super) fn fetch(
         .with_fetch_tags(Tags::None)
         .with_refspecs(specs.iter().map(String::as_str), Direction::Fetch)?;
     let connection = connect(&remote, url, options)?;
-    let mut prepare = connection.prepare_fetch(gix::progress::Discard, ref_map::Options::default())?;
+    let mut prepare =
+        connection.prepare_fetch(gix::progress::Discard, ref_map::Options::default())?;
     if shallow {
-        prepare = prepare.with_shallow(gix::remote::fetch::Shallow::DepthAtRemote(1.try_into().expect("1 is not 0")));
+        prepare = prepare.with_shallow(gix::remote::fetch::Shallow::DepthAtRemote(
+            1.try_into().expect("1 is not 0"),
+        ));
     }
     let interrupt = AtomicBool::new(false);
     prepare.receive(gix::progress::Discard, &interrupt)?;
@@ -165,7 +209,11 @@ type Connection<'a, 'repo> = gix::remote::Connection<'a, 'a, 'repo, Box<dyn Tran
 
 /// A connection with timeouts and credentials from Kiln only: never from a
 /// credential helper, the environment or the user's configuration.
-fn connect<'a, 'repo>(remote: &'a gix::Remote<'repo>, url: &RepoUrl, options: &Options) -> Result<Connection<'a, 'repo>, Failure> {
+fn connect<'a, 'repo>(
+    remote: &'a gix::Remote<'repo>,
+    url: &RepoUrl,
+    options: &Options,
+) -> Result<Connection<'a, 'repo>, Failure> {
     let connection = match url.scheme() {
         "git" => remote.to_connection_with_transport(git_transport(url, options)?),
         _ => remote.connect(Direction::Fetch)?,
@@ -178,7 +226,9 @@ fn connect<'a, 'repo>(remote: &'a gix::Remote<'repo>, url: &RepoUrl, options: &O
     let basic = match &options.credentials {
         // Basic credentials travel over TLS only, or to a loopback address
         // (tests, local trials).
-        Some(Credentials::Basic { username, password }) if url.scheme() == "https" || is_loopback_http(url) => {
+        Some(Credentials::Basic { username, password })
+            if url.scheme() == "https" || is_loopback_http(url) =>
+        {
             Some((username.clone(), password.expose().to_owned()))
         }
         _ => None,
@@ -186,14 +236,18 @@ fn connect<'a, 'repo>(remote: &'a gix::Remote<'repo>, url: &RepoUrl, options: &O
     Ok(connection.with_credentials(move |action| {
         use gix::credentials::helper::Action;
         match action {
-            Action::Get(context) => Ok(basic.clone().map(|(username, password)| gix::credentials::protocol::Outcome {
-                identity: gix::sec::identity::Account {
-                    username,
-                    password,
-                    oauth_refresh_token: None,
-                },
-                next: context.into(),
-            })),
+            Action::Get(context) => {
+                Ok(basic
+                    .clone()
+                    .map(|(username, password)| gix::credentials::protocol::Outcome {
+                        identity: gix::sec::identity::Account {
+                            username,
+                            password,
+                            oauth_refresh_token: None,
+                        },
+                        next: context.into(),
+                    }))
+            }
             Action::Store(_) | Action::Erase(_) => Ok(None),
         }
     }))
@@ -203,7 +257,11 @@ fn is_loopback_http(url: &RepoUrl) -> bool {
     url.scheme() == "http"
         && ["http://127.0.0.1", "http://localhost", "http://[::1]"]
             .iter()
-            .any(|prefix| url.key().strip_prefix(prefix).is_some_and(|rest| rest.starts_with([':', '/'])))
+            .any(|prefix| {
+                url.key()
+                    .strip_prefix(prefix)
+                    .is_some_and(|rest| rest.starts_with([':', '/']))
+            })
 }
 
 /// HTTP(S) through reqwest with Kiln's timeouts and no proxy taken from the
@@ -212,7 +270,9 @@ fn http_options(options: &Options) -> Box<dyn std::any::Any> {
     use gix::protocol::transport::client::blocking_io::http;
     let (connect, io) = (options.connect_timeout, options.io_timeout);
     let backend = http::reqwest::Options {
-        configure_client: Some(Box::new(move |builder| Ok(builder.connect_timeout(connect).timeout(io).no_proxy()))),
+        configure_client: Some(Box::new(move |builder| {
+            Ok(builder.connect_timeout(connect).timeout(io).no_proxy())
+        })),
         configure_request: None,
     };
     let options = http::Options {
@@ -234,13 +294,20 @@ fn git_transport(url: &RepoUrl, options: &Options) -> Result<Box<dyn Transport +
         .map_err(|e| Failure::Other(format!("cannot resolve {host}: {e}")))?
         .next()
         .ok_or_else(|| Failure::Other(format!("{host} has no address")))?;
-    let stream = TcpStream::connect_timeout(&address, options.connect_timeout).map_err(|e| match e.kind() {
-        std::io::ErrorKind::TimedOut | std::io::ErrorKind::WouldBlock => Failure::Timeout,
-        _ => Failure::Other(format!("cannot connect to {address}: {e}")),
-    })?;
+    let stream =
+        TcpStream::connect_timeout(&address, options.connect_timeout).map_err(|e| {
+            match e.kind() {
+                std::io::ErrorKind::TimedOut | std::io::ErrorKind::WouldBlock => Failure::Timeout,
+                _ => Failure::Other(format!("cannot connect to {address}: {e}")),
+            }
+        })?;
     let io = |e: std::io::Error| Failure::Other(e.to_string());
-    stream.set_read_timeout(Some(options.io_timeout)).map_err(io)?;
-    stream.set_write_timeout(Some(options.io_timeout)).map_err(io)?;
+    stream
+        .set_read_timeout(Some(options.io_timeout))
+        .map_err(io)?;
+    stream
+        .set_write_timeout(Some(options.io_timeout))
+        .map_err(io)?;
     let read = stream.try_clone().map_err(io)?;
     let connection = git::blocking_io::Connection::new(
         read,

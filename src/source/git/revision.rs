@@ -53,7 +53,9 @@ fn normalize_constraint(text: &str) -> String {
             pending_op.push_str(token);
             continue;
         }
-        let split = token.find(|c: char| !"<>=~^".contains(c)).unwrap_or(token.len());
+        let split = token
+            .find(|c: char| !"<>=~^".contains(c))
+            .unwrap_or(token.len());
         let (op, version) = token.split_at(split);
         let version = version.strip_prefix(['v', 'V']).unwrap_or(version);
         parts.push(format!("{pending_op}{op}{version}"));
@@ -176,11 +178,17 @@ mod tests {
     fn parses_every_form() {
         assert_eq!(Revision::parse(""), Revision::Head);
         assert_eq!(Revision::parse("HEAD"), Revision::Head);
-        assert_eq!(Revision::parse(&"ab".repeat(20)), Revision::Commit(CommitId::from_bytes([0xab; 20])));
+        assert_eq!(
+            Revision::parse(&"ab".repeat(20)),
+            Revision::Commit(CommitId::from_bytes([0xab; 20]))
+        );
         assert_eq!(Revision::parse("main"), Revision::Ref("main".into()));
         assert_eq!(Revision::parse("v1.2.0"), Revision::Ref("v1.2.0".into()));
         assert!(matches!(Revision::parse("v1.2.*"), Revision::Semver(_)));
-        assert!(matches!(Revision::parse(">=1.0.0 <2.0.0"), Revision::Semver(_)));
+        assert!(matches!(
+            Revision::parse(">=1.0.0 <2.0.0"),
+            Revision::Semver(_)
+        ));
     }
 
     #[test]
@@ -190,13 +198,35 @@ mod tests {
         assert_eq!(r("HEAD").unwrap(), id(1));
         assert_eq!(r("dev").unwrap(), id(2));
         assert_eq!(r("refs/heads/dev").unwrap(), id(2));
-        assert_eq!(r("v1.0.0").unwrap(), id(3), "annotated tag peeled; tag wins over a branch of the same name");
+        assert_eq!(
+            r("v1.0.0").unwrap(),
+            id(3),
+            "annotated tag peeled; tag wins over a branch of the same name"
+        );
         assert_eq!(r("refs/heads/v1.0.0").unwrap(), id(9));
-        assert_eq!(r("v1.2.*").unwrap(), id(5), "highest match, with or without the v prefix");
+        assert_eq!(
+            r("v1.2.*").unwrap(),
+            id(5),
+            "highest match, with or without the v prefix"
+        );
         assert_eq!(r(">=1.0.0 <2.0.0").unwrap(), id(5));
-        assert_eq!(r(">=2.0.0").unwrap(), id(6), "pre-releases only when asked for");
-        assert!(r("nope").unwrap_err().to_string().contains("`nope` not found as a branch or tag"));
-        assert!(r("abc1234").unwrap_err().to_string().contains("full 40-digit id"));
+        assert_eq!(
+            r(">=2.0.0").unwrap(),
+            id(6),
+            "pre-releases only when asked for"
+        );
+        assert!(
+            r("nope")
+                .unwrap_err()
+                .to_string()
+                .contains("`nope` not found as a branch or tag")
+        );
+        assert!(
+            r("abc1234")
+                .unwrap_err()
+                .to_string()
+                .contains("full 40-digit id")
+        );
         assert!(r("v9.*").is_err());
     }
 }

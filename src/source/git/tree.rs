@@ -9,7 +9,9 @@ use gix::ObjectId;
 use gix::objs::tree::EntryMode;
 
 use super::CommitId;
-use crate::source::{DirEntry, EntryKind, Escape, Metadata, Result, SourceError, SourcePath, SourceView};
+use crate::source::{
+    DirEntry, EntryKind, Escape, Metadata, Result, SourceError, SourcePath, SourceView,
+};
 
 /// Symlinks followed while resolving one path, at most (as Linux's 40).
 const MAX_SYMLINK_HOPS: usize = 40;
@@ -31,7 +33,9 @@ pub struct GitTreeView {
 
 impl fmt::Debug for GitTreeView {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("GitTreeView").field("commit", &self.commit).finish_non_exhaustive()
+        f.debug_struct("GitTreeView")
+            .field("commit", &self.commit)
+            .finish_non_exhaustive()
     }
 }
 
@@ -73,14 +77,25 @@ impl GitTreeView {
         }
     }
 
-    fn tree_entries(&self, repo: &gix::Repository, path: &SourcePath, id: ObjectId) -> Result<Vec<(String, EntryMode, ObjectId)>> {
+    fn tree_entries(
+        &self,
+        repo: &gix::Repository,
+        path: &SourcePath,
+        id: ObjectId,
+    ) -> Result<Vec<(String, EntryMode, ObjectId)>> {
         let object = repo.find_object(id).map_err(|e| Self::io(path, e))?;
         let tree = object.try_into_tree().map_err(|e| Self::io(path, e))?;
         let decoded = tree.decode().map_err(|e| Self::io(path, e))?;
         Ok(decoded
             .entries
             .iter()
-            .filter_map(|e| Some((String::from_utf8(e.filename.to_vec()).ok()?, e.mode, e.oid.to_owned())))
+            .filter_map(|e| {
+                Some((
+                    String::from_utf8(e.filename.to_vec()).ok()?,
+                    e.mode,
+                    e.oid.to_owned(),
+                ))
+            })
             .collect())
     }
 
@@ -106,7 +121,12 @@ impl GitTreeView {
         };
         // The directories walked so far, as tree ids; the root is first.
         let mut dirs: Vec<ObjectId> = vec![self.root];
-        let mut pending: VecDeque<String> = path.as_str().split('/').filter(|c| !c.is_empty()).map(str::to_owned).collect();
+        let mut pending: VecDeque<String> = path
+            .as_str()
+            .split('/')
+            .filter(|c| !c.is_empty())
+            .map(str::to_owned)
+            .collect();
         let mut hops = 0;
         let mut current = Resolved {
             kind: EntryKind::Directory,
@@ -134,7 +154,11 @@ impl GitTreeView {
                 return Ok(None);
             }
             let dir = *dirs.last().unwrap_or(&self.root);
-            let Some((_, mode, id)) = self.tree_entries(&repo, path, dir)?.into_iter().find(|(n, _, _)| *n == component) else {
+            let Some((_, mode, id)) = self
+                .tree_entries(&repo, path, dir)?
+                .into_iter()
+                .find(|(n, _, _)| *n == component)
+            else {
                 return Ok(None);
             };
             if mode.is_link() {
@@ -142,7 +166,8 @@ impl GitTreeView {
                 if hops > MAX_SYMLINK_HOPS {
                     return Err(Self::io(path, "too many levels of symbolic links"));
                 }
-                let target = String::from_utf8(self.blob(&repo, path, id)?).map_err(|_| Self::io(path, "symlink target is not UTF-8"))?;
+                let target = String::from_utf8(self.blob(&repo, path, id)?)
+                    .map_err(|_| Self::io(path, "symlink target is not UTF-8"))?;
                 if target.starts_with('/') {
                     return Err(denied());
                 }
@@ -160,7 +185,10 @@ impl GitTreeView {
                     id,
                 };
             } else if mode.is_blob() {
-                current = Resolved { kind: EntryKind::File, id };
+                current = Resolved {
+                    kind: EntryKind::File,
+                    id,
+                };
                 if !pending.is_empty() {
                     // `file/child`: nothing there.
                     return Ok(None);
@@ -190,7 +218,8 @@ impl SourceView for GitTreeView {
         let id = match self.resolve(path)? {
             None => return Err(SourceError::NotFound(path.clone())),
             Some(Resolved {
-                kind: EntryKind::File, ..
+                kind: EntryKind::File,
+                ..
             }) => return Err(SourceError::NotADirectory(path.clone())),
             Some(Resolved { id, .. }) => id,
         };
@@ -231,7 +260,11 @@ impl SourceView for GitTreeView {
                 size: 0,
             })),
             Some(Resolved { id, .. }) => {
-                let header = self.repo.to_thread_local().find_header(id).map_err(|e| Self::io(path, e))?;
+                let header = self
+                    .repo
+                    .to_thread_local()
+                    .find_header(id)
+                    .map_err(|e| Self::io(path, e))?;
                 Ok(Some(Metadata {
                     kind: EntryKind::File,
                     size: header.size(),

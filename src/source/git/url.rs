@@ -7,9 +7,9 @@ use crate::digest::Digest;
 /// A repository URL in canonical form.
 ///
 /// `https://GitHub.com/org/repo`, `https://github.com/org/repo.git/` and
-/// `https://github.com:443/org/repo` are the same repository: scheme and host
-/// are lowercased, default ports, a trailing `/` and a trailing `.git` are
-/// dropped. scp-like `git@host:org/repo` becomes `ssh://git@host/org/repo`.
+/// `https://github.com:443/org/repo` are the same repository (one
+/// [`key`](Self::key), one cache): scheme and host are lowercased, default
+/// ports and trailing `/` dropped, and the key ignores a trailing `.git`. scp-like `git@host:org/repo` becomes `ssh://git@host/org/repo`.
 /// Credentials embedded in a URL are refused: they would end up in logs and
 /// status fields; they come from a [`CredentialProvider`](super::CredentialProvider).
 #[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -37,7 +37,9 @@ impl RepoUrl {
         };
         let parsed = gix::Url::from_bytes(raw.trim().into()).map_err(|e| fail(&e.to_string()))?;
         if parsed.password().is_some() {
-            return Err(fail("credentials must not be part of the URL; configure them as repository credentials"));
+            return Err(fail(
+                "credentials must not be part of the URL; configure them as repository credentials",
+            ));
         }
         let scheme = parsed.scheme.as_str().to_ascii_lowercase();
         let default_port = match scheme.as_str() {
@@ -46,34 +48,39 @@ impl RepoUrl {
             "git" => Some(9418),
             "ssh" => Some(22),
             "file" => None,
-            other => return Err(fail(&format!("unsupported scheme `{other}` (https, http, ssh, git, file)"))),
+            other => {
+                return Err(fail(&format!(
+                    "unsupported scheme `{other}` (https, http, ssh, git, file)"
+                )));
+            }
         };
         let host = parsed.host().unwrap_or_default().to_ascii_lowercase();
         if scheme != "file" && host.is_empty() {
             return Err(fail("no host"));
         }
         let port = parsed.port.filter(|p| Some(*p) != default_port);
-        let mut path = String::from_utf8(parsed.path.to_vec()).map_err(|_| fail("path is not UTF-8"))?;
+        let mut path =
+            String::from_utf8(parsed.path.to_vec()).map_err(|_| fail("path is not UTF-8"))?;
         while path.ends_with('/') {
             path.pop();
-        }
-        if let Some(stripped) = path.strip_suffix(".git") {
-            path = stripped.to_owned();
         }
         if !path.starts_with('/') {
             path.insert(0, '/');
         }
-        if path == "/" {
+        // The identity ignores a `.git` suffix; the connection keeps the path
+        // as given (a file:// path or a server without suffix magic needs it).
+        let identity_path = path.strip_suffix(".git").unwrap_or(&path).to_owned();
+        if identity_path == "/" || identity_path.is_empty() {
             return Err(fail("no repository path"));
         }
         let authority = match port {
             Some(port) => format!("{host}:{port}"),
             None => host,
         };
-        let key = format!("{scheme}://{authority}{path}");
+        let key = format!("{scheme}://{authority}{identity_path}");
         let url = match (parsed.user(), scheme.as_str()) {
             (Some(user), "ssh") => format!("ssh://{user}@{authority}{path}"),
-            _ => key.clone(),
+            _ => format!("{scheme}://{authority}{path}"),
         };
         Ok(RepoUrl { url, key })
     }
@@ -101,7 +108,13 @@ impl RepoUrl {
             .next()
             .unwrap_or("repo")
             .chars()
-            .map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '_' })
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                    c
+                } else {
+                    '_'
+                }
+            })
             .take(40)
             .collect();
         format!("{tail}-{}", &Digest::of(self.key.as_bytes()).hex()[..16])
@@ -158,23 +171,39 @@ mod tests {
             assert_eq!(a, b, "{other}");
             assert_eq!(a.cache_dir_name(), b.cache_dir_name());
         }
-        assert_ne!(a, RepoUrl::parse("https://github.com/org/Repo").unwrap(), "paths are case-sensitive");
+        assert_ne!(
+            a,
+            RepoUrl::parse("https://github.com/org/Repo").unwrap(),
+            "paths are case-sensitive"
+        );
         assert_eq!(a.cache_dir_name().len(), "repo-".len() + 16);
     }
 
     #[test]
     fn scp_like_and_other_schemes() {
         let ssh = RepoUrl::parse("git@example.com:org/repo.git").unwrap();
-        assert_eq!(ssh.as_str(), "ssh://git@example.com/org/repo");
+        assert_eq!(ssh.as_str(), "ssh://git@example.com/org/repo.git");
         assert_eq!(ssh.key(), "ssh://example.com/org/repo");
-        assert_eq!(RepoUrl::parse("git://127.0.0.1:9418/r").unwrap().as_str(), "git://127.0.0.1/r");
-        assert_eq!(RepoUrl::parse("file:///srv/git/r.git").unwrap().as_str(), "file:///srv/git/r");
+        assert_eq!(
+            RepoUrl::parse("git://127.0.0.1:9418/r").unwrap().as_str(),
+            "git://127.0.0.1/r"
+        );
+        assert_eq!(
+            RepoUrl::parse("file:///srv/git/r.git/").unwrap().as_str(),
+            "file:///srv/git/r.git"
+        );
+        assert_eq!(
+            RepoUrl::parse("file:///srv/git/r.git").unwrap().key(),
+            "file:///srv/git/r"
+        );
         assert!(RepoUrl::parse("ftp://h/r").is_err());
     }
 
     #[test]
     fn credentials_in_urls_are_refused_and_never_echoed() {
-        let err = RepoUrl::parse("https://bob:hunter2@example.com/r").unwrap_err().to_string();
+        let err = RepoUrl::parse("https://bob:hunter2@example.com/r")
+            .unwrap_err()
+            .to_string();
         assert!(!err.contains("hunter2"), "{err}");
         assert!(err.contains("bob:***@example.com"), "{err}");
     }

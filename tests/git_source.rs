@@ -1,0 +1,463 @@
+//! The Git source engine against real Git servers started here: `git daemon`
+//! (git://), `git http-backend` behind a CGI shim (smart HTTP, with basic
+//! auth) and file://.
+
+mod support;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use kiln::source::git::{
+    CommitId, Credentials, GitConfig, GitError, GitSource, NoCredentials, PrefixCredentials,
+    RepoUrl, Revision, Secret,
+};
+use kiln::source::{Escape, SourceError, SourcePath, SourceView};
+use support::git::*;
+
+fn engine(cache: &std::path::Path) -> GitSource {
+    GitSource::new(GitConfig::new(cache), Arc::new(NoCredentials)).unwrap()
+}
+
+fn url(s: &str) -> RepoUrl {
+    RepoUrl::parse(s).unwrap()
+}
+
+fn path(s: &str) -> SourcePath {
+    SourcePath::parse(s).unwrap()
+}
+
+fn read(view: &dyn SourceView, p: &str) -> String {
+    String::from_utf8(view.read_file(&path(p)).unwrap()).unwrap()
+}
+
+/// A repository with branches, lightweight and annotated tags, a merge and
+/// symlinks inside and outside the tree.
+fn rich_fixture(root: &std::path::Path) -> Fixture {
+    let f = Fixture::new(root, "rich");
+    f.commit(
+        "initial",
+        &[("app/cm.yaml", "v: 1\n"), ("README.md", "hello\n")],
+    );
+    f.git(&["tag", "v1.0.0"]);
+    f.git(&["tag", "-a", "v1.2.3", "-m", "annotated"]);
+    f.git(&["checkout", "-q", "-b", "dev"]);
+    f.commit("dev work", &[("app/dev.yaml", "dev: true\n")]);
+    f.git(&["checkout", "-q", "main"]);
+    f.commit("main work", &[("app/cm.yaml", "v: 2\n")]);
+    f.git(&["tag", "-a", "v1.2.9", "-m", "annotated"]);
+    f.git(&["merge", "-q", "--no-ff", "-m", "merge dev", "dev"]);
+    f.git(&["tag", "v2.0.0"]);
+    f.commit(
+        "links",
+        &[
+            ("shared/base.yaml", "base: true\n"),
+            ("app/link.yaml", "-> ../shared/base.yaml"),
+            ("app/shared", "-> ../shared"),
+            ("app/out", "-> ../../outside"),
+            ("app/abs", "-> /etc/passwd"),
+        ],
+    );
+    f.publish();
+    f
+}
+
+#[tokio::test]
+async fn every_revision_form_resolves_to_the_commit_git_gives() {
+    let root = tempfile::tempdir().unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    let f = rich_fixture(root.path());
+    let daemon = GitDaemon::start(root.path());
+    let http = HttpBackend::start(root.path(), None);
+    let engine = engine(cache.path());
+    let file_url = format!("file://{}", f.bare.display());
+
+    let cases = [
+        ("HEAD", "main"),
+        ("", "main"),
+        ("main", "main"),
+        ("refs/heads/dev", "dev"),
+        ("dev", "dev"),
+        ("v1.0.0", "v1.0.0"),
+        ("v1.2.3", "v1.2.3"),
+        ("refs/tags/v1.2.9", "v1.2.9"),
+        ("v1.2.*", "v1.2.9"),
+        (">=1.0.0 <2.0.0", "v1.2.9"),
+        ("~1.2.3", "v1.2.9"),
+        (">=2.0.0", "v2.0.0"),
+    ];
+    for server in [daemon.url("rich"), http.url("rich"), file_url] {
+        let repo = url(&server);
+        for (revision, git_says) in cases {
+            let got = engine
+                .resolve(&repo, &Revision::parse(revision))
+                .await
+                .unwrap();
+            assert_eq!(
+                got.to_string(),
+                f.rev_parse(git_says),
+                "{server} {revision:?}"
+            );
+        }
+        let old = f.rev_parse("v1.0.0");
+        let by_id = engine.resolve(&repo, &Revision::parse(&old)).await.unwrap();
+        assert_eq!(by_id.to_string(), old);
+        let err = engine
+            .resolve(&repo, &Revision::parse("nope"))
+            .await
+            .unwrap_err();
+        assert!(matches!(err, GitError::Revision { .. }), "{err}");
+    }
+    assert_eq!(engine.stats().fetches, 0, "resolving never fetches");
+}
+
+#[tokio::test]
+async fn trees_are_served_from_the_object_database_and_symlinks_stay_inside() {
+    let root = tempfile::tempdir().unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    let f = rich_fixture(root.path());
+    let daemon = GitDaemon::start(root.path());
+    let engine = engine(cache.path());
+    let view = engine
+        .poll(&url(&daemon.url("rich")), &Revision::Head)
+        .await
+        .unwrap();
+    assert_eq!(view.commit().to_string(), f.rev_parse("main"));
+
+    assert_eq!(read(&view, "app/cm.yaml"), "v: 2\n");
+    assert_eq!(
+        read(&view, "app/dev.yaml"),
+        "dev: true\n",
+        "merged from dev"
+    );
+    assert_eq!(
+        read(&view, "app/link.yaml"),
+        "base: true\n",
+        "symlink inside the repository"
+    );
+    assert_eq!(
+        read(&view, "app/shared/base.yaml"),
+        "base: true\n",
+        "through a directory symlink"
+    );
+    let names: Vec<_> = view
+        .read_dir(&path("app"))
+        .unwrap()
+        .into_iter()
+        .map(|e| (e.name, e.kind))
+        .collect();
+    assert!(
+        names.contains(&("shared".into(), kiln::source::EntryKind::Directory)),
+        "{names:?}"
+    );
+    for escaping in ["app/out", "app/abs"] {
+        match view.read_file(&path(escaping)) {
+            Err(SourceError::Denied {
+                path,
+                escape: Escape::Symlink,
+            }) => assert_eq!(path, escaping),
+            other => panic!("{escaping}: {other:?}"),
+        }
+    }
+    assert!(matches!(
+        view.read_file(&path("app/missing")),
+        Err(SourceError::NotFound(_))
+    ));
+    assert!(matches!(
+        view.read_file(&path("app")),
+        Err(SourceError::IsADirectory(_))
+    ));
+    assert_eq!(view.stat(&path("README.md")).unwrap().unwrap().size, 6);
+    assert!(cache.path().read_dir().unwrap().count() >= 1);
+    assert!(!cache.path().join("rich").exists(), "no work tree anywhere");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_poll_of_1000_apps_over_10_repositories_makes_10_lookups_and_no_fetch() {
+    let root = tempfile::tempdir().unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    let daemon = GitDaemon::start(root.path());
+    let mut urls = Vec::new();
+    for i in 0..10 {
+        let f = Fixture::new(root.path(), &format!("repo{i}"));
+        f.commit("one", &[("app/cm.yaml", &format!("repo: {i}\n"))]);
+        f.publish();
+        urls.push(url(&daemon.url(&format!("repo{i}"))));
+    }
+    let engine = engine(cache.path());
+    // First poll: every repository is fetched once.
+    poll_all(&engine, &urls, 1000).await;
+    let first = engine.stats();
+    assert_eq!((first.ref_lookups, first.fetches), (10, 10), "{first:?}");
+    // Nothing changed: one lookup per repository, nothing fetched.
+    poll_all(&engine, &urls, 1000).await;
+    let second = engine.stats();
+    assert_eq!(second.ref_lookups - first.ref_lookups, 10, "{second:?}");
+    assert_eq!(second.fetches - first.fetches, 0, "{second:?}");
+}
+
+async fn poll_all(engine: &GitSource, urls: &[RepoUrl], apps: usize) {
+    let mut tasks = tokio::task::JoinSet::new();
+    for app in 0..apps {
+        let (engine, repo) = (engine.clone(), urls[app % urls.len()].clone());
+        tasks.spawn(async move {
+            let view = engine.poll(&repo, &Revision::parse("main")).await.unwrap();
+            let expected = format!("repo: {}\n", app % 10);
+            assert_eq!(read(&view, "app/cm.yaml"), expected);
+        });
+    }
+    while let Some(done) = tasks.join_next().await {
+        done.unwrap();
+    }
+}
+
+#[tokio::test]
+async fn a_new_commit_is_fetched_once_and_a_readme_commit_changes_no_other_tree() {
+    let root = tempfile::tempdir().unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    let f = Fixture::new(root.path(), "app");
+    f.commit(
+        "one",
+        &[
+            ("apps/web/cm.yaml", "v: 1\n"),
+            ("apps/api/cm.yaml", "a: 1\n"),
+            ("README.md", "x\n"),
+        ],
+    );
+    f.publish();
+    let http = HttpBackend::start(root.path(), None);
+    let engine = engine(cache.path());
+    let repo = url(&http.url("app"));
+    let before = engine.poll(&repo, &Revision::Head).await.unwrap();
+
+    f.commit("two", &[("apps/web/cm.yaml", "v: 2\n")]);
+    f.publish();
+    let fetches = engine.stats().fetches;
+    let after = engine.poll(&repo, &Revision::Head).await.unwrap();
+    assert_eq!(engine.stats().fetches, fetches + 1);
+    assert_eq!(read(&after, "apps/web/cm.yaml"), "v: 2\n");
+
+    f.commit("docs", &[("README.md", "y\n")]);
+    f.publish();
+    let docs = engine.poll(&repo, &Revision::Head).await.unwrap();
+    for unchanged in ["apps", "apps/web", "apps/web/cm.yaml", "apps/api"] {
+        assert_eq!(
+            after.entry_id(&path(unchanged)).unwrap(),
+            docs.entry_id(&path(unchanged)).unwrap(),
+            "{unchanged}"
+        );
+    }
+    assert_ne!(
+        after.entry_id(&path("README.md")).unwrap(),
+        docs.entry_id(&path("README.md")).unwrap()
+    );
+    assert_ne!(
+        before.entry_id(&path("apps/web")).unwrap(),
+        after.entry_id(&path("apps/web")).unwrap()
+    );
+    assert_eq!(
+        before.entry_id(&path("apps/api")).unwrap(),
+        after.entry_id(&path("apps/api")).unwrap()
+    );
+    assert!(
+        http.requests().iter().all(|r| r.contains("/app.git/")),
+        "{:?}",
+        http.requests()
+    );
+}
+
+#[tokio::test]
+async fn a_deleted_or_corrupted_cache_is_rebuilt_transparently() {
+    let root = tempfile::tempdir().unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    let f = Fixture::new(root.path(), "app");
+    let first = f.commit("one", &[("cm.yaml", "v: 1\n")]);
+    f.publish();
+    let daemon = GitDaemon::start(root.path());
+    let repo = url(&daemon.url("app"));
+    let engine = engine(cache.path());
+    engine.poll(&repo, &Revision::Head).await.unwrap();
+    let repo_dir = cache.path().join(repo.cache_dir_name());
+
+    // Deleted mid-run.
+    std::fs::remove_dir_all(&repo_dir).unwrap();
+    assert_eq!(
+        read(
+            &engine.poll(&repo, &Revision::Head).await.unwrap(),
+            "cm.yaml"
+        ),
+        "v: 1\n"
+    );
+
+    // Truncated pack.
+    for entry in walk(&repo_dir.join("objects/pack")) {
+        if entry.extension().is_some_and(|e| e == "pack") {
+            let len = std::fs::metadata(&entry).unwrap().len();
+            std::fs::OpenOptions::new()
+                .write(true)
+                .open(&entry)
+                .unwrap()
+                .set_len(len / 3)
+                .unwrap();
+        }
+    }
+    let view = engine
+        .checkout(&repo, first.parse::<CommitId>().unwrap())
+        .await
+        .unwrap();
+    assert_eq!(read(&view, "cm.yaml"), "v: 1\n");
+
+    // Broken refs and a half-written repository (no HEAD).
+    std::fs::write(repo_dir.join("packed-refs"), "garbage\n").unwrap();
+    std::fs::remove_file(repo_dir.join("HEAD")).unwrap();
+    f.commit("two", &[("cm.yaml", "v: 2\n")]);
+    f.publish();
+    assert_eq!(
+        read(
+            &engine.poll(&repo, &Revision::Head).await.unwrap(),
+            "cm.yaml"
+        ),
+        "v: 2\n"
+    );
+    assert!(engine.stats().rebuilds >= 2, "{:?}", engine.stats());
+}
+
+fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    std::fs::read_dir(dir)
+        .map(|d| d.filter_map(|e| e.ok().map(|e| e.path())).collect())
+        .unwrap_or_default()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dead_server_fails_within_its_timeout_and_delays_nobody_else() {
+    let root = tempfile::tempdir().unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    let f = Fixture::new(root.path(), "good");
+    f.commit("one", &[("cm.yaml", "ok\n")]);
+    f.publish();
+    let daemon = GitDaemon::start(root.path());
+    let mut config = GitConfig::new(cache.path());
+    config.timeout = Duration::from_secs(2);
+    config.connect_timeout = Duration::from_secs(1);
+    let engine = GitSource::new(config, Arc::new(NoCredentials)).unwrap();
+
+    // Connection refused: a clear error at once.
+    let refused = url(&format!("git://127.0.0.1:{}/nothing.git", free_port()));
+    let err = engine.resolve(&refused, &Revision::Head).await.unwrap_err();
+    assert!(matches!(err, GitError::Remote { .. }), "{err}");
+    assert!(err.to_string().contains("refused"), "{err}");
+
+    // A server that accepts and hangs, over git:// and HTTP, while a good
+    // repository is polled: the good one finishes first, the hung ones time out.
+    let hole = Blackhole::start();
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    for hung in [
+        format!("git://127.0.0.1:{}/x.git", hole.port),
+        format!("http://127.0.0.1:{}/x.git", hole.port),
+    ] {
+        let (engine, tx) = (engine.clone(), tx.clone());
+        tokio::spawn(async move {
+            let result = engine.resolve(&url(&hung), &Revision::Head).await;
+            tx.send(("hung", result.map(|_| ()))).unwrap();
+        });
+    }
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    {
+        let (engine, tx) = (engine.clone(), tx.clone());
+        let good = url(&daemon.url("good"));
+        tokio::spawn(async move {
+            let result = engine.poll(&good, &Revision::Head).await;
+            tx.send(("good", result.map(|_| ()))).unwrap();
+        });
+    }
+    let (first, result) = rx.recv().await.unwrap();
+    assert_eq!(first, "good", "the healthy repository is not held up");
+    result.unwrap();
+    for _ in 0..2 {
+        let (which, result) = rx.recv().await.unwrap();
+        assert_eq!(which, "hung");
+        let err = result.unwrap_err();
+        assert!(matches!(err, GitError::Timeout { .. }), "{err}");
+    }
+}
+
+#[tokio::test]
+async fn https_style_basic_auth_with_credentials_that_never_leak() {
+    let root = tempfile::tempdir().unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    let f = Fixture::new(root.path(), "private");
+    f.commit("one", &[("cm.yaml", "secret app\n")]);
+    f.publish();
+    let http = HttpBackend::start(root.path(), Some("kiln:s3cr3t-t0ken"));
+    let repo = url(&http.url("private"));
+
+    let anonymous = engine(cache.path());
+    let err = anonymous.resolve(&repo, &Revision::Head).await.unwrap_err();
+    assert!(matches!(err, GitError::Auth { .. }), "{err}");
+
+    let wrong = PrefixCredentials::new().with(
+        format!(
+            "http://127.0.0.1:{}/",
+            http.url("x")
+                .split(':')
+                .nth(2)
+                .unwrap()
+                .split('/')
+                .next()
+                .unwrap()
+        ),
+        Credentials::Basic {
+            username: "kiln".into(),
+            password: Secret::new("wrong-password"),
+        },
+    );
+    let engine_wrong = GitSource::new(GitConfig::new(cache.path()), Arc::new(wrong)).unwrap();
+    let err = engine_wrong
+        .resolve(&repo, &Revision::Head)
+        .await
+        .unwrap_err();
+    assert!(matches!(err, GitError::Auth { .. }), "{err}");
+    assert!(!format!("{err} {err:?}").contains("wrong-password"));
+
+    let right = PrefixCredentials::new().with(
+        repo.as_str().to_owned(),
+        Credentials::Basic {
+            username: "kiln".into(),
+            password: Secret::new("s3cr3t-t0ken"),
+        },
+    );
+    let engine = GitSource::new(GitConfig::new(cache.path()), Arc::new(right)).unwrap();
+    let view = engine.poll(&repo, &Revision::Head).await.unwrap();
+    assert_eq!(read(&view, "cm.yaml"), "secret app\n");
+    for dir in walk(cache.path()) {
+        let config = std::fs::read_to_string(dir.join("config")).unwrap_or_default();
+        assert!(
+            !config.contains("s3cr3t"),
+            "credentials are never written to the cache"
+        );
+    }
+}
+
+#[tokio::test]
+async fn shallow_fetches_bring_only_what_is_needed() {
+    let root = tempfile::tempdir().unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    let f = Fixture::new(root.path(), "big");
+    for i in 0..5 {
+        f.commit(&format!("c{i}"), &[("cm.yaml", &format!("v: {i}\n"))]);
+    }
+    f.publish();
+    let daemon = GitDaemon::start(root.path());
+    let mut config = GitConfig::new(cache.path());
+    config.shallow = true;
+    let engine = GitSource::new(config, Arc::new(NoCredentials)).unwrap();
+    let repo = url(&daemon.url("big"));
+    let view = engine.poll(&repo, &Revision::Head).await.unwrap();
+    assert_eq!(read(&view, "cm.yaml"), "v: 4\n");
+    let shallow =
+        std::fs::read_to_string(cache.path().join(repo.cache_dir_name()).join("shallow")).unwrap();
+    assert_eq!(
+        shallow.trim(),
+        f.rev_parse("HEAD"),
+        "only the tip commit was fetched"
+    );
+}

@@ -1,0 +1,228 @@
+//! Real Git servers and fixture repositories, made with the `git` CLI.
+
+use std::io::{BufRead, BufReader};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// Runs git in `dir` with a fixed identity and clock, so fixtures are
+/// reproducible; returns stdout.
+pub fn git(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("HOME", dir)
+        .env("GIT_AUTHOR_NAME", "Kiln Test")
+        .env("GIT_AUTHOR_EMAIL", "test@kiln.dev")
+        .env("GIT_COMMITTER_NAME", "Kiln Test")
+        .env("GIT_COMMITTER_EMAIL", "test@kiln.dev")
+        .env("GIT_AUTHOR_DATE", "2026-01-01T00:00:00Z")
+        .env("GIT_COMMITTER_DATE", "2026-01-01T00:00:00Z")
+        .output()
+        .expect("git runs");
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap().trim().to_owned()
+}
+
+/// A working repository under `root/name.src` published as the bare
+/// repository `root/name.git` (what the servers serve).
+pub struct Fixture {
+    pub work: PathBuf,
+    pub bare: PathBuf,
+}
+
+impl Fixture {
+    /// Creates an empty repository with branch `main`.
+    pub fn new(root: &Path, name: &str) -> Self {
+        let work = root.join(format!("{name}.src"));
+        let bare = root.join(format!("{name}.git"));
+        std::fs::create_dir_all(&work).unwrap();
+        git(&work, &["init", "-q", "-b", "main"]);
+        git(
+            root,
+            &["init", "-q", "--bare", "-b", "main", bare.to_str().unwrap()],
+        );
+        git(&work, &["remote", "add", "origin", bare.to_str().unwrap()]);
+        Fixture { work, bare }
+    }
+
+    /// Writes files (a `-> target` value makes a symlink) and commits them.
+    pub fn commit(&self, message: &str, files: &[(&str, &str)]) -> String {
+        for (path, content) in files {
+            let path = self.work.join(path);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            let _ = std::fs::remove_file(&path);
+            match content.strip_prefix("-> ") {
+                Some(target) => std::os::unix::fs::symlink(target, &path).unwrap(),
+                None => std::fs::write(&path, content).unwrap(),
+            }
+        }
+        git(&self.work, &["add", "-A"]);
+        git(
+            &self.work,
+            &["commit", "-q", "--allow-empty", "-m", message],
+        );
+        self.rev_parse("HEAD")
+    }
+
+    /// Pushes every branch and tag to the served bare repository.
+    pub fn publish(&self) {
+        git(&self.work, &["push", "-q", "--force", "--all", "origin"]);
+        git(&self.work, &["push", "-q", "--force", "--tags", "origin"]);
+    }
+
+    /// What the git CLI says a revision is, as a commit.
+    pub fn rev_parse(&self, revision: &str) -> String {
+        git(
+            &self.work,
+            &["rev-parse", &format!("{revision}^{{commit}}")],
+        )
+    }
+
+    /// Runs git in the working repository.
+    pub fn git(&self, args: &[&str]) -> String {
+        git(&self.work, args)
+    }
+}
+
+/// A free TCP port on loopback.
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn wait_for(port: u16) {
+    for _ in 0..200 {
+        if TcpStream::connect(("127.0.0.1", port)).is_ok() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(25));
+    }
+    panic!("server on port {port} did not start");
+}
+
+/// `git daemon` serving every repository under a directory over git://.
+pub struct GitDaemon {
+    child: Child,
+    port: u16,
+}
+
+impl GitDaemon {
+    pub fn start(base: &Path) -> Self {
+        let port = free_port();
+        let child = Command::new("git")
+            .args([
+                "daemon",
+                "--reuseaddr",
+                "--export-all",
+                "--informative-errors",
+                "--listen=127.0.0.1",
+            ])
+            .arg(format!("--port={port}"))
+            .arg(format!("--base-path={}", base.display()))
+            .arg(base)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("git daemon starts");
+        wait_for(port);
+        GitDaemon { child, port }
+    }
+
+    pub fn url(&self, name: &str) -> String {
+        format!("git://127.0.0.1:{}/{name}.git", self.port)
+    }
+}
+
+impl Drop for GitDaemon {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// `git http-backend` behind a small CGI shim (smart HTTP), optionally with
+/// basic authentication; records each request it receives.
+pub struct HttpBackend {
+    child: Child,
+    port: u16,
+    requests: Arc<Mutex<Vec<String>>>,
+}
+
+impl HttpBackend {
+    pub fn start(base: &Path, auth: Option<&str>) -> Self {
+        let script =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/support/git_http_backend.py");
+        let mut command = Command::new("python3");
+        command.arg(script).arg(base);
+        if let Some(auth) = auth {
+            command.args(["--auth", auth]);
+        }
+        let mut child = command
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("python3 runs");
+        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        let first = lines.next().unwrap().unwrap();
+        let port: u16 = first.strip_prefix("listening ").unwrap().parse().unwrap();
+        let requests = Arc::new(Mutex::new(Vec::new()));
+        let sink = requests.clone();
+        std::thread::spawn(move || {
+            for line in lines.map_while(Result::ok) {
+                sink.lock().unwrap().push(line);
+            }
+        });
+        wait_for(port);
+        HttpBackend {
+            child,
+            port,
+            requests,
+        }
+    }
+
+    pub fn url(&self, name: &str) -> String {
+        format!("http://127.0.0.1:{}/{name}.git", self.port)
+    }
+
+    /// Requests received so far (`request METHOD PATH`).
+    pub fn requests(&self) -> Vec<String> {
+        self.requests.lock().unwrap().clone()
+    }
+}
+
+impl Drop for HttpBackend {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A TCP server that accepts connections and never answers.
+pub struct Blackhole {
+    pub port: u16,
+}
+
+impl Blackhole {
+    pub fn start() -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        std::thread::spawn(move || {
+            let mut held = Vec::new();
+            for stream in listener.incoming() {
+                held.push(stream);
+            }
+        });
+        Blackhole { port }
+    }
+}
