@@ -461,3 +461,38 @@ async fn shallow_fetches_bring_only_what_is_needed() {
         "only the tip commit was fetched"
     );
 }
+
+#[tokio::test]
+async fn ssh_with_a_private_key_from_the_provider() {
+    let Some(sshd) = SshServer::start() else {
+        eprintln!(
+            "SKIPPED LOUDLY: /usr/sbin/sshd is not installed (scripts/test installs openssh-server)"
+        );
+        return;
+    };
+    let root = tempfile::tempdir().unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    let f = Fixture::new(root.path(), "overssh");
+    f.commit("one", &[("cm.yaml", "over ssh\n")]);
+    f.publish();
+    let repo = url(&sshd.url(&f.bare));
+
+    let anonymous = engine(cache.path());
+    let err = anonymous.resolve(&repo, &Revision::Head).await.unwrap_err();
+    assert!(matches!(err, GitError::Auth { .. }), "{err}");
+
+    let keyed = PrefixCredentials::new().with(
+        repo.as_str().to_owned(),
+        Credentials::SshKey {
+            private_key: Secret::new(sshd.client_key.clone()),
+        },
+    );
+    let engine = GitSource::new(GitConfig::new(cache.path()), Arc::new(keyed)).unwrap();
+    let view = engine.poll(&repo, &Revision::Head).await.unwrap();
+    assert_eq!(read(&view, "cm.yaml"), "over ssh\n");
+    let known_hosts = std::fs::read_to_string(cache.path().join("known_hosts")).unwrap();
+    assert!(
+        known_hosts.contains(&format!("[127.0.0.1]:{}", sshd.port)),
+        "{known_hosts}"
+    );
+}

@@ -4,6 +4,7 @@
 mod args;
 mod plugin;
 mod render;
+mod source;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -42,6 +43,8 @@ enum Command {
     Render(Box<render::RenderArgs>),
     #[command(subcommand)]
     Plugin(plugin::PluginCommand),
+    #[command(subcommand)]
+    Source(source::SourceCommand),
 }
 
 /// Options of the plugin host shared by commands that run plugins.
@@ -88,7 +91,7 @@ impl HostArgs {
     }
 }
 
-fn default_cache_dir() -> Option<PathBuf> {
+pub(crate) fn default_cache_dir() -> Option<PathBuf> {
     std::env::var_os("XDG_CACHE_HOME")
         .map(PathBuf::from)
         .filter(|p| p.is_absolute())
@@ -123,6 +126,7 @@ pub(crate) fn main() -> ExitCode {
                 render::run(args, sub).await
             }
             Command::Plugin(command) => plugin::run(command).await,
+            Command::Source(command) => source::run(command).await,
         }
     });
     match result {

@@ -27,6 +27,7 @@ use super::{HostArgs, exit};
 Each --param belongs to the --plugin before it; each --setting and --mode to the --policy before it.
 
 Examples:
+  kiln render --repo https://github.com/org/apps --revision v1.2.* --path apps/web
   kiln render examples/guestbook --plugin plugins/dist/values.wasm --param replicas=3 \\
       --policy plugins/dist/required-labels.wasm --setting labels=app,team
   kiln render apps/web --root . --plugin a.wasm --plugin b.wasm -o json
@@ -34,13 +35,17 @@ Examples:
 Exit status: 0 rendered (policies passed or only warned), 1 an enforced policy blocked the
 result, 2 an error (unreadable input, a plugin failed; the message names the plugin).")]
 pub(crate) struct RenderArgs {
-    /// The application's directory.
-    dir: PathBuf,
+    /// The application's directory (a local source; or use --repo).
+    #[arg(required_unless_present = "repo")]
+    dir: Option<PathBuf>,
 
     /// Root of the source tree plugins may read (DIR must be inside it).
     /// Default: DIR itself. Paths such as `../base` work within the root.
-    #[arg(long, value_name = "DIR")]
+    #[arg(long, value_name = "DIR", conflicts_with = "repo")]
     root: Option<PathBuf>,
+
+    #[command(flatten)]
+    git: super::source::GitArgs,
 
     /// A renderer component; repeat for a chain (each gets the previous output).
     #[arg(long = "plugin", value_name = "FILE.wasm")]
@@ -131,20 +136,16 @@ pub(crate) async fn run(args: &RenderArgs, matches: &ArgMatches) -> anyhow::Resu
         );
     }
 
-    let root = args.root.clone().unwrap_or_else(|| args.dir.clone());
-    let app_path = relative_path(&root, &args.dir)?;
-    let view: Arc<dyn SourceView> = Arc::new(
-        LocalDir::open(&root)
-            .with_context(|| format!("cannot open source directory {}", root.display()))?,
-    );
-    let context = AppContext {
-        name: args.name.clone().unwrap_or_else(|| dir_name(&args.dir)),
-        namespace: args.namespace.clone(),
-        project: args.project.clone(),
-        repo_url: String::new(),
-        revision: "local".into(),
-        path: app_path,
+    let (view, mut context) = match (&args.dir, &args.git.repo) {
+        (Some(dir), None) => local_source(dir, args.root.as_deref())?,
+        (_, Some(_)) => args.git.checkout().await?,
+        (None, None) => bail!("give the application's directory or --repo URL"),
     };
+    if let Some(name) = &args.name {
+        context.name = name.clone();
+    }
+    context.namespace = args.namespace.clone();
+    context.project = args.project.clone();
 
     let host = args.host.host()?;
     let (chain, policies) = {
@@ -184,6 +185,26 @@ pub(crate) async fn run(args: &RenderArgs, matches: &ArgMatches) -> anyhow::Resu
     } else {
         exit::OK
     })
+}
+
+/// A local directory as the source: the view is the root, the application
+/// is `dir` inside it.
+fn local_source(
+    dir: &Path,
+    root: Option<&Path>,
+) -> anyhow::Result<(Arc<dyn SourceView>, AppContext)> {
+    let root = root.unwrap_or(dir);
+    let view: Arc<dyn SourceView> = Arc::new(
+        LocalDir::open(root)
+            .with_context(|| format!("cannot open source directory {}", root.display()))?,
+    );
+    let context = AppContext {
+        name: dir_name(dir),
+        revision: "local".into(),
+        path: relative_path(root, dir)?,
+        ..AppContext::default()
+    };
+    Ok((view, context))
 }
 
 fn relative_path(root: &Path, dir: &Path) -> anyhow::Result<String> {

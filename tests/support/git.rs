@@ -226,3 +226,74 @@ impl Blackhole {
         Blackhole { port }
     }
 }
+
+/// An OpenSSH server on loopback that lets one generated key log in as the
+/// current user, so `ssh://` URLs can be tested for real. `None` when sshd is
+/// not installed.
+pub struct SshServer {
+    child: Child,
+    pub port: u16,
+    /// The private key authorized to log in.
+    pub client_key: String,
+    _dir: tempfile::TempDir,
+}
+
+impl SshServer {
+    pub fn start() -> Option<Self> {
+        let sshd = Path::new("/usr/sbin/sshd");
+        if !sshd.exists() {
+            return None;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        let keygen = |name: &str| {
+            let status = Command::new("ssh-keygen")
+                .args(["-q", "-t", "ed25519", "-N", "", "-f"])
+                .arg(d.join(name))
+                .status()
+                .unwrap();
+            assert!(status.success());
+        };
+        keygen("host_key");
+        keygen("client_key");
+        std::fs::copy(d.join("client_key.pub"), d.join("authorized_keys")).unwrap();
+        let port = free_port();
+        let config = format!(
+            "Port {port}\nListenAddress 127.0.0.1\nHostKey {d}/host_key\nPidFile {d}/sshd.pid\n\
+             AuthorizedKeysFile {d}/authorized_keys\nStrictModes no\nPasswordAuthentication no\n\
+             KbdInteractiveAuthentication no\nPubkeyAuthentication yes\nPermitRootLogin prohibit-password\nUsePAM no\n",
+            d = d.display()
+        );
+        std::fs::write(d.join("sshd_config"), config).unwrap();
+        // sshd insists on its privilege-separation directory.
+        let _ = std::fs::create_dir_all("/run/sshd");
+        let child = Command::new(sshd)
+            .args(["-D", "-e", "-f"])
+            .arg(d.join("sshd_config"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .ok()?;
+        wait_for(port);
+        let client_key = std::fs::read_to_string(d.join("client_key")).unwrap();
+        Some(SshServer {
+            child,
+            port,
+            client_key,
+            _dir: dir,
+        })
+    }
+
+    /// `ssh://USER@127.0.0.1:PORT/abs/path`.
+    pub fn url(&self, repo: &Path) -> String {
+        let user = std::env::var("USER").unwrap_or_else(|_| "root".into());
+        format!("ssh://{user}@127.0.0.1:{}{}", self.port, repo.display())
+    }
+}
+
+impl Drop for SshServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

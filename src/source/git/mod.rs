@@ -435,6 +435,7 @@ impl GitSource {
             })?;
         let config = &self.inner.config;
         let options = remote::Options {
+            known_hosts: config.cache_root.join("known_hosts"),
             credentials: self.inner.credentials.credentials(url),
             connect_timeout: config.connect_timeout,
             io_timeout: config.timeout,

@@ -17,6 +17,8 @@ use super::{AdvertisedRef, CommitId, GitError, RefList, RepoUrl};
 
 /// What one network operation needs.
 pub(super) struct Options {
+    /// The known-hosts file SSH connections use (and add new hosts to).
+    pub known_hosts: std::path::PathBuf,
     /// Credentials for this repository, if the provider has some.
     pub credentials: Option<Credentials>,
     /// Connection deadline.
@@ -36,7 +38,10 @@ pub(super) enum Failure {
 impl Failure {
     fn from_gix(error: &gix::Error) -> Self {
         let message = format!("{error:#}");
-        if error.is_unauthenticated() || message.contains("401") {
+        if error.is_unauthenticated()
+            || message.contains("401")
+            || message.contains("Permission denied (publickey")
+        {
             Failure::Auth
         } else if message.contains("timed out")
             || message.contains("Timeout")
@@ -127,7 +132,7 @@ pub(super) fn ls_refs(
         .remote_at(url.as_str())?
         .with_fetch_tags(Tags::None)
         .with_refspecs(LS_REFS_SPECS.iter().copied(), Direction::Fetch)?;
-    let connection = connect(&remote, url, options)?;
+    let (connection, _key) = connect(&remote, url, options)?;
     let (map, _handshake) =
         connection.ref_map(gix::progress::Discard, ref_map::Options::default())?;
     let mut refs = BTreeMap::new();
@@ -161,8 +166,8 @@ pub(super) fn ls_refs(
             continue;
         }
         let (Some(target), peeled) = (
-            CommitId::from_gix(advertised.0),
-            advertised.1.and_then(|p| CommitId::from_gix(p)),
+            CommitId::from_gix(&advertised.0),
+            advertised.1.and_then(|p| CommitId::from_gix(&p)),
         ) else {
             continue;
         };
@@ -192,7 +197,7 @@ pub(super) fn fetch(
         .remote_at(url.as_str())?
         .with_fetch_tags(Tags::None)
         .with_refspecs(specs.iter().map(String::as_str), Direction::Fetch)?;
-    let connection = connect(&remote, url, options)?;
+    let (connection, _key) = connect(&remote, url, options)?;
     let mut prepare =
         connection.prepare_fetch(gix::progress::Discard, ref_map::Options::default())?;
     if shallow {
@@ -208,14 +213,21 @@ pub(super) fn fetch(
 type Connection<'a, 'repo> = gix::remote::Connection<'a, 'a, 'repo, Box<dyn Transport + Send>>;
 
 /// A connection with timeouts and credentials from Kiln only: never from a
-/// credential helper, the environment or the user's configuration.
+/// credential helper, the environment or the user's configuration. The key
+/// file of an SSH connection is returned with it and must outlive it.
 fn connect<'a, 'repo>(
     remote: &'a gix::Remote<'repo>,
     url: &RepoUrl,
     options: &Options,
-) -> Result<Connection<'a, 'repo>, Failure> {
+) -> Result<(Connection<'a, 'repo>, Option<tempfile::NamedTempFile>), Failure> {
+    let mut key_file = None;
     let connection = match url.scheme() {
         "git" => remote.to_connection_with_transport(git_transport(url, options)?),
+        "ssh" => {
+            let (transport, key) = ssh_transport(url, options)?;
+            key_file = key;
+            remote.to_connection_with_transport(transport)
+        }
         _ => remote.connect(Direction::Fetch)?,
     };
     let connection = if matches!(url.scheme(), "http" | "https") {
@@ -233,24 +245,67 @@ fn connect<'a, 'repo>(
         }
         _ => None,
     };
-    Ok(connection.with_credentials(move |action| {
-        use gix::credentials::helper::Action;
-        match action {
-            Action::Get(context) => {
-                Ok(basic
-                    .clone()
-                    .map(|(username, password)| gix::credentials::protocol::Outcome {
+    let connection =
+        connection.with_credentials(move |action| {
+            use gix::credentials::helper::Action;
+            match action {
+                Action::Get(context) => Ok(basic.clone().map(|(username, password)| {
+                    gix::credentials::protocol::Outcome {
                         identity: gix::sec::identity::Account {
                             username,
                             password,
                             oauth_refresh_token: None,
                         },
                         next: context.into(),
-                    }))
+                    }
+                })),
+                Action::Store(_) | Action::Erase(_) => Ok(None),
             }
-            Action::Store(_) | Action::Erase(_) => Ok(None),
+        });
+    Ok((connection, key_file))
+}
+
+/// ssh with nothing from the user's configuration or agent: the key Kiln
+/// was given (if any), batch mode, timeouts, and Kiln's own known-hosts file
+/// (new hosts are recorded on first use, changed keys refused).
+fn ssh_transport(
+    url: &RepoUrl,
+    options: &Options,
+) -> Result<(Box<dyn Transport + Send>, Option<tempfile::NamedTempFile>), Failure> {
+    use gix::protocol::transport::{Protocol, client::blocking_io::ssh};
+    use std::io::Write as _;
+    let quote = |p: &Path| format!("'{}'", p.display().to_string().replace('\'', "'\\''"));
+    let mut command = format!(
+        "ssh -F /dev/null -o BatchMode=yes -o IdentityAgent=none -o StrictHostKeyChecking=accept-new \
+         -o UserKnownHostsFile={} -o ConnectTimeout={} -o ServerAliveInterval=15 -o ServerAliveCountMax=4",
+        quote(&options.known_hosts),
+        options.connect_timeout.as_secs().max(1),
+    );
+    let key_file = match &options.credentials {
+        Some(Credentials::SshKey { private_key }) => {
+            // Owner-only (NamedTempFile creates files 0600), removed on drop.
+            let mut file = tempfile::NamedTempFile::new()
+                .map_err(|e| Failure::Other(format!("ssh key file: {e}")))?;
+            let mut key = private_key.expose().to_owned();
+            if !key.ends_with('\n') {
+                key.push('\n');
+            }
+            file.write_all(key.as_bytes())
+                .map_err(|e| Failure::Other(format!("ssh key file: {e}")))?;
+            command.push_str(&format!(" -o IdentitiesOnly=yes -i {}", quote(file.path())));
+            Some(file)
         }
-    }))
+        _ => None,
+    };
+    let parsed = gix::Url::from_bytes(url.as_str().into())?;
+    let connect_options = ssh::connect::Options {
+        command: Some(command.into()),
+        disallow_shell: false,
+        kind: Some(ssh::ProgramKind::Ssh),
+    };
+    let transport = ssh::connect(parsed, Protocol::V2, connect_options, false)
+        .map_err(|e| Failure::Other(e.to_string()))?;
+    Ok((Box::new(transport), key_file))
 }
 
 fn is_loopback_http(url: &RepoUrl) -> bool {
