@@ -496,3 +496,82 @@ async fn ssh_with_a_private_key_from_the_provider() {
         "{known_hosts}"
     );
 }
+
+#[test]
+fn the_cli_resolves_and_renders_from_a_repository() {
+    let root = tempfile::tempdir().unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    let f = Fixture::new(root.path(), "apps");
+    let guestbook = support::guestbook();
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(&guestbook).unwrap() {
+        let entry = entry.unwrap();
+        let name = format!("apps/guestbook/{}", entry.file_name().to_string_lossy());
+        files.push((name, std::fs::read_to_string(entry.path()).unwrap()));
+    }
+    let files: Vec<(&str, &str)> = files
+        .iter()
+        .map(|(a, b)| (a.as_str(), b.as_str()))
+        .collect();
+    f.commit("guestbook", &files);
+    f.git(&["tag", "v1.4.0"]);
+    f.publish();
+    let daemon = GitDaemon::start(root.path());
+    let repo = daemon.url("apps");
+    let kiln = |args: &[&str]| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_kiln"))
+            .args(args)
+            .args(["--repo-cache", cache.path().to_str().unwrap()])
+            .env_remove("KILN_GIT_PASSWORD")
+            .env_remove("KILN_GIT_SSH_KEY_FILE")
+            .output()
+            .unwrap()
+    };
+
+    let out = kiln(&["source", "resolve", &repo, "v1.*"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        f.rev_parse("v1.4.0")
+    );
+
+    let values = support::component("values");
+    let out = kiln(&[
+        "render",
+        "--repo",
+        &repo,
+        "--revision",
+        "v1.4.0",
+        "--path",
+        "apps/guestbook",
+        "--no-compile-cache",
+        "--plugin",
+        values.to_str().unwrap(),
+        "--param",
+        "replicas=4",
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("name: guestbook-frontend"), "{stdout}");
+    assert!(
+        stdout.contains(&format!("at revision {}", f.rev_parse("v1.4.0"))),
+        "the plugin sees the commit: {stdout}"
+    );
+
+    let out = kiln(&["source", "resolve", &repo, "no-such-branch"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        format!("error: {repo}: revision `no-such-branch` not found as a branch or tag\n")
+    );
+}

@@ -200,7 +200,7 @@ fn verbose_errors_show_the_whole_chain() {
     let stderr = text(&out.stderr);
     assert!(
         stderr.contains(
-            "error: cannot open /nonexistent/app\n  caused by: No such file or directory"
+            "error: cannot open source directory /nonexistent/app\n  caused by: No such file or directory"
         ),
         "{stderr}"
     );

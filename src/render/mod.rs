@@ -51,13 +51,13 @@ pub enum RenderError {
     #[error(transparent)]
     Plugin(#[from] PluginError),
     /// The built-in directory renderer could not read the source.
-    #[error("directory renderer: {0}")]
+    #[error("directory renderer")]
     Source(#[from] SourceError),
     /// A plain manifest is invalid (the error names file and line).
-    #[error("{0}")]
+    #[error(transparent)]
     Manifest(#[from] ManifestError),
     /// The Application's path cannot be inside the source tree.
-    #[error("invalid application path: {0}")]
+    #[error("invalid application path")]
     Path(#[from] PathError),
     /// The render task itself failed on the host.
     #[error("render task failed: {0}")]

@@ -56,7 +56,7 @@ impl LocalDir {
             },
             _ => SourceError::Io {
                 path: path.clone(),
-                source: error,
+                error,
             },
         }
     }
@@ -94,7 +94,7 @@ impl SourceView for LocalDir {
             // (or symlinks inside the tree resolving to one) are served.
             return Err(SourceError::Io {
                 path: path.clone(),
-                source: io::Error::new(io::ErrorKind::InvalidInput, "not a regular file"),
+                error: io::Error::new(io::ErrorKind::InvalidInput, "not a regular file"),
             });
         }
         if metadata.len() > self.max_file_size {
@@ -239,8 +239,8 @@ mod tests {
             .unwrap();
         assert!(status.success());
         match view.read_file(&p("app/fifo")) {
-            Err(SourceError::Io { source, .. }) => {
-                assert_eq!(source.to_string(), "not a regular file")
+            Err(SourceError::Io { error, .. }) => {
+                assert_eq!(error.to_string(), "not a regular file")
             }
             other => panic!("{other:?}"),
         }

@@ -103,13 +103,12 @@ pub enum SourceError {
         limit: u64,
     },
     /// Any other I/O failure.
-    #[error("{path}: {source}")]
+    #[error("{path}: {error}")]
     Io {
         /// The path.
         path: SourcePath,
-        /// The underlying error.
-        #[source]
-        source: std::io::Error,
+        /// The underlying error (printed, not chained: the message says it).
+        error: std::io::Error,
     },
 }
 

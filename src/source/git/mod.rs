@@ -123,7 +123,7 @@ pub enum GitError {
     #[error(transparent)]
     Url(#[from] UrlError),
     /// The revision names nothing on the remote.
-    #[error("{url}: {source}")]
+    #[error("{url}")]
     Revision {
         /// The repository.
         url: RepoUrl,

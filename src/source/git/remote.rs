@@ -166,8 +166,8 @@ pub(super) fn ls_refs(
             continue;
         }
         let (Some(target), peeled) = (
-            CommitId::from_gix(&advertised.0),
-            advertised.1.and_then(|p| CommitId::from_gix(&p)),
+            CommitId::from_gix(advertised.0),
+            advertised.1.and_then(|p| CommitId::from_gix(p)),
         ) else {
             continue;
         };

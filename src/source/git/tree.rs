@@ -73,7 +73,7 @@ impl GitTreeView {
     fn io(path: &SourcePath, error: impl fmt::Display) -> SourceError {
         SourceError::Io {
             path: path.clone(),
-            source: io::Error::other(error.to_string()),
+            error: io::Error::other(error.to_string()),
         }
     }
 

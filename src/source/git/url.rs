@@ -12,7 +12,7 @@ use crate::digest::Digest;
 /// ports and trailing `/` dropped, and the key ignores a trailing `.git`. scp-like `git@host:org/repo` becomes `ssh://git@host/org/repo`.
 /// Credentials embedded in a URL are refused: they would end up in logs and
 /// status fields; they come from a [`CredentialProvider`](super::CredentialProvider).
-#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Clone)]
 pub struct RepoUrl {
     /// What the transport connects to (keeps a ssh user).
     url: String,
@@ -132,6 +132,33 @@ fn redact(raw: &str) -> String {
             }
         }
         _ => raw.to_owned(),
+    }
+}
+
+// One repository, one identity: equality, hashing and order use the key.
+impl PartialEq for RepoUrl {
+    fn eq(&self, other: &Self) -> bool {
+        self.key == other.key
+    }
+}
+
+impl Eq for RepoUrl {}
+
+impl std::hash::Hash for RepoUrl {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.key.hash(state);
+    }
+}
+
+impl PartialOrd for RepoUrl {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for RepoUrl {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.key.cmp(&other.key)
     }
 }
 
