@@ -76,6 +76,21 @@ fn git_cli(dir: &Path, args: &[&str]) {
     );
 }
 
+/// `git fetch` of what Kiln fetches: HEAD, branches and tags.
+fn git_fetch(bare: &Path, url: &str) {
+    git_cli(
+        bare,
+        &[
+            "fetch",
+            "-q",
+            url,
+            "+HEAD:refs/kiln/HEAD",
+            "+refs/heads/*:refs/kiln/heads/*",
+            "+refs/tags/*:refs/kiln/tags/*",
+        ],
+    );
+}
+
 fn generate(root: &Path) -> Fixture {
     let f = Fixture::new(root, "big");
     for d in 0..100 {
@@ -164,17 +179,7 @@ fn main() {
         let bare = tempfile::tempdir().unwrap();
         git_cli(bare.path(), &["init", "-q", "--bare"]);
         let t = Instant::now();
-        git_cli(
-            bare.path(),
-            &[
-                "fetch",
-                "-q",
-                &url_text,
-                "+HEAD:refs/kiln/HEAD",
-                "+refs/heads/*:refs/kiln/heads/*",
-                "+refs/tags/*:refs/kiln/tags/*",
-            ],
-        );
+        git_fetch(bare.path(), &url_text);
         g.push((t.elapsed(), proxy.take()));
     }
     rows.push(Row {
@@ -189,16 +194,7 @@ fn main() {
     runtime.block_on(engine.checkout(&url, head)).unwrap();
     let bare = tempfile::tempdir().unwrap();
     git_cli(bare.path(), &["init", "-q", "--bare"]);
-    git_cli(
-        bare.path(),
-        &[
-            "fetch",
-            "-q",
-            &url_text,
-            "+HEAD:refs/kiln/HEAD",
-            "+refs/heads/*:refs/kiln/heads/*",
-        ],
-    );
+    git_fetch(bare.path(), &url_text);
     let (mut k, mut g) = (Vec::new(), Vec::new());
     for round in 0..5 {
         let commit: CommitId = f
@@ -214,16 +210,7 @@ fn main() {
         runtime.block_on(engine.checkout(&url, commit)).unwrap();
         k.push((t.elapsed(), proxy.take()));
         let t = Instant::now();
-        git_cli(
-            bare.path(),
-            &[
-                "fetch",
-                "-q",
-                &url_text,
-                "+HEAD:refs/kiln/HEAD",
-                "+refs/heads/*:refs/kiln/heads/*",
-            ],
-        );
+        git_fetch(bare.path(), &url_text);
         g.push((t.elapsed(), proxy.take()));
     }
     rows.push(Row {

@@ -14,8 +14,16 @@ use kiln::source::git::{
 use kiln::source::{Escape, SourceError, SourcePath, SourceView};
 use support::git::*;
 
+/// An engine that never reuses a ref lookup: these tests push and poll
+/// again at once, as a webhook-triggered refresh would.
 fn engine(cache: &std::path::Path) -> GitSource {
-    GitSource::new(GitConfig::new(cache), Arc::new(NoCredentials)).unwrap()
+    GitSource::new(config(cache), Arc::new(NoCredentials)).unwrap()
+}
+
+fn config(cache: &std::path::Path) -> GitConfig {
+    let mut config = GitConfig::new(cache);
+    config.lookup_ttl = Duration::ZERO;
+    config
 }
 
 fn url(s: &str) -> RepoUrl {
@@ -183,11 +191,17 @@ async fn a_poll_of_1000_apps_over_10_repositories_makes_10_lookups_and_no_fetch(
         f.publish();
         urls.push(url(&daemon.url(&format!("repo{i}"))));
     }
-    let engine = engine(cache.path());
+    // The default lookup TTL is the poll window in which all Applications of
+    // a repository share one lookup.
+    let engine = GitSource::new(GitConfig::new(cache.path()), Arc::new(NoCredentials)).unwrap();
     // First poll: every repository is fetched once.
     poll_all(&engine, &urls, 1000).await;
     let first = engine.stats();
     assert_eq!((first.ref_lookups, first.fetches), (10, 10), "{first:?}");
+    // The next poll period starts (as after the TTL, or a webhook).
+    for url in &urls {
+        engine.forget_refs(url).await;
+    }
     // Nothing changed: one lookup per repository, nothing fetched.
     poll_all(&engine, &urls, 1000).await;
     let second = engine.stats();
@@ -335,7 +349,7 @@ async fn a_dead_server_fails_within_its_timeout_and_delays_nobody_else() {
     f.commit("one", &[("cm.yaml", "ok\n")]);
     f.publish();
     let daemon = GitDaemon::start(root.path());
-    let mut config = GitConfig::new(cache.path());
+    let mut config = config(cache.path());
     config.timeout = Duration::from_secs(2);
     config.connect_timeout = Duration::from_secs(1);
     let engine = GitSource::new(config, Arc::new(NoCredentials)).unwrap();
@@ -381,52 +395,51 @@ async fn a_dead_server_fails_within_its_timeout_and_delays_nobody_else() {
 }
 
 #[tokio::test]
-async fn https_style_basic_auth_with_credentials_that_never_leak() {
+async fn https_basic_auth_with_credentials_that_never_leak() {
     let root = tempfile::tempdir().unwrap();
     let cache = tempfile::tempdir().unwrap();
     let f = Fixture::new(root.path(), "private");
     f.commit("one", &[("cm.yaml", "secret app\n")]);
     f.publish();
-    let http = HttpBackend::start(root.path(), Some("kiln:s3cr3t-t0ken"));
-    let repo = url(&http.url("private"));
+    let tls = SelfSigned::new();
+    let https = HttpBackend::start_tls(root.path(), Some("kiln:s3cr3t-t0ken"), &tls);
+    let repo = url(&https.url("private"));
+    let config = || {
+        let mut config = config(cache.path());
+        config.tls_roots_pem = std::fs::read(&tls.ca).unwrap();
+        config
+    };
+    let with = |password: &str| {
+        let credentials = PrefixCredentials::new().with(
+            repo.as_str().to_owned(),
+            Credentials::Basic {
+                username: "kiln".into(),
+                password: Secret::new(password),
+            },
+        );
+        GitSource::new(config(), Arc::new(credentials)).unwrap()
+    };
 
-    let anonymous = engine(cache.path());
+    // The server's certificate is not trusted without the configured root.
+    let untrusted = engine(cache.path());
+    let err = untrusted.resolve(&repo, &Revision::Head).await.unwrap_err();
+    assert!(matches!(err, GitError::Remote { .. }), "{err}");
+
+    let anonymous = GitSource::new(config(), Arc::new(NoCredentials)).unwrap();
     let err = anonymous.resolve(&repo, &Revision::Head).await.unwrap_err();
     assert!(matches!(err, GitError::Auth { .. }), "{err}");
 
-    let wrong = PrefixCredentials::new().with(
-        format!(
-            "http://127.0.0.1:{}/",
-            http.url("x")
-                .split(':')
-                .nth(2)
-                .unwrap()
-                .split('/')
-                .next()
-                .unwrap()
-        ),
-        Credentials::Basic {
-            username: "kiln".into(),
-            password: Secret::new("wrong-password"),
-        },
-    );
-    let engine_wrong = GitSource::new(GitConfig::new(cache.path()), Arc::new(wrong)).unwrap();
-    let err = engine_wrong
+    let err = with("wrong-password")
         .resolve(&repo, &Revision::Head)
         .await
         .unwrap_err();
     assert!(matches!(err, GitError::Auth { .. }), "{err}");
     assert!(!format!("{err} {err:?}").contains("wrong-password"));
 
-    let right = PrefixCredentials::new().with(
-        repo.as_str().to_owned(),
-        Credentials::Basic {
-            username: "kiln".into(),
-            password: Secret::new("s3cr3t-t0ken"),
-        },
-    );
-    let engine = GitSource::new(GitConfig::new(cache.path()), Arc::new(right)).unwrap();
-    let view = engine.poll(&repo, &Revision::Head).await.unwrap();
+    let view = with("s3cr3t-t0ken")
+        .poll(&repo, &Revision::Head)
+        .await
+        .unwrap();
     assert_eq!(read(&view, "cm.yaml"), "secret app\n");
     for dir in walk(cache.path()) {
         let config = std::fs::read_to_string(dir.join("config")).unwrap_or_default();
@@ -435,6 +448,53 @@ async fn https_style_basic_auth_with_credentials_that_never_leak() {
             "credentials are never written to the cache"
         );
     }
+}
+
+#[tokio::test]
+async fn basic_credentials_go_to_plain_http_only_on_loopback() {
+    let root = tempfile::tempdir().unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    let f = Fixture::new(root.path(), "private");
+    f.commit("one", &[("cm.yaml", "local\n")]);
+    f.publish();
+    let http = HttpBackend::start(root.path(), Some("kiln:pw"));
+    let repo = url(&http.url("private"));
+    let credentials = PrefixCredentials::new().with(
+        repo.as_str().to_owned(),
+        Credentials::Basic {
+            username: "kiln".into(),
+            password: Secret::new("pw"),
+        },
+    );
+    let engine = GitSource::new(config(cache.path()), Arc::new(credentials)).unwrap();
+    let view = engine.poll(&repo, &Revision::Head).await.unwrap();
+    assert_eq!(read(&view, "cm.yaml"), "local\n");
+}
+
+#[tokio::test]
+async fn a_large_file_is_refused_by_its_size_before_it_is_read() {
+    let root = tempfile::tempdir().unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    let f = Fixture::new(root.path(), "large");
+    let big = "0".repeat(20 << 20);
+    f.commit("large", &[("data/big.bin", &big), ("cm.yaml", "small\n")]);
+    f.publish();
+    let daemon = GitDaemon::start(root.path());
+    let view = engine(cache.path())
+        .poll(&url(&daemon.url("large")), &Revision::Head)
+        .await
+        .unwrap();
+    assert_eq!(
+        view.stat(&path("data/big.bin")).unwrap().unwrap().size,
+        20 << 20
+    );
+    match view.read_file(&path("data/big.bin")) {
+        Err(SourceError::TooLarge { size, limit, .. }) => {
+            assert_eq!((size, limit), (20 << 20, 16 << 20))
+        }
+        other => panic!("{:?}", other.map(|b| b.len())),
+    }
+    assert_eq!(read(&view, "cm.yaml"), "small\n");
 }
 
 #[tokio::test]
@@ -447,7 +507,7 @@ async fn shallow_fetches_bring_only_what_is_needed() {
     }
     f.publish();
     let daemon = GitDaemon::start(root.path());
-    let mut config = GitConfig::new(cache.path());
+    let mut config = config(cache.path());
     config.shallow = true;
     let engine = GitSource::new(config, Arc::new(NoCredentials)).unwrap();
     let repo = url(&daemon.url("big"));
@@ -487,7 +547,7 @@ async fn ssh_with_a_private_key_from_the_provider() {
             private_key: Secret::new(sshd.client_key.clone()),
         },
     );
-    let engine = GitSource::new(GitConfig::new(cache.path()), Arc::new(keyed)).unwrap();
+    let engine = GitSource::new(config(cache.path()), Arc::new(keyed)).unwrap();
     let view = engine.poll(&repo, &Revision::Head).await.unwrap();
     assert_eq!(read(&view, "cm.yaml"), "over ssh\n");
     let known_hosts = std::fs::read_to_string(cache.path().join("known_hosts")).unwrap();

@@ -8,6 +8,21 @@ use kiln::source::{Escape, Observation, SourcePath};
 use serde_json::json;
 use support::*;
 
+/// Renders `app` of the tree at `root` through the `values` renderer.
+async fn render_with_values(
+    root: &std::path::Path,
+    app: &kiln::plugin::AppContext,
+) -> kiln::render::Rendered {
+    let values = host()
+        .load_file(&component("values"), World::Renderer, None)
+        .unwrap();
+    let chain = [kiln::render::Step::Plugin {
+        plugin: values,
+        params: vec![],
+    }];
+    kiln::render::render(view(root), app, &chain).await.unwrap()
+}
+
 fn misbehave(host: &PluginHost) -> kiln::plugin::Plugin {
     host.load_file(
         &component("fixture-misbehave"),
@@ -220,17 +235,7 @@ async fn the_read_set_is_exactly_what_the_render_read() {
         ("apps/web/notes.txt", "not read: not a template"),
         ("apps/other/c.yaml", "not read: another app"),
     ]);
-    let host = host();
-    let values = host
-        .load_file(&component("values"), World::Renderer, None)
-        .unwrap();
-    let chain = [kiln::render::Step::Plugin {
-        plugin: values,
-        params: vec![],
-    }];
-    let rendered = kiln::render::render(view(src.path()), &context("web", "apps/web"), &chain)
-        .await
-        .unwrap();
+    let rendered = render_with_values(src.path(), &context("web", "apps/web")).await;
     let names: Vec<_> = rendered
         .objects
         .iter()
@@ -278,17 +283,7 @@ async fn a_missing_optional_file_is_recorded_as_absent() {
         "app/a.yaml",
         "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n",
     )]);
-    let host = host();
-    let values = host
-        .load_file(&component("values"), World::Renderer, None)
-        .unwrap();
-    let chain = [kiln::render::Step::Plugin {
-        plugin: values,
-        params: vec![],
-    }];
-    let rendered = kiln::render::render(view(src.path()), &context("a", "app"), &chain)
-        .await
-        .unwrap();
+    let rendered = render_with_values(src.path(), &context("a", "app")).await;
     assert_eq!(
         rendered
             .read_set

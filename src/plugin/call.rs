@@ -36,14 +36,23 @@ pub struct Plugin {
     inner: Arc<PluginInner>,
 }
 
-struct PluginInner {
-    name: Arc<str>,
-    digest: Digest,
-    world: World,
-    limits: Limits,
-    outcome: CacheOutcome,
-    pre: Pre,
-    host: Arc<HostInner>,
+/// Everything a loaded plugin holds; built by the host's loader.
+pub(super) struct PluginInner {
+    pub(super) name: Arc<str>,
+    pub(super) digest: Digest,
+    pub(super) world: World,
+    pub(super) limits: Limits,
+    pub(super) outcome: CacheOutcome,
+    pub(super) pre: Pre,
+    pub(super) host: Arc<HostInner>,
+}
+
+impl From<PluginInner> for Plugin {
+    fn from(inner: PluginInner) -> Self {
+        Plugin {
+            inner: Arc::new(inner),
+        }
+    }
 }
 
 impl std::fmt::Debug for Plugin {
@@ -57,28 +66,6 @@ impl std::fmt::Debug for Plugin {
 }
 
 impl Plugin {
-    pub(super) fn new(
-        name: Arc<str>,
-        digest: Digest,
-        world: World,
-        limits: Limits,
-        outcome: CacheOutcome,
-        pre: Pre,
-        host: Arc<HostInner>,
-    ) -> Self {
-        Plugin {
-            inner: Arc::new(PluginInner {
-                name,
-                digest,
-                world,
-                limits,
-                outcome,
-                pre,
-                host,
-            }),
-        }
-    }
-
     /// The plugin's name (used in every message about it).
     pub fn name(&self) -> &str {
         &self.inner.name

@@ -15,7 +15,7 @@ use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConf
 use super::bindings::policy::PolicyPre;
 use super::bindings::renderer::{Renderer as RendererBindings, RendererPre};
 use super::cache::{CacheOutcome, CompileCache};
-use super::call::{Plugin, Pre};
+use super::call::{Plugin, PluginInner, Pre};
 use super::config::{HostConfig, Limits};
 use super::contract::{self, World};
 use super::error::{PluginError, Result};
@@ -218,15 +218,15 @@ impl PluginHost {
             detail: format!("{e:#}"),
         })?;
         tracing::debug!(plugin = name, digest = %info.digest, ?outcome, elapsed = ?started.elapsed(), "plugin loaded");
-        Ok(Plugin::new(
-            name.into(),
-            info.digest,
+        Ok(Plugin::from(PluginInner {
+            name: name.into(),
+            digest: info.digest,
             world,
             limits,
             outcome,
             pre,
-            self.inner.clone(),
-        ))
+            host: self.inner.clone(),
+        }))
     }
 
     fn compile(

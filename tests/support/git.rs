@@ -156,17 +156,123 @@ impl Drop for GitDaemon {
 pub struct HttpBackend {
     child: Child,
     port: u16,
+    scheme: &'static str,
     requests: Arc<Mutex<Vec<String>>>,
 }
 
+/// A private CA and a server certificate it issued for 127.0.0.1, made with
+/// the openssl CLI: clients trust `ca`, the server presents `cert`/`key`.
+pub struct SelfSigned {
+    pub ca: PathBuf,
+    pub cert: PathBuf,
+    pub key: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl SelfSigned {
+    pub fn new() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        let openssl = |args: &[&str]| {
+            let status = Command::new("openssl")
+                .args(args)
+                .current_dir(d)
+                .stderr(Stdio::null())
+                .status()
+                .expect("openssl runs");
+            assert!(status.success(), "openssl {args:?}");
+        };
+        let ec = [
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:prime256v1",
+            "-nodes",
+        ];
+        openssl(
+            &[
+                &["req", "-x509"][..],
+                &ec,
+                &[
+                    "-days",
+                    "2",
+                    "-subj",
+                    "/CN=kiln test CA",
+                    "-keyout",
+                    "ca.key",
+                    "-out",
+                    "ca.pem",
+                ],
+            ]
+            .concat(),
+        );
+        openssl(
+            &[
+                &["req"][..],
+                &ec,
+                &[
+                    "-subj",
+                    "/CN=127.0.0.1",
+                    "-keyout",
+                    "key.pem",
+                    "-out",
+                    "server.csr",
+                ],
+            ]
+            .concat(),
+        );
+        std::fs::write(
+            d.join("ext.cnf"),
+            "basicConstraints=CA:FALSE\nsubjectAltName=IP:127.0.0.1\n",
+        )
+        .unwrap();
+        openssl(&[
+            "x509",
+            "-req",
+            "-in",
+            "server.csr",
+            "-CA",
+            "ca.pem",
+            "-CAkey",
+            "ca.key",
+            "-CAcreateserial",
+            "-days",
+            "2",
+            "-extfile",
+            "ext.cnf",
+            "-out",
+            "cert.pem",
+        ]);
+        SelfSigned {
+            ca: d.join("ca.pem"),
+            cert: d.join("cert.pem"),
+            key: d.join("key.pem"),
+            _dir: dir,
+        }
+    }
+}
+
 impl HttpBackend {
+    /// Plain HTTP.
     pub fn start(base: &Path, auth: Option<&str>) -> Self {
+        Self::start_with(base, auth, None)
+    }
+
+    /// HTTPS with a self-signed certificate.
+    pub fn start_tls(base: &Path, auth: Option<&str>, tls: &SelfSigned) -> Self {
+        Self::start_with(base, auth, Some(tls))
+    }
+
+    fn start_with(base: &Path, auth: Option<&str>, tls: Option<&SelfSigned>) -> Self {
         let script =
             Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/support/git_http_backend.py");
         let mut command = Command::new("python3");
         command.arg(script).arg(base);
         if let Some(auth) = auth {
             command.args(["--auth", auth]);
+        }
+        if let Some(tls) = tls {
+            command.arg("--tls").arg(&tls.cert).arg(&tls.key);
         }
         let mut child = command
             .stdout(Stdio::piped())
@@ -187,12 +293,13 @@ impl HttpBackend {
         HttpBackend {
             child,
             port,
+            scheme: if tls.is_some() { "https" } else { "http" },
             requests,
         }
     }
 
     pub fn url(&self, name: &str) -> String {
-        format!("http://127.0.0.1:{}/{name}.git", self.port)
+        format!("{}://127.0.0.1:{}/{name}.git", self.scheme, self.port)
     }
 
     /// Requests received so far (`request METHOD PATH`).

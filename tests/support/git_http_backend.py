@@ -4,18 +4,22 @@
 authentication. Prints `listening PORT` once ready and one line per request
 (`request METHOD PATH`) so tests can count what reached the server.
 
-usage: git_http_backend.py ROOT [--auth USER:PASSWORD]
+usage: git_http_backend.py ROOT [--auth USER:PASSWORD] [--tls CERT KEY]
 """
+import argparse
 import base64
 import http.server
 import os
+import ssl
 import subprocess
-import sys
 
-ROOT = os.path.abspath(sys.argv[1])
-AUTH = None
-if len(sys.argv) > 3 and sys.argv[2] == "--auth":
-    AUTH = "Basic " + base64.b64encode(sys.argv[3].encode()).decode()
+parser = argparse.ArgumentParser()
+parser.add_argument("root")
+parser.add_argument("--auth")
+parser.add_argument("--tls", nargs=2, metavar=("CERT", "KEY"))
+args = parser.parse_args()
+ROOT = os.path.abspath(args.root)
+AUTH = "Basic " + base64.b64encode(args.auth.encode()).decode() if args.auth else None
 
 
 class Handler(http.server.BaseHTTPRequestHandler):
@@ -82,5 +86,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
 
 server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+if args.tls:
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(*args.tls)
+    server.socket = context.wrap_socket(server.socket, server_side=True)
 print(f"listening {server.server_address[1]}", flush=True)
 server.serve_forever()

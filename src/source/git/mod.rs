@@ -99,6 +99,14 @@ pub struct GitConfig {
     pub timeout: Duration,
     /// Fetch with depth 1 (for huge repositories). Default: `false`.
     pub shallow: bool,
+    /// Ref lookups younger than this are reused: the window in which all
+    /// Applications of a repository share one lookup (concurrent callers
+    /// share one request regardless). A webhook refresh calls
+    /// [`GitSource::forget_refs`] instead of waiting. Default: 5 s.
+    pub lookup_ttl: Duration,
+    /// PEM certificates trusted for HTTPS in addition to the system's roots
+    /// (a private CA, a self-signed server). Default: none.
+    pub tls_roots_pem: Vec<u8>,
 }
 
 impl GitConfig {
@@ -110,6 +118,8 @@ impl GitConfig {
             connect_timeout: Duration::from_secs(15),
             timeout: Duration::from_secs(120),
             shallow: false,
+            lookup_ttl: Duration::from_secs(5),
+            tls_roots_pem: Vec::new(),
         }
     }
 }
@@ -167,6 +177,9 @@ pub enum GitError {
         /// What went wrong.
         message: String,
     },
+    /// The configuration is invalid.
+    #[error("git configuration: {0}")]
+    Config(String),
     /// The local repository cache cannot be created.
     #[error("repository cache {}: {message}", path.display())]
     Cache {
@@ -219,6 +232,11 @@ struct Inner {
     config: GitConfig,
     credentials: Arc<dyn CredentialProvider>,
     repos: Mutex<HashMap<String, Arc<Repo>>>,
+    /// The cache root. Repository directories are created, checked and
+    /// removed through it, so a name can never reach outside the root.
+    root: cap_std::fs::Dir,
+    /// Extra HTTPS roots, parsed once.
+    tls_roots: Vec<reqwest::Certificate>,
     /// An empty repository that ref lookups run from (they write nothing).
     scratch: gix::ThreadSafeRepository,
     network: Semaphore,
@@ -236,14 +254,28 @@ impl fmt::Debug for GitSource {
 impl GitSource {
     /// An engine with the given configuration and credentials.
     pub fn new(config: GitConfig, credentials: Arc<dyn CredentialProvider>) -> Result<Self> {
-        std::fs::create_dir_all(&config.cache_root).map_err(|e| GitError::Cache {
+        let cache_error = |e: std::io::Error| GitError::Cache {
             path: config.cache_root.clone(),
             message: e.to_string(),
-        })?;
+        };
+        std::fs::create_dir_all(&config.cache_root).map_err(cache_error)?;
+        let root =
+            cap_std::fs::Dir::open_ambient_dir(&config.cache_root, cap_std::ambient_authority())
+                .map_err(cache_error)?;
+        let tls_roots = if config.tls_roots_pem.is_empty() {
+            Vec::new()
+        } else {
+            reqwest::Certificate::from_pem_bundle(&config.tls_roots_pem)
+                .map_err(|e| GitError::Config(format!("tls_roots_pem: {e}")))?
+        };
         let network = Semaphore::new(config.max_parallel.max(1));
         let scratch_path = config.cache_root.join(".lookups");
         let scratch = remote::open(&scratch_path)
-            .or_else(|_| remote::init(&scratch_path))
+            .or_else(|_| {
+                // Unusable: start it over, like any other cache.
+                let _ = root.remove_dir_all(".lookups");
+                remote::init(&scratch_path)
+            })
             .map_err(|message| GitError::Cache {
                 path: scratch_path,
                 message,
@@ -253,6 +285,8 @@ impl GitSource {
                 config,
                 credentials,
                 repos: Mutex::new(HashMap::new()),
+                root,
+                tls_roots,
                 scratch,
                 network,
                 counters: Counters::default(),
@@ -298,8 +332,10 @@ impl GitSource {
         let arrived = Instant::now();
         let repo = self.repo(url);
         let mut last = repo.lookup.lock().await;
+        // Someone else's lookup completed while we waited, or recently
+        // enough: share it.
         if let Some((completed, refs)) = &*last
-            && *completed >= arrived
+            && (*completed >= arrived || completed.elapsed() < self.inner.config.lookup_ttl)
         {
             return Ok(refs.clone());
         }
@@ -316,6 +352,12 @@ impl GitSource {
             .fetch_add(1, Ordering::Relaxed);
         *last = Some((Instant::now(), refs.clone()));
         Ok(refs)
+    }
+
+    /// Drops the remembered ref lookup of `url`, so the next resolve asks the
+    /// server (a webhook said something changed).
+    pub async fn forget_refs(&self, url: &RepoUrl) {
+        *self.repo(url).lookup.lock().await = None;
     }
 
     /// Resolves a revision to a commit: a ref lookup, except for full commit
@@ -340,7 +382,7 @@ impl GitSource {
         let url = repo.url.clone();
 
         // A cache that cannot even be opened is rebuilt before anything else.
-        let existed = path.exists();
+        let existed = self.inner.root.exists(url.cache_dir_name());
         let local = match blocking(move || remote::open(&path)).await {
             Ok(Ok(opened)) => opened,
             _ if existed => self.rebuild(&url).await?,
@@ -400,7 +442,7 @@ impl GitSource {
         self.create(url).await
     }
 
-    /// Creates an empty repository cache.
+    /// Creates an empty repository cache (removing whatever is there).
     async fn create(&self, url: &RepoUrl) -> Result<gix::ThreadSafeRepository> {
         let path = self.cache_path(url);
         tracing::debug!(repo = %url, path = %path.display(), "creating repository cache");
@@ -408,6 +450,13 @@ impl GitSource {
             path: path.clone(),
             message,
         };
+        let name = url.cache_dir_name();
+        if self.inner.root.exists(&name) {
+            self.inner
+                .root
+                .remove_dir_all(&name)
+                .map_err(|e| fail(e.to_string()))?;
+        }
         let target = path.clone();
         blocking(move || remote::init(&target))
             .await
@@ -436,6 +485,7 @@ impl GitSource {
         let config = &self.inner.config;
         let options = remote::Options {
             known_hosts: config.cache_root.join("known_hosts"),
+            tls_roots: self.inner.tls_roots.clone(),
             credentials: self.inner.credentials.credentials(url),
             connect_timeout: config.connect_timeout,
             io_timeout: config.timeout,

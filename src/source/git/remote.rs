@@ -19,6 +19,8 @@ use super::{AdvertisedRef, CommitId, GitError, RefList, RepoUrl};
 pub(super) struct Options {
     /// The known-hosts file SSH connections use (and add new hosts to).
     pub known_hosts: std::path::PathBuf,
+    /// Extra HTTPS roots.
+    pub tls_roots: Vec<reqwest::Certificate>,
     /// Credentials for this repository, if the provider has some.
     pub credentials: Option<Credentials>,
     /// Connection deadline.
@@ -98,11 +100,9 @@ pub(super) fn open(path: &Path) -> Result<gix::ThreadSafeRepository, String> {
     gix::ThreadSafeRepository::open_opts(path, open_options()).map_err(|e| format!("{e:#}"))
 }
 
-/// Creates an empty bare repository, replacing whatever is at `path`.
+/// Creates an empty bare repository at `path` (which must not exist or be
+/// empty).
 pub(super) fn init(path: &Path) -> Result<gix::ThreadSafeRepository, String> {
-    if path.exists() {
-        std::fs::remove_dir_all(path).map_err(|e| e.to_string())?;
-    }
     gix::ThreadSafeRepository::init_opts(
         path,
         gix::create::Kind::Bare,
@@ -324,9 +324,14 @@ fn is_loopback_http(url: &RepoUrl) -> bool {
 fn http_options(options: &Options) -> Box<dyn std::any::Any> {
     use gix::protocol::transport::client::blocking_io::http;
     let (connect, io) = (options.connect_timeout, options.io_timeout);
+    let roots = options.tls_roots.clone();
     let backend = http::reqwest::Options {
         configure_client: Some(Box::new(move |builder| {
-            Ok(builder.connect_timeout(connect).timeout(io).no_proxy())
+            Ok(builder
+                .connect_timeout(connect)
+                .timeout(io)
+                .no_proxy()
+                .tls_certs_merge(roots.clone()))
         })),
         configure_request: None,
     };
