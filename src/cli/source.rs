@@ -49,6 +49,11 @@ pub(crate) struct GitOptions {
     /// Fetch with depth 1 (huge repositories).
     #[arg(long)]
     shallow: bool,
+
+    /// PEM file of extra CA certificates to trust for HTTPS repositories
+    /// (a private CA or a self-signed server).
+    #[arg(long, value_name = "FILE")]
+    git_ca_file: Option<PathBuf>,
 }
 
 /// `--repo` and friends of `kiln render`.
@@ -83,6 +88,10 @@ impl GitOptions {
         let mut config = GitConfig::new(cache);
         config.timeout = self.git_timeout;
         config.shallow = self.shallow;
+        if let Some(file) = &self.git_ca_file {
+            config.tls_roots_pem =
+                std::fs::read(file).with_context(|| format!("--git-ca-file {}", file.display()))?;
+        }
         Ok(GitSource::new(config, credentials_from_env(url)?)?)
     }
 }
