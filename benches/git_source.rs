@@ -109,6 +109,14 @@ fn generate(root: &Path) -> Fixture {
     f
 }
 
+/// A configuration that never reuses a ref lookup: every lookup measured
+/// goes to the server.
+fn fresh(cache: &Path) -> GitConfig {
+    let mut config = GitConfig::new(cache);
+    config.lookup_ttl = Duration::ZERO;
+    config
+}
+
 struct Row {
     what: &'static str,
     kiln: (Duration, u64),
@@ -148,8 +156,7 @@ fn main() {
 
     // Ref lookup: kiln's ls-refs vs `git ls-remote`, interleaved.
     let engine_cache = tempfile::tempdir().unwrap();
-    let engine =
-        GitSource::new(GitConfig::new(engine_cache.path()), Arc::new(NoCredentials)).unwrap();
+    let engine = GitSource::new(fresh(engine_cache.path()), Arc::new(NoCredentials)).unwrap();
     let (mut k, mut g) = (Vec::new(), Vec::new());
     for _ in 0..21 {
         proxy.take();
@@ -171,7 +178,7 @@ fn main() {
     let (mut k, mut g) = (Vec::new(), Vec::new());
     for _ in 0..3 {
         let cache = tempfile::tempdir().unwrap();
-        let engine = GitSource::new(GitConfig::new(cache.path()), Arc::new(NoCredentials)).unwrap();
+        let engine = GitSource::new(fresh(cache.path()), Arc::new(NoCredentials)).unwrap();
         proxy.take();
         let t = Instant::now();
         runtime.block_on(engine.checkout(&url, head)).unwrap();
@@ -190,7 +197,7 @@ fn main() {
 
     // Incremental fetch: one commit touching one file, fetched by both.
     let cache = tempfile::tempdir().unwrap();
-    let engine = GitSource::new(GitConfig::new(cache.path()), Arc::new(NoCredentials)).unwrap();
+    let engine = GitSource::new(fresh(cache.path()), Arc::new(NoCredentials)).unwrap();
     runtime.block_on(engine.checkout(&url, head)).unwrap();
     let bare = tempfile::tempdir().unwrap();
     git_cli(bare.path(), &["init", "-q", "--bare"]);
