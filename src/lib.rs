@@ -11,3 +11,4 @@ pub mod plugin;
 pub mod policy;
 pub mod render;
 pub mod source;
+pub mod trust;

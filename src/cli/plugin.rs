@@ -4,7 +4,12 @@ use std::path::PathBuf;
 
 use anyhow::Context as _;
 
+use kiln::digest::Digest;
 use kiln::plugin::contract::{self, VERSION};
+use kiln::trust::{
+    Identity, Keyless, PrivateKey, PublicKey, Requirement, Signatures, Signer, TrustPolicy,
+    TrustRoot, Verified,
+};
 
 use super::exit;
 
@@ -20,6 +25,62 @@ pub(crate) enum PluginCommand {
         #[arg(short, long, value_enum, default_value = "text")]
         output: Format,
     },
+    /// Create an ECDSA P-256 key pair for signing plugins: PREFIX.key
+    /// (unencrypted PKCS#8, owner-only) and PREFIX.pub. Like `cosign
+    /// generate-key-pair`, without the encryption.
+    Keygen {
+        /// Path prefix of the two files.
+        #[arg(long, default_value = "cosign")]
+        output_prefix: PathBuf,
+    },
+    /// Sign a component with a key: writes FILE.sig (base64 DER ECDSA over
+    /// the file's bytes), the format of `cosign sign-blob --key`.
+    Sign {
+        /// The component.
+        file: PathBuf,
+        /// The private key (PKCS#8 PEM, e.g. from `kiln plugin keygen`).
+        #[arg(long)]
+        key: PathBuf,
+        /// Where to write the signature. Default: FILE.sig.
+        #[arg(long)]
+        output: Option<PathBuf>,
+    },
+    /// Verify a component's signatures (FILE.sig, FILE.*.sig,
+    /// FILE.sigstore.json, FILE.*.sigstore.json), offline. Exit status 0
+    /// verified, 1 refused (the reason is printed), 2 error.
+    Verify(VerifyArgs),
+}
+
+/// What `kiln plugin verify` checks against.
+#[derive(Debug, clap::Args)]
+#[command(group(clap::ArgGroup::new("expect").required(true).args(["key", "certificate_identity", "certificate_identity_regexp", "policy"])))]
+pub(crate) struct VerifyArgs {
+    /// The component.
+    file: PathBuf,
+    /// A trusted public key (PEM).
+    #[arg(long)]
+    key: Option<PathBuf>,
+    /// Keyless: the exact certificate identity (SAN) expected.
+    #[arg(long, requires = "certificate_oidc_issuer")]
+    certificate_identity: Option<String>,
+    /// Keyless: a regex the whole certificate identity must match.
+    #[arg(
+        long,
+        requires = "certificate_oidc_issuer",
+        conflicts_with = "certificate_identity"
+    )]
+    certificate_identity_regexp: Option<String>,
+    /// Keyless: the OIDC issuer expected.
+    #[arg(long)]
+    certificate_oidc_issuer: Option<String>,
+    /// The trusted root for Sigstore bundles (trusted_root.json). Default: the
+    /// Sigstore public-good root built into kiln (no network is used).
+    #[arg(long)]
+    trusted_root: Option<PathBuf>,
+    /// A trust policy file (see docs/plugins.md); the plugin is matched by
+    /// its file name (without .wasm) and its file:// reference.
+    #[arg(long, conflicts_with_all = ["key", "certificate_identity", "certificate_identity_regexp"])]
+    policy: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
@@ -30,6 +91,26 @@ pub(crate) enum Format {
 
 pub(crate) async fn run(command: &PluginCommand) -> anyhow::Result<u8> {
     match command {
+        PluginCommand::Keygen { output_prefix } => keygen(output_prefix),
+        PluginCommand::Sign { file, key, output } => {
+            let pem = std::fs::read_to_string(key)
+                .with_context(|| format!("cannot read {}", key.display()))?;
+            let key = PrivateKey::from_pem(&pem).with_context(|| key.display().to_string())?;
+            let bytes =
+                std::fs::read(file).with_context(|| format!("cannot read {}", file.display()))?;
+            let output = output.clone().unwrap_or_else(|| with_suffix(file, ".sig"));
+            std::fs::write(&output, key.sign(&bytes) + "\n")
+                .with_context(|| format!("cannot write {}", output.display()))?;
+            println!(
+                "signed {} ({}) with key {}",
+                file.display(),
+                Digest::of(&bytes),
+                key.public_key().fingerprint()
+            );
+            println!("signature: {}", output.display());
+            Ok(exit::OK)
+        }
+        PluginCommand::Verify(args) => verify(args),
         PluginCommand::Inspect { file, output } => {
             let bytes =
                 std::fs::read(file).with_context(|| format!("cannot read {}", file.display()))?;
@@ -68,6 +149,130 @@ pub(crate) async fn run(command: &PluginCommand) -> anyhow::Result<u8> {
                 }
             }
             Ok(exit::OK)
+        }
+    }
+}
+
+fn with_suffix(file: &std::path::Path, suffix: &str) -> PathBuf {
+    let mut name = file.as_os_str().to_owned();
+    name.push(suffix);
+    PathBuf::from(name)
+}
+
+fn keygen(prefix: &std::path::Path) -> anyhow::Result<u8> {
+    use std::io::Write as _;
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let key = PrivateKey::generate();
+    let (private, public) = (with_suffix(prefix, ".key"), with_suffix(prefix, ".pub"));
+    // Owner-only from the first byte; never overwrite an existing key.
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&private)
+        .with_context(|| format!("cannot create {}", private.display()))?;
+    file.write_all(key.to_pem()?.as_bytes())?;
+    std::fs::write(&public, key.public_key().to_pem())
+        .with_context(|| format!("cannot write {}", public.display()))?;
+    println!("private key: {} (keep it secret)", private.display());
+    println!(
+        "public key:  {} ({})",
+        public.display(),
+        key.public_key().fingerprint()
+    );
+    Ok(exit::OK)
+}
+
+fn verify(args: &VerifyArgs) -> anyhow::Result<u8> {
+    let bytes = std::fs::read(&args.file)
+        .with_context(|| format!("cannot read {}", args.file.display()))?;
+    let signatures = Signatures::next_to(&args.file)
+        .with_context(|| format!("cannot look for signatures of {}", args.file.display()))?;
+    let (requirement, trusted_root) = match &args.policy {
+        Some(path) => {
+            let policy = TrustPolicy::load(path)?;
+            let name = args
+                .file
+                .file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            let reference = format!("file://{}", args.file.display());
+            let requirement = policy
+                .requirement(&name, &reference)
+                .cloned()
+                .with_context(|| {
+                    format!(
+                        "no rule of trust policy {} matches plugin {name} ({reference})",
+                        path.display()
+                    )
+                })?;
+            (
+                requirement,
+                policy.trusted_root.clone().or(args.trusted_root.clone()),
+            )
+        }
+        None => {
+            let signer = match (
+                &args.key,
+                &args.certificate_identity,
+                &args.certificate_identity_regexp,
+            ) {
+                (Some(key), _, _) => {
+                    let pem = std::fs::read_to_string(key)
+                        .with_context(|| format!("cannot read {}", key.display()))?;
+                    Signer::Key(
+                        PublicKey::from_pem(&pem).with_context(|| key.display().to_string())?,
+                    )
+                }
+                (None, exact, regexp) => {
+                    let identity = match (exact, regexp) {
+                        (Some(exact), _) => Identity::Exact(exact.clone()),
+                        (None, Some(pattern)) => {
+                            Identity::regex(pattern).context("--certificate-identity-regexp")?
+                        }
+                        (None, None) => {
+                            anyhow::bail!("give --key, --certificate-identity(-regexp) or --policy")
+                        }
+                    };
+                    let issuer = args
+                        .certificate_oidc_issuer
+                        .clone()
+                        .context("--certificate-oidc-issuer is required")?;
+                    Signer::Keyless(Keyless { identity, issuer })
+                }
+            };
+            let requirement = Requirement {
+                signers: vec![signer],
+                min_signers: 1,
+                insecure: false,
+            };
+            (requirement, args.trusted_root.clone())
+        }
+    };
+    let root = match &trusted_root {
+        Some(path) => TrustRoot::from_file(path)?,
+        None => TrustRoot::public_good()?,
+    };
+    match kiln::trust::verify(&bytes, &signatures, &requirement, &root) {
+        Ok(Verified::Signed { digest, signers }) => {
+            println!(
+                "verified {} ({digest}): signed by {}",
+                args.file.display(),
+                signers.join(", ")
+            );
+            Ok(exit::OK)
+        }
+        Ok(Verified::Insecure { digest }) => {
+            eprintln!(
+                "WARNING: {} ({digest}) is NOT verified: the trust policy marks it insecure",
+                args.file.display()
+            );
+            Ok(exit::OK)
+        }
+        Ok(_) => Ok(exit::OK),
+        Err(reason) => {
+            eprintln!("refused {}: {reason}", args.file.display());
+            Ok(exit::POLICY_BLOCKED)
         }
     }
 }

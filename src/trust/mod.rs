@@ -1,0 +1,342 @@
+//! Trust: proving a plugin came from someone the operator trusts before it
+//! is compiled or run.
+//!
+//! Two kinds of signature are understood, both offline:
+//! - **key-based** ([`keys`]): cosign-compatible ECDSA P-256 signatures over
+//!   the component's bytes, in `FILE.sig` (base64 DER), as `cosign sign-blob
+//!   --key` and `kiln plugin sign` write them;
+//! - **Sigstore bundles** ([`TrustRoot`]): `FILE.sigstore.json`, v0.1–v0.3,
+//!   keyless (certificate identity, exact or regex, and OIDC issuer) or by key,
+//!   verified against a trusted root including the transparency-log inclusion
+//!   proof and signed timestamps.
+//!
+//! A [`Requirement`] says which signers a plugin needs (`anyOf` with a
+//! minimum of distinct signers, or `allOf`); a [`TrustPolicy`] maps plugins to
+//! requirements. Every refusal says exactly why.
+
+mod bundle;
+pub mod keys;
+mod policy;
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+pub use bundle::TrustRoot;
+pub use keys::{KeyError, PrivateKey, PublicKey};
+pub use policy::{PolicyError, TrustPolicy};
+
+use crate::digest::Digest;
+
+/// Why a plugin is refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum TrustError {
+    /// No signature file next to the artifact.
+    #[error("no signature found (looked for {})", looked.join(", "))]
+    NoSignature {
+        /// The files looked for.
+        looked: Vec<String>,
+    },
+    /// Signatures exist, but none by a trusted key.
+    #[error("signed, but not by a trusted key (trusted: {})", trusted.join(", "))]
+    UntrustedKey {
+        /// Fingerprints of the trusted keys.
+        trusted: Vec<String>,
+    },
+    /// The certificate names someone else.
+    #[error("identity mismatch: expected {expected}, found {}", found.as_deref().unwrap_or("none"))]
+    IdentityMismatch {
+        /// What the policy asked for.
+        expected: String,
+        /// What the certificate says.
+        found: Option<String>,
+    },
+    /// The certificate was issued for another OIDC issuer.
+    #[error("OIDC issuer mismatch: expected {expected}, found {}", found.as_deref().unwrap_or("none"))]
+    IssuerMismatch {
+        /// What the policy asked for.
+        expected: String,
+        /// What the certificate says.
+        found: Option<String>,
+    },
+    /// The signature is over other bytes.
+    #[error("digest mismatch: {0}")]
+    DigestMismatch(String),
+    /// The signature does not verify.
+    #[error("bad signature: {0}")]
+    BadSignature(String),
+    /// The signing certificate is expired, not yet valid or not issued by a
+    /// trusted authority.
+    #[error("untrusted certificate: {0}")]
+    Certificate(String),
+    /// The transparency-log entry, inclusion proof or checkpoint is wrong.
+    #[error("transparency log: {0}")]
+    TransparencyLog(String),
+    /// A signed timestamp is wrong or untrusted.
+    #[error("timestamp: {0}")]
+    Timestamp(String),
+    /// The signature file itself is malformed.
+    #[error("{0}")]
+    InvalidSignature(String),
+    /// The trusted root cannot be used.
+    #[error("trusted root: {0}")]
+    Root(String),
+    /// Fewer distinct trusted signers than required.
+    #[error("{found} of {required} required signers verified ({})", reasons.join("; "))]
+    NotEnoughSigners {
+        /// How many are required.
+        required: usize,
+        /// How many verified.
+        found: usize,
+        /// Why each of the others did not.
+        reasons: Vec<String>,
+    },
+}
+
+/// How a keyless signer's certificate identity must look.
+#[derive(Debug, Clone)]
+pub enum Identity {
+    /// Exactly this SAN (an email or URI).
+    Exact(String),
+    /// A SAN matching this regex (anchored: the whole SAN must match).
+    Regex(regex::Regex),
+}
+
+impl fmt::Display for Identity {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Identity::Exact(s) => f.write_str(s),
+            Identity::Regex(re) => write!(f, "/{}/", re.as_str()),
+        }
+    }
+}
+
+impl Identity {
+    /// An anchored regex identity.
+    pub fn regex(pattern: &str) -> Result<Self, regex::Error> {
+        regex::Regex::new(&format!("^(?:{pattern})$")).map(Identity::Regex)
+    }
+}
+
+/// A keyless (Fulcio certificate) signer.
+#[derive(Debug, Clone)]
+pub struct Keyless {
+    /// The certificate identity.
+    pub identity: Identity,
+    /// The OIDC issuer, e.g. `https://token.actions.githubusercontent.com`.
+    pub issuer: String,
+}
+
+/// Someone whose signature counts.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub enum Signer {
+    /// Whoever holds this key (`.sig` files, or bundles signed with it).
+    Key(PublicKey),
+    /// A keyless identity (bundles).
+    Keyless(Keyless),
+}
+
+impl fmt::Display for Signer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Signer::Key(key) => write!(f, "key {}", key.fingerprint()),
+            Signer::Keyless(k) => write!(f, "{} via {}", k.identity, k.issuer),
+        }
+    }
+}
+
+/// Which signers a plugin needs.
+#[derive(Debug, Clone)]
+pub struct Requirement {
+    /// The signers that count.
+    pub signers: Vec<Signer>,
+    /// How many distinct signers of the list must have signed: `1` for
+    /// "any of", `signers.len()` for "all of".
+    pub min_signers: usize,
+    /// Skip verification (development only; reported as a warning wherever
+    /// it is used).
+    pub insecure: bool,
+}
+
+/// The signatures found next to an artifact.
+#[derive(Debug, Clone, Default)]
+pub struct Signatures {
+    /// Contents of `.sig` files (base64 DER signatures).
+    pub key_signatures: Vec<String>,
+    /// Contents of `.sigstore.json` files.
+    pub bundles: Vec<String>,
+    /// Where they were looked for, for messages.
+    pub looked: Vec<String>,
+}
+
+impl Signatures {
+    /// Collects `FILE.sig`, `FILE.*.sig`, `FILE.sigstore.json` and
+    /// `FILE.*.sigstore.json` next to a file.
+    pub fn next_to(file: &Path) -> std::io::Result<Self> {
+        let name = file
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let dir = file
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        let mut found = Signatures {
+            looked: vec![
+                format!("{}.sig", file.display()),
+                format!("{}.sigstore.json", file.display()),
+            ],
+            ..Default::default()
+        };
+        let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .collect();
+        entries.sort();
+        for path in entries {
+            let Some(other) = path.file_name().map(|n| n.to_string_lossy().into_owned()) else {
+                continue;
+            };
+            let Some(rest) = other.strip_prefix(&name) else {
+                continue;
+            };
+            if rest == ".sig" || (rest.starts_with('.') && rest.ends_with(".sig") && rest.len() > 4)
+            {
+                found.key_signatures.push(std::fs::read_to_string(&path)?);
+            } else if rest == ".sigstore.json"
+                || (rest.starts_with('.') && rest.ends_with(".sigstore.json"))
+            {
+                found.bundles.push(std::fs::read_to_string(&path)?);
+            }
+        }
+        Ok(found)
+    }
+
+    fn is_empty(&self) -> bool {
+        self.key_signatures.is_empty() && self.bundles.is_empty()
+    }
+}
+
+/// What verification established.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Verified {
+    /// These signers (by their display names) signed the artifact.
+    Signed {
+        /// The artifact's digest.
+        digest: Digest,
+        /// Who signed, as the policy names them.
+        signers: Vec<String>,
+    },
+    /// Nothing was checked: the requirement says `insecure`.
+    Insecure {
+        /// The artifact's digest.
+        digest: Digest,
+    },
+}
+
+/// Checks `artifact` against `requirement`, with `root` for bundles.
+pub fn verify(
+    artifact: &[u8],
+    signatures: &Signatures,
+    requirement: &Requirement,
+    root: &TrustRoot,
+) -> Result<Verified, TrustError> {
+    let digest = Digest::of(artifact);
+    if requirement.insecure {
+        tracing::warn!(%digest, "signature verification is switched off for this plugin (insecure: true)");
+        return Ok(Verified::Insecure { digest });
+    }
+    if signatures.is_empty() {
+        return Err(TrustError::NoSignature {
+            looked: signatures.looked.clone(),
+        });
+    }
+    let mut verified = Vec::new();
+    let mut reasons = Vec::new();
+    for signer in &requirement.signers {
+        match check_signer(artifact, signatures, signer, root) {
+            Ok(()) => verified.push(signer.to_string()),
+            Err(reason) => reasons.push((signer, reason)),
+        }
+    }
+    let required = requirement
+        .min_signers
+        .clamp(1, requirement.signers.len().max(1));
+    if verified.len() >= required {
+        return Ok(Verified::Signed {
+            digest,
+            signers: verified,
+        });
+    }
+    // One signer required and one tried: its own reason is the answer.
+    if requirement.signers.len() == 1 && reasons.len() == 1 {
+        return Err(reasons.remove(0).1);
+    }
+    if verified.is_empty()
+        && reasons
+            .iter()
+            .all(|(_, r)| matches!(r, TrustError::UntrustedKey { .. }))
+    {
+        return Err(TrustError::UntrustedKey {
+            trusted: requirement
+                .signers
+                .iter()
+                .filter_map(|s| match s {
+                    Signer::Key(k) => Some(k.fingerprint()),
+                    Signer::Keyless(_) => None,
+                })
+                .collect(),
+        });
+    }
+    Err(TrustError::NotEnoughSigners {
+        required,
+        found: verified.len(),
+        reasons: reasons
+            .into_iter()
+            .map(|(s, r)| format!("{s}: {r}"))
+            .collect(),
+    })
+}
+
+/// Whether `signer` signed `artifact` in any of the signatures.
+fn check_signer(
+    artifact: &[u8],
+    signatures: &Signatures,
+    signer: &Signer,
+    root: &TrustRoot,
+) -> Result<(), TrustError> {
+    let mut last = None;
+    match signer {
+        Signer::Key(key) => {
+            for sig in &signatures.key_signatures {
+                match key.verify(artifact, sig) {
+                    Ok(()) => return Ok(()),
+                    Err(e) if e.to_string().starts_with("signature does not verify") => {
+                        last.get_or_insert(TrustError::UntrustedKey {
+                            trusted: vec![key.fingerprint()],
+                        });
+                    }
+                    Err(e) => last = Some(TrustError::InvalidSignature(e.to_string())),
+                }
+            }
+            for bundle in &signatures.bundles {
+                match root.verify_with_key(artifact, bundle, key) {
+                    Ok(()) => return Ok(()),
+                    Err(e) => last = Some(e),
+                }
+            }
+        }
+        Signer::Keyless(keyless) => {
+            for bundle in &signatures.bundles {
+                match root.verify_keyless(artifact, bundle, keyless) {
+                    Ok(_) => return Ok(()),
+                    Err(e) => last = Some(e),
+                }
+            }
+        }
+    }
+    Err(last.unwrap_or(TrustError::NoSignature {
+        looked: signatures.looked.clone(),
+    }))
+}

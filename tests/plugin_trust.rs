@@ -1,0 +1,495 @@
+//! Plugin signatures: the Sigstore conformance suite (offline), key-based
+//! signatures interoperating with openssl, trust requirements and every
+//! refusal reason.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use kiln::trust::{
+    Identity, Keyless, PrivateKey, PublicKey, Requirement, Signatures, Signer, TrustError,
+    TrustRoot, Verified, verify,
+};
+
+const DEFAULT_IDENTITY: &str = "https://github.com/sigstore-conformance/extremely-dangerous-public-oidc-beacon/.github/workflows/extremely-dangerous-oidc-beacon.yml@refs/heads/main";
+const DEFAULT_ISSUER: &str = "https://token.actions.githubusercontent.com";
+
+fn conformance() -> PathBuf {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/testdata/sigstore-conformance");
+    assert!(
+        dir.is_dir(),
+        "{} is missing: it is shared test data beside the project",
+        dir.display()
+    );
+    dir
+}
+
+/// One conformance case, verified the way Kiln verifies plugins.
+fn verify_case(case: &Path) -> Result<(), TrustError> {
+    let artifact = std::fs::read(case.join("artifact"))
+        .unwrap_or_else(|_| std::fs::read(conformance().join("a.txt")).unwrap());
+    let bundle = std::fs::read_to_string(case.join("bundle.sigstore.json")).unwrap();
+    let root = if case.join("trusted_root.json").exists() {
+        TrustRoot::from_file(&case.join("trusted_root.json"))?
+    } else {
+        TrustRoot::public_good()?
+    };
+    let read = |name: &str, default: &str| {
+        std::fs::read_to_string(case.join(name))
+            .map(|s| s.trim().to_owned())
+            .unwrap_or_else(|_| default.to_owned())
+    };
+    if case.join("key.pub").exists() {
+        let key =
+            PublicKey::from_pem(&std::fs::read_to_string(case.join("key.pub")).unwrap()).unwrap();
+        root.verify_with_key(&artifact, &bundle, &key)
+    } else {
+        let signer = Keyless {
+            identity: Identity::Exact(read("identity", DEFAULT_IDENTITY)),
+            issuer: read("issuer", DEFAULT_ISSUER),
+        };
+        root.verify_keyless(&artifact, &bundle, &signer).map(|_| ())
+    }
+}
+
+#[test]
+fn the_sigstore_conformance_suite_verifies_offline() {
+    let mut cases: Vec<PathBuf> = std::fs::read_dir(conformance())
+        .unwrap()
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.join("bundle.sigstore.json").exists())
+        .collect();
+    cases.sort();
+    assert!(cases.len() >= 30, "{} cases", cases.len());
+    let mut wrong = Vec::new();
+    for case in &cases {
+        let name = case.file_name().unwrap().to_string_lossy().into_owned();
+        let result = verify_case(case);
+        match (name.ends_with("_fail"), &result) {
+            (true, Err(_)) | (false, Ok(())) => {}
+            (true, Ok(())) => wrong.push(format!("{name}: accepted, must be refused")),
+            (false, Err(e)) => wrong.push(format!("{name}: refused: {e}")),
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "{} of {} cases wrong:\n{}",
+        wrong.len(),
+        cases.len(),
+        wrong.join("\n")
+    );
+}
+
+#[test]
+fn refusals_say_exactly_why() {
+    let case = conformance().join("happy-path-v0.3-new-mediaType");
+    let artifact = std::fs::read(conformance().join("a.txt")).unwrap();
+    let bundle = std::fs::read_to_string(case.join("bundle.sigstore.json")).unwrap();
+    let root = TrustRoot::public_good().unwrap();
+    let keyless = |identity: Identity, issuer: &str| Keyless {
+        identity,
+        issuer: issuer.into(),
+    };
+
+    let err = root
+        .verify_keyless(
+            &artifact,
+            &bundle,
+            &keyless(
+                Identity::Exact("https://example.com/someone-else".into()),
+                DEFAULT_ISSUER,
+            ),
+        )
+        .unwrap_err();
+    match &err {
+        TrustError::IdentityMismatch { expected, found } => {
+            assert_eq!(expected, "https://example.com/someone-else");
+            assert_eq!(found.as_deref(), Some(DEFAULT_IDENTITY));
+        }
+        other => panic!("{other}"),
+    }
+    assert!(err.to_string().starts_with(
+        "identity mismatch: expected https://example.com/someone-else, found https://github.com/"
+    ));
+
+    let regex = Identity::regex("https://github.com/sigstore-conformance/.*").unwrap();
+    assert_eq!(
+        root.verify_keyless(&artifact, &bundle, &keyless(regex, DEFAULT_ISSUER))
+            .unwrap(),
+        DEFAULT_IDENTITY
+    );
+    let regex = Identity::regex("https://github.com/acme/.*").unwrap();
+    assert!(matches!(
+        root.verify_keyless(&artifact, &bundle, &keyless(regex, DEFAULT_ISSUER)),
+        Err(TrustError::IdentityMismatch { .. })
+    ));
+
+    let err = root
+        .verify_keyless(
+            &artifact,
+            &bundle,
+            &keyless(
+                Identity::Exact(DEFAULT_IDENTITY.into()),
+                "https://accounts.google.com",
+            ),
+        )
+        .unwrap_err();
+    assert!(matches!(err, TrustError::IssuerMismatch { .. }), "{err}");
+
+    let err = root
+        .verify_keyless(
+            b"other bytes",
+            &bundle,
+            &keyless(Identity::Exact(DEFAULT_IDENTITY.into()), DEFAULT_ISSUER),
+        )
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            TrustError::DigestMismatch(_) | TrustError::BadSignature(_)
+        ),
+        "{err}"
+    );
+
+    let corrupted = conformance().join("inclusion-proof-corrupted-hash_fail");
+    let err = verify_case(&corrupted).unwrap_err();
+    assert!(
+        matches!(err, TrustError::TransparencyLog(_)),
+        "bad inclusion proof: {err}"
+    );
+
+    let outside = conformance().join("intoto-set-outside-signing-cert-validity_fail");
+    let err = verify_case(&outside).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            TrustError::Certificate(_) | TrustError::TransparencyLog(_)
+        ),
+        "{err}"
+    );
+}
+
+fn openssl(dir: &Path, args: &[&str]) {
+    let status = Command::new("openssl")
+        .args(args)
+        .current_dir(dir)
+        .status()
+        .expect("openssl runs");
+    assert!(status.success(), "openssl {args:?}");
+}
+
+#[test]
+fn key_signatures_interoperate_with_openssl_both_ways() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(d.join("plugin.wasm"), b"\0asm component bytes").unwrap();
+
+    // openssl signs, Kiln verifies.
+    openssl(
+        d,
+        &[
+            "ecparam",
+            "-name",
+            "prime256v1",
+            "-genkey",
+            "-noout",
+            "-out",
+            "ec.pem",
+        ],
+    );
+    openssl(
+        d,
+        &[
+            "pkcs8", "-topk8", "-nocrypt", "-in", "ec.pem", "-out", "key.pem",
+        ],
+    );
+    openssl(d, &["ec", "-in", "ec.pem", "-pubout", "-out", "pub.pem"]);
+    openssl(
+        d,
+        &[
+            "dgst",
+            "-sha256",
+            "-sign",
+            "key.pem",
+            "-out",
+            "sig.der",
+            "plugin.wasm",
+        ],
+    );
+    use base64::Engine as _;
+    let sig =
+        base64::engine::general_purpose::STANDARD.encode(std::fs::read(d.join("sig.der")).unwrap());
+    let public = PublicKey::from_pem(&std::fs::read_to_string(d.join("pub.pem")).unwrap()).unwrap();
+    public.verify(b"\0asm component bytes", &sig).unwrap();
+    let private =
+        PrivateKey::from_pem(&std::fs::read_to_string(d.join("key.pem")).unwrap()).unwrap();
+    assert_eq!(private.public_key(), public);
+
+    // Kiln signs, openssl verifies.
+    let kiln_key = PrivateKey::generate();
+    std::fs::write(d.join("kiln.pub"), kiln_key.public_key().to_pem()).unwrap();
+    let der = base64::engine::general_purpose::STANDARD
+        .decode(kiln_key.sign(b"\0asm component bytes"))
+        .unwrap();
+    std::fs::write(d.join("kiln.sig.der"), der).unwrap();
+    openssl(
+        d,
+        &[
+            "dgst",
+            "-sha256",
+            "-verify",
+            "kiln.pub",
+            "-signature",
+            "kiln.sig.der",
+            "plugin.wasm",
+        ],
+    );
+}
+
+#[test]
+fn requirements_count_distinct_trusted_signers() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("plugin.wasm");
+    let bytes = b"\0asm plugin".to_vec();
+    std::fs::write(&file, &bytes).unwrap();
+    let (alice, bob, mallory) = (
+        PrivateKey::generate(),
+        PrivateKey::generate(),
+        PrivateKey::generate(),
+    );
+    let root = TrustRoot::public_good().unwrap();
+    let requirement = |signers: Vec<&PrivateKey>, min| Requirement {
+        signers: signers
+            .into_iter()
+            .map(|k| Signer::Key(k.public_key()))
+            .collect(),
+        min_signers: min,
+        insecure: false,
+    };
+    let check =
+        |req: &Requirement| verify(&bytes, &Signatures::next_to(&file).unwrap(), req, &root);
+
+    match check(&requirement(vec![&alice], 1)) {
+        Err(TrustError::NoSignature { looked }) => {
+            assert!(looked[0].ends_with("plugin.wasm.sig"), "{looked:?}")
+        }
+        other => panic!("{other:?}"),
+    }
+    std::fs::write(dir.path().join("plugin.wasm.sig"), mallory.sign(&bytes)).unwrap();
+    assert!(matches!(
+        check(&requirement(vec![&alice], 1)),
+        Err(TrustError::UntrustedKey { .. })
+    ));
+
+    std::fs::write(dir.path().join("plugin.wasm.alice.sig"), alice.sign(&bytes)).unwrap();
+    match check(&requirement(vec![&alice, &bob], 1)).unwrap() {
+        Verified::Signed { signers, digest } => {
+            assert_eq!(
+                signers,
+                [format!("key {}", alice.public_key().fingerprint())]
+            );
+            assert_eq!(digest, kiln::digest::Digest::of(&bytes));
+        }
+        other => panic!("{other:?}"),
+    }
+    let err = check(&requirement(vec![&alice, &bob], 2)).unwrap_err();
+    assert!(
+        err.to_string()
+            .starts_with("1 of 2 required signers verified"),
+        "{err}"
+    );
+
+    std::fs::write(dir.path().join("plugin.wasm.bob.sig"), bob.sign(&bytes)).unwrap();
+    assert!(check(&requirement(vec![&alice, &bob], 2)).is_ok());
+
+    // The bytes change: every signature stops verifying.
+    std::fs::write(&file, b"\0asm tampered").unwrap();
+    let tampered = verify(
+        b"\0asm tampered",
+        &Signatures::next_to(&file).unwrap(),
+        &requirement(vec![&alice], 1),
+        &root,
+    );
+    assert!(
+        matches!(tampered, Err(TrustError::UntrustedKey { .. })),
+        "{tampered:?}"
+    );
+
+    let insecure = Requirement {
+        signers: vec![],
+        min_signers: 1,
+        insecure: true,
+    };
+    assert!(matches!(
+        verify(b"x", &Signatures::default(), &insecure, &root).unwrap(),
+        Verified::Insecure { .. }
+    ));
+}
+
+fn kiln(dir: &Path, args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_kiln"))
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("kiln runs")
+}
+
+#[test]
+fn keygen_sign_and_verify_from_the_command_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::copy(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("Cargo.toml"),
+        d.join("plugin.wasm"),
+    )
+    .unwrap();
+
+    let out = kiln(d, &["plugin", "keygen", "--output-prefix", "release"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    use std::os::unix::fs::PermissionsExt as _;
+    assert_eq!(
+        std::fs::metadata(d.join("release.key"))
+            .unwrap()
+            .permissions()
+            .mode()
+            & 0o777,
+        0o600
+    );
+    assert_eq!(
+        kiln(d, &["plugin", "keygen", "--output-prefix", "release"])
+            .status
+            .code(),
+        Some(2),
+        "never overwrites a key"
+    );
+
+    let out = kiln(
+        d,
+        &["plugin", "verify", "plugin.wasm", "--key", "release.pub"],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&out.stderr)
+            .starts_with("refused plugin.wasm: no signature found (looked for plugin.wasm.sig")
+    );
+
+    assert_eq!(
+        kiln(
+            d,
+            &["plugin", "sign", "plugin.wasm", "--key", "release.key"]
+        )
+        .status
+        .code(),
+        Some(0)
+    );
+    let out = kiln(
+        d,
+        &["plugin", "verify", "plugin.wasm", "--key", "release.pub"],
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).starts_with("verified plugin.wasm (sha256:"));
+
+    // A policy with two required signers; then a tampered component.
+    kiln(d, &["plugin", "keygen", "--output-prefix", "second"]);
+    std::fs::write(
+        d.join("trust.yaml"),
+        "rules:\n- plugins: [plugin]\n  allOf: [{key: release.pub}, {key: second.pub}]\n",
+    )
+    .unwrap();
+    let out = kiln(
+        d,
+        &["plugin", "verify", "plugin.wasm", "--policy", "trust.yaml"],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("1 of 2 required signers verified"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    kiln(
+        d,
+        &[
+            "plugin",
+            "sign",
+            "plugin.wasm",
+            "--key",
+            "second.key",
+            "--output",
+            "plugin.wasm.second.sig",
+        ],
+    );
+    assert_eq!(
+        kiln(
+            d,
+            &["plugin", "verify", "plugin.wasm", "--policy", "trust.yaml"]
+        )
+        .status
+        .code(),
+        Some(0)
+    );
+    std::fs::write(d.join("plugin.wasm"), b"tampered").unwrap();
+    let out = kiln(
+        d,
+        &["plugin", "verify", "plugin.wasm", "--policy", "trust.yaml"],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("signed, but not by a trusted key"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    // Keyless against the conformance bundle, by identity regex.
+    let case = conformance().join("happy-path-v0.3-new-mediaType");
+    std::fs::copy(conformance().join("a.txt"), d.join("a.txt")).unwrap();
+    std::fs::copy(
+        case.join("bundle.sigstore.json"),
+        d.join("a.txt.sigstore.json"),
+    )
+    .unwrap();
+    let out = kiln(
+        d,
+        &[
+            "plugin",
+            "verify",
+            "a.txt",
+            "--certificate-identity-regexp",
+            "https://github.com/sigstore-conformance/.*",
+            "--certificate-oidc-issuer",
+            DEFAULT_ISSUER,
+        ],
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = kiln(
+        d,
+        &[
+            "plugin",
+            "verify",
+            "a.txt",
+            "--certificate-identity",
+            "someone@example.com",
+            "--certificate-oidc-issuer",
+            DEFAULT_ISSUER,
+        ],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).starts_with("refused a.txt: identity mismatch: expected someone@example.com, found https://github.com/sigstore-conformance/"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
