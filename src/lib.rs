@@ -5,6 +5,7 @@
 //! [`render`] (the plugin chain, run by the [`plugin`] host) → [`policy`].
 #![deny(unsafe_code)]
 
+pub mod artifact;
 pub mod digest;
 pub mod manifest;
 pub mod plugin;

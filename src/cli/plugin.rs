@@ -4,6 +4,7 @@ use std::path::PathBuf;
 
 use anyhow::Context as _;
 
+use kiln::artifact::{Fetcher, PluginRef, RegistryCredentials, Store};
 use kiln::digest::Digest;
 use kiln::plugin::contract::{self, VERSION};
 use kiln::trust::{
@@ -45,10 +46,70 @@ pub(crate) enum PluginCommand {
         #[arg(long)]
         output: Option<PathBuf>,
     },
+    /// Push a component to an OCI registry as an artifact with one wasm layer
+    /// (media type application/vnd.wasm.content.layer.v1+wasm); prints the
+    /// manifest digest to pin.
+    Push {
+        /// The component.
+        file: PathBuf,
+        /// Where: oci://REGISTRY/REPOSITORY:TAG.
+        reference: String,
+        #[command(flatten)]
+        registry: RegistryArgs,
+    },
+    /// Pull a component from an OCI registry (tags are resolved to a digest,
+    /// which is printed; the bytes are cached by digest).
+    Pull {
+        /// oci://REGISTRY/REPOSITORY:TAG or @sha256:DIGEST.
+        reference: String,
+        /// Where to write the component. Default: REPOSITORY's last segment + .wasm.
+        #[arg(short, long)]
+        output: Option<PathBuf>,
+        #[command(flatten)]
+        registry: RegistryArgs,
+    },
     /// Verify a component's signatures (FILE.sig, FILE.*.sig,
     /// FILE.sigstore.json, FILE.*.sigstore.json), offline. Exit status 0
     /// verified, 1 refused (the reason is printed), 2 error.
     Verify(VerifyArgs),
+}
+
+/// Registry access.
+#[derive(Debug, clap::Args)]
+pub(crate) struct RegistryArgs {
+    /// Docker config.json with registry credentials (also the format of a
+    /// kubernetes.io/dockerconfigjson Secret). Default: $DOCKER_CONFIG/config.json
+    /// or ~/.docker/config.json, if present.
+    #[arg(long, value_name = "FILE")]
+    registry_config: Option<PathBuf>,
+    /// Deadline of each registry operation.
+    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = super::args::parse_duration)]
+    registry_timeout: std::time::Duration,
+}
+
+impl RegistryArgs {
+    fn fetcher(&self) -> anyhow::Result<Fetcher> {
+        let default = std::env::var_os("DOCKER_CONFIG")
+            .map(|d| PathBuf::from(d).join("config.json"))
+            .or_else(|| {
+                std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".docker/config.json"))
+            })
+            .filter(|p| p.exists());
+        let credentials = match self.registry_config.clone().or(default) {
+            Some(path) => {
+                let json = std::fs::read_to_string(&path)
+                    .with_context(|| format!("cannot read {}", path.display()))?;
+                RegistryCredentials::from_docker_config(&json)
+                    .with_context(|| path.display().to_string())?
+            }
+            None => RegistryCredentials::none(),
+        };
+        let dir = super::default_cache_dir()
+            .context("no cache directory: set HOME")?
+            .join("plugins");
+        let store = Store::open(&dir).with_context(|| format!("plugin store {}", dir.display()))?;
+        Ok(Fetcher::new(store, credentials, self.registry_timeout))
+    }
 }
 
 /// What `kiln plugin verify` checks against.
@@ -111,6 +172,49 @@ pub(crate) async fn run(command: &PluginCommand) -> anyhow::Result<u8> {
             Ok(exit::OK)
         }
         PluginCommand::Verify(args) => verify(args),
+        PluginCommand::Push {
+            file,
+            reference,
+            registry,
+        } => {
+            let reference = PluginRef::parse(reference)?;
+            let bytes =
+                std::fs::read(file).with_context(|| format!("cannot read {}", file.display()))?;
+            let digest = registry.fetcher()?.push(&bytes, &reference).await?;
+            println!(
+                "pushed {} ({}) to {reference}",
+                file.display(),
+                Digest::of(&bytes)
+            );
+            println!("manifest digest: {digest}");
+            Ok(exit::OK)
+        }
+        PluginCommand::Pull {
+            reference,
+            output,
+            registry,
+        } => {
+            let reference = PluginRef::parse(reference)?;
+            let fetched = registry.fetcher()?.fetch(&reference).await?;
+            let output = output.clone().unwrap_or_else(|| {
+                let name = match &reference {
+                    PluginRef::Oci { repository, .. } => {
+                        repository.rsplit('/').next().unwrap_or("plugin").to_owned()
+                    }
+                    _ => "plugin".to_owned(),
+                };
+                PathBuf::from(format!("{name}.wasm"))
+            });
+            std::fs::write(&output, &fetched.bytes)
+                .with_context(|| format!("cannot write {}", output.display()))?;
+            println!(
+                "pulled {} ({}) to {}",
+                fetched.resolved,
+                fetched.digest,
+                output.display()
+            );
+            Ok(exit::OK)
+        }
         PluginCommand::Inspect { file, output } => {
             let bytes =
                 std::fs::read(file).with_context(|| format!("cannot read {}", file.display()))?;

@@ -79,3 +79,4 @@ pub fn guestbook() -> PathBuf {
 }
 
 pub mod git;
+pub mod registry;

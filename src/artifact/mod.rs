@@ -1,0 +1,233 @@
+//! Plugin artifacts: references, distribution and a content-addressed store.
+//!
+//! A plugin comes from an OCI registry (`oci://`, one layer of media type
+//! `application/vnd.wasm.content.layer.v1+wasm`, the convention Kubewarden
+//! and others use), from HTTPS with a required `sha256` pin, or from a file
+//! for development ([`PluginRef`]). Tags are resolved to digests once; the
+//! digest is what is recorded and cached; a pinned digest that does not match
+//! the bytes is refused. Fetched components land in a [`Store`] by digest, so
+//! each is downloaded once.
+
+mod reference;
+mod registry;
+mod store;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+pub use reference::{PluginRef, RefError};
+pub use registry::{RegistryCredentials, RegistryError};
+pub use store::Store;
+
+use crate::digest::Digest;
+
+/// A fetch or push failed. Messages name the reference, never credentials.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ArtifactError {
+    /// The reference is malformed.
+    #[error(transparent)]
+    Ref(#[from] RefError),
+    /// A local file could not be read.
+    #[error("{}: {error}", path.display())]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        error: std::io::Error,
+    },
+    /// The bytes do not match the pinned digest.
+    #[error("{reference}: digest mismatch: expected {expected}, got {found}")]
+    DigestMismatch {
+        /// The reference.
+        reference: String,
+        /// The pin.
+        expected: Digest,
+        /// The bytes' digest.
+        found: Digest,
+    },
+    /// The registry or server refused our credentials (401).
+    #[error("{reference}: unauthorized (401): check the registry credentials")]
+    Unauthorized {
+        /// The reference.
+        reference: String,
+    },
+    /// The credentials lack permission (403).
+    #[error("{reference}: forbidden (403)")]
+    Forbidden {
+        /// The reference.
+        reference: String,
+    },
+    /// Nothing at the reference (404).
+    #[error("{reference}: not found (404)")]
+    NotFound {
+        /// The reference.
+        reference: String,
+    },
+    /// The server did not answer in time.
+    #[error("{reference}: timed out after {after:?}")]
+    Timeout {
+        /// The reference.
+        reference: String,
+        /// The deadline.
+        after: Duration,
+    },
+    /// The artifact has no wasm layer, or more than one.
+    #[error("{reference}: {detail}")]
+    NotAPlugin {
+        /// The reference.
+        reference: String,
+        /// What is wrong.
+        detail: String,
+    },
+    /// Any other registry or HTTP failure.
+    #[error("{reference}: {message}")]
+    Remote {
+        /// The reference.
+        reference: String,
+        /// What went wrong.
+        message: String,
+    },
+    /// The local store failed.
+    #[error("plugin store: {0}")]
+    Store(std::io::Error),
+}
+
+/// A fetched component.
+#[derive(Debug, Clone)]
+pub struct Fetched {
+    /// The component's bytes.
+    pub bytes: Vec<u8>,
+    /// Their digest.
+    pub digest: Digest,
+    /// The reference with its resolved digest (for OCI: the manifest digest),
+    /// what gets recorded.
+    pub resolved: PluginRef,
+}
+
+/// Fetches and pushes plugin artifacts.
+#[derive(Debug)]
+pub struct Fetcher {
+    store: Store,
+    credentials: RegistryCredentials,
+    timeout: Duration,
+}
+
+impl Fetcher {
+    /// A fetcher with a store and registry credentials. `timeout` bounds
+    /// every network operation.
+    pub fn new(store: Store, credentials: RegistryCredentials, timeout: Duration) -> Self {
+        Fetcher {
+            store,
+            credentials,
+            timeout,
+        }
+    }
+
+    /// Fetches a component, from the store when its digest is known.
+    pub async fn fetch(&self, reference: &PluginRef) -> Result<Fetched, ArtifactError> {
+        let name = reference.to_string();
+        match reference {
+            PluginRef::File { path, sha256 } => {
+                let bytes = tokio::fs::read(path)
+                    .await
+                    .map_err(|error| ArtifactError::Io {
+                        path: path.clone(),
+                        error,
+                    })?;
+                let digest = check_pin(&name, &bytes, *sha256)?;
+                Ok(Fetched {
+                    bytes,
+                    digest,
+                    resolved: PluginRef::File {
+                        path: path.clone(),
+                        sha256: Some(digest),
+                    },
+                })
+            }
+            PluginRef::Https { url, sha256 } => {
+                let bytes = match self.store.get(sha256) {
+                    Some(bytes) => bytes,
+                    None => {
+                        let bytes = self.download(&name, url).await?;
+                        check_pin(&name, &bytes, Some(*sha256))?;
+                        self.store.put(&bytes).map_err(ArtifactError::Store)?;
+                        bytes
+                    }
+                };
+                Ok(Fetched {
+                    bytes,
+                    digest: *sha256,
+                    resolved: reference.clone(),
+                })
+            }
+            PluginRef::Oci { .. } => {
+                registry::pull(&self.store, &self.credentials, reference, self.timeout).await
+            }
+        }
+    }
+
+    /// Pushes a component to an OCI reference with a tag; returns the
+    /// manifest digest.
+    pub async fn push(&self, bytes: &[u8], reference: &PluginRef) -> Result<Digest, ArtifactError> {
+        registry::push(&self.credentials, reference, bytes, self.timeout).await
+    }
+
+    async fn download(&self, name: &str, url: &str) -> Result<Vec<u8>, ArtifactError> {
+        let remote = |message: String| ArtifactError::Remote {
+            reference: name.to_owned(),
+            message,
+        };
+        let client = reqwest::Client::builder()
+            .timeout(self.timeout)
+            .no_proxy()
+            .build()
+            .map_err(|e| remote(e.to_string()))?;
+        let response = client.get(url).send().await.map_err(|e| {
+            if e.is_timeout() {
+                ArtifactError::Timeout {
+                    reference: name.to_owned(),
+                    after: self.timeout,
+                }
+            } else {
+                remote(e.to_string())
+            }
+        })?;
+        match response.status().as_u16() {
+            200..=299 => {}
+            401 => {
+                return Err(ArtifactError::Unauthorized {
+                    reference: name.into(),
+                });
+            }
+            403 => {
+                return Err(ArtifactError::Forbidden {
+                    reference: name.into(),
+                });
+            }
+            404 => {
+                return Err(ArtifactError::NotFound {
+                    reference: name.into(),
+                });
+            }
+            code => return Err(remote(format!("HTTP {code}"))),
+        }
+        Ok(response
+            .bytes()
+            .await
+            .map_err(|e| remote(e.to_string()))?
+            .to_vec())
+    }
+}
+
+fn check_pin(reference: &str, bytes: &[u8], pin: Option<Digest>) -> Result<Digest, ArtifactError> {
+    let found = Digest::of(bytes);
+    match pin {
+        Some(expected) if expected != found => Err(ArtifactError::DigestMismatch {
+            reference: reference.to_owned(),
+            expected,
+            found,
+        }),
+        _ => Ok(found),
+    }
+}

@@ -1,0 +1,324 @@
+//! OCI registries: credentials, pull and push, with `oci-client`.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use base64::Engine as _;
+use oci_client::client::{ClientConfig, ClientProtocol, Config, ImageLayer};
+use oci_client::errors::OciDistributionError;
+use oci_client::manifest::{
+    OCI_IMAGE_MEDIA_TYPE, OciImageManifest, WASM_CONFIG_MEDIA_TYPE, WASM_LAYER_MEDIA_TYPE,
+};
+use oci_client::secrets::RegistryAuth;
+use oci_client::{Client, Reference};
+
+use super::{ArtifactError, Fetched, PluginRef, Store};
+use crate::digest::Digest;
+
+/// Registry credentials by host, from Docker's `config.json` format (which is
+/// also the content of a `kubernetes.io/dockerconfigjson` Secret). Never
+/// logged; `Debug` lists hosts only.
+#[derive(Clone, Default)]
+pub struct RegistryCredentials {
+    by_host: BTreeMap<String, (String, String)>,
+}
+
+impl std::fmt::Debug for RegistryCredentials {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RegistryCredentials")
+            .field("hosts", &self.by_host.keys().collect::<Vec<_>>())
+            .finish()
+    }
+}
+
+/// A credentials file could not be read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("registry credentials: {0}")]
+pub struct RegistryError(String);
+
+#[derive(serde::Deserialize)]
+struct DockerConfig {
+    #[serde(default)]
+    auths: BTreeMap<String, DockerAuth>,
+}
+
+#[derive(serde::Deserialize)]
+struct DockerAuth {
+    auth: Option<String>,
+    username: Option<String>,
+    password: Option<String>,
+}
+
+impl RegistryCredentials {
+    /// No credentials: anonymous access.
+    pub fn none() -> Self {
+        Self::default()
+    }
+
+    /// Parses a Docker `config.json` / `.dockerconfigjson`.
+    pub fn from_docker_config(json: &str) -> Result<Self, RegistryError> {
+        let config: DockerConfig =
+            serde_json::from_str(json).map_err(|e| RegistryError(e.to_string()))?;
+        let mut by_host = BTreeMap::new();
+        for (host, auth) in config.auths {
+            let host = host
+                .trim_start_matches("https://")
+                .trim_start_matches("http://")
+                .trim_end_matches('/')
+                .trim_end_matches("/v1")
+                .trim_end_matches("/v2")
+                .to_owned();
+            let pair = match (auth.auth, auth.username, auth.password) {
+                (Some(encoded), _, _) => {
+                    let decoded = base64::engine::general_purpose::STANDARD
+                        .decode(encoded.trim())
+                        .map_err(|_| RegistryError(format!("{host}: `auth` is not base64")))?;
+                    let text = String::from_utf8(decoded)
+                        .map_err(|_| RegistryError(format!("{host}: `auth` is not UTF-8")))?;
+                    let (user, password) = text.split_once(':').ok_or_else(|| {
+                        RegistryError(format!("{host}: `auth` is not user:password"))
+                    })?;
+                    (user.to_owned(), password.to_owned())
+                }
+                (None, Some(user), Some(password)) => (user, password),
+                _ => continue,
+            };
+            by_host.insert(host, pair);
+        }
+        Ok(RegistryCredentials { by_host })
+    }
+
+    fn auth(&self, registry: &str) -> RegistryAuth {
+        match self.by_host.get(registry) {
+            Some((user, password)) => RegistryAuth::Basic(user.clone(), password.clone()),
+            None => RegistryAuth::Anonymous,
+        }
+    }
+}
+
+/// Registries on loopback speak plain HTTP (tests, local trials); every other
+/// registry HTTPS.
+fn client(registry: &str) -> Result<Client, OciDistributionError> {
+    let host = registry.rsplit_once(':').map_or(registry, |(h, _)| h);
+    let protocol = if matches!(host, "127.0.0.1" | "localhost" | "[::1]") {
+        ClientProtocol::HttpsExcept(vec![registry.to_owned()])
+    } else {
+        ClientProtocol::Https
+    };
+    Client::try_from(ClientConfig {
+        protocol,
+        ..Default::default()
+    })
+}
+
+fn oci_reference(reference: &PluginRef) -> Result<(Reference, String), ArtifactError> {
+    let name = reference.to_string();
+    let PluginRef::Oci {
+        repository,
+        tag,
+        digest,
+    } = reference
+    else {
+        return Err(ArtifactError::NotAPlugin {
+            reference: name,
+            detail: "not an oci:// reference".into(),
+        });
+    };
+    let (registry, repo) = repository.split_once('/').unwrap_or((repository, ""));
+    let parsed = match (tag, digest) {
+        (_, Some(digest)) => {
+            Reference::with_digest(registry.into(), repo.into(), digest.to_string())
+        }
+        (Some(tag), None) => Reference::with_tag(registry.into(), repo.into(), tag.clone()),
+        (None, None) => {
+            return Err(ArtifactError::NotAPlugin {
+                reference: name,
+                detail: "no tag or digest".into(),
+            });
+        }
+    };
+    Ok((parsed, name))
+}
+
+fn error(reference: &str, e: OciDistributionError) -> ArtifactError {
+    let reference = reference.to_owned();
+    match &e {
+        OciDistributionError::UnauthorizedError { .. }
+        | OciDistributionError::AuthenticationFailure(_) => {
+            ArtifactError::Unauthorized { reference }
+        }
+        OciDistributionError::ImageManifestNotFoundError(_) => {
+            ArtifactError::NotFound { reference }
+        }
+        OciDistributionError::ServerError { code: 401, .. } => {
+            ArtifactError::Unauthorized { reference }
+        }
+        OciDistributionError::ServerError { code: 403, .. } => {
+            ArtifactError::Forbidden { reference }
+        }
+        OciDistributionError::ServerError { code: 404, .. } => {
+            ArtifactError::NotFound { reference }
+        }
+        OciDistributionError::RegistryError { envelope, .. }
+            if envelope.errors.iter().any(|e| {
+                matches!(
+                    e.code,
+                    oci_client::errors::OciErrorCode::ManifestUnknown
+                        | oci_client::errors::OciErrorCode::NameUnknown
+                        | oci_client::errors::OciErrorCode::NotFound
+                )
+            }) =>
+        {
+            ArtifactError::NotFound { reference }
+        }
+        OciDistributionError::RegistryError { envelope, .. }
+            if envelope
+                .errors
+                .iter()
+                .any(|e| matches!(e.code, oci_client::errors::OciErrorCode::Unauthorized)) =>
+        {
+            ArtifactError::Unauthorized { reference }
+        }
+        _ => ArtifactError::Remote {
+            reference,
+            message: e.to_string(),
+        },
+    }
+}
+
+async fn timed<T>(
+    reference: &str,
+    after: Duration,
+    f: impl std::future::Future<Output = Result<T, OciDistributionError>>,
+) -> Result<T, ArtifactError> {
+    match tokio::time::timeout(after, f).await {
+        Err(_) => Err(ArtifactError::Timeout {
+            reference: reference.to_owned(),
+            after,
+        }),
+        Ok(result) => result.map_err(|e| error(reference, e)),
+    }
+}
+
+/// Resolves the tag (once), then returns the component from the store or
+/// pulls its wasm layer.
+pub(super) async fn pull(
+    store: &Store,
+    credentials: &RegistryCredentials,
+    reference: &PluginRef,
+    timeout: Duration,
+) -> Result<Fetched, ArtifactError> {
+    let (parsed, name) = oci_reference(reference)?;
+    let registry = parsed.resolve_registry().to_owned();
+    let auth = credentials.auth(&registry);
+    let client = client(&registry).map_err(|e| error(&name, e))?;
+    let manifest_digest: Digest = match reference {
+        PluginRef::Oci {
+            digest: Some(d), ..
+        } => *d,
+        _ => {
+            let text = timed(&name, timeout, client.fetch_manifest_digest(&parsed, &auth)).await?;
+            text.parse().map_err(|_| ArtifactError::Remote {
+                reference: name.clone(),
+                message: format!("registry sent an unusable digest `{text}`"),
+            })?
+        }
+    };
+    let PluginRef::Oci {
+        repository, tag, ..
+    } = reference
+    else {
+        unreachable!("checked by oci_reference")
+    };
+    let resolved = PluginRef::Oci {
+        repository: repository.clone(),
+        tag: tag.clone(),
+        digest: Some(manifest_digest),
+    };
+    if let Some(component) = store.manifest(&manifest_digest)
+        && let Some(bytes) = store.get(&component)
+    {
+        return Ok(Fetched {
+            bytes,
+            digest: component,
+            resolved,
+        });
+    }
+    let by_digest = parsed.clone_with_digest(manifest_digest.to_string());
+    let image = timed(
+        &name,
+        timeout,
+        client.pull(&by_digest, &auth, vec![WASM_LAYER_MEDIA_TYPE]),
+    )
+    .await?;
+    let [layer] = &image.layers[..] else {
+        return Err(ArtifactError::NotAPlugin {
+            reference: name,
+            detail: format!(
+                "expected exactly one {WASM_LAYER_MEDIA_TYPE} layer, found {}",
+                image.layers.len()
+            ),
+        });
+    };
+    let digest = store.put(&layer.data).map_err(ArtifactError::Store)?;
+    store
+        .remember_manifest(&manifest_digest, &digest)
+        .map_err(ArtifactError::Store)?;
+    Ok(Fetched {
+        bytes: layer.data.to_vec(),
+        digest,
+        resolved,
+    })
+}
+
+/// Pushes one wasm layer (with the wasm config media type) under a tag.
+pub(super) async fn push(
+    credentials: &RegistryCredentials,
+    reference: &PluginRef,
+    bytes: &[u8],
+    timeout: Duration,
+) -> Result<Digest, ArtifactError> {
+    let (parsed, name) = oci_reference(reference)?;
+    let registry = parsed.resolve_registry().to_owned();
+    let auth = credentials.auth(&registry);
+    let client = client(&registry).map_err(|e| error(&name, e))?;
+    let layer = ImageLayer::new(bytes.to_vec(), WASM_LAYER_MEDIA_TYPE.to_owned(), None);
+    let config = Config::new(b"{}".to_vec(), WASM_CONFIG_MEDIA_TYPE.to_owned(), None);
+    let mut manifest = OciImageManifest::build(std::slice::from_ref(&layer), &config, None);
+    manifest.media_type = Some(OCI_IMAGE_MEDIA_TYPE.to_owned());
+    timed(
+        &name,
+        timeout,
+        client.push(&parsed, &[layer], config, &auth, Some(manifest)),
+    )
+    .await?;
+    let digest = timed(&name, timeout, client.fetch_manifest_digest(&parsed, &auth)).await?;
+    digest.parse().map_err(|_| ArtifactError::Remote {
+        reference: name,
+        message: format!("registry sent an unusable digest `{digest}`"),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn docker_config_formats() {
+        let json = r#"{"auths": {
+            "https://ghcr.io/v2/": {"auth": "dXNlcjpwYXNz"},
+            "127.0.0.1:5000": {"username": "kiln", "password": "s3cret"},
+            "empty.example": {}
+        }}"#;
+        let creds = RegistryCredentials::from_docker_config(json).unwrap();
+        assert!(
+            matches!(creds.auth("ghcr.io"), RegistryAuth::Basic(u, p) if u == "user" && p == "pass")
+        );
+        assert!(matches!(creds.auth("127.0.0.1:5000"), RegistryAuth::Basic(u, _) if u == "kiln"));
+        assert!(matches!(creds.auth("docker.io"), RegistryAuth::Anonymous));
+        assert!(!format!("{creds:?}").contains("s3cret"));
+        assert!(
+            RegistryCredentials::from_docker_config(r#"{"auths":{"h":{"auth":"%%"}}}"#).is_err()
+        );
+    }
+}

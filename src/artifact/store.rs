@@ -1,0 +1,95 @@
+//! A content-addressed store of fetched components: each digest is
+//! downloaded once. Disposable, like every Kiln cache.
+
+use std::io;
+use std::path::Path;
+
+use cap_std::ambient_authority;
+use cap_std::fs::Dir;
+
+use crate::digest::Digest;
+
+/// Components by digest, in a directory opened through cap-std.
+#[derive(Debug)]
+pub struct Store {
+    dir: Dir,
+}
+
+impl Store {
+    /// Opens (creating) the store directory.
+    pub fn open(path: &Path) -> io::Result<Self> {
+        std::fs::create_dir_all(path)?;
+        Ok(Store {
+            dir: Dir::open_ambient_dir(path, ambient_authority())?,
+        })
+    }
+
+    fn name(digest: &Digest) -> String {
+        format!("sha256-{}.wasm", digest.hex())
+    }
+
+    /// The component with this digest, if stored and intact (a corrupt entry
+    /// is removed and reported as missing).
+    pub fn get(&self, digest: &Digest) -> Option<Vec<u8>> {
+        let name = Self::name(digest);
+        let bytes = self.dir.read(&name).ok()?;
+        if Digest::of(&bytes) == *digest {
+            Some(bytes)
+        } else {
+            tracing::warn!(%digest, "corrupt entry in the plugin store; fetching it again");
+            let _ = self.dir.remove_file(&name);
+            None
+        }
+    }
+
+    /// Stores bytes under their digest (atomically) and returns it.
+    pub fn put(&self, bytes: &[u8]) -> io::Result<Digest> {
+        let digest = Digest::of(bytes);
+        let name = Self::name(&digest);
+        let tmp = format!("{name}.{}.tmp", std::process::id());
+        self.dir.write(&tmp, bytes)?;
+        self.dir.rename(&tmp, &self.dir, &name)?;
+        Ok(digest)
+    }
+
+    /// Remembers which component a resolved OCI manifest carries, so a
+    /// manifest digest seen before costs no download.
+    pub fn remember_manifest(&self, manifest: &Digest, component: &Digest) -> io::Result<()> {
+        self.dir.write(
+            format!("manifest-{}", manifest.hex()),
+            component.to_string(),
+        )
+    }
+
+    /// The component digest of a manifest seen before.
+    pub fn manifest(&self, manifest: &Digest) -> Option<Digest> {
+        self.dir
+            .read_to_string(format!("manifest-{}", manifest.hex()))
+            .ok()?
+            .trim()
+            .parse()
+            .ok()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stores_by_digest_and_drops_corrupt_entries() {
+        let tmp = tempfile::tempdir().unwrap();
+        let store = Store::open(tmp.path()).unwrap();
+        let digest = store.put(b"component").unwrap();
+        assert_eq!(store.get(&digest).unwrap(), b"component");
+        std::fs::write(
+            tmp.path().join(format!("sha256-{}.wasm", digest.hex())),
+            b"tampered",
+        )
+        .unwrap();
+        assert_eq!(store.get(&digest), None);
+        let manifest = Digest::of(b"manifest");
+        store.remember_manifest(&manifest, &digest).unwrap();
+        assert_eq!(store.manifest(&manifest), Some(digest));
+    }
+}

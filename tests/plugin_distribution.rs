@@ -1,0 +1,156 @@
+//! Plugin distribution against a real OCI registry on loopback: push, pull,
+//! tag resolution, the content-addressed store, auth and failures.
+
+mod support;
+
+use std::time::Duration;
+
+use kiln::artifact::{ArtifactError, Fetcher, PluginRef, RegistryCredentials, Store};
+use kiln::digest::Digest;
+use support::registry::Registry;
+
+fn fetcher(store: &std::path::Path, credentials: RegistryCredentials) -> Fetcher {
+    Fetcher::new(
+        Store::open(store).unwrap(),
+        credentials,
+        Duration::from_secs(5),
+    )
+}
+
+fn oci(s: &str) -> PluginRef {
+    PluginRef::parse(s).unwrap()
+}
+
+macro_rules! registry_or_skip {
+    ($auth:expr) => {
+        match Registry::start($auth) {
+            Some(r) => r,
+            None => {
+                eprintln!("SKIPPED LOUDLY: /usr/bin/docker-registry is not installed (scripts/test installs it)");
+                return;
+            }
+        }
+    };
+}
+
+#[tokio::test]
+async fn push_pull_tags_resolve_to_digests_and_the_store_serves_repeats() {
+    let registry = registry_or_skip!(None);
+    let store = tempfile::tempdir().unwrap();
+    let fetcher = fetcher(store.path(), RegistryCredentials::none());
+    let component = std::fs::read(support::component("values")).unwrap();
+    let tag = oci(&format!("oci://{}/kiln/values:1.0", registry.host()));
+
+    let manifest = fetcher.push(&component, &tag).await.unwrap();
+    let pulled = fetcher.fetch(&tag).await.unwrap();
+    assert_eq!(pulled.bytes, component);
+    assert_eq!(pulled.digest, Digest::of(&component));
+    match &pulled.resolved {
+        PluginRef::Oci {
+            digest: Some(d),
+            tag: Some(t),
+            ..
+        } => assert_eq!((d, t.as_str()), (&manifest, "1.0")),
+        other => panic!("{other:?}"),
+    }
+
+    // By digest, with the registry gone: served from the store.
+    drop(registry);
+    let again = fetcher.fetch(&pulled.resolved).await.unwrap();
+    assert_eq!(again.digest, pulled.digest);
+}
+
+#[tokio::test]
+async fn moving_a_tag_to_another_component_is_detected() {
+    let registry = registry_or_skip!(None);
+    let store = tempfile::tempdir().unwrap();
+    let fetcher = fetcher(store.path(), RegistryCredentials::none());
+    let tag = oci(&format!("oci://{}/kiln/plugin:stable", registry.host()));
+    let first = std::fs::read(support::component("values")).unwrap();
+    let second = std::fs::read(support::component("required-labels")).unwrap();
+    fetcher.push(&first, &tag).await.unwrap();
+    let before = fetcher.fetch(&tag).await.unwrap();
+    fetcher.push(&second, &tag).await.unwrap();
+    let after = fetcher.fetch(&tag).await.unwrap();
+    assert_ne!(
+        before.resolved, after.resolved,
+        "the tag now resolves to another manifest digest"
+    );
+    assert_eq!(after.digest, Digest::of(&second));
+}
+
+#[tokio::test]
+async fn registry_auth_and_failures_name_the_reference() {
+    let registry = registry_or_skip!(Some(("kiln", "s3cret")));
+    let store = tempfile::tempdir().unwrap();
+    let component = std::fs::read(support::component("values")).unwrap();
+    let tag = oci(&format!("oci://{}/kiln/private:1", registry.host()));
+
+    let anonymous = fetcher(store.path(), RegistryCredentials::none());
+    let err = anonymous.push(&component, &tag).await.unwrap_err();
+    assert!(matches!(err, ArtifactError::Unauthorized { .. }), "{err}");
+    assert!(
+        err.to_string().starts_with(&format!(
+            "oci://{}/kiln/private:1: unauthorized",
+            registry.host()
+        )),
+        "{err}"
+    );
+
+    let config = |password: &str| {
+        RegistryCredentials::from_docker_config(&format!(
+            r#"{{"auths":{{"{}":{{"username":"kiln","password":"{password}"}}}}}}"#,
+            registry.host()
+        ))
+        .unwrap()
+    };
+    let wrong = fetcher(store.path(), config("wrong"));
+    let err = wrong.fetch(&tag).await.unwrap_err();
+    assert!(matches!(err, ArtifactError::Unauthorized { .. }), "{err}");
+    assert!(!format!("{err:?}").contains("wrong"));
+
+    let right = fetcher(store.path(), config("s3cret"));
+    right.push(&component, &tag).await.unwrap();
+    assert_eq!(right.fetch(&tag).await.unwrap().bytes, component);
+
+    let missing = oci(&format!("oci://{}/kiln/private:nope", registry.host()));
+    let err = right.fetch(&missing).await.unwrap_err();
+    assert!(matches!(err, ArtifactError::NotFound { .. }), "{err}");
+}
+
+#[tokio::test]
+async fn a_hanging_registry_times_out() {
+    let hole = support::git::Blackhole::start();
+    let store = tempfile::tempdir().unwrap();
+    let fetcher = Fetcher::new(
+        Store::open(store.path()).unwrap(),
+        RegistryCredentials::none(),
+        Duration::from_millis(500),
+    );
+    let err = fetcher
+        .fetch(&oci(&format!("oci://127.0.0.1:{}/kiln/x:1", hole.port)))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, ArtifactError::Timeout { .. }), "{err}");
+}
+
+#[tokio::test]
+async fn a_pinned_file_digest_must_match() {
+    let file = support::component("values");
+    let digest = Digest::of(&std::fs::read(&file).unwrap());
+    let store = tempfile::tempdir().unwrap();
+    let fetcher = fetcher(store.path(), RegistryCredentials::none());
+    let good = oci(&format!("{}@{digest}", file.display()));
+    assert_eq!(fetcher.fetch(&good).await.unwrap().digest, digest);
+    let wrong = Digest::of(b"something else");
+    let err = fetcher
+        .fetch(&oci(&format!("file://{}@{wrong}", file.display())))
+        .await
+        .unwrap_err();
+    match err {
+        ArtifactError::DigestMismatch {
+            expected, found, ..
+        } => assert_eq!((expected, found), (wrong, digest)),
+        other => panic!("{other}"),
+    }
+}

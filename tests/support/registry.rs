@@ -1,0 +1,74 @@
+//! A real OCI registry (the CNCF distribution registry, Debian's
+//! `docker-registry`) on loopback, with optional htpasswd auth.
+
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+pub struct Registry {
+    child: Child,
+    pub port: u16,
+    _dir: tempfile::TempDir,
+}
+
+impl Registry {
+    /// `None` when the registry binary is not installed.
+    pub fn start(auth: Option<(&str, &str)>) -> Option<Self> {
+        let binary = Path::new("/usr/bin/docker-registry");
+        if !binary.exists() {
+            return None;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        let port = super::git::free_port();
+        let mut config = format!(
+            "version: 0.1\nlog: {{level: error, accesslog: {{disabled: true}}}}\n\
+             storage: {{filesystem: {{rootdirectory: {}/data}}, delete: {{enabled: true}}}}\n\
+             http: {{addr: 127.0.0.1:{port}, secret: kiln-test-only}}\n",
+            d.display()
+        );
+        if let Some((user, password)) = auth {
+            // bcrypt, as the registry requires.
+            let out = Command::new("python3")
+                .args(["-c", "import crypt,sys; print(crypt.crypt(sys.argv[1], crypt.mksalt(crypt.METHOD_BLOWFISH)))", password])
+                .output()
+                .unwrap();
+            let hash = String::from_utf8(out.stdout).unwrap();
+            std::fs::write(d.join("htpasswd"), format!("{user}:{}\n", hash.trim())).unwrap();
+            config.push_str(&format!(
+                "auth: {{htpasswd: {{realm: kiln-test, path: {}/htpasswd}}}}\n",
+                d.display()
+            ));
+        }
+        std::fs::write(d.join("config.yml"), config).unwrap();
+        let child = Command::new(binary)
+            .arg("serve")
+            .arg(d.join("config.yml"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .ok()?;
+        for _ in 0..200 {
+            if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+                return Some(Registry {
+                    child,
+                    port,
+                    _dir: dir,
+                });
+            }
+            std::thread::sleep(Duration::from_millis(25));
+        }
+        panic!("docker-registry did not start on {port}");
+    }
+
+    pub fn host(&self) -> String {
+        format!("127.0.0.1:{}", self.port)
+    }
+}
+
+impl Drop for Registry {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
