@@ -154,3 +154,73 @@ async fn a_pinned_file_digest_must_match() {
         other => panic!("{other}"),
     }
 }
+
+#[test]
+fn kiln_push_pull_and_render_from_a_registry() {
+    let registry = registry_or_skip!(None);
+    let work = tempfile::tempdir().unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let kiln = |args: &[&str]| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_kiln"))
+            .args(args)
+            .current_dir(work.path())
+            .env("HOME", home.path())
+            .env_remove("XDG_CACHE_HOME")
+            .env_remove("DOCKER_CONFIG")
+            .output()
+            .unwrap()
+    };
+    let values = support::component("values");
+    let reference = format!("oci://{}/kiln/values:0.1.0", registry.host());
+    let out = kiln(&["plugin", "push", values.to_str().unwrap(), &reference]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("manifest digest: sha256:"), "{stdout}");
+
+    let out = kiln(&["plugin", "pull", &reference, "-o", "pulled.wasm"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        std::fs::read(work.path().join("pulled.wasm")).unwrap(),
+        std::fs::read(&values).unwrap()
+    );
+
+    let app = support::guestbook();
+    let out = kiln(&[
+        "render",
+        app.to_str().unwrap(),
+        "--no-compile-cache",
+        "--plugin",
+        &reference,
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("guestbook-frontend"));
+
+    let out = kiln(&[
+        "plugin",
+        "pull",
+        &format!("oci://{}/kiln/values:9.9.9", registry.host()),
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        format!(
+            "error: oci://{}/kiln/values:9.9.9: not found (404)\n",
+            registry.host()
+        )
+    );
+}

@@ -493,3 +493,88 @@ fn keygen_sign_and_verify_from_the_command_line() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+#[test]
+fn render_refuses_plugins_the_trust_policy_does_not_accept() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    std::fs::copy(root.join("plugins/dist/values.wasm"), d.join("values.wasm"))
+        .expect("scripts/build-plugins ran");
+    let app = root.join("examples/guestbook");
+    let app = app.to_str().unwrap();
+    assert_eq!(
+        kiln(d, &["plugin", "keygen", "--output-prefix", "dev"])
+            .status
+            .code(),
+        Some(0)
+    );
+    std::fs::write(
+        d.join("trust.yaml"),
+        "rules:\n- plugins: [values]\n  anyOf: [{key: dev.pub}]\n",
+    )
+    .unwrap();
+    let render = |d: &Path| {
+        kiln(
+            d,
+            &[
+                "render",
+                app,
+                "--no-compile-cache",
+                "--plugin",
+                "values.wasm",
+                "--trust-policy",
+                "trust.yaml",
+            ],
+        )
+    };
+
+    let out = render(d);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.starts_with("error: plugin values (file://values.wasm) refused: no signature found"),
+        "{stderr}"
+    );
+    assert!(out.stdout.is_empty(), "nothing rendered");
+
+    assert_eq!(
+        kiln(d, &["plugin", "sign", "values.wasm", "--key", "dev.key"])
+            .status
+            .code(),
+        Some(0)
+    );
+    let out = render(d);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("guestbook-frontend"));
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("not verified"));
+
+    // A plugin no rule names is refused; an insecure rule is loud.
+    std::fs::write(
+        d.join("trust.yaml"),
+        "rules:\n- plugins: [other]\n  insecure: true\n",
+    )
+    .unwrap();
+    let out = render(d);
+    assert!(
+        String::from_utf8_lossy(&out.stderr)
+            .contains("refused: no rule of trust policy trust.yaml matches it")
+    );
+    std::fs::write(
+        d.join("trust.yaml"),
+        "rules:\n- plugins: ['*']\n  insecure: true\n",
+    )
+    .unwrap();
+    let out = render(d);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("WARNING: plugin values (sha256:"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

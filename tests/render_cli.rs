@@ -114,9 +114,15 @@ fn a_plugin_error_is_one_line_naming_plugin_and_cause() {
     ];
     let out = kiln(&args);
     assert_eq!(out.status.code(), Some(2));
+    let stderr = text(&out.stderr);
     assert_eq!(
-        text(&out.stderr),
-        "error: plugin fixture-misbehave: timed out after 300ms\n"
+        stderr.lines().last(),
+        Some("error: plugin fixture-misbehave: timed out after 300ms"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.starts_with("warning: plugin fixture-misbehave (sha256:"),
+        "unverified plugins are reported: {stderr}"
     );
     assert!(out.stdout.is_empty());
 }

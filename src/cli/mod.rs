@@ -2,6 +2,7 @@
 //! work is done by the library.
 
 mod args;
+mod load;
 mod plugin;
 mod render;
 mod source;

@@ -88,7 +88,7 @@ pub(crate) struct RegistryArgs {
 }
 
 impl RegistryArgs {
-    fn fetcher(&self) -> anyhow::Result<Fetcher> {
+    pub(crate) fn fetcher(&self) -> anyhow::Result<Fetcher> {
         let default = std::env::var_os("DOCKER_CONFIG")
             .map(|d| PathBuf::from(d).join("config.json"))
             .or_else(|| {

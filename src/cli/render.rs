@@ -48,16 +48,16 @@ pub(crate) struct RenderArgs {
     git: super::source::GitArgs,
 
     /// A renderer component; repeat for a chain (each gets the previous output).
-    #[arg(long = "plugin", value_name = "FILE.wasm")]
-    plugins: Vec<PathBuf>,
+    #[arg(long = "plugin", value_name = "REF")]
+    plugins: Vec<String>,
 
     /// A parameter for the preceding --plugin.
     #[arg(long = "param", value_name = "KEY=VALUE", value_parser = parse_key_value)]
     params: Vec<(String, String)>,
 
     /// A policy component; repeat for several.
-    #[arg(long = "policy", value_name = "FILE.wasm")]
-    policies: Vec<PathBuf>,
+    #[arg(long = "policy", value_name = "REF")]
+    policies: Vec<String>,
 
     /// A setting for the preceding --policy.
     #[arg(long = "setting", value_name = "KEY=VALUE", value_parser = parse_key_value)]
@@ -87,8 +87,17 @@ pub(crate) struct RenderArgs {
     #[arg(long, default_value = "default")]
     project: String,
 
+    /// Verify every plugin against this trust policy before it is compiled
+    /// (see docs/plugins.md). Without it, each plugin is reported as not
+    /// verified.
+    #[arg(long, value_name = "FILE")]
+    trust_policy: Option<PathBuf>,
+
     #[command(flatten)]
     host: HostArgs,
+
+    #[command(flatten)]
+    registry: super::plugin::RegistryArgs,
 }
 
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
@@ -130,10 +139,7 @@ pub(crate) async fn run(args: &RenderArgs, matches: &ArgMatches) -> anyhow::Resu
     let modes: Vec<Vec<Mode>> =
         group_by_preceding(matches, "policies", "--policy", "modes", "--mode")?;
     if let Some(i) = modes.iter().position(|m| m.len() > 1) {
-        bail!(
-            "--policy {} has more than one --mode",
-            args.policies[i].display()
-        );
+        bail!("--policy {} has more than one --mode", args.policies[i]);
     }
 
     let (view, mut context) = match (&args.dir, &args.git.repo) {
@@ -147,33 +153,31 @@ pub(crate) async fn run(args: &RenderArgs, matches: &ArgMatches) -> anyhow::Resu
     context.namespace = args.namespace.clone();
     context.project = args.project.clone();
 
-    let host = args.host.host()?;
-    let (chain, policies) = {
-        let (plugins, policy_files) = (args.plugins.clone(), args.policies.clone());
-        let recurse = args.recurse;
-        tokio::task::spawn_blocking(move || -> anyhow::Result<_> {
-            let mut chain = Vec::new();
-            for (file, params) in plugins.iter().zip(params) {
-                let plugin = host.load_file(file, World::Renderer, None)?;
-                chain.push(Step::Plugin { plugin, params });
-            }
-            if chain.is_empty() {
-                chain.push(Step::Directory(DirectoryOptions { recurse }));
-            }
-            let mut policies = Vec::new();
-            for ((file, settings), mode) in policy_files.iter().zip(settings).zip(modes) {
-                let plugin = host.load_file(file, World::Policy, None)?;
-                let mode = mode.first().copied().unwrap_or_default();
-                policies.push(PolicyStep {
-                    plugin,
-                    settings,
-                    mode,
-                });
-            }
-            Ok((chain, policies))
-        })
-        .await??
-    };
+    let loader = super::load::Loader::new(
+        args.host.host()?,
+        args.registry.fetcher()?,
+        args.trust_policy.as_ref(),
+    )?;
+    let mut chain = Vec::new();
+    for (reference, params) in args.plugins.iter().zip(params) {
+        let plugin = loader.load(reference, World::Renderer).await?;
+        chain.push(Step::Plugin { plugin, params });
+    }
+    if chain.is_empty() {
+        chain.push(Step::Directory(DirectoryOptions {
+            recurse: args.recurse,
+        }));
+    }
+    let mut policies = Vec::new();
+    for ((reference, settings), mode) in args.policies.iter().zip(settings).zip(modes) {
+        let plugin = loader.load(reference, World::Policy).await?;
+        let mode = mode.first().copied().unwrap_or_default();
+        policies.push(PolicyStep {
+            plugin,
+            settings,
+            mode,
+        });
+    }
 
     let rendered = render::render(view.clone(), &context, &chain).await?;
     let report = policy::evaluate(view, &context, rendered.objects.clone(), &policies).await;

@@ -1,0 +1,115 @@
+//! Loading the plugins a command names: fetch (file, https, oci), verify
+//! against the trust policy, compile.
+
+use std::path::PathBuf;
+
+use anyhow::{Context as _, bail};
+
+use kiln::artifact::{Fetcher, PluginRef};
+use kiln::plugin::{Plugin, PluginHost, World};
+use kiln::trust::{Signatures, TrustPolicy, TrustRoot, Verified};
+
+/// Loads plugins for one command.
+pub(crate) struct Loader {
+    host: PluginHost,
+    fetcher: Fetcher,
+    trust: Option<(PathBuf, TrustPolicy, TrustRoot)>,
+}
+
+impl Loader {
+    pub(crate) fn new(
+        host: PluginHost,
+        fetcher: Fetcher,
+        trust_policy: Option<&PathBuf>,
+    ) -> anyhow::Result<Self> {
+        let trust = match trust_policy {
+            Some(path) => {
+                let policy = TrustPolicy::load(path)?;
+                let root = match &policy.trusted_root {
+                    Some(root) => TrustRoot::from_file(root)?,
+                    None => TrustRoot::public_good()?,
+                };
+                Some((path.clone(), policy, root))
+            }
+            None => None,
+        };
+        Ok(Loader {
+            host,
+            fetcher,
+            trust,
+        })
+    }
+
+    /// Fetches, verifies and compiles one plugin.
+    pub(crate) async fn load(&self, text: &str, world: World) -> anyhow::Result<Plugin> {
+        let reference = PluginRef::parse(text)?;
+        let name = plugin_name(&reference);
+        let fetched = self.fetcher.fetch(&reference).await?;
+        match &self.trust {
+            None => eprintln!(
+                "warning: plugin {name} ({}) is not verified: no --trust-policy given",
+                fetched.digest
+            ),
+            Some((path, policy, root)) => {
+                let shown = reference.to_string();
+                let Some(requirement) = policy.requirement(&name, &shown) else {
+                    bail!(
+                        "plugin {name} ({shown}) refused: no rule of trust policy {} matches it",
+                        path.display()
+                    );
+                };
+                let signatures = match &reference {
+                    PluginRef::File { path, .. } => Signatures::next_to(path)
+                        .with_context(|| format!("signatures of {}", path.display()))?,
+                    // Signatures stored beside OCI and HTTPS artifacts are not
+                    // looked up yet: such plugins verify only under
+                    // `insecure: true`.
+                    _ => Signatures {
+                        looked: vec![format!(
+                            "signatures beside {shown} (not supported for this kind of reference yet)"
+                        )],
+                        ..Default::default()
+                    },
+                };
+                match kiln::trust::verify(&fetched.bytes, &signatures, requirement, root) {
+                    Ok(Verified::Insecure { digest }) => {
+                        eprintln!(
+                            "WARNING: plugin {name} ({digest}) runs UNVERIFIED: the trust policy marks it insecure"
+                        )
+                    }
+                    Ok(_) => {
+                        tracing::info!(plugin = %name, digest = %fetched.digest, "plugin verified")
+                    }
+                    Err(reason) => bail!("plugin {name} ({shown}) refused: {reason}"),
+                }
+            }
+        }
+        let host = self.host.clone();
+        let bytes = fetched.bytes;
+        let plugin =
+            tokio::task::spawn_blocking(move || host.load(&name, &bytes, world, None)).await??;
+        Ok(plugin)
+    }
+}
+
+/// A plugin's name: the file stem, or the last path segment of its
+/// repository or URL.
+fn plugin_name(reference: &PluginRef) -> String {
+    let raw = match reference {
+        PluginRef::File { path, .. } => path
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default(),
+        PluginRef::Oci { repository, .. } => {
+            repository.rsplit('/').next().unwrap_or_default().to_owned()
+        }
+        PluginRef::Https { url, .. } => url.rsplit('/').next().unwrap_or_default().to_owned(),
+        _ => String::new(),
+    };
+    let name = raw.strip_suffix(".wasm").unwrap_or(&raw);
+    if name.is_empty() {
+        "plugin".to_owned()
+    } else {
+        name.to_owned()
+    }
+}
