@@ -224,3 +224,88 @@ fn kiln_push_pull_and_render_from_a_registry() {
         )
     );
 }
+
+#[test]
+fn signed_oci_plugins_verify_and_a_moved_tag_is_refused() {
+    let registry = registry_or_skip!(None);
+    let work = tempfile::tempdir().unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let kiln = |args: &[&str]| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_kiln"))
+            .args(args)
+            .current_dir(work.path())
+            .env("HOME", home.path())
+            .env_remove("XDG_CACHE_HOME")
+            .env_remove("DOCKER_CONFIG")
+            .output()
+            .unwrap()
+    };
+    let text = |o: &std::process::Output| String::from_utf8_lossy(&o.stderr).into_owned();
+    let reference = format!("oci://{}/kiln/values:stable", registry.host());
+    let app = support::guestbook();
+    let app = app.to_str().unwrap();
+    kiln(&["plugin", "keygen", "--output-prefix", "release"]);
+    kiln(&["plugin", "keygen", "--output-prefix", "stranger"]);
+    std::fs::write(
+        work.path().join("trust.yaml"),
+        "rules:\n- plugins: ['oci://*']\n  anyOf: [{key: release.pub}]\n",
+    )
+    .unwrap();
+    let render = || {
+        kiln(&[
+            "render",
+            app,
+            "--no-compile-cache",
+            "--trust-policy",
+            "trust.yaml",
+            "--plugin",
+            &reference,
+        ])
+    };
+
+    let values = support::component("values");
+    assert_eq!(
+        kiln(&["plugin", "push", values.to_str().unwrap(), &reference])
+            .status
+            .code(),
+        Some(0)
+    );
+    let out = render();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out)
+            .contains("refused: no signature found (looked for the cosign signature tag sha256-"),
+        "{}",
+        text(&out)
+    );
+
+    let out = kiln(&["plugin", "sign", &reference, "--key", "stranger.key"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(text(&render()).contains("refused: signed, but not by a trusted key"));
+
+    assert_eq!(
+        kiln(&["plugin", "sign", &reference, "--key", "release.key"])
+            .status
+            .code(),
+        Some(0)
+    );
+    let out = render();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("guestbook-frontend"));
+
+    // The tag now points at another component: its manifest has no signature.
+    let other = support::component("fixture-misbehave");
+    assert_eq!(
+        kiln(&["plugin", "push", other.to_str().unwrap(), &reference])
+            .status
+            .code(),
+        Some(0)
+    );
+    let out = render();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out).contains("refused: no signature found"),
+        "{}",
+        text(&out)
+    );
+}

@@ -16,7 +16,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 pub use reference::{PluginRef, RefError};
-pub use registry::{RegistryCredentials, RegistryError};
+pub use registry::{CosignSignature, RegistryCredentials, RegistryError};
 pub use store::Store;
 
 use crate::digest::Digest;
@@ -171,6 +171,48 @@ impl Fetcher {
     /// manifest digest.
     pub async fn push(&self, bytes: &[u8], reference: &PluginRef) -> Result<Digest, ArtifactError> {
         registry::push(&self.credentials, reference, bytes, self.timeout).await
+    }
+
+    /// The cosign signatures stored beside a resolved OCI reference (its
+    /// `sha256-<manifest>.sig` tag).
+    pub async fn cosign_signatures(
+        &self,
+        resolved: &PluginRef,
+    ) -> Result<Vec<CosignSignature>, ArtifactError> {
+        let PluginRef::Oci {
+            digest: Some(manifest),
+            ..
+        } = resolved
+        else {
+            return Ok(Vec::new());
+        };
+        registry::signatures(&self.credentials, resolved, manifest, self.timeout).await
+    }
+
+    /// Stores a cosign signature beside a resolved OCI reference.
+    pub async fn push_cosign_signature(
+        &self,
+        resolved: &PluginRef,
+        signature: CosignSignature,
+    ) -> Result<(), ArtifactError> {
+        let PluginRef::Oci {
+            digest: Some(manifest),
+            ..
+        } = resolved
+        else {
+            return Err(ArtifactError::NotAPlugin {
+                reference: resolved.to_string(),
+                detail: "signatures are stored beside OCI artifacts resolved to a digest".into(),
+            });
+        };
+        registry::push_signature(
+            &self.credentials,
+            resolved,
+            manifest,
+            signature,
+            self.timeout,
+        )
+        .await
     }
 
     async fn download(&self, name: &str, url: &str) -> Result<Vec<u8>, ArtifactError> {

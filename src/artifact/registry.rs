@@ -322,3 +322,130 @@ mod tests {
         );
     }
 }
+
+/// cosign's media type for a simple-signing payload layer.
+const SIMPLE_SIGNING: &str = "application/vnd.dev.cosign.simplesigning.v1+json";
+/// cosign's annotation holding the base64 signature over the payload.
+const SIGNATURE_ANNOTATION: &str = "dev.cosignproject.cosign/signature";
+
+/// A cosign-style signature stored beside an OCI artifact.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CosignSignature {
+    /// The simple-signing JSON payload (names the signed manifest digest).
+    pub payload: Vec<u8>,
+    /// Base64 signature over `payload`.
+    pub signature: String,
+}
+
+impl CosignSignature {
+    /// The payload cosign signs for a manifest: a "cosign container image
+    /// signature" naming the repository and the manifest digest.
+    pub fn payload_for(repository: &str, manifest: &Digest) -> Vec<u8> {
+        serde_json::json!({
+            "critical": {
+                "identity": {"docker-reference": repository},
+                "image": {"docker-manifest-digest": manifest.to_string()},
+                "type": "cosign container image signature",
+            },
+            "optional": null,
+        })
+        .to_string()
+        .into_bytes()
+    }
+
+    /// The manifest digest the payload vouches for.
+    pub fn signed_manifest(&self) -> Option<Digest> {
+        let value: serde_json::Value = serde_json::from_slice(&self.payload).ok()?;
+        value
+            .pointer("/critical/image/docker-manifest-digest")?
+            .as_str()?
+            .parse()
+            .ok()
+    }
+}
+
+/// The cosign signature tag of a manifest: `sha256-<hex>.sig`.
+fn signature_reference(parsed: &Reference, manifest: &Digest) -> Reference {
+    Reference::with_tag(
+        parsed.registry().to_owned(),
+        parsed.repository().to_owned(),
+        format!("sha256-{}.sig", manifest.hex()),
+    )
+}
+
+/// The cosign signatures stored for a manifest (none if the tag is absent).
+pub(super) async fn signatures(
+    credentials: &RegistryCredentials,
+    reference: &PluginRef,
+    manifest: &Digest,
+    timeout: Duration,
+) -> Result<Vec<CosignSignature>, ArtifactError> {
+    let (parsed, name) = oci_reference(reference)?;
+    let registry = parsed.resolve_registry().to_owned();
+    let auth = credentials.auth(&registry);
+    let client = client(&registry).map_err(|e| error(&name, e))?;
+    let tag = signature_reference(&parsed, manifest);
+    let image = match timed(
+        &name,
+        timeout,
+        client.pull(&tag, &auth, vec![SIMPLE_SIGNING]),
+    )
+    .await
+    {
+        Ok(image) => image,
+        Err(ArtifactError::NotFound { .. }) => return Ok(Vec::new()),
+        Err(e) => return Err(e),
+    };
+    Ok(image
+        .layers
+        .into_iter()
+        .filter_map(|layer| {
+            let signature = layer
+                .annotations
+                .as_ref()?
+                .get(SIGNATURE_ANNOTATION)?
+                .clone();
+            Some(CosignSignature {
+                payload: layer.data.to_vec(),
+                signature,
+            })
+        })
+        .collect())
+}
+
+/// Adds a signature to the manifest's cosign signature tag, keeping the
+/// signatures already there.
+pub(super) async fn push_signature(
+    credentials: &RegistryCredentials,
+    reference: &PluginRef,
+    manifest: &Digest,
+    signature: CosignSignature,
+    timeout: Duration,
+) -> Result<(), ArtifactError> {
+    let mut all = signatures(credentials, reference, manifest, timeout).await?;
+    if !all.contains(&signature) {
+        all.push(signature);
+    }
+    let (parsed, name) = oci_reference(reference)?;
+    let registry = parsed.resolve_registry().to_owned();
+    let auth = credentials.auth(&registry);
+    let client = client(&registry).map_err(|e| error(&name, e))?;
+    let layers: Vec<ImageLayer> = all
+        .into_iter()
+        .map(|s| {
+            let annotations = BTreeMap::from([(SIGNATURE_ANNOTATION.to_owned(), s.signature)]);
+            ImageLayer::new(s.payload, SIMPLE_SIGNING.to_owned(), Some(annotations))
+        })
+        .collect();
+    let config = Config::oci_v1(b"{}".to_vec(), None);
+    let mut signature_manifest = OciImageManifest::build(&layers, &config, None);
+    signature_manifest.media_type = Some(OCI_IMAGE_MEDIA_TYPE.to_owned());
+    let tag = signature_reference(&parsed, manifest);
+    timed(
+        &name,
+        timeout,
+        client.push(&tag, &layers, config, &auth, Some(signature_manifest)),
+    )
+    .await?;
+    Ok(())
+}

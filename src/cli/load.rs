@@ -61,12 +61,26 @@ impl Loader {
                 let signatures = match &reference {
                     PluginRef::File { path, .. } => Signatures::next_to(path)
                         .with_context(|| format!("signatures of {}", path.display()))?,
-                    // Signatures stored beside OCI and HTTPS artifacts are not
-                    // looked up yet: such plugins verify only under
-                    // `insecure: true`.
+                    PluginRef::Oci { .. } => {
+                        let manifest = match &fetched.resolved {
+                            PluginRef::Oci { digest, .. } => *digest,
+                            _ => None,
+                        };
+                        Signatures {
+                            cosign: self.fetcher.cosign_signatures(&fetched.resolved).await?,
+                            manifest,
+                            looked: vec![format!(
+                                "the cosign signature tag sha256-{}.sig",
+                                manifest.map(|d| d.hex()).unwrap_or_default()
+                            )],
+                            ..Default::default()
+                        }
+                    }
+                    // Signatures beside HTTPS artifacts are not looked up
+                    // yet: such plugins verify only under `insecure: true`.
                     _ => Signatures {
                         looked: vec![format!(
-                            "signatures beside {shown} (not supported for this kind of reference yet)"
+                            "signatures beside {shown} (not supported for https:// yet)"
                         )],
                         ..Default::default()
                     },

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use anyhow::Context as _;
 
-use kiln::artifact::{Fetcher, PluginRef, RegistryCredentials, Store};
+use kiln::artifact::{CosignSignature, Fetcher, PluginRef, RegistryCredentials, Store};
 use kiln::digest::Digest;
 use kiln::plugin::contract::{self, VERSION};
 use kiln::trust::{
@@ -34,17 +34,21 @@ pub(crate) enum PluginCommand {
         #[arg(long, default_value = "cosign")]
         output_prefix: PathBuf,
     },
-    /// Sign a component with a key: writes FILE.sig (base64 DER ECDSA over
-    /// the file's bytes), the format of `cosign sign-blob --key`.
+    /// Sign a component with a key. For a file: writes FILE.sig (base64 DER
+    /// ECDSA over the file's bytes), the format of `cosign sign-blob --key`.
+    /// For oci://…: signs the manifest digest the reference resolves to and
+    /// stores the signature under the cosign tag `sha256-<digest>.sig`.
     Sign {
-        /// The component.
-        file: PathBuf,
+        /// The component: a file or an oci:// reference.
+        file: String,
         /// The private key (PKCS#8 PEM, e.g. from `kiln plugin keygen`).
         #[arg(long)]
         key: PathBuf,
-        /// Where to write the signature. Default: FILE.sig.
+        /// Where to write the signature of a file. Default: FILE.sig.
         #[arg(long)]
         output: Option<PathBuf>,
+        #[command(flatten)]
+        registry: RegistryArgs,
     },
     /// Push a component to an OCI registry as an artifact with one wasm layer
     /// (media type application/vnd.wasm.content.layer.v1+wasm); prints the
@@ -153,13 +157,45 @@ pub(crate) enum Format {
 pub(crate) async fn run(command: &PluginCommand) -> anyhow::Result<u8> {
     match command {
         PluginCommand::Keygen { output_prefix } => keygen(output_prefix),
-        PluginCommand::Sign { file, key, output } => {
+        PluginCommand::Sign {
+            file,
+            key,
+            output,
+            registry,
+        } => {
             let pem = std::fs::read_to_string(key)
                 .with_context(|| format!("cannot read {}", key.display()))?;
             let key = PrivateKey::from_pem(&pem).with_context(|| key.display().to_string())?;
+            if file.starts_with("oci://") {
+                let fetcher = registry.fetcher()?;
+                let fetched = fetcher.fetch(&PluginRef::parse(file)?).await?;
+                let PluginRef::Oci {
+                    repository,
+                    digest: Some(manifest),
+                    ..
+                } = &fetched.resolved
+                else {
+                    anyhow::bail!("{file}: could not resolve a manifest digest");
+                };
+                let payload = CosignSignature::payload_for(repository, manifest);
+                let signature = CosignSignature {
+                    signature: key.sign(&payload),
+                    payload,
+                };
+                fetcher
+                    .push_cosign_signature(&fetched.resolved, signature)
+                    .await?;
+                println!(
+                    "signed {} with key {}",
+                    fetched.resolved,
+                    key.public_key().fingerprint()
+                );
+                return Ok(exit::OK);
+            }
+            let file = PathBuf::from(file);
             let bytes =
-                std::fs::read(file).with_context(|| format!("cannot read {}", file.display()))?;
-            let output = output.clone().unwrap_or_else(|| with_suffix(file, ".sig"));
+                std::fs::read(&file).with_context(|| format!("cannot read {}", file.display()))?;
+            let output = output.clone().unwrap_or_else(|| with_suffix(&file, ".sig"));
             std::fs::write(&output, key.sign(&bytes) + "\n")
                 .with_context(|| format!("cannot write {}", output.display()))?;
             println!(

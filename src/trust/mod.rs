@@ -166,6 +166,11 @@ pub struct Signatures {
     pub key_signatures: Vec<String>,
     /// Contents of `.sigstore.json` files.
     pub bundles: Vec<String>,
+    /// cosign signatures stored beside an OCI artifact, with the manifest
+    /// digest they must vouch for.
+    pub cosign: Vec<crate::artifact::CosignSignature>,
+    /// The OCI manifest digest the artifact was resolved to.
+    pub manifest: Option<Digest>,
     /// Where they were looked for, for messages.
     pub looked: Vec<String>,
 }
@@ -213,7 +218,7 @@ impl Signatures {
     }
 
     fn is_empty(&self) -> bool {
-        self.key_signatures.is_empty() && self.bundles.is_empty()
+        self.key_signatures.is_empty() && self.bundles.is_empty() && self.cosign.is_empty()
     }
 }
 
@@ -324,6 +329,25 @@ fn check_signer(
                 match root.verify_with_key(artifact, bundle, key) {
                     Ok(()) => return Ok(()),
                     Err(e) => last = Some(e),
+                }
+            }
+            for cosign in &signatures.cosign {
+                if key.verify(&cosign.payload, &cosign.signature).is_err() {
+                    last.get_or_insert(TrustError::UntrustedKey {
+                        trusted: vec![key.fingerprint()],
+                    });
+                    continue;
+                }
+                // A valid signature over another manifest does not count.
+                match (cosign.signed_manifest(), signatures.manifest) {
+                    (Some(signed), Some(manifest)) if signed == manifest => return Ok(()),
+                    (signed, manifest) => {
+                        last = Some(TrustError::DigestMismatch(format!(
+                            "the signature is for manifest {}, the artifact is {}",
+                            signed.map_or("(none)".into(), |d| d.to_string()),
+                            manifest.map_or("(unknown)".into(), |d| d.to_string()),
+                        )))
+                    }
                 }
             }
         }
