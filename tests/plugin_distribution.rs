@@ -309,3 +309,68 @@ fn signed_oci_plugins_verify_and_a_moved_tag_is_refused() {
         text(&out)
     );
 }
+
+#[tokio::test]
+async fn https_plugins_need_a_matching_pin() {
+    use std::io::BufRead as _;
+    let tls = support::git::SelfSigned::new();
+    let served = tempfile::tempdir().unwrap();
+    let component = std::fs::read(support::component("values")).unwrap();
+    std::fs::write(served.path().join("values.wasm"), &component).unwrap();
+    let script =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/support/https_files.py");
+    let mut child = std::process::Command::new("python3")
+        .arg(script)
+        .arg(served.path())
+        .arg(&tls.cert)
+        .arg(&tls.key)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let port: u16 = line
+        .trim()
+        .strip_prefix("listening ")
+        .unwrap()
+        .parse()
+        .unwrap();
+    let store = tempfile::tempdir().unwrap();
+    let fetcher = fetcher(store.path(), RegistryCredentials::none())
+        .with_tls_roots(&std::fs::read(&tls.ca).unwrap())
+        .unwrap();
+    let digest = Digest::of(&component);
+    let url = format!("https://127.0.0.1:{port}/values.wasm");
+
+    let fetched = fetcher
+        .fetch(&oci(&format!("{url}@{digest}")))
+        .await
+        .unwrap();
+    assert_eq!(fetched.bytes, component);
+    let wrong = Digest::of(b"other");
+    let err = fetcher
+        .fetch(&oci(&format!("{url}@{wrong}")))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, ArtifactError::DigestMismatch { .. }), "{err}");
+    let err = fetcher
+        .fetch(&oci(&format!(
+            "https://127.0.0.1:{port}/missing.wasm@{wrong}"
+        )))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, ArtifactError::NotFound { .. }), "{err}");
+    // Fetched once: the next fetch of the pin is served from the store.
+    let _ = child.kill();
+    let _ = child.wait();
+    assert_eq!(
+        fetcher
+            .fetch(&oci(&format!("{url}@{digest}")))
+            .await
+            .unwrap()
+            .bytes,
+        component
+    );
+}

@@ -111,6 +111,7 @@ pub struct Fetcher {
     store: Store,
     credentials: RegistryCredentials,
     timeout: Duration,
+    tls_roots: Vec<reqwest::Certificate>,
 }
 
 impl Fetcher {
@@ -121,7 +122,19 @@ impl Fetcher {
             store,
             credentials,
             timeout,
+            tls_roots: Vec::new(),
         }
+    }
+
+    /// Also trusts these PEM CA certificates for https:// plugins (a
+    /// private CA), in addition to the system's roots.
+    pub fn with_tls_roots(mut self, pem: &[u8]) -> Result<Self, ArtifactError> {
+        self.tls_roots =
+            reqwest::Certificate::from_pem_bundle(pem).map_err(|e| ArtifactError::Remote {
+                reference: "TLS roots".into(),
+                message: e.to_string(),
+            })?;
+        Ok(self)
     }
 
     /// Fetches a component, from the store when its digest is known.
@@ -223,6 +236,7 @@ impl Fetcher {
         let client = reqwest::Client::builder()
             .timeout(self.timeout)
             .no_proxy()
+            .tls_certs_merge(self.tls_roots.clone())
             .build()
             .map_err(|e| remote(e.to_string()))?;
         let response = client.get(url).send().await.map_err(|e| {

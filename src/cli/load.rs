@@ -3,17 +3,17 @@
 
 use std::path::PathBuf;
 
-use anyhow::{Context as _, bail};
+use anyhow::Context as _;
 
-use kiln::artifact::{Fetcher, PluginRef};
+use kiln::artifact::{Fetched, Fetcher, PluginRef};
 use kiln::plugin::{Plugin, PluginHost, World};
-use kiln::trust::{Signatures, TrustPolicy, TrustRoot, Verified};
+use kiln::trust::{PolicyVerifier, Signatures, Verified};
 
 /// Loads plugins for one command.
 pub(crate) struct Loader {
     host: PluginHost,
     fetcher: Fetcher,
-    trust: Option<(PathBuf, TrustPolicy, TrustRoot)>,
+    trust: Option<PolicyVerifier>,
 }
 
 impl Loader {
@@ -23,14 +23,7 @@ impl Loader {
         trust_policy: Option<&PathBuf>,
     ) -> anyhow::Result<Self> {
         let trust = match trust_policy {
-            Some(path) => {
-                let policy = TrustPolicy::load(path)?;
-                let root = match &policy.trusted_root {
-                    Some(root) => TrustRoot::from_file(root)?,
-                    None => TrustRoot::public_good()?,
-                };
-                Some((path.clone(), policy, root))
-            }
+            Some(path) => Some(PolicyVerifier::load(path).map_err(|e| anyhow::anyhow!("{e}"))?),
             None => None,
         };
         Ok(Loader {
@@ -50,51 +43,24 @@ impl Loader {
                 "warning: plugin {name} ({}) is not verified: no --trust-policy given",
                 fetched.digest
             ),
-            Some((path, policy, root)) => {
+            Some(verifier) => {
                 let shown = reference.to_string();
-                let Some(requirement) = policy.requirement(&name, &shown) else {
-                    bail!(
-                        "plugin {name} ({shown}) refused: no rule of trust policy {} matches it",
-                        path.display()
-                    );
-                };
-                let signatures = match &reference {
-                    PluginRef::File { path, .. } => Signatures::next_to(path)
-                        .with_context(|| format!("signatures of {}", path.display()))?,
-                    PluginRef::Oci { .. } => {
-                        let manifest = match &fetched.resolved {
-                            PluginRef::Oci { digest, .. } => *digest,
-                            _ => None,
-                        };
-                        Signatures {
-                            cosign: self.fetcher.cosign_signatures(&fetched.resolved).await?,
-                            manifest,
-                            looked: vec![format!(
-                                "the cosign signature tag sha256-{}.sig",
-                                manifest.map(|d| d.hex()).unwrap_or_default()
-                            )],
-                            ..Default::default()
-                        }
+                let verified = match verifier.cached(&name, &shown, &fetched.digest) {
+                    Some(done) => done,
+                    None => {
+                        let signatures = signatures(&self.fetcher, &reference, &fetched).await?;
+                        verifier.verify(&name, &shown, &fetched.bytes, &signatures)?
                     }
-                    // Signatures beside HTTPS artifacts are not looked up
-                    // yet: such plugins verify only under `insecure: true`.
-                    _ => Signatures {
-                        looked: vec![format!(
-                            "signatures beside {shown} (not supported for https:// yet)"
-                        )],
-                        ..Default::default()
-                    },
                 };
-                match kiln::trust::verify(&fetched.bytes, &signatures, requirement, root) {
-                    Ok(Verified::Insecure { digest }) => {
+                match verified {
+                    Verified::Insecure { digest } => {
                         eprintln!(
                             "WARNING: plugin {name} ({digest}) runs UNVERIFIED: the trust policy marks it insecure"
                         )
                     }
-                    Ok(_) => {
+                    _ => {
                         tracing::info!(plugin = %name, digest = %fetched.digest, "plugin verified")
                     }
-                    Err(reason) => bail!("plugin {name} ({shown}) refused: {reason}"),
                 }
             }
         }
@@ -106,9 +72,44 @@ impl Loader {
     }
 }
 
+/// The signatures stored beside a fetched plugin.
+pub(crate) async fn signatures(
+    fetcher: &Fetcher,
+    reference: &PluginRef,
+    fetched: &Fetched,
+) -> anyhow::Result<Signatures> {
+    Ok(match reference {
+        PluginRef::File { path, .. } => Signatures::next_to(path)
+            .with_context(|| format!("signatures of {}", path.display()))?,
+        PluginRef::Oci { .. } => {
+            let manifest = match &fetched.resolved {
+                PluginRef::Oci { digest, .. } => *digest,
+                _ => None,
+            };
+            Signatures {
+                cosign: fetcher.cosign_signatures(&fetched.resolved).await?,
+                manifest,
+                looked: vec![format!(
+                    "the cosign signature tag sha256-{}.sig",
+                    manifest.map(|d| d.hex()).unwrap_or_default()
+                )],
+                ..Default::default()
+            }
+        }
+        // Signatures beside HTTPS artifacts are not looked up yet: such
+        // plugins verify only under `insecure: true`.
+        _ => Signatures {
+            looked: vec![format!(
+                "signatures beside {reference} (not supported for https:// yet)"
+            )],
+            ..Default::default()
+        },
+    })
+}
+
 /// A plugin's name: the file stem, or the last path segment of its
 /// repository or URL.
-fn plugin_name(reference: &PluginRef) -> String {
+pub(crate) fn plugin_name(reference: &PluginRef) -> String {
     let raw = match reference {
         PluginRef::File { path, .. } => path
             .file_stem()

@@ -8,7 +8,7 @@ use kiln::artifact::{CosignSignature, Fetcher, PluginRef, RegistryCredentials, S
 use kiln::digest::Digest;
 use kiln::plugin::contract::{self, VERSION};
 use kiln::trust::{
-    Identity, Keyless, PrivateKey, PublicKey, Requirement, Signatures, Signer, TrustPolicy,
+    Identity, Keyless, PolicyVerifier, PrivateKey, PublicKey, Refused, Requirement, Signer,
     TrustRoot, Verified,
 };
 
@@ -120,8 +120,8 @@ impl RegistryArgs {
 #[derive(Debug, clap::Args)]
 #[command(group(clap::ArgGroup::new("expect").required(true).args(["key", "certificate_identity", "certificate_identity_regexp", "policy"])))]
 pub(crate) struct VerifyArgs {
-    /// The component.
-    file: PathBuf,
+    /// The component: a file or an oci:// reference.
+    file: String,
     /// A trusted public key (PEM).
     #[arg(long)]
     key: Option<PathBuf>,
@@ -146,6 +146,8 @@ pub(crate) struct VerifyArgs {
     /// its file name (without .wasm) and its file:// reference.
     #[arg(long, conflicts_with_all = ["key", "certificate_identity", "certificate_identity_regexp"])]
     policy: Option<PathBuf>,
+    #[command(flatten)]
+    registry: RegistryArgs,
 }
 
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
@@ -207,7 +209,7 @@ pub(crate) async fn run(command: &PluginCommand) -> anyhow::Result<u8> {
             println!("signature: {}", output.display());
             Ok(exit::OK)
         }
-        PluginCommand::Verify(args) => verify(args),
+        PluginCommand::Verify(args) => verify(args).await,
         PluginCommand::Push {
             file,
             reference,
@@ -323,33 +325,21 @@ fn keygen(prefix: &std::path::Path) -> anyhow::Result<u8> {
     Ok(exit::OK)
 }
 
-fn verify(args: &VerifyArgs) -> anyhow::Result<u8> {
-    let bytes = std::fs::read(&args.file)
-        .with_context(|| format!("cannot read {}", args.file.display()))?;
-    let signatures = Signatures::next_to(&args.file)
-        .with_context(|| format!("cannot look for signatures of {}", args.file.display()))?;
-    let (requirement, trusted_root) = match &args.policy {
+async fn verify(args: &VerifyArgs) -> anyhow::Result<u8> {
+    let reference = PluginRef::parse(&args.file)?;
+    let fetcher = args.registry.fetcher()?;
+    let fetched = fetcher.fetch(&reference).await?;
+    let signatures = super::load::signatures(&fetcher, &reference, &fetched).await?;
+    let outcome = match &args.policy {
         Some(path) => {
-            let policy = TrustPolicy::load(path)?;
-            let name = args
-                .file
-                .file_stem()
-                .map(|s| s.to_string_lossy().into_owned())
-                .unwrap_or_default();
-            let reference = format!("file://{}", args.file.display());
-            let requirement = policy
-                .requirement(&name, &reference)
-                .cloned()
-                .with_context(|| {
-                    format!(
-                        "no rule of trust policy {} matches plugin {name} ({reference})",
-                        path.display()
-                    )
-                })?;
-            (
-                requirement,
-                policy.trusted_root.clone().or(args.trusted_root.clone()),
-            )
+            let verifier = PolicyVerifier::load(path).map_err(|e| anyhow::anyhow!("{e}"))?;
+            let name = super::load::plugin_name(&reference);
+            verifier
+                .verify(&name, &reference.to_string(), &fetched.bytes, &signatures)
+                .map_err(|refused| match refused {
+                    Refused::Untrusted { reason, .. } => reason.to_string(),
+                    other => other.to_string(),
+                })
         }
         None => {
             let signer = match (
@@ -386,18 +376,19 @@ fn verify(args: &VerifyArgs) -> anyhow::Result<u8> {
                 min_signers: 1,
                 insecure: false,
             };
-            (requirement, args.trusted_root.clone())
+            let root = match &args.trusted_root {
+                Some(path) => TrustRoot::from_file(path)?,
+                None => TrustRoot::public_good()?,
+            };
+            kiln::trust::verify(&fetched.bytes, &signatures, &requirement, &root)
+                .map_err(|e| e.to_string())
         }
     };
-    let root = match &trusted_root {
-        Some(path) => TrustRoot::from_file(path)?,
-        None => TrustRoot::public_good()?,
-    };
-    match kiln::trust::verify(&bytes, &signatures, &requirement, &root) {
+    match outcome {
         Ok(Verified::Signed { digest, signers }) => {
             println!(
                 "verified {} ({digest}): signed by {}",
-                args.file.display(),
+                args.file,
                 signers.join(", ")
             );
             Ok(exit::OK)
@@ -405,13 +396,13 @@ fn verify(args: &VerifyArgs) -> anyhow::Result<u8> {
         Ok(Verified::Insecure { digest }) => {
             eprintln!(
                 "WARNING: {} ({digest}) is NOT verified: the trust policy marks it insecure",
-                args.file.display()
+                args.file
             );
             Ok(exit::OK)
         }
         Ok(_) => Ok(exit::OK),
         Err(reason) => {
-            eprintln!("refused {}: {reason}", args.file.display());
+            eprintln!("refused {}: {reason}", args.file);
             Ok(exit::POLICY_BLOCKED)
         }
     }

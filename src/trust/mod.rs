@@ -17,6 +17,7 @@
 mod bundle;
 pub mod keys;
 mod policy;
+mod verifier;
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -24,6 +25,7 @@ use std::path::{Path, PathBuf};
 pub use bundle::TrustRoot;
 pub use keys::{KeyError, PrivateKey, PublicKey};
 pub use policy::{PolicyError, TrustPolicy};
+pub use verifier::{PolicyVerifier, Refused};
 
 use crate::digest::Digest;
 

@@ -146,14 +146,21 @@ impl TrustPolicy {
     /// The requirement for a plugin, by its name or reference: the first
     /// rule with a glob matching either.
     pub fn requirement(&self, name: &str, reference: &str) -> Option<&Requirement> {
+        self.rule(name, reference).map(|(_, r)| r)
+    }
+
+    /// Like [`requirement`](Self::requirement), with the rule's index (what
+    /// a cache of verification results keys on besides the digest).
+    pub fn rule(&self, name: &str, reference: &str) -> Option<(usize, &Requirement)> {
         self.rules
             .iter()
-            .find(|(globs, _)| {
+            .enumerate()
+            .find(|(_, (globs, _))| {
                 globs
                     .iter()
                     .any(|g| g.is_match(name) || g.is_match(reference))
             })
-            .map(|(_, r)| r)
+            .map(|(index, (_, r))| (index, r))
     }
 }
 

@@ -1,0 +1,104 @@
+//! A trust policy with its root and a cache of results by digest: what a
+//! command or the controller consults before compiling a plugin.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::{Mutex, PoisonError};
+
+use super::{Signatures, TrustError, TrustPolicy, TrustRoot, Verified, verify};
+use crate::digest::Digest;
+
+/// Why a plugin may not run.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum Refused {
+    /// No rule of the policy names the plugin.
+    #[error("plugin {name} ({reference}) refused: no rule of the trust policy matches it")]
+    NoRule {
+        /// The plugin.
+        name: String,
+        /// Its reference.
+        reference: String,
+    },
+    /// Its signatures do not satisfy the rule.
+    #[error("plugin {name} ({reference}) refused: {reason}")]
+    Untrusted {
+        /// The plugin.
+        name: String,
+        /// Its reference.
+        reference: String,
+        /// Exactly why.
+        reason: TrustError,
+    },
+}
+
+/// Verifies plugins against a [`TrustPolicy`], once per digest and rule.
+#[derive(Debug)]
+pub struct PolicyVerifier {
+    policy: TrustPolicy,
+    root: TrustRoot,
+    verified: Mutex<HashMap<(Digest, usize), Verified>>,
+}
+
+impl PolicyVerifier {
+    /// A verifier for `policy`, bundles checked against `root`.
+    pub fn new(policy: TrustPolicy, root: TrustRoot) -> Self {
+        PolicyVerifier {
+            policy,
+            root,
+            verified: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Loads a policy file and the trusted root it names (default: the
+    /// Sigstore public-good root built in).
+    pub fn load(path: &Path) -> Result<Self, Box<dyn std::error::Error + Send + Sync>> {
+        let policy = TrustPolicy::load(path)?;
+        let root = match &policy.trusted_root {
+            Some(root) => TrustRoot::from_file(root)?,
+            None => TrustRoot::public_good()?,
+        };
+        Ok(Self::new(policy, root))
+    }
+
+    /// The result of an earlier verification of these bytes under the rule
+    /// that applies to this plugin, if any: no need to look for signatures.
+    pub fn cached(&self, name: &str, reference: &str, digest: &Digest) -> Option<Verified> {
+        let (rule, _) = self.policy.rule(name, reference)?;
+        self.lock().get(&(*digest, rule)).cloned()
+    }
+
+    /// Verifies `artifact` (named `name`, fetched from `reference`) with the
+    /// signatures found for it.
+    pub fn verify(
+        &self,
+        name: &str,
+        reference: &str,
+        artifact: &[u8],
+        signatures: &Signatures,
+    ) -> Result<Verified, Refused> {
+        let Some((rule, requirement)) = self.policy.rule(name, reference) else {
+            return Err(Refused::NoRule {
+                name: name.to_owned(),
+                reference: reference.to_owned(),
+            });
+        };
+        let digest = Digest::of(artifact);
+        if let Some(done) = self.lock().get(&(digest, rule)) {
+            return Ok(done.clone());
+        }
+        let verified = verify(artifact, signatures, requirement, &self.root).map_err(|reason| {
+            Refused::Untrusted {
+                name: name.to_owned(),
+                reference: reference.to_owned(),
+                reason,
+            }
+        })?;
+        self.lock().insert((digest, rule), verified.clone());
+        Ok(verified)
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<(Digest, usize), Verified>> {
+        self.verified.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
