@@ -578,14 +578,10 @@ fn the_cli_resolves_and_renders_from_a_repository() {
     f.publish();
     let daemon = GitDaemon::start(root.path());
     let repo = daemon.url("apps");
+    let home = tempfile::tempdir().unwrap();
     let kiln = |args: &[&str]| {
-        std::process::Command::new(env!("CARGO_BIN_EXE_kiln"))
-            .args(args)
-            .args(["--repo-cache", cache.path().to_str().unwrap()])
-            .env_remove("KILN_GIT_PASSWORD")
-            .env_remove("KILN_GIT_SSH_KEY_FILE")
-            .output()
-            .unwrap()
+        let args = [args, &["--repo-cache", cache.path().to_str().unwrap()]].concat();
+        support::kiln_as_user(root.path(), home.path(), &args)
     };
 
     let out = kiln(&["source", "resolve", &repo, "v1.*"]);

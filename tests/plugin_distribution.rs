@@ -160,16 +160,7 @@ fn kiln_push_pull_and_render_from_a_registry() {
     let registry = registry_or_skip!(None);
     let work = tempfile::tempdir().unwrap();
     let home = tempfile::tempdir().unwrap();
-    let kiln = |args: &[&str]| {
-        std::process::Command::new(env!("CARGO_BIN_EXE_kiln"))
-            .args(args)
-            .current_dir(work.path())
-            .env("HOME", home.path())
-            .env_remove("XDG_CACHE_HOME")
-            .env_remove("DOCKER_CONFIG")
-            .output()
-            .unwrap()
-    };
+    let kiln = |args: &[&str]| support::kiln_as_user(work.path(), home.path(), args);
     let values = support::component("values");
     let reference = format!("oci://{}/kiln/values:0.1.0", registry.host());
     let out = kiln(&["plugin", "push", values.to_str().unwrap(), &reference]);
@@ -230,16 +221,7 @@ fn signed_oci_plugins_verify_and_a_moved_tag_is_refused() {
     let registry = registry_or_skip!(None);
     let work = tempfile::tempdir().unwrap();
     let home = tempfile::tempdir().unwrap();
-    let kiln = |args: &[&str]| {
-        std::process::Command::new(env!("CARGO_BIN_EXE_kiln"))
-            .args(args)
-            .current_dir(work.path())
-            .env("HOME", home.path())
-            .env_remove("XDG_CACHE_HOME")
-            .env_remove("DOCKER_CONFIG")
-            .output()
-            .unwrap()
-    };
+    let kiln = |args: &[&str]| support::kiln_as_user(work.path(), home.path(), args);
     let text = |o: &std::process::Output| String::from_utf8_lossy(&o.stderr).into_owned();
     let reference = format!("oci://{}/kiln/values:stable", registry.host());
     let app = support::guestbook();

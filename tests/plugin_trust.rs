@@ -2,6 +2,8 @@
 //! signatures interoperating with openssl, trust requirements and every
 //! refusal reason.
 
+mod support;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -330,12 +332,9 @@ fn requirements_count_distinct_trusted_signers() {
     ));
 }
 
+/// `kiln` in `dir`, which also serves as the user's home.
 fn kiln(dir: &Path, args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_kiln"))
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .expect("kiln runs")
+    support::kiln_as_user(dir, dir, args)
 }
 
 #[test]

@@ -73,6 +73,23 @@ pub fn params(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
         .collect()
 }
 
+/// Runs the `kiln` binary in `dir`, as a user with an empty home `home`
+/// (caches, stores and keys land there) and no credentials or cache
+/// settings from the test's environment.
+pub fn kiln_as_user(dir: &Path, home: &Path, args: &[&str]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_kiln"))
+        .args(args)
+        .current_dir(dir)
+        .env("HOME", home)
+        .env_remove("XDG_CACHE_HOME")
+        .env_remove("DOCKER_CONFIG")
+        .env_remove("KILN_GIT_PASSWORD")
+        .env_remove("KILN_GIT_SSH_KEY_FILE")
+        .env_remove("KILN_LOG")
+        .output()
+        .expect("kiln runs")
+}
+
 /// The guestbook example's directory.
 pub fn guestbook() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/guestbook")
