@@ -585,12 +585,7 @@ fn the_cli_resolves_and_renders_from_a_repository() {
     };
 
     let out = kiln(&["source", "resolve", &repo, "v1.*"]);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    support::assert_success(&out);
     assert_eq!(
         String::from_utf8_lossy(&out.stdout).trim(),
         f.rev_parse("v1.4.0")
@@ -611,12 +606,7 @@ fn the_cli_resolves_and_renders_from_a_repository() {
         "--param",
         "replicas=4",
     ]);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    support::assert_success(&out);
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains("name: guestbook-frontend"), "{stdout}");
     assert!(

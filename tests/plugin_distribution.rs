@@ -164,22 +164,12 @@ fn kiln_push_pull_and_render_from_a_registry() {
     let values = support::component("values");
     let reference = format!("oci://{}/kiln/values:0.1.0", registry.host());
     let out = kiln(&["plugin", "push", values.to_str().unwrap(), &reference]);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    support::assert_success(&out);
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains("manifest digest: sha256:"), "{stdout}");
 
     let out = kiln(&["plugin", "pull", &reference, "-o", "pulled.wasm"]);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    support::assert_success(&out);
     assert_eq!(
         std::fs::read(work.path().join("pulled.wasm")).unwrap(),
         std::fs::read(&values).unwrap()
@@ -193,12 +183,7 @@ fn kiln_push_pull_and_render_from_a_registry() {
         "--plugin",
         &reference,
     ]);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    support::assert_success(&out);
     assert!(String::from_utf8_lossy(&out.stdout).contains("guestbook-frontend"));
 
     let out = kiln(&[
@@ -246,12 +231,12 @@ fn signed_oci_plugins_verify_and_a_moved_tag_is_refused() {
     };
 
     let values = support::component("values");
-    assert_eq!(
-        kiln(&["plugin", "push", values.to_str().unwrap(), &reference])
-            .status
-            .code(),
-        Some(0)
-    );
+    support::assert_success(&kiln(&[
+        "plugin",
+        "push",
+        values.to_str().unwrap(),
+        &reference,
+    ]));
     let out = render();
     assert_eq!(out.status.code(), Some(2));
     assert!(
@@ -265,24 +250,25 @@ fn signed_oci_plugins_verify_and_a_moved_tag_is_refused() {
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     assert!(text(&render()).contains("refused: signed, but not by a trusted key"));
 
-    assert_eq!(
-        kiln(&["plugin", "sign", &reference, "--key", "release.key"])
-            .status
-            .code(),
-        Some(0)
-    );
+    support::assert_success(&kiln(&[
+        "plugin",
+        "sign",
+        &reference,
+        "--key",
+        "release.key",
+    ]));
     let out = render();
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     assert!(String::from_utf8_lossy(&out.stdout).contains("guestbook-frontend"));
 
     // The tag now points at another component: its manifest has no signature.
     let other = support::component("fixture-misbehave");
-    assert_eq!(
-        kiln(&["plugin", "push", other.to_str().unwrap(), &reference])
-            .status
-            .code(),
-        Some(0)
-    );
+    support::assert_success(&kiln(&[
+        "plugin",
+        "push",
+        other.to_str().unwrap(),
+        &reference,
+    ]));
     let out = render();
     assert_eq!(out.status.code(), Some(2));
     assert!(

@@ -348,12 +348,7 @@ fn keygen_sign_and_verify_from_the_command_line() {
     .unwrap();
 
     let out = kiln(d, &["plugin", "keygen", "--output-prefix", "release"]);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    support::assert_success(&out);
     use std::os::unix::fs::PermissionsExt as _;
     assert_eq!(
         std::fs::metadata(d.join("release.key"))
@@ -394,12 +389,7 @@ fn keygen_sign_and_verify_from_the_command_line() {
         d,
         &["plugin", "verify", "plugin.wasm", "--key", "release.pub"],
     );
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    support::assert_success(&out);
     assert!(String::from_utf8_lossy(&out.stdout).starts_with("verified plugin.wasm (sha256:"));
 
     // A policy with two required signers; then a tampered component.
@@ -472,12 +462,7 @@ fn keygen_sign_and_verify_from_the_command_line() {
             DEFAULT_ISSUER,
         ],
     );
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    support::assert_success(&out);
     let out = kiln(
         d,
         &[
@@ -549,12 +534,7 @@ fn render_refuses_plugins_the_trust_policy_does_not_accept() {
         Some(0)
     );
     let out = render(d);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    support::assert_success(&out);
     assert!(String::from_utf8_lossy(&out.stdout).contains("guestbook-frontend"));
     assert!(!String::from_utf8_lossy(&out.stderr).contains("not verified"));
 

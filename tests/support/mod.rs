@@ -90,6 +90,18 @@ pub fn kiln_as_user(dir: &Path, home: &Path, args: &[&str]) -> std::process::Out
         .expect("kiln runs")
 }
 
+/// Asserts that a command succeeded, showing its stderr if not; returns
+/// its stdout.
+pub fn assert_success(out: &std::process::Output) -> String {
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
 /// The guestbook example's directory.
 pub fn guestbook() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/guestbook")
