@@ -621,3 +621,40 @@ fn the_cli_resolves_and_renders_from_a_repository() {
         format!("error: {repo}: revision `no-such-branch` not found as a branch or tag\n")
     );
 }
+
+#[tokio::test]
+async fn a_failed_fetch_keeps_a_sound_cache() {
+    let root = tempfile::tempdir().unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    let f = Fixture::new(root.path(), "app");
+    let first = f.commit("one", &[("cm.yaml", "v: 1\n")]);
+    f.publish();
+    let daemon = GitDaemon::start(root.path());
+    let repo = url(&daemon.url("app"));
+    let engine = engine(cache.path());
+    engine.poll(&repo, &Revision::Head).await.unwrap();
+
+    // A commit the server does not have: the fetch fails, the cache stays.
+    let unknown: CommitId = "0123456789abcdef0123456789abcdef01234567".parse().unwrap();
+    let err = engine.checkout(&repo, unknown).await.unwrap_err();
+    assert!(
+        matches!(err, GitError::Remote { .. } | GitError::Commit { .. }),
+        "{err}"
+    );
+    assert_eq!(
+        engine.stats().rebuilds,
+        0,
+        "a sound cache is not thrown away"
+    );
+    let fetches = engine.stats().fetches;
+    let view = engine
+        .checkout(&repo, first.parse().unwrap())
+        .await
+        .unwrap();
+    assert_eq!(read(&view, "cm.yaml"), "v: 1\n");
+    assert_eq!(
+        engine.stats().fetches,
+        fetches,
+        "the cached commit needs no fetch"
+    );
+}

@@ -177,6 +177,14 @@ pub enum GitError {
         /// What went wrong.
         message: String,
     },
+    /// The repository cache is damaged; the engine rebuilds it.
+    #[error("{url}: the repository cache is damaged: {message}")]
+    CorruptCache {
+        /// The repository.
+        url: RepoUrl,
+        /// What is damaged.
+        message: String,
+    },
     /// The configuration is invalid.
     #[error("git configuration: {0}")]
     Config(String),
@@ -399,8 +407,13 @@ impl GitSource {
         {
             return Ok(view);
         }
-        if let Err(error @ (GitError::Timeout { .. } | GitError::Auth { .. })) = fetched {
-            return Err(error);
+        match fetched {
+            Err(error @ (GitError::Timeout { .. } | GitError::Auth { .. })) => return Err(error),
+            // A failed fetch into a sound cache is the server's or the
+            // network's problem: keep the cache (a monorepo is costly to
+            // fetch again) and report it.
+            Err(error @ GitError::Remote { .. }) if remote::is_sound(&local) => return Err(error),
+            _ => {}
         }
         let local = self.rebuild(&url).await?;
         self.fetch(&url, &local, commit).await?;

@@ -34,12 +34,19 @@ pub(super) struct Options {
 pub(super) enum Failure {
     Auth,
     Timeout,
+    /// The local repository is damaged (a truncated pack, ...).
+    Corrupt(String),
     Other(String),
 }
 
 impl Failure {
     fn from_gix(error: &gix::Error) -> Self {
         let message = format!("{error:#}");
+        if matches!(error.dominant_class(), Some(gix::error::Class::Corruption))
+            || format!("{error:?}").contains("class: Corruption")
+        {
+            return Failure::Corrupt(message);
+        }
         if error.is_unauthenticated()
             || message.contains("401")
             || message.contains("Permission denied (publickey")
@@ -68,6 +75,7 @@ impl Failure {
                 operation,
                 after,
             },
+            Failure::Corrupt(message) => GitError::CorruptCache { url, message },
             Failure::Other(message) => GitError::Remote {
                 url,
                 operation,
@@ -98,6 +106,19 @@ pub(super) fn open(path: &Path) -> Result<gix::ThreadSafeRepository, String> {
         return Err("no HEAD".into());
     }
     gix::ThreadSafeRepository::open_opts(path, open_options()).map_err(|e| format!("{e:#}"))
+}
+
+/// Whether a cache repository's references can all be read: a fetch that
+/// fails on such a repository failed for another reason than the cache.
+pub(super) fn is_sound(local: &gix::ThreadSafeRepository) -> bool {
+    let repo = local.to_thread_local();
+    let Ok(references) = repo.references() else {
+        return false;
+    };
+    let Ok(all) = references.all() else {
+        return false;
+    };
+    all.into_iter().all(|r| r.is_ok())
 }
 
 /// Creates an empty bare repository at `path` (which must not exist or be
