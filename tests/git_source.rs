@@ -350,7 +350,8 @@ async fn a_dead_server_fails_within_its_timeout_and_delays_nobody_else() {
     f.publish();
     let daemon = GitDaemon::start(root.path());
     let mut config = config(cache.path());
-    config.timeout = Duration::from_secs(2);
+    // Long enough that the healthy poll finishes first even on a loaded machine.
+    config.timeout = Duration::from_secs(6);
     config.connect_timeout = Duration::from_secs(1);
     let engine = GitSource::new(config, Arc::new(NoCredentials)).unwrap();
 
