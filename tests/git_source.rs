@@ -279,8 +279,19 @@ async fn a_new_commit_is_fetched_once_and_a_readme_commit_changes_no_other_tree(
     );
 }
 
-#[tokio::test]
-async fn a_deleted_or_corrupted_cache_is_rebuilt_transparently() {
+/// One repository (`cm.yaml` is `v: 1` at `first`) served by git daemon and
+/// polled once into a fresh cache.
+struct Polled {
+    _root: tempfile::TempDir,
+    cache: tempfile::TempDir,
+    f: Fixture,
+    _daemon: GitDaemon,
+    repo: RepoUrl,
+    engine: GitSource,
+    first: String,
+}
+
+async fn served_and_polled() -> Polled {
     let root = tempfile::tempdir().unwrap();
     let cache = tempfile::tempdir().unwrap();
     let f = Fixture::new(root.path(), "app");
@@ -290,6 +301,28 @@ async fn a_deleted_or_corrupted_cache_is_rebuilt_transparently() {
     let repo = url(&daemon.url("app"));
     let engine = engine(cache.path());
     engine.poll(&repo, &Revision::Head).await.unwrap();
+    Polled {
+        _root: root,
+        cache,
+        f,
+        _daemon: daemon,
+        repo,
+        engine,
+        first,
+    }
+}
+
+#[tokio::test]
+async fn a_deleted_or_corrupted_cache_is_rebuilt_transparently() {
+    let Polled {
+        _root,
+        cache,
+        f,
+        _daemon,
+        repo,
+        engine,
+        first,
+    } = served_and_polled().await;
     let repo_dir = cache.path().join(repo.cache_dir_name());
 
     // Deleted mid-run.
@@ -625,15 +658,15 @@ fn the_cli_resolves_and_renders_from_a_repository() {
 
 #[tokio::test]
 async fn a_failed_fetch_keeps_a_sound_cache() {
-    let root = tempfile::tempdir().unwrap();
-    let cache = tempfile::tempdir().unwrap();
-    let f = Fixture::new(root.path(), "app");
-    let first = f.commit("one", &[("cm.yaml", "v: 1\n")]);
-    f.publish();
-    let daemon = GitDaemon::start(root.path());
-    let repo = url(&daemon.url("app"));
-    let engine = engine(cache.path());
-    engine.poll(&repo, &Revision::Head).await.unwrap();
+    let Polled {
+        _root,
+        cache: _cache,
+        f: _f,
+        _daemon,
+        repo,
+        engine,
+        first,
+    } = served_and_polled().await;
 
     // A commit the server does not have: the fetch fails, the cache stays.
     let unknown: CommitId = "0123456789abcdef0123456789abcdef01234567".parse().unwrap();
