@@ -6,6 +6,7 @@
 #![deny(unsafe_code)]
 
 pub mod artifact;
+pub mod devcluster;
 pub mod digest;
 pub mod manifest;
 pub mod plugin;

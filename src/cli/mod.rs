@@ -2,6 +2,7 @@
 //! work is done by the library.
 
 mod args;
+mod dev_cluster;
 mod load;
 mod plugin;
 mod render;
@@ -46,6 +47,7 @@ enum Command {
     Plugin(plugin::PluginCommand),
     #[command(subcommand)]
     Source(source::SourceCommand),
+    DevCluster(dev_cluster::DevClusterArgs),
 }
 
 /// Options of the plugin host shared by commands that run plugins.
@@ -128,6 +130,7 @@ pub(crate) fn main() -> ExitCode {
             }
             Command::Plugin(command) => plugin::run(command).await,
             Command::Source(command) => source::run(command).await,
+            Command::DevCluster(args) => dev_cluster::run(args).await,
         }
     });
     match result {
