@@ -71,6 +71,11 @@ async fn handle(State(app): State<Arc<App>>, request: Request) -> Response {
     match route(&app, &parts.method, parts.uri.path(), &parts.headers, &query, body) {
         Ok(Reply::Json(code, value)) => json_response(code, &value),
         Ok(Reply::Text(text)) => (StatusCode::OK, text).into_response(),
+        Ok(Reply::Aggregated(value)) => {
+            let mut response = json_response(StatusCode::OK, &value);
+            response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static(AGGREGATED));
+            response
+        }
         Ok(Reply::Watch(watch)) => watch.into_response(&app),
         Err(e) => {
             tracing::debug!(code = e.code, reason = e.reason, message = %e.message, "request failed");
@@ -81,6 +86,8 @@ async fn handle(State(app): State<Arc<App>>, request: Request) -> Response {
 
 enum Reply {
     Json(StatusCode, Value),
+    /// Aggregated discovery, with its own content type.
+    Aggregated(Value),
     Text(&'static str),
     Watch(Box<WatchRequest>),
 }
@@ -119,6 +126,8 @@ fn route(
     match segments.as_slice() {
         ["version"] if get => Ok(Reply::Json(StatusCode::OK, version())),
         ["healthz" | "readyz" | "livez"] if get => Ok(Reply::Text("ok")),
+        ["api"] if get && wants_aggregated(headers) => Ok(Reply::Aggregated(aggregated(&app.store, true))),
+        ["apis"] if get && wants_aggregated(headers) => Ok(Reply::Aggregated(aggregated(&app.store, false))),
         ["api"] if get => Ok(Reply::Json(
             StatusCode::OK,
             json!({"kind": "APIVersions", "versions": ["v1"],
@@ -261,6 +270,62 @@ fn openapi_group(store: &Store, group: &str, version: &str, path: &str) -> Resul
         "paths": paths,
         "components": {"schemas": schemas},
     }))
+}
+
+const AGGREGATED: &str = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList";
+
+/// True when the client asks for aggregated discovery (`apidiscovery.k8s.io/v2`).
+fn wants_aggregated(headers: &HeaderMap) -> bool {
+    headers
+        .get(header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|accept| accept.contains("g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"))
+}
+
+/// The aggregated discovery document of the core group (`core`) or of all
+/// other groups: every version and resource in one response.
+fn aggregated(store: &Store, core: bool) -> Value {
+    let mut groups: Vec<(String, Vec<(String, Vec<Value>)>)> = Vec::new();
+    for rt in store.types().into_iter().filter(|rt| rt.group.is_empty() == core) {
+        let kind = json!({"group": rt.group, "version": rt.version, "kind": rt.kind});
+        let mut subresources = Vec::new();
+        if rt.status {
+            subresources.push(json!({"subresource": "status", "responseKind": kind, "verbs": ["get", "patch", "update"]}));
+        }
+        if scale_paths(&rt).is_some() {
+            subresources.push(json!({"subresource": "scale",
+                "responseKind": {"group": "autoscaling", "version": "v1", "kind": "Scale"}, "verbs": ["get", "patch", "update"]}));
+        }
+        let resource = json!({
+            "resource": rt.plural, "responseKind": kind, "scope": if rt.namespaced { "Namespaced" } else { "Cluster" },
+            "singularResource": rt.singular, "verbs": VERBS, "shortNames": rt.short_names, "categories": rt.categories,
+            "subresources": subresources,
+        });
+        let index = match groups.iter().position(|(name, _)| *name == rt.group) {
+            Some(index) => index,
+            None => {
+                groups.push((rt.group.clone(), Vec::new()));
+                groups.len() - 1
+            }
+        };
+        let versions = &mut groups[index].1;
+        match versions.iter_mut().find(|(v, _)| *v == rt.version) {
+            Some((_, resources)) => resources.push(resource),
+            None => versions.push((rt.version.clone(), vec![resource])),
+        }
+    }
+    let items: Vec<Value> = groups
+        .into_iter()
+        .map(|(name, mut versions)| {
+            versions.sort_by_key(|(v, _)| std::cmp::Reverse(version_priority(v)));
+            let versions: Vec<Value> = versions
+                .into_iter()
+                .map(|(version, resources)| json!({"version": version, "resources": resources, "freshness": "Current"}))
+                .collect();
+            json!({"metadata": {"name": name}, "versions": versions})
+        })
+        .collect();
+    json!({"kind": "APIGroupDiscoveryList", "apiVersion": "apidiscovery.k8s.io/v2", "metadata": {}, "items": items})
 }
 
 const VERBS: [&str; 8] = ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"];

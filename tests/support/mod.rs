@@ -107,5 +107,6 @@ pub fn guestbook() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/guestbook")
 }
 
+pub mod cluster;
 pub mod git;
 pub mod registry;
