@@ -713,6 +713,12 @@ impl Store {
                 metadata.remove("managedFields");
             }
         }
+        // Go's `omitempty`: the API server never returns empty metadata
+        // maps or lists.
+        metadata_mut(&mut new).retain(|field, value| {
+            !(matches!(field.as_str(), "labels" | "annotations" | "finalizers" | "ownerReferences")
+                && (value.as_object().is_some_and(Map::is_empty) || value.as_array().is_some_and(Vec::is_empty) || value.is_null()))
+        });
         if rt.status {
             if writer.status {
                 // A status write changes the status and nothing else.
