@@ -19,12 +19,19 @@ struct Kubectl {
 
 impl Kubectl {
     async fn start() -> Self {
-        let server = DevCluster::start(Config::default()).await.expect("the dev cluster starts");
+        let server = DevCluster::start(Config::default())
+            .await
+            .expect("the dev cluster starts");
         let dir = tempfile::tempdir().unwrap();
         let kubeconfig = dir.path().join("kubeconfig");
         server.write_kubeconfig(&kubeconfig).unwrap();
-        let binary = std::env::var_os("KILN_KUBECTL").map_or_else(|| PathBuf::from("/usr/bin/kubectl"), PathBuf::from);
-        assert!(binary.exists(), "{} is missing: these tests need kubectl", binary.display());
+        let binary = std::env::var_os("KILN_KUBECTL")
+            .map_or_else(|| PathBuf::from("/usr/bin/kubectl"), PathBuf::from);
+        assert!(
+            binary.exists(),
+            "{} is missing: these tests need kubectl",
+            binary.display()
+        );
         Self {
             binary,
             kubeconfig,
@@ -95,9 +102,19 @@ spec:
 async fn apply_server_side_create_update_conflict_force_and_field_removal() {
     let k = Kubectl::start().await;
     let file = k.file("web.yaml", DEPLOYMENT);
-    assert!(k.ok(&["apply", "--server-side", "-f", &file]).contains("deployment.apps/web serverside-applied"));
+    assert!(
+        k.ok(&["apply", "--server-side", "-f", &file])
+            .contains("deployment.apps/web serverside-applied")
+    );
 
-    let yaml = k.ok(&["get", "deployment", "web", "-o", "yaml", "--show-managed-fields"]);
+    let yaml = k.ok(&[
+        "get",
+        "deployment",
+        "web",
+        "-o",
+        "yaml",
+        "--show-managed-fields",
+    ]);
     for expected in [
         "manager: kubectl",
         "operation: Apply",
@@ -113,37 +130,98 @@ async fn apply_server_side_create_update_conflict_force_and_field_removal() {
     // Update.
     let updated = k.file("web2.yaml", &DEPLOYMENT.replace("nginx:1.27", "nginx:1.28"));
     k.ok(&["apply", "--server-side", "-f", &updated]);
-    assert_eq!(k.ok(&["get", "deploy", "web", "-o", "jsonpath={.spec.template.spec.containers[0].image}"]), "nginx:1.28");
+    assert_eq!(
+        k.ok(&[
+            "get",
+            "deploy",
+            "web",
+            "-o",
+            "jsonpath={.spec.template.spec.containers[0].image}"
+        ]),
+        "nginx:1.28"
+    );
 
     // Another manager takes replicas; a different value conflicts.
     k.ok(&["scale", "deployment", "web", "--replicas=4"]);
-    let conflicting = k.file("web3.yaml", &DEPLOYMENT.replace("replicas: 2", "replicas: 3"));
+    let conflicting = k.file(
+        "web3.yaml",
+        &DEPLOYMENT.replace("replicas: 2", "replicas: 3"),
+    );
     let output = k.run(&["apply", "--server-side", "-f", &conflicting]);
     assert!(!output.status.success());
     let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(stderr.contains("conflict with \"kubectl\"") && stderr.contains(".spec.replicas"), "{stderr}");
-    k.ok(&["apply", "--server-side", "--force-conflicts", "-f", &conflicting]);
-    assert_eq!(k.ok(&["get", "deploy", "web", "-o", "jsonpath={.spec.replicas}"]), "3");
+    assert!(
+        stderr.contains("conflict with \"kubectl\"") && stderr.contains(".spec.replicas"),
+        "{stderr}"
+    );
+    k.ok(&[
+        "apply",
+        "--server-side",
+        "--force-conflicts",
+        "-f",
+        &conflicting,
+    ]);
+    assert_eq!(
+        k.ok(&["get", "deploy", "web", "-o", "jsonpath={.spec.replicas}"]),
+        "3"
+    );
 
     // A label no longer applied is removed.
-    let fewer = k.file("web4.yaml", &DEPLOYMENT.replace("replicas: 2", "replicas: 3").replace(", team: blue", ""));
+    let fewer = k.file(
+        "web4.yaml",
+        &DEPLOYMENT
+            .replace("replicas: 2", "replicas: 3")
+            .replace(", team: blue", ""),
+    );
     k.ok(&["apply", "--server-side", "-f", &fewer]);
-    assert_eq!(k.ok(&["get", "deploy", "web", "-o", "jsonpath={.metadata.labels}"]), r#"{"app":"web"}"#);
+    assert_eq!(
+        k.ok(&["get", "deploy", "web", "-o", "jsonpath={.metadata.labels}"]),
+        r#"{"app":"web"}"#
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn client_side_apply_and_edits_work_too() {
     let k = Kubectl::start().await;
-    let file = k.file("cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings}\ndata: {a: '1', b: '2'}\n");
-    assert!(k.ok(&["apply", "-f", &file]).contains("configmap/settings created"));
-    let file = k.file("cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings}\ndata: {a: '3'}\n");
-    assert!(k.ok(&["apply", "-f", &file]).contains("configmap/settings configured"));
-    assert_eq!(k.ok(&["get", "cm", "settings", "-o", "jsonpath={.data}"]), r#"{"a":"3"}"#);
+    let file = k.file(
+        "cm.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings}\ndata: {a: '1', b: '2'}\n",
+    );
+    assert!(
+        k.ok(&["apply", "-f", &file])
+            .contains("configmap/settings created")
+    );
+    let file = k.file(
+        "cm.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings}\ndata: {a: '3'}\n",
+    );
+    assert!(
+        k.ok(&["apply", "-f", &file])
+            .contains("configmap/settings configured")
+    );
+    assert_eq!(
+        k.ok(&["get", "cm", "settings", "-o", "jsonpath={.data}"]),
+        r#"{"a":"3"}"#
+    );
     k.ok(&["label", "cm", "settings", "tier=backend"]);
     k.ok(&["annotate", "cm", "settings", "note=hello"]);
-    k.ok(&["patch", "cm", "settings", "--type=json", "-p", r#"[{"op": "add", "path": "/data/c", "value": "4"}]"#]);
-    assert_eq!(k.ok(&["get", "cm", "-l", "tier=backend", "-o", "name"]).trim(), "configmap/settings");
-    assert_eq!(k.ok(&["get", "cm", "settings", "-o", "jsonpath={.data.c}"]), "4");
+    k.ok(&[
+        "patch",
+        "cm",
+        "settings",
+        "--type=json",
+        "-p",
+        r#"[{"op": "add", "path": "/data/c", "value": "4"}]"#,
+    ]);
+    assert_eq!(
+        k.ok(&["get", "cm", "-l", "tier=backend", "-o", "name"])
+            .trim(),
+        "configmap/settings"
+    );
+    assert_eq!(
+        k.ok(&["get", "cm", "settings", "-o", "jsonpath={.data.c}"]),
+        "4"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -151,27 +229,66 @@ async fn diff_is_a_dry_run_that_stores_nothing() {
     let k = Kubectl::start().await;
     let file = k.file("web.yaml", DEPLOYMENT);
     k.ok(&["apply", "--server-side", "-f", &file]);
-    let before = k.ok(&["get", "deploy", "web", "-o", "jsonpath={.metadata.resourceVersion}"]);
-    let changed = k.file("changed.yaml", &DEPLOYMENT.replace("replicas: 2", "replicas: 7"));
+    let before = k.ok(&[
+        "get",
+        "deploy",
+        "web",
+        "-o",
+        "jsonpath={.metadata.resourceVersion}",
+    ]);
+    let changed = k.file(
+        "changed.yaml",
+        &DEPLOYMENT.replace("replicas: 2", "replicas: 7"),
+    );
     for extra in [&[][..], &["--server-side"][..]] {
         let mut args = vec!["diff", "-f", changed.as_str()];
         args.extend_from_slice(extra);
         let output = k.run(&args);
-        assert_eq!(output.status.code(), Some(1), "diff exits 1 when there are differences");
+        assert_eq!(
+            output.status.code(),
+            Some(1),
+            "diff exits 1 when there are differences"
+        );
         let diff = String::from_utf8_lossy(&output.stdout);
-        assert!(diff.contains("-  replicas: 2") && diff.contains("+  replicas: 7"), "{diff}");
+        assert!(
+            diff.contains("-  replicas: 2") && diff.contains("+  replicas: 7"),
+            "{diff}"
+        );
     }
-    assert_eq!(k.ok(&["get", "deploy", "web", "-o", "jsonpath={.metadata.resourceVersion}"]), before);
-    assert_eq!(k.ok(&["get", "deploy", "web", "-o", "jsonpath={.spec.replicas}"]), "2");
+    assert_eq!(
+        k.ok(&[
+            "get",
+            "deploy",
+            "web",
+            "-o",
+            "jsonpath={.metadata.resourceVersion}"
+        ]),
+        before
+    );
+    assert_eq!(
+        k.ok(&["get", "deploy", "web", "-o", "jsonpath={.spec.replicas}"]),
+        "2"
+    );
     let same = k.run(&["diff", "--server-side", "-f", &file]);
-    assert_eq!(same.status.code(), Some(0), "{}", String::from_utf8_lossy(&same.stdout));
+    assert_eq!(
+        same.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&same.stdout)
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn get_watch_streams_changes() {
     let k = Kubectl::start().await;
     let mut watch = k
-        .command(&["get", "configmaps", "--watch", "--output-watch-events", "--no-headers"])
+        .command(&[
+            "get",
+            "configmaps",
+            "--watch",
+            "--output-watch-events",
+            "--no-headers",
+        ])
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
@@ -185,14 +302,26 @@ async fn get_watch_streams_changes() {
     });
     // Let the watch start before changing things.
     std::thread::sleep(Duration::from_millis(500));
-    k.ok(&["apply", "-f", &k.file("a.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n")]);
+    k.ok(&[
+        "apply",
+        "-f",
+        &k.file(
+            "a.yaml",
+            "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n",
+        ),
+    ]);
     k.ok(&["label", "cm", "a", "x=y"]);
     k.ok(&["delete", "cm", "a"]);
     let mut lines = Vec::new();
     while lines.len() < 3 {
         match rx.recv_timeout(Duration::from_secs(10)) {
             // `ADDED a 0s`: the event and the name.
-            Ok(line) => lines.push(line.split_whitespace().take(2).collect::<Vec<_>>().join(" ")),
+            Ok(line) => lines.push(
+                line.split_whitespace()
+                    .take(2)
+                    .collect::<Vec<_>>()
+                    .join(" "),
+            ),
             Err(_) => break,
         }
     }
@@ -204,26 +333,69 @@ async fn get_watch_streams_changes() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn delete_honours_finalizers_and_cascades() {
     let k = Kubectl::start().await;
-    let held = k.file("held.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: held, finalizers: [example.com/hold]}\n");
+    let held = k.file(
+        "held.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: held, finalizers: [example.com/hold]}\n",
+    );
     k.ok(&["apply", "-f", &held]);
     k.ok(&["delete", "cm", "held", "--wait=false"]);
-    assert!(!k.ok(&["get", "cm", "held", "-o", "jsonpath={.metadata.deletionTimestamp}"]).is_empty());
-    k.ok(&["patch", "cm", "held", "--type=merge", "-p", r#"{"metadata":{"finalizers":null}}"#]);
+    assert!(
+        !k.ok(&[
+            "get",
+            "cm",
+            "held",
+            "-o",
+            "jsonpath={.metadata.deletionTimestamp}"
+        ])
+        .is_empty()
+    );
+    k.ok(&[
+        "patch",
+        "cm",
+        "held",
+        "--type=merge",
+        "-p",
+        r#"{"metadata":{"finalizers":null}}"#,
+    ]);
     let gone = k.run(&["get", "cm", "held"]);
     assert!(String::from_utf8_lossy(&gone.stderr).contains("NotFound"));
 
-    for (cascade, child_survives) in [("background", false), ("foreground", false), ("orphan", true)] {
-        k.ok(&["create", "-f", &k.file("owner.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: owner}\n")]);
+    for (cascade, child_survives) in [
+        ("background", false),
+        ("foreground", false),
+        ("orphan", true),
+    ] {
+        k.ok(&[
+            "create",
+            "-f",
+            &k.file(
+                "owner.yaml",
+                "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: owner}\n",
+            ),
+        ]);
         let uid = k.ok(&["get", "cm", "owner", "-o", "jsonpath={.metadata.uid}"]);
         let child = format!(
             "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: child\n  ownerReferences: [{{apiVersion: v1, kind: ConfigMap, name: owner, uid: {uid}}}]\n"
         );
         k.ok(&["create", "-f", &k.file("child.yaml", &child)]);
         k.ok(&["delete", "cm", "owner", &format!("--cascade={cascade}")]);
-        let child = k.run(&["get", "cm", "child", "-o", "jsonpath={.metadata.ownerReferences}"]);
-        assert_eq!(child.status.success(), child_survives, "--cascade={cascade}");
+        let child = k.run(&[
+            "get",
+            "cm",
+            "child",
+            "-o",
+            "jsonpath={.metadata.ownerReferences}",
+        ]);
+        assert_eq!(
+            child.status.success(),
+            child_survives,
+            "--cascade={cascade}"
+        );
         if child_survives {
-            assert!(child.stdout.is_empty(), "the orphan lost its owner reference");
+            assert!(
+                child.stdout.is_empty(),
+                "the orphan lost its owner reference"
+            );
             k.ok(&["delete", "cm", "child"]);
         }
     }
@@ -237,7 +409,14 @@ async fn delete_honours_finalizers_and_cascades() {
 async fn api_resources_then_a_crd_and_its_custom_resource_with_status() {
     let k = Kubectl::start().await;
     let resources = k.ok(&["api-resources"]);
-    for line in ["deployments", "customresourcedefinitions", "networkpolicies", "leases", "clusterrolebindings", "cronjobs"] {
+    for line in [
+        "deployments",
+        "customresourcedefinitions",
+        "networkpolicies",
+        "leases",
+        "clusterrolebindings",
+        "cronjobs",
+    ] {
         assert!(resources.contains(line), "{line} in:\n{resources}");
     }
     let crd = r#"
@@ -261,12 +440,43 @@ spec:
           status: {type: object, properties: {ready: {type: boolean}}}
 "#;
     k.ok(&["apply", "--server-side", "-f", &k.file("crd.yaml", crd)]);
-    assert!(k.ok(&["api-resources", "--api-group=example.com"]).contains("widgets"));
+    assert!(
+        k.ok(&["api-resources", "--api-group=example.com"])
+            .contains("widgets")
+    );
     let cr = "apiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w}\nspec: {color: red}\n";
     k.ok(&["apply", "--server-side", "-f", &k.file("w.yaml", cr)]);
-    let bogus = k.run(&["apply", "--server-side", "-f", &k.file("bad.yaml", &cr.replace("color: red", "color: red, bogus: 1"))]);
-    assert!(String::from_utf8_lossy(&bogus.stderr).contains("unknown field \"spec.bogus\""), "strict field validation");
-    k.ok(&["patch", "wd", "w", "--subresource=status", "--type=merge", "-p", r#"{"status":{"ready":true}}"#]);
-    assert_eq!(k.ok(&["get", "widget", "w", "-o", "jsonpath={.spec.size} {.status.ready}"]), "1 true");
+    let bogus = k.run(&[
+        "apply",
+        "--server-side",
+        "-f",
+        &k.file(
+            "bad.yaml",
+            &cr.replace("color: red", "color: red, bogus: 1"),
+        ),
+    ]);
+    assert!(
+        String::from_utf8_lossy(&bogus.stderr).contains("unknown field \"spec.bogus\""),
+        "strict field validation"
+    );
+    k.ok(&[
+        "patch",
+        "wd",
+        "w",
+        "--subresource=status",
+        "--type=merge",
+        "-p",
+        r#"{"status":{"ready":true}}"#,
+    ]);
+    assert_eq!(
+        k.ok(&[
+            "get",
+            "widget",
+            "w",
+            "-o",
+            "jsonpath={.spec.size} {.status.ready}"
+        ]),
+        "1 true"
+    );
     assert!(k.ok(&["get", "widgets"]).contains("w "));
 }

@@ -37,7 +37,11 @@ pub(crate) struct DevClusterArgs {
 
     /// Where to write a kubeconfig for this server.
     /// Default: ./kiln-dev-cluster.kubeconfig
-    #[arg(long, value_name = "PATH", default_value = "kiln-dev-cluster.kubeconfig")]
+    #[arg(
+        long,
+        value_name = "PATH",
+        default_value = "kiln-dev-cluster.kubeconfig"
+    )]
     kubeconfig: PathBuf,
 
     /// Keep the state in this file: loaded at start, written after changes,
@@ -59,7 +63,10 @@ pub(crate) struct DevClusterArgs {
 
 pub(crate) async fn run(args: &DevClusterArgs) -> anyhow::Result<u8> {
     if !args.address.is_loopback() {
-        anyhow::bail!("--address {}: the dev cluster has no authentication and only listens on loopback addresses", args.address);
+        anyhow::bail!(
+            "--address {}: the dev cluster has no authentication and only listens on loopback addresses",
+            args.address
+        );
     }
     let config = kiln::devcluster::Config {
         address: SocketAddr::new(args.address, args.port),
@@ -74,9 +81,14 @@ pub(crate) async fn run(args: &DevClusterArgs) -> anyhow::Result<u8> {
         .with_context(|| format!("cannot write the kubeconfig {}", args.kubeconfig.display()))?;
     println!("kiln dev-cluster serving at {}", cluster.url());
     println!("kubeconfig: {}", args.kubeconfig.display());
-    println!("try: kubectl --kubeconfig {} get namespaces", args.kubeconfig.display());
+    println!(
+        "try: kubectl --kubeconfig {} get namespaces",
+        args.kubeconfig.display()
+    );
     println!("(not a Kubernetes: nothing is scheduled and no pod runs; Ctrl-C stops)");
-    tokio::signal::ctrl_c().await.context("cannot wait for Ctrl-C")?;
+    tokio::signal::ctrl_c()
+        .await
+        .context("cannot wait for Ctrl-C")?;
     cluster.shutdown().await?;
     Ok(exit::OK)
 }

@@ -24,7 +24,11 @@ fn child<'a>(map: &'a mut Map<String, Value>, key: &str) -> Option<&'a mut Map<S
 /// Fills in the defaults of a built-in kind. `next_ip` allocates Service
 /// cluster IPs.
 pub fn builtin(kind: &str, object: &mut Value, next_ip: &mut dyn FnMut() -> String) {
-    let name = object.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default().to_owned();
+    let name = object
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned();
     let Some(root) = obj(object) else { return };
     match kind {
         "Namespace" => {
@@ -53,13 +57,20 @@ pub fn builtin(kind: &str, object: &mut Value, next_ip: &mut dyn FnMut() -> Stri
                 if let Some(data) = obj(data) {
                     for (key, value) in strings {
                         let text = value.as_str().unwrap_or_default();
-                        data.insert(key, base64::engine::general_purpose::STANDARD.encode(text).into());
+                        data.insert(
+                            key,
+                            base64::engine::general_purpose::STANDARD
+                                .encode(text)
+                                .into(),
+                        );
                     }
                 }
             }
         }
         "Service" => {
-            let Some(spec) = child(root, "spec") else { return };
+            let Some(spec) = child(root, "spec") else {
+                return;
+            };
             set_default(spec, "type", "ClusterIP".into());
             set_default(spec, "sessionAffinity", "None".into());
             if spec.get("type").and_then(Value::as_str) != Some("ExternalName") {
@@ -100,7 +111,9 @@ pub fn builtin(kind: &str, object: &mut Value, next_ip: &mut dyn FnMut() -> Stri
             }
         }
         "Deployment" => {
-            let Some(spec) = child(root, "spec") else { return };
+            let Some(spec) = child(root, "spec") else {
+                return;
+            };
             set_default(spec, "replicas", 1.into());
             set_default(spec, "revisionHistoryLimit", 10.into());
             set_default(spec, "progressDeadlineSeconds", 600.into());
@@ -118,11 +131,17 @@ pub fn builtin(kind: &str, object: &mut Value, next_ip: &mut dyn FnMut() -> Stri
             template(spec);
         }
         "StatefulSet" => {
-            let Some(spec) = child(root, "spec") else { return };
+            let Some(spec) = child(root, "spec") else {
+                return;
+            };
             set_default(spec, "replicas", 1.into());
             set_default(spec, "revisionHistoryLimit", 10.into());
             set_default(spec, "podManagementPolicy", "OrderedReady".into());
-            set_default(spec, "updateStrategy", json!({"type": "RollingUpdate", "rollingUpdate": {"partition": 0}}));
+            set_default(
+                spec,
+                "updateStrategy",
+                json!({"type": "RollingUpdate", "rollingUpdate": {"partition": 0}}),
+            );
             set_default(
                 spec,
                 "persistentVolumeClaimRetentionPolicy",
@@ -131,7 +150,9 @@ pub fn builtin(kind: &str, object: &mut Value, next_ip: &mut dyn FnMut() -> Stri
             template(spec);
         }
         "DaemonSet" => {
-            let Some(spec) = child(root, "spec") else { return };
+            let Some(spec) = child(root, "spec") else {
+                return;
+            };
             set_default(spec, "revisionHistoryLimit", 10.into());
             set_default(
                 spec,
@@ -141,16 +162,22 @@ pub fn builtin(kind: &str, object: &mut Value, next_ip: &mut dyn FnMut() -> Stri
             template(spec);
         }
         "ReplicaSet" => {
-            let Some(spec) = child(root, "spec") else { return };
+            let Some(spec) = child(root, "spec") else {
+                return;
+            };
             set_default(spec, "replicas", 1.into());
             template(spec);
         }
         "Job" => {
-            let Some(spec) = child(root, "spec") else { return };
+            let Some(spec) = child(root, "spec") else {
+                return;
+            };
             job_spec(spec);
         }
         "CronJob" => {
-            let Some(spec) = child(root, "spec") else { return };
+            let Some(spec) = child(root, "spec") else {
+                return;
+            };
             set_default(spec, "concurrencyPolicy", "Allow".into());
             set_default(spec, "suspend", false.into());
             set_default(spec, "successfulJobsHistoryLimit", 3.into());
@@ -160,7 +187,9 @@ pub fn builtin(kind: &str, object: &mut Value, next_ip: &mut dyn FnMut() -> Stri
             }
         }
         "NetworkPolicy" => {
-            let Some(spec) = child(root, "spec") else { return };
+            let Some(spec) = child(root, "spec") else {
+                return;
+            };
             if !spec.contains_key("policyTypes") {
                 let mut types = vec![json!("Ingress")];
                 if spec.contains_key("egress") {
@@ -170,7 +199,9 @@ pub fn builtin(kind: &str, object: &mut Value, next_ip: &mut dyn FnMut() -> Stri
             }
         }
         "CustomResourceDefinition" => {
-            if let Some(Value::Array(versions)) = child(root, "spec").and_then(|s| s.get_mut("versions")) {
+            if let Some(Value::Array(versions)) =
+                child(root, "spec").and_then(|s| s.get_mut("versions"))
+            {
                 for version in versions.iter_mut().filter_map(Value::as_object_mut) {
                     set_default(version, "served", true.into());
                 }
@@ -205,12 +236,24 @@ fn pod_spec(spec: &mut Map<String, Value>) {
     for list in ["containers", "initContainers"] {
         if let Some(Value::Array(containers)) = spec.get_mut(list) {
             for container in containers.iter_mut().filter_map(Value::as_object_mut) {
-                let image = container.get("image").and_then(Value::as_str).unwrap_or_default();
+                let image = container
+                    .get("image")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default();
                 // Kubernetes pulls `:latest` (or untagged) images always.
                 let last = image.rsplit('/').next().unwrap_or_default();
-                let latest = !last.contains(':') && !image.contains('@') || image.ends_with(":latest");
-                set_default(container, "imagePullPolicy", if latest { "Always" } else { "IfNotPresent" }.into());
-                set_default(container, "terminationMessagePath", "/dev/termination-log".into());
+                let latest =
+                    !last.contains(':') && !image.contains('@') || image.ends_with(":latest");
+                set_default(
+                    container,
+                    "imagePullPolicy",
+                    if latest { "Always" } else { "IfNotPresent" }.into(),
+                );
+                set_default(
+                    container,
+                    "terminationMessagePath",
+                    "/dev/termination-log".into(),
+                );
                 set_default(container, "terminationMessagePolicy", "File".into());
                 set_default(container, "resources", json!({}));
                 if let Some(Value::Array(ports)) = container.get_mut("ports") {
@@ -229,7 +272,9 @@ const DNS_SUBDOMAIN: &str = "a lowercase RFC 1123 subdomain must consist of lowe
 fn is_label(text: &str) -> bool {
     !text.is_empty()
         && text.len() <= 63
-        && text.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && text
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
         && !text.starts_with('-')
         && !text.ends_with('-')
 }
@@ -242,16 +287,25 @@ fn is_subdomain(text: &str) -> bool {
 /// services, subdomains otherwise.
 pub fn name_problem(kind: &str, name: &str) -> Option<String> {
     let label = matches!(kind, "Namespace" | "Service");
-    let ok = if label { is_label(name) } else { is_subdomain(name) };
+    let ok = if label {
+        is_label(name)
+    } else {
+        is_subdomain(name)
+    };
     (!ok).then(|| {
-        format!("Invalid value: {name:?}: {}", if label { DNS_LABEL } else { DNS_SUBDOMAIN })
+        format!(
+            "Invalid value: {name:?}: {}",
+            if label { DNS_LABEL } else { DNS_SUBDOMAIN }
+        )
     })
 }
 
 fn label_value_ok(value: &str) -> bool {
     value.len() <= 63
         && (value.is_empty()
-            || value.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b))
+            || value
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b))
                 && value.as_bytes()[0].is_ascii_alphanumeric()
                 && value.as_bytes()[value.len() - 1].is_ascii_alphanumeric())
 }
@@ -259,7 +313,10 @@ fn label_value_ok(value: &str) -> bool {
 /// Validates a built-in object (with `old` for updates); returns the causes.
 pub fn validate(rt: &ResourceType, object: &Value, old: Option<&Value>) -> Vec<Cause> {
     let mut causes = Vec::new();
-    if let Some(labels) = object.pointer("/metadata/labels").and_then(Value::as_object) {
+    if let Some(labels) = object
+        .pointer("/metadata/labels")
+        .and_then(Value::as_object)
+    {
         for (key, value) in labels {
             match value.as_str() {
                 Some(text) if label_value_ok(text) => {}
@@ -276,15 +333,22 @@ pub fn validate(rt: &ResourceType, object: &Value, old: Option<&Value>) -> Vec<C
         }
         return causes;
     }
-    let workload = matches!(rt.kind.as_str(), "Deployment" | "StatefulSet" | "DaemonSet" | "ReplicaSet");
+    let workload = matches!(
+        rt.kind.as_str(),
+        "Deployment" | "StatefulSet" | "DaemonSet" | "ReplicaSet"
+    );
     if workload {
         match object.pointer("/spec/selector") {
             None => causes.push(("spec.selector".into(), "Required value".into())),
             Some(selector) => {
-                let labels = object.pointer("/spec/template/metadata/labels").and_then(Value::as_object);
+                let labels = object
+                    .pointer("/spec/template/metadata/labels")
+                    .and_then(Value::as_object);
                 let wanted = selector.get("matchLabels").and_then(Value::as_object);
                 if let Some(wanted) = wanted {
-                    let matched = wanted.iter().all(|(k, v)| labels.and_then(|l| l.get(k)) == Some(v));
+                    let matched = wanted
+                        .iter()
+                        .all(|(k, v)| labels.and_then(|l| l.get(k)) == Some(v));
                     if !matched {
                         causes.push((
                             "spec.template.metadata.labels".into(),
@@ -292,10 +356,13 @@ pub fn validate(rt: &ResourceType, object: &Value, old: Option<&Value>) -> Vec<C
                         ));
                     }
                 }
-                if let Some(old) = old.and_then(|o| o.pointer("/spec/selector")) {
-                    if old != selector {
-                        causes.push(("spec.selector".into(), "Invalid value: field is immutable".into()));
-                    }
+                if let Some(old) = old.and_then(|o| o.pointer("/spec/selector"))
+                    && old != selector
+                {
+                    causes.push((
+                        "spec.selector".into(),
+                        "Invalid value: field is immutable".into(),
+                    ));
                 }
             }
         }
@@ -313,41 +380,62 @@ pub fn validate(rt: &ResourceType, object: &Value, old: Option<&Value>) -> Vec<C
         _ => "spec.template.spec",
     };
     if workload || matches!(rt.kind.as_str(), "Pod" | "Job" | "CronJob") {
-        let containers = pod.and_then(|p| p.get("containers")).and_then(Value::as_array);
+        let containers = pod
+            .and_then(|p| p.get("containers"))
+            .and_then(Value::as_array);
         match containers {
             None => causes.push((format!("{prefix}.containers"), "Required value".into())),
-            Some(list) if list.is_empty() => causes.push((format!("{prefix}.containers"), "Required value".into())),
+            Some(list) if list.is_empty() => {
+                causes.push((format!("{prefix}.containers"), "Required value".into()))
+            }
             Some(list) => {
                 for (i, container) in list.iter().enumerate() {
                     match container.get("name").and_then(Value::as_str) {
                         Some(name) if is_label(name) => {}
-                        _ => causes.push((format!("{prefix}.containers[{i}].name"), "Required value".into())),
+                        _ => causes.push((
+                            format!("{prefix}.containers[{i}].name"),
+                            "Required value".into(),
+                        )),
                     }
-                    if container.get("image").and_then(Value::as_str).is_none_or(str::is_empty) {
-                        causes.push((format!("{prefix}.containers[{i}].image"), "Required value".into()));
+                    if container
+                        .get("image")
+                        .and_then(Value::as_str)
+                        .is_none_or(str::is_empty)
+                    {
+                        causes.push((
+                            format!("{prefix}.containers[{i}].image"),
+                            "Required value".into(),
+                        ));
                     }
                 }
             }
         }
     }
     if matches!(rt.kind.as_str(), "Job" | "CronJob") {
-        let policy = pod.and_then(|p| p.get("restartPolicy")).and_then(Value::as_str);
+        let policy = pod
+            .and_then(|p| p.get("restartPolicy"))
+            .and_then(Value::as_str);
         if !matches!(policy, Some("Never" | "OnFailure")) {
             causes.push((
                 format!("{prefix}.restartPolicy"),
-                format!("Unsupported value: {:?}: supported values: \"OnFailure\", \"Never\"", policy.unwrap_or("Always")),
+                format!(
+                    "Unsupported value: {:?}: supported values: \"OnFailure\", \"Never\"",
+                    policy.unwrap_or("Always")
+                ),
             ));
         }
     }
-    if rt.kind == "Service" {
-        if let (Some(old), Some(new)) = (
+    if rt.kind == "Service"
+        && let (Some(old), Some(new)) = (
             old.and_then(|o| o.pointer("/spec/clusterIP")),
             object.pointer("/spec/clusterIP"),
-        ) {
-            if old != new {
-                causes.push(("spec.clusterIP".into(), "Invalid value: field is immutable".into()));
-            }
-        }
+        )
+        && old != new
+    {
+        causes.push((
+            "spec.clusterIP".into(),
+            "Invalid value: field is immutable".into(),
+        ));
     }
     causes
 }
@@ -365,20 +453,28 @@ fn type_name(value: &Value) -> &'static str {
 }
 
 fn validate_schema(schema: &Value, value: &Value, path: &str, causes: &mut Vec<Cause>) {
-    let field = if path.is_empty() { "<root>".to_owned() } else { path.to_owned() };
+    let field = if path.is_empty() {
+        "<root>".to_owned()
+    } else {
+        path.to_owned()
+    };
     if path == ".metadata" || path == ".apiVersion" || path == ".kind" {
         return;
     }
     if schema.get("x-kubernetes-int-or-string") == Some(&Value::Bool(true)) {
         if !matches!(type_name(value), "integer" | "string") {
-            causes.push((field.trim_start_matches('.').into(), format!("Invalid value: {value}: must be an integer or a string")));
+            causes.push((
+                field.trim_start_matches('.').into(),
+                format!("Invalid value: {value}: must be an integer or a string"),
+            ));
         }
         return;
     }
     if let Some(expected) = schema.get("type").and_then(Value::as_str) {
         let actual = type_name(value);
         let fits = actual == expected || expected == "number" && actual == "integer";
-        if !fits && !(value.is_null() && schema.get("nullable") == Some(&Value::Bool(true))) {
+        let allowed_null = value.is_null() && schema.get("nullable") == Some(&Value::Bool(true));
+        if !(fits || allowed_null) {
             causes.push((
                 field.trim_start_matches('.').into(),
                 format!("Invalid value: \"{actual}\": {} in body must be of type {expected}: \"{actual}\"", field.trim_start_matches('.')),
@@ -386,18 +482,27 @@ fn validate_schema(schema: &Value, value: &Value, path: &str, causes: &mut Vec<C
             return;
         }
     }
-    if let Some(Value::Array(options)) = schema.get("enum") {
-        if !options.contains(value) {
-            let allowed: Vec<String> = options.iter().map(Value::to_string).collect();
-            causes.push((field.trim_start_matches('.').into(), format!("Unsupported value: {value}: supported values: {}", allowed.join(", "))));
-        }
+    if let Some(Value::Array(options)) = schema.get("enum")
+        && !options.contains(value)
+    {
+        let allowed: Vec<String> = options.iter().map(Value::to_string).collect();
+        causes.push((
+            field.trim_start_matches('.').into(),
+            format!(
+                "Unsupported value: {value}: supported values: {}",
+                allowed.join(", ")
+            ),
+        ));
     }
     match value {
         Value::Object(map) => {
             if let Some(Value::Array(required)) = schema.get("required") {
                 for name in required.iter().filter_map(Value::as_str) {
                     if !map.contains_key(name) {
-                        causes.push((format!("{path}.{name}").trim_start_matches('.').into(), "Required value".into()));
+                        causes.push((
+                            format!("{path}.{name}").trim_start_matches('.').into(),
+                            "Required value".into(),
+                        ));
                     }
                 }
             }
@@ -429,7 +534,8 @@ pub fn custom(schema: &Value, object: &mut Value, fill: bool) -> Vec<String> {
     let mut dropped = Vec::new();
     if let Some(map) = object.as_object_mut() {
         let properties = schema.get("properties").and_then(Value::as_object);
-        let preserve = schema.get("x-kubernetes-preserve-unknown-fields") == Some(&Value::Bool(true));
+        let preserve =
+            schema.get("x-kubernetes-preserve-unknown-fields") == Some(&Value::Bool(true));
         for (name, child) in map.iter_mut() {
             if matches!(name.as_str(), "apiVersion" | "kind" | "metadata") {
                 continue;
@@ -458,16 +564,22 @@ pub fn custom(schema: &Value, object: &mut Value, fill: bool) -> Vec<String> {
 fn apply_defaults(schema: &Value, map: &mut Map<String, Value>) {
     if let Some(properties) = schema.get("properties").and_then(Value::as_object) {
         for (name, property) in properties {
-            if let Some(default) = property.get("default") {
-                if !map.contains_key(name) {
-                    map.insert(name.clone(), default.clone());
-                }
+            if let Some(default) = property.get("default")
+                && !map.contains_key(name)
+            {
+                map.insert(name.clone(), default.clone());
             }
         }
     }
 }
 
-fn structural(schema: &Value, value: &mut Value, fill: bool, path: &str, dropped: &mut Vec<String>) {
+fn structural(
+    schema: &Value,
+    value: &mut Value,
+    fill: bool,
+    path: &str,
+    dropped: &mut Vec<String>,
+) {
     let preserve = schema.get("x-kubernetes-preserve-unknown-fields") == Some(&Value::Bool(true));
     match value {
         Value::Object(map) => {
@@ -475,10 +587,18 @@ fn structural(schema: &Value, value: &mut Value, fill: bool, path: &str, dropped
             let additional = schema.get("additionalProperties").filter(|s| s.is_object());
             for (name, child) in map.iter_mut() {
                 if let Some(child_schema) = properties.and_then(|p| p.get(name)).or(additional) {
-                    structural(child_schema, child, fill, &format!("{path}.{name}"), dropped);
+                    structural(
+                        child_schema,
+                        child,
+                        fill,
+                        &format!("{path}.{name}"),
+                        dropped,
+                    );
                 }
             }
-            let open = preserve || additional.is_some() || schema.get("additionalProperties") == Some(&Value::Bool(true));
+            let open = preserve
+                || additional.is_some()
+                || schema.get("additionalProperties") == Some(&Value::Bool(true));
             if !open {
                 map.retain(|name, _| {
                     let keep = properties.is_some_and(|p| p.contains_key(name));
@@ -518,7 +638,10 @@ mod tests {
         assert_eq!(containers[0]["imagePullPolicy"], "IfNotPresent");
         assert_eq!(containers[1]["imagePullPolicy"], "Always");
         assert_eq!(containers[0]["ports"][0]["protocol"], "TCP");
-        assert_eq!(containers[0]["terminationMessagePath"], "/dev/termination-log");
+        assert_eq!(
+            containers[0]["terminationMessagePath"],
+            "/dev/termination-log"
+        );
     }
 
     #[test]
@@ -526,8 +649,14 @@ mod tests {
         let schema = json!({"type": "object", "properties": {"spec": {"type": "object", "properties": {
             "size": {"type": "integer", "default": 3}, "extra": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}}});
         let mut cr = json!({"apiVersion": "x/v1", "kind": "X", "metadata": {"name": "a"}, "spec": {"unknown": 1, "extra": {"any": true}}, "bogus": 1});
-        assert_eq!(custom(&schema, &mut cr, true), vec!["spec.unknown", "bogus"]);
-        assert_eq!(cr, json!({"apiVersion": "x/v1", "kind": "X", "metadata": {"name": "a"}, "spec": {"extra": {"any": true}, "size": 3}}));
+        assert_eq!(
+            custom(&schema, &mut cr, true),
+            vec!["spec.unknown", "bogus"]
+        );
+        assert_eq!(
+            cr,
+            json!({"apiVersion": "x/v1", "kind": "X", "metadata": {"name": "a"}, "spec": {"extra": {"any": true}, "size": 3}})
+        );
     }
 
     #[test]

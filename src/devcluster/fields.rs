@@ -201,7 +201,8 @@ impl FieldSet {
                 continue;
             }
             let element = PathElement::decode(key)?;
-            set.children.insert(element, FieldSet::from_fields_v1(child)?);
+            set.children
+                .insert(element, FieldSet::from_fields_v1(child)?);
         }
         Some(set)
     }
@@ -215,7 +216,11 @@ pub fn canonical(value: &Value) -> String {
             Value::Object(map) => {
                 let mut keys: Vec<_> = map.keys().collect();
                 keys.sort();
-                Value::Object(keys.into_iter().map(|k| (k.clone(), sorted(&map[k]))).collect())
+                Value::Object(
+                    keys.into_iter()
+                        .map(|k| (k.clone(), sorted(&map[k])))
+                        .collect(),
+                )
             }
             Value::Array(items) => Value::Array(items.iter().map(sorted).collect()),
             other => other.clone(),
@@ -225,7 +230,12 @@ pub fn canonical(value: &Value) -> String {
 }
 
 /// The path element naming `item` in a list merged by `keys`.
-pub fn key_element(item: &Value, keys: &[String], schema: &Schema, spath: &SchemaPath) -> PathElement {
+pub fn key_element(
+    item: &Value,
+    keys: &[String],
+    schema: &Schema,
+    spath: &SchemaPath,
+) -> PathElement {
     let mut key = Map::new();
     let mut names: Vec<&String> = keys.iter().collect();
     names.sort();
@@ -252,7 +262,13 @@ pub fn field_set(value: &Value, schema: &Schema) -> FieldSet {
     set
 }
 
-fn collect(value: &Value, schema: &Schema, path: &mut Path, spath: &mut SchemaPath, set: &mut FieldSet) {
+fn collect(
+    value: &Value,
+    schema: &Schema,
+    path: &mut Path,
+    spath: &mut SchemaPath,
+    set: &mut FieldSet,
+) {
     match value {
         Value::Object(map) if !map.is_empty() && !schema.atomic_map(spath) => {
             for (name, child) in map {
@@ -315,7 +331,13 @@ pub fn compare(old: &Value, new: &Value, schema: &Schema) -> Comparison {
     out
 }
 
-fn added(value: &Value, schema: &Schema, path: &mut Path, spath: &mut SchemaPath, out: &mut Comparison) {
+fn added(
+    value: &Value,
+    schema: &Schema,
+    path: &mut Path,
+    spath: &mut SchemaPath,
+    out: &mut Comparison,
+) {
     // Maps (not structs) are members themselves when they appear, as the
     // API server records them (`f:labels: {".": {}, ...}`).
     if value.as_object().is_some_and(|map| !map.is_empty()) && schema.is_map(spath) {
@@ -324,7 +346,14 @@ fn added(value: &Value, schema: &Schema, path: &mut Path, spath: &mut SchemaPath
     collect(value, schema, path, spath, &mut out.added);
 }
 
-fn diff(old: &Value, new: &Value, schema: &Schema, path: &mut Path, spath: &mut SchemaPath, out: &mut Comparison) {
+fn diff(
+    old: &Value,
+    new: &Value,
+    schema: &Schema,
+    path: &mut Path,
+    spath: &mut SchemaPath,
+    out: &mut Comparison,
+) {
     match (old, new) {
         (Value::Object(a), Value::Object(b)) if !schema.atomic_map(spath) => {
             for (name, new_child) in b {
@@ -437,10 +466,16 @@ mod tests {
     #[test]
     fn set_operations() {
         let mut a = FieldSet::default();
-        a.insert(&[PathElement::Field("a".into()), PathElement::Field("b".into())]);
+        a.insert(&[
+            PathElement::Field("a".into()),
+            PathElement::Field("b".into()),
+        ]);
         a.insert(&[PathElement::Field("c".into())]);
         let mut b = FieldSet::default();
-        b.insert(&[PathElement::Field("a".into()), PathElement::Field("b".into())]);
+        b.insert(&[
+            PathElement::Field("a".into()),
+            PathElement::Field("b".into()),
+        ]);
         assert_eq!(a.intersection(&b), b);
         a.remove_members(&b);
         assert_eq!(a.paths(), vec![vec![PathElement::Field("c".into())]]);

@@ -56,7 +56,9 @@ struct Entry {
 
 impl Entry {
     fn is(&self, writer: &Writer, operation: Operation) -> bool {
-        self.manager == writer.manager && self.operation == operation && self.subresource.is_some() == writer.status
+        self.manager == writer.manager
+            && self.operation == operation
+            && self.subresource.is_some() == writer.status
     }
 }
 
@@ -112,12 +114,15 @@ impl Managed {
             .0
             .into_iter()
             .map(|mut entry| {
-                let previous = before
-                    .0
-                    .iter()
-                    .find(|old| old.manager == entry.manager && old.operation == entry.operation && old.subresource == entry.subresource);
+                let previous = before.0.iter().find(|old| {
+                    old.manager == entry.manager
+                        && old.operation == entry.operation
+                        && old.subresource == entry.subresource
+                });
                 match previous {
-                    Some(old) if old.set == entry.set && old.api_version == entry.api_version => entry.time.clone_from(&old.time),
+                    Some(old) if old.set == entry.set && old.api_version == entry.api_version => {
+                        entry.time.clone_from(&old.time)
+                    }
                     _ => entry.time = Some(now.to_owned()),
                 }
                 let mut map = Map::new();
@@ -161,8 +166,15 @@ fn parse_entry(value: &Value) -> Option<Entry> {
     Some(Entry {
         manager: value.get("manager")?.as_str()?.to_owned(),
         operation,
-        subresource: value.get("subresource").and_then(Value::as_str).map(str::to_owned),
-        api_version: value.get("apiVersion").and_then(Value::as_str).unwrap_or_default().to_owned(),
+        subresource: value
+            .get("subresource")
+            .and_then(Value::as_str)
+            .map(str::to_owned),
+        api_version: value
+            .get("apiVersion")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned(),
         time: value.get("time").and_then(Value::as_str).map(str::to_owned),
         set: FieldSet::from_fields_v1(value.get("fieldsV1").unwrap_or(&Value::Null))?,
     })
@@ -221,7 +233,11 @@ pub fn apply(
     let changed = comparison.changed();
 
     let mut conflicts = Vec::new();
-    for entry in managed.0.iter_mut().filter(|e| !e.is(writer, Operation::Apply)) {
+    for entry in managed
+        .0
+        .iter_mut()
+        .filter(|e| !e.is(writer, Operation::Apply))
+    {
         let clash = entry.set.intersection(&changed);
         if !clash.is_empty() {
             conflicts.push(Conflict {
@@ -269,7 +285,10 @@ pub fn update(old: &Value, new: &mut Value, writer: &Writer, schema: &Schema, no
 /// The message the API server gives for apply conflicts.
 pub fn conflict_message(conflicts: &[Conflict]) -> String {
     let count: usize = conflicts.iter().map(|c| c.fields.len()).sum();
-    let mut message = format!("Apply failed with {count} conflict{}:", if count == 1 { "" } else { "s" });
+    let mut message = format!(
+        "Apply failed with {count} conflict{}:",
+        if count == 1 { "" } else { "s" }
+    );
     for conflict in conflicts {
         if conflict.fields.len() == 1 {
             message.push_str(&format!(
@@ -277,7 +296,10 @@ pub fn conflict_message(conflicts: &[Conflict]) -> String {
                 conflict.manager, conflict.api_version, conflict.fields[0]
             ));
         } else {
-            message.push_str(&format!(" conflicts with \"{}\" using {}:", conflict.manager, conflict.api_version));
+            message.push_str(&format!(
+                " conflicts with \"{}\" using {}:",
+                conflict.manager, conflict.api_version
+            ));
             for field in &conflict.fields {
                 message.push_str(&format!("\n- {field}"));
             }
@@ -308,27 +330,85 @@ mod tests {
     #[test]
     fn shared_values_do_not_conflict_and_different_values_do() {
         let skeleton = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}});
-        let a = apply(&skeleton, &json!({"data": {"k": "1"}}), &writer("a"), false, &schema(), "t1").unwrap();
-        let shared = apply(&a, &json!({"data": {"k": "1"}}), &writer("b"), false, &schema(), "t2").unwrap();
-        assert_eq!(shared["metadata"]["managedFields"].as_array().unwrap().len(), 2);
-        let conflicts = apply(&a, &json!({"data": {"k": "2"}}), &writer("b"), false, &schema(), "t2").unwrap_err();
+        let a = apply(
+            &skeleton,
+            &json!({"data": {"k": "1"}}),
+            &writer("a"),
+            false,
+            &schema(),
+            "t1",
+        )
+        .unwrap();
+        let shared = apply(
+            &a,
+            &json!({"data": {"k": "1"}}),
+            &writer("b"),
+            false,
+            &schema(),
+            "t2",
+        )
+        .unwrap();
+        assert_eq!(
+            shared["metadata"]["managedFields"]
+                .as_array()
+                .unwrap()
+                .len(),
+            2
+        );
+        let conflicts = apply(
+            &a,
+            &json!({"data": {"k": "2"}}),
+            &writer("b"),
+            false,
+            &schema(),
+            "t2",
+        )
+        .unwrap_err();
         assert_eq!(conflicts[0].manager, "a");
         assert_eq!(conflicts[0].fields, vec![".data.k"]);
-        let forced = apply(&a, &json!({"data": {"k": "2"}}), &writer("b"), true, &schema(), "t2").unwrap();
+        let forced = apply(
+            &a,
+            &json!({"data": {"k": "2"}}),
+            &writer("b"),
+            true,
+            &schema(),
+            "t2",
+        )
+        .unwrap();
         let managers: Vec<_> = forced["metadata"]["managedFields"]
             .as_array()
             .unwrap()
             .iter()
             .map(|e| e["manager"].as_str().unwrap().to_owned())
             .collect();
-        assert_eq!(managers, vec!["b"], "a lost its only field to the forced apply");
+        assert_eq!(
+            managers,
+            vec!["b"],
+            "a lost its only field to the forced apply"
+        );
     }
 
     #[test]
     fn unchanged_entries_keep_their_time() {
         let skeleton = json!({"metadata": {"name": "c"}});
-        let first = apply(&skeleton, &json!({"data": {"k": "1"}}), &writer("a"), false, &schema(), "t1").unwrap();
-        let again = apply(&first, &json!({"data": {"k": "1"}}), &writer("a"), false, &schema(), "t2").unwrap();
+        let first = apply(
+            &skeleton,
+            &json!({"data": {"k": "1"}}),
+            &writer("a"),
+            false,
+            &schema(),
+            "t1",
+        )
+        .unwrap();
+        let again = apply(
+            &first,
+            &json!({"data": {"k": "1"}}),
+            &writer("a"),
+            false,
+            &schema(),
+            "t2",
+        )
+        .unwrap();
         assert_eq!(first, again);
     }
 }

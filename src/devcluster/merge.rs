@@ -53,7 +53,12 @@ fn merge_at(live: &Value, config: &Value, schema: &Schema, spath: &mut SchemaPat
                     }
                 }
                 spath.pop();
-                out.extend(config.iter().filter(|item| !used.contains(&key(item))).cloned());
+                out.extend(
+                    config
+                        .iter()
+                        .filter(|item| !used.contains(&key(item)))
+                        .cloned(),
+                );
                 Value::Array(out)
             }
             ListType::Set => {
@@ -164,8 +169,8 @@ pub fn json_merge(target: &Value, patch: &Value) -> Value {
 
 /// Applies an RFC 6902 JSON patch.
 pub fn json_patch(target: &Value, patch: &Value) -> Result<Value, PatchError> {
-    let patch: json_patch::Patch =
-        serde_json::from_value(patch.clone()).map_err(|e| PatchError(format!("invalid JSON patch: {e}")))?;
+    let patch: json_patch::Patch = serde_json::from_value(patch.clone())
+        .map_err(|e| PatchError(format!("invalid JSON patch: {e}")))?;
     let mut out = target.clone();
     json_patch::patch(&mut out, &patch).map_err(|e| PatchError(e.to_string()))?;
     Ok(out)
@@ -175,11 +180,20 @@ pub fn json_patch(target: &Value, patch: &Value) -> Result<Value, PatchError> {
 /// `kubectl patch` send for built-in kinds): like a JSON merge patch, except
 /// that keyed lists merge by their key and the `$patch`, `$retainKeys`,
 /// `$deleteFromPrimitiveList/…` and `$setElementOrder/…` directives are honoured.
-pub fn strategic_merge(target: &Value, patch: &Value, schema: &Schema) -> Result<Value, PatchError> {
+pub fn strategic_merge(
+    target: &Value,
+    patch: &Value,
+    schema: &Schema,
+) -> Result<Value, PatchError> {
     smp_at(target, patch, schema, &mut SchemaPath::default())
 }
 
-fn smp_at(target: &Value, patch: &Value, schema: &Schema, spath: &mut SchemaPath) -> Result<Value, PatchError> {
+fn smp_at(
+    target: &Value,
+    patch: &Value,
+    schema: &Schema,
+    spath: &mut SchemaPath,
+) -> Result<Value, PatchError> {
     let Value::Object(patch) = patch else {
         return Ok(patch.clone());
     };
@@ -233,7 +247,12 @@ fn smp_at(target: &Value, patch: &Value, schema: &Schema, spath: &mut SchemaPath
     Ok(Value::Object(out))
 }
 
-fn smp_list(current: Option<&Value>, patch: &[Value], schema: &Schema, spath: &mut SchemaPath) -> Result<Value, PatchError> {
+fn smp_list(
+    current: Option<&Value>,
+    patch: &[Value],
+    schema: &Schema,
+    spath: &mut SchemaPath,
+) -> Result<Value, PatchError> {
     let current = match current {
         Some(Value::Array(items)) => items.clone(),
         _ => Vec::new(),
@@ -241,8 +260,14 @@ fn smp_list(current: Option<&Value>, patch: &[Value], schema: &Schema, spath: &m
     match schema.list_type(spath) {
         ListType::Map(keys) => {
             // A `{"$patch": "replace"}` item replaces the whole list.
-            if patch.iter().any(|item| item.get("$patch").and_then(Value::as_str) == Some("replace")) {
-                let kept = patch.iter().filter(|item| item.get("$patch").is_none()).cloned();
+            if patch
+                .iter()
+                .any(|item| item.get("$patch").and_then(Value::as_str) == Some("replace"))
+            {
+                let kept = patch
+                    .iter()
+                    .filter(|item| item.get("$patch").is_none())
+                    .cloned();
                 return Ok(Value::Array(kept.collect()));
             }
             let mut out = current;
@@ -307,13 +332,23 @@ mod tests {
 
     #[test]
     fn prune_removes_what_only_the_applier_owned() {
-        let mut object = json!({"metadata": {"name": "x", "labels": {"a": "1", "b": "2", "c": "3"}}});
-        let last = field_set(&json!({"metadata": {"labels": {"a": "1", "b": "2"}}}), &deployment());
+        let mut object =
+            json!({"metadata": {"name": "x", "labels": {"a": "1", "b": "2", "c": "3"}}});
+        let last = field_set(
+            &json!({"metadata": {"labels": {"a": "1", "b": "2"}}}),
+            &deployment(),
+        );
         let mine = field_set(&json!({"metadata": {"labels": {"a": "1"}}}), &deployment());
         let mut owned = mine.clone();
-        owned.union_with(&field_set(&json!({"metadata": {"labels": {"c": "3"}}}), &deployment()));
+        owned.union_with(&field_set(
+            &json!({"metadata": {"labels": {"c": "3"}}}),
+            &deployment(),
+        ));
         prune(&mut object, &last, &owned, &deployment());
-        assert_eq!(object, json!({"metadata": {"name": "x", "labels": {"a": "1", "c": "3"}}}));
+        assert_eq!(
+            object,
+            json!({"metadata": {"name": "x", "labels": {"a": "1", "c": "3"}}})
+        );
     }
 
     #[test]
@@ -326,6 +361,9 @@ mod tests {
                 "containers": [{"name": "a", "image": "a:2"}, {"name": "b", "$patch": "delete"}]}}}});
         let out = strategic_merge(&target, &patch, &deployment()).unwrap();
         assert_eq!(out["metadata"]["finalizers"], json!(["a", "b"]));
-        assert_eq!(out["spec"]["template"]["spec"]["containers"], json!([{"name": "a", "image": "a:2"}]));
+        assert_eq!(
+            out["spec"]["template"]["spec"]["containers"],
+            json!([{"name": "a", "image": "a:2"}])
+        );
     }
 }

@@ -131,10 +131,12 @@ impl DevCluster {
             load(&store, path)?;
         }
         store.seed_namespaces();
-        let listener = TcpListener::bind(config.address).await.map_err(|source| Error::Bind {
-            address: config.address,
-            source,
-        })?;
+        let listener = TcpListener::bind(config.address)
+            .await
+            .map_err(|source| Error::Bind {
+                address: config.address,
+                source,
+            })?;
         let address = listener.local_addr().map_err(|source| Error::Bind {
             address: config.address,
             source,
@@ -154,12 +156,25 @@ impl DevCluster {
             shutdown: shutdown.clone(),
             address: address.to_string(),
         });
-        let mut tasks = vec![tokio::spawn(serve(listener, acceptor, server::router(app), shutdown.clone()))];
+        let mut tasks = vec![tokio::spawn(serve(
+            listener,
+            acceptor,
+            server::router(app),
+            shutdown.clone(),
+        ))];
         if let Some(path) = &config.data {
-            tasks.push(tokio::spawn(persist(store.clone(), path.clone(), shutdown.clone())));
+            tasks.push(tokio::spawn(persist(
+                store.clone(),
+                path.clone(),
+                shutdown.clone(),
+            )));
         }
         if let Some(delay) = config.simulate_readiness {
-            tasks.push(tokio::spawn(readiness::run(store.clone(), delay, shutdown.clone())));
+            tasks.push(tokio::spawn(readiness::run(
+                store.clone(),
+                delay,
+                shutdown.clone(),
+            )));
         }
         tracing::info!(%url, "dev cluster serving");
         Ok(Self {
@@ -199,7 +214,8 @@ impl DevCluster {
         use base64::Engine as _;
         let mut cluster = serde_json::json!({"server": self.url});
         if let Some(ca) = &self.ca_pem {
-            cluster["certificate-authority-data"] = base64::engine::general_purpose::STANDARD.encode(ca).into();
+            cluster["certificate-authority-data"] =
+                base64::engine::general_purpose::STANDARD.encode(ca).into();
         }
         let config = serde_json::json!({
             "apiVersion": "v1",
@@ -236,7 +252,12 @@ impl Drop for DevCluster {
     }
 }
 
-async fn serve(listener: TcpListener, tls: Option<TlsAcceptor>, router: axum::Router, shutdown: CancellationToken) {
+async fn serve(
+    listener: TcpListener,
+    tls: Option<TlsAcceptor>,
+    router: axum::Router,
+    shutdown: CancellationToken,
+) {
     loop {
         let (stream, peer) = tokio::select! {
             () = shutdown.cancelled() => return,
@@ -256,7 +277,8 @@ async fn serve(listener: TcpListener, tls: Option<TlsAcceptor>, router: axum::Ro
             let served = match tls {
                 Some(acceptor) => match acceptor.accept(stream).await {
                     Ok(stream) => {
-                        let connection = builder.serve_connection_with_upgrades(TokioIo::new(stream), service);
+                        let connection =
+                            builder.serve_connection_with_upgrades(TokioIo::new(stream), service);
                         tokio::select! {
                             result = connection => result,
                             () = shutdown.cancelled() => Ok(()),
@@ -268,7 +290,8 @@ async fn serve(listener: TcpListener, tls: Option<TlsAcceptor>, router: axum::Ro
                     }
                 },
                 None => {
-                    let connection = builder.serve_connection_with_upgrades(TokioIo::new(stream), service);
+                    let connection =
+                        builder.serve_connection_with_upgrades(TokioIo::new(stream), service);
                     tokio::select! {
                         result = connection => result,
                         () = shutdown.cancelled() => Ok(()),
@@ -285,15 +308,21 @@ async fn serve(listener: TcpListener, tls: Option<TlsAcceptor>, router: axum::Ro
 /// A CA and a serving certificate for the loopback address, both made fresh.
 fn tls(address: SocketAddr) -> Result<(TlsAcceptor, String)> {
     let fail = |e: &dyn std::fmt::Display| Error::Tls(e.to_string());
-    let mut ca_params = rcgen::CertificateParams::new(Vec::<String>::new()).map_err(|e| fail(&e))?;
+    let mut ca_params =
+        rcgen::CertificateParams::new(Vec::<String>::new()).map_err(|e| fail(&e))?;
     ca_params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
-    ca_params.distinguished_name.push(rcgen::DnType::CommonName, "kiln dev-cluster CA");
+    ca_params
+        .distinguished_name
+        .push(rcgen::DnType::CommonName, "kiln dev-cluster CA");
     let ca_key = rcgen::KeyPair::generate().map_err(|e| fail(&e))?;
     let ca_cert = ca_params.self_signed(&ca_key).map_err(|e| fail(&e))?;
     let issuer = rcgen::Issuer::new(ca_params, ca_key);
     let mut params =
-        rcgen::CertificateParams::new(vec!["localhost".to_owned(), address.ip().to_string()]).map_err(|e| fail(&e))?;
-    params.distinguished_name.push(rcgen::DnType::CommonName, "kiln dev-cluster");
+        rcgen::CertificateParams::new(vec!["localhost".to_owned(), address.ip().to_string()])
+            .map_err(|e| fail(&e))?;
+    params
+        .distinguished_name
+        .push(rcgen::DnType::CommonName, "kiln dev-cluster");
     let key = rcgen::KeyPair::generate().map_err(|e| fail(&e))?;
     let cert = params.signed_by(&key, &issuer).map_err(|e| fail(&e))?;
     let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
@@ -320,8 +349,8 @@ fn load(store: &Store, path: &Path) -> Result<()> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
         Err(e) => return Err(data_error(e.to_string())),
     };
-    let snapshot: serde_json::Value =
-        serde_json::from_str(&text).map_err(|e| data_error(format!("not a dev-cluster data file: {e}")))?;
+    let snapshot: serde_json::Value = serde_json::from_str(&text)
+        .map_err(|e| data_error(format!("not a dev-cluster data file: {e}")))?;
     for skipped in store.restore(&snapshot) {
         tracing::warn!(path = %path.display(), object = %skipped, "skipped an object of a type no longer served");
     }
@@ -334,7 +363,10 @@ fn save(store: &Store, path: &Path) -> Result<()> {
         message,
     };
     let text = serde_json::to_string(&store.snapshot()).map_err(|e| data_error(e.to_string()))?;
-    let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let dir = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
     // Write beside, then rename: a crash never leaves half a file.
     let mut file = tempfile::NamedTempFile::new_in(dir).map_err(|e| data_error(e.to_string()))?;
     std::io::Write::write_all(&mut file, text.as_bytes()).map_err(|e| data_error(e.to_string()))?;

@@ -33,22 +33,39 @@ pub async fn run(store: Arc<Store>, delay: Duration, shutdown: CancellationToken
             Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => continue,
             Err(_) => return,
         };
-        if event.kind == EventKind::Deleted || !WORKLOADS.contains(&(event.bucket.0.as_str(), event.bucket.1.as_str())) {
+        if event.kind == EventKind::Deleted
+            || !WORKLOADS.contains(&(event.bucket.0.as_str(), event.bucket.1.as_str()))
+        {
             continue;
         }
         let object = &event.object;
-        let generation = object.pointer("/metadata/generation").and_then(Value::as_i64).unwrap_or(1);
+        let generation = object
+            .pointer("/metadata/generation")
+            .and_then(Value::as_i64)
+            .unwrap_or(1);
         let settled = if event.bucket.1 == "jobs" {
             object.pointer("/status/completionTime").is_some()
         } else {
-            object.pointer("/status/observedGeneration").and_then(Value::as_i64) == Some(generation)
+            object
+                .pointer("/status/observedGeneration")
+                .and_then(Value::as_i64)
+                == Some(generation)
         };
         if settled || object.pointer("/metadata/deletionTimestamp").is_some() {
             continue;
         }
-        let Some(rt) = store.resolve(&event.bucket.0, "v1", &event.bucket.1) else { continue };
-        let namespace = object.pointer("/metadata/namespace").and_then(Value::as_str).map(str::to_owned);
-        let name = object.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default().to_owned();
+        let Some(rt) = store.resolve(&event.bucket.0, "v1", &event.bucket.1) else {
+            continue;
+        };
+        let namespace = object
+            .pointer("/metadata/namespace")
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+        let name = object
+            .pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned();
         let status = ready_status(&rt.kind, object, generation);
         let store = store.clone();
         let shutdown = shutdown.clone();
@@ -65,8 +82,14 @@ pub async fn run(store: Arc<Store>, delay: Duration, shutdown: CancellationToken
 }
 
 fn ready_status(kind: &str, object: &Value, generation: i64) -> Value {
-    let replicas = object.pointer("/spec/replicas").and_then(Value::as_i64).unwrap_or(1);
-    let name = object.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default();
+    let replicas = object
+        .pointer("/spec/replicas")
+        .and_then(Value::as_i64)
+        .unwrap_or(1);
+    let name = object
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
     let time = now();
     match kind {
         "Deployment" => json!({
@@ -94,7 +117,10 @@ fn ready_status(kind: &str, object: &Value, generation: i64) -> Value {
             "availableReplicas": replicas, "fullyLabeledReplicas": replicas,
         }),
         _ => {
-            let completions = object.pointer("/spec/completions").and_then(Value::as_i64).unwrap_or(1);
+            let completions = object
+                .pointer("/spec/completions")
+                .and_then(Value::as_i64)
+                .unwrap_or(1);
             json!({
                 "startTime": time, "completionTime": time, "succeeded": completions, "ready": 0, "terminating": 0,
                 "uncountedTerminatedPods": {},

@@ -70,6 +70,7 @@ struct Builtin {
     all: bool,
 }
 
+#[allow(clippy::too_many_arguments)] // one row of the table below
 const fn b(
     group: &'static str,
     kind: &'static str,
@@ -93,28 +94,181 @@ const fn b(
 }
 
 const BUILTINS: &[Builtin] = &[
-    b("", "Namespace", "namespaces", false, &["ns"], true, false, false),
-    b("", "ConfigMap", "configmaps", true, &["cm"], false, false, false),
+    b(
+        "",
+        "Namespace",
+        "namespaces",
+        false,
+        &["ns"],
+        true,
+        false,
+        false,
+    ),
+    b(
+        "",
+        "ConfigMap",
+        "configmaps",
+        true,
+        &["cm"],
+        false,
+        false,
+        false,
+    ),
     b("", "Secret", "secrets", true, &[], false, false, false),
     b("", "Service", "services", true, &["svc"], true, false, true),
-    b("", "ServiceAccount", "serviceaccounts", true, &["sa"], false, false, false),
+    b(
+        "",
+        "ServiceAccount",
+        "serviceaccounts",
+        true,
+        &["sa"],
+        false,
+        false,
+        false,
+    ),
     b("", "Pod", "pods", true, &["po"], true, false, true),
-    b("", "PersistentVolumeClaim", "persistentvolumeclaims", true, &["pvc"], true, false, false),
+    b(
+        "",
+        "PersistentVolumeClaim",
+        "persistentvolumeclaims",
+        true,
+        &["pvc"],
+        true,
+        false,
+        false,
+    ),
     b("", "Event", "events", true, &["ev"], false, false, false),
-    b("apps", "Deployment", "deployments", true, &["deploy"], true, true, true),
-    b("apps", "StatefulSet", "statefulsets", true, &["sts"], true, true, true),
-    b("apps", "DaemonSet", "daemonsets", true, &["ds"], true, true, true),
-    b("apps", "ReplicaSet", "replicasets", true, &["rs"], true, true, true),
+    b(
+        "apps",
+        "Deployment",
+        "deployments",
+        true,
+        &["deploy"],
+        true,
+        true,
+        true,
+    ),
+    b(
+        "apps",
+        "StatefulSet",
+        "statefulsets",
+        true,
+        &["sts"],
+        true,
+        true,
+        true,
+    ),
+    b(
+        "apps",
+        "DaemonSet",
+        "daemonsets",
+        true,
+        &["ds"],
+        true,
+        true,
+        true,
+    ),
+    b(
+        "apps",
+        "ReplicaSet",
+        "replicasets",
+        true,
+        &["rs"],
+        true,
+        true,
+        true,
+    ),
     b("batch", "Job", "jobs", true, &[], true, true, true),
-    b("batch", "CronJob", "cronjobs", true, &["cj"], true, true, true),
-    b("networking.k8s.io", "Ingress", "ingresses", true, &["ing"], true, true, false),
-    b("networking.k8s.io", "NetworkPolicy", "networkpolicies", true, &["netpol"], false, true, false),
-    b("rbac.authorization.k8s.io", "Role", "roles", true, &[], false, false, false),
-    b("rbac.authorization.k8s.io", "RoleBinding", "rolebindings", true, &[], false, false, false),
-    b("rbac.authorization.k8s.io", "ClusterRole", "clusterroles", false, &[], false, false, false),
-    b("rbac.authorization.k8s.io", "ClusterRoleBinding", "clusterrolebindings", false, &[], false, false, false),
-    b("coordination.k8s.io", "Lease", "leases", true, &[], false, false, false),
-    b("apiextensions.k8s.io", "CustomResourceDefinition", "customresourcedefinitions", false, &["crd", "crds"], true, true, false),
+    b(
+        "batch",
+        "CronJob",
+        "cronjobs",
+        true,
+        &["cj"],
+        true,
+        true,
+        true,
+    ),
+    b(
+        "networking.k8s.io",
+        "Ingress",
+        "ingresses",
+        true,
+        &["ing"],
+        true,
+        true,
+        false,
+    ),
+    b(
+        "networking.k8s.io",
+        "NetworkPolicy",
+        "networkpolicies",
+        true,
+        &["netpol"],
+        false,
+        true,
+        false,
+    ),
+    b(
+        "rbac.authorization.k8s.io",
+        "Role",
+        "roles",
+        true,
+        &[],
+        false,
+        false,
+        false,
+    ),
+    b(
+        "rbac.authorization.k8s.io",
+        "RoleBinding",
+        "rolebindings",
+        true,
+        &[],
+        false,
+        false,
+        false,
+    ),
+    b(
+        "rbac.authorization.k8s.io",
+        "ClusterRole",
+        "clusterroles",
+        false,
+        &[],
+        false,
+        false,
+        false,
+    ),
+    b(
+        "rbac.authorization.k8s.io",
+        "ClusterRoleBinding",
+        "clusterrolebindings",
+        false,
+        &[],
+        false,
+        false,
+        false,
+    ),
+    b(
+        "coordination.k8s.io",
+        "Lease",
+        "leases",
+        true,
+        &[],
+        false,
+        false,
+        false,
+    ),
+    b(
+        "apiextensions.k8s.io",
+        "CustomResourceDefinition",
+        "customresourcedefinitions",
+        false,
+        &["crd", "crds"],
+        true,
+        true,
+        false,
+    ),
 ];
 
 /// The built-in resource types, all at their `v1` version.
@@ -130,7 +284,11 @@ pub fn builtins() -> Vec<Arc<ResourceType>> {
                 singular: b.kind.to_lowercase(),
                 namespaced: b.namespaced,
                 short_names: b.short.iter().map(|&s| s.to_owned()).collect(),
-                categories: if b.all { vec!["all".to_owned()] } else { Vec::new() },
+                categories: if b.all {
+                    vec!["all".to_owned()]
+                } else {
+                    Vec::new()
+                },
                 status: b.status,
                 generation: b.generation,
                 schema: Schema::builtin(b.group, b.kind),
@@ -147,39 +305,71 @@ pub type CrdProblems = Vec<(String, String)>;
 /// The resource types a CRD defines, one per served version.
 pub fn from_crd(crd: &Value) -> Result<Vec<Arc<ResourceType>>, CrdProblems> {
     let mut problems = CrdProblems::new();
-    let text = |pointer: &str| crd.pointer(pointer).and_then(Value::as_str).unwrap_or_default().to_owned();
+    let text = |pointer: &str| {
+        crd.pointer(pointer)
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned()
+    };
     let group = text("/spec/group");
     let plural = text("/spec/names/plural");
     let kind = text("/spec/names/kind");
     let scope = text("/spec/scope");
     let name = text("/metadata/name");
     if group.is_empty() || !group.contains('.') {
-        problems.push(("spec.group".into(), format!("Invalid value: {group:?}: should be a domain with at least one dot")));
+        problems.push((
+            "spec.group".into(),
+            format!("Invalid value: {group:?}: should be a domain with at least one dot"),
+        ));
     }
     if plural.is_empty() || plural != plural.to_lowercase() {
-        problems.push(("spec.names.plural".into(), format!("Invalid value: {plural:?}: a lowercase name is required")));
+        problems.push((
+            "spec.names.plural".into(),
+            format!("Invalid value: {plural:?}: a lowercase name is required"),
+        ));
     }
     if kind.is_empty() {
         problems.push(("spec.names.kind".into(), "Required value".into()));
     }
     if name != format!("{plural}.{group}") {
-        problems.push(("metadata.name".into(), format!("Invalid value: {name:?}: must be spec.names.plural+\".\"+spec.group")));
+        problems.push((
+            "metadata.name".into(),
+            format!("Invalid value: {name:?}: must be spec.names.plural+\".\"+spec.group"),
+        ));
     }
     let namespaced = match scope.as_str() {
         "Namespaced" => true,
         "Cluster" => false,
         other => {
-            problems.push(("spec.scope".into(), format!("Unsupported value: {other:?}: supported values: \"Cluster\", \"Namespaced\"")));
+            problems.push((
+                "spec.scope".into(),
+                format!(
+                    "Unsupported value: {other:?}: supported values: \"Cluster\", \"Namespaced\""
+                ),
+            ));
             true
         }
     };
-    let versions = crd.pointer("/spec/versions").and_then(Value::as_array).cloned().unwrap_or_default();
+    let versions = crd
+        .pointer("/spec/versions")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
     if versions.is_empty() {
-        problems.push(("spec.versions".into(), "Invalid value: must have exactly one version marked as storage version".into()));
+        problems.push((
+            "spec.versions".into(),
+            "Invalid value: must have exactly one version marked as storage version".into(),
+        ));
     }
-    let storage = versions.iter().filter(|v| v["storage"] == Value::Bool(true)).count();
+    let storage = versions
+        .iter()
+        .filter(|v| v["storage"] == Value::Bool(true))
+        .count();
     if !versions.is_empty() && storage != 1 {
-        problems.push(("spec.versions".into(), "Invalid value: must have exactly one version marked as storage version".into()));
+        problems.push((
+            "spec.versions".into(),
+            "Invalid value: must have exactly one version marked as storage version".into(),
+        ));
     }
     if !problems.is_empty() {
         return Err(problems);
@@ -187,10 +377,18 @@ pub fn from_crd(crd: &Value) -> Result<Vec<Arc<ResourceType>>, CrdProblems> {
     let strings = |pointer: &str| -> Vec<String> {
         crd.pointer(pointer)
             .and_then(Value::as_array)
-            .map(|items| items.iter().filter_map(Value::as_str).map(str::to_owned).collect())
+            .map(|items| {
+                items
+                    .iter()
+                    .filter_map(Value::as_str)
+                    .map(str::to_owned)
+                    .collect()
+            })
             .unwrap_or_default()
     };
-    let singular = Some(text("/spec/names/singular")).filter(|s| !s.is_empty()).unwrap_or_else(|| kind.to_lowercase());
+    let singular = Some(text("/spec/names/singular"))
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| kind.to_lowercase());
     Ok(versions
         .iter()
         .filter(|version| version["served"] != Value::Bool(false))

@@ -63,10 +63,11 @@ impl SchemaPath {
     /// `spec.containers[].ports` that is `containers`.
     fn enclosing_list(&self) -> Option<&str> {
         let n = self.0.len();
-        if n >= 3 && matches!(self.0[n - 2], Segment::Item) {
-            if let Segment::Field(name) = &self.0[n - 3] {
-                return Some(name);
-            }
+        if n >= 3
+            && matches!(self.0[n - 2], Segment::Item)
+            && let Segment::Field(name) = &self.0[n - 3]
+        {
+            return Some(name);
         }
         None
     }
@@ -107,7 +108,12 @@ impl Schema {
                     Some("map") => ListType::Map(
                         node.get("x-kubernetes-list-map-keys")
                             .and_then(Value::as_array)
-                            .map(|keys| keys.iter().filter_map(Value::as_str).map(str::to_owned).collect())
+                            .map(|keys| {
+                                keys.iter()
+                                    .filter_map(Value::as_str)
+                                    .map(str::to_owned)
+                                    .collect()
+                            })
                             .unwrap_or_default(),
                     ),
                     Some("set") => ListType::Set,
@@ -128,9 +134,19 @@ impl Schema {
         match field {
             "finalizers" if path.in_metadata() => ListType::Set,
             "ownerReferences" if path.in_metadata() => keys(&["uid"]),
-            "containers" | "initContainers" | "ephemeralContainers" | "volumes" | "imagePullSecrets" | "env"
-            | "resourceClaims" | "schedulingGates" => keys(&["name"]),
-            "ports" if path.enclosing_list().is_some_and(|list| CONTAINER_LISTS.contains(&list)) => {
+            "containers"
+            | "initContainers"
+            | "ephemeralContainers"
+            | "volumes"
+            | "imagePullSecrets"
+            | "env"
+            | "resourceClaims"
+            | "schedulingGates" => keys(&["name"]),
+            "ports"
+                if path
+                    .enclosing_list()
+                    .is_some_and(|list| CONTAINER_LISTS.contains(&list)) =>
+            {
                 keys(&["containerPort", "protocol"])
             }
             "ports" if matches!(self, Self::Builtin { group, kind } if group.is_empty() && kind == "Service") => {
@@ -149,15 +165,15 @@ impl Schema {
     /// The value a missing key field of a list item stands for (Kubernetes
     /// treats a port without `protocol` as TCP).
     pub fn key_default(&self, path: &SchemaPath, field: &str) -> Option<Value> {
-        if let Self::Custom(root) = self {
-            if !path.in_metadata() {
-                return node(root, path)?
-                    .get("items")?
-                    .get("properties")?
-                    .get(field)?
-                    .get("default")
-                    .cloned();
-            }
+        if let Self::Custom(root) = self
+            && !path.in_metadata()
+        {
+            return node(root, path)?
+                .get("items")?
+                .get("properties")?
+                .get(field)?
+                .get("default")
+                .cloned();
         }
         (field == "protocol").then(|| Value::from("TCP"))
     }
@@ -169,10 +185,12 @@ impl Schema {
                 .and_then(|node| node.get("x-kubernetes-map-type"))
                 .is_some_and(|kind| kind == "atomic"),
             Self::Untyped => false,
-            _ => matches!(
-                path.last_field(),
-                Some("selector" | "podSelector" | "namespaceSelector" | "labelSelector")
-            ) && !path.in_metadata(),
+            _ => {
+                matches!(
+                    path.last_field(),
+                    Some("selector" | "podSelector" | "namespaceSelector" | "labelSelector")
+                ) && !path.in_metadata()
+            }
         }
     }
 
@@ -182,7 +200,9 @@ impl Schema {
         match self {
             Self::Custom(root) if !path.in_metadata() => node(root, path).is_some_and(|node| {
                 node.get("properties").is_none()
-                    && node.get("additionalProperties").is_some_and(|extra| extra != &Value::Bool(false))
+                    && node
+                        .get("additionalProperties")
+                        .is_some_and(|extra| extra != &Value::Bool(false))
             }),
             Self::Untyped => true,
             _ => matches!(
@@ -213,7 +233,10 @@ fn node<'a>(root: &'a Value, path: &SchemaPath) -> Option<&'a Value> {
             Segment::Field(name) => node
                 .get("properties")
                 .and_then(|properties| properties.get(name))
-                .or_else(|| node.get("additionalProperties").filter(|extra| extra.is_object()))?,
+                .or_else(|| {
+                    node.get("additionalProperties")
+                        .filter(|extra| extra.is_object())
+                })?,
             Segment::Item => node.get("items")?,
         };
     }

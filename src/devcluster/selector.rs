@@ -27,14 +27,18 @@ impl LabelSelector {
             if term.is_empty() {
                 continue;
             }
-            requirements.push(parse_term(term).ok_or_else(|| format!("unable to parse requirement: {term:?}"))?);
+            requirements.push(
+                parse_term(term).ok_or_else(|| format!("unable to parse requirement: {term:?}"))?,
+            );
         }
         Ok(Self(requirements))
     }
 
     /// True when the object's labels satisfy every requirement.
     pub fn matches(&self, object: &Value) -> bool {
-        let labels = object.pointer("/metadata/labels").and_then(Value::as_object);
+        let labels = object
+            .pointer("/metadata/labels")
+            .and_then(Value::as_object);
         let label = |key: &str| labels.and_then(|l| l.get(key)).and_then(Value::as_str);
         self.0.iter().all(|requirement| match requirement {
             Requirement::Equals(k, v) => label(k) == Some(v.as_str()),
@@ -67,7 +71,10 @@ fn split_terms(text: &str) -> Vec<&str> {
 }
 
 fn valid_key(key: &str) -> bool {
-    !key.is_empty() && key.chars().all(|c| c.is_ascii_alphanumeric() || "-_./".contains(c))
+    !key.is_empty()
+        && key
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./".contains(c))
 }
 
 fn parse_term(term: &str) -> Option<Requirement> {
@@ -77,12 +84,20 @@ fn parse_term(term: &str) -> Option<Requirement> {
     for (op, set_op) in [(" notin ", false), (" in ", true)] {
         if let Some((key, values)) = term.split_once(op) {
             let values = values.trim().strip_prefix('(')?.strip_suffix(')')?;
-            let values: Vec<String> = values.split(',').map(|v| v.trim().to_owned()).filter(|v| !v.is_empty()).collect();
+            let values: Vec<String> = values
+                .split(',')
+                .map(|v| v.trim().to_owned())
+                .filter(|v| !v.is_empty())
+                .collect();
             let key = key.trim().to_owned();
             if !valid_key(&key) {
                 return None;
             }
-            return Some(if set_op { Requirement::In(key, values) } else { Requirement::NotIn(key, values) });
+            return Some(if set_op {
+                Requirement::In(key, values)
+            } else {
+                Requirement::NotIn(key, values)
+            });
         }
     }
     for (op, equal) in [("!=", false), ("==", true), ("=", true)] {
@@ -91,7 +106,11 @@ fn parse_term(term: &str) -> Option<Requirement> {
             if !valid_key(&key) {
                 return None;
             }
-            return Some(if equal { Requirement::Equals(key, value) } else { Requirement::NotEquals(key, value) });
+            return Some(if equal {
+                Requirement::Equals(key, value)
+            } else {
+                Requirement::NotEquals(key, value)
+            });
         }
     }
     valid_key(term).then(|| Requirement::Exists(term.to_owned()))
@@ -113,7 +132,9 @@ impl FieldSelector {
             } else if let Some((f, v)) = term.split_once('=') {
                 (f, true, v)
             } else {
-                return Err(format!("invalid selector: '{text}'; can't understand '{term}'"));
+                return Err(format!(
+                    "invalid selector: '{text}'; can't understand '{term}'"
+                ));
             };
             let field = field.trim();
             if !matches!(field, "metadata.name" | "metadata.namespace") {
@@ -127,8 +148,15 @@ impl FieldSelector {
     /// True when the object satisfies every term.
     pub fn matches(&self, object: &Value) -> bool {
         self.0.iter().all(|(field, equal, value)| {
-            let pointer = if field == "metadata.name" { "/metadata/name" } else { "/metadata/namespace" };
-            let actual = object.pointer(pointer).and_then(Value::as_str).unwrap_or_default();
+            let pointer = if field == "metadata.name" {
+                "/metadata/name"
+            } else {
+                "/metadata/namespace"
+            };
+            let actual = object
+                .pointer(pointer)
+                .and_then(Value::as_str)
+                .unwrap_or_default();
             (actual == value) == *equal
         })
     }
@@ -163,7 +191,11 @@ mod tests {
             ("!env", true),
             ("", true),
         ] {
-            assert_eq!(LabelSelector::parse(selector).unwrap().matches(&object), expected, "{selector}");
+            assert_eq!(
+                LabelSelector::parse(selector).unwrap().matches(&object),
+                expected,
+                "{selector}"
+            );
         }
         assert!(LabelSelector::parse("app in web").is_err());
     }
@@ -171,8 +203,20 @@ mod tests {
     #[test]
     fn field_selector_supports_name_and_namespace_only() {
         let object = json!({"metadata": {"name": "a", "namespace": "n"}});
-        assert!(FieldSelector::parse("metadata.name=a,metadata.namespace==n").unwrap().matches(&object));
-        assert!(!FieldSelector::parse("metadata.name!=a").unwrap().matches(&object));
-        assert!(FieldSelector::parse("spec.nodeName=x").unwrap_err().contains("not supported"));
+        assert!(
+            FieldSelector::parse("metadata.name=a,metadata.namespace==n")
+                .unwrap()
+                .matches(&object)
+        );
+        assert!(
+            !FieldSelector::parse("metadata.name!=a")
+                .unwrap()
+                .matches(&object)
+        );
+        assert!(
+            FieldSelector::parse("spec.nodeName=x")
+                .unwrap_err()
+                .contains("not supported")
+        );
     }
 }

@@ -19,7 +19,10 @@ use tokio_util::sync::CancellationToken;
 use super::resources::ResourceType;
 use super::selector::{FieldSelector, LabelSelector};
 use super::status::{ApiError, Result};
-use super::store::{DeleteOptions, EventKind, Filter, PatchKind, Propagation, Store, WriteOptions, translate};
+use super::store::{
+    DeleteOptions, EventKind, Filter, PatchKind, PatchRequest, Propagation, Store, WriteOptions,
+    translate,
+};
 
 /// The largest request body accepted, as the real API server (3 MiB).
 pub const MAX_BODY: usize = 3 * 1024 * 1024;
@@ -68,12 +71,21 @@ async fn handle(State(app): State<Arc<App>>, request: Request) -> Response {
     let span = tracing::debug_span!("request", method = %parts.method, path = %parts.uri.path());
     let _entered = span.enter();
     let query = parse_query(parts.uri.query());
-    match route(&app, &parts.method, parts.uri.path(), &parts.headers, &query, body) {
+    match route(
+        &app,
+        &parts.method,
+        parts.uri.path(),
+        &parts.headers,
+        &query,
+        body,
+    ) {
         Ok(Reply::Json(code, value)) => json_response(code, &value),
         Ok(Reply::Text(text)) => (StatusCode::OK, text).into_response(),
         Ok(Reply::Aggregated(value)) => {
             let mut response = json_response(StatusCode::OK, &value);
-            response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static(AGGREGATED));
+            response
+                .headers_mut()
+                .insert(header::CONTENT_TYPE, HeaderValue::from_static(AGGREGATED));
             response
         }
         Ok(Reply::Watch(watch)) => watch.into_response(&app),
@@ -94,9 +106,10 @@ enum Reply {
 
 fn json_response(code: StatusCode, value: &Value) -> Response {
     let mut response = (code, value.to_string()).into_response();
-    response
-        .headers_mut()
-        .insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
     response
 }
 
@@ -126,15 +139,22 @@ fn route(
     match segments.as_slice() {
         ["version"] if get => Ok(Reply::Json(StatusCode::OK, version())),
         ["healthz" | "readyz" | "livez"] if get => Ok(Reply::Text("ok")),
-        ["api"] if get && wants_aggregated(headers) => Ok(Reply::Aggregated(aggregated(&app.store, true))),
-        ["apis"] if get && wants_aggregated(headers) => Ok(Reply::Aggregated(aggregated(&app.store, false))),
+        ["api"] if get && wants_aggregated(headers) => {
+            Ok(Reply::Aggregated(aggregated(&app.store, true)))
+        }
+        ["apis"] if get && wants_aggregated(headers) => {
+            Ok(Reply::Aggregated(aggregated(&app.store, false)))
+        }
         ["api"] if get => Ok(Reply::Json(
             StatusCode::OK,
             json!({"kind": "APIVersions", "versions": ["v1"],
                 "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": app.address}]}),
         )),
         ["apis"] if get => Ok(Reply::Json(StatusCode::OK, group_list(&app.store))),
-        ["api", "v1"] if get => Ok(Reply::Json(StatusCode::OK, resource_list(&app.store, "", "v1")?)),
+        ["api", "v1"] if get => Ok(Reply::Json(
+            StatusCode::OK,
+            resource_list(&app.store, "", "v1")?,
+        )),
         ["apis", group] if get => group_list(&app.store)["groups"]
             .as_array()
             .and_then(|groups| groups.iter().find(|g| g["name"] == *group))
@@ -145,14 +165,25 @@ fn route(
                 Reply::Json(StatusCode::OK, g)
             })
             .ok_or_else(|| ApiError::no_route(path)),
-        ["apis", group, version] if get => Ok(Reply::Json(StatusCode::OK, resource_list(&app.store, group, version)?)),
+        ["apis", group, version] if get => Ok(Reply::Json(
+            StatusCode::OK,
+            resource_list(&app.store, group, version)?,
+        )),
         ["openapi", "v3"] if get => Ok(Reply::Json(StatusCode::OK, openapi_index(&app.store))),
-        ["openapi", "v3", "api", "v1"] if get => Ok(Reply::Json(StatusCode::OK, openapi_group(&app.store, "", "v1", path)?)),
-        ["openapi", "v3", "apis", group, version] if get => {
-            Ok(Reply::Json(StatusCode::OK, openapi_group(&app.store, group, version, path)?))
+        ["openapi", "v3", "api", "v1"] if get => Ok(Reply::Json(
+            StatusCode::OK,
+            openapi_group(&app.store, "", "v1", path)?,
+        )),
+        ["openapi", "v3", "apis", group, version] if get => Ok(Reply::Json(
+            StatusCode::OK,
+            openapi_group(&app.store, group, version, path)?,
+        )),
+        ["api", "v1", rest @ ..] => {
+            resource(app, method, "", "v1", rest, path, headers, query, body)
         }
-        ["api", "v1", rest @ ..] => resource(app, method, "", "v1", rest, path, headers, query, body),
-        ["apis", group, version, rest @ ..] => resource(app, method, group, version, rest, path, headers, query, body),
+        ["apis", group, version, rest @ ..] => resource(
+            app, method, group, version, rest, path, headers, query, body,
+        ),
         _ if get => Err(ApiError::no_route(path)),
         _ => Err(ApiError::method_not_allowed(method.as_str())),
     }
@@ -174,7 +205,9 @@ fn version() -> Value {
 
 /// Kubernetes version priority: GA before beta before alpha, higher first.
 fn version_priority(version: &str) -> (u8, u32, u32) {
-    let Some(rest) = version.strip_prefix('v') else { return (0, 0, 0) };
+    let Some(rest) = version.strip_prefix('v') else {
+        return (0, 0, 0);
+    };
     let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
     let major = digits.parse().unwrap_or(0);
     let tail = &rest[digits.len()..];
@@ -196,7 +229,9 @@ fn group_list(store: &Store) -> Value {
             continue;
         }
         match groups.iter_mut().find(|(name, _)| *name == rt.group) {
-            Some((_, versions)) if !versions.contains(&rt.version) => versions.push(rt.version.clone()),
+            Some((_, versions)) if !versions.contains(&rt.version) => {
+                versions.push(rt.version.clone())
+            }
             Some(_) => {}
             None => groups.push((rt.group.clone(), vec![rt.version.clone()])),
         }
@@ -219,7 +254,11 @@ fn group_list(store: &Store) -> Value {
 fn openapi_index(store: &Store) -> Value {
     let mut paths = serde_json::Map::new();
     for rt in store.types() {
-        let key = if rt.group.is_empty() { "api/v1".to_owned() } else { format!("apis/{}/{}", rt.group, rt.version) };
+        let key = if rt.group.is_empty() {
+            "api/v1".to_owned()
+        } else {
+            format!("apis/{}/{}", rt.group, rt.version)
+        };
         let url = format!("/openapi/v3/{key}?hash={}", store.resource_version());
         paths.insert(key, json!({"serverRelativeURL": url}));
     }
@@ -238,7 +277,11 @@ fn openapi_group(store: &Store, group: &str, version: &str, path: &str) -> Resul
     if types.is_empty() {
         return Err(ApiError::no_route(path));
     }
-    let prefix = if group.is_empty() { "/api/v1".to_owned() } else { format!("/apis/{group}/{version}") };
+    let prefix = if group.is_empty() {
+        "/api/v1".to_owned()
+    } else {
+        format!("/apis/{group}/{version}")
+    };
     let parameters = json!(["dryRun", "fieldManager", "fieldValidation", "force"]
         .iter()
         .map(|name| json!({"name": name, "in": "query", "schema": {"type": "string", "uniqueItems": true}}))
@@ -260,7 +303,12 @@ fn openapi_group(store: &Store, group: &str, version: &str, path: &str) -> Resul
         if let Some(schema) = &rt.openapi {
             let mut schema = (**schema).clone();
             schema["x-kubernetes-group-version-kind"] = json!([gvk]);
-            let id = format!("{}.{}.{}", rt.group.split('.').rev().collect::<Vec<_>>().join("."), rt.version, rt.kind);
+            let id = format!(
+                "{}.{}.{}",
+                rt.group.split('.').rev().collect::<Vec<_>>().join("."),
+                rt.version,
+                rt.kind
+            );
             schemas.insert(id, schema);
         }
     }
@@ -279,14 +327,22 @@ fn wants_aggregated(headers: &HeaderMap) -> bool {
     headers
         .get(header::ACCEPT)
         .and_then(|v| v.to_str().ok())
-        .is_some_and(|accept| accept.contains("g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"))
+        .is_some_and(|accept| {
+            accept.contains("g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList")
+        })
 }
 
 /// The aggregated discovery document of the core group (`core`) or of all
 /// other groups: every version and resource in one response.
 fn aggregated(store: &Store, core: bool) -> Value {
-    let mut groups: Vec<(String, Vec<(String, Vec<Value>)>)> = Vec::new();
-    for rt in store.types().into_iter().filter(|rt| rt.group.is_empty() == core) {
+    // group → [(version, [resource])]
+    type Versions = Vec<(String, Vec<Value>)>;
+    let mut groups: Vec<(String, Versions)> = Vec::new();
+    for rt in store
+        .types()
+        .into_iter()
+        .filter(|rt| rt.group.is_empty() == core)
+    {
         let kind = json!({"group": rt.group, "version": rt.version, "kind": rt.kind});
         let mut subresources = Vec::new();
         if rt.status {
@@ -328,7 +384,16 @@ fn aggregated(store: &Store, core: bool) -> Value {
     json!({"kind": "APIGroupDiscoveryList", "apiVersion": "apidiscovery.k8s.io/v2", "metadata": {}, "items": items})
 }
 
-const VERBS: [&str; 8] = ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"];
+const VERBS: [&str; 8] = [
+    "create",
+    "delete",
+    "deletecollection",
+    "get",
+    "list",
+    "patch",
+    "update",
+    "watch",
+];
 
 fn resource_list(store: &Store, group: &str, version: &str) -> Result<Value> {
     let types: Vec<Arc<ResourceType>> = store
@@ -358,8 +423,14 @@ fn resource_list(store: &Store, group: &str, version: &str) -> Result<Value> {
             }));
         }
     }
-    let group_version = if group.is_empty() { version.to_owned() } else { format!("{group}/{version}") };
-    Ok(json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": group_version, "resources": resources}))
+    let group_version = if group.is_empty() {
+        version.to_owned()
+    } else {
+        format!("{group}/{version}")
+    };
+    Ok(
+        json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": group_version, "resources": resources}),
+    )
 }
 
 /// Where a resource path points.
@@ -371,14 +442,25 @@ struct Location<'a> {
     scale: bool,
 }
 
-fn locate<'a>(store: &Store, group: &str, version: &str, rest: &[&'a str], path: &str) -> Result<Location<'a>> {
+fn locate<'a>(
+    store: &Store,
+    group: &str,
+    version: &str,
+    rest: &[&'a str],
+    path: &str,
+) -> Result<Location<'a>> {
     let not_found = || ApiError::no_route(path);
     let (namespace, rest) = match rest {
         ["namespaces", ns, plural, tail @ ..]
             if !matches!(*plural, "status" | "finalize")
-                && store.resolve(group, version, plural).is_some_and(|rt| rt.namespaced) =>
+                && store
+                    .resolve(group, version, plural)
+                    .is_some_and(|rt| rt.namespaced) =>
         {
-            (Some(*ns), { let _ = tail; &rest[2..] })
+            (Some(*ns), {
+                let _ = tail;
+                &rest[2..]
+            })
         }
         _ => (None, rest),
     };
@@ -388,7 +470,9 @@ fn locate<'a>(store: &Store, group: &str, version: &str, rest: &[&'a str], path:
         [plural, name, sub] => (*plural, Some(*name), Some(*sub)),
         _ => return Err(not_found()),
     };
-    let rt = store.resolve(group, version, plural).ok_or_else(not_found)?;
+    let rt = store
+        .resolve(group, version, plural)
+        .ok_or_else(not_found)?;
     let (status, scale) = match sub {
         None => (false, false),
         Some("status") if rt.status => (true, false),
@@ -413,14 +497,27 @@ fn locate<'a>(store: &Store, group: &str, version: &str, rest: &[&'a str], path:
 /// Where the `scale` subresource reads and writes replicas: `(spec replicas,
 /// status replicas)` as JSON pointers.
 fn scale_paths(rt: &ResourceType) -> Option<(String, String)> {
-    if rt.group == "apps" && matches!(rt.kind.as_str(), "Deployment" | "StatefulSet" | "ReplicaSet") {
+    if rt.group == "apps"
+        && matches!(
+            rt.kind.as_str(),
+            "Deployment" | "StatefulSet" | "ReplicaSet"
+        )
+    {
         return Some(("/spec/replicas".into(), "/status/replicas".into()));
     }
     let scale = rt.scale.as_ref()?;
     let pointer = |path: &str| path.trim_start_matches('.').replace('.', "/");
     Some((
         format!("/{}", pointer(scale.get("specReplicasPath")?.as_str()?)),
-        format!("/{}", pointer(scale.get("statusReplicasPath").and_then(Value::as_str).unwrap_or(".status.replicas"))),
+        format!(
+            "/{}",
+            pointer(
+                scale
+                    .get("statusReplicasPath")
+                    .and_then(Value::as_str)
+                    .unwrap_or(".status.replicas")
+            )
+        ),
     ))
 }
 
@@ -429,12 +526,23 @@ fn to_scale(rt: &ResourceType, object: &Value) -> Value {
     let (spec, status) = scale_paths(rt).unwrap_or_default();
     let mut metadata = object["metadata"].clone();
     if let Some(fields) = metadata.as_object_mut() {
-        fields.retain(|k, _| matches!(k.as_str(), "name" | "namespace" | "uid" | "resourceVersion" | "creationTimestamp"));
+        fields.retain(|k, _| {
+            matches!(
+                k.as_str(),
+                "name" | "namespace" | "uid" | "resourceVersion" | "creationTimestamp"
+            )
+        });
     }
     let selector = object
         .pointer("/spec/selector/matchLabels")
         .and_then(Value::as_object)
-        .map(|labels| labels.iter().map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or_default())).collect::<Vec<_>>().join(","))
+        .map(|labels| {
+            labels
+                .iter()
+                .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or_default()))
+                .collect::<Vec<_>>()
+                .join(",")
+        })
         .unwrap_or_default();
     json!({
         "kind": "Scale", "apiVersion": "autoscaling/v1", "metadata": metadata,
@@ -462,8 +570,11 @@ fn scale(
         Method::PATCH => {
             let patch = decode_object(body, "application/json")?;
             match content_type(headers).as_str() {
-                "application/json-patch+json" => super::merge::json_patch(&current, &patch).map_err(|e| ApiError::bad_request(e.to_string()))?,
-                "application/merge-patch+json" | "application/strategic-merge-patch+json" => super::merge::json_merge(&current, &patch),
+                "application/json-patch+json" => super::merge::json_patch(&current, &patch)
+                    .map_err(|e| ApiError::bad_request(e.to_string()))?,
+                "application/merge-patch+json" | "application/strategic-merge-patch+json" => {
+                    super::merge::json_merge(&current, &patch)
+                }
                 other => return Err(ApiError::unsupported_media_type(other)),
             }
         }
@@ -481,7 +592,10 @@ fn scale(
     } else if spec == "/spec/replicas" {
         updated["spec"]["replicas"] = json!(replicas);
     }
-    if let Some(rv) = wanted.pointer("/metadata/resourceVersion").filter(|rv| rv.as_str().is_some_and(|s| !s.is_empty())) {
+    if let Some(rv) = wanted
+        .pointer("/metadata/resourceVersion")
+        .filter(|rv| rv.as_str().is_some_and(|s| !s.is_empty()))
+    {
         updated["metadata"]["resourceVersion"] = rv.clone();
     }
     let options = write_options(query, headers, false)?;
@@ -493,22 +607,39 @@ fn flag(query: &HashMap<String, String>, name: &str) -> bool {
     query.get(name).is_some_and(|v| v == "true" || v == "1")
 }
 
-fn write_options(query: &HashMap<String, String>, headers: &HeaderMap, apply: bool) -> Result<WriteOptions> {
+fn write_options(
+    query: &HashMap<String, String>,
+    headers: &HeaderMap,
+    apply: bool,
+) -> Result<WriteOptions> {
     let dry_run = match query.get("dryRun").map(String::as_str) {
         None | Some("") => false,
         Some("All") => true,
-        Some(other) => return Err(ApiError::bad_request(format!("Invalid dry run value: {other:?}: supported values: \"All\""))),
+        Some(other) => {
+            return Err(ApiError::bad_request(format!(
+                "Invalid dry run value: {other:?}: supported values: \"All\""
+            )));
+        }
     };
     let manager = match query.get("fieldManager").filter(|m| !m.is_empty()) {
         Some(manager) if manager.len() > 128 => {
-            return Err(ApiError::bad_request("fieldManager must be at most 128 characters"));
+            return Err(ApiError::bad_request(
+                "fieldManager must be at most 128 characters",
+            ));
         }
         Some(manager) => manager.clone(),
         None if apply => {
             return Err(ApiError::invalid(
                 "PatchOptions",
-                super::status::Target { group: "meta.k8s.io", resource: "", name: "" },
-                vec![("fieldManager".into(), "Required value: is required for apply patch".into())],
+                super::status::Target {
+                    group: "meta.k8s.io",
+                    resource: "",
+                    name: "",
+                },
+                vec![(
+                    "fieldManager".into(),
+                    "Required value: is required for apply patch".into(),
+                )],
             ));
         }
         // As the API server: the user agent up to its first '/'.
@@ -543,7 +674,13 @@ fn content_type(headers: &HeaderMap) -> String {
     headers
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
-        .map(|v| v.split(';').next().unwrap_or_default().trim().to_ascii_lowercase())
+        .map(|v| {
+            v.split(';')
+                .next()
+                .unwrap_or_default()
+                .trim()
+                .to_ascii_lowercase()
+        })
         .unwrap_or_default()
 }
 
@@ -561,8 +698,10 @@ fn decode_object(body: &[u8], kind: &str) -> Result<Value> {
 fn filter(query: &HashMap<String, String>, namespace: Option<&str>) -> Result<Filter> {
     Ok(Filter {
         namespace: namespace.map(str::to_owned),
-        labels: LabelSelector::parse(query.get("labelSelector").map_or("", String::as_str)).map_err(ApiError::bad_request)?,
-        fields: FieldSelector::parse(query.get("fieldSelector").map_or("", String::as_str)).map_err(ApiError::bad_request)?,
+        labels: LabelSelector::parse(query.get("labelSelector").map_or("", String::as_str))
+            .map_err(ApiError::bad_request)?,
+        fields: FieldSelector::parse(query.get("fieldSelector").map_or("", String::as_str))
+            .map_err(ApiError::bad_request)?,
     })
 }
 
@@ -570,7 +709,8 @@ fn delete_options(query: &HashMap<String, String>, body: &[u8]) -> Result<Delete
     let body: Value = if body.iter().all(u8::is_ascii_whitespace) {
         json!({})
     } else {
-        serde_json::from_slice(body).map_err(|e| ApiError::bad_request(format!("error decoding DeleteOptions: {e}")))?
+        serde_json::from_slice(body)
+            .map_err(|e| ApiError::bad_request(format!("error decoding DeleteOptions: {e}")))?
     };
     let text = |name: &str| {
         query
@@ -579,7 +719,11 @@ fn delete_options(query: &HashMap<String, String>, body: &[u8]) -> Result<Delete
             .or_else(|| body.get(name).and_then(Value::as_str).map(str::to_owned))
     };
     let propagation = match text("propagationPolicy").as_deref() {
-        None | Some("") => match body.get("orphanDependents").and_then(Value::as_bool).or_else(|| query.get("orphanDependents").map(|v| v == "true")) {
+        None | Some("") => match body
+            .get("orphanDependents")
+            .and_then(Value::as_bool)
+            .or_else(|| query.get("orphanDependents").map(|v| v == "true"))
+        {
             Some(true) => Some(Propagation::Orphan),
             _ => None,
         },
@@ -592,17 +736,32 @@ fn delete_options(query: &HashMap<String, String>, body: &[u8]) -> Result<Delete
             )));
         }
     };
-    let dry_run = match query.get("dryRun").cloned().or_else(|| body["dryRun"].get(0).and_then(Value::as_str).map(str::to_owned)) {
+    let dry_run = match query.get("dryRun").cloned().or_else(|| {
+        body["dryRun"]
+            .get(0)
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+    }) {
         None => false,
         Some(v) if v == "All" => true,
         Some(v) if v.is_empty() => false,
-        Some(other) => return Err(ApiError::bad_request(format!("Invalid dry run value: {other:?}"))),
+        Some(other) => {
+            return Err(ApiError::bad_request(format!(
+                "Invalid dry run value: {other:?}"
+            )));
+        }
     };
     Ok(DeleteOptions {
         dry_run,
         propagation,
-        uid: body.pointer("/preconditions/uid").and_then(Value::as_str).map(str::to_owned),
-        resource_version: body.pointer("/preconditions/resourceVersion").and_then(Value::as_str).map(str::to_owned),
+        uid: body
+            .pointer("/preconditions/uid")
+            .and_then(Value::as_str)
+            .map(str::to_owned),
+        resource_version: body
+            .pointer("/preconditions/resourceVersion")
+            .and_then(Value::as_str)
+            .map(str::to_owned),
     })
 }
 
@@ -633,13 +792,16 @@ fn resource(
         (Method::GET, None) | (Method::GET, Some(_)) if legacy_watch || flag(query, "watch") => {
             let mut filter = filter(query, at.namespace)?;
             if let Some(name) = at.name {
-                filter.fields = FieldSelector::parse(&format!("metadata.name={name}")).map_err(ApiError::bad_request)?;
+                filter.fields = FieldSelector::parse(&format!("metadata.name={name}"))
+                    .map_err(ApiError::bad_request)?;
             }
             let send_initial = flag(query, "sendInitialEvents");
             let rv = match query.get("resourceVersion").map(String::as_str) {
                 None | Some("" | "0") => None,
                 Some(_) if send_initial => None,
-                Some(text) => Some(text.parse().map_err(|_| ApiError::bad_request(format!("invalid resource version {text:?}")))?),
+                Some(text) => Some(text.parse().map_err(|_| {
+                    ApiError::bad_request(format!("invalid resource version {text:?}"))
+                })?),
             };
             let timeout = query
                 .get("timeoutSeconds")
@@ -656,19 +818,47 @@ fn resource(
         }
         (Method::GET, None) => {
             let filter = filter(query, at.namespace)?;
-            let limit = query.get("limit").and_then(|l| l.parse().ok()).filter(|l| *l > 0);
-            let list = store.list(rt, &filter, limit, query.get("continue").map(String::as_str).filter(|c| !c.is_empty()))?;
+            let limit = query
+                .get("limit")
+                .and_then(|l| l.parse().ok())
+                .filter(|l| *l > 0);
+            let list = store.list(
+                rt,
+                &filter,
+                limit,
+                query
+                    .get("continue")
+                    .map(String::as_str)
+                    .filter(|c| !c.is_empty()),
+            )?;
             ok(table_if_asked(headers, rt, list, true))
         }
-        (Method::GET, Some(name)) => ok(table_if_asked(headers, rt, store.get(rt, at.namespace, name)?, false)),
+        (Method::GET, Some(name)) => ok(table_if_asked(
+            headers,
+            rt,
+            store.get(rt, at.namespace, name)?,
+            false,
+        )),
         (Method::POST, None) => {
             let object = decode_object(&body, &content_type(headers))?;
-            let created = store.create(rt, at.namespace, object, &write_options(query, headers, false)?)?;
+            let created = store.create(
+                rt,
+                at.namespace,
+                object,
+                &write_options(query, headers, false)?,
+            )?;
             Ok(Reply::Json(StatusCode::CREATED, created))
         }
         (Method::PUT, Some(name)) => {
             let object = decode_object(&body, &content_type(headers))?;
-            ok(store.replace(rt, at.namespace, name, object, &write_options(query, headers, false)?, at.status)?)
+            ok(store.replace(
+                rt,
+                at.namespace,
+                name,
+                object,
+                &write_options(query, headers, false)?,
+                at.status,
+            )?)
         }
         (Method::PATCH, Some(name)) => {
             let kind = match content_type(headers).as_str() {
@@ -684,10 +874,26 @@ fn resource(
                 decode_object(&body, "application/json")?
             };
             let options = write_options(query, headers, kind == PatchKind::Apply)?;
-            let (object, created) = store.patch(rt, at.namespace, name, kind, patch, &options, at.status)?;
-            Ok(Reply::Json(if created { StatusCode::CREATED } else { StatusCode::OK }, object))
+            let (object, created) = store.patch(
+                rt,
+                at.namespace,
+                name,
+                PatchRequest { kind, body: patch },
+                &options,
+                at.status,
+            )?;
+            Ok(Reply::Json(
+                if created {
+                    StatusCode::CREATED
+                } else {
+                    StatusCode::OK
+                },
+                object,
+            ))
         }
-        (Method::DELETE, Some(name)) if !at.status => ok(store.delete(rt, at.namespace, name, &delete_options(query, &body)?)?),
+        (Method::DELETE, Some(name)) if !at.status => {
+            ok(store.delete(rt, at.namespace, name, &delete_options(query, &body)?)?)
+        }
         (Method::DELETE, None) => {
             let filter = filter(query, at.namespace)?;
             ok(store.delete_collection(rt, &filter, &delete_options(query, &body)?)?)
@@ -796,10 +1002,18 @@ impl WatchRequest {
                 if let Some((key, value)) = extra {
                     metadata["annotations"] = json!({key: value});
                 }
-                line("BOOKMARK", json!({"kind": self.rt.kind, "apiVersion": self.rt.api_version(), "metadata": metadata}))
+                line(
+                    "BOOKMARK",
+                    json!({"kind": self.rt.kind, "apiVersion": self.rt.api_version(), "metadata": metadata}),
+                )
             };
             let mut seen = start.from;
-            if self.send_initial && tx.send(bookmark(seen, Some(("k8s.io/initial-events-end", "true")))).await.is_err() {
+            if self.send_initial
+                && tx
+                    .send(bookmark(seen, Some(("k8s.io/initial-events-end", "true"))))
+                    .await
+                    .is_err()
+            {
                 return;
             }
             let mut feed = start.feed;
@@ -821,11 +1035,10 @@ impl WatchRequest {
                         Ok(event) if event.rv <= seen => {}
                         Ok(event) => {
                             seen = event.rv;
-                            if let Some((kind, object)) = translate(&event, &self.rt, &self.filter) {
-                                if tx.send(line(kind_name(kind), object)).await.is_err() {
+                            if let Some((kind, object)) = translate(&event, &self.rt, &self.filter)
+                                && tx.send(line(kind_name(kind), object)).await.is_err() {
                                     return;
                                 }
-                            }
                         }
                         Err(RecvError::Lagged(_)) => {
                             let gone = ApiError::gone("the watch fell behind; start a new watch from a fresh list");
@@ -839,9 +1052,10 @@ impl WatchRequest {
         });
         let stream = ReceiverStream::new(rx).map(Ok::<_, Infallible>);
         let mut response = Response::new(Body::from_stream(stream));
-        response
-            .headers_mut()
-            .insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        response.headers_mut().insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        );
         response
     }
 }

@@ -61,19 +61,31 @@ impl ApiError {
 
     /// 404: the object does not exist.
     pub fn not_found(target: Target<'_>) -> Self {
-        Self::new(404, "NotFound", format!("{} \"{}\" not found", target.qualified(), target.name))
-            .with_details(target.details())
+        Self::new(
+            404,
+            "NotFound",
+            format!("{} \"{}\" not found", target.qualified(), target.name),
+        )
+        .with_details(target.details())
     }
 
     /// 404: no such resource type or path.
     pub fn no_route(path: &str) -> Self {
-        Self::new(404, "NotFound", format!("the server could not find the requested resource ({path})"))
+        Self::new(
+            404,
+            "NotFound",
+            format!("the server could not find the requested resource ({path})"),
+        )
     }
 
     /// 409: creating an object that exists.
     pub fn already_exists(target: Target<'_>) -> Self {
-        Self::new(409, "AlreadyExists", format!("{} \"{}\" already exists", target.qualified(), target.name))
-            .with_details(target.details())
+        Self::new(
+            409,
+            "AlreadyExists",
+            format!("{} \"{}\" already exists", target.qualified(), target.name),
+        )
+        .with_details(target.details())
     }
 
     /// 409: an update based on a stale `resourceVersion`.
@@ -81,13 +93,21 @@ impl ApiError {
         Self::new(
             409,
             "Conflict",
-            format!("Operation cannot be fulfilled on {} \"{}\": {why}", target.qualified(), target.name),
+            format!(
+                "Operation cannot be fulfilled on {} \"{}\": {why}",
+                target.qualified(),
+                target.name
+            ),
         )
         .with_details(target.details())
     }
 
     /// 409: server-side apply conflicts, one cause per field.
-    pub fn apply_conflict(target: Target<'_>, message: String, causes: Vec<(String, String)>) -> Self {
+    pub fn apply_conflict(
+        target: Target<'_>,
+        message: String,
+        causes: Vec<(String, String)>,
+    ) -> Self {
         let mut details = target.details();
         details["causes"] = causes
             .into_iter()
@@ -98,12 +118,23 @@ impl ApiError {
 
     /// 422: the object is invalid; `causes` are `(field, message)` pairs.
     pub fn invalid(kind: &str, target: Target<'_>, causes: Vec<(String, String)>) -> Self {
-        let summary: Vec<String> = causes.iter().map(|(field, message)| format!("{field}: {message}")).collect();
+        let summary: Vec<String> = causes
+            .iter()
+            .map(|(field, message)| format!("{field}: {message}"))
+            .collect();
         let message = format!(
             "{kind}.{} \"{}\" is invalid: {}",
-            if target.group.is_empty() { "" } else { target.group },
+            if target.group.is_empty() {
+                ""
+            } else {
+                target.group
+            },
             target.name,
-            if summary.len() == 1 { summary[0].clone() } else { format!("[{}]", summary.join(", ")) }
+            if summary.len() == 1 {
+                summary[0].clone()
+            } else {
+                format!("[{}]", summary.join(", "))
+            }
         )
         .replace(". \"", " \"");
         let mut details = json!({"name": target.name, "group": target.group, "kind": kind});
@@ -124,14 +155,22 @@ impl ApiError {
         Self::new(
             403,
             "Forbidden",
-            format!("{} \"{}\" is forbidden: {why}", target.qualified(), target.name),
+            format!(
+                "{} \"{}\" is forbidden: {why}",
+                target.qualified(),
+                target.name
+            ),
         )
         .with_details(target.details())
     }
 
     /// 405: the verb is not supported on this path.
     pub fn method_not_allowed(method: &str) -> Self {
-        Self::new(405, "MethodNotAllowed", format!("the server does not allow this method on the requested resource ({method})"))
+        Self::new(
+            405,
+            "MethodNotAllowed",
+            format!("the server does not allow this method on the requested resource ({method})"),
+        )
     }
 
     /// 410: a resource version that is no longer in the history.
@@ -141,12 +180,22 @@ impl ApiError {
 
     /// 413: the body is larger than the server accepts.
     pub fn too_large() -> Self {
-        Self::new(413, "RequestEntityTooLarge", "Request entity too large: limit is 3145728")
+        Self::new(
+            413,
+            "RequestEntityTooLarge",
+            "Request entity too large: limit is 3145728",
+        )
     }
 
     /// 415: a content type the verb does not take.
     pub fn unsupported_media_type(content_type: &str) -> Self {
-        Self::new(415, "UnsupportedMediaType", format!("the body of the request was in an unknown format - accepted media types include: application/json, application/yaml, application/vnd.kubernetes.protobuf (got {content_type:?})"))
+        Self::new(
+            415,
+            "UnsupportedMediaType",
+            format!(
+                "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml, application/vnd.kubernetes.protobuf (got {content_type:?})"
+            ),
+        )
     }
 
     /// 500: something the server could not do.

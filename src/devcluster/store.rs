@@ -72,6 +72,15 @@ pub enum PatchKind {
     Apply,
 }
 
+/// A patch as received: how to read it, and its body.
+#[derive(Clone, Debug)]
+pub struct PatchRequest {
+    /// The patch format, from the content type.
+    pub kind: PatchKind,
+    /// The decoded body.
+    pub body: Value,
+}
+
 /// Options every write takes.
 #[derive(Clone, Debug, Default)]
 pub struct WriteOptions {
@@ -124,10 +133,12 @@ pub struct Filter {
 
 impl Filter {
     fn matches(&self, object: &Value) -> bool {
-        let in_namespace = self
-            .namespace
-            .as_deref()
-            .is_none_or(|ns| object.pointer("/metadata/namespace").and_then(Value::as_str) == Some(ns));
+        let in_namespace = self.namespace.as_deref().is_none_or(|ns| {
+            object
+                .pointer("/metadata/namespace")
+                .and_then(Value::as_str)
+                == Some(ns)
+        });
         in_namespace && self.labels.matches(object) && self.fields.matches(object)
     }
 }
@@ -182,7 +193,9 @@ pub struct Store {
 
 /// The current time as the API server writes it.
 pub fn now() -> String {
-    jiff::Timestamp::now().strftime("%Y-%m-%dT%H:%M:%SZ").to_string()
+    jiff::Timestamp::now()
+        .strftime("%Y-%m-%dT%H:%M:%SZ")
+        .to_string()
 }
 
 fn meta<'a>(object: &'a Value, field: &str) -> Option<&'a str> {
@@ -193,14 +206,22 @@ fn metadata_mut(object: &mut Value) -> &mut Map<String, Value> {
     if !object.get("metadata").is_some_and(Value::is_object) {
         object["metadata"] = json!({});
     }
-    object["metadata"].as_object_mut().expect("metadata is an object")
+    object["metadata"]
+        .as_object_mut()
+        .expect("metadata is an object")
 }
 
 fn finalizers(object: &Value) -> Vec<String> {
     object
         .pointer("/metadata/finalizers")
         .and_then(Value::as_array)
-        .map(|items| items.iter().filter_map(Value::as_str).map(str::to_owned).collect())
+        .map(|items| {
+            items
+                .iter()
+                .filter_map(Value::as_str)
+                .map(str::to_owned)
+                .collect()
+        })
         .unwrap_or_default()
 }
 
@@ -233,7 +254,9 @@ impl State {
     }
 
     fn bucket_type(&self, bucket: &(String, String)) -> Option<Arc<ResourceType>> {
-        self.all_types().find(|rt| rt.group == bucket.0 && rt.plural == bucket.1).cloned()
+        self.all_types()
+            .find(|rt| rt.group == bucket.0 && rt.plural == bucket.1)
+            .cloned()
     }
 
     fn bump(&mut self) -> u64 {
@@ -264,7 +287,8 @@ impl Store {
     /// An empty store with the namespaces every cluster has.
     pub fn new(config: StoreConfig) -> Arc<Self> {
         let (feed, _) = broadcast::channel(4096);
-        let store = Arc::new(Self {
+
+        Arc::new(Self {
             state: Mutex::new(State {
                 rv: 0,
                 compacted: 0,
@@ -278,14 +302,15 @@ impl Store {
             feed,
             config,
             changed: Notify::new(),
-        });
-        store
+        })
     }
 
     /// Creates `default`, `kube-system`, `kube-public` and `kube-node-lease`
     /// where missing.
     pub fn seed_namespaces(&self) {
-        let Some(rt) = self.resolve("", "v1", "namespaces") else { return };
+        let Some(rt) = self.resolve("", "v1", "namespaces") else {
+            return;
+        };
         for name in ["default", "kube-system", "kube-public", "kube-node-lease"] {
             let body = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}});
             let options = WriteOptions {
@@ -300,7 +325,9 @@ impl Store {
     fn lock(&self) -> MutexGuard<'_, State> {
         // A panic while holding the lock is a bug; the state is still
         // consistent enough to keep serving, as each write is all-or-nothing.
-        self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.state
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     /// Resolves a URL's group, version and resource name.
@@ -344,7 +371,13 @@ impl Store {
     }
 
     /// Lists objects, `limit` at a time from the `continue` token.
-    pub fn list(&self, rt: &ResourceType, filter: &Filter, limit: Option<usize>, token: Option<&str>) -> Result<Value> {
+    pub fn list(
+        &self,
+        rt: &ResourceType,
+        filter: &Filter,
+        limit: Option<usize>,
+        token: Option<&str>,
+    ) -> Result<Value> {
         let state = self.lock();
         let start = match token {
             Some(token) => Some(decode_continue(token, state.compacted)?),
@@ -368,7 +401,10 @@ impl Store {
             if let Some(after) = &next {
                 // The token points at the last item returned.
                 let last = items.last().map(|o| {
-                    (meta(o, "namespace").unwrap_or_default().to_owned(), meta(o, "name").unwrap_or_default().to_owned())
+                    (
+                        meta(o, "namespace").unwrap_or_default().to_owned(),
+                        meta(o, "name").unwrap_or_default().to_owned(),
+                    )
                 });
                 next = last.or(Some(after.clone()));
             }
@@ -402,9 +438,16 @@ impl Store {
             }
             Some(rv) => {
                 if rv < state.compacted {
-                    return Err(ApiError::gone(format!("too old resource version: {rv} ({})", state.compacted + 1)));
+                    return Err(ApiError::gone(format!(
+                        "too old resource version: {rv} ({})",
+                        state.compacted + 1
+                    )));
                 }
-                for event in state.history.iter().filter(|e| e.rv > rv && e.bucket == bucket) {
+                for event in state
+                    .history
+                    .iter()
+                    .filter(|e| e.rv > rv && e.bucket == bucket)
+                {
                     if let Some(pair) = translate(event, rt, filter) {
                         initial.push(pair);
                     }
@@ -419,7 +462,13 @@ impl Store {
     }
 
     /// Creates an object.
-    pub fn create(&self, rt: &Arc<ResourceType>, namespace: Option<&str>, body: Value, options: &WriteOptions) -> Result<Value> {
+    pub fn create(
+        &self,
+        rt: &Arc<ResourceType>,
+        namespace: Option<&str>,
+        body: Value,
+        options: &WriteOptions,
+    ) -> Result<Value> {
         let mut state = self.lock();
         let mut body = body;
         check_identity(rt, &body)?;
@@ -431,7 +480,10 @@ impl Store {
                     return Err(ApiError::invalid(
                         &rt.kind,
                         target(rt, ""),
-                        vec![("metadata.name".into(), "Required value: name or generateName is required".into())],
+                        vec![(
+                            "metadata.name".into(),
+                            "Required value: name or generateName is required".into(),
+                        )],
                     ));
                 }
             }
@@ -440,15 +492,23 @@ impl Store {
         };
         check_namespace(rt, &body, namespace)?;
         if meta(&body, "resourceVersion").is_some_and(|rv| !rv.is_empty()) {
-            return Err(ApiError::internal("resourceVersion should not be set on objects to be created"));
+            return Err(ApiError::internal(
+                "resourceVersion should not be set on objects to be created",
+            ));
         }
         let key = (namespace.unwrap_or_default().to_owned(), name.clone());
-        if state.objects.get(&rt.storage_key()).is_some_and(|b| b.contains_key(&key)) {
+        if state
+            .objects
+            .get(&rt.storage_key())
+            .is_some_and(|b| b.contains_key(&key))
+        {
             return Err(ApiError::already_exists(target(rt, &name)));
         }
         metadata_mut(&mut body).insert("name".into(), name.clone().into());
         let writer = self.writer(rt, options, false);
-        let object = self.admit(&mut state, rt, namespace, &name, None, body, &writer, true, options)?;
+        let object = self.admit(
+            &mut state, rt, namespace, &name, None, body, &writer, true, options,
+        )?;
         self.commit(&mut state, rt, None, object, options.dry_run)
     }
 
@@ -479,13 +539,26 @@ impl Store {
                 return Err(ApiError::invalid(
                     &rt.kind,
                     target(rt, name),
-                    vec![("metadata.resourceVersion".into(), "Invalid value: 0x0: must be specified for an update".into())],
+                    vec![(
+                        "metadata.resourceVersion".into(),
+                        "Invalid value: 0x0: must be specified for an update".into(),
+                    )],
                 ));
             }
             None => {}
         }
         let writer = self.writer(rt, options, status);
-        let object = self.admit(&mut state, rt, namespace, name, Some(&old), body, &writer, true, options)?;
+        let object = self.admit(
+            &mut state,
+            rt,
+            namespace,
+            name,
+            Some(&old),
+            body,
+            &writer,
+            true,
+            options,
+        )?;
         self.commit(&mut state, rt, Some(old), object, options.dry_run)
     }
 
@@ -496,11 +569,11 @@ impl Store {
         rt: &Arc<ResourceType>,
         namespace: Option<&str>,
         name: &str,
-        kind: PatchKind,
-        body: Value,
+        patch: PatchRequest,
         options: &WriteOptions,
         status: bool,
     ) -> Result<(Value, bool)> {
+        let PatchRequest { kind, body } = patch;
         let mut state = self.lock();
         let old = match lookup(&state, rt, namespace, name) {
             Ok(old) => Some(old),
@@ -514,13 +587,13 @@ impl Store {
                 check_identity(rt, &body)?;
                 check_name(rt, &body, name)?;
                 check_namespace(rt, &body, namespace)?;
-                if let (Some(wanted), Some(old)) = (meta(&body, "resourceVersion"), &old) {
-                    if Some(wanted) != meta(old, "resourceVersion") {
-                        return Err(ApiError::conflict(
-                            target(rt, name),
-                            "the object has been modified; please apply your changes to the latest version and try again",
-                        ));
-                    }
+                if let (Some(wanted), Some(old)) = (meta(&body, "resourceVersion"), &old)
+                    && Some(wanted) != meta(old, "resourceVersion")
+                {
+                    return Err(ApiError::conflict(
+                        target(rt, name),
+                        "the object has been modified; please apply your changes to the latest version and try again",
+                    ));
                 }
                 let live = old.clone().unwrap_or_else(|| {
                     let mut skeleton = json!({"apiVersion": rt.api_version(), "kind": rt.kind, "metadata": {"name": name}});
@@ -534,18 +607,40 @@ impl Store {
                     let dropped = defaults::custom(schema, &mut body, false);
                     strict_check(rt, options, &dropped)?;
                 }
-                let merged = managed::apply(&live, &body, &writer, options.force, &rt.schema, &now()).map_err(|conflicts| {
-                    let causes = conflicts
-                        .iter()
-                        .flat_map(|c| {
-                            c.fields
+                let merged =
+                    managed::apply(&live, &body, &writer, options.force, &rt.schema, &now())
+                        .map_err(|conflicts| {
+                            let causes = conflicts
                                 .iter()
-                                .map(move |f| (format!("conflict with \"{}\" using {}", c.manager, c.api_version), f.clone()))
-                        })
-                        .collect();
-                    ApiError::apply_conflict(target(rt, name), managed::conflict_message(&conflicts), causes)
-                })?;
-                let object = self.admit(&mut state, rt, namespace, name, old.as_ref(), merged, &writer, false, options)?;
+                                .flat_map(|c| {
+                                    c.fields.iter().map(move |f| {
+                                        (
+                                            format!(
+                                                "conflict with \"{}\" using {}",
+                                                c.manager, c.api_version
+                                            ),
+                                            f.clone(),
+                                        )
+                                    })
+                                })
+                                .collect();
+                            ApiError::apply_conflict(
+                                target(rt, name),
+                                managed::conflict_message(&conflicts),
+                                causes,
+                            )
+                        })?;
+                let object = self.admit(
+                    &mut state,
+                    rt,
+                    namespace,
+                    name,
+                    old.as_ref(),
+                    merged,
+                    &writer,
+                    false,
+                    options,
+                )?;
                 (object, old.is_none())
             }
             _ => {
@@ -554,7 +649,9 @@ impl Store {
                     PatchKind::Json => merge::json_patch(&old, &body).map_err(bad)?,
                     PatchKind::Merge => merge::json_merge(&old, &body),
                     PatchKind::Strategic if rt.is_custom() => {
-                        return Err(ApiError::unsupported_media_type("application/strategic-merge-patch+json"));
+                        return Err(ApiError::unsupported_media_type(
+                            "application/strategic-merge-patch+json",
+                        ));
                     }
                     _ => merge::strategic_merge(&old, &body, &rt.schema).map_err(bad)?,
                 };
@@ -563,40 +660,68 @@ impl Store {
                 }
                 check_identity(rt, &patched)?;
                 check_name(rt, &patched, name)?;
-                let object = self.admit(&mut state, rt, namespace, name, Some(&old), patched, &writer, true, options)?;
+                let object = self.admit(
+                    &mut state,
+                    rt,
+                    namespace,
+                    name,
+                    Some(&old),
+                    patched,
+                    &writer,
+                    true,
+                    options,
+                )?;
                 (object, false)
             }
         };
         let old = lookup(&state, rt, namespace, name).ok();
-        Ok((self.commit(&mut state, rt, old, object, options.dry_run)?, created))
+        Ok((
+            self.commit(&mut state, rt, old, object, options.dry_run)?,
+            created,
+        ))
     }
 
     /// Deletes an object. Returns a success `Status`, or the object when
     /// finalizers keep it for now.
-    pub fn delete(&self, rt: &Arc<ResourceType>, namespace: Option<&str>, name: &str, options: &DeleteOptions) -> Result<Value> {
+    pub fn delete(
+        &self,
+        rt: &Arc<ResourceType>,
+        namespace: Option<&str>,
+        name: &str,
+        options: &DeleteOptions,
+    ) -> Result<Value> {
         let mut state = self.lock();
         let old = lookup(&state, rt, namespace, name)?;
-        if let Some(uid) = &options.uid {
-            if Some(uid.as_str()) != meta(&old, "uid") {
-                return Err(ApiError::conflict(
-                    target(rt, name),
-                    &format!("Precondition failed: UID in precondition: {uid}, UID in object meta: {}", meta(&old, "uid").unwrap_or_default()),
-                ));
-            }
+        if let Some(uid) = &options.uid
+            && Some(uid.as_str()) != meta(&old, "uid")
+        {
+            return Err(ApiError::conflict(
+                target(rt, name),
+                &format!(
+                    "Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
+                    meta(&old, "uid").unwrap_or_default()
+                ),
+            ));
         }
-        if let Some(rv) = &options.resource_version {
-            if Some(rv.as_str()) != meta(&old, "resourceVersion") {
-                return Err(ApiError::conflict(
-                    target(rt, name),
-                    &format!(
-                        "Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in object meta: {}",
-                        meta(&old, "resourceVersion").unwrap_or_default()
-                    ),
-                ));
-            }
+        if let Some(rv) = &options.resource_version
+            && Some(rv.as_str()) != meta(&old, "resourceVersion")
+        {
+            return Err(ApiError::conflict(
+                target(rt, name),
+                &format!(
+                    "Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in object meta: {}",
+                    meta(&old, "resourceVersion").unwrap_or_default()
+                ),
+            ));
         }
         let uid = meta(&old, "uid").unwrap_or_default().to_owned();
-        let outcome = self.delete_in(&mut state, rt, old, options.propagation.unwrap_or_default(), options.dry_run)?;
+        let outcome = self.delete_in(
+            &mut state,
+            rt,
+            old,
+            options.propagation.unwrap_or_default(),
+            options.dry_run,
+        )?;
         if !options.dry_run {
             self.collect_garbage(&mut state);
         }
@@ -607,31 +732,64 @@ impl Store {
     }
 
     /// Deletes every matching object; returns them as a list.
-    pub fn delete_collection(&self, rt: &Arc<ResourceType>, filter: &Filter, options: &DeleteOptions) -> Result<Value> {
+    pub fn delete_collection(
+        &self,
+        rt: &Arc<ResourceType>,
+        filter: &Filter,
+        options: &DeleteOptions,
+    ) -> Result<Value> {
         let mut state = self.lock();
         let doomed: Vec<Value> = state
             .objects
             .get(&rt.storage_key())
-            .map(|bucket| bucket.values().filter(|o| filter.matches(o)).cloned().collect())
+            .map(|bucket| {
+                bucket
+                    .values()
+                    .filter(|o| filter.matches(o))
+                    .cloned()
+                    .collect()
+            })
             .unwrap_or_default();
         let mut items = Vec::new();
         for object in doomed {
             items.push(as_version(object.clone(), rt));
-            self.delete_in(&mut state, rt, object, options.propagation.unwrap_or_default(), options.dry_run)?;
+            self.delete_in(
+                &mut state,
+                rt,
+                object,
+                options.propagation.unwrap_or_default(),
+                options.dry_run,
+            )?;
         }
         if !options.dry_run {
             self.collect_garbage(&mut state);
         }
-        Ok(json!({"apiVersion": rt.api_version(), "kind": format!("{}List", rt.kind),
-            "metadata": {"resourceVersion": state.rv.to_string()}, "items": items}))
+        Ok(
+            json!({"apiVersion": rt.api_version(), "kind": format!("{}List", rt.kind),
+            "metadata": {"resourceVersion": state.rv.to_string()}, "items": items}),
+        )
     }
 
     /// Writes a status computed by the server itself (simulated readiness).
     /// Skips objects that changed generation since `generation`.
-    pub fn set_status(&self, rt: &Arc<ResourceType>, namespace: Option<&str>, name: &str, generation: i64, status: Value) {
+    pub fn set_status(
+        &self,
+        rt: &Arc<ResourceType>,
+        namespace: Option<&str>,
+        name: &str,
+        generation: i64,
+        status: Value,
+    ) {
         let mut state = self.lock();
-        let Ok(old) = lookup(&state, rt, namespace, name) else { return };
-        if old.pointer("/metadata/generation").and_then(Value::as_i64).unwrap_or(0) != generation {
+        let Ok(old) = lookup(&state, rt, namespace, name) else {
+            return;
+        };
+        if old
+            .pointer("/metadata/generation")
+            .and_then(Value::as_i64)
+            .unwrap_or(0)
+            != generation
+        {
             return;
         }
         let mut new = old.clone();
@@ -687,7 +845,14 @@ impl Store {
                 }
             }
             if let Some(old_meta) = old.and_then(|o| o.get("metadata")) {
-                for field in ["uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "resourceVersion", "generation"] {
+                for field in [
+                    "uid",
+                    "creationTimestamp",
+                    "deletionTimestamp",
+                    "deletionGracePeriodSeconds",
+                    "resourceVersion",
+                    "generation",
+                ] {
                     match old_meta.get(field) {
                         Some(value) => metadata.insert(field.into(), value.clone()),
                         None => metadata.remove(field),
@@ -696,7 +861,11 @@ impl Store {
             } else {
                 metadata.insert("uid".into(), uuid::Uuid::new_v4().to_string().into());
                 metadata.insert("creationTimestamp".into(), now().into());
-                for field in ["deletionTimestamp", "deletionGracePeriodSeconds", "generation"] {
+                for field in [
+                    "deletionTimestamp",
+                    "deletionGracePeriodSeconds",
+                    "generation",
+                ] {
                     metadata.remove(field);
                 }
             }
@@ -716,8 +885,12 @@ impl Store {
         // Go's `omitempty`: the API server never returns empty metadata
         // maps or lists.
         metadata_mut(&mut new).retain(|field, value| {
-            !(matches!(field.as_str(), "labels" | "annotations" | "finalizers" | "ownerReferences")
-                && (value.as_object().is_some_and(Map::is_empty) || value.as_array().is_some_and(Vec::is_empty) || value.is_null()))
+            !(matches!(
+                field.as_str(),
+                "labels" | "annotations" | "finalizers" | "ownerReferences"
+            ) && (value.as_object().is_some_and(Map::is_empty)
+                || value.as_array().is_some_and(Vec::is_empty)
+                || value.is_null()))
         });
         if rt.status {
             if writer.status {
@@ -743,10 +916,14 @@ impl Store {
                 }
             }
         }
-        if old.is_none() {
-            if let Some(problem) = defaults::name_problem(&rt.kind, name) {
-                return Err(ApiError::invalid(&rt.kind, target(rt, name), vec![("metadata.name".into(), problem)]));
-            }
+        if old.is_none()
+            && let Some(problem) = defaults::name_problem(&rt.kind, name)
+        {
+            return Err(ApiError::invalid(
+                &rt.kind,
+                target(rt, name),
+                vec![("metadata.name".into(), problem)],
+            ));
         }
         if let Some(ns) = namespace {
             match state.namespace_state(ns) {
@@ -757,10 +934,15 @@ impl Store {
                         name: ns,
                     }));
                 }
-                Some(ns_object) if old.is_none() && ns_object.pointer("/metadata/deletionTimestamp").is_some() => {
+                Some(ns_object)
+                    if old.is_none()
+                        && ns_object.pointer("/metadata/deletionTimestamp").is_some() =>
+                {
                     return Err(ApiError::forbidden(
                         target(rt, name),
-                        &format!("unable to create new content in namespace {ns} because it is being terminated"),
+                        &format!(
+                            "unable to create new content in namespace {ns} because it is being terminated"
+                        ),
                     ));
                 }
                 _ => {}
@@ -781,7 +963,8 @@ impl Store {
             }
         }
         if rt.kind == "CustomResourceDefinition" && rt.group == "apiextensions.k8s.io" {
-            let served = resources::from_crd(&new).map_err(|causes| ApiError::invalid(&rt.kind, target(rt, name), causes))?;
+            let served = resources::from_crd(&new)
+                .map_err(|causes| ApiError::invalid(&rt.kind, target(rt, name), causes))?;
             let storage = new
                 .pointer("/spec/versions")
                 .and_then(Value::as_array)
@@ -822,14 +1005,27 @@ impl Store {
             let generation = match old {
                 None => 1,
                 Some(old) => {
-                    let current = old.pointer("/metadata/generation").and_then(Value::as_i64).unwrap_or(1);
-                    if strip(old) != strip(&new) { current + 1 } else { current }
+                    let current = old
+                        .pointer("/metadata/generation")
+                        .and_then(Value::as_i64)
+                        .unwrap_or(1);
+                    if strip(old) != strip(&new) {
+                        current + 1
+                    } else {
+                        current
+                    }
                 }
             };
             metadata_mut(&mut new).insert("generation".into(), generation.into());
         }
         if record_update {
-            managed::update(old.unwrap_or(&Value::Null), &mut new, writer, &rt.schema, &now());
+            managed::update(
+                old.unwrap_or(&Value::Null),
+                &mut new,
+                writer,
+                &rt.schema,
+                &now(),
+            );
         }
         Ok(new)
     }
@@ -837,7 +1033,14 @@ impl Store {
     /// Stores `new` (unless it equals `old`: a no-op write changes nothing,
     /// not even the resource version), records the event, and runs what
     /// follows from it (finalization, CRD registration, garbage collection).
-    fn commit(&self, state: &mut State, rt: &Arc<ResourceType>, old: Option<Value>, mut new: Value, dry_run: bool) -> Result<Value> {
+    fn commit(
+        &self,
+        state: &mut State,
+        rt: &Arc<ResourceType>,
+        old: Option<Value>,
+        mut new: Value,
+        dry_run: bool,
+    ) -> Result<Value> {
         if old.as_ref() == Some(&new) {
             return Ok(as_version(new, rt));
         }
@@ -846,9 +1049,20 @@ impl Store {
         }
         let rv = state.bump();
         metadata_mut(&mut new).insert("resourceVersion".into(), rv.to_string().into());
-        let key = (meta(&new, "namespace").unwrap_or_default().to_owned(), meta(&new, "name").unwrap_or_default().to_owned());
-        state.objects.entry(rt.storage_key()).or_default().insert(key, new.clone());
-        let kind = if old.is_some() { EventKind::Modified } else { EventKind::Added };
+        let key = (
+            meta(&new, "namespace").unwrap_or_default().to_owned(),
+            meta(&new, "name").unwrap_or_default().to_owned(),
+        );
+        state
+            .objects
+            .entry(rt.storage_key())
+            .or_default()
+            .insert(key, new.clone());
+        let kind = if old.is_some() {
+            EventKind::Modified
+        } else {
+            EventKind::Added
+        };
         state.dirty |= new.pointer("/metadata/deletionTimestamp").is_some()
             || new.pointer("/metadata/ownerReferences").is_some();
         state.record(
@@ -862,13 +1076,19 @@ impl Store {
             &self.feed,
             self.config.history,
         );
-        if rt.kind == "CustomResourceDefinition" && rt.group == "apiextensions.k8s.io" {
-            if let Ok(types) = resources::from_crd(&new) {
-                state.custom.insert(meta(&new, "name").unwrap_or_default().to_owned(), types);
-            }
+        if rt.kind == "CustomResourceDefinition"
+            && rt.group == "apiextensions.k8s.io"
+            && let Ok(types) = resources::from_crd(&new)
+        {
+            state
+                .custom
+                .insert(meta(&new, "name").unwrap_or_default().to_owned(), types);
         }
         // An object whose deletion waited only for finalizers goes now.
-        if new.pointer("/metadata/deletionTimestamp").is_some() && finalizers(&new).is_empty() && rt.kind != "Namespace" {
+        if new.pointer("/metadata/deletionTimestamp").is_some()
+            && finalizers(&new).is_empty()
+            && rt.kind != "Namespace"
+        {
             self.remove(state, rt, &new);
         }
         self.collect_garbage(state);
@@ -878,8 +1098,15 @@ impl Store {
 
     /// Removes an object for good.
     fn remove(&self, state: &mut State, rt: &Arc<ResourceType>, object: &Value) {
-        let key = (meta(object, "namespace").unwrap_or_default().to_owned(), meta(object, "name").unwrap_or_default().to_owned());
-        let Some(mut gone) = state.objects.get_mut(&rt.storage_key()).and_then(|b| b.remove(&key)) else {
+        let key = (
+            meta(object, "namespace").unwrap_or_default().to_owned(),
+            meta(object, "name").unwrap_or_default().to_owned(),
+        );
+        let Some(mut gone) = state
+            .objects
+            .get_mut(&rt.storage_key())
+            .and_then(|b| b.remove(&key))
+        else {
             return;
         };
         state.dirty = true;
@@ -898,25 +1125,30 @@ impl Store {
         );
         if rt.kind == "CustomResourceDefinition" && rt.group == "apiextensions.k8s.io" {
             let name = meta(&gone, "name").unwrap_or_default().to_owned();
-            if let Some(types) = state.custom.remove(&name) {
-                if let Some(first) = types.first() {
-                    let bucket = first.storage_key();
-                    let objects: Vec<Value> = state.objects.remove(&bucket).map(|b| b.into_values().collect()).unwrap_or_default();
-                    for mut object in objects {
-                        let rv = state.bump();
-                        metadata_mut(&mut object).insert("resourceVersion".into(), rv.to_string().into());
-                        state.record(
-                            Event {
-                                rv,
-                                kind: EventKind::Deleted,
-                                bucket: bucket.clone(),
-                                object,
-                                previous: None,
-                            },
-                            &self.feed,
-                            self.config.history,
-                        );
-                    }
+            if let Some(types) = state.custom.remove(&name)
+                && let Some(first) = types.first()
+            {
+                let bucket = first.storage_key();
+                let objects: Vec<Value> = state
+                    .objects
+                    .remove(&bucket)
+                    .map(|b| b.into_values().collect())
+                    .unwrap_or_default();
+                for mut object in objects {
+                    let rv = state.bump();
+                    metadata_mut(&mut object)
+                        .insert("resourceVersion".into(), rv.to_string().into());
+                    state.record(
+                        Event {
+                            rv,
+                            kind: EventKind::Deleted,
+                            bucket: bucket.clone(),
+                            object,
+                            previous: None,
+                        },
+                        &self.feed,
+                        self.config.history,
+                    );
                 }
             }
         }
@@ -926,12 +1158,25 @@ impl Store {
     /// Deletes one object: at once, or by marking it for deletion when
     /// finalizers (including the propagation ones) must run first. Returns
     /// the pending object in the second case.
-    fn delete_in(&self, state: &mut State, rt: &Arc<ResourceType>, old: Value, propagation: Propagation, dry_run: bool) -> Result<Option<Value>> {
+    fn delete_in(
+        &self,
+        state: &mut State,
+        rt: &Arc<ResourceType>,
+        old: Value,
+        propagation: Propagation,
+        dry_run: bool,
+    ) -> Result<Option<Value>> {
         let mut list = finalizers(&old);
         let already = old.pointer("/metadata/deletionTimestamp").is_some();
         match propagation {
-            Propagation::Foreground if !list.iter().any(|f| f == "foregroundDeletion") && !already => list.push("foregroundDeletion".into()),
-            Propagation::Orphan if !list.iter().any(|f| f == "orphan") && !already => list.push("orphan".into()),
+            Propagation::Foreground
+                if !list.iter().any(|f| f == "foregroundDeletion") && !already =>
+            {
+                list.push("foregroundDeletion".into())
+            }
+            Propagation::Orphan if !list.iter().any(|f| f == "orphan") && !already => {
+                list.push("orphan".into())
+            }
             _ => {}
         }
         let namespace = rt.kind == "Namespace" && rt.group.is_empty();
@@ -958,8 +1203,15 @@ impl Store {
         }
         let rv = state.bump();
         metadata_mut(&mut pending).insert("resourceVersion".into(), rv.to_string().into());
-        let key = (meta(&pending, "namespace").unwrap_or_default().to_owned(), meta(&pending, "name").unwrap_or_default().to_owned());
-        state.objects.entry(rt.storage_key()).or_default().insert(key, pending.clone());
+        let key = (
+            meta(&pending, "namespace").unwrap_or_default().to_owned(),
+            meta(&pending, "name").unwrap_or_default().to_owned(),
+        );
+        state
+            .objects
+            .entry(rt.storage_key())
+            .or_default()
+            .insert(key, pending.clone());
         state.record(
             Event {
                 rv,
@@ -988,7 +1240,9 @@ impl Store {
             let mut all: Vec<(Arc<ResourceType>, Value)> = Vec::new();
             let buckets: Vec<(String, String)> = state.objects.keys().cloned().collect();
             for bucket in buckets {
-                let Some(rt) = state.bucket_type(&bucket) else { continue };
+                let Some(rt) = state.bucket_type(&bucket) else {
+                    continue;
+                };
                 for object in state.objects[&bucket].values() {
                     if let Some(uid) = meta(object, "uid") {
                         uids.insert(uid.to_owned());
@@ -1007,7 +1261,13 @@ impl Store {
                     // Dependents whose owners are all gone are collected.
                     let owners = owner_uids(object);
                     if !owners.is_empty() && owners.iter().all(|u| !uids.contains(u)) {
-                        let _ = self.delete_in(state, rt, object.clone(), Propagation::Background, false);
+                        let _ = self.delete_in(
+                            state,
+                            rt,
+                            object.clone(),
+                            Propagation::Background,
+                            false,
+                        );
                         progress = true;
                     }
                     continue;
@@ -1019,7 +1279,13 @@ impl Store {
                     let dependents = dependents_of(uid);
                     for (drt, dependent) in &dependents {
                         if dependent.pointer("/metadata/deletionTimestamp").is_none() {
-                            let _ = self.delete_in(state, drt, dependent.clone(), Propagation::Foreground, false);
+                            let _ = self.delete_in(
+                                state,
+                                drt,
+                                dependent.clone(),
+                                Propagation::Foreground,
+                                false,
+                            );
                             progress = true;
                         }
                     }
@@ -1031,10 +1297,16 @@ impl Store {
                 if list.iter().any(|f| f == "orphan") {
                     for (drt, dependent) in dependents_of(uid) {
                         let mut freed = dependent.clone();
-                        if let Some(Value::Array(refs)) = freed.pointer_mut("/metadata/ownerReferences") {
+                        if let Some(Value::Array(refs)) =
+                            freed.pointer_mut("/metadata/ownerReferences")
+                        {
                             refs.retain(|r| r.get("uid").and_then(Value::as_str) != Some(uid));
                         }
-                        if freed.pointer("/metadata/ownerReferences").and_then(Value::as_array).is_some_and(Vec::is_empty) {
+                        if freed
+                            .pointer("/metadata/ownerReferences")
+                            .and_then(Value::as_array)
+                            .is_some_and(Vec::is_empty)
+                        {
                             metadata_mut(&mut freed).remove("ownerReferences");
                         }
                         self.overwrite(state, &drt, dependent, freed);
@@ -1052,7 +1324,13 @@ impl Store {
                         .collect();
                     for (crt, content) in &contents {
                         if content.pointer("/metadata/deletionTimestamp").is_none() {
-                            let _ = self.delete_in(state, crt, content.clone(), Propagation::Background, false);
+                            let _ = self.delete_in(
+                                state,
+                                crt,
+                                content.clone(),
+                                Propagation::Background,
+                                false,
+                            );
                             progress = true;
                         }
                     }
@@ -1089,8 +1367,15 @@ impl Store {
         }
         let rv = state.bump();
         metadata_mut(&mut new).insert("resourceVersion".into(), rv.to_string().into());
-        let key = (meta(&new, "namespace").unwrap_or_default().to_owned(), meta(&new, "name").unwrap_or_default().to_owned());
-        state.objects.entry(rt.storage_key()).or_default().insert(key, new.clone());
+        let key = (
+            meta(&new, "namespace").unwrap_or_default().to_owned(),
+            meta(&new, "name").unwrap_or_default().to_owned(),
+        );
+        state
+            .objects
+            .entry(rt.storage_key())
+            .or_default()
+            .insert(key, new.clone());
         state.record(
             Event {
                 rv,
@@ -1110,13 +1395,18 @@ impl Store {
     pub fn snapshot(&self) -> Value {
         let state = self.lock();
         let mut objects = Vec::new();
-        let crds = ("apiextensions.k8s.io".to_owned(), "customresourcedefinitions".to_owned());
+        let crds = (
+            "apiextensions.k8s.io".to_owned(),
+            "customresourcedefinitions".to_owned(),
+        );
         if let Some(bucket) = state.objects.get(&crds) {
             objects.extend(bucket.values().cloned());
         }
         for (key, bucket) in &state.objects {
             if key != &crds {
-                let Some(rt) = state.bucket_type(key) else { continue };
+                let Some(rt) = state.bucket_type(key) else {
+                    continue;
+                };
                 objects.extend(bucket.values().map(|o| {
                     let mut o = o.clone();
                     o["kind"] = rt.kind.clone().into();
@@ -1132,24 +1422,54 @@ impl Store {
     pub fn restore(&self, snapshot: &Value) -> Vec<String> {
         let mut state = self.lock();
         let mut skipped = Vec::new();
-        for object in snapshot.get("objects").and_then(Value::as_array).into_iter().flatten() {
-            let api_version = object.get("apiVersion").and_then(Value::as_str).unwrap_or_default();
-            let kind = object.get("kind").and_then(Value::as_str).unwrap_or_default();
+        for object in snapshot
+            .get("objects")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            let api_version = object
+                .get("apiVersion")
+                .and_then(Value::as_str)
+                .unwrap_or_default();
+            let kind = object
+                .get("kind")
+                .and_then(Value::as_str)
+                .unwrap_or_default();
             let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
-            let rt = state.all_types().find(|rt| rt.group == group && rt.version == version && rt.kind == kind).cloned();
+            let rt = state
+                .all_types()
+                .find(|rt| rt.group == group && rt.version == version && rt.kind == kind)
+                .cloned();
             let Some(rt) = rt else {
-                skipped.push(format!("{api_version} {kind} {}", meta(object, "name").unwrap_or_default()));
+                skipped.push(format!(
+                    "{api_version} {kind} {}",
+                    meta(object, "name").unwrap_or_default()
+                ));
                 continue;
             };
-            let key = (meta(object, "namespace").unwrap_or_default().to_owned(), meta(object, "name").unwrap_or_default().to_owned());
-            state.objects.entry(rt.storage_key()).or_default().insert(key, object.clone());
-            if rt.kind == "CustomResourceDefinition" {
-                if let Ok(types) = resources::from_crd(object) {
-                    state.custom.insert(meta(object, "name").unwrap_or_default().to_owned(), types);
-                }
+            let key = (
+                meta(object, "namespace").unwrap_or_default().to_owned(),
+                meta(object, "name").unwrap_or_default().to_owned(),
+            );
+            state
+                .objects
+                .entry(rt.storage_key())
+                .or_default()
+                .insert(key, object.clone());
+            if rt.kind == "CustomResourceDefinition"
+                && let Ok(types) = resources::from_crd(object)
+            {
+                state
+                    .custom
+                    .insert(meta(object, "name").unwrap_or_default().to_owned(), types);
             }
         }
-        let rv = snapshot.get("resourceVersion").and_then(Value::as_str).and_then(|v| v.parse().ok()).unwrap_or(0);
+        let rv = snapshot
+            .get("resourceVersion")
+            .and_then(Value::as_str)
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0);
         state.rv = state.rv.max(rv);
         // Nothing before the restart can be replayed.
         state.compacted = state.rv;
@@ -1166,7 +1486,10 @@ impl Store {
 /// `fieldValidation=Strict` turns dropped unknown fields into an error.
 fn strict_check(rt: &ResourceType, options: &WriteOptions, dropped: &[String]) -> Result<()> {
     if options.strict && !dropped.is_empty() {
-        let fields: Vec<String> = dropped.iter().map(|f| format!("unknown field \"{f}\"")).collect();
+        let fields: Vec<String> = dropped
+            .iter()
+            .map(|f| format!("unknown field \"{f}\""))
+            .collect();
         return Err(ApiError::bad_request(format!(
             "{kind} in version \"{version}\" cannot be handled as a {kind}: strict decoding error: {}",
             fields.join(", "),
@@ -1181,7 +1504,11 @@ fn owner_uids(object: &Value) -> Vec<String> {
     object
         .pointer("/metadata/ownerReferences")
         .and_then(Value::as_array)
-        .map(|refs| refs.iter().filter_map(|r| r.get("uid")?.as_str().map(str::to_owned)).collect())
+        .map(|refs| {
+            refs.iter()
+                .filter_map(|r| r.get("uid")?.as_str().map(str::to_owned))
+                .collect()
+        })
         .unwrap_or_default()
 }
 
@@ -1192,7 +1519,10 @@ pub fn translate(event: &Event, rt: &ResourceType, filter: &Filter) -> Option<(E
         return None;
     }
     let now = filter.matches(&event.object);
-    let kind = match (event.kind, event.previous.as_ref().map(|p| filter.matches(p))) {
+    let kind = match (
+        event.kind,
+        event.previous.as_ref().map(|p| filter.matches(p)),
+    ) {
         (EventKind::Modified, Some(true)) if !now => EventKind::Deleted,
         (EventKind::Modified, Some(false)) if now => EventKind::Added,
         (EventKind::Modified, Some(false)) => return None,
@@ -1213,9 +1543,14 @@ fn lookup(state: &State, rt: &ResourceType, namespace: Option<&str>, name: &str)
 
 fn check_identity(rt: &ResourceType, body: &Value) -> Result<()> {
     if !body.is_object() {
-        return Err(ApiError::bad_request("the body must be a JSON or YAML object"));
+        return Err(ApiError::bad_request(
+            "the body must be a JSON or YAML object",
+        ));
     }
-    let api_version = body.get("apiVersion").and_then(Value::as_str).unwrap_or_default();
+    let api_version = body
+        .get("apiVersion")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
     let kind = body.get("kind").and_then(Value::as_str).unwrap_or_default();
     if !api_version.is_empty() {
         let group = api_version.rsplit_once('/').map_or("", |(g, _)| g);
@@ -1236,23 +1571,24 @@ fn check_identity(rt: &ResourceType, body: &Value) -> Result<()> {
 }
 
 fn check_namespace(rt: &ResourceType, body: &Value, namespace: Option<&str>) -> Result<()> {
-    if let (Some(given), Some(url)) = (meta(body, "namespace").filter(|n| !n.is_empty()), namespace) {
-        if given != url && rt.namespaced {
-            return Err(ApiError::bad_request(
-                "the namespace of the provided object does not match the namespace sent on the request",
-            ));
-        }
+    if let (Some(given), Some(url)) = (meta(body, "namespace").filter(|n| !n.is_empty()), namespace)
+        && given != url
+        && rt.namespaced
+    {
+        return Err(ApiError::bad_request(
+            "the namespace of the provided object does not match the namespace sent on the request",
+        ));
     }
     Ok(())
 }
 
 fn check_name(rt: &ResourceType, body: &Value, name: &str) -> Result<()> {
-    if let Some(given) = meta(body, "name").filter(|n| !n.is_empty()) {
-        if given != name {
-            return Err(ApiError::bad_request(format!(
-                "the name of the object ({given}) does not match the name on the URL ({name})"
-            )));
-        }
+    if let Some(given) = meta(body, "name").filter(|n| !n.is_empty())
+        && given != name
+    {
+        return Err(ApiError::bad_request(format!(
+            "the name of the object ({given}) does not match the name on the URL ({name})"
+        )));
     }
     let _ = rt;
     Ok(())
@@ -1261,16 +1597,22 @@ fn check_name(rt: &ResourceType, body: &Value, name: &str) -> Result<()> {
 fn random_suffix() -> String {
     const ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
     let bytes = uuid::Uuid::new_v4().into_bytes();
-    bytes[..5].iter().map(|b| ALPHABET[*b as usize % ALPHABET.len()] as char).collect()
+    bytes[..5]
+        .iter()
+        .map(|b| ALPHABET[*b as usize % ALPHABET.len()] as char)
+        .collect()
 }
 
 fn encode_continue(rv: u64, key: &(String, String)) -> String {
-    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(json!({"rv": rv, "start": [key.0, key.1]}).to_string())
+    base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .encode(json!({"rv": rv, "start": [key.0, key.1]}).to_string())
 }
 
 fn decode_continue(token: &str, compacted: u64) -> Result<(u64, (String, String))> {
     let bad = || ApiError::bad_request(format!("invalid continue token {token:?}"));
-    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(token).map_err(|_| bad())?;
+    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(token)
+        .map_err(|_| bad())?;
     let value: Value = serde_json::from_slice(&bytes).map_err(|_| bad())?;
     let rv = value["rv"].as_u64().ok_or_else(bad)?;
     let ns = value["start"][0].as_str().ok_or_else(bad)?.to_owned();

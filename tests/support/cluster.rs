@@ -22,16 +22,25 @@ impl Cluster {
 
     /// Starts a cluster with `config`.
     pub async fn with(config: Config) -> Self {
-        let server = DevCluster::start(config).await.expect("the dev cluster starts");
+        let server = DevCluster::start(config)
+            .await
+            .expect("the dev cluster starts");
         let client = client_for(&server).await;
         Self { server, client }
     }
 
     /// A dynamic API for `apiVersion`/`kind` (plural `plural`), in `namespace`
     /// or cluster-wide.
-    pub fn api(&self, api_version: &str, kind: &str, plural: &str, namespace: Option<&str>) -> Api<DynamicObject> {
+    pub fn api(
+        &self,
+        api_version: &str,
+        kind: &str,
+        plural: &str,
+        namespace: Option<&str>,
+    ) -> Api<DynamicObject> {
         let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
-        let resource = ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(group, version, kind), plural);
+        let resource =
+            ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(group, version, kind), plural);
         match namespace {
             Some(ns) => Api::namespaced_with(self.client.clone(), ns, &resource),
             None => Api::all_with(self.client.clone(), &resource),
@@ -39,7 +48,13 @@ impl Cluster {
     }
 
     /// Server-side applies `object` (JSON) as `manager`.
-    pub async fn apply(&self, plural: &str, object: Value, manager: &str, force: bool) -> Result<Value, kube::Error> {
+    pub async fn apply(
+        &self,
+        plural: &str,
+        object: Value,
+        manager: &str,
+        force: bool,
+    ) -> Result<Value, kube::Error> {
         let api_version = object["apiVersion"].as_str().unwrap().to_owned();
         let kind = object["kind"].as_str().unwrap().to_owned();
         let name = object["metadata"]["name"].as_str().unwrap().to_owned();
@@ -52,15 +67,26 @@ impl Cluster {
     }
 
     /// Reads an object as JSON.
-    pub async fn get(&self, api_version: &str, kind: &str, plural: &str, namespace: Option<&str>, name: &str) -> Result<Value, kube::Error> {
-        let object = self.api(api_version, kind, plural, namespace).get(name).await?;
+    pub async fn get(
+        &self,
+        api_version: &str,
+        kind: &str,
+        plural: &str,
+        namespace: Option<&str>,
+        name: &str,
+    ) -> Result<Value, kube::Error> {
+        let object = self
+            .api(api_version, kind, plural, namespace)
+            .get(name)
+            .await?;
         Ok(serde_json::to_value(object).unwrap())
     }
 }
 
 /// A `kube::Client` built from the server's kubeconfig, as users would.
 pub async fn client_for(server: &DevCluster) -> kube::Client {
-    let kubeconfig = kube::config::Kubeconfig::from_yaml(&server.kubeconfig()).expect("the kubeconfig parses");
+    let kubeconfig =
+        kube::config::Kubeconfig::from_yaml(&server.kubeconfig()).expect("the kubeconfig parses");
     let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
         .await
         .expect("the kubeconfig is usable");
@@ -90,7 +116,12 @@ pub fn managers(object: &Value) -> Vec<(String, String)> {
         .map(|entries| {
             entries
                 .iter()
-                .map(|e| (e["manager"].as_str().unwrap().to_owned(), e["operation"].as_str().unwrap().to_owned()))
+                .map(|e| {
+                    (
+                        e["manager"].as_str().unwrap().to_owned(),
+                        e["operation"].as_str().unwrap().to_owned(),
+                    )
+                })
                 .collect()
         })
         .unwrap_or_default()
