@@ -28,7 +28,9 @@ fn ms(d: Duration) -> String {
 
 async fn client(server: &DevCluster) -> kube::Client {
     let kubeconfig = kube::config::Kubeconfig::from_yaml(&server.kubeconfig()).unwrap();
-    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default()).await.unwrap();
+    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
+        .await
+        .unwrap();
     kube::Client::try_from(config).unwrap()
 }
 
@@ -51,48 +53,95 @@ async fn main() {
     for _ in 0..30 {
         let begin = Instant::now();
         let server = DevCluster::start(Config::default()).await.unwrap();
-        let version = http.get(format!("{}/version", server.url())).send().await.unwrap();
+        let version = http
+            .get(format!("{}/version", server.url()))
+            .send()
+            .await
+            .unwrap();
         assert!(version.status().is_success());
         starts.push(begin.elapsed());
         server.shutdown().await.unwrap();
     }
-    println!("startup to first response: median {}, p90 {}", ms(median(starts.clone())), ms(percentile(starts, 0.9)));
+    println!(
+        "startup to first response: median {}, p90 {}",
+        ms(median(starts.clone())),
+        ms(percentile(starts, 0.9))
+    );
 
     let server = DevCluster::start(Config::default()).await.unwrap();
     let client = client(&server).await;
-    let resource = ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk("apps", "v1", "Deployment"), "deployments");
+    let resource = ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk("apps", "v1", "Deployment"),
+        "deployments",
+    );
     let api: Api<DynamicObject> = Api::namespaced_with(client, "default", &resource);
     let rounds = 5;
     let per_round = 100;
-    let (mut creates, mut applies, mut updates, mut noops) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let (mut creates, mut applies, mut updates, mut noops) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for round in 0..rounds {
         // Interleaved so that both see the same machine state.
         for i in 0..per_round {
-            let created: DynamicObject = serde_json::from_value(deployment(&format!("c{round}-{i}"), "nginx:1.27")).unwrap();
+            let created: DynamicObject =
+                serde_json::from_value(deployment(&format!("c{round}-{i}"), "nginx:1.27")).unwrap();
             let begin = Instant::now();
             api.create(&PostParams::default(), &created).await.unwrap();
             creates.push(begin.elapsed());
 
             let name = format!("a{round}-{i}");
             let begin = Instant::now();
-            api.patch(&name, &PatchParams::apply("bench"), &Patch::Apply(deployment(&name, "nginx:1.27"))).await.unwrap();
+            api.patch(
+                &name,
+                &PatchParams::apply("bench"),
+                &Patch::Apply(deployment(&name, "nginx:1.27")),
+            )
+            .await
+            .unwrap();
             applies.push(begin.elapsed());
 
             let begin = Instant::now();
-            api.patch(&name, &PatchParams::apply("bench"), &Patch::Apply(deployment(&name, "nginx:1.28"))).await.unwrap();
+            api.patch(
+                &name,
+                &PatchParams::apply("bench"),
+                &Patch::Apply(deployment(&name, "nginx:1.28")),
+            )
+            .await
+            .unwrap();
             updates.push(begin.elapsed());
 
             let begin = Instant::now();
-            api.patch(&name, &PatchParams::apply("bench"), &Patch::Apply(deployment(&name, "nginx:1.28"))).await.unwrap();
+            api.patch(
+                &name,
+                &PatchParams::apply("bench"),
+                &Patch::Apply(deployment(&name, "nginx:1.28")),
+            )
+            .await
+            .unwrap();
             noops.push(begin.elapsed());
         }
     }
     let (create, apply) = (median(creates), median(applies.clone()));
-    println!("objects in the store at the end: {}", 2 * rounds * per_round + 4);
-    println!("create (POST) of a 2-container Deployment: median {}", ms(create));
-    println!("server-side apply creating it: median {}, p99 {}", ms(apply), ms(percentile(applies, 0.99)));
-    println!("server-side apply changing the image: median {}", ms(median(updates)));
+    println!(
+        "objects in the store at the end: {}",
+        2 * rounds * per_round + 4
+    );
+    println!(
+        "create (POST) of a 2-container Deployment: median {}",
+        ms(create)
+    );
+    println!(
+        "server-side apply creating it: median {}, p99 {}",
+        ms(apply),
+        ms(percentile(applies, 0.99))
+    );
+    println!(
+        "server-side apply changing the image: median {}",
+        ms(median(updates))
+    );
     println!("no-op server-side apply: median {}", ms(median(noops)));
-    println!("apply / create ratio: {:.2}x", apply.as_secs_f64() / create.as_secs_f64());
+    println!(
+        "apply / create ratio: {:.2}x",
+        apply.as_secs_f64() / create.as_secs_f64()
+    );
     server.shutdown().await.unwrap();
 }
