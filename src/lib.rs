@@ -7,6 +7,7 @@
 
 pub mod artifact;
 pub mod devcluster;
+pub mod diff;
 pub mod digest;
 pub mod manifest;
 pub mod plugin;

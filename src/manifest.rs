@@ -70,6 +70,53 @@ impl Object {
     }
 }
 
+/// The identity of an object in a cluster: group, kind, namespace, name.
+/// Versions are not part of it: one object is served at several versions.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
+pub struct ObjectKey {
+    /// API group ("" for the core group).
+    pub group: String,
+    /// Kind.
+    pub kind: String,
+    /// Namespace; `None` for cluster-scoped objects.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<String>,
+    /// Name.
+    pub name: String,
+}
+
+impl ObjectKey {
+    /// The key of an object (`apiVersion`, `kind`, `metadata`).
+    pub fn of(value: &Value) -> Self {
+        let text = |v: Option<&Value>| v.and_then(Value::as_str).unwrap_or_default().to_owned();
+        let api_version = text(value.get("apiVersion"));
+        Self {
+            group: api_version.rsplit_once('/').map(|(g, _)| g.to_owned()).unwrap_or_default(),
+            kind: text(value.get("kind")),
+            namespace: value
+                .pointer("/metadata/namespace")
+                .and_then(Value::as_str)
+                .filter(|ns| !ns.is_empty())
+                .map(str::to_owned),
+            name: text(value.pointer("/metadata/name")),
+        }
+    }
+}
+
+impl fmt::Display for ObjectKey {
+    /// `apps/Deployment default/web`, `Namespace team` (core group, cluster-scoped).
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if !self.group.is_empty() {
+            write!(f, "{}/", self.group)?;
+        }
+        write!(f, "{} ", self.kind)?;
+        if let Some(ns) = &self.namespace {
+            write!(f, "{ns}/")?;
+        }
+        f.write_str(&self.name)
+    }
+}
+
 /// A manifest that is not a valid Kubernetes object, located as precisely
 /// as the parser allows.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -1,0 +1,304 @@
+//! `ignoreDifferences`, as in Argo CD: fields to leave out of the comparison
+//! of some objects, named by JSON pointer, by jq path expression, or by the
+//! field managers that own them.
+
+use std::time::Duration;
+
+use serde::Deserialize;
+use serde_json::Value;
+
+use crate::manifest::ObjectKey;
+
+/// Why an ignore rule could not be used.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum IgnoreError {
+    /// A jq expression does not compile.
+    #[error("ignoreDifferences: jq expression {expression:?} is invalid: {message}")]
+    InvalidJq {
+        /// The expression.
+        expression: String,
+        /// The compiler's complaint.
+        message: String,
+    },
+    /// A JSON pointer does not start with `/`.
+    #[error("ignoreDifferences: JSON pointer {0:?} must start with '/'")]
+    InvalidPointer(String),
+    /// A jq expression failed or ran out of time on an object.
+    #[error("ignoreDifferences: jq expression {expression:?} on {object}: {message}")]
+    JqFailed {
+        /// The expression.
+        expression: String,
+        /// The object it ran on.
+        object: String,
+        /// What went wrong.
+        message: String,
+    },
+}
+
+/// One rule, spelled as in an Argo CD Application's `spec.ignoreDifferences`.
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct IgnoreDifferences {
+    /// API group; absent or empty matches the core group only when `kind`
+    /// is a core kind, as in Argo CD any group matches when omitted.
+    #[serde(default)]
+    pub group: Option<String>,
+    /// Kind (`*` matches any).
+    pub kind: String,
+    /// Object name; absent matches all.
+    #[serde(default)]
+    pub name: Option<String>,
+    /// Namespace; absent matches all.
+    #[serde(default)]
+    pub namespace: Option<String>,
+    /// RFC 6901 pointers of fields to ignore.
+    #[serde(default)]
+    pub json_pointers: Vec<String>,
+    /// jq path expressions selecting fields to ignore
+    /// (`.spec.template.spec.containers[] | select(.name == "istio-proxy")`).
+    #[serde(default)]
+    pub jq_path_expressions: Vec<String>,
+    /// Fields owned by these field managers are ignored.
+    #[serde(default)]
+    pub managed_fields_managers: Vec<String>,
+}
+
+impl IgnoreDifferences {
+    fn matches(&self, key: &ObjectKey) -> bool {
+        let group = self.group.as_deref().is_none_or(|g| g == "*" || g == key.group);
+        let kind = self.kind == "*" || self.kind == key.kind;
+        let name = self.name.as_deref().is_none_or(|n| n == key.name);
+        let namespace = self.namespace.as_deref().is_none_or(|ns| Some(ns) == key.namespace.as_deref());
+        group && kind && name && namespace
+    }
+}
+
+/// A validated set of rules.
+#[derive(Clone, Debug, Default)]
+pub struct IgnoreRules {
+    rules: Vec<IgnoreDifferences>,
+    jq_timeout: Duration,
+}
+
+/// How long one jq expression may run on one object by default.
+pub const DEFAULT_JQ_TIMEOUT: Duration = Duration::from_secs(1);
+
+impl IgnoreRules {
+    /// Checks every pointer and compiles every jq expression once, so that
+    /// a typo is reported before any comparison.
+    pub fn new(rules: Vec<IgnoreDifferences>, jq_timeout: Duration) -> Result<Self, IgnoreError> {
+        for rule in &rules {
+            if let Some(bad) = rule.json_pointers.iter().find(|p| !p.starts_with('/')) {
+                return Err(IgnoreError::InvalidPointer(bad.clone()));
+            }
+            for expression in &rule.jq_path_expressions {
+                jq::check(expression).map_err(|message| IgnoreError::InvalidJq {
+                    expression: expression.clone(),
+                    message,
+                })?;
+            }
+        }
+        Ok(Self { rules, jq_timeout })
+    }
+
+    /// True when no rule is set.
+    pub fn is_empty(&self) -> bool {
+        self.rules.is_empty()
+    }
+
+    /// Removes the ignored fields of `object` (identified by `key`); `live`
+    /// provides the managed fields for `managedFieldsManagers`.
+    pub fn apply(&self, key: &ObjectKey, live: Option<&Value>, object: &mut Value) -> Result<(), IgnoreError> {
+        for rule in self.rules.iter().filter(|r| r.matches(key)) {
+            for pointer in &rule.json_pointers {
+                remove_pointer(object, pointer);
+            }
+            for expression in &rule.jq_path_expressions {
+                *object = jq::delete(expression, object.clone(), self.jq_timeout).map_err(|message| IgnoreError::JqFailed {
+                    expression: expression.clone(),
+                    object: key.to_string(),
+                    message,
+                })?;
+            }
+            if let Some(entries) = live.and_then(|l| l.pointer("/metadata/managedFields")).and_then(Value::as_array) {
+                for entry in entries {
+                    let manager = entry.get("manager").and_then(Value::as_str).unwrap_or_default();
+                    if rule.managed_fields_managers.iter().any(|m| m == manager) {
+                        if let Some(fields) = entry.get("fieldsV1") {
+                            remove_fields(object, fields);
+                        }
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Removes the field at an RFC 6901 pointer, if present.
+fn remove_pointer(object: &mut Value, pointer: &str) {
+    let unescape = |s: &str| s.replace("~1", "/").replace("~0", "~");
+    let Some((parent, last)) = pointer.rsplit_once('/') else { return };
+    let last = unescape(last);
+    match object.pointer_mut(parent) {
+        Some(Value::Object(map)) => {
+            map.remove(&last);
+        }
+        Some(Value::Array(items)) => {
+            if let Ok(index) = last.parse::<usize>() {
+                if index < items.len() {
+                    items.remove(index);
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Removes the fields of a `fieldsV1` set from `object`.
+pub(crate) fn remove_fields(object: &mut Value, fields: &Value) {
+    let Some(fields) = fields.as_object() else { return };
+    for (element, child) in fields {
+        let leaf = child.as_object().is_none_or(|c| c.keys().all(|k| k == "."));
+        if let Some(name) = element.strip_prefix("f:") {
+            if let Value::Object(map) = object {
+                if leaf {
+                    map.remove(name);
+                } else if let Some(next) = map.get_mut(name) {
+                    remove_fields(next, child);
+                }
+            }
+        } else if let Some(key) = element.strip_prefix("k:") {
+            let Ok(Value::Object(key)) = serde_json::from_str::<Value>(key) else { continue };
+            if let Value::Array(items) = object {
+                let matches = |item: &Value| key.iter().all(|(k, v)| item.get(k) == Some(v));
+                if leaf {
+                    items.retain(|item| !matches(item));
+                } else if let Some(item) = items.iter_mut().find(|item| matches(item)) {
+                    remove_fields(item, child);
+                }
+            }
+        } else if let Some(value) = element.strip_prefix("v:") {
+            let Ok(value) = serde_json::from_str::<Value>(value) else { continue };
+            if let Value::Array(items) = object {
+                items.retain(|item| *item != value);
+            }
+        }
+    }
+}
+
+/// jq through jaq: `del(EXPR)` on a copy of the object, on a worker thread
+/// so that a runaway expression is cut off at the deadline.
+mod jq {
+    use std::time::Duration;
+
+    use jaq_core::load::{Arena, File, Loader};
+    use jaq_core::{Compiler, Ctx, RcIter};
+    use jaq_json::Val;
+    use serde_json::Value;
+
+    fn run(expression: &str, input: Option<Value>) -> Result<Option<Value>, String> {
+        let code = format!("del({expression})");
+        let loader = Loader::new(jaq_std::defs().chain(jaq_json::defs()));
+        let arena = Arena::default();
+        let modules = loader
+            .load(&arena, File { code: code.as_str(), path: () })
+            .map_err(|errors| format!("{} parse error(s)", errors.len()))?;
+        let filter = Compiler::default()
+            .with_funs(jaq_std::funs().chain(jaq_json::funs()))
+            .compile(modules)
+            .map_err(|errors| format!("{} compile error(s)", errors.len()))?;
+        let Some(input) = input else { return Ok(None) };
+        let inputs = RcIter::new(core::iter::empty());
+        let mut out = filter.run((Ctx::new([], &inputs), Val::from(input)));
+        match out.next() {
+            Some(Ok(value)) => Ok(Some(value.into())),
+            Some(Err(e)) => Err(e.to_string()),
+            None => Err("the expression produced no output".into()),
+        }
+    }
+
+    /// Compiles `del(expression)`; the error says why it does not.
+    pub(super) fn check(expression: &str) -> Result<(), String> {
+        run(expression, None).map(|_| ())
+    }
+
+    /// Deletes the paths `expression` selects, within `timeout`.
+    pub(super) fn delete(expression: &str, input: Value, timeout: Duration) -> Result<Value, String> {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let expression = expression.to_owned();
+        // A filter that never ends cannot be interrupted: the thread is left
+        // behind and the comparison fails with a clear error instead.
+        std::thread::Builder::new()
+            .name("kiln-jq".into())
+            .spawn(move || {
+                let _ = tx.send(run(&expression, Some(input)));
+            })
+            .map_err(|e| format!("cannot start a jq worker: {e}"))?;
+        match rx.recv_timeout(timeout) {
+            Ok(result) => result.map(|v| v.unwrap_or(Value::Null)),
+            Err(_) => Err(format!("did not finish within {timeout:?}")),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn key() -> ObjectKey {
+        ObjectKey {
+            group: "apps".into(),
+            kind: "Deployment".into(),
+            namespace: Some("default".into()),
+            name: "web".into(),
+        }
+    }
+
+    #[test]
+    fn pointers_jq_and_managers_remove_fields() {
+        let rules = IgnoreRules::new(
+            vec![IgnoreDifferences {
+                group: Some("apps".into()),
+                kind: "Deployment".into(),
+                json_pointers: vec!["/spec/replicas".into()],
+                jq_path_expressions: vec![".spec.template.spec.containers[] | select(.name == \"istio-proxy\")".into()],
+                managed_fields_managers: vec!["hpa".into()],
+                ..Default::default()
+            }],
+            DEFAULT_JQ_TIMEOUT,
+        )
+        .unwrap();
+        let live = json!({"metadata": {"managedFields": [{"manager": "hpa", "fieldsV1": {"f:metadata": {"f:labels": {"f:scaled": {}}}}}]}});
+        let mut object = json!({"metadata": {"labels": {"scaled": "yes", "app": "web"}}, "spec": {"replicas": 3, "template": {"spec": {"containers": [
+            {"name": "web"}, {"name": "istio-proxy"}]}}}});
+        rules.apply(&key(), Some(&live), &mut object).unwrap();
+        assert_eq!(object, json!({"metadata": {"labels": {"app": "web"}}, "spec": {"template": {"spec": {"containers": [{"name": "web"}]}}}}));
+        let other = ObjectKey { kind: "StatefulSet".into(), ..key() };
+        let mut untouched = json!({"spec": {"replicas": 3}});
+        rules.apply(&other, None, &mut untouched).unwrap();
+        assert_eq!(untouched, json!({"spec": {"replicas": 3}}));
+    }
+
+    #[test]
+    fn bad_rules_are_refused_up_front() {
+        let bad_jq = IgnoreDifferences { kind: "*".into(), jq_path_expressions: vec![".spec[".into()], ..Default::default() };
+        assert!(matches!(IgnoreRules::new(vec![bad_jq], DEFAULT_JQ_TIMEOUT), Err(IgnoreError::InvalidJq { .. })));
+        let bad_pointer = IgnoreDifferences { kind: "*".into(), json_pointers: vec!["spec".into()], ..Default::default() };
+        assert!(matches!(IgnoreRules::new(vec![bad_pointer], DEFAULT_JQ_TIMEOUT), Err(IgnoreError::InvalidPointer(_))));
+    }
+
+    #[test]
+    fn a_runaway_expression_times_out() {
+        let rules = IgnoreRules::new(
+            vec![IgnoreDifferences { kind: "*".into(), jq_path_expressions: vec!["last(range(1e18)) as $x | .spec".into()], ..Default::default() }],
+            Duration::from_millis(100),
+        )
+        .unwrap();
+        let error = rules.apply(&key(), None, &mut json!({"spec": {}})).unwrap_err();
+        assert!(error.to_string().contains("did not finish"), "{error}");
+    }
+}
