@@ -103,30 +103,35 @@ pub fn compare(
     options: &DiffOptions,
 ) -> Result<ObjectDiff> {
     let key = ObjectKey::of(desired.or(live).unwrap_or(&Value::Null));
-    let prepare = |object: &Value| -> Result<Value> {
-        let mut object = object.clone();
-        options.ignore.apply(&key, live, &mut object)?;
+    // Masking first: it also folds a Secret's `stringData` into `data`, so
+    // both sides have the same shape before they are projected.
+    let clean = |object: &Value| {
+        let mut object = normalize::normalize(object);
         options.masker.mask(&mut object);
+        object
+    };
+    let ignore = |mut object: Value| -> Result<Value> {
+        options.ignore.apply(&key, live, &mut object)?;
         Ok(object)
     };
     let (status, desired_view, live_view) = match (desired, live) {
         (None, None) => (SyncStatus::Synced, None, None),
-        (Some(desired), None) => (SyncStatus::Missing, Some(prepare(&normalize::normalize(desired))?), None),
-        (None, Some(live)) => (SyncStatus::Extraneous, None, Some(prepare(&normalize::normalize(live))?)),
+        (Some(desired), None) => (SyncStatus::Missing, Some(ignore(clean(desired))?), None),
+        (None, Some(live)) => (SyncStatus::Extraneous, None, Some(ignore(clean(live))?)),
         (Some(desired), Some(live)) => {
-            let live_n = normalize::normalize(live);
+            let live_clean = clean(live);
             let (target, seen) = match predicted {
-                Some(predicted) => (normalize::normalize(predicted), live_n),
+                Some(predicted) => (clean(predicted), live_clean),
                 None => {
-                    let target = normalize::normalize(desired);
-                    let mut seen = normalize::project(&live_n, &target);
+                    let target = clean(desired);
+                    let mut seen = normalize::project(&live_clean, &target);
                     if let Some(fields) = owned_fields(live, &options.manager) {
-                        add_stale(&mut seen, &live_n, &target, fields);
+                        add_stale(&mut seen, &live_clean, &target, fields);
                     }
                     (target, seen)
                 }
             };
-            let (target, seen) = (prepare(&target)?, prepare(&seen)?);
+            let (target, seen) = (ignore(target)?, ignore(seen)?);
             let status = if target == seen { SyncStatus::Synced } else { SyncStatus::OutOfSync };
             (status, Some(target), Some(seen))
         }

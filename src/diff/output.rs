@@ -64,8 +64,9 @@ pub fn text(report: &Report, color: bool) -> String {
         out.push_str(&unified(object, color));
     }
     out.push_str(&format!(
-        "\n{} objects: {} synced, {} out of sync, {} missing, {} extraneous\n",
+        "\n{} object{}: {} synced, {} out of sync, {} missing, {} extraneous\n",
         report.objects.len(),
+        if report.objects.len() == 1 { "" } else { "s" },
         report.count(SyncStatus::Synced),
         report.count(SyncStatus::OutOfSync),
         report.count(SyncStatus::Missing),

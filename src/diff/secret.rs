@@ -36,6 +36,12 @@ pub fn is_secret(object: &Value) -> bool {
 }
 
 impl Masker {
+    /// A masker with a fixed key, for reproducible output (golden tests).
+    /// Production code uses [`Masker::default`], whose key is random.
+    pub fn with_key(key: [u8; 32]) -> Self {
+        Self { key }
+    }
+
     fn hash(&self, bytes: &[u8]) -> String {
         let mut hasher = Sha256::new();
         hasher.update(self.key);
