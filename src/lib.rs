@@ -6,9 +6,11 @@
 #![deny(unsafe_code)]
 
 pub mod artifact;
+pub mod cluster;
 pub mod devcluster;
 pub mod diff;
 pub mod digest;
+pub mod health;
 pub mod manifest;
 pub mod plugin;
 pub mod policy;

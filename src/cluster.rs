@@ -1,0 +1,165 @@
+//! Talking to a cluster: a `kube::Client` from a kubeconfig, and the
+//! discovery that turns an object's `apiVersion`/`kind` into the resource to
+//! call — refreshed when a kind is unknown, so that custom resources whose
+//! CRD was applied a moment ago (earlier in the same sync) resolve.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use kube::api::{Api, DynamicObject};
+use kube::core::{ApiResource, GroupVersionKind};
+use kube::discovery::{Discovery, Scope};
+use tokio::sync::RwLock;
+
+/// Why the cluster could not be reached or asked.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ClusterError {
+    /// The kubeconfig could not be read or used.
+    #[error("kubeconfig {path}: {message}")]
+    Kubeconfig {
+        /// Which file (or "default").
+        path: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// Discovery failed.
+    #[error("cannot discover the cluster's API")]
+    Discovery(#[source] kube::Error),
+    /// The cluster serves no such kind.
+    #[error("the cluster does not serve {kind} in {api_version} (is its CRD installed?)")]
+    UnknownKind {
+        /// The object's `apiVersion`.
+        api_version: String,
+        /// The object's `kind`.
+        kind: String,
+    },
+}
+
+/// A resolved kind: the resource to call and whether it is namespaced.
+#[derive(Clone, Debug)]
+pub struct Resolved {
+    /// Group, version, kind and plural.
+    pub resource: ApiResource,
+    /// Namespaced or cluster-scoped.
+    pub namespaced: bool,
+}
+
+/// A cluster and what it serves.
+pub struct Cluster {
+    client: kube::Client,
+    kinds: RwLock<HashMap<(String, String), Resolved>>,
+    all: RwLock<Vec<Resolved>>,
+}
+
+impl std::fmt::Debug for Cluster {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Cluster").finish_non_exhaustive()
+    }
+}
+
+impl Cluster {
+    /// Connects with a kubeconfig file (or the default: `KUBECONFIG`,
+    /// `~/.kube/config`, in-cluster), optionally picking a context.
+    pub async fn connect(kubeconfig: Option<&Path>, context: Option<&str>) -> Result<Self, ClusterError> {
+        let options = kube::config::KubeConfigOptions {
+            context: context.map(str::to_owned),
+            ..Default::default()
+        };
+        let named = kubeconfig.map_or_else(|| "default".to_owned(), |p| p.display().to_string());
+        let fail = |message: String| ClusterError::Kubeconfig { path: named.clone(), message };
+        let config = match kubeconfig {
+            Some(path) => {
+                let file = kube::config::Kubeconfig::read_from(path).map_err(|e| fail(e.to_string()))?;
+                kube::Config::from_custom_kubeconfig(file, &options).await.map_err(|e| fail(e.to_string()))?
+            }
+            None => kube::Config::from_kubeconfig(&options).await.map_err(|e| fail(e.to_string()))?,
+        };
+        let client = kube::Client::try_from(config).map_err(|e| fail(e.to_string()))?;
+        Ok(Self::new(client))
+    }
+
+    /// Wraps a client.
+    pub fn new(client: kube::Client) -> Self {
+        Self {
+            client,
+            kinds: RwLock::new(HashMap::new()),
+            all: RwLock::new(Vec::new()),
+        }
+    }
+
+    /// The client.
+    pub fn client(&self) -> &kube::Client {
+        &self.client
+    }
+
+    async fn refresh(&self) -> Result<(), ClusterError> {
+        let discovery = match Discovery::new(self.client.clone()).run_aggregated().await {
+            Ok(discovery) => discovery,
+            // Servers before 1.26 have no aggregated discovery.
+            Err(_) => Discovery::new(self.client.clone()).run().await.map_err(ClusterError::Discovery)?,
+        };
+        let mut kinds = HashMap::new();
+        let mut all = Vec::new();
+        for group in discovery.groups() {
+            for (resource, caps) in group.recommended_resources() {
+                let resolved = Resolved {
+                    namespaced: caps.scope == Scope::Namespaced,
+                    resource: resource.clone(),
+                };
+                if caps.supports_operation(kube::discovery::verbs::LIST) && caps.supports_operation(kube::discovery::verbs::DELETE) {
+                    all.push(resolved.clone());
+                }
+            }
+            for version in group.versions() {
+                for (resource, caps) in group.versioned_resources(version) {
+                    let resolved = Resolved {
+                        namespaced: caps.scope == Scope::Namespaced,
+                        resource: resource.clone(),
+                    };
+                    kinds.insert((resource.api_version.clone(), resource.kind.clone()), resolved);
+                }
+            }
+        }
+        *self.kinds.write().await = kinds;
+        *self.all.write().await = all;
+        Ok(())
+    }
+
+    /// Resolves `apiVersion`/`kind`, refreshing discovery once on a miss.
+    pub async fn resolve(&self, api_version: &str, kind: &str) -> Result<Resolved, ClusterError> {
+        let key = (api_version.to_owned(), kind.to_owned());
+        if let Some(found) = self.kinds.read().await.get(&key) {
+            return Ok(found.clone());
+        }
+        self.refresh().await?;
+        self.kinds.read().await.get(&key).cloned().ok_or_else(|| ClusterError::UnknownKind {
+            api_version: api_version.to_owned(),
+            kind: kind.to_owned(),
+        })
+    }
+
+    /// Every listable and deletable kind, at its preferred version (for
+    /// finding what to prune).
+    pub async fn all_kinds(&self) -> Result<Vec<Resolved>, ClusterError> {
+        if self.all.read().await.is_empty() {
+            self.refresh().await?;
+        }
+        Ok(self.all.read().await.clone())
+    }
+
+    /// The dynamic API of a resolved kind in `namespace` (ignored for
+    /// cluster-scoped kinds; `None` lists across namespaces).
+    pub fn api(&self, resolved: &Resolved, namespace: Option<&str>) -> Api<DynamicObject> {
+        match (resolved.namespaced, namespace) {
+            (true, Some(ns)) => Api::namespaced_with(self.client.clone(), ns, &resolved.resource),
+            _ => Api::all_with(self.client.clone(), &resolved.resource),
+        }
+    }
+}
+
+/// The group-version-kind of `apiVersion` + `kind`.
+pub fn gvk(api_version: &str, kind: &str) -> GroupVersionKind {
+    let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
+    GroupVersionKind::gvk(group, version, kind)
+}
