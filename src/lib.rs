@@ -16,4 +16,5 @@ pub mod plugin;
 pub mod policy;
 pub mod render;
 pub mod source;
+pub mod sync;
 pub mod trust;

@@ -1,0 +1,676 @@
+//! The sync stage: make the cluster what Git says, and say exactly what
+//! happened.
+//!
+//! An [`Engine`] applies an application's rendered objects with server-side
+//! apply (field manager `kiln`), phase by phase and wave by wave
+//! ([`plan`]), running hooks and waiting for each wave to be healthy before
+//! the next; prunes tracked objects that are no longer rendered; retries a
+//! failed sync with backoff; and reports per object what it did. Every
+//! object it applies carries Kiln's tracking annotation
+//! (`kiln.dev/tracking-id: APP:GROUP/KIND:NAMESPACE/NAME`) and label
+//! (`kiln.dev/app: APP`); only objects whose annotation names this
+//! application and the object itself are ever pruned.
+
+pub mod options;
+pub mod plan;
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use kube::api::{DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams, ValidationDirective};
+use serde::Serialize;
+use serde_json::{Value, json};
+use tokio::time::Instant;
+
+use crate::cluster::{Cluster, ClusterError, Resolved};
+use crate::diff::{self, DiffOptions, ObjectDiff, Report, SyncStatus};
+use crate::health::{self, Health};
+use crate::manifest::ObjectKey;
+pub use options::{PrunePropagation, RetryPolicy, SyncOptions};
+use plan::{DeletePolicy, Phase, Plan, Planned};
+
+/// The tracking annotation: which application an object belongs to.
+pub const TRACKING_ID: &str = "kiln.dev/tracking-id";
+/// The tracking label, for finding an application's objects cheaply.
+pub const APP_LABEL: &str = "kiln.dev/app";
+
+/// Why a sync or diff could not run at all (per-object problems are part
+/// of the result instead).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SyncError {
+    /// An object's sync annotations are invalid.
+    #[error(transparent)]
+    Plan(#[from] plan::PlanError),
+    /// The cluster could not be asked.
+    #[error(transparent)]
+    Cluster(#[from] ClusterError),
+    /// Listing tracked objects failed.
+    #[error("cannot list {kind} to find what to prune")]
+    List {
+        /// The kind.
+        kind: String,
+        /// Why.
+        #[source]
+        source: kube::Error,
+    },
+    /// `ignoreDifferences` could not be applied.
+    #[error(transparent)]
+    Ignore(#[from] diff::IgnoreError),
+}
+
+/// The result type of sync operations.
+pub type Result<T, E = SyncError> = std::result::Result<T, E>;
+
+/// The application being synced.
+#[derive(Clone, Debug)]
+pub struct Application {
+    /// Its name: the value of the tracking label and the prefix of the
+    /// tracking annotation.
+    pub name: String,
+    /// The destination namespace for namespaced objects that set none.
+    pub namespace: Option<String>,
+}
+
+/// What happened to one object.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub enum Action {
+    /// It did not exist and was created.
+    Created,
+    /// It existed and changed.
+    Configured,
+    /// It was already as desired: nothing was written.
+    Unchanged,
+    /// Skipped (`ApplyOutOfSyncOnly` and already synced).
+    Skipped,
+    /// Deleted because it is no longer rendered.
+    Pruned,
+    /// Would be pruned, but pruning is off or the object says `Prune=false`.
+    PruneSkipped,
+    /// A hook ran and succeeded.
+    HookSucceeded,
+    /// A hook ran and failed.
+    HookFailed,
+    /// The write failed; the message has the API error.
+    Failed,
+}
+
+impl std::fmt::Display for Action {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Debug::fmt(self, f)
+    }
+}
+
+/// The result for one object.
+#[derive(Clone, Debug, Serialize)]
+pub struct ObjectResult {
+    /// Which object.
+    pub key: ObjectKey,
+    /// Its phase (none for pruned objects).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub phase: Option<Phase>,
+    /// Its wave.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub wave: Option<i64>,
+    /// What happened.
+    pub action: Action,
+    /// Details: the API error, the health message, why something was skipped.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub message: String,
+}
+
+/// How the sync ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum Outcome {
+    /// Every object applied, every wave healthy, every hook succeeded.
+    Succeeded,
+    /// Something failed; [`SyncResult::objects`] says what.
+    Failed,
+}
+
+/// The result of a sync.
+#[derive(Clone, Debug, Serialize)]
+pub struct SyncResult {
+    /// How it ended.
+    pub outcome: Outcome,
+    /// One line for people.
+    pub message: String,
+    /// Per object, in the order things happened (of the last attempt).
+    pub objects: Vec<ObjectResult>,
+    /// The application's health after the sync (the worst of its objects).
+    pub health: Health,
+    /// How many attempts were made.
+    pub attempts: u32,
+}
+
+impl SyncResult {
+    /// How many objects ended with `action`.
+    pub fn count(&self, action: Action) -> usize {
+        self.objects.iter().filter(|o| o.action == action).count()
+    }
+}
+
+/// Syncs one application to one cluster.
+pub struct Engine<'a> {
+    cluster: &'a Cluster,
+    app: Application,
+    options: SyncOptions,
+}
+
+fn api_error(error: &kube::Error) -> String {
+    match error {
+        kube::Error::Api(status) => format!("{} ({}, {})", status.message, status.reason, status.code),
+        other => other.to_string(),
+    }
+}
+
+fn tracking_id(app: &str, key: &ObjectKey) -> String {
+    format!("{app}:{}/{}:{}/{}", key.group, key.kind, key.namespace.as_deref().unwrap_or_default(), key.name)
+}
+
+impl<'a> Engine<'a> {
+    /// An engine for `app` on `cluster`.
+    pub fn new(cluster: &'a Cluster, app: Application, options: SyncOptions) -> Self {
+        Self { cluster, app, options }
+    }
+
+    /// Resolves a kind, waiting briefly when the set itself defines it
+    /// through a CRD (a real API server takes a moment to serve it).
+    async fn resolve(&self, object: &Value) -> Result<Resolved, ClusterError> {
+        let api_version = object.get("apiVersion").and_then(Value::as_str).unwrap_or_default();
+        let kind = object.get("kind").and_then(Value::as_str).unwrap_or_default();
+        let mut tries = 0;
+        loop {
+            match self.cluster.resolve(api_version, kind).await {
+                Err(ClusterError::UnknownKind { .. }) if tries < 5 && !self.options.dry_run => {
+                    tries += 1;
+                    tokio::time::sleep(Duration::from_millis(200)).await;
+                }
+                other => return other,
+            }
+        }
+    }
+
+    /// Sets the destination namespace on namespaced objects that have none,
+    /// and Kiln's tracking annotation and label on every object.
+    pub async fn prepare(&self, objects: Vec<Value>) -> Vec<Value> {
+        let mut out = Vec::with_capacity(objects.len());
+        for mut object in objects {
+            if let (Some(ns), None) = (&self.app.namespace, object.pointer("/metadata/namespace")) {
+                // Unknown kinds are left alone here; applying them reports it.
+                if let Ok(resolved) = self.resolve(&object).await {
+                    if resolved.namespaced {
+                        object["metadata"]["namespace"] = ns.clone().into();
+                    }
+                }
+            }
+            let key = ObjectKey::of(&object);
+            let metadata = &mut object["metadata"];
+            if !metadata.get("annotations").is_some_and(Value::is_object) {
+                metadata["annotations"] = json!({});
+            }
+            metadata["annotations"][TRACKING_ID] = tracking_id(&self.app.name, &key).into();
+            if !metadata.get("labels").is_some_and(Value::is_object) {
+                metadata["labels"] = json!({});
+            }
+            metadata["labels"][APP_LABEL] = self.app.name.clone().into();
+            out.push(object);
+        }
+        out
+    }
+
+    fn patch_params(&self, dry_run: bool) -> PatchParams {
+        let mut params = PatchParams::apply(&self.options.manager);
+        params.force = self.options.force;
+        params.dry_run = dry_run;
+        params.field_validation = Some(if self.options.validate { ValidationDirective::Strict } else { ValidationDirective::Ignore });
+        params
+    }
+
+    async fn live(&self, resolved: &Resolved, key: &ObjectKey) -> Result<Option<Value>, kube::Error> {
+        let api = self.cluster.api(resolved, key.namespace.as_deref());
+        Ok(api.get_opt(&key.name).await?.map(|o| serde_json::to_value(o).unwrap_or_default()))
+    }
+
+    /// The objects this application tracks in the cluster, by key.
+    async fn tracked(&self) -> Result<Vec<(Resolved, Value)>> {
+        let mut found = Vec::new();
+        let selector = ListParams::default().labels(&format!("{APP_LABEL}={}", self.app.name));
+        for resolved in self.cluster.all_kinds().await? {
+            let api = self.cluster.api(&resolved, None);
+            let list = match api.list(&selector).await {
+                Ok(list) => list,
+                // Kinds the client may not list are not ours to prune.
+                Err(kube::Error::Api(status)) if matches!(status.code, 403 | 404 | 405) => continue,
+                Err(source) => {
+                    return Err(SyncError::List {
+                        kind: resolved.resource.kind.clone(),
+                        source,
+                    });
+                }
+            };
+            for object in list.items {
+                let value = serde_json::to_value(&object).unwrap_or_default();
+                let key = ObjectKey::of(&value);
+                // Only objects whose annotation names this app *and* this
+                // very object: a copied label or annotation is not enough.
+                let id = value.pointer(&format!("/metadata/annotations/{}", TRACKING_ID.replace('/', "~1")));
+                if id.and_then(Value::as_str) == Some(tracking_id(&self.app.name, &key).as_str()) {
+                    found.push((resolved.clone(), value));
+                }
+            }
+        }
+        Ok(found)
+    }
+
+    /// Compares the rendered objects with the cluster. Each object is
+    /// predicted with a `dryRun=All` server-side apply where the server
+    /// accepts one (otherwise compared structurally); tracked objects that
+    /// are no longer rendered are reported as extraneous.
+    pub async fn diff(&self, objects: Vec<Value>, options: &DiffOptions) -> Result<Report> {
+        let objects = self.prepare(objects).await;
+        let mut report = Report::default();
+        let mut desired_keys = BTreeSet::new();
+        for object in &objects {
+            let key = ObjectKey::of(object);
+            desired_keys.insert(key.clone());
+            let resolved = match self.resolve(object).await {
+                Ok(resolved) => resolved,
+                Err(ClusterError::UnknownKind { .. }) => {
+                    report.objects.push(diff::compare(Some(object), None, None, options)?);
+                    continue;
+                }
+                Err(e) => return Err(e.into()),
+            };
+            let live = self.live(&resolved, &key).await.ok().flatten();
+            let predicted = match &live {
+                Some(_) => {
+                    let api = self.cluster.api(&resolved, key.namespace.as_deref());
+                    api.patch(&key.name, &self.patch_params(true), &Patch::Apply(object))
+                        .await
+                        .ok()
+                        .map(|o| serde_json::to_value(o).unwrap_or_default())
+                }
+                None => None,
+            };
+            report.objects.push(diff::compare(Some(object), live.as_ref(), predicted.as_ref(), options)?);
+        }
+        for (_, live) in self.tracked().await? {
+            if !desired_keys.contains(&ObjectKey::of(&live)) {
+                report.objects.push(diff::compare(None, Some(&live), None, options)?);
+            }
+        }
+        Ok(report)
+    }
+
+    /// Syncs, retrying a failed attempt as the retry policy says.
+    pub async fn sync(&self, objects: Vec<Value>) -> Result<SyncResult> {
+        let objects = self.prepare(objects).await;
+        let plan = Plan::new(objects)?;
+        let mut attempt = 1;
+        loop {
+            let span = tracing::info_span!("sync", app = %self.app.name, attempt);
+            let mut result = tracing::Instrument::instrument(self.attempt(&plan), span).await?;
+            result.attempts = attempt;
+            if result.outcome == Outcome::Succeeded || attempt > self.options.retry.limit {
+                return Ok(result);
+            }
+            let wait = self.options.retry.backoff(attempt);
+            tracing::warn!(app = %self.app.name, attempt, ?wait, message = %result.message, "sync failed; retrying");
+            tokio::time::sleep(wait).await;
+            attempt += 1;
+        }
+    }
+
+    async fn attempt(&self, plan: &Plan) -> Result<SyncResult> {
+        let mut results = Vec::new();
+        let mut failure: Option<String> = None;
+        if self.options.create_namespace {
+            if let Some(ns) = &self.app.namespace {
+                if let Err(message) = self.create_namespace(ns).await {
+                    failure = Some(message);
+                }
+            }
+        }
+        let desired: BTreeSet<ObjectKey> = plan.waves.iter().flat_map(|w| w.objects.iter().map(|o| o.key.clone())).collect();
+        let mut pruned = false;
+        for (index, wave) in plan.waves.iter().enumerate() {
+            if failure.is_some() {
+                break;
+            }
+            // Prune once the Sync phase is done (or at the very end with PruneLast).
+            if !pruned && !self.options.prune_last && wave.phase == Phase::PostSync {
+                self.prune(&desired, &mut results).await?;
+                pruned = true;
+            }
+            let span = tracing::info_span!("wave", phase = %wave.phase, wave = wave.wave);
+            let _entered = span.enter();
+            let mut applied = Vec::new();
+            for planned in &wave.objects {
+                let outcome = if planned.hook.is_some() {
+                    self.run_hook(planned).await
+                } else {
+                    self.apply(planned).await
+                };
+                match outcome {
+                    Ok((action, message, resolved)) => {
+                        if action == Action::HookFailed {
+                            failure.get_or_insert_with(|| format!("hook {} failed: {message}", planned.key));
+                        }
+                        if let Some(resolved) = resolved {
+                            applied.push((resolved, planned.key.clone()));
+                        }
+                        results.push(result_for(planned, action, message));
+                    }
+                    Err(message) => {
+                        failure.get_or_insert_with(|| format!("{}: {message}", planned.key));
+                        results.push(result_for(planned, Action::Failed, message));
+                    }
+                }
+            }
+            let more = index + 1 < plan.waves.len();
+            if failure.is_none() && more && !self.options.dry_run {
+                if let Err(message) = self.wait_healthy(&applied).await {
+                    failure = Some(format!("{} wave {}: {message}", wave.phase, wave.wave));
+                }
+            }
+        }
+        if failure.is_none() && !pruned {
+            self.prune(&desired, &mut results).await?;
+        }
+        if failure.is_some() {
+            for planned in &plan.on_failure {
+                let (action, message) = match self.run_hook(planned).await {
+                    Ok((action, message, _)) => (action, message),
+                    Err(message) => (Action::Failed, message),
+                };
+                results.push(result_for(planned, action, message));
+            }
+        }
+        let health = self.health(plan).await;
+        let outcome = if failure.is_some() { Outcome::Failed } else { Outcome::Succeeded };
+        let message = match &failure {
+            Some(message) => message.clone(),
+            None => {
+                let count = |a| results.iter().filter(|r: &&ObjectResult| r.action == a).count();
+                format!(
+                    "{} created, {} configured, {} unchanged, {} pruned{}",
+                    count(Action::Created),
+                    count(Action::Configured),
+                    count(Action::Unchanged) + count(Action::Skipped),
+                    count(Action::Pruned),
+                    if self.options.dry_run { " (dry run)" } else { "" }
+                )
+            }
+        };
+        Ok(SyncResult {
+            outcome,
+            message,
+            objects: results,
+            health,
+            attempts: 1,
+        })
+    }
+
+    async fn create_namespace(&self, name: &str) -> Result<(), String> {
+        let object = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}});
+        let resolved = self.resolve(&object).await.map_err(|e| e.to_string())?;
+        let api = self.cluster.api(&resolved, None);
+        if api.get_opt(name).await.map_err(|e| api_error(&e))?.is_some() {
+            return Ok(());
+        }
+        api.patch(name, &self.patch_params(self.options.dry_run), &Patch::Apply(&object))
+            .await
+            .map_err(|e| format!("cannot create namespace {name}: {}", api_error(&e)))?;
+        Ok(())
+    }
+
+    /// Applies one object; returns what happened.
+    async fn apply(&self, planned: &Planned) -> Result<(Action, String, Option<Resolved>), String> {
+        let key = &planned.key;
+        let resolved = self.resolve(&planned.object).await.map_err(|e| e.to_string())?;
+        let api = self.cluster.api(&resolved, key.namespace.as_deref());
+        let live = self.live(&resolved, key).await.map_err(|e| api_error(&e))?;
+        if let Some(live) = &live {
+            let owner = live
+                .pointer(&format!("/metadata/annotations/{}", TRACKING_ID.replace('/', "~1")))
+                .and_then(Value::as_str);
+            if self.options.fail_on_shared_resource && owner.is_some_and(|id| id != tracking_id(&self.app.name, key)) {
+                return Err(format!("shared with another application ({})", owner.unwrap_or_default()));
+            }
+            if self.options.apply_out_of_sync_only {
+                let predicted = api.patch(&key.name, &self.patch_params(true), &Patch::Apply(&planned.object)).await.ok();
+                let predicted = predicted.map(|o| serde_json::to_value(o).unwrap_or_default());
+                let compared = diff::compare(Some(&planned.object), Some(live), predicted.as_ref(), &DiffOptions::default())
+                    .map_err(|e| e.to_string())?;
+                if compared.status == SyncStatus::Synced {
+                    return Ok((Action::Skipped, "already synced".into(), Some(resolved)));
+                }
+            }
+        }
+        let dry_run = self.options.dry_run;
+        let written: DynamicObject = if self.options.replace {
+            let mut object: DynamicObject = serde_json::from_value(planned.object.clone()).map_err(|e| e.to_string())?;
+            let params = PostParams {
+                dry_run,
+                field_manager: Some(self.options.manager.clone()),
+            };
+            match live.as_ref().and_then(|l| l.pointer("/metadata/resourceVersion")).and_then(Value::as_str) {
+                Some(rv) => {
+                    object.metadata.resource_version = Some(rv.to_owned());
+                    api.replace(&key.name, &params, &object).await
+                }
+                None => api.create(&params, &object).await,
+            }
+        } else if !self.options.server_side_apply {
+            let object: DynamicObject = serde_json::from_value(planned.object.clone()).map_err(|e| e.to_string())?;
+            match &live {
+                Some(_) => {
+                    let params = PatchParams {
+                        dry_run,
+                        field_manager: Some(self.options.manager.clone()),
+                        ..PatchParams::default()
+                    };
+                    api.patch(&key.name, &params, &Patch::Merge(&planned.object)).await
+                }
+                None => {
+                    let params = PostParams {
+                        dry_run,
+                        field_manager: Some(self.options.manager.clone()),
+                    };
+                    api.create(&params, &object).await
+                }
+            }
+        } else {
+            api.patch(&key.name, &self.patch_params(dry_run), &Patch::Apply(&planned.object)).await
+        }
+        .map_err(|e| api_error(&e))?;
+        let before = live.as_ref().and_then(|l| l.pointer("/metadata/resourceVersion")).and_then(Value::as_str);
+        let action = match (before, written.metadata.resource_version.as_deref()) {
+            (None, _) => Action::Created,
+            (Some(a), Some(b)) if a == b => Action::Unchanged,
+            // A dry run reports what would change.
+            _ if dry_run => {
+                let predicted = serde_json::to_value(&written).unwrap_or_default();
+                let compared = diff::compare(Some(&planned.object), live.as_ref(), Some(&predicted), &DiffOptions::default())
+                    .map_err(|e| e.to_string())?;
+                if compared.status == SyncStatus::Synced { Action::Unchanged } else { Action::Configured }
+            }
+            _ => Action::Configured,
+        };
+        tracing::info!(object = %key, %action, "applied");
+        Ok((action, String::new(), Some(resolved)))
+    }
+
+    /// Runs a hook: replaces an earlier run (BeforeHookCreation), creates it,
+    /// waits for it to finish, deletes it as its policies say.
+    async fn run_hook(&self, planned: &Planned) -> Result<(Action, String, Option<Resolved>), String> {
+        let key = &planned.key;
+        let policies = planned.hook.clone().unwrap_or_default();
+        let resolved = self.resolve(&planned.object).await.map_err(|e| e.to_string())?;
+        let api = self.cluster.api(&resolved, key.namespace.as_deref());
+        if self.options.dry_run {
+            return Ok((Action::HookSucceeded, "dry run: not run".into(), None));
+        }
+        if self.live(&resolved, key).await.map_err(|e| api_error(&e))?.is_some() {
+            if policies.contains(&DeletePolicy::BeforeHookCreation) {
+                api.delete(&key.name, &DeleteParams::background()).await.map_err(|e| api_error(&e))?;
+                self.wait_gone(&resolved, key).await?;
+            } else {
+                return Ok((Action::HookSucceeded, "already ran".into(), None));
+            }
+        }
+        let object: DynamicObject = serde_json::from_value(planned.object.clone()).map_err(|e| e.to_string())?;
+        let params = PostParams {
+            dry_run: false,
+            field_manager: Some(self.options.manager.clone()),
+        };
+        api.create(&params, &object).await.map_err(|e| api_error(&e))?;
+        let (succeeded, message) = self.wait_finished(&resolved, key).await;
+        let doomed = (succeeded && policies.contains(&DeletePolicy::HookSucceeded))
+            || (!succeeded && policies.contains(&DeletePolicy::HookFailed));
+        if doomed {
+            if let Err(e) = api.delete(&key.name, &DeleteParams::background()).await {
+                tracing::warn!(hook = %key, error = %api_error(&e), "could not delete the hook");
+            }
+        }
+        tracing::info!(hook = %key, succeeded, "hook finished");
+        Ok((if succeeded { Action::HookSucceeded } else { Action::HookFailed }, message, None))
+    }
+
+    async fn wait_gone(&self, resolved: &Resolved, key: &ObjectKey) -> Result<(), String> {
+        let deadline = Instant::now() + self.options.health_timeout;
+        while self.live(resolved, key).await.map_err(|e| api_error(&e))?.is_some() {
+            if Instant::now() >= deadline {
+                return Err("the previous run of the hook was not deleted in time".into());
+            }
+            tokio::time::sleep(self.options.poll_interval).await;
+        }
+        Ok(())
+    }
+
+    /// Waits for a hook to succeed (healthy) or fail (degraded).
+    async fn wait_finished(&self, resolved: &Resolved, key: &ObjectKey) -> (bool, String) {
+        let deadline = Instant::now() + self.options.health_timeout;
+        loop {
+            match self.live(resolved, key).await {
+                Ok(Some(live)) => {
+                    let assessment = health::assess(&live);
+                    match assessment.status {
+                        Health::Healthy => return (true, assessment.message),
+                        Health::Degraded => return (false, assessment.message),
+                        _ => {}
+                    }
+                }
+                Ok(None) => return (false, "the hook disappeared before it finished".into()),
+                Err(e) => return (false, api_error(&e)),
+            }
+            if Instant::now() >= deadline {
+                return (false, format!("did not finish within {:?}", self.options.health_timeout));
+            }
+            tokio::time::sleep(self.options.poll_interval).await;
+        }
+    }
+
+    /// Waits for every applied object of a wave to be healthy.
+    async fn wait_healthy(&self, applied: &[(Resolved, ObjectKey)]) -> Result<(), String> {
+        let deadline = Instant::now() + self.options.health_timeout;
+        loop {
+            let mut waiting = None;
+            for (resolved, key) in applied {
+                let live = self.live(resolved, key).await.map_err(|e| api_error(&e))?;
+                let assessment = live.as_ref().map_or(
+                    health::Assessment { status: Health::Missing, message: "missing".into() },
+                    health::assess,
+                );
+                match assessment.status {
+                    Health::Healthy | Health::Suspended => {}
+                    Health::Degraded => return Err(format!("{key} is degraded: {}", assessment.message)),
+                    _ => {
+                        waiting = Some(format!("{key}: {}", assessment.message));
+                        break;
+                    }
+                }
+            }
+            let Some(waiting) = waiting else { return Ok(()) };
+            if Instant::now() >= deadline {
+                return Err(format!("not healthy within {:?}: {waiting}", self.options.health_timeout));
+            }
+            tracing::debug!(%waiting, "waiting for the wave to be healthy");
+            tokio::time::sleep(self.options.poll_interval).await;
+        }
+    }
+
+    /// Deletes (or reports) tracked objects that are no longer rendered.
+    async fn prune(&self, desired: &BTreeSet<ObjectKey>, results: &mut Vec<ObjectResult>) -> Result<()> {
+        for (resolved, live) in self.tracked().await? {
+            let key = ObjectKey::of(&live);
+            if desired.contains(&key) {
+                continue;
+            }
+            let protected = plan::object_options(&live).iter().any(|o| o == "Prune=false");
+            let (action, message) = if !self.options.prune {
+                (Action::PruneSkipped, "no longer rendered; pruning is off".to_owned())
+            } else if protected {
+                (Action::PruneSkipped, "no longer rendered; the object says Prune=false".to_owned())
+            } else {
+                let api = self.cluster.api(&resolved, key.namespace.as_deref());
+                let params = DeleteParams {
+                    dry_run: self.options.dry_run,
+                    propagation_policy: Some(match self.options.prune_propagation {
+                        PrunePropagation::Foreground => kube::api::PropagationPolicy::Foreground,
+                        PrunePropagation::Background => kube::api::PropagationPolicy::Background,
+                        PrunePropagation::Orphan => kube::api::PropagationPolicy::Orphan,
+                    }),
+                    ..DeleteParams::default()
+                };
+                match api.delete(&key.name, &params).await {
+                    Ok(_) => (Action::Pruned, String::new()),
+                    Err(e) => (Action::Failed, format!("prune failed: {}", api_error(&e))),
+                }
+            };
+            tracing::info!(object = %key, %action, "prune");
+            results.push(ObjectResult {
+                key,
+                phase: None,
+                wave: None,
+                action,
+                message,
+            });
+        }
+        Ok(())
+    }
+
+    /// The worst health of the application's (non-hook) objects.
+    async fn health(&self, plan: &Plan) -> Health {
+        let mut healths = Vec::new();
+        for planned in plan.waves.iter().flat_map(|w| &w.objects).filter(|p| p.hook.is_none()) {
+            let status = match self.resolve(&planned.object).await {
+                Ok(resolved) => match self.live(&resolved, &planned.key).await {
+                    Ok(Some(live)) => health::assess(&live).status,
+                    Ok(None) => Health::Missing,
+                    Err(_) => Health::Unknown,
+                },
+                Err(_) => Health::Missing,
+            };
+            healths.push(status);
+        }
+        health::aggregate(healths)
+    }
+}
+
+fn result_for(planned: &Planned, action: Action, message: String) -> ObjectResult {
+    ObjectResult {
+        key: planned.key.clone(),
+        phase: Some(planned.phase),
+        wave: Some(planned.wave),
+        action,
+        message,
+    }
+}
+
+/// The per-object lines of a diff that are not synced (for logs).
+pub fn drift(report: &Report) -> Vec<&ObjectDiff> {
+    report.objects.iter().filter(|o| o.status != SyncStatus::Synced).collect()
+}
