@@ -61,19 +61,30 @@ impl std::fmt::Debug for Cluster {
 impl Cluster {
     /// Connects with a kubeconfig file (or the default: `KUBECONFIG`,
     /// `~/.kube/config`, in-cluster), optionally picking a context.
-    pub async fn connect(kubeconfig: Option<&Path>, context: Option<&str>) -> Result<Self, ClusterError> {
+    pub async fn connect(
+        kubeconfig: Option<&Path>,
+        context: Option<&str>,
+    ) -> Result<Self, ClusterError> {
         let options = kube::config::KubeConfigOptions {
             context: context.map(str::to_owned),
             ..Default::default()
         };
         let named = kubeconfig.map_or_else(|| "default".to_owned(), |p| p.display().to_string());
-        let fail = |message: String| ClusterError::Kubeconfig { path: named.clone(), message };
+        let fail = |message: String| ClusterError::Kubeconfig {
+            path: named.clone(),
+            message,
+        };
         let config = match kubeconfig {
             Some(path) => {
-                let file = kube::config::Kubeconfig::read_from(path).map_err(|e| fail(e.to_string()))?;
-                kube::Config::from_custom_kubeconfig(file, &options).await.map_err(|e| fail(e.to_string()))?
+                let file =
+                    kube::config::Kubeconfig::read_from(path).map_err(|e| fail(e.to_string()))?;
+                kube::Config::from_custom_kubeconfig(file, &options)
+                    .await
+                    .map_err(|e| fail(e.to_string()))?
             }
-            None => kube::Config::from_kubeconfig(&options).await.map_err(|e| fail(e.to_string()))?,
+            None => kube::Config::from_kubeconfig(&options)
+                .await
+                .map_err(|e| fail(e.to_string()))?,
         };
         let client = kube::Client::try_from(config).map_err(|e| fail(e.to_string()))?;
         Ok(Self::new(client))
@@ -97,7 +108,10 @@ impl Cluster {
         let discovery = match Discovery::new(self.client.clone()).run_aggregated().await {
             Ok(discovery) => discovery,
             // Servers before 1.26 have no aggregated discovery.
-            Err(_) => Discovery::new(self.client.clone()).run().await.map_err(ClusterError::Discovery)?,
+            Err(_) => Discovery::new(self.client.clone())
+                .run()
+                .await
+                .map_err(ClusterError::Discovery)?,
         };
         let mut kinds = HashMap::new();
         let mut all = Vec::new();
@@ -107,7 +121,9 @@ impl Cluster {
                     namespaced: caps.scope == Scope::Namespaced,
                     resource: resource.clone(),
                 };
-                if caps.supports_operation(kube::discovery::verbs::LIST) && caps.supports_operation(kube::discovery::verbs::DELETE) {
+                if caps.supports_operation(kube::discovery::verbs::LIST)
+                    && caps.supports_operation(kube::discovery::verbs::DELETE)
+                {
                     all.push(resolved.clone());
                 }
             }
@@ -117,7 +133,10 @@ impl Cluster {
                         namespaced: caps.scope == Scope::Namespaced,
                         resource: resource.clone(),
                     };
-                    kinds.insert((resource.api_version.clone(), resource.kind.clone()), resolved);
+                    kinds.insert(
+                        (resource.api_version.clone(), resource.kind.clone()),
+                        resolved,
+                    );
                 }
             }
         }
@@ -133,10 +152,15 @@ impl Cluster {
             return Ok(found.clone());
         }
         self.refresh().await?;
-        self.kinds.read().await.get(&key).cloned().ok_or_else(|| ClusterError::UnknownKind {
-            api_version: api_version.to_owned(),
-            kind: kind.to_owned(),
-        })
+        self.kinds
+            .read()
+            .await
+            .get(&key)
+            .cloned()
+            .ok_or_else(|| ClusterError::UnknownKind {
+                api_version: api_version.to_owned(),
+                kind: kind.to_owned(),
+            })
     }
 
     /// Every listable and deletable kind, at its preferred version (for

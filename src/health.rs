@@ -94,7 +94,9 @@ pub fn assess(object: &Value) -> Assessment {
     if object.pointer("/metadata/deletionTimestamp").is_some() {
         return Assessment::new(Health::Progressing, "Pending deletion");
     }
-    let group = text(object, "/apiVersion").and_then(|v| v.rsplit_once('/')).map_or("", |(g, _)| g);
+    let group = text(object, "/apiVersion")
+        .and_then(|v| v.rsplit_once('/'))
+        .map_or("", |(g, _)| g);
     let kind = text(object, "/kind").unwrap_or_default();
     match (group, kind) {
         ("apps", "Deployment") => deployment(object),
@@ -112,7 +114,10 @@ pub fn assess(object: &Value) -> Assessment {
         ("", "Pod") => pod(object),
         ("", "Service") => {
             if text(object, "/spec/type") == Some("LoadBalancer") && !has_ingress(object) {
-                Assessment::new(Health::Progressing, "Waiting for the load balancer's address")
+                Assessment::new(
+                    Health::Progressing,
+                    "Waiting for the load balancer's address",
+                )
             } else {
                 Assessment::healthy()
             }
@@ -145,81 +150,143 @@ fn deployment(object: &Value) -> Assessment {
         return Assessment::new(Health::Suspended, "Deployment is paused");
     }
     if stale(object) {
-        return Assessment::new(Health::Progressing, "Waiting for rollout to finish: observed deployment generation less than desired generation");
+        return Assessment::new(
+            Health::Progressing,
+            "Waiting for rollout to finish: observed deployment generation less than desired generation",
+        );
     }
-    if condition(object, "Progressing").and_then(|c| c.get("reason")).and_then(Value::as_str) == Some("ProgressDeadlineExceeded") {
+    if condition(object, "Progressing")
+        .and_then(|c| c.get("reason"))
+        .and_then(Value::as_str)
+        == Some("ProgressDeadlineExceeded")
+    {
         let name = text(object, "/metadata/name").unwrap_or_default();
-        return Assessment::new(Health::Degraded, format!("Deployment {name:?} exceeded its progress deadline"));
+        return Assessment::new(
+            Health::Degraded,
+            format!("Deployment {name:?} exceeded its progress deadline"),
+        );
     }
     let replicas = int(object, "/spec/replicas").unwrap_or(1);
     let updated = int(object, "/status/updatedReplicas").unwrap_or(0);
     let total = int(object, "/status/replicas").unwrap_or(0);
     let available = int(object, "/status/availableReplicas").unwrap_or(0);
     if updated < replicas {
-        return Assessment::new(Health::Progressing, format!("Waiting for rollout to finish: {updated} out of {replicas} new replicas have been updated..."));
+        return Assessment::new(
+            Health::Progressing,
+            format!(
+                "Waiting for rollout to finish: {updated} out of {replicas} new replicas have been updated..."
+            ),
+        );
     }
     if total > updated {
-        return Assessment::new(Health::Progressing, format!("Waiting for rollout to finish: {} old replicas are pending termination...", total - updated));
+        return Assessment::new(
+            Health::Progressing,
+            format!(
+                "Waiting for rollout to finish: {} old replicas are pending termination...",
+                total - updated
+            ),
+        );
     }
     if available < updated {
-        return Assessment::new(Health::Progressing, format!("Waiting for rollout to finish: {available} of {updated} updated replicas are available..."));
+        return Assessment::new(
+            Health::Progressing,
+            format!(
+                "Waiting for rollout to finish: {available} of {updated} updated replicas are available..."
+            ),
+        );
     }
     Assessment::healthy()
 }
 
 fn statefulset(object: &Value) -> Assessment {
     if stale(object) {
-        return Assessment::new(Health::Progressing, "Waiting for statefulset spec update to be observed...");
+        return Assessment::new(
+            Health::Progressing,
+            "Waiting for statefulset spec update to be observed...",
+        );
     }
     let replicas = int(object, "/spec/replicas").unwrap_or(1);
     let ready = int(object, "/status/readyReplicas").unwrap_or(0);
     if ready < replicas {
-        return Assessment::new(Health::Progressing, format!("Waiting for {} pods to be ready...", replicas - ready));
+        return Assessment::new(
+            Health::Progressing,
+            format!("Waiting for {} pods to be ready...", replicas - ready),
+        );
     }
     if text(object, "/spec/updateStrategy/type") == Some("OnDelete") {
         return Assessment::healthy();
     }
     if text(object, "/status/currentRevision") != text(object, "/status/updateRevision") {
-        return Assessment::new(Health::Progressing, "Waiting for rolling update to complete...");
+        return Assessment::new(
+            Health::Progressing,
+            "Waiting for rolling update to complete...",
+        );
     }
     Assessment::healthy()
 }
 
 fn daemonset(object: &Value) -> Assessment {
     if stale(object) {
-        return Assessment::new(Health::Progressing, "Waiting for daemon set spec update to be observed...");
+        return Assessment::new(
+            Health::Progressing,
+            "Waiting for daemon set spec update to be observed...",
+        );
     }
     let desired = int(object, "/status/desiredNumberScheduled").unwrap_or(0);
     let updated = int(object, "/status/updatedNumberScheduled").unwrap_or(0);
     let available = int(object, "/status/numberAvailable").unwrap_or(0);
     if updated < desired {
-        return Assessment::new(Health::Progressing, format!("Waiting for daemon set rollout to finish: {updated} out of {desired} new pods have been updated..."));
+        return Assessment::new(
+            Health::Progressing,
+            format!(
+                "Waiting for daemon set rollout to finish: {updated} out of {desired} new pods have been updated..."
+            ),
+        );
     }
     if available < desired {
-        return Assessment::new(Health::Progressing, format!("Waiting for daemon set rollout to finish: {available} of {desired} updated pods are available..."));
+        return Assessment::new(
+            Health::Progressing,
+            format!(
+                "Waiting for daemon set rollout to finish: {available} of {desired} updated pods are available..."
+            ),
+        );
     }
     Assessment::healthy()
 }
 
 fn replicaset(object: &Value) -> Assessment {
     if stale(object) {
-        return Assessment::new(Health::Progressing, "Waiting for rollout to finish: observed replica set generation less than desired generation");
+        return Assessment::new(
+            Health::Progressing,
+            "Waiting for rollout to finish: observed replica set generation less than desired generation",
+        );
     }
     if condition_is(object, "ReplicaFailure", "True") {
-        let message = condition(object, "ReplicaFailure").and_then(|c| c.get("message")).and_then(Value::as_str).unwrap_or_default();
+        let message = condition(object, "ReplicaFailure")
+            .and_then(|c| c.get("message"))
+            .and_then(Value::as_str)
+            .unwrap_or_default();
         return Assessment::new(Health::Degraded, message);
     }
     let replicas = int(object, "/spec/replicas").unwrap_or(1);
     let available = int(object, "/status/availableReplicas").unwrap_or(0);
     if available < replicas {
-        return Assessment::new(Health::Progressing, format!("Waiting for rollout to finish: {available} out of {replicas} replicas are available..."));
+        return Assessment::new(
+            Health::Progressing,
+            format!(
+                "Waiting for rollout to finish: {available} out of {replicas} replicas are available..."
+            ),
+        );
     }
     Assessment::healthy()
 }
 
 fn job(object: &Value) -> Assessment {
     if condition_is(object, "Failed", "True") {
-        let message = condition(object, "Failed").and_then(|c| c.get("message")).and_then(Value::as_str).unwrap_or("Job failed");
+        let message = condition(object, "Failed")
+            .and_then(|c| c.get("message"))
+            .and_then(Value::as_str)
+            .unwrap_or("Job failed");
         return Assessment::new(Health::Degraded, message);
     }
     if condition_is(object, "Complete", "True") {
@@ -232,19 +299,51 @@ fn job(object: &Value) -> Assessment {
 }
 
 fn pod(object: &Value) -> Assessment {
-    let statuses = object.pointer("/status/containerStatuses").and_then(Value::as_array).cloned().unwrap_or_default();
+    let statuses = object
+        .pointer("/status/containerStatuses")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
     for status in &statuses {
-        if let Some(reason) = status.pointer("/state/waiting/reason").and_then(Value::as_str) {
-            if matches!(reason, "CrashLoopBackOff" | "ImagePullBackOff" | "ErrImagePull" | "CreateContainerConfigError" | "InvalidImageName") {
-                return Assessment::new(Health::Degraded, format!("container {}: {reason}", status["name"].as_str().unwrap_or_default()));
+        if let Some(reason) = status
+            .pointer("/state/waiting/reason")
+            .and_then(Value::as_str)
+        {
+            if matches!(
+                reason,
+                "CrashLoopBackOff"
+                    | "ImagePullBackOff"
+                    | "ErrImagePull"
+                    | "CreateContainerConfigError"
+                    | "InvalidImageName"
+            ) {
+                return Assessment::new(
+                    Health::Degraded,
+                    format!(
+                        "container {}: {reason}",
+                        status["name"].as_str().unwrap_or_default()
+                    ),
+                );
             }
         }
     }
     match text(object, "/status/phase") {
         Some("Succeeded") => Assessment::new(Health::Healthy, "Pod completed"),
-        Some("Failed") => Assessment::new(Health::Degraded, text(object, "/status/message").unwrap_or("Pod failed")),
-        Some("Running") if !statuses.is_empty() && statuses.iter().all(|s| s.get("ready") == Some(&Value::Bool(true))) => Assessment::healthy(),
-        Some("Running") => Assessment::new(Health::Progressing, "Waiting for containers to be ready"),
+        Some("Failed") => Assessment::new(
+            Health::Degraded,
+            text(object, "/status/message").unwrap_or("Pod failed"),
+        ),
+        Some("Running")
+            if !statuses.is_empty()
+                && statuses
+                    .iter()
+                    .all(|s| s.get("ready") == Some(&Value::Bool(true))) =>
+        {
+            Assessment::healthy()
+        }
+        Some("Running") => {
+            Assessment::new(Health::Progressing, "Waiting for containers to be ready")
+        }
         _ => Assessment::new(Health::Progressing, "Pod is pending"),
     }
 }
@@ -287,8 +386,17 @@ mod tests {
     #[test]
     fn jobs_pods_claims_and_conditions() {
         let job = |conditions: Value| json!({"apiVersion": "batch/v1", "kind": "Job", "status": {"conditions": conditions}});
-        assert_eq!(assess(&job(json!([{"type": "Complete", "status": "True"}]))).status, Health::Healthy);
-        assert_eq!(assess(&job(json!([{"type": "Failed", "status": "True", "message": "BackoffLimitExceeded"}]))).status, Health::Degraded);
+        assert_eq!(
+            assess(&job(json!([{"type": "Complete", "status": "True"}]))).status,
+            Health::Healthy
+        );
+        assert_eq!(
+            assess(&job(
+                json!([{"type": "Failed", "status": "True", "message": "BackoffLimitExceeded"}])
+            ))
+            .status,
+            Health::Degraded
+        );
         assert_eq!(assess(&job(json!([]))).status, Health::Progressing);
         let pod = json!({"apiVersion": "v1", "kind": "Pod", "status": {"phase": "Running", "containerStatuses": [
             {"name": "a", "ready": false, "state": {"waiting": {"reason": "CrashLoopBackOff"}}}]}});
@@ -299,6 +407,9 @@ mod tests {
         assert_eq!(assess(&custom), Assessment::new(Health::Degraded, "no"));
         let plain = json!({"apiVersion": "v1", "kind": "ConfigMap"});
         assert_eq!(assess(&plain).status, Health::Healthy);
-        assert_eq!(aggregate([Health::Healthy, Health::Progressing, Health::Suspended]), Health::Progressing);
+        assert_eq!(
+            aggregate([Health::Healthy, Health::Progressing, Health::Suspended]),
+            Health::Progressing
+        );
     }
 }

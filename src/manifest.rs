@@ -91,7 +91,10 @@ impl ObjectKey {
         let text = |v: Option<&Value>| v.and_then(Value::as_str).unwrap_or_default().to_owned();
         let api_version = text(value.get("apiVersion"));
         Self {
-            group: api_version.rsplit_once('/').map(|(g, _)| g.to_owned()).unwrap_or_default(),
+            group: api_version
+                .rsplit_once('/')
+                .map(|(g, _)| g.to_owned())
+                .unwrap_or_default(),
             kind: text(value.get("kind")),
             namespace: value
                 .pointer("/metadata/namespace")

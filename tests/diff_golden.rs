@@ -10,23 +10,40 @@ use serde_json::Value;
 
 fn run(case: &Path) -> String {
     let text = std::fs::read_to_string(case).unwrap();
-    let doc: Value = serde_yaml::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", case.display()));
-    let rules: Vec<IgnoreDifferences> = serde_json::from_value(doc.get("ignore").cloned().unwrap_or(Value::Array(vec![]))).unwrap();
+    let doc: Value =
+        serde_yaml::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", case.display()));
+    let rules: Vec<IgnoreDifferences> =
+        serde_json::from_value(doc.get("ignore").cloned().unwrap_or(Value::Array(vec![]))).unwrap();
     let options = DiffOptions {
         ignore: IgnoreRules::new(rules, diff::ignore::DEFAULT_JQ_TIMEOUT).unwrap(),
         // A fixed key: the hashes in the golden files are stable.
         masker: Masker::with_key([7; 32]),
         ..DiffOptions::default()
     };
-    let object = diff::compare(doc.get("desired"), doc.get("live"), doc.get("predicted"), &options).unwrap();
-    diff::output::text(&Report { objects: vec![object] }, false)
+    let object = diff::compare(
+        doc.get("desired"),
+        doc.get("live"),
+        doc.get("predicted"),
+        &options,
+    )
+    .unwrap();
+    diff::output::text(
+        &Report {
+            objects: vec![object],
+        },
+        false,
+    )
 }
 
 #[test]
 fn every_golden_case_matches() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden/diff");
     let update = std::env::var_os("KILN_UPDATE_GOLDEN").is_some();
-    let mut cases: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).filter(|p| p.extension().is_some_and(|e| e == "yaml")).collect();
+    let mut cases: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "yaml"))
+        .collect();
     cases.sort();
     assert!(cases.len() >= 8, "the golden cases are there");
     let mut failures = Vec::new();
@@ -37,9 +54,17 @@ fn every_golden_case_matches() {
             std::fs::write(&golden, &actual).unwrap();
             continue;
         }
-        let expected = std::fs::read_to_string(&golden).unwrap_or_else(|_| panic!("{} is missing (KILN_UPDATE_GOLDEN=1 writes it)", golden.display()));
+        let expected = std::fs::read_to_string(&golden).unwrap_or_else(|_| {
+            panic!(
+                "{} is missing (KILN_UPDATE_GOLDEN=1 writes it)",
+                golden.display()
+            )
+        });
         if actual != expected {
-            failures.push(format!("{}:\n--- expected\n{expected}\n--- actual\n{actual}", case.display()));
+            failures.push(format!(
+                "{}:\n--- expected\n{expected}\n--- actual\n{actual}",
+                case.display()
+            ));
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
@@ -47,12 +72,33 @@ fn every_golden_case_matches() {
 
 #[test]
 fn secret_plaintext_never_reaches_any_output() {
-    let case = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden/diff/secret-values-masked.yaml");
+    let case =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden/diff/secret-values-masked.yaml");
     let doc: Value = serde_yaml::from_str(&std::fs::read_to_string(case).unwrap()).unwrap();
-    let object = diff::compare(doc.get("desired"), doc.get("live"), None, &DiffOptions::default()).unwrap();
-    let report = Report { objects: vec![object] };
-    for output in [diff::output::text(&report, false), diff::output::text(&report, true), diff::output::json(&report), format!("{report:?}")] {
-        for secret in ["new-password", "old-password", "b2xkLXBhc3N3b3Jk", "bmV3LXBhc3N3b3Jk", "admin", "YWRtaW4="] {
+    let object = diff::compare(
+        doc.get("desired"),
+        doc.get("live"),
+        None,
+        &DiffOptions::default(),
+    )
+    .unwrap();
+    let report = Report {
+        objects: vec![object],
+    };
+    for output in [
+        diff::output::text(&report, false),
+        diff::output::text(&report, true),
+        diff::output::json(&report),
+        format!("{report:?}"),
+    ] {
+        for secret in [
+            "new-password",
+            "old-password",
+            "b2xkLXBhc3N3b3Jk",
+            "bmV3LXBhc3N3b3Jk",
+            "admin",
+            "YWRtaW4=",
+        ] {
             assert!(!output.contains(secret), "{secret} leaked into:\n{output}");
         }
     }

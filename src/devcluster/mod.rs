@@ -49,7 +49,7 @@ use tokio_rustls::rustls;
 use tokio_util::sync::CancellationToken;
 
 pub use server::{HttpConfig, MAX_BODY};
-pub use store::{Store, StoreConfig};
+pub use store::{Event, EventKind, Store, StoreConfig};
 
 /// Why the dev cluster could not start or stop cleanly.
 #[derive(Debug, thiserror::Error)]

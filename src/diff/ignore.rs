@@ -66,10 +66,16 @@ pub struct IgnoreDifferences {
 
 impl IgnoreDifferences {
     fn matches(&self, key: &ObjectKey) -> bool {
-        let group = self.group.as_deref().is_none_or(|g| g == "*" || g == key.group);
+        let group = self
+            .group
+            .as_deref()
+            .is_none_or(|g| g == "*" || g == key.group);
         let kind = self.kind == "*" || self.kind == key.kind;
         let name = self.name.as_deref().is_none_or(|n| n == key.name);
-        let namespace = self.namespace.as_deref().is_none_or(|ns| Some(ns) == key.namespace.as_deref());
+        let namespace = self
+            .namespace
+            .as_deref()
+            .is_none_or(|ns| Some(ns) == key.namespace.as_deref());
         group && kind && name && namespace
     }
 }
@@ -109,21 +115,35 @@ impl IgnoreRules {
 
     /// Removes the ignored fields of `object` (identified by `key`); `live`
     /// provides the managed fields for `managedFieldsManagers`.
-    pub fn apply(&self, key: &ObjectKey, live: Option<&Value>, object: &mut Value) -> Result<(), IgnoreError> {
+    pub fn apply(
+        &self,
+        key: &ObjectKey,
+        live: Option<&Value>,
+        object: &mut Value,
+    ) -> Result<(), IgnoreError> {
         for rule in self.rules.iter().filter(|r| r.matches(key)) {
             for pointer in &rule.json_pointers {
                 remove_pointer(object, pointer);
             }
             for expression in &rule.jq_path_expressions {
-                *object = jq::delete(expression, object.clone(), self.jq_timeout).map_err(|message| IgnoreError::JqFailed {
-                    expression: expression.clone(),
-                    object: key.to_string(),
-                    message,
-                })?;
+                *object =
+                    jq::delete(expression, object.clone(), self.jq_timeout).map_err(|message| {
+                        IgnoreError::JqFailed {
+                            expression: expression.clone(),
+                            object: key.to_string(),
+                            message,
+                        }
+                    })?;
             }
-            if let Some(entries) = live.and_then(|l| l.pointer("/metadata/managedFields")).and_then(Value::as_array) {
+            if let Some(entries) = live
+                .and_then(|l| l.pointer("/metadata/managedFields"))
+                .and_then(Value::as_array)
+            {
                 for entry in entries {
-                    let manager = entry.get("manager").and_then(Value::as_str).unwrap_or_default();
+                    let manager = entry
+                        .get("manager")
+                        .and_then(Value::as_str)
+                        .unwrap_or_default();
                     if rule.managed_fields_managers.iter().any(|m| m == manager) {
                         if let Some(fields) = entry.get("fieldsV1") {
                             remove_fields(object, fields);
@@ -139,7 +159,9 @@ impl IgnoreRules {
 /// Removes the field at an RFC 6901 pointer, if present.
 fn remove_pointer(object: &mut Value, pointer: &str) {
     let unescape = |s: &str| s.replace("~1", "/").replace("~0", "~");
-    let Some((parent, last)) = pointer.rsplit_once('/') else { return };
+    let Some((parent, last)) = pointer.rsplit_once('/') else {
+        return;
+    };
     let last = unescape(last);
     match object.pointer_mut(parent) {
         Some(Value::Object(map)) => {
@@ -158,7 +180,9 @@ fn remove_pointer(object: &mut Value, pointer: &str) {
 
 /// Removes the fields of a `fieldsV1` set from `object`.
 pub(crate) fn remove_fields(object: &mut Value, fields: &Value) {
-    let Some(fields) = fields.as_object() else { return };
+    let Some(fields) = fields.as_object() else {
+        return;
+    };
     for (element, child) in fields {
         let leaf = child.as_object().is_none_or(|c| c.keys().all(|k| k == "."));
         if let Some(name) = element.strip_prefix("f:") {
@@ -170,7 +194,9 @@ pub(crate) fn remove_fields(object: &mut Value, fields: &Value) {
                 }
             }
         } else if let Some(key) = element.strip_prefix("k:") {
-            let Ok(Value::Object(key)) = serde_json::from_str::<Value>(key) else { continue };
+            let Ok(Value::Object(key)) = serde_json::from_str::<Value>(key) else {
+                continue;
+            };
             if let Value::Array(items) = object {
                 let matches = |item: &Value| key.iter().all(|(k, v)| item.get(k) == Some(v));
                 if leaf {
@@ -180,7 +206,9 @@ pub(crate) fn remove_fields(object: &mut Value, fields: &Value) {
                 }
             }
         } else if let Some(value) = element.strip_prefix("v:") {
-            let Ok(value) = serde_json::from_str::<Value>(value) else { continue };
+            let Ok(value) = serde_json::from_str::<Value>(value) else {
+                continue;
+            };
             if let Value::Array(items) = object {
                 items.retain(|item| *item != value);
             }
@@ -203,7 +231,13 @@ mod jq {
         let loader = Loader::new(jaq_std::defs().chain(jaq_json::defs()));
         let arena = Arena::default();
         let modules = loader
-            .load(&arena, File { code: code.as_str(), path: () })
+            .load(
+                &arena,
+                File {
+                    code: code.as_str(),
+                    path: (),
+                },
+            )
             .map_err(|errors| format!("{} parse error(s)", errors.len()))?;
         let filter = Compiler::default()
             .with_funs(jaq_std::funs().chain(jaq_json::funs()))
@@ -225,7 +259,11 @@ mod jq {
     }
 
     /// Deletes the paths `expression` selects, within `timeout`.
-    pub(super) fn delete(expression: &str, input: Value, timeout: Duration) -> Result<Value, String> {
+    pub(super) fn delete(
+        expression: &str,
+        input: Value,
+        timeout: Duration,
+    ) -> Result<Value, String> {
         let (tx, rx) = std::sync::mpsc::channel();
         let expression = expression.to_owned();
         // A filter that never ends cannot be interrupted: the thread is left
@@ -265,7 +303,9 @@ mod tests {
                 group: Some("apps".into()),
                 kind: "Deployment".into(),
                 json_pointers: vec!["/spec/replicas".into()],
-                jq_path_expressions: vec![".spec.template.spec.containers[] | select(.name == \"istio-proxy\")".into()],
+                jq_path_expressions: vec![
+                    ".spec.template.spec.containers[] | select(.name == \"istio-proxy\")".into(),
+                ],
                 managed_fields_managers: vec!["hpa".into()],
                 ..Default::default()
             }],
@@ -276,8 +316,14 @@ mod tests {
         let mut object = json!({"metadata": {"labels": {"scaled": "yes", "app": "web"}}, "spec": {"replicas": 3, "template": {"spec": {"containers": [
             {"name": "web"}, {"name": "istio-proxy"}]}}}});
         rules.apply(&key(), Some(&live), &mut object).unwrap();
-        assert_eq!(object, json!({"metadata": {"labels": {"app": "web"}}, "spec": {"template": {"spec": {"containers": [{"name": "web"}]}}}}));
-        let other = ObjectKey { kind: "StatefulSet".into(), ..key() };
+        assert_eq!(
+            object,
+            json!({"metadata": {"labels": {"app": "web"}}, "spec": {"template": {"spec": {"containers": [{"name": "web"}]}}}})
+        );
+        let other = ObjectKey {
+            kind: "StatefulSet".into(),
+            ..key()
+        };
         let mut untouched = json!({"spec": {"replicas": 3}});
         rules.apply(&other, None, &mut untouched).unwrap();
         assert_eq!(untouched, json!({"spec": {"replicas": 3}}));
@@ -285,20 +331,40 @@ mod tests {
 
     #[test]
     fn bad_rules_are_refused_up_front() {
-        let bad_jq = IgnoreDifferences { kind: "*".into(), jq_path_expressions: vec![".spec[".into()], ..Default::default() };
-        assert!(matches!(IgnoreRules::new(vec![bad_jq], DEFAULT_JQ_TIMEOUT), Err(IgnoreError::InvalidJq { .. })));
-        let bad_pointer = IgnoreDifferences { kind: "*".into(), json_pointers: vec!["spec".into()], ..Default::default() };
-        assert!(matches!(IgnoreRules::new(vec![bad_pointer], DEFAULT_JQ_TIMEOUT), Err(IgnoreError::InvalidPointer(_))));
+        let bad_jq = IgnoreDifferences {
+            kind: "*".into(),
+            jq_path_expressions: vec![".spec[".into()],
+            ..Default::default()
+        };
+        assert!(matches!(
+            IgnoreRules::new(vec![bad_jq], DEFAULT_JQ_TIMEOUT),
+            Err(IgnoreError::InvalidJq { .. })
+        ));
+        let bad_pointer = IgnoreDifferences {
+            kind: "*".into(),
+            json_pointers: vec!["spec".into()],
+            ..Default::default()
+        };
+        assert!(matches!(
+            IgnoreRules::new(vec![bad_pointer], DEFAULT_JQ_TIMEOUT),
+            Err(IgnoreError::InvalidPointer(_))
+        ));
     }
 
     #[test]
     fn a_runaway_expression_times_out() {
         let rules = IgnoreRules::new(
-            vec![IgnoreDifferences { kind: "*".into(), jq_path_expressions: vec!["last(range(1e18)) as $x | .spec".into()], ..Default::default() }],
+            vec![IgnoreDifferences {
+                kind: "*".into(),
+                jq_path_expressions: vec!["last(range(1e18)) as $x | .spec".into()],
+                ..Default::default()
+            }],
             Duration::from_millis(100),
         )
         .unwrap();
-        let error = rules.apply(&key(), None, &mut json!({"spec": {}})).unwrap_err();
+        let error = rules
+            .apply(&key(), None, &mut json!({"spec": {}}))
+            .unwrap_err();
         assert!(error.to_string().contains("did not finish"), "{error}");
     }
 }

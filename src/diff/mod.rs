@@ -132,7 +132,11 @@ pub fn compare(
                 }
             };
             let (target, seen) = (ignore(target)?, ignore(seen)?);
-            let status = if target == seen { SyncStatus::Synced } else { SyncStatus::OutOfSync };
+            let status = if target == seen {
+                SyncStatus::Synced
+            } else {
+                SyncStatus::OutOfSync
+            };
             (status, Some(target), Some(seen))
         }
     };
@@ -149,17 +153,24 @@ fn owned_fields<'a>(live: &'a Value, manager: &str) -> Option<&'a Value> {
     live.pointer("/metadata/managedFields")?
         .as_array()?
         .iter()
-        .find(|e| e.get("manager").and_then(Value::as_str) == Some(manager) && e.get("operation").and_then(Value::as_str) == Some("Apply"))?
+        .find(|e| {
+            e.get("manager").and_then(Value::as_str) == Some(manager)
+                && e.get("operation").and_then(Value::as_str) == Some("Apply")
+        })?
         .get("fieldsV1")
 }
 
 /// Adds to `seen` the live fields the manager owns that `desired` no longer
 /// sets: the next apply would remove them, so they are drift.
 fn add_stale(seen: &mut Value, live: &Value, desired: &Value, fields: &Value) {
-    let Some(fields) = fields.as_object() else { return };
+    let Some(fields) = fields.as_object() else {
+        return;
+    };
     for (element, child) in fields {
         if let Some(name) = element.strip_prefix("f:") {
-            let (Some(live_value), Value::Object(view)) = (live.get(name), &mut *seen) else { continue };
+            let (Some(live_value), Value::Object(view)) = (live.get(name), &mut *seen) else {
+                continue;
+            };
             match desired.get(name) {
                 None => {
                     view.insert(name.to_owned(), live_value.clone());
@@ -171,11 +182,20 @@ fn add_stale(seen: &mut Value, live: &Value, desired: &Value, fields: &Value) {
                 }
             }
         } else if let Some(key) = element.strip_prefix("k:") {
-            let Ok(Value::Object(key)) = serde_json::from_str::<Value>(key) else { continue };
+            let Ok(Value::Object(key)) = serde_json::from_str::<Value>(key) else {
+                continue;
+            };
             let matches = |item: &&Value| key.iter().all(|(k, v)| item.get(k) == Some(v));
-            let (Some(live_items), Some(view_items)) = (live.as_array(), seen.as_array_mut()) else { continue };
-            let Some(live_item) = live_items.iter().find(matches) else { continue };
-            let wanted = desired.as_array().and_then(|items| items.iter().find(matches));
+            let (Some(live_items), Some(view_items)) = (live.as_array(), seen.as_array_mut())
+            else {
+                continue;
+            };
+            let Some(live_item) = live_items.iter().find(matches) else {
+                continue;
+            };
+            let wanted = desired
+                .as_array()
+                .and_then(|items| items.iter().find(matches));
             if wanted.is_none() {
                 view_items.push(live_item.clone());
             }
@@ -220,8 +240,14 @@ mod tests {
         live["metadata"]["managedFields"] = json!([
             {"manager": "kiln", "operation": "Apply", "fieldsV1": {"f:data": {"f:a": {}}}},
             {"manager": "someone", "operation": "Update", "fieldsV1": {"f:data": {"f:other": {}}}}]);
-        assert_eq!(compare(Some(&desired), Some(&live), None, &options).unwrap().status, SyncStatus::Synced);
-        live["metadata"]["managedFields"][0]["fieldsV1"] = json!({"f:data": {"f:a": {}, "f:gone": {}}});
+        assert_eq!(
+            compare(Some(&desired), Some(&live), None, &options)
+                .unwrap()
+                .status,
+            SyncStatus::Synced
+        );
+        live["metadata"]["managedFields"][0]["fieldsV1"] =
+            json!({"f:data": {"f:a": {}, "f:gone": {}}});
         live["data"]["gone"] = json!("y");
         let diff = compare(Some(&desired), Some(&live), None, &options).unwrap();
         assert_eq!(diff.status, SyncStatus::OutOfSync);
@@ -232,7 +258,13 @@ mod tests {
     fn missing_and_extraneous() {
         let options = DiffOptions::default();
         let object = cm(json!({}));
-        assert_eq!(compare(Some(&object), None, None, &options).unwrap().status, SyncStatus::Missing);
-        assert_eq!(compare(None, Some(&object), None, &options).unwrap().status, SyncStatus::Extraneous);
+        assert_eq!(
+            compare(Some(&object), None, None, &options).unwrap().status,
+            SyncStatus::Missing
+        );
+        assert_eq!(
+            compare(None, Some(&object), None, &options).unwrap().status,
+            SyncStatus::Extraneous
+        );
     }
 }

@@ -70,7 +70,11 @@ pub fn project(live: &Value, desired: &Value) -> Value {
             Value::Object(out)
         }
         (Value::Array(live), Value::Array(desired)) => {
-            let named = |items: &[Value]| items.iter().all(|item| item.get("name").is_some_and(Value::is_string));
+            let named = |items: &[Value]| {
+                items
+                    .iter()
+                    .all(|item| item.get("name").is_some_and(Value::is_string))
+            };
             if named(live) && named(desired) {
                 let projected = desired
                     .iter()
@@ -82,7 +86,12 @@ pub fn project(live: &Value, desired: &Value) -> Value {
                     .collect();
                 Value::Array(projected)
             } else if live.len() == desired.len() {
-                Value::Array(live.iter().zip(desired).map(|(a, w)| project(a, w)).collect())
+                Value::Array(
+                    live.iter()
+                        .zip(desired)
+                        .map(|(a, w)| project(a, w))
+                        .collect(),
+                )
             } else {
                 Value::Array(live.clone())
             }
@@ -105,7 +114,10 @@ mod tests {
             "metadata": {"name": "c", "uid": "u", "resourceVersion": "5", "managedFields": [], "labels": {},
                 "annotations": {"kubectl.kubernetes.io/last-applied-configuration": "{}"}},
             "data": {"a": "1"}, "status": {"x": 1}});
-        assert_eq!(normalize(&live), json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}, "data": {"a": "1"}}));
+        assert_eq!(
+            normalize(&live),
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}, "data": {"a": "1"}})
+        );
     }
 
     #[test]

@@ -12,7 +12,9 @@ const CYAN: &str = "\x1b[36m";
 const RESET: &str = "\x1b[0m";
 
 fn yaml(value: Option<&Value>) -> String {
-    value.map(|v| serde_yaml::to_string(v).unwrap_or_default()).unwrap_or_default()
+    value
+        .map(|v| serde_yaml::to_string(v).unwrap_or_default())
+        .unwrap_or_default()
 }
 
 /// The unified diff of one object, live (`-`) to desired (`+`); empty when
@@ -26,7 +28,10 @@ pub fn unified(diff: &ObjectDiff, color: bool) -> String {
     let body = text
         .unified_diff()
         .context_radius(3)
-        .header(&format!("live/{}", diff.key), &format!("desired/{}", diff.key))
+        .header(
+            &format!("live/{}", diff.key),
+            &format!("desired/{}", diff.key),
+        )
         .to_string();
     if !color {
         return body;
@@ -57,9 +62,17 @@ pub fn unified(diff: &ObjectDiff, color: bool) -> String {
 pub fn text(report: &Report, color: bool) -> String {
     let mut out = String::new();
     for object in &report.objects {
-        out.push_str(&format!("{:<11} {}\n", object.status.to_string(), object.key));
+        out.push_str(&format!(
+            "{:<11} {}\n",
+            object.status.to_string(),
+            object.key
+        ));
     }
-    for object in report.objects.iter().filter(|o| o.status != SyncStatus::Synced) {
+    for object in report
+        .objects
+        .iter()
+        .filter(|o| o.status != SyncStatus::Synced)
+    {
         out.push('\n');
         out.push_str(&unified(object, color));
     }

@@ -56,7 +56,9 @@ impl Masker {
         if !is_secret(object) {
             return;
         }
-        let Some(map) = object.as_object_mut() else { return };
+        let Some(map) = object.as_object_mut() else {
+            return;
+        };
         let mut masked = Map::new();
         if let Some(Value::Object(data)) = map.remove("data") {
             for (key, value) in data {
@@ -70,14 +72,21 @@ impl Masker {
         }
         if let Some(Value::Object(strings)) = map.remove("stringData") {
             for (key, value) in strings {
-                masked.insert(key, self.hash(value.as_str().unwrap_or_default().as_bytes()).into());
+                masked.insert(
+                    key,
+                    self.hash(value.as_str().unwrap_or_default().as_bytes())
+                        .into(),
+                );
             }
         }
         if !masked.is_empty() {
             map.insert("data".into(), Value::Object(masked));
         }
         // A client-side apply annotation holds the whole Secret in clear.
-        if let Some(Value::Object(annotations)) = map.get_mut("metadata").and_then(|m| m.get_mut("annotations")) {
+        if let Some(Value::Object(annotations)) = map
+            .get_mut("metadata")
+            .and_then(|m| m.get_mut("annotations"))
+        {
             annotations.remove("kubectl.kubernetes.io/last-applied-configuration");
         }
     }
@@ -92,18 +101,27 @@ mod tests {
     #[test]
     fn equal_values_mask_equally_and_plaintext_never_survives() {
         let masker = Masker::default();
-        let mut desired = json!({"apiVersion": "v1", "kind": "Secret", "stringData": {"password": "hunter2"}});
+        let mut desired =
+            json!({"apiVersion": "v1", "kind": "Secret", "stringData": {"password": "hunter2"}});
         let mut live = json!({"apiVersion": "v1", "kind": "Secret", "data": {"password": "aHVudGVyMg=="},
             "metadata": {"annotations": {"kubectl.kubernetes.io/last-applied-configuration": "{\"stringData\":{\"password\":\"hunter2\"}}"}}});
         masker.mask(&mut desired);
         masker.mask(&mut live);
         assert_eq!(desired["data"], live["data"]);
         for text in [desired.to_string(), live.to_string()] {
-            assert!(!text.contains("hunter2") && !text.contains("aHVudGVyMg=="), "{text}");
+            assert!(
+                !text.contains("hunter2") && !text.contains("aHVudGVyMg=="),
+                "{text}"
+            );
         }
-        let mut changed = json!({"apiVersion": "v1", "kind": "Secret", "data": {"password": "b3RoZXI="}});
+        let mut changed =
+            json!({"apiVersion": "v1", "kind": "Secret", "data": {"password": "b3RoZXI="}});
         masker.mask(&mut changed);
         assert_ne!(changed["data"], live["data"]);
-        assert_ne!(Masker::default().hash(b"x"), masker.hash(b"x"), "keys differ per masker");
+        assert_ne!(
+            Masker::default().hash(b"x"),
+            masker.hash(b"x"),
+            "keys differ per masker"
+        );
     }
 }

@@ -17,7 +17,9 @@ pub mod plan;
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use kube::api::{DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams, ValidationDirective};
+use kube::api::{
+    DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams, ValidationDirective,
+};
 use serde::Serialize;
 use serde_json::{Value, json};
 use tokio::time::Instant;
@@ -160,26 +162,44 @@ pub struct Engine<'a> {
 
 fn api_error(error: &kube::Error) -> String {
     match error {
-        kube::Error::Api(status) => format!("{} ({}, {})", status.message, status.reason, status.code),
+        kube::Error::Api(status) => {
+            format!("{} ({}, {})", status.message, status.reason, status.code)
+        }
         other => other.to_string(),
     }
 }
 
 fn tracking_id(app: &str, key: &ObjectKey) -> String {
-    format!("{app}:{}/{}:{}/{}", key.group, key.kind, key.namespace.as_deref().unwrap_or_default(), key.name)
+    format!(
+        "{app}:{}/{}:{}/{}",
+        key.group,
+        key.kind,
+        key.namespace.as_deref().unwrap_or_default(),
+        key.name
+    )
 }
 
 impl<'a> Engine<'a> {
     /// An engine for `app` on `cluster`.
     pub fn new(cluster: &'a Cluster, app: Application, options: SyncOptions) -> Self {
-        Self { cluster, app, options }
+        Self {
+            cluster,
+            app,
+            options,
+        }
     }
 
     /// Resolves a kind, waiting briefly when the set itself defines it
     /// through a CRD (a real API server takes a moment to serve it).
     async fn resolve(&self, object: &Value) -> Result<Resolved, ClusterError> {
-        let api_version = object.get("apiVersion").and_then(Value::as_str).unwrap_or_default();
-        let kind = object.get("kind").and_then(Value::as_str).unwrap_or_default();
+        let api_version = object
+            .get("apiVersion")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let kind = object
+            .get("kind")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
         let mut tries = 0;
         loop {
             match self.cluster.resolve(api_version, kind).await {
@@ -195,14 +215,33 @@ impl<'a> Engine<'a> {
     /// Sets the destination namespace on namespaced objects that have none,
     /// and Kiln's tracking annotation and label on every object.
     pub async fn prepare(&self, objects: Vec<Value>) -> Vec<Value> {
+        // Kinds the set itself defines: their scope comes from the CRD.
+        let defined: Vec<(String, String, bool)> = objects
+            .iter()
+            .filter(|o| o.get("kind").and_then(Value::as_str) == Some("CustomResourceDefinition"))
+            .filter_map(|crd| {
+                let text = |p: &str| crd.pointer(p).and_then(Value::as_str).map(str::to_owned);
+                Some((
+                    text("/spec/group")?,
+                    text("/spec/names/kind")?,
+                    text("/spec/scope")? == "Namespaced",
+                ))
+            })
+            .collect();
         let mut out = Vec::with_capacity(objects.len());
         for mut object in objects {
             if let (Some(ns), None) = (&self.app.namespace, object.pointer("/metadata/namespace")) {
-                // Unknown kinds are left alone here; applying them reports it.
-                if let Ok(resolved) = self.resolve(&object).await {
-                    if resolved.namespaced {
-                        object["metadata"]["namespace"] = ns.clone().into();
-                    }
+                let key = ObjectKey::of(&object);
+                let namespaced = match defined
+                    .iter()
+                    .find(|(g, k, _)| *g == key.group && *k == key.kind)
+                {
+                    Some((_, _, namespaced)) => Some(*namespaced),
+                    // Unknown kinds are left alone here; applying them reports it.
+                    None => self.resolve(&object).await.ok().map(|r| r.namespaced),
+                };
+                if namespaced == Some(true) {
+                    object["metadata"]["namespace"] = ns.clone().into();
                 }
             }
             let key = ObjectKey::of(&object);
@@ -224,13 +263,24 @@ impl<'a> Engine<'a> {
         let mut params = PatchParams::apply(&self.options.manager);
         params.force = self.options.force;
         params.dry_run = dry_run;
-        params.field_validation = Some(if self.options.validate { ValidationDirective::Strict } else { ValidationDirective::Ignore });
+        params.field_validation = Some(if self.options.validate {
+            ValidationDirective::Strict
+        } else {
+            ValidationDirective::Ignore
+        });
         params
     }
 
-    async fn live(&self, resolved: &Resolved, key: &ObjectKey) -> Result<Option<Value>, kube::Error> {
+    async fn live(
+        &self,
+        resolved: &Resolved,
+        key: &ObjectKey,
+    ) -> Result<Option<Value>, kube::Error> {
         let api = self.cluster.api(resolved, key.namespace.as_deref());
-        Ok(api.get_opt(&key.name).await?.map(|o| serde_json::to_value(o).unwrap_or_default()))
+        Ok(api
+            .get_opt(&key.name)
+            .await?
+            .map(|o| serde_json::to_value(o).unwrap_or_default()))
     }
 
     /// The objects this application tracks in the cluster, by key.
@@ -255,7 +305,10 @@ impl<'a> Engine<'a> {
                 let key = ObjectKey::of(&value);
                 // Only objects whose annotation names this app *and* this
                 // very object: a copied label or annotation is not enough.
-                let id = value.pointer(&format!("/metadata/annotations/{}", TRACKING_ID.replace('/', "~1")));
+                let id = value.pointer(&format!(
+                    "/metadata/annotations/{}",
+                    TRACKING_ID.replace('/', "~1")
+                ));
                 if id.and_then(Value::as_str) == Some(tracking_id(&self.app.name, &key).as_str()) {
                     found.push((resolved.clone(), value));
                 }
@@ -278,7 +331,9 @@ impl<'a> Engine<'a> {
             let resolved = match self.resolve(object).await {
                 Ok(resolved) => resolved,
                 Err(ClusterError::UnknownKind { .. }) => {
-                    report.objects.push(diff::compare(Some(object), None, None, options)?);
+                    report
+                        .objects
+                        .push(diff::compare(Some(object), None, None, options)?);
                     continue;
                 }
                 Err(e) => return Err(e.into()),
@@ -294,11 +349,18 @@ impl<'a> Engine<'a> {
                 }
                 None => None,
             };
-            report.objects.push(diff::compare(Some(object), live.as_ref(), predicted.as_ref(), options)?);
+            report.objects.push(diff::compare(
+                Some(object),
+                live.as_ref(),
+                predicted.as_ref(),
+                options,
+            )?);
         }
         for (_, live) in self.tracked().await? {
             if !desired_keys.contains(&ObjectKey::of(&live)) {
-                report.objects.push(diff::compare(None, Some(&live), None, options)?);
+                report
+                    .objects
+                    .push(diff::compare(None, Some(&live), None, options)?);
             }
         }
         Ok(report)
@@ -333,7 +395,11 @@ impl<'a> Engine<'a> {
                 }
             }
         }
-        let desired: BTreeSet<ObjectKey> = plan.waves.iter().flat_map(|w| w.objects.iter().map(|o| o.key.clone())).collect();
+        let desired: BTreeSet<ObjectKey> = plan
+            .waves
+            .iter()
+            .flat_map(|w| w.objects.iter().map(|o| o.key.clone()))
+            .collect();
         let mut pruned = false;
         for (index, wave) in plan.waves.iter().enumerate() {
             if failure.is_some() {
@@ -356,7 +422,9 @@ impl<'a> Engine<'a> {
                 match outcome {
                     Ok((action, message, resolved)) => {
                         if action == Action::HookFailed {
-                            failure.get_or_insert_with(|| format!("hook {} failed: {message}", planned.key));
+                            failure.get_or_insert_with(|| {
+                                format!("hook {} failed: {message}", planned.key)
+                            });
                         }
                         if let Some(resolved) = resolved {
                             applied.push((resolved, planned.key.clone()));
@@ -389,18 +457,31 @@ impl<'a> Engine<'a> {
             }
         }
         let health = self.health(plan).await;
-        let outcome = if failure.is_some() { Outcome::Failed } else { Outcome::Succeeded };
+        let outcome = if failure.is_some() {
+            Outcome::Failed
+        } else {
+            Outcome::Succeeded
+        };
         let message = match &failure {
             Some(message) => message.clone(),
             None => {
-                let count = |a| results.iter().filter(|r: &&ObjectResult| r.action == a).count();
+                let count = |a| {
+                    results
+                        .iter()
+                        .filter(|r: &&ObjectResult| r.action == a)
+                        .count()
+                };
                 format!(
                     "{} created, {} configured, {} unchanged, {} pruned{}",
                     count(Action::Created),
                     count(Action::Configured),
                     count(Action::Unchanged) + count(Action::Skipped),
                     count(Action::Pruned),
-                    if self.options.dry_run { " (dry run)" } else { "" }
+                    if self.options.dry_run {
+                        " (dry run)"
+                    } else {
+                        ""
+                    }
                 )
             }
         };
@@ -417,33 +498,65 @@ impl<'a> Engine<'a> {
         let object = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}});
         let resolved = self.resolve(&object).await.map_err(|e| e.to_string())?;
         let api = self.cluster.api(&resolved, None);
-        if api.get_opt(name).await.map_err(|e| api_error(&e))?.is_some() {
+        if api
+            .get_opt(name)
+            .await
+            .map_err(|e| api_error(&e))?
+            .is_some()
+        {
             return Ok(());
         }
-        api.patch(name, &self.patch_params(self.options.dry_run), &Patch::Apply(&object))
-            .await
-            .map_err(|e| format!("cannot create namespace {name}: {}", api_error(&e)))?;
+        api.patch(
+            name,
+            &self.patch_params(self.options.dry_run),
+            &Patch::Apply(&object),
+        )
+        .await
+        .map_err(|e| format!("cannot create namespace {name}: {}", api_error(&e)))?;
         Ok(())
     }
 
     /// Applies one object; returns what happened.
     async fn apply(&self, planned: &Planned) -> Result<(Action, String, Option<Resolved>), String> {
         let key = &planned.key;
-        let resolved = self.resolve(&planned.object).await.map_err(|e| e.to_string())?;
+        let resolved = self
+            .resolve(&planned.object)
+            .await
+            .map_err(|e| e.to_string())?;
         let api = self.cluster.api(&resolved, key.namespace.as_deref());
         let live = self.live(&resolved, key).await.map_err(|e| api_error(&e))?;
         if let Some(live) = &live {
             let owner = live
-                .pointer(&format!("/metadata/annotations/{}", TRACKING_ID.replace('/', "~1")))
+                .pointer(&format!(
+                    "/metadata/annotations/{}",
+                    TRACKING_ID.replace('/', "~1")
+                ))
                 .and_then(Value::as_str);
-            if self.options.fail_on_shared_resource && owner.is_some_and(|id| id != tracking_id(&self.app.name, key)) {
-                return Err(format!("shared with another application ({})", owner.unwrap_or_default()));
+            if self.options.fail_on_shared_resource
+                && owner.is_some_and(|id| id != tracking_id(&self.app.name, key))
+            {
+                return Err(format!(
+                    "shared with another application ({})",
+                    owner.unwrap_or_default()
+                ));
             }
             if self.options.apply_out_of_sync_only {
-                let predicted = api.patch(&key.name, &self.patch_params(true), &Patch::Apply(&planned.object)).await.ok();
+                let predicted = api
+                    .patch(
+                        &key.name,
+                        &self.patch_params(true),
+                        &Patch::Apply(&planned.object),
+                    )
+                    .await
+                    .ok();
                 let predicted = predicted.map(|o| serde_json::to_value(o).unwrap_or_default());
-                let compared = diff::compare(Some(&planned.object), Some(live), predicted.as_ref(), &DiffOptions::default())
-                    .map_err(|e| e.to_string())?;
+                let compared = diff::compare(
+                    Some(&planned.object),
+                    Some(live),
+                    predicted.as_ref(),
+                    &DiffOptions::default(),
+                )
+                .map_err(|e| e.to_string())?;
                 if compared.status == SyncStatus::Synced {
                     return Ok((Action::Skipped, "already synced".into(), Some(resolved)));
                 }
@@ -483,19 +596,52 @@ impl<'a> Engine<'a> {
                 }
             }
         } else {
-            api.patch(&key.name, &self.patch_params(dry_run), &Patch::Apply(&planned.object)).await
+            match api.patch(&key.name, &self.patch_params(dry_run), &Patch::Apply(&planned.object)).await {
+                Err(kube::Error::Api(status)) if status.code == 409 && !self.options.force => {
+                    // Fields taken by imperative edits (`kubectl edit`,
+                    // `kubectl scale`: Update operations) are drift, and
+                    // Git wins. Fields another *applier* owns are a real
+                    // conflict between two declarations: reported, never
+                    // forced.
+                    let managers = conflicting_managers(&status);
+                    let appliers: Vec<&String> = managers.iter().filter(|m| applies(live.as_ref(), m)).collect();
+                    if managers.is_empty() || !appliers.is_empty() {
+                        return Err(format!(
+                            "{} (another field manager owns these fields; set force to take them over)",
+                            api_error(&kube::Error::Api(status))
+                        ));
+                    }
+                    let mut params = self.patch_params(dry_run);
+                    params.force = true;
+                    tracing::info!(object = %key, ?managers, "reverting imperative edits");
+                    api.patch(&key.name, &params, &Patch::Apply(&planned.object)).await
+                }
+                other => other,
+            }
         }
         .map_err(|e| api_error(&e))?;
-        let before = live.as_ref().and_then(|l| l.pointer("/metadata/resourceVersion")).and_then(Value::as_str);
+        let before = live
+            .as_ref()
+            .and_then(|l| l.pointer("/metadata/resourceVersion"))
+            .and_then(Value::as_str);
         let action = match (before, written.metadata.resource_version.as_deref()) {
             (None, _) => Action::Created,
             (Some(a), Some(b)) if a == b => Action::Unchanged,
             // A dry run reports what would change.
             _ if dry_run => {
                 let predicted = serde_json::to_value(&written).unwrap_or_default();
-                let compared = diff::compare(Some(&planned.object), live.as_ref(), Some(&predicted), &DiffOptions::default())
-                    .map_err(|e| e.to_string())?;
-                if compared.status == SyncStatus::Synced { Action::Unchanged } else { Action::Configured }
+                let compared = diff::compare(
+                    Some(&planned.object),
+                    live.as_ref(),
+                    Some(&predicted),
+                    &DiffOptions::default(),
+                )
+                .map_err(|e| e.to_string())?;
+                if compared.status == SyncStatus::Synced {
+                    Action::Unchanged
+                } else {
+                    Action::Configured
+                }
             }
             _ => Action::Configured,
         };
@@ -505,28 +651,44 @@ impl<'a> Engine<'a> {
 
     /// Runs a hook: replaces an earlier run (BeforeHookCreation), creates it,
     /// waits for it to finish, deletes it as its policies say.
-    async fn run_hook(&self, planned: &Planned) -> Result<(Action, String, Option<Resolved>), String> {
+    async fn run_hook(
+        &self,
+        planned: &Planned,
+    ) -> Result<(Action, String, Option<Resolved>), String> {
         let key = &planned.key;
         let policies = planned.hook.clone().unwrap_or_default();
-        let resolved = self.resolve(&planned.object).await.map_err(|e| e.to_string())?;
+        let resolved = self
+            .resolve(&planned.object)
+            .await
+            .map_err(|e| e.to_string())?;
         let api = self.cluster.api(&resolved, key.namespace.as_deref());
         if self.options.dry_run {
             return Ok((Action::HookSucceeded, "dry run: not run".into(), None));
         }
-        if self.live(&resolved, key).await.map_err(|e| api_error(&e))?.is_some() {
+        if self
+            .live(&resolved, key)
+            .await
+            .map_err(|e| api_error(&e))?
+            .is_some()
+        {
             if policies.contains(&DeletePolicy::BeforeHookCreation) {
-                api.delete(&key.name, &DeleteParams::background()).await.map_err(|e| api_error(&e))?;
+                api.delete(&key.name, &DeleteParams::background())
+                    .await
+                    .map_err(|e| api_error(&e))?;
                 self.wait_gone(&resolved, key).await?;
             } else {
                 return Ok((Action::HookSucceeded, "already ran".into(), None));
             }
         }
-        let object: DynamicObject = serde_json::from_value(planned.object.clone()).map_err(|e| e.to_string())?;
+        let object: DynamicObject =
+            serde_json::from_value(planned.object.clone()).map_err(|e| e.to_string())?;
         let params = PostParams {
             dry_run: false,
             field_manager: Some(self.options.manager.clone()),
         };
-        api.create(&params, &object).await.map_err(|e| api_error(&e))?;
+        api.create(&params, &object)
+            .await
+            .map_err(|e| api_error(&e))?;
         let (succeeded, message) = self.wait_finished(&resolved, key).await;
         let doomed = (succeeded && policies.contains(&DeletePolicy::HookSucceeded))
             || (!succeeded && policies.contains(&DeletePolicy::HookFailed));
@@ -536,12 +698,25 @@ impl<'a> Engine<'a> {
             }
         }
         tracing::info!(hook = %key, succeeded, "hook finished");
-        Ok((if succeeded { Action::HookSucceeded } else { Action::HookFailed }, message, None))
+        Ok((
+            if succeeded {
+                Action::HookSucceeded
+            } else {
+                Action::HookFailed
+            },
+            message,
+            None,
+        ))
     }
 
     async fn wait_gone(&self, resolved: &Resolved, key: &ObjectKey) -> Result<(), String> {
         let deadline = Instant::now() + self.options.health_timeout;
-        while self.live(resolved, key).await.map_err(|e| api_error(&e))?.is_some() {
+        while self
+            .live(resolved, key)
+            .await
+            .map_err(|e| api_error(&e))?
+            .is_some()
+        {
             if Instant::now() >= deadline {
                 return Err("the previous run of the hook was not deleted in time".into());
             }
@@ -567,7 +742,10 @@ impl<'a> Engine<'a> {
                 Err(e) => return (false, api_error(&e)),
             }
             if Instant::now() >= deadline {
-                return (false, format!("did not finish within {:?}", self.options.health_timeout));
+                return (
+                    false,
+                    format!("did not finish within {:?}", self.options.health_timeout),
+                );
             }
             tokio::time::sleep(self.options.poll_interval).await;
         }
@@ -581,21 +759,31 @@ impl<'a> Engine<'a> {
             for (resolved, key) in applied {
                 let live = self.live(resolved, key).await.map_err(|e| api_error(&e))?;
                 let assessment = live.as_ref().map_or(
-                    health::Assessment { status: Health::Missing, message: "missing".into() },
+                    health::Assessment {
+                        status: Health::Missing,
+                        message: "missing".into(),
+                    },
                     health::assess,
                 );
                 match assessment.status {
                     Health::Healthy | Health::Suspended => {}
-                    Health::Degraded => return Err(format!("{key} is degraded: {}", assessment.message)),
+                    Health::Degraded => {
+                        return Err(format!("{key} is degraded: {}", assessment.message));
+                    }
                     _ => {
                         waiting = Some(format!("{key}: {}", assessment.message));
                         break;
                     }
                 }
             }
-            let Some(waiting) = waiting else { return Ok(()) };
+            let Some(waiting) = waiting else {
+                return Ok(());
+            };
             if Instant::now() >= deadline {
-                return Err(format!("not healthy within {:?}: {waiting}", self.options.health_timeout));
+                return Err(format!(
+                    "not healthy within {:?}: {waiting}",
+                    self.options.health_timeout
+                ));
             }
             tracing::debug!(%waiting, "waiting for the wave to be healthy");
             tokio::time::sleep(self.options.poll_interval).await;
@@ -603,17 +791,29 @@ impl<'a> Engine<'a> {
     }
 
     /// Deletes (or reports) tracked objects that are no longer rendered.
-    async fn prune(&self, desired: &BTreeSet<ObjectKey>, results: &mut Vec<ObjectResult>) -> Result<()> {
+    async fn prune(
+        &self,
+        desired: &BTreeSet<ObjectKey>,
+        results: &mut Vec<ObjectResult>,
+    ) -> Result<()> {
         for (resolved, live) in self.tracked().await? {
             let key = ObjectKey::of(&live);
             if desired.contains(&key) {
                 continue;
             }
-            let protected = plan::object_options(&live).iter().any(|o| o == "Prune=false");
+            let protected = plan::object_options(&live)
+                .iter()
+                .any(|o| o == "Prune=false");
             let (action, message) = if !self.options.prune {
-                (Action::PruneSkipped, "no longer rendered; pruning is off".to_owned())
+                (
+                    Action::PruneSkipped,
+                    "no longer rendered; pruning is off".to_owned(),
+                )
             } else if protected {
-                (Action::PruneSkipped, "no longer rendered; the object says Prune=false".to_owned())
+                (
+                    Action::PruneSkipped,
+                    "no longer rendered; the object says Prune=false".to_owned(),
+                )
             } else {
                 let api = self.cluster.api(&resolved, key.namespace.as_deref());
                 let params = DeleteParams {
@@ -645,7 +845,12 @@ impl<'a> Engine<'a> {
     /// The worst health of the application's (non-hook) objects.
     async fn health(&self, plan: &Plan) -> Health {
         let mut healths = Vec::new();
-        for planned in plan.waves.iter().flat_map(|w| &w.objects).filter(|p| p.hook.is_none()) {
+        for planned in plan
+            .waves
+            .iter()
+            .flat_map(|w| &w.objects)
+            .filter(|p| p.hook.is_none())
+        {
             let status = match self.resolve(&planned.object).await {
                 Ok(resolved) => match self.live(&resolved, &planned.key).await {
                     Ok(Some(live)) => health::assess(&live).status,
@@ -660,6 +865,31 @@ impl<'a> Engine<'a> {
     }
 }
 
+/// The managers named in a server-side apply conflict's causes.
+fn conflicting_managers(status: &kube::core::Status) -> Vec<String> {
+    let mut managers: Vec<String> = status
+        .details
+        .iter()
+        .flat_map(|d| &d.causes)
+        .filter_map(|cause| cause.message.split('"').nth(1).map(str::to_owned))
+        .collect();
+    managers.sort();
+    managers.dedup();
+    managers
+}
+
+/// True when `manager` owns fields of `live` through server-side apply.
+fn applies(live: Option<&Value>, manager: &str) -> bool {
+    live.and_then(|l| l.pointer("/metadata/managedFields"))
+        .and_then(Value::as_array)
+        .is_some_and(|entries| {
+            entries.iter().any(|e| {
+                e.get("manager").and_then(Value::as_str) == Some(manager)
+                    && e.get("operation").and_then(Value::as_str) == Some("Apply")
+            })
+        })
+}
+
 fn result_for(planned: &Planned, action: Action, message: String) -> ObjectResult {
     ObjectResult {
         key: planned.key.clone(),
@@ -672,5 +902,9 @@ fn result_for(planned: &Planned, action: Action, message: String) -> ObjectResul
 
 /// The per-object lines of a diff that are not synced (for logs).
 pub fn drift(report: &Report) -> Vec<&ObjectDiff> {
-    report.objects.iter().filter(|o| o.status != SyncStatus::Synced).collect()
+    report
+        .objects
+        .iter()
+        .filter(|o| o.status != SyncStatus::Synced)
+        .collect()
 }

@@ -136,7 +136,9 @@ impl SyncOptions {
             option: option.to_owned(),
             message: message.to_owned(),
         };
-        let (name, value) = option.split_once('=').ok_or_else(|| fail("expected Name=value"))?;
+        let (name, value) = option
+            .split_once('=')
+            .ok_or_else(|| fail("expected Name=value"))?;
         let flag = || match value {
             "true" => Ok(true),
             "false" => Ok(false),
@@ -176,14 +178,30 @@ mod tests {
     #[test]
     fn argo_spellings_and_backoff() {
         let mut options = SyncOptions::default();
-        for option in ["CreateNamespace=true", "PruneLast=true", "ServerSideApply=false", "PrunePropagationPolicy=background"] {
+        for option in [
+            "CreateNamespace=true",
+            "PruneLast=true",
+            "ServerSideApply=false",
+            "PrunePropagationPolicy=background",
+        ] {
             options.set(option).unwrap();
         }
         assert!(options.create_namespace && options.prune_last && !options.server_side_apply);
         assert_eq!(options.prune_propagation, PrunePropagation::Background);
         assert!(options.set("CreateNamespace=yes").is_err());
-        assert!(options.set("Bogus=true").unwrap_err().to_string().contains("Bogus"));
-        let retry = RetryPolicy { limit: 5, duration: Duration::from_secs(1), factor: 2, max_duration: Duration::from_secs(5) };
+        assert!(
+            options
+                .set("Bogus=true")
+                .unwrap_err()
+                .to_string()
+                .contains("Bogus")
+        );
+        let retry = RetryPolicy {
+            limit: 5,
+            duration: Duration::from_secs(1),
+            factor: 2,
+            max_duration: Duration::from_secs(5),
+        };
         let waits: Vec<u64> = (1..=5).map(|n| retry.backoff(n).as_secs()).collect();
         assert_eq!(waits, vec![1, 2, 4, 5, 5]);
     }

@@ -94,13 +94,20 @@ pub struct PlanError {
 
 fn annotation<'a>(object: &'a Value, names: [&str; 2]) -> Option<&'a str> {
     let annotations = object.pointer("/metadata/annotations")?;
-    names.iter().find_map(|name| annotations.get(*name).and_then(Value::as_str))
+    names
+        .iter()
+        .find_map(|name| annotations.get(*name).and_then(Value::as_str))
 }
 
 /// The per-object sync options (`Prune=false,...`).
 pub fn object_options(object: &Value) -> Vec<String> {
     annotation(object, [SYNC_OPTIONS, ARGO_SYNC_OPTIONS])
-        .map(|text| text.split(',').map(|o| o.trim().to_owned()).filter(|o| !o.is_empty()).collect())
+        .map(|text| {
+            text.split(',')
+                .map(|o| o.trim().to_owned())
+                .filter(|o| !o.is_empty())
+                .collect()
+        })
         .unwrap_or_default()
 }
 
@@ -140,7 +147,10 @@ const KIND_ORDER: &[&str] = &[
 
 /// The position of a kind; unknown kinds (custom resources) come last.
 pub fn kind_rank(kind: &str) -> usize {
-    KIND_ORDER.iter().position(|k| *k == kind).unwrap_or(KIND_ORDER.len())
+    KIND_ORDER
+        .iter()
+        .position(|k| *k == kind)
+        .unwrap_or(KIND_ORDER.len())
 }
 
 fn place(object: Value) -> Result<Planned, PlanError> {
@@ -151,7 +161,10 @@ fn place(object: Value) -> Result<Planned, PlanError> {
     };
     let wave = match annotation(&object, [WAVE, ARGO_WAVE]) {
         None => 0,
-        Some(text) => text.trim().parse().map_err(|_| fail(format!("sync wave {text:?} is not an integer")))?,
+        Some(text) => text
+            .trim()
+            .parse()
+            .map_err(|_| fail(format!("sync wave {text:?} is not an integer")))?,
     };
     let (phase, hook) = match annotation(&object, [HOOK, ARGO_HOOK]) {
         None => (Phase::Sync, None),
@@ -163,10 +176,17 @@ fn place(object: Value) -> Result<Planned, PlanError> {
                 "Sync" => Phase::Sync,
                 "PostSync" => Phase::PostSync,
                 "SyncFail" => Phase::SyncFail,
-                other => return Err(fail(format!("hook {other:?} is not PreSync, Sync, PostSync or SyncFail"))),
+                other => {
+                    return Err(fail(format!(
+                        "hook {other:?} is not PreSync, Sync, PostSync or SyncFail"
+                    )));
+                }
             };
             let mut policies = Vec::new();
-            for policy in annotation(&object, [HOOK_DELETE, ARGO_HOOK_DELETE]).unwrap_or("BeforeHookCreation").split(',') {
+            for policy in annotation(&object, [HOOK_DELETE, ARGO_HOOK_DELETE])
+                .unwrap_or("BeforeHookCreation")
+                .split(',')
+            {
                 policies.push(match policy.trim() {
                     "HookSucceeded" => DeletePolicy::HookSucceeded,
                     "HookFailed" => DeletePolicy::HookFailed,
@@ -206,7 +226,10 @@ impl Plan {
             if planned.phase == Phase::SyncFail {
                 on_failure.push(planned);
             } else {
-                groups.entry((planned.phase, planned.wave)).or_default().push(planned);
+                groups
+                    .entry((planned.phase, planned.wave))
+                    .or_default()
+                    .push(planned);
             }
         }
         let waves = groups
@@ -214,7 +237,11 @@ impl Plan {
             .map(|((phase, wave), mut objects)| {
                 // Stable: same-kind objects keep the rendered order.
                 objects.sort_by_key(|p| kind_rank(&p.key.kind));
-                Wave { phase, wave, objects }
+                Wave {
+                    phase,
+                    wave,
+                    objects,
+                }
             })
             .collect();
         Ok(Self { waves, on_failure })
@@ -237,28 +264,77 @@ mod tests {
             object("Deployment", "web", json!({})),
             object("Service", "web", json!({})),
             object("ConfigMap", "late", json!({"kiln.dev/sync-wave": "2"})),
-            object("Namespace", "team", json!({"argocd.argoproj.io/sync-wave": "-1"})),
-            object("Job", "migrate", json!({"kiln.dev/hook": "PreSync", "kiln.dev/hook-delete-policy": "HookSucceeded"})),
-            object("Job", "notify", json!({"argocd.argoproj.io/hook": "PostSync"})),
+            object(
+                "Namespace",
+                "team",
+                json!({"argocd.argoproj.io/sync-wave": "-1"}),
+            ),
+            object(
+                "Job",
+                "migrate",
+                json!({"kiln.dev/hook": "PreSync", "kiln.dev/hook-delete-policy": "HookSucceeded"}),
+            ),
+            object(
+                "Job",
+                "notify",
+                json!({"argocd.argoproj.io/hook": "PostSync"}),
+            ),
             object("Job", "rollback", json!({"kiln.dev/hook": "SyncFail"})),
         ])
         .unwrap();
         let order: Vec<String> = plan
             .waves
             .iter()
-            .map(|w| format!("{}/{}:{}", w.phase, w.wave, w.objects.iter().map(|o| o.key.name.clone()).collect::<Vec<_>>().join(",")))
+            .map(|w| {
+                format!(
+                    "{}/{}:{}",
+                    w.phase,
+                    w.wave,
+                    w.objects
+                        .iter()
+                        .map(|o| o.key.name.clone())
+                        .collect::<Vec<_>>()
+                        .join(",")
+                )
+            })
             .collect();
-        assert_eq!(order, vec!["PreSync/0:migrate", "Sync/-1:team", "Sync/0:web,web", "Sync/2:late", "PostSync/0:notify"]);
-        assert_eq!(plan.waves[2].objects[0].key.kind, "Service", "Services before Deployments");
-        assert_eq!(plan.waves[0].objects[0].hook, Some(vec![DeletePolicy::HookSucceeded]));
-        assert_eq!(plan.waves[4].objects[0].hook, Some(vec![DeletePolicy::BeforeHookCreation]));
+        assert_eq!(
+            order,
+            vec![
+                "PreSync/0:migrate",
+                "Sync/-1:team",
+                "Sync/0:web,web",
+                "Sync/2:late",
+                "PostSync/0:notify"
+            ]
+        );
+        assert_eq!(
+            plan.waves[2].objects[0].key.kind, "Service",
+            "Services before Deployments"
+        );
+        assert_eq!(
+            plan.waves[0].objects[0].hook,
+            Some(vec![DeletePolicy::HookSucceeded])
+        );
+        assert_eq!(
+            plan.waves[4].objects[0].hook,
+            Some(vec![DeletePolicy::BeforeHookCreation])
+        );
         assert_eq!(plan.on_failure[0].key.name, "rollback");
     }
 
     #[test]
     fn bad_annotations_name_the_object() {
-        let error = Plan::new(vec![object("ConfigMap", "c", json!({"kiln.dev/sync-wave": "soon"}))]).unwrap_err();
-        assert_eq!(error.to_string(), "ConfigMap c: sync wave \"soon\" is not an integer");
+        let error = Plan::new(vec![object(
+            "ConfigMap",
+            "c",
+            json!({"kiln.dev/sync-wave": "soon"}),
+        )])
+        .unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "ConfigMap c: sync wave \"soon\" is not an integer"
+        );
         assert!(Plan::new(vec![object("Job", "j", json!({"kiln.dev/hook": "Later"}))]).is_err());
     }
 }
