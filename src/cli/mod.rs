@@ -2,6 +2,7 @@
 //! work is done by the library.
 
 mod args;
+mod cluster;
 mod dev_cluster;
 mod load;
 mod plugin;
@@ -19,6 +20,8 @@ pub(crate) mod exit {
     pub const OK: u8 = 0;
     /// The command ran, and an enforced policy blocked the result.
     pub const POLICY_BLOCKED: u8 = 1;
+    /// `kiln diff`: the cluster differs from the rendered manifests.
+    pub const DRIFT: u8 = 1;
     /// An error: bad input, a plugin failed, a file was unreadable.
     pub const ERROR: u8 = 2;
 }
@@ -43,6 +46,8 @@ pub(crate) struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     Render(Box<render::RenderArgs>),
+    Diff(Box<cluster::DiffArgs>),
+    Sync(Box<cluster::SyncArgs>),
     #[command(subcommand)]
     Plugin(plugin::PluginCommand),
     #[command(subcommand)]
@@ -127,6 +132,18 @@ pub(crate) fn main() -> ExitCode {
                     .subcommand_matches("render")
                     .expect("clap matched `render`");
                 render::run(args, sub).await
+            }
+            Command::Diff(args) => {
+                let sub = matches
+                    .subcommand_matches("diff")
+                    .expect("clap matched `diff`");
+                cluster::diff(args, sub).await
+            }
+            Command::Sync(args) => {
+                let sub = matches
+                    .subcommand_matches("sync")
+                    .expect("clap matched `sync`");
+                cluster::sync(args, sub).await
             }
             Command::Plugin(command) => plugin::run(command).await,
             Command::Source(command) => source::run(command).await,

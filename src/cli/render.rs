@@ -35,6 +35,18 @@ Examples:
 Exit status: 0 rendered (policies passed or only warned), 1 an enforced policy blocked the
 result, 2 an error (unreadable input, a plugin failed; the message names the plugin).")]
 pub(crate) struct RenderArgs {
+    #[command(flatten)]
+    pub(crate) pipeline: PipelineArgs,
+
+    /// Output format of the manifests.
+    #[arg(short, long, value_enum, default_value = "yaml")]
+    output: Format,
+}
+
+/// Where an application comes from and how it is rendered and reviewed:
+/// shared by `kiln render`, `kiln diff` and `kiln sync`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct PipelineArgs {
     /// The application's directory (a local source; or use --repo).
     #[arg(required_unless_present = "repo")]
     dir: Option<PathBuf>,
@@ -71,17 +83,14 @@ pub(crate) struct RenderArgs {
     #[arg(long)]
     recurse: bool,
 
-    /// Output format of the manifests.
-    #[arg(short, long, value_enum, default_value = "yaml")]
-    output: Format,
-
     /// Application name given to plugins. Default: DIR's name.
     #[arg(long)]
     name: Option<String>,
 
-    /// Destination namespace given to plugins.
+    /// Destination namespace: given to plugins, and (diff, sync) where
+    /// namespaced objects without one go.
     #[arg(long, default_value = "")]
-    namespace: String,
+    pub(crate) namespace: String,
 
     /// Project given to plugins.
     #[arg(long, default_value = "default")]
@@ -132,6 +141,21 @@ fn group_by_preceding<T: Clone + Send + Sync + 'static>(
 }
 
 pub(crate) async fn run(args: &RenderArgs, matches: &ArgMatches) -> anyhow::Result<u8> {
+    let (objects, report, _) = pipeline(&args.pipeline, matches).await?;
+    print_objects(&objects, args.output)?;
+    print_report(&report);
+    Ok(if report.blocked() {
+        exit::POLICY_BLOCKED
+    } else {
+        exit::OK
+    })
+}
+
+/// Renders the application and reviews it with its policies.
+pub(crate) async fn pipeline(
+    args: &PipelineArgs,
+    matches: &ArgMatches,
+) -> anyhow::Result<(Vec<Object>, Report, AppContext)> {
     let params: Vec<Params> =
         group_by_preceding(matches, "plugins", "--plugin", "params", "--param")?;
     let settings: Vec<Params> =
@@ -181,14 +205,7 @@ pub(crate) async fn run(args: &RenderArgs, matches: &ArgMatches) -> anyhow::Resu
 
     let rendered = render::render(view.clone(), &context, &chain).await?;
     let report = policy::evaluate(view, &context, rendered.objects.clone(), &policies).await;
-
-    print_objects(&rendered.objects, args.output)?;
-    print_report(&report);
-    Ok(if report.blocked() {
-        exit::POLICY_BLOCKED
-    } else {
-        exit::OK
-    })
+    Ok((rendered.objects, report, context))
 }
 
 /// A local directory as the source: the view is the root, the application
@@ -261,7 +278,7 @@ fn print_objects(objects: &[Object], format: Format) -> anyhow::Result<()> {
     }
 }
 
-fn print_report(report: &Report) {
+pub(crate) fn print_report(report: &Report) {
     for result in &report.results {
         let errors = result
             .findings
