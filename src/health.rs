@@ -308,23 +308,22 @@ fn pod(object: &Value) -> Assessment {
         if let Some(reason) = status
             .pointer("/state/waiting/reason")
             .and_then(Value::as_str)
-        {
-            if matches!(
+            && matches!(
                 reason,
                 "CrashLoopBackOff"
                     | "ImagePullBackOff"
                     | "ErrImagePull"
                     | "CreateContainerConfigError"
                     | "InvalidImageName"
-            ) {
-                return Assessment::new(
-                    Health::Degraded,
-                    format!(
-                        "container {}: {reason}",
-                        status["name"].as_str().unwrap_or_default()
-                    ),
-                );
-            }
+            )
+        {
+            return Assessment::new(
+                Health::Degraded,
+                format!(
+                    "container {}: {reason}",
+                    status["name"].as_str().unwrap_or_default()
+                ),
+            );
         }
     }
     match text(object, "/status/phase") {

@@ -144,10 +144,10 @@ impl IgnoreRules {
                         .get("manager")
                         .and_then(Value::as_str)
                         .unwrap_or_default();
-                    if rule.managed_fields_managers.iter().any(|m| m == manager) {
-                        if let Some(fields) = entry.get("fieldsV1") {
-                            remove_fields(object, fields);
-                        }
+                    if rule.managed_fields_managers.iter().any(|m| m == manager)
+                        && let Some(fields) = entry.get("fieldsV1")
+                    {
+                        remove_fields(object, fields);
                     }
                 }
             }
@@ -168,10 +168,10 @@ fn remove_pointer(object: &mut Value, pointer: &str) {
             map.remove(&last);
         }
         Some(Value::Array(items)) => {
-            if let Ok(index) = last.parse::<usize>() {
-                if index < items.len() {
-                    items.remove(index);
-                }
+            if let Ok(index) = last.parse::<usize>()
+                && index < items.len()
+            {
+                items.remove(index);
             }
         }
         _ => {}

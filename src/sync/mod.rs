@@ -292,7 +292,7 @@ impl<'a> Engine<'a> {
             let list = match api.list(&selector).await {
                 Ok(list) => list,
                 // Kinds the client may not list are not ours to prune.
-                Err(kube::Error::Api(status)) if matches!(status.code, 403 | 404 | 405) => continue,
+                Err(kube::Error::Api(status)) if matches!(status.code, 403..=405) => continue,
                 Err(source) => {
                     return Err(SyncError::List {
                         kind: resolved.resource.kind.clone(),
@@ -388,12 +388,11 @@ impl<'a> Engine<'a> {
     async fn attempt(&self, plan: &Plan) -> Result<SyncResult> {
         let mut results = Vec::new();
         let mut failure: Option<String> = None;
-        if self.options.create_namespace {
-            if let Some(ns) = &self.app.namespace {
-                if let Err(message) = self.create_namespace(ns).await {
-                    failure = Some(message);
-                }
-            }
+        if self.options.create_namespace
+            && let Some(ns) = &self.app.namespace
+            && let Err(message) = self.create_namespace(ns).await
+        {
+            failure = Some(message);
         }
         let desired: BTreeSet<ObjectKey> = plan
             .waves
@@ -438,10 +437,12 @@ impl<'a> Engine<'a> {
                 }
             }
             let more = index + 1 < plan.waves.len();
-            if failure.is_none() && more && !self.options.dry_run {
-                if let Err(message) = self.wait_healthy(&applied).await {
-                    failure = Some(format!("{} wave {}: {message}", wave.phase, wave.wave));
-                }
+            if failure.is_none()
+                && more
+                && !self.options.dry_run
+                && let Err(message) = self.wait_healthy(&applied).await
+            {
+                failure = Some(format!("{} wave {}: {message}", wave.phase, wave.wave));
             }
         }
         if failure.is_none() && !pruned {
@@ -563,6 +564,31 @@ impl<'a> Engine<'a> {
             }
         }
         let dry_run = self.options.dry_run;
+        if dry_run
+            && live.is_none()
+            && self.options.create_namespace
+            && key.namespace.is_some()
+            && key.namespace == self.app.namespace
+        {
+            // The namespace this sync would create does not exist during a
+            // dry run, so the server cannot predict objects inside it.
+            let namespace = json!({"apiVersion": "v1", "kind": "Namespace"});
+            let resolved_ns = self.resolve(&namespace).await.map_err(|e| e.to_string())?;
+            let exists = self
+                .cluster
+                .api(&resolved_ns, None)
+                .get_opt(key.namespace.as_deref().unwrap_or_default())
+                .await
+                .map_err(|e| api_error(&e))?
+                .is_some();
+            if !exists {
+                return Ok((
+                    Action::Created,
+                    "dry run: its namespace is created by this sync".into(),
+                    Some(resolved),
+                ));
+            }
+        }
         let written: DynamicObject = if self.options.replace {
             let mut object: DynamicObject = serde_json::from_value(planned.object.clone()).map_err(|e| e.to_string())?;
             let params = PostParams {
@@ -692,10 +718,8 @@ impl<'a> Engine<'a> {
         let (succeeded, message) = self.wait_finished(&resolved, key).await;
         let doomed = (succeeded && policies.contains(&DeletePolicy::HookSucceeded))
             || (!succeeded && policies.contains(&DeletePolicy::HookFailed));
-        if doomed {
-            if let Err(e) = api.delete(&key.name, &DeleteParams::background()).await {
-                tracing::warn!(hook = %key, error = %api_error(&e), "could not delete the hook");
-            }
+        if doomed && let Err(e) = api.delete(&key.name, &DeleteParams::background()).await {
+            tracing::warn!(hook = %key, error = %api_error(&e), "could not delete the hook");
         }
         tracing::info!(hook = %key, succeeded, "hook finished");
         Ok((
