@@ -452,3 +452,33 @@ async fn bad_input_ends_in_per_object_errors_and_an_honest_summary() {
         actions(&result)
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_sync_is_retried_with_backoff_and_says_how_often() {
+    let cluster = Cluster::start().await;
+    let kube = KubeCluster::new(cluster.client.clone());
+    let options = SyncOptions {
+        retry: kiln::sync::RetryPolicy {
+            limit: 2,
+            duration: Duration::from_millis(10),
+            factor: 2,
+            max_duration: Duration::from_millis(50),
+        },
+        ..fast()
+    };
+    let elsewhere = Application {
+        name: "guestbook".into(),
+        namespace: Some("nowhere".into()),
+    };
+    let result = Engine::new(&kube, elsewhere, options)
+        .sync(vec![cm("c", json!({}))])
+        .await
+        .unwrap();
+    assert_eq!(result.outcome, Outcome::Failed);
+    assert_eq!(result.attempts, 3, "the first attempt and two retries");
+    assert!(
+        result.message.contains("namespaces \"nowhere\" not found"),
+        "{}",
+        result.message
+    );
+}
