@@ -18,7 +18,7 @@ use kiln::sync::{Action, Application, Engine, SyncOptions};
 use serde_json::{Value, json};
 
 fn object(i: usize) -> Value {
-    if i % 2 == 0 {
+    if i.is_multiple_of(2) {
         json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": format!("settings-{i}"), "namespace": "default",
             "labels": {"app": "bench", "index": i.to_string()}},
             "data": {"LOG_LEVEL": "info", "FEATURE": format!("f{i}"), "URL": format!("https://svc-{i}.example.com")}})
@@ -80,7 +80,7 @@ async fn main() {
         let lives: Vec<Value> = desired
             .iter()
             .enumerate()
-            .map(|(i, d)| live(d, drift_every.is_some_and(|n| i % n == 0)))
+            .map(|(i, d)| live(d, drift_every.is_some_and(|n| i.is_multiple_of(n))))
             .collect();
         let mut best = Duration::MAX;
         let mut drifted = 0;
