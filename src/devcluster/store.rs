@@ -1038,7 +1038,7 @@ impl Store {
         state: &mut State,
         rt: &Arc<ResourceType>,
         old: Option<Value>,
-        mut new: Value,
+        new: Value,
         dry_run: bool,
     ) -> Result<Value> {
         if old.as_ref() == Some(&new) {
@@ -1047,35 +1047,7 @@ impl Store {
         if dry_run {
             return Ok(as_version(new, rt));
         }
-        let rv = state.bump();
-        metadata_mut(&mut new).insert("resourceVersion".into(), rv.to_string().into());
-        let key = (
-            meta(&new, "namespace").unwrap_or_default().to_owned(),
-            meta(&new, "name").unwrap_or_default().to_owned(),
-        );
-        state
-            .objects
-            .entry(rt.storage_key())
-            .or_default()
-            .insert(key, new.clone());
-        let kind = if old.is_some() {
-            EventKind::Modified
-        } else {
-            EventKind::Added
-        };
-        state.dirty |= new.pointer("/metadata/deletionTimestamp").is_some()
-            || new.pointer("/metadata/ownerReferences").is_some();
-        state.record(
-            Event {
-                rv,
-                kind,
-                bucket: rt.storage_key(),
-                object: new.clone(),
-                previous: old,
-            },
-            &self.feed,
-            self.config.history,
-        );
+        let new = self.put(state, rt, old, new);
         if rt.kind == "CustomResourceDefinition"
             && rt.group == "apiextensions.k8s.io"
             && let Ok(types) = resources::from_crd(&new)
@@ -1201,29 +1173,7 @@ impl Store {
         if dry_run {
             return Ok(Some(pending));
         }
-        let rv = state.bump();
-        metadata_mut(&mut pending).insert("resourceVersion".into(), rv.to_string().into());
-        let key = (
-            meta(&pending, "namespace").unwrap_or_default().to_owned(),
-            meta(&pending, "name").unwrap_or_default().to_owned(),
-        );
-        state
-            .objects
-            .entry(rt.storage_key())
-            .or_default()
-            .insert(key, pending.clone());
-        state.record(
-            Event {
-                rv,
-                kind: EventKind::Modified,
-                bucket: rt.storage_key(),
-                object: pending.clone(),
-                previous: Some(old),
-            },
-            &self.feed,
-            self.config.history,
-        );
-        self.changed.notify_one();
+        let pending = self.put(state, rt, Some(old), pending);
         Ok(Some(pending))
     }
 
@@ -1360,11 +1310,15 @@ impl Store {
         }
     }
 
-    /// A server-internal modification (garbage collector).
-    fn overwrite(&self, state: &mut State, rt: &Arc<ResourceType>, old: Value, mut new: Value) {
-        if old == new {
-            return;
-        }
+    /// Stores `new` under a fresh resource version and records the event
+    /// (added, or modified when there was an `old` object).
+    fn put(
+        &self,
+        state: &mut State,
+        rt: &ResourceType,
+        old: Option<Value>,
+        mut new: Value,
+    ) -> Value {
         let rv = state.bump();
         metadata_mut(&mut new).insert("resourceVersion".into(), rv.to_string().into());
         let key = (
@@ -1376,18 +1330,35 @@ impl Store {
             .entry(rt.storage_key())
             .or_default()
             .insert(key, new.clone());
+        // Deletions and owner references may give the collector work.
+        state.dirty |= new.pointer("/metadata/deletionTimestamp").is_some()
+            || new.pointer("/metadata/ownerReferences").is_some();
+        let kind = if old.is_some() {
+            EventKind::Modified
+        } else {
+            EventKind::Added
+        };
         state.record(
             Event {
                 rv,
-                kind: EventKind::Modified,
+                kind,
                 bucket: rt.storage_key(),
-                object: new,
-                previous: Some(old),
+                object: new.clone(),
+                previous: old,
             },
             &self.feed,
             self.config.history,
         );
         self.changed.notify_one();
+        new
+    }
+
+    /// A server-internal modification (garbage collector).
+    fn overwrite(&self, state: &mut State, rt: &Arc<ResourceType>, old: Value, new: Value) {
+        if old == new {
+            return;
+        }
+        self.put(state, rt, Some(old), new);
     }
 
     /// Everything, for the data file: CRDs first so that their custom
