@@ -5,6 +5,7 @@
 //! [`render`] (the plugin chain, run by the [`plugin`] host) → [`policy`].
 #![deny(unsafe_code)]
 
+pub mod api;
 pub mod artifact;
 pub mod cluster;
 pub mod devcluster;

@@ -3,6 +3,7 @@
 
 mod args;
 mod cluster;
+mod crds;
 mod dev_cluster;
 mod load;
 mod plugin;
@@ -48,6 +49,7 @@ enum Command {
     Render(Box<render::RenderArgs>),
     Diff(Box<cluster::DiffArgs>),
     Sync(Box<cluster::SyncArgs>),
+    Crds(crds::CrdsArgs),
     #[command(subcommand)]
     Plugin(plugin::PluginCommand),
     #[command(subcommand)]
@@ -145,6 +147,7 @@ pub(crate) fn main() -> ExitCode {
                     .expect("clap matched `sync`");
                 cluster::sync(args, sub).await
             }
+            Command::Crds(args) => crds::run(args),
             Command::Plugin(command) => plugin::run(command).await,
             Command::Source(command) => source::run(command).await,
             Command::DevCluster(args) => dev_cluster::run(args).await,

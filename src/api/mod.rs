@@ -1,0 +1,560 @@
+//! Kiln's Kubernetes API, group `kiln.dev`, version `v1alpha1`.
+//!
+//! Field names follow Argo CD wherever the concept is the same, so its users
+//! feel at home: an [`Application`] names a source, a destination and a sync
+//! policy; an [`AppProject`] says what its applications may use; a
+//! [`Plugin`] is the operator-curated catalog entry of a renderer or policy.
+//! `kiln crds` prints the CustomResourceDefinitions generated from these
+//! types; `deploy/crds/` holds the same, checked by a test.
+
+use std::collections::BTreeMap;
+
+use kube::CustomResource;
+use kube::core::CustomResourceExt as _;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// The API group.
+pub const GROUP: &str = "kiln.dev";
+/// The API version.
+pub const VERSION: &str = "v1alpha1";
+/// The finalizer that makes deleting an Application delete its resources.
+pub const RESOURCES_FINALIZER: &str = "resources-finalizer.kiln.dev";
+/// The annotation that asks for an immediate refresh.
+pub const REFRESH_ANNOTATION: &str = "kiln.dev/refresh";
+
+fn default_project() -> String {
+    "default".into()
+}
+
+fn default_revision() -> String {
+    "HEAD".into()
+}
+
+fn default_path() -> String {
+    ".".into()
+}
+
+/// What Git says one application is, and where it goes.
+#[derive(CustomResource, Clone, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq)]
+#[kube(
+    group = "kiln.dev",
+    version = "v1alpha1",
+    kind = "Application",
+    namespaced,
+    status = "ApplicationStatus",
+    shortname = "app",
+    shortname = "apps",
+    category = "kiln",
+    printcolumn = r#"{"name":"Sync","type":"string","jsonPath":".status.sync.status"}"#,
+    printcolumn = r#"{"name":"Health","type":"string","jsonPath":".status.health.status"}"#,
+    printcolumn = r#"{"name":"Revision","type":"string","jsonPath":".status.sync.revision","priority":1}"#,
+    printcolumn = r#"{"name":"Age","type":"date","jsonPath":".metadata.creationTimestamp"}"#
+)]
+#[serde(rename_all = "camelCase")]
+pub struct ApplicationSpec {
+    /// The project whose rules apply (default `default`).
+    #[serde(default = "default_project")]
+    pub project: String,
+    /// Where the manifests come from and how they are rendered.
+    pub source: ApplicationSource,
+    /// Where they are applied.
+    pub destination: Destination,
+    /// When and how to sync.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sync_policy: Option<SyncPolicy>,
+    /// Fields left out of the comparison (Argo CD's spelling).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ignore_differences: Vec<IgnoreDifference>,
+    /// Policies this application adds to its project's mandatory ones.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub policies: Vec<PolicyUse>,
+}
+
+/// A Git source.
+#[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct ApplicationSource {
+    /// The repository URL (https, ssh, git, file).
+    #[serde(rename = "repoURL")]
+    pub repo_url: String,
+    /// Branch, tag, commit or semver range (default `HEAD`).
+    #[serde(default = "default_revision")]
+    pub target_revision: String,
+    /// The application's directory in the repository (default `.`).
+    #[serde(default = "default_path")]
+    pub path: String,
+    /// The renderer chain, by Plugin name; empty: the plain-YAML directory renderer.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub plugins: Vec<PluginUse>,
+}
+
+/// One renderer of the chain.
+#[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq)]
+pub struct PluginUse {
+    /// The Plugin's name.
+    pub name: String,
+    /// Parameters passed to it (over the Plugin's defaults).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub parameters: BTreeMap<String, String>,
+}
+
+/// A policy an application or project applies.
+#[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq)]
+pub struct PolicyUse {
+    /// The Plugin's name.
+    pub name: String,
+    /// `enforce` (default: blocks the sync), `warn` or `audit`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mode: Option<PolicyMode>,
+    /// Settings passed to it.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub settings: BTreeMap<String, String>,
+}
+
+/// What a failing policy does.
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, JsonSchema, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum PolicyMode {
+    /// Errors block the sync.
+    Enforce,
+    /// Findings are reported; nothing is blocked.
+    Warn,
+    /// Findings are recorded only.
+    Audit,
+}
+
+/// The target cluster and namespace.
+#[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq)]
+pub struct Destination {
+    /// The API server URL (`https://kubernetes.default.svc` for the
+    /// controller's own cluster). Exclusive with `name`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server: Option<String>,
+    /// A registered cluster's name. Exclusive with `server`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// The namespace of namespaced objects that set none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<String>,
+}
+
+/// When and how an application syncs.
+#[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct SyncPolicy {
+    /// Sync automatically when out of sync; absent: manual syncs only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub automated: Option<Automated>,
+    /// Argo CD-style options (`CreateNamespace=true`, …).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sync_options: Vec<String>,
+    /// Retries of a failed sync.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry: Option<Retry>,
+}
+
+/// Automated sync.
+#[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct Automated {
+    /// Delete tracked resources no longer in Git.
+    #[serde(default)]
+    pub prune: bool,
+    /// Revert live changes that make the application out of sync.
+    #[serde(default)]
+    pub self_heal: bool,
+    /// Allow a sync that would leave the application with no resources.
+    #[serde(default)]
+    pub allow_empty: bool,
+}
+
+/// Retry policy.
+#[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq)]
+pub struct Retry {
+    /// How many retries (default 5).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<u32>,
+    /// Backoff between retries.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backoff: Option<Backoff>,
+}
+
+/// Exponential backoff.
+#[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct Backoff {
+    /// First wait, e.g. `5s` (default).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duration: Option<String>,
+    /// Multiplier per retry (default 2).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub factor: Option<u32>,
+    /// Cap on the wait, e.g. `3m` (default).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_duration: Option<String>,
+}
+
+/// One `ignoreDifferences` rule (see `docs/diff-and-sync.md`).
+#[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct IgnoreDifference {
+    /// API group (omitted: any).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub group: Option<String>,
+    /// Kind (`*`: any).
+    pub kind: String,
+    /// Object name (omitted: any).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// Namespace (omitted: any).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<String>,
+    /// RFC 6901 pointers.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub json_pointers: Vec<String>,
+    /// jq path expressions.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub jq_path_expressions: Vec<String>,
+    /// Field managers whose fields are ignored.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub managed_fields_managers: Vec<String>,
+}
+
+impl From<&IgnoreDifference> for crate::diff::IgnoreDifferences {
+    fn from(rule: &IgnoreDifference) -> Self {
+        Self {
+            group: rule.group.clone(),
+            kind: rule.kind.clone(),
+            name: rule.name.clone(),
+            namespace: rule.namespace.clone(),
+            json_pointers: rule.json_pointers.clone(),
+            jq_path_expressions: rule.jq_path_expressions.clone(),
+            managed_fields_managers: rule.managed_fields_managers.clone(),
+        }
+    }
+}
+
+/// What the controller last saw and did.
+#[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct ApplicationStatus {
+    /// Sync status of the last comparison.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sync: Option<SyncInfo>,
+    /// Health of the application's resources.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub health: Option<HealthInfo>,
+    /// Problems a person can act on (`ComparisonError`, `PolicyBlocked`, …).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub conditions: Vec<Condition>,
+    /// The last or current sync operation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub operation_state: Option<OperationState>,
+    /// Per resource: sync and health.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub resources: Vec<ResourceStatus>,
+    /// Findings of the last policy evaluation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub policy: Option<PolicyStatus>,
+    /// The last synced revisions, newest last (for rollback).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub history: Vec<HistoryEntry>,
+    /// When the application was last reconciled (RFC 3339).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reconciled_at: Option<String>,
+    /// The generation of the spec the status describes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_generation: Option<i64>,
+}
+
+/// Sync status.
+#[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct SyncInfo {
+    /// `Synced`, `OutOfSync` or `Unknown`.
+    pub status: String,
+    /// The commit compared.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub revision: Option<String>,
+    /// The source and destination the comparison used.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compared_to: Option<ComparedTo>,
+}
+
+/// The inputs of a comparison.
+#[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq)]
+pub struct ComparedTo {
+    /// The source.
+    pub source: ApplicationSource,
+    /// The destination.
+    pub destination: Destination,
+}
+
+/// Health status.
+#[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq)]
+pub struct HealthInfo {
+    /// `Healthy`, `Progressing`, `Degraded`, `Suspended`, `Missing`, `Unknown`.
+    pub status: String,
+    /// Why, when not healthy.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+}
+
+/// A condition.
+#[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct Condition {
+    /// The condition type (`ComparisonError`, `SyncError`, `PolicyBlocked`,
+    /// `ProjectViolation`, `InvalidSpec`, …).
+    #[serde(rename = "type")]
+    pub type_: String,
+    /// `True`, `False` or `Unknown`.
+    pub status: String,
+    /// A machine-readable reason.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// What happened and what to do.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    /// When it last changed (RFC 3339).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_transition_time: Option<String>,
+}
+
+/// A sync operation.
+#[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct OperationState {
+    /// `Running`, `Succeeded`, `Failed`.
+    pub phase: String,
+    /// One line for people.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    /// The revision synced.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub revision: Option<String>,
+    /// Per-resource results.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub resources: Vec<ResourceResult>,
+    /// When it started (RFC 3339).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started_at: Option<String>,
+    /// When it finished (RFC 3339).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub finished_at: Option<String>,
+}
+
+/// What a sync did to one resource.
+#[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq)]
+pub struct ResourceResult {
+    /// API group.
+    #[serde(default)]
+    pub group: String,
+    /// Kind.
+    pub kind: String,
+    /// Namespace.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<String>,
+    /// Name.
+    pub name: String,
+    /// `Created`, `Configured`, `Unchanged`, `Pruned`, `Failed`, …
+    pub action: String,
+    /// Details (the API error).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+}
+
+/// Sync and health of one resource.
+#[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq)]
+pub struct ResourceStatus {
+    /// API group.
+    #[serde(default)]
+    pub group: String,
+    /// Kind.
+    pub kind: String,
+    /// Namespace.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<String>,
+    /// Name.
+    pub name: String,
+    /// `Synced`, `OutOfSync`, `Missing`, `Extraneous`.
+    pub status: String,
+    /// Its health, when assessed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub health: Option<String>,
+}
+
+/// Findings of the policies.
+#[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq)]
+pub struct PolicyStatus {
+    /// True when an enforced policy blocked the sync.
+    #[serde(default)]
+    pub blocked: bool,
+    /// The findings.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub findings: Vec<PolicyFinding>,
+}
+
+/// One policy finding.
+#[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct PolicyFinding {
+    /// The policy.
+    pub policy: String,
+    /// Its mode.
+    pub mode: String,
+    /// `error`, `warning` or `info`.
+    pub severity: String,
+    /// The object, as `Kind/namespace/name`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub object: Option<String>,
+    /// The field, when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub field_path: Option<String>,
+    /// What is wrong.
+    pub message: String,
+}
+
+/// One synced revision.
+#[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct HistoryEntry {
+    /// A sequence number.
+    pub id: i64,
+    /// The commit.
+    pub revision: String,
+    /// When it was synced (RFC 3339).
+    pub deployed_at: String,
+}
+
+/// What the applications of a project may use.
+#[derive(CustomResource, Clone, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq)]
+#[kube(
+    group = "kiln.dev",
+    version = "v1alpha1",
+    kind = "AppProject",
+    namespaced,
+    shortname = "appproj",
+    shortname = "appprojs",
+    category = "kiln"
+)]
+#[serde(rename_all = "camelCase")]
+pub struct AppProjectSpec {
+    /// Allowed repository URLs (globs; `*` allows all).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub source_repos: Vec<String>,
+    /// Allowed destinations.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub destinations: Vec<ProjectDestination>,
+    /// Cluster-scoped kinds allowed (empty: none).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cluster_resource_whitelist: Vec<GroupKind>,
+    /// Cluster-scoped kinds refused.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cluster_resource_blacklist: Vec<GroupKind>,
+    /// Namespaced kinds allowed (empty: all).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub namespace_resource_whitelist: Vec<GroupKind>,
+    /// Namespaced kinds refused.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub namespace_resource_blacklist: Vec<GroupKind>,
+    /// Plugins (by name) applications may use; empty: all.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub plugins: Vec<String>,
+    /// Policies every application of the project gets and cannot switch off.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub policies: Vec<PolicyUse>,
+}
+
+/// A destination pattern.
+#[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq)]
+pub struct ProjectDestination {
+    /// Server URL glob.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server: Option<String>,
+    /// Cluster name glob.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// Namespace glob.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<String>,
+}
+
+/// A group and kind (`*` matches any).
+#[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq)]
+pub struct GroupKind {
+    /// API group ("" for core).
+    #[serde(default)]
+    pub group: String,
+    /// Kind.
+    pub kind: String,
+}
+
+/// An operator-curated plugin: the only plugins applications can name.
+#[derive(CustomResource, Clone, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq)]
+#[kube(
+    group = "kiln.dev",
+    version = "v1alpha1",
+    kind = "Plugin",
+    namespaced,
+    shortname = "kplugin",
+    category = "kiln",
+    printcolumn = r#"{"name":"Kind","type":"string","jsonPath":".spec.kind"}"#,
+    printcolumn = r#"{"name":"Ref","type":"string","jsonPath":".spec.ref"}"#
+)]
+#[serde(rename_all = "camelCase")]
+pub struct PluginSpec {
+    /// `renderer` or `policy`.
+    pub kind: PluginKind,
+    /// The component: a file path inside the controller's image or volume
+    /// (`oci://` and `https://` references with signature rules are part of
+    /// the signing work and refused with a clear error until then).
+    #[serde(rename = "ref")]
+    pub reference: String,
+    /// Per-call limits (defaults: the controller's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limits: Option<PluginLimits>,
+    /// Default parameters (renderers) or settings (policies).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub defaults: BTreeMap<String, String>,
+}
+
+/// The two plugin worlds.
+#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum PluginKind {
+    /// Produces manifests.
+    #[default]
+    Renderer,
+    /// Reviews them.
+    Policy,
+}
+
+/// Limits of one plugin call.
+#[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct PluginLimits {
+    /// Memory cap, e.g. `256Mi`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory: Option<String>,
+    /// CPU deadline, e.g. `10s`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout: Option<String>,
+    /// Output cap, e.g. `32Mi`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_size: Option<String>,
+}
+
+/// The CustomResourceDefinitions, as YAML documents in a stable order
+/// (`kiln crds`, `deploy/crds/`).
+pub fn crds() -> Vec<(String, String)> {
+    [Application::crd(), AppProject::crd(), Plugin::crd()]
+        .into_iter()
+        .map(|crd| {
+            let name = crd.metadata.name.clone().unwrap_or_default();
+            // A CRD always serializes.
+            (name, serde_yaml::to_string(&crd).unwrap_or_default())
+        })
+        .collect()
+}
