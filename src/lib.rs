@@ -8,6 +8,7 @@
 pub mod api;
 pub mod artifact;
 pub mod cluster;
+pub mod controller;
 pub mod devcluster;
 pub mod diff;
 pub mod digest;
@@ -19,3 +20,4 @@ pub mod render;
 pub mod source;
 pub mod sync;
 pub mod trust;
+pub mod units;

@@ -191,12 +191,7 @@ pub struct Store {
     changed: Notify,
 }
 
-/// The current time as the API server writes it.
-pub fn now() -> String {
-    jiff::Timestamp::now()
-        .strftime("%Y-%m-%dT%H:%M:%SZ")
-        .to_string()
-}
+pub use crate::units::now;
 
 fn meta<'a>(object: &'a Value, field: &str) -> Option<&'a str> {
     object.get("metadata")?.get(field)?.as_str()

@@ -1,0 +1,41 @@
+//! The Application controller: keeps clusters equal to Git, continuously.
+//!
+//! [`reconcile`] does one pass for one Application; [`run`] drives it for
+//! every Application with kube-runtime's controller: on a timer with jitter,
+//! when an Application changes, and when one is annotated
+//! `kiln.dev/refresh`.
+
+pub mod project;
+pub mod reconcile;
+
+use std::sync::Arc;
+
+use futures_util::StreamExt as _;
+use kube::api::Api;
+use kube::runtime::controller::{Action, Controller};
+use kube::runtime::watcher;
+
+use crate::api::Application;
+pub use reconcile::{Context, ControllerConfig, ReconcileError, reconcile};
+
+fn error_policy(app: Arc<Application>, error: &ReconcileError, _ctx: Arc<Context>) -> Action {
+    tracing::warn!(app = app.metadata.name.as_deref().unwrap_or_default(), error = %error, "reconcile failed; retrying in 10s");
+    Action::requeue(std::time::Duration::from_secs(10))
+}
+
+/// Runs the controller until `shutdown` resolves.
+pub async fn run(
+    ctx: Arc<Context>,
+    shutdown: impl std::future::Future<Output = ()> + Send + Sync + 'static,
+) {
+    let apps: Api<Application> = Api::namespaced(ctx.client.clone(), &ctx.config.namespace);
+    Controller::new(apps, watcher::Config::default())
+        .graceful_shutdown_on(shutdown)
+        .run(reconcile, error_policy, ctx)
+        .for_each(|result| async move {
+            if let Err(error) = result {
+                tracing::debug!(%error, "controller event");
+            }
+        })
+        .await;
+}

@@ -1,0 +1,250 @@
+//! Project rules, enforced before anything is rendered or applied: which
+//! repositories, destinations, kinds and plugins an application may use,
+//! and which policies it gets whether it wants them or not.
+
+use globset::{Glob, GlobMatcher};
+
+use crate::api::{AppProjectSpec, Application, GroupKind, PolicyUse};
+use crate::manifest::ObjectKey;
+
+/// A rule an application broke; the message names the rule.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("project {project}: {message}")]
+pub struct Violation {
+    /// The project.
+    pub project: String,
+    /// Which rule, and what broke it.
+    pub message: String,
+}
+
+/// The project that allows everything (Argo CD's `default`), used when no
+/// AppProject named `default` exists.
+pub fn permissive() -> AppProjectSpec {
+    let any = GroupKind {
+        group: "*".into(),
+        kind: "*".into(),
+    };
+    AppProjectSpec {
+        source_repos: vec!["*".into()],
+        destinations: vec![crate::api::ProjectDestination {
+            server: Some("*".into()),
+            name: Some("*".into()),
+            namespace: Some("*".into()),
+        }],
+        cluster_resource_whitelist: vec![any],
+        ..AppProjectSpec::default()
+    }
+}
+
+fn glob(pattern: &str) -> Option<GlobMatcher> {
+    Glob::new(pattern).ok().map(|g| g.compile_matcher())
+}
+
+fn matches(pattern: &str, value: &str) -> bool {
+    pattern == "*" || pattern == value || glob(pattern).is_some_and(|g| g.is_match(value))
+}
+
+fn kind_listed(list: &[GroupKind], key: &ObjectKey) -> bool {
+    list.iter()
+        .any(|gk| matches(&gk.group, &key.group) && matches(&gk.kind, &key.kind))
+}
+
+/// A project, checked against.
+#[derive(Clone, Debug)]
+pub struct Project {
+    name: String,
+    spec: AppProjectSpec,
+}
+
+impl Project {
+    /// A project by name and spec.
+    pub fn new(name: impl Into<String>, spec: AppProjectSpec) -> Self {
+        Self {
+            name: name.into(),
+            spec,
+        }
+    }
+
+    fn violation(&self, message: String) -> Violation {
+        Violation {
+            project: self.name.clone(),
+            message,
+        }
+    }
+
+    /// Checks the application's source, destination and plugins.
+    pub fn admit(&self, app: &Application) -> Result<(), Violation> {
+        let repo = &app.spec.source.repo_url;
+        if !self.spec.source_repos.iter().any(|p| matches(p, repo)) {
+            return Err(self.violation(format!(
+                "repository {repo:?} is not in sourceRepos {:?}",
+                self.spec.source_repos
+            )));
+        }
+        let destination = &app.spec.destination;
+        let namespace = destination.namespace.as_deref().unwrap_or_default();
+        let allowed = self.spec.destinations.iter().any(|d| {
+            let server_ok = match (&d.server, &destination.server) {
+                (Some(pattern), Some(server)) => matches(pattern, server),
+                (_, None) => true,
+                (None, Some(_)) => false,
+            };
+            let name_ok = match (&d.name, &destination.name) {
+                (Some(pattern), Some(name)) => matches(pattern, name),
+                (_, None) => true,
+                (None, Some(_)) => false,
+            };
+            server_ok && name_ok && d.namespace.as_deref().is_none_or(|p| matches(p, namespace))
+        });
+        if !allowed {
+            return Err(self.violation(format!(
+                "destination namespace {namespace:?} is not allowed by its destinations"
+            )));
+        }
+        if !self.spec.plugins.is_empty() {
+            for plugin in app
+                .spec
+                .source
+                .plugins
+                .iter()
+                .map(|p| &p.name)
+                .chain(app.spec.policies.iter().map(|p| &p.name))
+            {
+                if !self.spec.plugins.iter().any(|p| matches(p, plugin)) {
+                    return Err(self.violation(format!(
+                        "plugin {plugin:?} is not in its plugins {:?}",
+                        self.spec.plugins
+                    )));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Checks one rendered object's kind.
+    pub fn admit_object(&self, key: &ObjectKey, namespaced: bool) -> Result<(), Violation> {
+        let spec = &self.spec;
+        let refused = if namespaced {
+            kind_listed(&spec.namespace_resource_blacklist, key)
+                || (!spec.namespace_resource_whitelist.is_empty()
+                    && !kind_listed(&spec.namespace_resource_whitelist, key))
+        } else {
+            kind_listed(&spec.cluster_resource_blacklist, key)
+                || !kind_listed(&spec.cluster_resource_whitelist, key)
+        };
+        if refused {
+            let scope = if namespaced {
+                "namespaced"
+            } else {
+                "cluster-scoped"
+            };
+            return Err(self.violation(format!(
+                "{scope} kind {}/{} of {key} is not allowed",
+                key.group, key.kind
+            )));
+        }
+        Ok(())
+    }
+
+    /// The project's mandatory policies.
+    pub fn policies(&self) -> &[PolicyUse] {
+        &self.spec.policies
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn app(repo: &str, namespace: &str, plugins: &[&str]) -> Application {
+        serde_json::from_value(json!({"apiVersion": "kiln.dev/v1alpha1", "kind": "Application", "metadata": {"name": "a"},
+            "spec": {"source": {"repoURL": repo, "plugins": plugins.iter().map(|p| json!({"name": p})).collect::<Vec<_>>()},
+                "destination": {"namespace": namespace}}}))
+        .unwrap()
+    }
+
+    fn team() -> Project {
+        Project::new(
+            "team",
+            serde_json::from_value(json!({"sourceRepos": ["https://git.example.com/team/*"],
+                "destinations": [{"namespace": "team-*"}], "plugins": ["values"],
+                "namespaceResourceBlacklist": [{"group": "", "kind": "Secret"}],
+                "clusterResourceWhitelist": [{"group": "", "kind": "Namespace"}]}))
+            .unwrap(),
+        )
+    }
+
+    #[test]
+    fn repositories_destinations_and_plugins() {
+        let project = team();
+        assert!(
+            project
+                .admit(&app(
+                    "https://git.example.com/team/apps",
+                    "team-a",
+                    &["values"]
+                ))
+                .is_ok()
+        );
+        let error = project
+            .admit(&app("https://evil.example.com/x", "team-a", &[]))
+            .unwrap_err();
+        assert!(error.to_string().contains("sourceRepos"), "{error}");
+        assert!(
+            project
+                .admit(&app(
+                    "https://git.example.com/team/apps",
+                    "kube-system",
+                    &[]
+                ))
+                .is_err()
+        );
+        let error = project
+            .admit(&app(
+                "https://git.example.com/team/apps",
+                "team-a",
+                &["kustomize"],
+            ))
+            .unwrap_err();
+        assert!(error.to_string().contains("\"kustomize\""), "{error}");
+        assert!(
+            permissive_project()
+                .admit(&app("anything", "anywhere", &["x"]))
+                .is_ok()
+        );
+    }
+
+    fn permissive_project() -> Project {
+        Project::new("default", permissive())
+    }
+
+    #[test]
+    fn kinds() {
+        let project = team();
+        let key = |group: &str, kind: &str| ObjectKey {
+            group: group.into(),
+            kind: kind.into(),
+            namespace: None,
+            name: "x".into(),
+        };
+        assert!(project.admit_object(&key("", "ConfigMap"), true).is_ok());
+        assert!(project.admit_object(&key("", "Secret"), true).is_err());
+        assert!(project.admit_object(&key("", "Namespace"), false).is_ok());
+        let error = project
+            .admit_object(&key("rbac.authorization.k8s.io", "ClusterRole"), false)
+            .unwrap_err();
+        assert!(
+            error
+                .to_string()
+                .contains("cluster-scoped kind rbac.authorization.k8s.io/ClusterRole"),
+            "{error}"
+        );
+        assert!(
+            permissive_project()
+                .admit_object(&key("rbac.authorization.k8s.io", "ClusterRole"), false)
+                .is_ok()
+        );
+    }
+}

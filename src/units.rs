@@ -1,0 +1,62 @@
+//! Units people write in flags and specs: durations (`10s`, `500ms`, `2m`)
+//! and sizes (`256Mi`, `1G`).
+
+use std::time::Duration;
+
+/// `10s`, `500ms`, `2m`, or a bare number of seconds.
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    let (number, unit) = split_unit(text);
+    let value: f64 = number
+        .parse()
+        .map_err(|_| format!("`{text}` is not a duration such as 10s or 500ms"))?;
+    let seconds = match unit {
+        "ms" => value / 1000.0,
+        "" | "s" => value,
+        "m" => value * 60.0,
+        _ => return Err(format!("`{text}`: unknown unit `{unit}` (ms, s, m)")),
+    };
+    if !(seconds.is_finite() && seconds > 0.0) {
+        return Err(format!("`{text}` must be a positive duration"));
+    }
+    Ok(Duration::from_secs_f64(seconds))
+}
+
+/// `256Mi`, `1Gi`, `64Ki`, `1000000` (bytes), also `M`/`G`/`K` (powers of 10).
+pub fn parse_size(text: &str) -> Result<u64, String> {
+    let (number, unit) = split_unit(text);
+    let value: u64 = number
+        .parse()
+        .map_err(|_| format!("`{text}` is not a size such as 256Mi"))?;
+    let factor: u64 = match unit {
+        "" => 1,
+        "Ki" => 1 << 10,
+        "Mi" => 1 << 20,
+        "Gi" => 1 << 30,
+        "K" | "k" => 1_000,
+        "M" => 1_000_000,
+        "G" => 1_000_000_000,
+        _ => {
+            return Err(format!(
+                "`{text}`: unknown unit `{unit}` (Ki, Mi, Gi, K, M, G)"
+            ));
+        }
+    };
+    value
+        .checked_mul(factor)
+        .filter(|v| *v > 0)
+        .ok_or_else(|| format!("`{text}` must be a positive size"))
+}
+
+fn split_unit(text: &str) -> (&str, &str) {
+    let at = text
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(text.len());
+    text.split_at(at)
+}
+
+/// The current time as Kubernetes writes it (RFC 3339, seconds, UTC).
+pub fn now() -> String {
+    jiff::Timestamp::now()
+        .strftime("%Y-%m-%dT%H:%M:%SZ")
+        .to_string()
+}

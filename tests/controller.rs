@@ -1,0 +1,286 @@
+//! The Application controller end to end: a real `git daemon`, the dev
+//! cluster, the controller running in-process. Given/When/Then.
+
+mod support;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use kiln::api::Application;
+use kiln::controller::{self, Context, ControllerConfig};
+use kiln::devcluster::Config;
+use kiln::plugin::{HostConfig, PluginHost};
+use kiln::source::git::{GitConfig, GitSource, NoCredentials};
+use kube::api::{Api, PostParams};
+use serde_json::{Value, json};
+use support::cluster::Cluster;
+use support::git::{Fixture, GitDaemon};
+
+struct World {
+    cluster: Cluster,
+    _daemon: GitDaemon,
+    repo: Fixture,
+    url: String,
+    _dir: tempfile::TempDir,
+    stop: tokio::sync::oneshot::Sender<()>,
+}
+
+const CONFIGMAP: &str =
+    "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\ndata:\n  color: blue\n";
+
+async fn world() -> World {
+    let cluster = Cluster::with(Config {
+        simulate_readiness: Some(Duration::from_millis(20)),
+        ..Config::default()
+    })
+    .await;
+    for (_, yaml) in kiln::api::crds() {
+        cluster
+            .apply(
+                "customresourcedefinitions",
+                serde_yaml::from_str(&yaml).unwrap(),
+                "kiln",
+                false,
+            )
+            .await
+            .unwrap();
+    }
+    for ns in ["kiln", "guestbook"] {
+        cluster
+            .apply(
+                "namespaces",
+                json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}),
+                "test",
+                false,
+            )
+            .await
+            .unwrap();
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let repo = Fixture::new(dir.path(), "apps");
+    repo.commit(
+        "first",
+        &[
+            ("guestbook/settings.yaml", CONFIGMAP),
+            ("README.md", "apps\n"),
+        ],
+    );
+    repo.publish();
+    let daemon = GitDaemon::start(dir.path());
+    let url = daemon.url("apps");
+    let mut git = GitConfig::new(dir.path().join("cache"));
+    git.lookup_ttl = Duration::ZERO;
+    let git = GitSource::new(git, Arc::new(NoCredentials)).unwrap();
+    let host = PluginHost::new(HostConfig::default()).unwrap();
+    let config = ControllerConfig {
+        resync: Duration::from_millis(300),
+        health_timeout: Duration::from_secs(10),
+        ..ControllerConfig::default()
+    };
+    let ctx = Arc::new(Context::new(cluster.client.clone(), git, host, config));
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    tokio::spawn(controller::run(ctx, async move {
+        let _ = stopped.await;
+    }));
+    World {
+        cluster,
+        _daemon: daemon,
+        repo,
+        url,
+        _dir: dir,
+        stop,
+    }
+}
+
+fn application(name: &str, url: &str, project: &str) -> Application {
+    serde_json::from_value(
+        json!({"apiVersion": "kiln.dev/v1alpha1", "kind": "Application",
+        "metadata": {"name": name, "namespace": "kiln"},
+        "spec": {"project": project, "source": {"repoURL": url, "path": "guestbook"},
+            "destination": {"namespace": "guestbook"},
+            "syncPolicy": {"automated": {"prune": true, "selfHeal": true}}}}),
+    )
+    .unwrap()
+}
+
+/// Polls `check` until it returns Some, for up to 20 s.
+async fn eventually<T>(what: &str, mut check: impl AsyncFnMut() -> Option<T>) -> T {
+    for _ in 0..200 {
+        if let Some(value) = check().await {
+            return value;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("timed out waiting for {what}");
+}
+
+async fn live_configmap(cluster: &Cluster, name: &str) -> Option<Value> {
+    cluster
+        .get("v1", "ConfigMap", "configmaps", Some("guestbook"), name)
+        .await
+        .ok()
+}
+
+async fn app_status(cluster: &Cluster, name: &str) -> Value {
+    cluster
+        .get(
+            "kiln.dev/v1alpha1",
+            "Application",
+            "applications",
+            Some("kiln"),
+            name,
+        )
+        .await
+        .unwrap()["status"]
+        .clone()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pushed_commit_is_synced_and_drift_is_reverted() {
+    let w = world().await;
+    let apps: Api<Application> = Api::namespaced(w.cluster.client.clone(), "kiln");
+    // Given an automated application.
+    apps.create(
+        &PostParams::default(),
+        &application("guestbook", &w.url, "default"),
+    )
+    .await
+    .unwrap();
+    // Then its manifests are applied and its status says so.
+    let live = eventually("the ConfigMap", async || {
+        live_configmap(&w.cluster, "settings").await
+    })
+    .await;
+    assert_eq!(live["data"]["color"], "blue");
+    let first = w.repo.rev_parse("HEAD");
+    let status = eventually("Synced", async || {
+        let status = app_status(&w.cluster, "guestbook").await;
+        (status["sync"]["status"] == "Synced" && status["health"]["status"] == "Healthy")
+            .then_some(status)
+    })
+    .await;
+    assert_eq!(status["sync"]["revision"], first.as_str());
+    assert_eq!(status["history"][0]["revision"], first.as_str());
+
+    // When a commit changes the manifest, then it is synced within a refresh.
+    w.repo.commit(
+        "green",
+        &[(
+            "guestbook/settings.yaml",
+            &CONFIGMAP.replace("blue", "green"),
+        )],
+    );
+    w.repo.publish();
+    eventually("the new color", async || {
+        live_configmap(&w.cluster, "settings")
+            .await
+            .filter(|cm| cm["data"]["color"] == "green")
+    })
+    .await;
+
+    // When someone edits the live object, then self-heal reverts it.
+    let cms = w
+        .cluster
+        .api("v1", "ConfigMap", "configmaps", Some("guestbook"));
+    let edit = kube::api::PatchParams {
+        field_manager: Some("kubectl-edit".into()),
+        ..Default::default()
+    };
+    cms.patch(
+        "settings",
+        &edit,
+        &kube::api::Patch::Merge(json!({"data": {"color": "red"}})),
+    )
+    .await
+    .unwrap();
+    eventually("the edit reverted", async || {
+        live_configmap(&w.cluster, "settings")
+            .await
+            .filter(|cm| cm["data"]["color"] == "green")
+    })
+    .await;
+
+    // When a file is deleted from Git, then prune deletes the object.
+    w.repo.commit(
+        "more",
+        &[(
+            "guestbook/extra.yaml",
+            &CONFIGMAP.replace("settings", "extra"),
+        )],
+    );
+    w.repo.publish();
+    eventually("extra created", async || {
+        live_configmap(&w.cluster, "extra").await
+    })
+    .await;
+    w.repo.git(&["rm", "-q", "guestbook/extra.yaml"]);
+    w.repo.commit("less", &[]);
+    w.repo.publish();
+    eventually("extra pruned", async || {
+        live_configmap(&w.cluster, "extra")
+            .await
+            .is_none()
+            .then_some(())
+    })
+    .await;
+    let _ = w.stop.send(());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn project_rules_and_bad_specs_become_conditions_and_nothing_is_applied() {
+    let w = world().await;
+    let projects = w.cluster.api(
+        "kiln.dev/v1alpha1",
+        "AppProject",
+        "appprojects",
+        Some("kiln"),
+    );
+    projects
+        .create(&PostParams::default(), &serde_json::from_value(json!({"apiVersion": "kiln.dev/v1alpha1", "kind": "AppProject",
+            "metadata": {"name": "locked"}, "spec": {"sourceRepos": ["https://git.example.com/*"], "destinations": [{"namespace": "*"}]}})).unwrap())
+        .await
+        .unwrap();
+    let apps: Api<Application> = Api::namespaced(w.cluster.client.clone(), "kiln");
+    apps.create(
+        &PostParams::default(),
+        &application("locked-out", &w.url, "locked"),
+    )
+    .await
+    .unwrap();
+    apps.create(
+        &PostParams::default(),
+        &application("no-project", &w.url, "missing"),
+    )
+    .await
+    .unwrap();
+    let mut missing_repo = application("no-repo", "git://127.0.0.1:1/nothing.git", "default");
+    missing_repo.spec.source.path = "x".into();
+    apps.create(&PostParams::default(), &missing_repo)
+        .await
+        .unwrap();
+    for (app, kind, words) in [
+        ("locked-out", "ProjectViolation", "sourceRepos"),
+        ("no-project", "InvalidSpec", "\"missing\" does not exist"),
+        ("no-repo", "ComparisonError", "127.0.0.1:1"),
+    ] {
+        let status = eventually(kind, async || {
+            let status = app_status(&w.cluster, app).await;
+            status["conditions"]
+                .as_array()
+                .filter(|c| !c.is_empty())
+                .map(|_| status.clone())
+        })
+        .await;
+        let condition = &status["conditions"][0];
+        assert_eq!(condition["type"], kind, "{app}: {status}");
+        assert!(
+            condition["message"].as_str().unwrap().contains(words),
+            "{app}: {status}"
+        );
+    }
+    assert!(
+        live_configmap(&w.cluster, "settings").await.is_none(),
+        "nothing was applied"
+    );
+    let _ = w.stop.send(());
+}
