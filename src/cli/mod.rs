@@ -3,6 +3,7 @@
 
 mod args;
 mod cluster;
+mod controller;
 mod crds;
 mod dev_cluster;
 mod load;
@@ -50,6 +51,7 @@ enum Command {
     Diff(Box<cluster::DiffArgs>),
     Sync(Box<cluster::SyncArgs>),
     Crds(crds::CrdsArgs),
+    Controller(Box<controller::ControllerArgs>),
     #[command(subcommand)]
     Plugin(plugin::PluginCommand),
     #[command(subcommand)]
@@ -148,6 +150,7 @@ pub(crate) fn main() -> ExitCode {
                 cluster::sync(args, sub).await
             }
             Command::Crds(args) => crds::run(args),
+            Command::Controller(args) => controller::run(args).await,
             Command::Plugin(command) => plugin::run(command).await,
             Command::Source(command) => source::run(command).await,
             Command::DevCluster(args) => dev_cluster::run(args).await,

@@ -1,0 +1,87 @@
+//! `kiln controller`: run the Application controller.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context as _;
+
+use kiln::controller::{self, Context, ControllerConfig};
+use kiln::source::git::{GitConfig, GitSource, NoCredentials};
+
+use super::args::parse_duration;
+use super::{HostArgs, default_cache_dir, exit};
+
+/// Run the Application controller: keep every Application of a namespace
+/// equal to what Git says.
+///
+/// Reconciles on a timer (with jitter), when an Application changes, and
+/// when one is annotated kiln.dev/refresh. Plugins and projects come from the
+/// Plugin and AppProject resources of the same namespace. Install the CRDs
+/// first (`kiln crds | kubectl apply --server-side -f -`).
+#[derive(Debug, clap::Args)]
+pub(crate) struct ControllerArgs {
+    /// Kubeconfig file. Default: $KUBECONFIG, ~/.kube/config, in-cluster.
+    #[arg(long, value_name = "FILE")]
+    kubeconfig: Option<PathBuf>,
+
+    /// Kubeconfig context.
+    #[arg(long, value_name = "NAME")]
+    context: Option<String>,
+
+    /// The namespace of Applications, AppProjects and Plugins.
+    #[arg(long, default_value = "kiln")]
+    namespace: String,
+
+    /// How often every Application is reconciled (plus up to 10% jitter).
+    #[arg(long, value_name = "DURATION", default_value = "180s", value_parser = parse_duration)]
+    resync: Duration,
+
+    /// How long a sync waits for a wave to become healthy.
+    #[arg(long, value_name = "DURATION", default_value = "5m", value_parser = parse_duration)]
+    health_timeout: Duration,
+
+    /// Directory of the Git cache. Default: ~/.cache/kiln/repos.
+    #[arg(long, value_name = "DIR")]
+    git_cache: Option<PathBuf>,
+
+    #[command(flatten)]
+    host: HostArgs,
+}
+
+pub(crate) async fn run(args: &ControllerArgs) -> anyhow::Result<u8> {
+    let cluster =
+        kiln::cluster::Cluster::connect(args.kubeconfig.as_deref(), args.context.as_deref())
+            .await?;
+    let cache = match &args.git_cache {
+        Some(dir) => dir.clone(),
+        None => default_cache_dir()
+            .context("no cache directory: set --git-cache or HOME")?
+            .join("repos"),
+    };
+    // Repository credentials from Secrets come with the rest of the
+    // controller's configuration; public and local repositories work now.
+    let git = GitSource::new(GitConfig::new(cache), Arc::new(NoCredentials))?;
+    let config = ControllerConfig {
+        namespace: args.namespace.clone(),
+        resync: args.resync,
+        health_timeout: args.health_timeout,
+        ..ControllerConfig::default()
+    };
+    let ctx = Arc::new(Context::new(
+        cluster.client().clone(),
+        git,
+        args.host.host()?,
+        config,
+    ));
+    tracing::info!(namespace = %args.namespace, "controller starting");
+    eprintln!(
+        "kiln controller watching Applications in namespace {} (Ctrl-C stops)",
+        args.namespace
+    );
+    controller::run(ctx, async {
+        let _ = tokio::signal::ctrl_c().await;
+    })
+    .await;
+    Ok(exit::OK)
+}
