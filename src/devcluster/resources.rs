@@ -36,6 +36,8 @@ pub struct ResourceType {
     pub openapi: Option<Arc<Value>>,
     /// For custom resources with a `scale` subresource: its definition.
     pub scale: Option<Value>,
+    /// For custom resources: `additionalPrinterColumns` (`kubectl get` columns).
+    pub printer_columns: Vec<Value>,
 }
 
 impl ResourceType {
@@ -294,6 +296,7 @@ pub fn builtins() -> Vec<Arc<ResourceType>> {
                 schema: Schema::builtin(b.group, b.kind),
                 openapi: None,
                 scale: None,
+                printer_columns: Vec::new(),
             })
         })
         .collect()
@@ -413,6 +416,11 @@ pub fn from_crd(crd: &Value) -> Result<Vec<Arc<ResourceType>>, CrdProblems> {
                 schema: Schema::Custom(openapi.clone()),
                 openapi: Some(openapi),
                 scale: version.pointer("/subresources/scale").cloned(),
+                printer_columns: version
+                    .get("additionalPrinterColumns")
+                    .and_then(Value::as_array)
+                    .cloned()
+                    .unwrap_or_default(),
             })
         })
         .collect())

@@ -917,31 +917,71 @@ fn table_if_asked(headers: &HeaderMap, rt: &ResourceType, value: Value, list: bo
     } else {
         vec![value.clone()]
     };
+    // A CRD's printer columns (priority 0 only, as kubectl shows by
+    // default), or Name and Age.
+    let columns: Vec<&Value> = rt
+        .printer_columns
+        .iter()
+        .filter(|c| c.get("priority").and_then(Value::as_i64).unwrap_or(0) == 0)
+        .collect();
+    let cell = |item: &Value, column: &Value| -> Value {
+        let path = column
+            .get("jsonPath")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let pointer = path.trim_start_matches('.').replace('.', "/");
+        let value = item
+            .pointer(&format!("/{pointer}"))
+            .cloned()
+            .unwrap_or(Value::Null);
+        match (column.get("type").and_then(Value::as_str), value.as_str()) {
+            (Some("date"), Some(time)) => Value::String(age(time)),
+            _ => value,
+        }
+    };
     let rows: Vec<Value> = items
         .into_iter()
         .map(|item| {
             let name = item.pointer("/metadata/name").cloned().unwrap_or_default();
-            let created = item
-                .pointer("/metadata/creationTimestamp")
-                .and_then(Value::as_str)
-                .map(age)
-                .unwrap_or_default();
+            let mut cells = vec![name];
+            if columns.is_empty() {
+                let created = item
+                    .pointer("/metadata/creationTimestamp")
+                    .and_then(Value::as_str)
+                    .map(age)
+                    .unwrap_or_default();
+                cells.push(created.into());
+            } else {
+                cells.extend(columns.iter().map(|c| cell(&item, c)));
+            }
             let mut object = json!({"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": item["metadata"].clone()});
             if let Some(fields) = object["metadata"].as_object_mut() {
                 fields.remove("managedFields");
             }
-            json!({"cells": [name, created], "object": object})
+            json!({"cells": cells, "object": object})
         })
         .collect();
-    let _ = rt;
+    let mut definitions = vec![
+        json!({"name": "Name", "type": "string", "format": "name", "description": "Name must be unique within a namespace.", "priority": 0}),
+    ];
+    if columns.is_empty() {
+        definitions.push(json!({"name": "Age", "type": "date", "format": "", "description": "CreationTimestamp is a timestamp representing the server time when this object was created.", "priority": 0}));
+    } else {
+        definitions.extend(columns.iter().map(|c| {
+            json!({
+                "name": c.get("name").cloned().unwrap_or_default(),
+                "type": c.get("type").cloned().unwrap_or_else(|| "string".into()),
+                "format": c.get("format").cloned().unwrap_or_else(|| "".into()),
+                "description": c.get("description").cloned().unwrap_or_else(|| "".into()),
+                "priority": 0,
+            })
+        }));
+    }
     json!({
         "kind": "Table",
         "apiVersion": "meta.k8s.io/v1",
         "metadata": {"resourceVersion": value.pointer("/metadata/resourceVersion").cloned().unwrap_or_default()},
-        "columnDefinitions": [
-            {"name": "Name", "type": "string", "format": "name", "description": "Name must be unique within a namespace.", "priority": 0},
-            {"name": "Age", "type": "date", "format": "", "description": "CreationTimestamp is a timestamp representing the server time when this object was created.", "priority": 0},
-        ],
+        "columnDefinitions": definitions,
         "rows": rows,
     })
 }
