@@ -480,3 +480,64 @@ spec:
     );
     assert!(k.ok(&["get", "widgets"]).contains("w "));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_create_generators_that_send_protobuf() {
+    let k = Kubectl::start().await;
+    k.ok(&["create", "namespace", "team-a"]);
+    k.ok(&[
+        "-n",
+        "team-a",
+        "create",
+        "configmap",
+        "settings",
+        "--from-literal=color=blue",
+    ]);
+    k.ok(&[
+        "-n",
+        "team-a",
+        "create",
+        "secret",
+        "generic",
+        "db",
+        "--from-literal=password=hunter2",
+    ]);
+    k.ok(&["-n", "team-a", "create", "serviceaccount", "robot"]);
+    assert_eq!(
+        k.ok(&[
+            "-n",
+            "team-a",
+            "get",
+            "cm",
+            "settings",
+            "-o",
+            "jsonpath={.data.color}"
+        ]),
+        "blue"
+    );
+    assert_eq!(
+        k.ok(&[
+            "-n",
+            "team-a",
+            "get",
+            "secret",
+            "db",
+            "-o",
+            "jsonpath={.data.password}"
+        ]),
+        "aHVudGVyMg=="
+    );
+    let deployment = k.run(&[
+        "-n",
+        "team-a",
+        "create",
+        "deployment",
+        "web",
+        "--image=nginx",
+    ]);
+    assert!(!deployment.status.success());
+    assert!(
+        String::from_utf8_lossy(&deployment.stderr).contains("send JSON or YAML"),
+        "a clear 415"
+    );
+}

@@ -26,6 +26,7 @@ mod defaults;
 mod fields;
 mod managed;
 mod merge;
+mod protobuf;
 mod readiness;
 mod resources;
 mod schema;

@@ -688,6 +688,15 @@ fn decode_object(body: &[u8], kind: &str) -> Result<Value> {
     let value: Value = match kind {
         "application/json" | "" => serde_json::from_slice(body)
             .map_err(|e| ApiError::bad_request(format!("error decoding JSON body: {e}")))?,
+        "application/vnd.kubernetes.protobuf" => {
+            super::protobuf::decode(body).map_err(|message| {
+                if message.contains("send JSON") {
+                    ApiError::unsupported(message)
+                } else {
+                    ApiError::bad_request(format!("error decoding protobuf body: {message}"))
+                }
+            })?
+        }
         "application/yaml" | "application/apply-patch+yaml" => serde_yaml::from_slice(body)
             .map_err(|e| ApiError::bad_request(format!("error decoding YAML body: {e}")))?,
         other => return Err(ApiError::unsupported_media_type(other)),

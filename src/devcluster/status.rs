@@ -198,6 +198,11 @@ impl ApiError {
         )
     }
 
+    /// 415 with a message of its own.
+    pub fn unsupported(message: impl Into<String>) -> Self {
+        Self::new(415, "UnsupportedMediaType", message)
+    }
+
     /// 500: something the server could not do.
     pub fn internal(message: impl Into<String>) -> Self {
         Self::new(500, "InternalError", message)
