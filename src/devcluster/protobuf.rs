@@ -123,10 +123,14 @@ fn object_meta(bytes: &[u8]) -> Result<Value, String> {
             11 => insert_map(&mut meta, "labels", b, false)?,
             12 => insert_map(&mut meta, "annotations", b, false)?,
             14 => {
-                meta.entry("finalizers")
+                let finalizer = Value::String(text(b)?);
+                if let Some(list) = meta
+                    .entry("finalizers")
                     .or_insert_with(|| json!([]))
                     .as_array_mut()
-                    .map(|f| f.push(Value::String(text(b).unwrap_or_default())));
+                {
+                    list.push(finalizer);
+                }
             }
             _ => {}
         }
@@ -189,11 +193,13 @@ pub fn decode(body: &[u8]) -> Result<Value, String> {
             }
             ("ServiceAccount", 3, Field::Bytes(b)) => {
                 let (name, _) = map_entry(b, false)?;
-                object
+                if let Some(list) = object
                     .entry("imagePullSecrets")
                     .or_insert_with(|| json!([]))
                     .as_array_mut()
-                    .map(|list| list.push(json!({"name": name})));
+                {
+                    list.push(json!({"name": name}));
+                }
             }
             ("ServiceAccount", 4, Field::Varint(v)) => {
                 object.insert("automountServiceAccountToken".into(), (v != 0).into());
