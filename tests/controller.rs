@@ -284,3 +284,53 @@ async fn project_rules_and_bad_specs_become_conditions_and_nothing_is_applied() 
     );
     let _ = w.stop.send(());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn app_of_apps_creates_children_and_the_finalizer_cascades() {
+    let w = world().await;
+    // Given a root application whose directory holds a child Application.
+    let child = format!(
+        "apiVersion: kiln.dev/v1alpha1\nkind: Application\nmetadata:\n  name: child\n  namespace: kiln\n  finalizers: [resources-finalizer.kiln.dev]\nspec:\n  source: {{repoURL: \"{}\", path: guestbook}}\n  destination: {{namespace: guestbook}}\n  syncPolicy: {{automated: {{prune: true}}}}\n",
+        w.url
+    );
+    w.repo.commit("apps", &[("apps/child.yaml", &child)]);
+    w.repo.publish();
+    let mut root = application("root", &w.url, "default");
+    root.spec.source.path = "apps".into();
+    root.spec.destination.namespace = Some("kiln".into());
+    let apps: Api<Application> = Api::namespaced(w.cluster.client.clone(), "kiln");
+    apps.create(&PostParams::default(), &root).await.unwrap();
+    // Then the child is created, and syncs its own source.
+    eventually("the child's ConfigMap", async || {
+        live_configmap(&w.cluster, "settings").await
+    })
+    .await;
+    eventually("the child Synced", async || {
+        (app_status(&w.cluster, "child").await["sync"]["status"] == "Synced").then_some(())
+    })
+    .await;
+
+    // When the child leaves Git, then (prune) it is deleted, and its
+    // finalizer deletes its resources first.
+    w.repo.git(&["rm", "-q", "apps/child.yaml"]);
+    w.repo.commit(
+        "no more child",
+        &[(
+            "apps/placeholder.yaml",
+            "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: placeholder}\n",
+        )],
+    );
+    w.repo.publish();
+    eventually("the child deleted", async || {
+        apps.get_opt("child").await.unwrap().is_none().then_some(())
+    })
+    .await;
+    eventually("its ConfigMap deleted", async || {
+        live_configmap(&w.cluster, "settings")
+            .await
+            .is_none()
+            .then_some(())
+    })
+    .await;
+    let _ = w.stop.send(());
+}

@@ -153,6 +153,9 @@ pub async fn reconcile(app: Arc<Application>, ctx: Arc<Context>) -> Result<Actio
         .unwrap_or_else(|| ctx.config.namespace.clone());
     let span = tracing::info_span!("reconcile", app = %name, revision = tracing::field::Empty);
     let apps: Api<Application> = Api::namespaced(ctx.client.clone(), &namespace);
+    if app.metadata.deletion_timestamp.is_some() {
+        return tracing::Instrument::instrument(finalize(&app, &ctx, &apps), span).await;
+    }
     let mut status = app.status.clone().unwrap_or_default();
     status.conditions.clear();
     let outcome =
@@ -184,6 +187,60 @@ pub async fn reconcile(app: Arc<Application>, ctx: Arc<Context>) -> Result<Actio
         source,
     })?;
     Ok(requeue(&ctx.config))
+}
+
+/// An Application being deleted: with the resources finalizer, its tracked
+/// resources are deleted first (cascade); then the finalizer goes.
+async fn finalize(
+    app: &Application,
+    ctx: &Context,
+    apps: &Api<Application>,
+) -> Result<Action, ReconcileError> {
+    let name = app.metadata.name.clone().unwrap_or_default();
+    let finalizers = app.metadata.finalizers.clone().unwrap_or_default();
+    if !finalizers
+        .iter()
+        .any(|f| f == crate::api::RESOURCES_FINALIZER)
+    {
+        return Ok(Action::await_change());
+    }
+    let options = SyncOptions {
+        prune: true,
+        manager: ctx.config.manager.clone(),
+        ..SyncOptions::default()
+    };
+    let target = SyncApp {
+        name: name.clone(),
+        namespace: app.spec.destination.namespace.clone(),
+    };
+    match Engine::new(&ctx.cluster, target, options)
+        .sync(Vec::new())
+        .await
+    {
+        Ok(result) if result.outcome == Outcome::Succeeded => {
+            tracing::info!(
+                pruned = result.count(SyncAction::Pruned),
+                "deleted the application's resources"
+            );
+        }
+        Ok(result) => {
+            tracing::warn!(message = %result.message, "could not delete every resource; retrying");
+            return Ok(Action::requeue(Duration::from_secs(5)));
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, "could not delete the application's resources; retrying");
+            return Ok(Action::requeue(Duration::from_secs(5)));
+        }
+    }
+    let remaining: Vec<String> = finalizers
+        .into_iter()
+        .filter(|f| f != crate::api::RESOURCES_FINALIZER)
+        .collect();
+    let patch = json!({"metadata": {"finalizers": remaining, "resourceVersion": app.metadata.resource_version}});
+    apps.patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .map_err(|source| ReconcileError { app: name, source })?;
+    Ok(Action::await_change())
 }
 
 /// The work; `Err` is the condition to record.
