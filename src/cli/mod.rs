@@ -1,6 +1,7 @@
 //! Command-line interface. Parsing, output and exit codes live here; the
 //! work is done by the library.
 
+mod app;
 mod args;
 mod cluster;
 mod controller;
@@ -52,6 +53,8 @@ enum Command {
     Sync(Box<cluster::SyncArgs>),
     Crds(crds::CrdsArgs),
     Controller(Box<controller::ControllerArgs>),
+    #[command(subcommand)]
+    App(app::AppCommand),
     #[command(subcommand)]
     Plugin(plugin::PluginCommand),
     #[command(subcommand)]
@@ -151,6 +154,7 @@ pub(crate) fn main() -> ExitCode {
             }
             Command::Crds(args) => crds::run(args),
             Command::Controller(args) => controller::run(args).await,
+            Command::App(command) => app::run(command).await,
             Command::Plugin(command) => plugin::run(command).await,
             Command::Source(command) => source::run(command).await,
             Command::DevCluster(args) => dev_cluster::run(args).await,
