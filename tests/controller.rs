@@ -23,12 +23,17 @@ struct World {
     url: String,
     _dir: tempfile::TempDir,
     stop: tokio::sync::oneshot::Sender<()>,
+    ctx: Arc<Context>,
 }
 
 const CONFIGMAP: &str =
     "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\ndata:\n  color: blue\n";
 
 async fn world() -> World {
+    world_with(Duration::from_millis(300)).await
+}
+
+async fn world_with(resync: Duration) -> World {
     let cluster = Cluster::with(Config {
         simulate_readiness: Some(Duration::from_millis(20)),
         ..Config::default()
@@ -73,13 +78,13 @@ async fn world() -> World {
     let git = GitSource::new(git, Arc::new(NoCredentials)).unwrap();
     let host = PluginHost::new(HostConfig::default()).unwrap();
     let config = ControllerConfig {
-        resync: Duration::from_millis(300),
+        resync,
         health_timeout: Duration::from_secs(10),
         ..ControllerConfig::default()
     };
     let ctx = Arc::new(Context::new(cluster.client.clone(), git, host, config));
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    tokio::spawn(controller::run(ctx, async move {
+    tokio::spawn(controller::run(ctx.clone(), async move {
         let _ = stopped.await;
     }));
     World {
@@ -89,6 +94,7 @@ async fn world() -> World {
         url,
         _dir: dir,
         stop,
+        ctx,
     }
 }
 
@@ -332,5 +338,111 @@ async fn app_of_apps_creates_children_and_the_finalizer_cascades() {
             .then_some(())
     })
     .await;
+    let _ = w.stop.send(());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_signed_push_webhook_refreshes_only_the_applications_it_touches() {
+    use hmac::Mac as _;
+    // Polling is slow here: only the webhook can make this fast.
+    let w = world_with(Duration::from_secs(3600)).await;
+    let state = Arc::new(controller::http::HttpState {
+        ctx: w.ctx.clone(),
+        webhook_secret: Some("s3cret".into()),
+        ready: std::sync::atomic::AtomicBool::new(true),
+    });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let endpoint = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, controller::http::router(state)).await });
+    let apps: Api<Application> = Api::namespaced(w.cluster.client.clone(), "kiln");
+    apps.create(
+        &PostParams::default(),
+        &application("guestbook", &w.url, "default"),
+    )
+    .await
+    .unwrap();
+    eventually("the first sync", async || {
+        live_configmap(&w.cluster, "settings").await
+    })
+    .await;
+
+    let http = reqwest::Client::new();
+    let deliver = |files: Vec<&str>, secret: &str| {
+        let body = json!({"ref": "refs/heads/main", "repository": {"clone_url": w.url},
+            "commits": [{"added": [], "modified": files, "removed": []}]})
+        .to_string();
+        let mut mac = hmac::Hmac::<sha2::Sha256>::new_from_slice(secret.as_bytes()).unwrap();
+        mac.update(body.as_bytes());
+        let signature = format!("sha256={}", hex::encode(mac.finalize().into_bytes()));
+        http.post(format!("{endpoint}/api/webhook"))
+            .header("x-hub-signature-256", signature)
+            .header("content-type", "application/json")
+            .body(body)
+            .send()
+    };
+    let forged = deliver(vec!["guestbook/settings.yaml"], "wrong")
+        .await
+        .unwrap();
+    assert_eq!(forged.status().as_u16(), 401);
+
+    // A README-only push refreshes nothing.
+    w.repo.commit("docs", &[("README.md", "more docs\n")]);
+    w.repo.publish();
+    let readme: Value = deliver(vec!["README.md"], "s3cret")
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(readme["refreshed"], json!([]));
+
+    // A push touching the app's path refreshes it at once.
+    w.repo.commit(
+        "green",
+        &[(
+            "guestbook/settings.yaml",
+            &CONFIGMAP.replace("blue", "green"),
+        )],
+    );
+    w.repo.publish();
+    let touched: Value = deliver(vec!["guestbook/settings.yaml"], "s3cret")
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(touched["refreshed"], json!(["guestbook"]));
+    eventually("the pushed change", async || {
+        live_configmap(&w.cluster, "settings")
+            .await
+            .filter(|cm| cm["data"]["color"] == "green")
+    })
+    .await;
+
+    let metrics = http
+        .get(format!("{endpoint}/metrics"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        metrics.contains("kiln_reconciles_total{result=\"ok\"}"),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains("kiln_webhooks_total{result=\"unauthorized\"} 1"),
+        "{metrics}"
+    );
+    assert_eq!(
+        http.get(format!("{endpoint}/healthz"))
+            .send()
+            .await
+            .unwrap()
+            .status()
+            .as_u16(),
+        200
+    );
     let _ = w.stop.send(());
 }

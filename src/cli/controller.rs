@@ -41,6 +41,13 @@ pub(crate) struct ControllerArgs {
     #[arg(long, value_name = "DURATION", default_value = "5m", value_parser = parse_duration)]
     health_timeout: Duration,
 
+    /// Where to serve /healthz, /readyz, /metrics and POST /api/webhook.
+    /// The webhook secret comes from KILN_WEBHOOK_SECRET (HMAC key for
+    /// GitHub and Gitea, token for GitLab); without it deliveries are
+    /// accepted unsigned.
+    #[arg(long, value_name = "ADDR", default_value = "0.0.0.0:8080")]
+    listen: std::net::SocketAddr,
+
     /// Directory of the Git cache. Default: ~/.cache/kiln/repos.
     #[arg(long, value_name = "DIR")]
     git_cache: Option<PathBuf>,
@@ -74,7 +81,22 @@ pub(crate) async fn run(args: &ControllerArgs) -> anyhow::Result<u8> {
         args.host.host()?,
         config,
     ));
-    tracing::info!(namespace = %args.namespace, "controller starting");
+    let state = Arc::new(controller::http::HttpState {
+        ctx: ctx.clone(),
+        webhook_secret: std::env::var("KILN_WEBHOOK_SECRET")
+            .ok()
+            .filter(|s| !s.is_empty()),
+        ready: std::sync::atomic::AtomicBool::new(true),
+    });
+    let listener = tokio::net::TcpListener::bind(args.listen)
+        .await
+        .with_context(|| format!("cannot listen on {}", args.listen))?;
+    tokio::spawn(async move {
+        if let Err(e) = axum::serve(listener, controller::http::router(state)).await {
+            tracing::error!(error = %e, "the HTTP endpoints stopped");
+        }
+    });
+    tracing::info!(namespace = %args.namespace, listen = %args.listen, "controller starting");
     eprintln!(
         "kiln controller watching Applications in namespace {} (Ctrl-C stops)",
         args.namespace

@@ -5,6 +5,7 @@
 //! when an Application changes, and when one is annotated
 //! `kiln.dev/refresh`.
 
+pub mod http;
 pub mod project;
 pub mod reconcile;
 

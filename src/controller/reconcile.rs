@@ -72,6 +72,8 @@ pub struct Context {
     pub host: PluginHost,
     /// Tunables.
     pub config: ControllerConfig,
+    /// Metrics served on `/metrics`.
+    pub metrics: super::http::Metrics,
     plugins: Mutex<HashMap<(PathBuf, World, String), Plugin>>,
 }
 
@@ -89,6 +91,7 @@ impl Context {
             git,
             host,
             config,
+            metrics: super::http::Metrics::default(),
             plugins: Mutex::new(HashMap::new()),
         }
     }
@@ -158,8 +161,17 @@ pub async fn reconcile(app: Arc<Application>, ctx: Arc<Context>) -> Result<Actio
     }
     let mut status = app.status.clone().unwrap_or_default();
     status.conditions.clear();
+    let started = std::time::Instant::now();
     let outcome =
         tracing::Instrument::instrument(run(&app, &ctx, &mut status, &span), span.clone()).await;
+    ctx.metrics
+        .reconcile_seconds
+        .observe(started.elapsed().as_secs_f64());
+    let result = if outcome.is_ok() { "ok" } else { "condition" };
+    ctx.metrics
+        .reconciles
+        .get_or_create(&vec![("result".into(), result.into())])
+        .inc();
     match outcome {
         Ok(()) => {}
         Err(stop) => {
@@ -500,6 +512,11 @@ async fn run(
             .await
             .map_err(|e| Stop::new("SyncError", "SyncFailed", format!("{e:#}")))?;
         let succeeded = result.outcome == Outcome::Succeeded;
+        let outcome = if succeeded { "succeeded" } else { "failed" };
+        ctx.metrics
+            .syncs
+            .get_or_create(&vec![("outcome".into(), outcome.into())])
+            .inc();
         status.operation_state = Some(OperationState {
             phase: if succeeded { "Succeeded" } else { "Failed" }.into(),
             message: Some(result.message.clone()),

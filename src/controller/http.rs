@@ -1,0 +1,333 @@
+//! The controller's HTTP endpoints: `/healthz`, `/readyz`, Prometheus
+//! `/metrics`, and `POST /api/webhook` for Git push notifications (GitHub,
+//! GitLab, Gitea), which refreshes the Applications a push concerns at once
+//! instead of at their next poll.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use hmac::{Hmac, Mac};
+use kube::api::{Api, ListParams, Patch, PatchParams};
+use prometheus_client::encoding::text::encode;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+use prometheus_client::registry::Registry;
+use serde_json::{Value, json};
+use sha2::Sha256;
+
+use super::reconcile::Context;
+use crate::api::{Application, REFRESH_ANNOTATION};
+use crate::source::git::RepoUrl;
+
+type Labels = Vec<(String, String)>;
+
+/// The controller's metrics.
+pub struct Metrics {
+    registry: Registry,
+    /// Reconciles by result (`ok`, `condition`, `error`).
+    pub reconciles: Family<Labels, Counter>,
+    /// Reconcile durations in seconds.
+    pub reconcile_seconds: Histogram,
+    /// Syncs by outcome (`succeeded`, `failed`).
+    pub syncs: Family<Labels, Counter>,
+    /// Webhook deliveries by result.
+    pub webhooks: Family<Labels, Counter>,
+    git_lookups: Gauge,
+    git_fetches: Gauge,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        let mut registry = Registry::with_prefix("kiln");
+        let reconciles = Family::<Labels, Counter>::default();
+        registry.register(
+            "reconciles",
+            "Application reconciles, by result",
+            reconciles.clone(),
+        );
+        let reconcile_seconds = Histogram::new(exponential_buckets(0.005, 2.0, 14));
+        registry.register(
+            "reconcile_duration_seconds",
+            "Duration of one reconcile",
+            reconcile_seconds.clone(),
+        );
+        let syncs = Family::<Labels, Counter>::default();
+        registry.register("syncs", "Syncs, by outcome", syncs.clone());
+        let webhooks = Family::<Labels, Counter>::default();
+        registry.register(
+            "webhooks",
+            "Git webhook deliveries, by result",
+            webhooks.clone(),
+        );
+        let git_lookups = Gauge::default();
+        registry.register(
+            "git_ref_lookups",
+            "Ref advertisements requested from Git servers",
+            git_lookups.clone(),
+        );
+        let git_fetches = Gauge::default();
+        registry.register(
+            "git_fetches",
+            "Fetches from Git servers",
+            git_fetches.clone(),
+        );
+        Self {
+            registry,
+            reconciles,
+            reconcile_seconds,
+            syncs,
+            webhooks,
+            git_lookups,
+            git_fetches,
+        }
+    }
+}
+
+/// Shared by the endpoints.
+pub struct HttpState {
+    /// The controller's context.
+    pub ctx: Arc<Context>,
+    /// The webhook secret (HMAC key for GitHub and Gitea, token for GitLab);
+    /// `None` accepts unsigned deliveries.
+    pub webhook_secret: Option<String>,
+    /// Set once the controller is watching.
+    pub ready: AtomicBool,
+}
+
+/// The router.
+pub fn router(state: Arc<HttpState>) -> axum::Router {
+    axum::Router::new()
+        .route("/healthz", get(|| async { "ok" }))
+        .route("/readyz", get(readyz))
+        .route("/metrics", get(metrics))
+        .route("/api/webhook", post(webhook))
+        .with_state(state)
+}
+
+async fn readyz(State(state): State<Arc<HttpState>>) -> Response {
+    if state.ready.load(Ordering::Relaxed) {
+        "ok".into_response()
+    } else {
+        (StatusCode::SERVICE_UNAVAILABLE, "starting").into_response()
+    }
+}
+
+async fn metrics(State(state): State<Arc<HttpState>>) -> Response {
+    let metrics = &state.ctx.metrics;
+    let stats = state.ctx.git.stats();
+    metrics
+        .git_lookups
+        .set(i64::try_from(stats.ref_lookups).unwrap_or(i64::MAX));
+    metrics
+        .git_fetches
+        .set(i64::try_from(stats.fetches).unwrap_or(i64::MAX));
+    let mut text = String::new();
+    if encode(&mut text, &metrics.registry).is_err() {
+        return StatusCode::INTERNAL_SERVER_ERROR.into_response();
+    }
+    (
+        [(
+            header::CONTENT_TYPE,
+            "application/openmetrics-text; version=1.0.0; charset=utf-8",
+        )],
+        text,
+    )
+        .into_response()
+}
+
+/// True when the delivery carries a valid signature (or none is required).
+fn authentic(secret: Option<&str>, headers: &HeaderMap, body: &[u8]) -> bool {
+    let Some(secret) = secret else { return true };
+    let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+    let hmac_ok = |hex_signature: &str| {
+        let Ok(signature) = hex::decode(hex_signature) else {
+            return false;
+        };
+        let Ok(mut mac) = Hmac::<Sha256>::new_from_slice(secret.as_bytes()) else {
+            return false;
+        };
+        mac.update(body);
+        // Constant-time comparison.
+        mac.verify_slice(&signature).is_ok()
+    };
+    if let Some(signature) = header("x-hub-signature-256") {
+        return signature.strip_prefix("sha256=").is_some_and(hmac_ok);
+    }
+    if let Some(signature) = header("x-gitea-signature") {
+        return hmac_ok(signature);
+    }
+    if let Some(token) = header("x-gitlab-token") {
+        let (a, b) = (token.as_bytes(), secret.as_bytes());
+        return a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0;
+    }
+    false
+}
+
+/// The repository URLs and changed paths of a push payload.
+fn push_of(payload: &Value) -> (Vec<String>, Option<Vec<String>>) {
+    let mut urls = Vec::new();
+    for pointer in [
+        "/repository/clone_url",
+        "/repository/html_url",
+        "/repository/ssh_url",
+        "/repository/git_url",
+        "/project/git_http_url",
+        "/project/git_ssh_url",
+        "/project/web_url",
+    ] {
+        if let Some(url) = payload.pointer(pointer).and_then(Value::as_str) {
+            urls.push(url.to_owned());
+        }
+    }
+    let commits = payload.get("commits").and_then(Value::as_array);
+    let files = commits.map(|commits| {
+        commits
+            .iter()
+            .flat_map(|c| {
+                ["added", "modified", "removed"].map(|k| {
+                    c.get(k)
+                        .and_then(Value::as_array)
+                        .cloned()
+                        .unwrap_or_default()
+                })
+            })
+            .flatten()
+            .filter_map(|f| f.as_str().map(str::to_owned))
+            .collect::<Vec<_>>()
+    });
+    // A push that lists no files (tags, large pushes) concerns every path.
+    (urls, files.filter(|f| !f.is_empty()))
+}
+
+/// Host and path, without scheme, user or `.git`: the same repository over
+/// https and ssh compares equal.
+fn repo_identity(url: &str) -> Option<String> {
+    let parsed = RepoUrl::parse(url).ok()?;
+    let key = parsed.key();
+    let rest = key.split_once("://").map_or(key, |(_, rest)| rest);
+    Some(
+        rest.trim_end_matches('/')
+            .trim_end_matches(".git")
+            .to_lowercase(),
+    )
+}
+
+async fn webhook(State(state): State<Arc<HttpState>>, headers: HeaderMap, body: Bytes) -> Response {
+    let metrics = &state.ctx.metrics;
+    let count = |result: &str| {
+        metrics
+            .webhooks
+            .get_or_create(&vec![("result".into(), result.into())])
+            .inc()
+    };
+    if !authentic(state.webhook_secret.as_deref(), &headers, &body) {
+        count("unauthorized");
+        return (
+            StatusCode::UNAUTHORIZED,
+            "invalid or missing webhook signature",
+        )
+            .into_response();
+    }
+    let Ok(payload) = serde_json::from_slice::<Value>(&body) else {
+        count("invalid");
+        return (StatusCode::BAD_REQUEST, "the payload is not JSON").into_response();
+    };
+    let (urls, files) = push_of(&payload);
+    let pushed: Vec<String> = urls.iter().filter_map(|u| repo_identity(u)).collect();
+    if pushed.is_empty() {
+        count("ignored");
+        return (StatusCode::OK, axum::Json(json!({"refreshed": []}))).into_response();
+    }
+    let apps: Api<Application> =
+        Api::namespaced(state.ctx.client.clone(), &state.ctx.config.namespace);
+    let list = match apps.list(&ListParams::default()).await {
+        Ok(list) => list,
+        Err(e) => {
+            count("error");
+            return (
+                StatusCode::SERVICE_UNAVAILABLE,
+                format!("cannot list Applications: {e}"),
+            )
+                .into_response();
+        }
+    };
+    let mut refreshed = Vec::new();
+    for app in list.items {
+        let source = &app.spec.source;
+        if !repo_identity(&source.repo_url).is_some_and(|id| pushed.contains(&id)) {
+            continue;
+        }
+        let path = source.path.trim_start_matches("./").trim_matches('/');
+        let touched = files.as_ref().is_none_or(|files| {
+            path.is_empty()
+                || path == "."
+                || files
+                    .iter()
+                    .any(|f| f == path || f.starts_with(&format!("{path}/")))
+        });
+        if !touched {
+            continue;
+        }
+        if let Ok(url) = RepoUrl::parse(&source.repo_url) {
+            // The next poll must ask the server, not a cached advertisement.
+            state.ctx.git.forget_refs(&url).await;
+        }
+        let name = app.metadata.name.clone().unwrap_or_default();
+        let patch = json!({"metadata": {"annotations": {REFRESH_ANNOTATION: crate::units::now()}}});
+        if apps
+            .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+            .is_ok()
+        {
+            refreshed.push(name);
+        }
+    }
+    tracing::info!(?refreshed, "webhook");
+    count("ok");
+    (StatusCode::OK, axum::Json(json!({"refreshed": refreshed}))).into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn signatures() {
+        let body = b"{\"x\":1}";
+        let mut mac = Hmac::<Sha256>::new_from_slice(b"s3cret").unwrap();
+        mac.update(body);
+        let good = hex::encode(mac.finalize().into_bytes());
+        let mut headers = HeaderMap::new();
+        headers.insert(
+            "x-hub-signature-256",
+            format!("sha256={good}").parse().unwrap(),
+        );
+        assert!(authentic(Some("s3cret"), &headers, body));
+        assert!(!authentic(Some("other"), &headers, body));
+        assert!(!authentic(Some("s3cret"), &HeaderMap::new(), body));
+        assert!(authentic(None, &HeaderMap::new(), body));
+        let mut gitlab = HeaderMap::new();
+        gitlab.insert("x-gitlab-token", "s3cret".parse().unwrap());
+        assert!(authentic(Some("s3cret"), &gitlab, body));
+    }
+
+    #[test]
+    fn payloads_and_identities() {
+        let github = json!({"repository": {"clone_url": "https://github.com/org/apps.git", "ssh_url": "git@github.com:org/apps.git"},
+            "commits": [{"added": ["guestbook/a.yaml"], "modified": [], "removed": ["README.md"]}]});
+        let (urls, files) = push_of(&github);
+        assert_eq!(urls.len(), 2);
+        assert_eq!(files.unwrap(), vec!["guestbook/a.yaml", "README.md"]);
+        assert_eq!(
+            repo_identity("https://github.com/org/apps.git"),
+            repo_identity("ssh://git@github.com/org/apps")
+        );
+    }
+}
