@@ -446,3 +446,47 @@ async fn a_signed_push_webhook_refreshes_only_the_applications_it_touches() {
     );
     let _ = w.stop.send(());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn only_one_replica_leads_and_another_takes_over_when_it_stops() {
+    use kiln::controller::leader::{Elector, LeaseConfig};
+    let cluster = Cluster::start().await;
+    let config = |identity: &str| LeaseConfig {
+        identity: identity.into(),
+        duration: Duration::from_secs(1),
+        renew_every: Duration::from_millis(200),
+        retry_every: Duration::from_millis(100),
+        ..LeaseConfig::default()
+    };
+    let a = Elector::new(cluster.client.clone(), "default", config("a"));
+    let b = Elector::new(cluster.client.clone(), "default", config("b"));
+    assert!(
+        a.try_acquire_or_renew().await.unwrap(),
+        "a acquires the free lease"
+    );
+    assert!(
+        !b.try_acquire_or_renew().await.unwrap(),
+        "b cannot while a holds it"
+    );
+    assert!(a.try_acquire_or_renew().await.unwrap(), "a renews");
+    // a stops renewing; b takes over once the lease has expired.
+    tokio::time::timeout(Duration::from_secs(10), b.acquire())
+        .await
+        .expect("b leads after expiry");
+    let lease = cluster
+        .get(
+            "coordination.k8s.io/v1",
+            "Lease",
+            "leases",
+            Some("default"),
+            "kiln-controller",
+        )
+        .await
+        .unwrap();
+    assert_eq!(lease["spec"]["holderIdentity"], "b");
+    assert_eq!(lease["spec"]["leaseTransitions"], 1);
+    assert!(
+        !a.try_acquire_or_renew().await.unwrap(),
+        "a is not the leader any more"
+    );
+}

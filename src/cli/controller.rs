@@ -48,6 +48,11 @@ pub(crate) struct ControllerArgs {
     #[arg(long, value_name = "ADDR", default_value = "0.0.0.0:8080")]
     listen: std::net::SocketAddr,
 
+    /// Act without holding the `kiln-controller` Lease (only for a single
+    /// replica, e.g. local trials).
+    #[arg(long)]
+    no_leader_election: bool,
+
     /// Directory of the Git cache. Default: ~/.cache/kiln/repos.
     #[arg(long, value_name = "DIR")]
     git_cache: Option<PathBuf>,
@@ -97,13 +102,48 @@ pub(crate) async fn run(args: &ControllerArgs) -> anyhow::Result<u8> {
         }
     });
     tracing::info!(namespace = %args.namespace, listen = %args.listen, "controller starting");
+    let elector = (!args.no_leader_election).then(|| {
+        controller::leader::Elector::new(
+            ctx.client.clone(),
+            &args.namespace,
+            controller::leader::LeaseConfig::default(),
+        )
+    });
+    if let Some(elector) = &elector {
+        eprintln!(
+            "kiln controller waiting for the kiln-controller lease in namespace {}",
+            args.namespace
+        );
+        tokio::select! {
+            () = elector.acquire() => {}
+            _ = tokio::signal::ctrl_c() => return Ok(exit::OK),
+        }
+    }
     eprintln!(
         "kiln controller watching Applications in namespace {} (Ctrl-C stops)",
         args.namespace
     );
-    controller::run(ctx, async {
-        let _ = tokio::signal::ctrl_c().await;
+    let (lost_tx, lost_rx) = tokio::sync::oneshot::channel::<()>();
+    if let Some(elector) = elector {
+        tokio::spawn(async move {
+            elector.hold().await;
+            let _ = lost_tx.send(());
+        });
+    }
+    let lost = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let flag = lost.clone();
+    controller::run(ctx, async move {
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            Ok(()) = lost_rx => flag.store(true, std::sync::atomic::Ordering::Relaxed),
+        }
     })
     .await;
+    if lost.load(std::sync::atomic::Ordering::Relaxed) {
+        // Another replica leads now; restarting makes this one a candidate again.
+        anyhow::bail!(
+            "lost the kiln-controller lease; stopped so as not to act beside the new leader"
+        );
+    }
     Ok(exit::OK)
 }

@@ -6,6 +6,7 @@
 //! `kiln.dev/refresh`.
 
 pub mod http;
+pub mod leader;
 pub mod project;
 pub mod reconcile;
 
