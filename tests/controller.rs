@@ -490,3 +490,56 @@ async fn only_one_replica_leads_and_another_takes_over_when_it_stops() {
         "a is not the leader any more"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_commit_that_touches_nothing_the_app_read_costs_no_render() {
+    let w = world().await;
+    let apps: Api<Application> = Api::namespaced(w.cluster.client.clone(), "kiln");
+    apps.create(
+        &PostParams::default(),
+        &application("guestbook", &w.url, "default"),
+    )
+    .await
+    .unwrap();
+    eventually("the first sync", async || {
+        live_configmap(&w.cluster, "settings").await
+    })
+    .await;
+    let renders = w.ctx.metrics.renders.get();
+    assert_eq!(renders, 1);
+
+    // Given a commit that only changes the README, when it is reconciled,
+    // then the render is reused.
+    let readme = w.repo.commit("docs", &[("README.md", "new docs\n")]);
+    w.repo.publish();
+    eventually("the README commit compared", async || {
+        (app_status(&w.cluster, "guestbook").await["sync"]["revision"] == readme.as_str())
+            .then_some(())
+    })
+    .await;
+    assert_eq!(
+        w.ctx.metrics.renders.get(),
+        renders,
+        "no render for a README-only commit"
+    );
+    let (hits, _) = w.ctx.render_cache.stats();
+    assert!(hits >= 1);
+
+    // A commit inside the app's directory renders again.
+    w.repo.commit(
+        "green",
+        &[(
+            "guestbook/settings.yaml",
+            &CONFIGMAP.replace("blue", "green"),
+        )],
+    );
+    w.repo.publish();
+    eventually("the new color", async || {
+        live_configmap(&w.cluster, "settings")
+            .await
+            .filter(|cm| cm["data"]["color"] == "green")
+    })
+    .await;
+    assert_eq!(w.ctx.metrics.renders.get(), renders + 1);
+    let _ = w.stop.send(());
+}

@@ -39,8 +39,12 @@ pub struct Metrics {
     pub syncs: Family<Labels, Counter>,
     /// Webhook deliveries by result.
     pub webhooks: Family<Labels, Counter>,
+    /// Renders actually run (cache misses that rendered).
+    pub renders: Counter,
     git_lookups: Gauge,
     git_fetches: Gauge,
+    cache_hits: Gauge,
+    cache_misses: Gauge,
 }
 
 impl Default for Metrics {
@@ -66,6 +70,24 @@ impl Default for Metrics {
             "Git webhook deliveries, by result",
             webhooks.clone(),
         );
+        let renders = Counter::default();
+        registry.register(
+            "renders",
+            "Renders run (not served from the render cache)",
+            renders.clone(),
+        );
+        let cache_hits = Gauge::default();
+        registry.register(
+            "render_cache_hits",
+            "Renders served from the render cache",
+            cache_hits.clone(),
+        );
+        let cache_misses = Gauge::default();
+        registry.register(
+            "render_cache_misses",
+            "Render cache lookups that missed",
+            cache_misses.clone(),
+        );
         let git_lookups = Gauge::default();
         registry.register(
             "git_ref_lookups",
@@ -84,8 +106,11 @@ impl Default for Metrics {
             reconcile_seconds,
             syncs,
             webhooks,
+            renders,
             git_lookups,
             git_fetches,
+            cache_hits,
+            cache_misses,
         }
     }
 }
@@ -128,6 +153,13 @@ async fn metrics(State(state): State<Arc<HttpState>>) -> Response {
     metrics
         .git_fetches
         .set(i64::try_from(stats.fetches).unwrap_or(i64::MAX));
+    let (hits, misses) = state.ctx.render_cache.stats();
+    metrics
+        .cache_hits
+        .set(i64::try_from(hits).unwrap_or(i64::MAX));
+    metrics
+        .cache_misses
+        .set(i64::try_from(misses).unwrap_or(i64::MAX));
     let mut text = String::new();
     if encode(&mut text, &metrics.registry).is_err() {
         return StatusCode::INTERNAL_SERVER_ERROR.into_response();

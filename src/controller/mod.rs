@@ -5,6 +5,7 @@
 //! when an Application changes, and when one is annotated
 //! `kiln.dev/refresh`.
 
+pub mod cache;
 pub mod http;
 pub mod leader;
 pub mod project;

@@ -74,6 +74,8 @@ pub struct Context {
     pub config: ControllerConfig,
     /// Metrics served on `/metrics`.
     pub metrics: super::http::Metrics,
+    /// Renders reused while what they read holds.
+    pub render_cache: super::cache::RenderCache,
     plugins: Mutex<HashMap<(PathBuf, World, String), Plugin>>,
 }
 
@@ -92,6 +94,7 @@ impl Context {
             host,
             config,
             metrics: super::http::Metrics::default(),
+            render_cache: super::cache::RenderCache::new(4096),
             plugins: Mutex::new(HashMap::new()),
         }
     }
@@ -349,16 +352,44 @@ async fn run(
             .to_owned(),
     };
     let view: Arc<dyn SourceView> = Arc::new(tree);
-    let rendered = render::render(view.clone(), &context, &chain)
-        .await
-        .map_err(|e| Stop::new("ComparisonError", "RenderFailed", format!("{e:#}")))?;
+    // What shapes the render besides the source: plugins, parameters, the
+    // application's path and destination.
+    let mut shape = vec![
+        context.path.clone(),
+        context.namespace.clone(),
+        context.name.clone(),
+        context.project.clone(),
+        context.repo_url.clone(),
+    ];
+    for step in &chain {
+        if let Step::Plugin { plugin, params } = step {
+            shape.push(plugin.digest().to_string());
+            shape.push(format!("{params:?}"));
+        }
+    }
+    let key = super::cache::RenderCache::key(&shape.iter().map(String::as_str).collect::<Vec<_>>());
+    let rendered_objects = match ctx.render_cache.get(&key, &*view) {
+        Some(objects) => {
+            tracing::debug!("render cache hit");
+            objects
+        }
+        None => {
+            let rendered = render::render(view.clone(), &context, &chain)
+                .await
+                .map_err(|e| Stop::new("ComparisonError", "RenderFailed", format!("{e:#}")))?;
+            ctx.metrics.renders.inc();
+            ctx.render_cache
+                .put(key, rendered.read_set, rendered.objects.clone());
+            rendered.objects
+        }
+    };
 
     // Policies: the project's (mandatory) and the application's own.
     let mut steps = Vec::new();
     for used in project.policies().iter().chain(&app.spec.policies) {
         steps.push(policy_step(ctx, used).await?);
     }
-    let report = policy::evaluate(view, &context, rendered.objects.clone(), &steps).await;
+    let report = policy::evaluate(view, &context, rendered_objects.clone(), &steps).await;
     status.policy = Some(PolicyStatus {
         blocked: report.blocked(),
         findings: report
@@ -393,8 +424,7 @@ async fn run(
     });
 
     // Kinds allowed by the project.
-    let objects: Vec<Value> = rendered
-        .objects
+    let objects: Vec<Value> = rendered_objects
         .iter()
         .map(|o| Value::Object(o.value().clone()))
         .collect();

@@ -73,6 +73,25 @@ impl ReadSet {
         self.0.is_empty()
     }
 
+    /// True when `view` still shows every observation: a render that read
+    /// exactly this would read the same from `view`, so its output holds.
+    /// Re-reads the files (hashing them) and listings; reading from a Git
+    /// tree is far cheaper than rendering.
+    pub fn holds(&self, view: &dyn SourceView) -> bool {
+        self.0.iter().all(|(path, observation)| match observation {
+            Observation::File { digest } => view
+                .read_file(path)
+                .is_ok_and(|bytes| Digest::of(&bytes) == *digest),
+            Observation::Directory { digest } => view
+                .read_dir(path)
+                .is_ok_and(|entries| listing_digest(&entries) == *digest),
+            Observation::Metadata { kind, size } => {
+                matches!(view.stat(path), Ok(Some(m)) if m.kind == *kind && m.size == *size)
+            }
+            Observation::Absent => matches!(view.stat(path), Ok(None)),
+        })
+    }
+
     fn record(&mut self, path: &SourcePath, observation: Observation) {
         match self.0.get(path) {
             Some(existing) if existing.rank() > observation.rank() => {}
