@@ -50,6 +50,13 @@ impl serde::Serialize for Digest {
     }
 }
 
+impl<'de> serde::Deserialize<'de> for Digest {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(d)?;
+        text.parse().map_err(serde::de::Error::custom)
+    }
+}
+
 /// The text is not `sha256:` followed by 64 hex digits.
 #[derive(Debug, thiserror::Error)]
 #[error("`{0}` is not a digest of the form sha256:<64 hex digits>")]

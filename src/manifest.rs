@@ -14,6 +14,11 @@ pub struct Object {
 }
 
 impl Object {
+    /// An object from its fields and, for messages, where it came from.
+    pub fn new(value: Map<String, Value>, source: Option<String>) -> Self {
+        Self { value, source }
+    }
+
     /// `apiVersion`.
     pub fn api_version(&self) -> &str {
         self.str_field("apiVersion").unwrap_or_default()

@@ -53,6 +53,11 @@ pub(crate) struct ControllerArgs {
     #[arg(long)]
     no_leader_election: bool,
 
+    /// Directory of the render cache (renders reused while what they read
+    /// holds). Default: ~/.cache/kiln/renders.
+    #[arg(long, value_name = "DIR")]
+    render_cache: Option<PathBuf>,
+
     /// Directory of the Git cache. Default: ~/.cache/kiln/repos.
     #[arg(long, value_name = "DIR")]
     git_cache: Option<PathBuf>,
@@ -78,6 +83,10 @@ pub(crate) async fn run(args: &ControllerArgs) -> anyhow::Result<u8> {
         namespace: args.namespace.clone(),
         resync: args.resync,
         health_timeout: args.health_timeout,
+        render_cache_dir: args
+            .render_cache
+            .clone()
+            .or_else(|| default_cache_dir().map(|d| d.join("renders"))),
         ..ControllerConfig::default()
     };
     let ctx = Arc::new(Context::new(

@@ -4,10 +4,14 @@
 //! application's path and destination; the entry keeps the render's read
 //! set. A commit that touches nothing an application read costs a re-read
 //! of those few files, not a render. Bounded in memory (least recently used
-//! entries go first); deleting it changes nothing but time.
+//! entries go first) and, when given a directory, on disk so that a restart
+//! does not render the world again; deleting it changes nothing but time.
 
 use std::collections::HashMap;
+use std::path::PathBuf;
 use std::sync::Mutex;
+
+use serde_json::{Map, Value};
 
 use crate::digest::Digest;
 use crate::manifest::Object;
@@ -20,6 +24,14 @@ pub struct RenderCache {
     hits: std::sync::atomic::AtomicU64,
     misses: std::sync::atomic::AtomicU64,
     clock: std::sync::atomic::AtomicU64,
+    dir: Option<PathBuf>,
+}
+
+/// The on-disk form of an entry.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Stored {
+    read_set: ReadSet,
+    objects: Vec<(Map<String, Value>, Option<String>)>,
 }
 
 struct Entry {
@@ -37,6 +49,62 @@ impl RenderCache {
             hits: Default::default(),
             misses: Default::default(),
             clock: Default::default(),
+            dir: None,
+        }
+    }
+
+    /// Also keeps entries as files in `dir` (created if missing): a new
+    /// process finds the renders of the previous one.
+    pub fn with_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        let dir = dir.into();
+        if let Err(e) = std::fs::create_dir_all(&dir) {
+            tracing::warn!(dir = %dir.display(), error = %e, "the render cache stays in memory");
+        } else {
+            self.dir = Some(dir);
+        }
+        self
+    }
+
+    fn file(&self, key: &Digest) -> Option<PathBuf> {
+        let name = key.to_string().replace("sha256:", "");
+        self.dir
+            .as_ref()
+            .map(|dir| dir.join(format!("{name}.json")))
+    }
+
+    fn load(&self, key: &Digest) -> Option<Entry> {
+        let text = std::fs::read(self.file(key)?).ok()?;
+        // A damaged file is a miss: it is rewritten after the next render.
+        let stored: Stored = serde_json::from_slice(&text).ok()?;
+        Some(Entry {
+            read_set: stored.read_set,
+            objects: stored
+                .objects
+                .into_iter()
+                .map(|(value, source)| Object::new(value, source))
+                .collect(),
+            used: 0,
+        })
+    }
+
+    fn store(&self, key: &Digest, read_set: &ReadSet, objects: &[Object]) {
+        let Some(path) = self.file(key) else { return };
+        let stored = Stored {
+            read_set: read_set.clone(),
+            objects: objects
+                .iter()
+                .map(|o| (o.value().clone(), o.source().map(str::to_owned)))
+                .collect(),
+        };
+        let write = || -> std::io::Result<()> {
+            let dir = path.parent().unwrap_or(std::path::Path::new("."));
+            let mut file = tempfile::NamedTempFile::new_in(dir)?;
+            serde_json::to_writer(&mut file, &stored)?;
+            file.persist(&path).map_err(|e| e.error)?;
+            Ok(())
+        };
+        if let Err(e) = write() {
+            tracing::warn!(path = %path.display(), error = %e, "cannot write a render cache entry");
         }
     }
 
@@ -57,6 +125,11 @@ impl RenderCache {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         let tick = self.tick();
+        if !entries.contains_key(key)
+            && let Some(entry) = self.load(key)
+        {
+            entries.insert(*key, entry);
+        }
         let hit = entries.get_mut(key).and_then(|entry| {
             entry.read_set.holds(view).then(|| {
                 entry.used = tick;
@@ -79,6 +152,7 @@ impl RenderCache {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         let used = self.tick();
+        self.store(&key, &read_set, &objects);
         entries.insert(
             key,
             Entry {
@@ -104,5 +178,55 @@ impl RenderCache {
     fn tick(&self) -> u64 {
         self.clock
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::render::{self, Step};
+    use crate::source::LocalDir;
+
+    #[tokio::test]
+    async fn entries_survive_a_restart_and_a_change_invalidates_them() {
+        let source = tempfile::tempdir().unwrap();
+        std::fs::create_dir(source.path().join("app")).unwrap();
+        std::fs::write(
+            source.path().join("app/cm.yaml"),
+            "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n",
+        )
+        .unwrap();
+        std::fs::write(source.path().join("README.md"), "docs").unwrap();
+        let view: Arc<dyn SourceView> = Arc::new(LocalDir::open(source.path()).unwrap());
+        let context = crate::plugin::AppContext {
+            path: "app".into(),
+            ..Default::default()
+        };
+        let rendered = render::render(view.clone(), &context, &Vec::<Step>::new())
+            .await
+            .unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let key = RenderCache::key(&["app"]);
+        RenderCache::new(8).with_dir(dir.path()).put(
+            key,
+            rendered.read_set,
+            rendered.objects.clone(),
+        );
+
+        // A new process: found on disk.
+        let restarted = RenderCache::new(8).with_dir(dir.path());
+        assert_eq!(restarted.get(&key, &*view), Some(rendered.objects));
+        // Outside what was read: still valid. Inside: invalid.
+        std::fs::write(source.path().join("README.md"), "more docs").unwrap();
+        assert!(restarted.get(&key, &*view).is_some());
+        std::fs::write(
+            source.path().join("app/cm.yaml"),
+            "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: b}\n",
+        )
+        .unwrap();
+        assert!(restarted.get(&key, &*view).is_none());
+        assert_eq!(restarted.stats(), (2, 1));
     }
 }

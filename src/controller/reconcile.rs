@@ -45,6 +45,10 @@ pub struct ControllerConfig {
     pub history_limit: usize,
     /// The field manager of applied resources.
     pub manager: String,
+    /// Where the render cache keeps its entries; `None`: memory only.
+    pub render_cache_dir: Option<PathBuf>,
+    /// How many renders the cache keeps in memory.
+    pub render_cache_entries: usize,
 }
 
 impl Default for ControllerConfig {
@@ -55,6 +59,8 @@ impl Default for ControllerConfig {
             health_timeout: Duration::from_secs(300),
             history_limit: 10,
             manager: "kiln".into(),
+            render_cache_dir: None,
+            render_cache_entries: 4096,
         }
     }
 }
@@ -87,6 +93,11 @@ impl Context {
         host: PluginHost,
         config: ControllerConfig,
     ) -> Self {
+        let render_cache = super::cache::RenderCache::new(config.render_cache_entries);
+        let render_cache = match &config.render_cache_dir {
+            Some(dir) => render_cache.with_dir(dir),
+            None => render_cache,
+        };
         Self {
             cluster: Cluster::new(client.clone()),
             client,
@@ -94,7 +105,7 @@ impl Context {
             host,
             config,
             metrics: super::http::Metrics::default(),
-            render_cache: super::cache::RenderCache::new(4096),
+            render_cache,
             plugins: Mutex::new(HashMap::new()),
         }
     }

@@ -22,7 +22,9 @@ pub use record::{Observation, ReadSet, RecordingView};
 use std::fmt;
 
 /// What a path names.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum EntryKind {
     /// A regular file (or a symlink inside the tree resolving to one).

@@ -108,6 +108,13 @@ impl serde::Serialize for SourcePath {
     }
 }
 
+impl<'de> serde::Deserialize<'de> for SourcePath {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(d)?;
+        SourcePath::parse(&text).map_err(serde::de::Error::custom)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -9,7 +9,7 @@ use super::{DirEntry, EntryKind, Metadata, Result, SourceError, SourcePath, Sour
 use crate::digest::Digest;
 
 /// What a render learned about one path.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(tag = "observed", rename_all = "lowercase")]
 pub enum Observation {
     /// The file's whole content was read.
@@ -48,7 +48,7 @@ impl Observation {
 /// Every path a render observed, with what it saw: exactly what the render's
 /// output can depend on. Two renders with equal plugins and parameters whose
 /// read sets still hold produce the same output.
-#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(transparent)]
 pub struct ReadSet(BTreeMap<SourcePath, Observation>);
 
