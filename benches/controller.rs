@@ -1,0 +1,224 @@
+//! The controller at scale: 1,000 Applications over 10 Git repositories
+//! (~10 objects each) reconciled from cold into the dev cluster, then one
+//! commit touching one application.
+//!
+//! Run with `cargo bench --bench controller`; results are recorded in
+//! `docs/benchmarks.md`. Set KILN_BENCH_APPS to change the number of
+//! applications (a multiple of 10).
+
+use std::process::Command;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use kiln::api::Application;
+use kiln::controller::{self, Context, ControllerConfig};
+use kiln::devcluster::{Config, DevCluster};
+use kiln::plugin::{HostConfig, PluginHost};
+use kiln::source::git::{GitConfig, GitSource, NoCredentials};
+use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
+use serde_json::json;
+
+fn git(dir: &std::path::Path, args: &[&str]) {
+    let status = Command::new("git")
+        .args(["-c", "user.name=bench", "-c", "user.email=bench@kiln.dev"])
+        .args(args)
+        .current_dir(dir)
+        .status()
+        .unwrap();
+    assert!(status.success(), "git {args:?}");
+}
+
+/// Peak resident memory of this process, in MiB (VmHWM).
+fn peak_rss_mib() -> f64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let kib: f64 = status
+        .lines()
+        .find(|l| l.starts_with("VmHWM:"))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0.0);
+    kib / 1024.0
+}
+
+async fn synced(
+    apps: &Api<Application>,
+    revision_of: impl Fn(&Application) -> Option<String>,
+) -> usize {
+    let list = apps.list(&ListParams::default()).await.unwrap();
+    list.items
+        .iter()
+        .filter(|app| {
+            let status = app.status.clone().unwrap_or_default();
+            let sync = status.sync.unwrap_or_default();
+            sync.status == "Synced" && sync.revision == revision_of(app)
+        })
+        .count()
+}
+
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+async fn main() {
+    let total: usize = std::env::var("KILN_BENCH_APPS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1000);
+    let per_repo = total / 10;
+    let dir = tempfile::tempdir().unwrap();
+    let mut heads = Vec::new();
+    for r in 0..10 {
+        let repo = dir.path().join(format!("repo-{r}"));
+        std::fs::create_dir_all(&repo).unwrap();
+        git(&repo, &["init", "-q", "-b", "main"]);
+        for a in 0..per_repo {
+            let app = repo.join(format!("app-{a}"));
+            std::fs::create_dir_all(&app).unwrap();
+            for o in 0..10 {
+                std::fs::write(
+                    app.join(format!("cm-{o}.yaml")),
+                    format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: r{r}-a{a}-cm{o}\ndata:\n  index: \"{o}\"\n"),
+                )
+                .unwrap();
+            }
+        }
+        std::fs::write(repo.join("README.md"), "bench\n").unwrap();
+        git(&repo, &["add", "-A"]);
+        git(&repo, &["commit", "-q", "-m", "apps"]);
+        heads.push(repo);
+    }
+
+    let server = DevCluster::start(Config::default()).await.unwrap();
+    let kubeconfig = kube::config::Kubeconfig::from_yaml(&server.kubeconfig()).unwrap();
+    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
+        .await
+        .unwrap();
+    let client = kube::Client::try_from(config).unwrap();
+    let crds: Api<k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition> =
+        Api::all(client.clone());
+    for (_, yaml) in kiln::api::crds() {
+        let crd = serde_yaml::from_str(&yaml).unwrap();
+        crds.create(&PostParams::default(), &crd).await.unwrap();
+    }
+    let namespaces: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(client.clone());
+    namespaces
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({"metadata": {"name": "kiln"}})).unwrap(),
+        )
+        .await
+        .unwrap();
+    let apps: Api<Application> = Api::namespaced(client.clone(), "kiln");
+    for (r, repo) in heads.iter().enumerate() {
+        for a in 0..per_repo {
+            let app: Application = serde_json::from_value(json!({"apiVersion": "kiln.dev/v1alpha1", "kind": "Application",
+                "metadata": {"name": format!("r{r}-a{a}"), "namespace": "kiln", "labels": {"repo": r.to_string()}},
+                "spec": {"source": {"repoURL": format!("file://{}", repo.display()), "path": format!("app-{a}")},
+                    "destination": {"namespace": "default"}, "syncPolicy": {"automated": {"prune": true}}}}))
+            .unwrap();
+            apps.create(&PostParams::default(), &app).await.unwrap();
+        }
+    }
+    let rss_before = peak_rss_mib();
+
+    let mut git_config = GitConfig::new(dir.path().join("git-cache"));
+    git_config.lookup_ttl = Duration::ZERO;
+    let git_source = GitSource::new(git_config, Arc::new(NoCredentials)).unwrap();
+    let config = ControllerConfig {
+        resync: Duration::from_secs(3600),
+        ..ControllerConfig::default()
+    };
+    let ctx = Arc::new(Context::new(
+        client.clone(),
+        git_source,
+        PluginHost::new(HostConfig::default()).unwrap(),
+        config,
+    ));
+    let begin = Instant::now();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    tokio::spawn(controller::run(ctx.clone(), async move {
+        let _ = stopped.await;
+    }));
+    let head = |repo: &std::path::Path| {
+        let out = Command::new("git")
+            .args(["rev-parse", "HEAD"])
+            .current_dir(repo)
+            .output()
+            .unwrap();
+        String::from_utf8(out.stdout).unwrap().trim().to_owned()
+    };
+    let revisions: Vec<String> = heads.iter().map(|r| head(r)).collect();
+    let revision_of = |app: &Application| {
+        let r: usize = app.metadata.labels.as_ref()?.get("repo")?.parse().ok()?;
+        Some(revisions[r].clone())
+    };
+    loop {
+        let done = synced(&apps, revision_of).await;
+        if done == total {
+            break;
+        }
+        assert!(
+            begin.elapsed() < Duration::from_secs(1200),
+            "only {done} of {total} synced after 20 minutes"
+        );
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    let cold = begin.elapsed();
+    let renders_cold = ctx.metrics.renders.get();
+    let rss_after = peak_rss_mib();
+    println!(
+        "{total} applications ({} objects) from cold to all Synced: {cold:?}",
+        total * 10
+    );
+    println!("renders performed: {renders_cold}");
+    println!(
+        "peak RSS of the process (controller + dev cluster + client): {rss_after:.0} MiB (before the controller started: {rss_before:.0} MiB)"
+    );
+    println!("git: {:?}", ctx.git.stats());
+
+    // One commit touching one application of repo 0; the push refreshes
+    // every application of that repository, as a webhook without a file
+    // list would.
+    std::fs::write(heads[0].join("app-0/cm-0.yaml"), "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: r0-a0-cm0\ndata:\n  index: \"changed\"\n").unwrap();
+    git(&heads[0], &["commit", "-qam", "one app"]);
+    let new_head = head(&heads[0]);
+    let begin = Instant::now();
+    let refresh = json!({"metadata": {"annotations": {"kiln.dev/refresh": "now"}}});
+    for a in 0..per_repo {
+        apps.patch(
+            &format!("r0-a{a}"),
+            &PatchParams::default(),
+            &Patch::Merge(&refresh),
+        )
+        .await
+        .unwrap();
+    }
+    let cms: Api<k8s_openapi::api::core::v1::ConfigMap> =
+        Api::namespaced(client.clone(), "default");
+    loop {
+        let cm = cms.get("r0-a0-cm0").await.unwrap();
+        let changed =
+            cm.data.unwrap_or_default().get("index").map(String::as_str) == Some("changed");
+        let all = synced(&apps, |app| {
+            let r: usize = app.metadata.labels.as_ref()?.get("repo")?.parse().ok()?;
+            Some(if r == 0 {
+                new_head.clone()
+            } else {
+                revisions[r].clone()
+            })
+        })
+        .await;
+        if changed && all == total {
+            break;
+        }
+        assert!(
+            begin.elapsed() < Duration::from_secs(300),
+            "the change did not sync in 5 minutes"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    println!(
+        "one commit touching one app, {per_repo} apps of its repository refreshed: Synced in {:?}, renders performed: {}",
+        begin.elapsed(),
+        ctx.metrics.renders.get() - renders_cold
+    );
+    let _ = stop.send(());
+    server.shutdown().await.unwrap();
+}
