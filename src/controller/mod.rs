@@ -16,7 +16,7 @@ use std::sync::Arc;
 use futures_util::StreamExt as _;
 use kube::api::Api;
 use kube::runtime::controller::{Action, Controller};
-use kube::runtime::watcher;
+use kube::runtime::{WatchStreamExt as _, reflector, watcher};
 
 use crate::api::Application;
 pub use reconcile::{Context, ControllerConfig, ReconcileError, reconcile};
@@ -26,13 +26,33 @@ fn error_policy(app: Arc<Application>, error: &ReconcileError, _ctx: Arc<Context
     Action::requeue(std::time::Duration::from_secs(10))
 }
 
+/// What makes an Application worth a reconcile when it changes: its spec
+/// (generation), its annotations (`kiln.dev/refresh`), its finalizers and
+/// its deletion. Not its status: the controller writes that itself, and
+/// reacting to it would reconcile every application in a loop.
+fn trigger(app: &Application) -> Option<u64> {
+    use std::hash::{Hash as _, Hasher as _};
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    app.metadata.generation.hash(&mut hasher);
+    app.metadata.annotations.hash(&mut hasher);
+    app.metadata.finalizers.hash(&mut hasher);
+    app.metadata.deletion_timestamp.is_some().hash(&mut hasher);
+    Some(hasher.finish())
+}
+
 /// Runs the controller until `shutdown` resolves.
 pub async fn run(
     ctx: Arc<Context>,
     shutdown: impl std::future::Future<Output = ()> + Send + Sync + 'static,
 ) {
     let apps: Api<Application> = Api::namespaced(ctx.client.clone(), &ctx.config.namespace);
-    Controller::new(apps, watcher::Config::default())
+    let (reader, writer) = reflector::store();
+    let changes = watcher(apps, watcher::Config::default())
+        .default_backoff()
+        .reflect(writer)
+        .applied_objects()
+        .predicate_filter(trigger, Default::default());
+    Controller::for_stream(changes, reader)
         .graceful_shutdown_on(shutdown)
         .run(reconcile, error_policy, ctx)
         .for_each(|result| async move {
