@@ -79,6 +79,7 @@ async fn world_with(resync: Duration) -> World {
     let host = PluginHost::new(HostConfig::default()).unwrap();
     let config = ControllerConfig {
         resync,
+        render_cache_dir: Some(dir.path().join("renders")),
         health_timeout: Duration::from_secs(10),
         ..ControllerConfig::default()
     };
@@ -541,5 +542,50 @@ async fn a_commit_that_touches_nothing_the_app_read_costs_no_render() {
     })
     .await;
     assert_eq!(w.ctx.metrics.renders.get(), renders + 1);
+    let _ = w.stop.send(());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deleting_every_cache_mid_run_changes_nothing_but_time() {
+    let w = world().await;
+    let apps: Api<Application> = Api::namespaced(w.cluster.client.clone(), "kiln");
+    apps.create(
+        &PostParams::default(),
+        &application("guestbook", &w.url, "default"),
+    )
+    .await
+    .unwrap();
+    eventually("the first sync", async || {
+        live_configmap(&w.cluster, "settings").await
+    })
+    .await;
+    // Given both caches deleted while the controller runs,
+    for cache in ["cache", "renders"] {
+        std::fs::remove_dir_all(w._dir.path().join(cache)).unwrap();
+    }
+    // when a commit arrives, then it is still synced.
+    w.repo.commit(
+        "green",
+        &[(
+            "guestbook/settings.yaml",
+            &CONFIGMAP.replace("blue", "green"),
+        )],
+    );
+    w.repo.publish();
+    eventually("the new color", async || {
+        live_configmap(&w.cluster, "settings")
+            .await
+            .filter(|cm| cm["data"]["color"] == "green")
+    })
+    .await;
+    let status = app_status(&w.cluster, "guestbook").await;
+    assert_eq!(
+        status["sync"]["revision"],
+        w.repo.rev_parse("HEAD").as_str()
+    );
+    assert!(
+        status["conditions"].as_array().is_none_or(Vec::is_empty),
+        "{status}"
+    );
     let _ = w.stop.send(());
 }

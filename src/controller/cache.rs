@@ -98,6 +98,8 @@ impl RenderCache {
         };
         let write = || -> std::io::Result<()> {
             let dir = path.parent().unwrap_or(std::path::Path::new("."));
+            // The directory may have been deleted under us.
+            std::fs::create_dir_all(dir)?;
             let mut file = tempfile::NamedTempFile::new_in(dir)?;
             serde_json::to_writer(&mut file, &stored)?;
             file.persist(&path).map_err(|e| e.error)?;

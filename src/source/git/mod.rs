@@ -246,7 +246,9 @@ struct Inner {
     /// Extra HTTPS roots, parsed once.
     tls_roots: Vec<reqwest::Certificate>,
     /// An empty repository that ref lookups run from (they write nothing).
-    scratch: gix::ThreadSafeRepository,
+    /// The repository ref lookups run in; re-created when the cache
+    /// directory was deleted under a running engine.
+    scratch: std::sync::Mutex<gix::ThreadSafeRepository>,
     network: Semaphore,
     counters: Counters,
 }
@@ -295,7 +297,7 @@ impl GitSource {
                 repos: Mutex::new(HashMap::new()),
                 root,
                 tls_roots,
-                scratch,
+                scratch: std::sync::Mutex::new(scratch),
                 network,
                 counters: Counters::default(),
             }),
@@ -347,7 +349,7 @@ impl GitSource {
         {
             return Ok(refs.clone());
         }
-        let scratch = self.inner.scratch.clone();
+        let scratch = self.scratch()?;
         let refs = self
             .network("ref lookup", url, move |url, options| {
                 remote::ls_refs(&scratch, url, options)
@@ -360,6 +362,28 @@ impl GitSource {
             .fetch_add(1, Ordering::Relaxed);
         *last = Some((Instant::now(), refs.clone()));
         Ok(refs)
+    }
+
+    /// The lookup repository, re-created if the cache directory was deleted
+    /// (every cache can be deleted at any time).
+    fn scratch(&self) -> Result<gix::ThreadSafeRepository> {
+        let mut scratch = self
+            .inner
+            .scratch
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let path = self.inner.config.cache_root.join(".lookups");
+        if !path.exists() {
+            tracing::info!(path = %path.display(), "the Git cache was deleted; starting it over");
+            std::fs::create_dir_all(&self.inner.config.cache_root).map_err(|e| {
+                GitError::Cache {
+                    path: self.inner.config.cache_root.clone(),
+                    message: e.to_string(),
+                }
+            })?;
+            *scratch = remote::init(&path).map_err(|message| GitError::Cache { path, message })?;
+        }
+        Ok(scratch.clone())
     }
 
     /// Drops the remembered ref lookup of `url`, so the next resolve asks the
@@ -470,6 +494,8 @@ impl GitSource {
                 .remove_dir_all(&name)
                 .map_err(|e| fail(e.to_string()))?;
         }
+        // The whole cache directory may have been deleted.
+        std::fs::create_dir_all(&self.inner.config.cache_root).map_err(|e| fail(e.to_string()))?;
         let target = path.clone();
         blocking(move || remote::init(&target))
             .await
