@@ -19,6 +19,8 @@ pub(crate) enum AppCommand {
     Get(NamedAppArgs),
     /// Ask the controller to reconcile an Application now.
     Refresh(NamedAppArgs),
+    /// The revisions an Application was synced to, oldest first.
+    History(NamedAppArgs),
 }
 
 /// Where the Applications are.
@@ -195,6 +197,21 @@ pub(crate) async fn run(command: &AppCommand) -> anyhow::Result<u8> {
                 for entry in &status.history {
                     println!("{:<4} {} {}", entry.id, entry.deployed_at, entry.revision);
                 }
+            }
+        }
+        AppCommand::History(args) => {
+            let app = api(&args.where_)
+                .await?
+                .get(&args.name)
+                .await
+                .with_context(|| format!("Application {}", args.name))?;
+            let history = app.status.unwrap_or_default().history;
+            println!("{:<4} {:<22} REVISION", "ID", "DEPLOYED");
+            for entry in history {
+                println!(
+                    "{:<4} {:<22} {}",
+                    entry.id, entry.deployed_at, entry.revision
+                );
             }
         }
         AppCommand::Refresh(args) => {
