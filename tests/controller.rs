@@ -578,11 +578,13 @@ async fn deleting_every_cache_mid_run_changes_nothing_but_time() {
             .filter(|cm| cm["data"]["color"] == "green")
     })
     .await;
-    let status = app_status(&w.cluster, "guestbook").await;
-    assert_eq!(
-        status["sync"]["revision"],
-        w.repo.rev_parse("HEAD").as_str()
-    );
+    // The status is written when the reconcile ends, after the apply.
+    let head = w.repo.rev_parse("HEAD");
+    let status = eventually("the status at the new revision", async || {
+        let status = app_status(&w.cluster, "guestbook").await;
+        (status["sync"]["revision"] == head.as_str()).then_some(status)
+    })
+    .await;
     assert!(
         status["conditions"].as_array().is_none_or(Vec::is_empty),
         "{status}"
