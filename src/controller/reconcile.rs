@@ -594,14 +594,16 @@ async fn run(
             revision: Some(commit.clone()),
             compared_to: None,
         });
+        // Pruned objects are gone; extraneous ones stay reported otherwise.
+        let pruned = automated.as_ref().is_some_and(|a| a.prune);
+        status
+            .resources
+            .retain(|r| !(pruned && r.status == "Extraneous"));
         for resource in &mut status.resources {
-            if resource.status != "Extraneous" || options_prune(&automated) {
+            if resource.status != "Extraneous" {
                 resource.status = "Synced".into();
             }
         }
-        status
-            .resources
-            .retain(|r| r.status != "Extraneous" || !options_prune(&automated));
     }
 
     // Health of what is live.
@@ -639,10 +641,6 @@ async fn run(
         message: None,
     });
     Ok(())
-}
-
-fn options_prune(automated: &Option<crate::api::Automated>) -> bool {
-    automated.as_ref().is_some_and(|a| a.prune)
 }
 
 /// Loads a Plugin resource's component (compiled once per file and world).

@@ -20,8 +20,7 @@ use super::resources::ResourceType;
 use super::selector::{FieldSelector, LabelSelector};
 use super::status::{ApiError, Result};
 use super::store::{
-    DeleteOptions, EventKind, Filter, PatchKind, PatchRequest, Propagation, Store, WriteOptions,
-    translate,
+    DeleteOptions, Filter, PatchKind, PatchRequest, Propagation, Store, WriteOptions, translate,
 };
 
 /// The largest request body accepted, as the real API server (3 MiB).
@@ -451,16 +450,13 @@ fn locate<'a>(
 ) -> Result<Location<'a>> {
     let not_found = || ApiError::no_route(path);
     let (namespace, rest) = match rest {
-        ["namespaces", ns, plural, tail @ ..]
+        ["namespaces", ns, plural, ..]
             if !matches!(*plural, "status" | "finalize")
                 && store
                     .resolve(group, version, plural)
                     .is_some_and(|rt| rt.namespaced) =>
         {
-            (Some(*ns), {
-                let _ = tail;
-                &rest[2..]
-            })
+            (Some(*ns), &rest[2..])
         }
         _ => (None, rest),
     };
@@ -1085,7 +1081,7 @@ impl WatchRequest {
                         Ok(event) => {
                             seen = event.rv;
                             if let Some((kind, object)) = translate(&event, &self.rt, &self.filter)
-                                && tx.send(line(kind_name(kind), object)).await.is_err() {
+                                && tx.send(line(kind.as_str(), object)).await.is_err() {
                                     return;
                                 }
                         }
@@ -1107,8 +1103,4 @@ impl WatchRequest {
         );
         response
     }
-}
-
-fn kind_name(kind: EventKind) -> &'static str {
-    kind.as_str()
 }

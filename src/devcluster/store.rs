@@ -520,7 +520,7 @@ impl Store {
         let mut state = self.lock();
         check_identity(rt, &body)?;
         check_namespace(rt, &body, namespace)?;
-        check_name(rt, &body, name)?;
+        check_name(&body, name)?;
         let old = lookup(&state, rt, namespace, name)?;
         match meta(&body, "resourceVersion").filter(|rv| !rv.is_empty()) {
             Some(rv) if Some(rv) != meta(&old, "resourceVersion") => {
@@ -580,7 +580,7 @@ impl Store {
         let (object, created) = match kind {
             PatchKind::Apply => {
                 check_identity(rt, &body)?;
-                check_name(rt, &body, name)?;
+                check_name(&body, name)?;
                 check_namespace(rt, &body, namespace)?;
                 if let (Some(wanted), Some(old)) = (meta(&body, "resourceVersion"), &old)
                     && Some(wanted) != meta(old, "resourceVersion")
@@ -654,7 +654,7 @@ impl Store {
                     return Err(ApiError::bad_request("the patch did not produce an object"));
                 }
                 check_identity(rt, &patched)?;
-                check_name(rt, &patched, name)?;
+                check_name(&patched, name)?;
                 let object = self.admit(
                     &mut state,
                     rt,
@@ -958,7 +958,8 @@ impl Store {
             }
         }
         if rt.kind == "CustomResourceDefinition" && rt.group == "apiextensions.k8s.io" {
-            let served = resources::from_crd(&new)
+            // Validation only: the types are registered when it is stored.
+            resources::from_crd(&new)
                 .map_err(|causes| ApiError::invalid(&rt.kind, target(rt, name), causes))?;
             let storage = new
                 .pointer("/spec/versions")
@@ -967,7 +968,6 @@ impl Store {
                 .and_then(|v| v["name"].as_str())
                 .unwrap_or_default()
                 .to_owned();
-            let _ = served;
             let time = now();
             new["status"] = json!({
                 "acceptedNames": new.pointer("/spec/names").cloned().unwrap_or_default(),
@@ -1548,7 +1548,7 @@ fn check_namespace(rt: &ResourceType, body: &Value, namespace: Option<&str>) -> 
     Ok(())
 }
 
-fn check_name(rt: &ResourceType, body: &Value, name: &str) -> Result<()> {
+fn check_name(body: &Value, name: &str) -> Result<()> {
     if let Some(given) = meta(body, "name").filter(|n| !n.is_empty())
         && given != name
     {
@@ -1556,7 +1556,6 @@ fn check_name(rt: &ResourceType, body: &Value, name: &str) -> Result<()> {
             "the name of the object ({given}) does not match the name on the URL ({name})"
         )));
     }
-    let _ = rt;
     Ok(())
 }
 

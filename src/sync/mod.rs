@@ -25,7 +25,7 @@ use serde_json::{Value, json};
 use tokio::time::Instant;
 
 use crate::cluster::{Cluster, ClusterError, Resolved};
-use crate::diff::{self, DiffOptions, ObjectDiff, Report, SyncStatus};
+use crate::diff::{self, DiffOptions, Report, SyncStatus};
 use crate::health::{self, Health};
 use crate::manifest::ObjectKey;
 pub use options::{PrunePropagation, RetryPolicy, SyncOptions};
@@ -169,6 +169,15 @@ fn api_error(error: &kube::Error) -> String {
     }
 }
 
+/// The tracking annotation of a live object, if any.
+fn tracked_as(object: &Value) -> Option<&str> {
+    object
+        .get("metadata")?
+        .get("annotations")?
+        .get(TRACKING_ID)?
+        .as_str()
+}
+
 fn tracking_id(app: &str, key: &ObjectKey) -> String {
     format!(
         "{app}:{}/{}:{}/{}",
@@ -305,11 +314,7 @@ impl<'a> Engine<'a> {
                 let key = ObjectKey::of(&value);
                 // Only objects whose annotation names this app *and* this
                 // very object: a copied label or annotation is not enough.
-                let id = value.pointer(&format!(
-                    "/metadata/annotations/{}",
-                    TRACKING_ID.replace('/', "~1")
-                ));
-                if id.and_then(Value::as_str) == Some(tracking_id(&self.app.name, &key).as_str()) {
+                if tracked_as(&value) == Some(tracking_id(&self.app.name, &key).as_str()) {
                     found.push((resolved.clone(), value));
                 }
             }
@@ -527,12 +532,7 @@ impl<'a> Engine<'a> {
         let api = self.cluster.api(&resolved, key.namespace.as_deref());
         let live = self.live(&resolved, key).await.map_err(|e| api_error(&e))?;
         if let Some(live) = &live {
-            let owner = live
-                .pointer(&format!(
-                    "/metadata/annotations/{}",
-                    TRACKING_ID.replace('/', "~1")
-                ))
-                .and_then(Value::as_str);
+            let owner = tracked_as(live);
             if self.options.fail_on_shared_resource
                 && owner.is_some_and(|id| id != tracking_id(&self.app.name, key))
             {
@@ -922,13 +922,4 @@ fn result_for(planned: &Planned, action: Action, message: String) -> ObjectResul
         action,
         message,
     }
-}
-
-/// The per-object lines of a diff that are not synced (for logs).
-pub fn drift(report: &Report) -> Vec<&ObjectDiff> {
-    report
-        .objects
-        .iter()
-        .filter(|o| o.status != SyncStatus::Synced)
-        .collect()
 }
