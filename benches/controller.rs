@@ -11,10 +11,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use kiln::api::Application;
-use kiln::controller::{self, Context, ControllerConfig};
+use kiln::controller::{self, Context, ControllerConfig, ControllerSecrets};
 use kiln::devcluster::{Config, DevCluster};
 use kiln::plugin::{HostConfig, PluginHost};
-use kiln::source::git::{GitConfig, GitSource, NoCredentials};
+use kiln::source::git::{GitConfig, GitSource};
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
 use serde_json::json;
 
@@ -120,7 +120,8 @@ async fn main() {
 
     let mut git_config = GitConfig::new(dir.path().join("git-cache"));
     git_config.lookup_ttl = Duration::ZERO;
-    let git_source = GitSource::new(git_config, Arc::new(NoCredentials)).unwrap();
+    let secrets = ControllerSecrets::fixed([]);
+    let git_source = GitSource::new(git_config, Arc::new(secrets.repo_credentials())).unwrap();
     let config = ControllerConfig {
         resync: Duration::from_secs(3600),
         ..ControllerConfig::default()
@@ -130,6 +131,7 @@ async fn main() {
         git_source,
         PluginHost::new(HostConfig::default()).unwrap(),
         config,
+        secrets,
     ));
     let begin = Instant::now();
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();

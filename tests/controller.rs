@@ -7,10 +7,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use kiln::api::Application;
-use kiln::controller::{self, Context, ControllerConfig};
+use kiln::controller::{self, Context, ControllerConfig, ControllerSecrets};
 use kiln::devcluster::Config;
 use kiln::plugin::{HostConfig, PluginHost};
-use kiln::source::git::{GitConfig, GitSource, NoCredentials};
+use kiln::source::git::{GitConfig, GitSource};
 use kube::api::{Api, PostParams};
 use serde_json::{Value, json};
 use support::cluster::Cluster;
@@ -75,7 +75,8 @@ async fn world_with(resync: Duration) -> World {
     let url = daemon.url("apps");
     let mut git = GitConfig::new(dir.path().join("cache"));
     git.lookup_ttl = Duration::ZERO;
-    let git = GitSource::new(git, Arc::new(NoCredentials)).unwrap();
+    let secrets = ControllerSecrets::watch(cluster.client.clone(), "kiln");
+    let git = GitSource::new(git, Arc::new(secrets.repo_credentials())).unwrap();
     let host = PluginHost::new(HostConfig::default()).unwrap();
     let config = ControllerConfig {
         resync,
@@ -83,7 +84,13 @@ async fn world_with(resync: Duration) -> World {
         health_timeout: Duration::from_secs(10),
         ..ControllerConfig::default()
     };
-    let ctx = Arc::new(Context::new(cluster.client.clone(), git, host, config));
+    let ctx = Arc::new(Context::new(
+        cluster.client.clone(),
+        git,
+        host,
+        config,
+        secrets,
+    ));
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     tokio::spawn(controller::run(ctx.clone(), async move {
         let _ = stopped.await;

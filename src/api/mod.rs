@@ -22,6 +22,46 @@ pub const VERSION: &str = "v1alpha1";
 pub const RESOURCES_FINALIZER: &str = "resources-finalizer.kiln.dev";
 /// The annotation that asks for an immediate refresh.
 pub const REFRESH_ANNOTATION: &str = "kiln.dev/refresh";
+/// The annotation that asks the controller for an operation (`kiln app
+/// sync`, `kiln app rollback`): an [`Operation`] as JSON. The controller
+/// removes it once the operation has run and its result is in
+/// `status.operationState` (with the same `id`).
+pub const OPERATION_ANNOTATION: &str = "kiln.dev/operation";
+/// The label of Secrets the controller reads: `cluster` (a destination
+/// cluster), `repository` (credentials of one repository URL) or
+/// `repo-creds` (credentials of every repository under a URL prefix).
+pub const SECRET_TYPE_LABEL: &str = "kiln.dev/secret-type";
+/// The destination server that means the controller's own cluster.
+pub const IN_CLUSTER: &str = "https://kubernetes.default.svc";
+
+/// An operation a person asked for, carried by [`OPERATION_ANNOTATION`].
+#[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Operation {
+    /// Identifies the request; the result in `status.operationState`
+    /// carries it.
+    pub id: String,
+    /// A sync (the only operation so far).
+    pub sync: SyncOperation,
+    /// Who asked, e.g. `kiln app rollback` (shown in the status).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub initiated_by: Option<String>,
+}
+
+/// A requested sync.
+#[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SyncOperation {
+    /// The revision to sync to (default: `spec.source.targetRevision`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub revision: Option<String>,
+    /// Delete tracked resources that Git no longer has.
+    #[serde(default)]
+    pub prune: bool,
+    /// Ask the API server to validate everything and change nothing.
+    #[serde(default)]
+    pub dry_run: bool,
+}
 
 fn default_project() -> String {
     "default".into()
@@ -326,8 +366,18 @@ pub struct Condition {
 #[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct OperationState {
-    /// `Running`, `Succeeded`, `Failed`.
+    /// `Succeeded`, `Failed` or `Terminated` (abandoned between waves
+    /// because the controller was shutting down).
     pub phase: String,
+    /// The id of the requested [`Operation`]; none for automated syncs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    /// `automated`, or who requested it (e.g. `kiln app sync`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub initiated_by: Option<String>,
+    /// Whether it was a dry run (nothing changed).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub dry_run: bool,
     /// One line for people.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,

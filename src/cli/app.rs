@@ -1,14 +1,22 @@
-//! `kiln app list|get|refresh`: Applications as the Kubernetes API holds
-//! them, in readable tables (like `argocd app list/get`).
+//! `kiln app ...`: Applications as the Kubernetes API holds them, in
+//! readable tables (like `argocd app ...`). `diff` runs the controller's own
+//! comparison here; `sync` and `rollback` ask the controller for an
+//! operation (the `kiln.dev/operation` annotation) and wait for its result.
 
 use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
 
-use anyhow::Context as _;
+use anyhow::{Context as _, bail};
 use kube::api::{Api, ListParams, Patch, PatchParams};
 
-use kiln::api::Application;
+use kiln::api::{Application, OPERATION_ANNOTATION, Operation, SyncOperation};
+use kiln::controller::{CompareTo, Context, ControllerConfig, ControllerSecrets};
+use kiln::source::git::{GitConfig, GitSource};
 
-use super::exit;
+use super::args::parse_duration;
+use super::cluster::{Color, Format};
+use super::{HostArgs, default_cache_dir, exit};
 
 /// Look at Applications.
 #[derive(Debug, clap::Subcommand)]
@@ -21,6 +29,125 @@ pub(crate) enum AppCommand {
     Refresh(NamedAppArgs),
     /// The revisions an Application was synced to, oldest first.
     History(NamedAppArgs),
+    /// Compare an Application with its destination, as the controller does.
+    Diff(AppDiffArgs),
+    /// Ask the controller to sync an Application now, and wait for the result.
+    Sync(AppSyncArgs),
+    /// Sync an Application back to a revision of its history.
+    Rollback(AppRollbackArgs),
+}
+
+/// Compare an Application with its destination: the controller's own
+/// comparison (project rules, render through the Application's plugins,
+/// policies, server-side diff), run here. Plugin references must be
+/// readable from this machine; repository credentials come from the
+/// controller's Secrets when this user may read them.
+#[derive(Debug, clap::Args)]
+#[command(after_help = "\
+Examples:
+  kiln app diff guestbook
+  kiln app diff guestbook --revision v1.2.0 -o json
+
+Exit status: 0 in sync, 1 out of sync, 2 an error (including a project or
+plugin problem, printed as the controller would record it).")]
+pub(crate) struct AppDiffArgs {
+    /// The Application's name.
+    name: String,
+
+    /// Compare this revision instead of spec.source.targetRevision.
+    #[arg(long, value_name = "REV")]
+    revision: Option<String>,
+
+    /// Output format.
+    #[arg(long, short = 'o', value_enum, default_value = "text")]
+    output: Format,
+
+    /// Colored diffs.
+    #[arg(long, value_enum, default_value = "auto")]
+    color: Color,
+
+    /// Directory of the Git cache. Default: ~/.cache/kiln/repos.
+    #[arg(long, value_name = "DIR")]
+    git_cache: Option<PathBuf>,
+
+    #[command(flatten)]
+    where_: AppArgs,
+
+    #[command(flatten)]
+    host: HostArgs,
+}
+
+/// How to wait for an operation.
+#[derive(Debug, clap::Args)]
+pub(crate) struct OperationArgs {
+    /// Delete tracked resources that Git no longer has.
+    #[arg(long)]
+    prune: bool,
+
+    /// Validate everything with the API server and change nothing.
+    #[arg(long)]
+    dry_run: bool,
+
+    /// How long to wait for the controller's result.
+    #[arg(long, value_name = "DURATION", default_value = "5m", value_parser = parse_duration)]
+    timeout: Duration,
+
+    /// Ask, and return without waiting for the result.
+    #[arg(long = "async")]
+    no_wait: bool,
+}
+
+/// Ask the controller to sync an Application now (like `argocd app sync`).
+///
+/// The request is the kiln.dev/operation annotation; the controller runs it
+/// whether or not the Application syncs automatically, records the result
+/// in status.operationState and removes the annotation.
+#[derive(Debug, clap::Args)]
+#[command(after_help = "\
+Examples:
+  kiln app sync guestbook
+  kiln app sync guestbook --prune --dry-run
+  kiln app sync guestbook --revision 4f1c2e9   # only without automated sync
+
+Exit status: 0 the sync succeeded, 2 it failed or no result came in time.")]
+pub(crate) struct AppSyncArgs {
+    /// The Application's name.
+    name: String,
+
+    /// Sync this revision instead of spec.source.targetRevision (refused
+    /// while automated sync is enabled: it would undo it at once).
+    #[arg(long, value_name = "REV")]
+    revision: Option<String>,
+
+    #[command(flatten)]
+    operation: OperationArgs,
+
+    #[command(flatten)]
+    where_: AppArgs,
+}
+
+/// Sync an Application back to a revision it was synced to before (like
+/// `argocd app rollback`). Needs automated sync disabled, or the
+/// controller would return to the target revision at once.
+#[derive(Debug, clap::Args)]
+#[command(after_help = "\
+Examples:
+  kiln app history guestbook
+  kiln app rollback guestbook        # the revision before the current one
+  kiln app rollback guestbook 3")]
+pub(crate) struct AppRollbackArgs {
+    /// The Application's name.
+    name: String,
+
+    /// The history id to return to (`kiln app history`). Default: the
+    /// entry before the last.
+    id: Option<i64>,
+
+    #[command(flatten)]
+    operation: OperationArgs,
+
+    #[command(flatten)]
+    where_: AppArgs,
 }
 
 /// Where the Applications are.
@@ -50,10 +177,15 @@ pub(crate) struct NamedAppArgs {
 }
 
 async fn api(args: &AppArgs) -> anyhow::Result<Api<Application>> {
+    Ok(api_and_client(args).await?.0)
+}
+
+async fn api_and_client(args: &AppArgs) -> anyhow::Result<(Api<Application>, kube::Client)> {
     let cluster =
         kiln::cluster::Cluster::connect(args.kubeconfig.as_deref(), args.context.as_deref())
             .await?;
-    Ok(Api::namespaced(cluster.client().clone(), &args.namespace))
+    let client = cluster.client().clone();
+    Ok((Api::namespaced(client.clone(), &args.namespace), client))
 }
 
 fn short(revision: Option<&String>) -> String {
@@ -214,6 +346,76 @@ pub(crate) async fn run(command: &AppCommand) -> anyhow::Result<u8> {
                 );
             }
         }
+        AppCommand::Diff(args) => return diff(args).await,
+        AppCommand::Sync(args) => {
+            let apps = api(&args.where_).await?;
+            let app = apps
+                .get(&args.name)
+                .await
+                .with_context(|| format!("Application {}", args.name))?;
+            if let Some(revision) = &args.revision
+                && automated(&app)
+                && *revision != app.spec.source.target_revision
+            {
+                bail!(
+                    "cannot sync Application {} to revision {revision:?}: automated sync is enabled and follows targetRevision {:?}; disable spec.syncPolicy.automated first",
+                    args.name,
+                    app.spec.source.target_revision
+                );
+            }
+            let sync = SyncOperation {
+                revision: args.revision.clone(),
+                prune: args.operation.prune,
+                dry_run: args.operation.dry_run,
+            };
+            return operate(&apps, &args.name, sync, "kiln app sync".into(), &args.operation).await;
+        }
+        AppCommand::Rollback(args) => {
+            let apps = api(&args.where_).await?;
+            let app = apps
+                .get(&args.name)
+                .await
+                .with_context(|| format!("Application {}", args.name))?;
+            if automated(&app) {
+                bail!(
+                    "cannot roll back Application {}: automated sync is enabled and would return to targetRevision {:?} at once; disable spec.syncPolicy.automated first",
+                    args.name,
+                    app.spec.source.target_revision
+                );
+            }
+            let history = app.status.clone().unwrap_or_default().history;
+            let entry = match args.id {
+                Some(id) => history.iter().find(|h| h.id == id).with_context(|| {
+                    format!(
+                        "Application {} has no history id {id} (it has: {})",
+                        args.name,
+                        history
+                            .iter()
+                            .map(|h| h.id.to_string())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    )
+                })?,
+                None => history.iter().rev().nth(1).with_context(|| {
+                    format!(
+                        "Application {} has no earlier revision to roll back to (history: {} entries)",
+                        args.name,
+                        history.len()
+                    )
+                })?,
+            };
+            eprintln!(
+                "rolling back {} to history id {} (revision {})",
+                args.name, entry.id, entry.revision
+            );
+            let sync = SyncOperation {
+                revision: Some(entry.revision.clone()),
+                prune: args.operation.prune,
+                dry_run: args.operation.dry_run,
+            };
+            let by = format!("kiln app rollback {}", entry.id);
+            return operate(&apps, &args.name, sync, by, &args.operation).await;
+        }
         AppCommand::Refresh(args) => {
             let patch = serde_json::json!({"metadata": {"annotations": {kiln::api::REFRESH_ANNOTATION: kiln::units::now()}}});
             api(&args.where_)
@@ -225,4 +427,157 @@ pub(crate) async fn run(command: &AppCommand) -> anyhow::Result<u8> {
         }
     }
     Ok(exit::OK)
+}
+
+fn automated(app: &Application) -> bool {
+    app.spec
+        .sync_policy
+        .as_ref()
+        .is_some_and(|p| p.automated.is_some())
+}
+
+/// Asks for an operation and (unless `--async`) waits for its result.
+async fn operate(
+    apps: &Api<Application>,
+    name: &str,
+    sync: SyncOperation,
+    initiated_by: String,
+    args: &OperationArgs,
+) -> anyhow::Result<u8> {
+    let id = uuid::Uuid::new_v4().simple().to_string();
+    let operation = Operation {
+        id: id.clone(),
+        sync,
+        initiated_by: Some(initiated_by),
+    };
+    let patch = serde_json::json!({"metadata": {"annotations": {
+        OPERATION_ANNOTATION: serde_json::to_string(&operation)?,
+    }}});
+    apps.patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .with_context(|| format!("cannot request a sync of Application {name}"))?;
+    if args.no_wait {
+        println!("sync of {name} requested (operation {id})");
+        return Ok(exit::OK);
+    }
+    eprintln!("waiting for the controller to sync {name} (operation {id})");
+    let deadline = tokio::time::Instant::now() + args.timeout;
+    let state = loop {
+        let app = apps
+            .get(name)
+            .await
+            .with_context(|| format!("Application {name}"))?;
+        let state = app.status.and_then(|s| s.operation_state);
+        if let Some(state) = state.filter(|s| s.id.as_deref() == Some(id.as_str())) {
+            break state;
+        }
+        if tokio::time::Instant::now() >= deadline {
+            bail!(
+                "no result for the sync of Application {name} within {:?}: is `kiln controller` running for this namespace? (the request stays in annotation {OPERATION_ANNOTATION})",
+                args.timeout
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    };
+    if !state.resources.is_empty() {
+        println!(
+            "{:<44} {:<16} {:<12} MESSAGE",
+            "RESOURCE", "NAMESPACE", "RESULT"
+        );
+        for r in &state.resources {
+            let kind = if r.group.is_empty() {
+                r.kind.clone()
+            } else {
+                format!("{}/{}", r.group, r.kind)
+            };
+            println!(
+                "{:<44} {:<16} {:<12} {}",
+                format!("{kind}/{}", r.name),
+                r.namespace.as_deref().unwrap_or("-"),
+                r.action,
+                r.message.as_deref().unwrap_or_default()
+            );
+        }
+    }
+    println!(
+        "{}: {} at {}{}",
+        state.phase,
+        state.message.as_deref().unwrap_or_default(),
+        short(state.revision.as_ref()),
+        if state.dry_run { " (dry run)" } else { "" }
+    );
+    Ok(if state.phase == "Succeeded" {
+        exit::OK
+    } else {
+        exit::ERROR
+    })
+}
+
+async fn diff(args: &AppDiffArgs) -> anyhow::Result<u8> {
+    let (apps, client) = api_and_client(&args.where_).await?;
+    let app = apps
+        .get(&args.name)
+        .await
+        .with_context(|| format!("Application {}", args.name))?;
+    let namespace = &args.where_.namespace;
+    // Credentials and clusters as the controller sees them, when readable.
+    let secrets = match ControllerSecrets::list(client.clone(), namespace).await {
+        Ok(secrets) => secrets,
+        Err(e) => {
+            eprintln!(
+                "warning: cannot read the Secrets of namespace {namespace} ({e}); private repositories and registered clusters are not available"
+            );
+            ControllerSecrets::fixed([])
+        }
+    };
+    let cache = match &args.git_cache {
+        Some(dir) => dir.clone(),
+        None => default_cache_dir()
+            .context("no cache directory: set --git-cache or HOME")?
+            .join("repos"),
+    };
+    let git = GitSource::new(GitConfig::new(cache), Arc::new(secrets.repo_credentials()))?;
+    let config = ControllerConfig {
+        namespace: namespace.clone(),
+        ..ControllerConfig::default()
+    };
+    let ctx = Context::new(client, git, args.host.host()?, config, secrets);
+    let to = CompareTo {
+        revision: args.revision.clone(),
+    };
+    let comparison = kiln::controller::compare(&app, &ctx, &to)
+        .await
+        .map_err(|stop| anyhow::anyhow!("Application {}: {stop}", args.name))?;
+    for finding in &comparison.policy.findings {
+        eprintln!(
+            "policy {} [{} {}] {}: {}",
+            finding.policy,
+            finding.mode,
+            finding.severity,
+            finding.object.as_deref().unwrap_or("(set)"),
+            finding.message
+        );
+    }
+    if comparison.blocked {
+        eprintln!("an enforced policy fails: the controller would apply nothing");
+    }
+    eprintln!(
+        "{} at {} on {} ({})",
+        args.name,
+        short(Some(&comparison.commit)),
+        comparison.target.name,
+        comparison.target.server
+    );
+    match args.output {
+        Format::Text => print!(
+            "{}",
+            kiln::diff::output::text(&comparison.diff, args.color.enabled())
+        ),
+        Format::Json => println!("{}", kiln::diff::output::json(&comparison.diff)),
+    }
+    Ok(if comparison.diff.in_sync() {
+        exit::OK
+    } else {
+        exit::DRIFT
+    })
 }

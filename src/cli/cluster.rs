@@ -36,20 +36,20 @@ impl ClusterArgs {
 }
 
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
-enum Format {
+pub(crate) enum Format {
     Text,
     Json,
 }
 
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
-enum Color {
+pub(crate) enum Color {
     Auto,
     Always,
     Never,
 }
 
 impl Color {
-    fn enabled(self) -> bool {
+    pub(crate) fn enabled(self) -> bool {
         match self {
             Self::Always => true,
             Self::Never => false,

@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 
-use kiln::controller::{self, Context, ControllerConfig};
-use kiln::source::git::{GitConfig, GitSource, NoCredentials};
+use kiln::controller::{self, Context, ControllerConfig, ControllerSecrets};
+use kiln::source::git::{GitConfig, GitSource};
 
 use super::args::parse_duration;
 use super::{HostArgs, default_cache_dir, exit};
@@ -16,9 +16,16 @@ use super::{HostArgs, default_cache_dir, exit};
 /// equal to what Git says.
 ///
 /// Reconciles on a timer (with jitter), when an Application changes, and
-/// when one is annotated kiln.dev/refresh. Plugins and projects come from the
-/// Plugin and AppProject resources of the same namespace. Install the CRDs
-/// first (`kiln crds | kubectl apply --server-side -f -`).
+/// when one is annotated kiln.dev/refresh, and when something it manages
+/// changes live (self-heal reverts drift at once, backing off from drift
+/// that keeps coming back). Plugins and projects come from the Plugin and
+/// AppProject resources of the same namespace; repository credentials and
+/// destination clusters from its Secrets labeled kiln.dev/secret-type
+/// (repository, repo-creds, cluster: see docs/controller.md). Install the
+/// CRDs first (`kiln crds | kubectl apply --server-side -f -`).
+///
+/// On SIGINT/SIGTERM no new reconcile starts; running syncs finish their
+/// current wave and record the rest as Terminated for the next leader.
 #[derive(Debug, clap::Args)]
 pub(crate) struct ControllerArgs {
     /// Kubeconfig file. Default: $KUBECONFIG, ~/.kube/config, in-cluster.
@@ -76,9 +83,10 @@ pub(crate) async fn run(args: &ControllerArgs) -> anyhow::Result<u8> {
             .context("no cache directory: set --git-cache or HOME")?
             .join("repos"),
     };
-    // Repository credentials from Secrets come with the rest of the
-    // controller's configuration; public and local repositories work now.
-    let git = GitSource::new(GitConfig::new(cache), Arc::new(NoCredentials))?;
+    // Repository credentials and destination clusters come from the
+    // labeled Secrets of the controller's namespace.
+    let secrets = ControllerSecrets::watch(cluster.client().clone(), &args.namespace);
+    let git = GitSource::new(GitConfig::new(cache), Arc::new(secrets.repo_credentials()))?;
     let config = ControllerConfig {
         namespace: args.namespace.clone(),
         resync: args.resync,
@@ -94,6 +102,7 @@ pub(crate) async fn run(args: &ControllerArgs) -> anyhow::Result<u8> {
         git,
         args.host.host()?,
         config,
+        secrets.clone(),
     ));
     let state = Arc::new(controller::http::HttpState {
         ctx: ctx.clone(),
@@ -125,9 +134,10 @@ pub(crate) async fn run(args: &ControllerArgs) -> anyhow::Result<u8> {
         );
         tokio::select! {
             () = elector.acquire() => {}
-            _ = tokio::signal::ctrl_c() => return Ok(exit::OK),
+            () = super::stop_signal() => return Ok(exit::OK),
         }
     }
+    secrets.ready().await;
     eprintln!(
         "kiln controller watching Applications in namespace {} (Ctrl-C stops)",
         args.namespace
@@ -143,7 +153,7 @@ pub(crate) async fn run(args: &ControllerArgs) -> anyhow::Result<u8> {
     let flag = lost.clone();
     controller::run(ctx, async move {
         tokio::select! {
-            _ = tokio::signal::ctrl_c() => {}
+            () = super::stop_signal() => {}
             Ok(()) = lost_rx => flag.store(true, std::sync::atomic::Ordering::Relaxed),
         }
     })

@@ -192,3 +192,19 @@ fn init_logging(verbose: u8) {
         .with_target(verbose > 1)
         .init();
 }
+
+/// Resolves on SIGINT (Ctrl-C) or SIGTERM (what Kubernetes sends a pod).
+pub(crate) async fn stop_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        if let Ok(mut term) = signal(SignalKind::terminate()) {
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                _ = term.recv() => {}
+            }
+            return;
+        }
+    }
+    let _ = tokio::signal::ctrl_c().await;
+}

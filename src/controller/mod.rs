@@ -2,14 +2,19 @@
 //!
 //! [`reconcile`] does one pass for one Application; [`run`] drives it for
 //! every Application with kube-runtime's controller: on a timer with jitter,
-//! when an Application changes, and when one is annotated
-//! `kiln.dev/refresh`.
+//! when an Application changes (including the `kiln.dev/refresh` and
+//! `kiln.dev/operation` annotations), and when something it manages
+//! changes in a destination cluster ([`live`]).
 
 pub mod cache;
+pub mod compare;
+pub mod destination;
 pub mod http;
 pub mod leader;
+pub mod live;
 pub mod project;
 pub mod reconcile;
+pub mod secrets;
 
 use std::sync::Arc;
 
@@ -19,7 +24,9 @@ use kube::runtime::controller::{Action, Controller};
 use kube::runtime::{WatchStreamExt as _, reflector, watcher};
 
 use crate::api::Application;
-pub use reconcile::{Context, ControllerConfig, ReconcileError, reconcile};
+pub use compare::{CompareTo, Comparison, Stop, compare};
+pub use reconcile::{Context, ControllerConfig, ReconcileError, SelfHealBackoff, reconcile};
+pub use secrets::ControllerSecrets;
 
 fn error_policy(app: Arc<Application>, error: &ReconcileError, _ctx: Arc<Context>) -> Action {
     tracing::warn!(app = app.metadata.name.as_deref().unwrap_or_default(), error = %error, "reconcile failed; retrying in 10s");
@@ -40,7 +47,9 @@ fn trigger(app: &Application) -> Option<u64> {
     Some(hasher.finish())
 }
 
-/// Runs the controller until `shutdown` resolves.
+/// Runs the controller until `shutdown` resolves. Then no reconcile
+/// starts; those running finish, their syncs ending after the current wave
+/// ([`Context::shutdown`]).
 pub async fn run(
     ctx: Arc<Context>,
     shutdown: impl std::future::Future<Output = ()> + Send + Sync + 'static,
@@ -52,7 +61,22 @@ pub async fn run(
         .reflect(writer)
         .applied_objects()
         .predicate_filter(trigger, Default::default());
-    Controller::for_stream(changes, reader)
+    let flag = ctx.shutdown.clone();
+    let shutdown = async move {
+        shutdown.await;
+        tracing::info!("stopping: running reconciles finish, syncs after their current wave");
+        flag.store(true, std::sync::atomic::Ordering::Relaxed);
+    };
+    let config = kube::runtime::controller::Config::default()
+        .concurrency(ctx.config.concurrency)
+        // Live changes come in bursts (a Deployment's status moves several
+        // times while it rolls out): one reconcile per burst.
+        .debounce(std::time::Duration::from_millis(500));
+    let mut controller = Controller::for_stream(changes, reader).with_config(config);
+    if let Some(live) = ctx.live.triggers() {
+        controller = controller.reconcile_on(live);
+    }
+    controller
         .graceful_shutdown_on(shutdown)
         .run(reconcile, error_policy, ctx)
         .for_each(|result| async move {

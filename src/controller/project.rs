@@ -72,33 +72,14 @@ impl Project {
         }
     }
 
-    /// Checks the application's source, destination and plugins.
+    /// Checks the application's source and plugins (the destination is
+    /// checked once resolved: [`Project::admit_destination`]).
     pub fn admit(&self, app: &Application) -> Result<(), Violation> {
         let repo = &app.spec.source.repo_url;
         if !self.spec.source_repos.iter().any(|p| matches(p, repo)) {
             return Err(self.violation(format!(
                 "repository {repo:?} is not in sourceRepos {:?}",
                 self.spec.source_repos
-            )));
-        }
-        let destination = &app.spec.destination;
-        let namespace = destination.namespace.as_deref().unwrap_or_default();
-        let allowed = self.spec.destinations.iter().any(|d| {
-            let server_ok = match (&d.server, &destination.server) {
-                (Some(pattern), Some(server)) => matches(pattern, server),
-                (_, None) => true,
-                (None, Some(_)) => false,
-            };
-            let name_ok = match (&d.name, &destination.name) {
-                (Some(pattern), Some(name)) => matches(pattern, name),
-                (_, None) => true,
-                (None, Some(_)) => false,
-            };
-            server_ok && name_ok && d.namespace.as_deref().is_none_or(|p| matches(p, namespace))
-        });
-        if !allowed {
-            return Err(self.violation(format!(
-                "destination namespace {namespace:?} is not allowed by its destinations"
             )));
         }
         if !self.spec.plugins.is_empty() {
@@ -117,6 +98,29 @@ impl Project {
                     )));
                 }
             }
+        }
+        Ok(())
+    }
+
+    /// Checks a resolved destination: the cluster's server URL and name
+    /// (both known once the destination is resolved, so that naming a
+    /// cluster by the other field cannot slip past a rule) and the
+    /// namespace.
+    pub fn admit_destination(
+        &self,
+        server: &str,
+        name: &str,
+        namespace: &str,
+    ) -> Result<(), Violation> {
+        let allowed = self.spec.destinations.iter().any(|d| {
+            d.server.as_deref().is_none_or(|p| matches(p, server))
+                && d.name.as_deref().is_none_or(|p| matches(p, name))
+                && d.namespace.as_deref().is_none_or(|p| matches(p, namespace))
+        });
+        if !allowed {
+            return Err(self.violation(format!(
+                "destination {server} ({name}) namespace {namespace:?} is not allowed by its destinations"
+            )));
         }
         Ok(())
     }
@@ -194,13 +198,13 @@ mod tests {
         assert!(error.to_string().contains("sourceRepos"), "{error}");
         assert!(
             project
-                .admit(&app(
-                    "https://git.example.com/team/apps",
-                    "kube-system",
-                    &[]
-                ))
-                .is_err()
+                .admit_destination(crate::api::IN_CLUSTER, "in-cluster", "team-a")
+                .is_ok()
         );
+        let error = project
+            .admit_destination(crate::api::IN_CLUSTER, "in-cluster", "kube-system")
+            .unwrap_err();
+        assert!(error.to_string().contains("\"kube-system\""), "{error}");
         let error = project
             .admit(&app(
                 "https://git.example.com/team/apps",
@@ -218,6 +222,22 @@ mod tests {
 
     fn permissive_project() -> Project {
         Project::new("default", permissive())
+    }
+
+    #[test]
+    fn destinations_are_checked_by_server_and_name() {
+        let project = Project::new(
+            "prod",
+            serde_json::from_value(json!({"sourceRepos": ["*"],
+                "destinations": [{"server": "https://prod-*.example.com", "namespace": "*"},
+                    {"name": "staging", "namespace": "web"}]}))
+            .unwrap(),
+        );
+        assert!(project.admit_destination("https://prod-eu.example.com", "eu", "x").is_ok());
+        assert!(project.admit_destination("https://10.0.0.1", "staging", "web").is_ok());
+        assert!(project.admit_destination("https://10.0.0.1", "staging", "db").is_err());
+        // A cluster named by name is still checked by its server, and back.
+        assert!(project.admit_destination(crate::api::IN_CLUSTER, "in-cluster", "x").is_err());
     }
 
     #[test]

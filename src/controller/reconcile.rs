@@ -1,41 +1,104 @@
-//! One reconcile of one Application: project rules → revision → render →
-//! policy → diff → sync (when automated) → status. Every failure becomes a
-//! condition with a reason a person can act on; nothing here crashes the
-//! controller or applies half of something without saying so.
+//! One reconcile of one Application: compare ([`super::compare`]) → sync
+//! (when automated, or when a person asked for it) → status. Every failure
+//! becomes a condition with a reason a person can act on; nothing here
+//! crashes the controller or applies half of something without saying so.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 use kube::api::{Api, Patch, PatchParams};
 use kube::runtime::controller::Action;
 use serde_json::{Value, json};
 use tokio::sync::Mutex;
+use tokio::time::Instant;
 
-use super::project::{self, Project};
+use super::compare::{CompareTo, Stop, compare};
+use super::destination::Destinations;
+use super::live::LiveWatches;
+use super::secrets::ControllerSecrets;
 use crate::api::{
-    AppProject, Application, ApplicationStatus, Condition, HealthInfo, HistoryEntry,
-    OperationState, Plugin as PluginResource, PluginKind, PolicyFinding, PolicyMode, PolicyStatus,
-    PolicyUse, ResourceResult, ResourceStatus, SyncInfo,
+    Application, ApplicationStatus, Condition, HealthInfo, HistoryEntry, OPERATION_ANNOTATION,
+    Operation, OperationState, ResourceResult, ResourceStatus, SyncInfo,
 };
 use crate::cluster::Cluster;
-use crate::diff::{DiffOptions, IgnoreRules, SyncStatus};
+use crate::diff::SyncStatus;
 use crate::health::{self, Health};
 use crate::manifest::ObjectKey;
-use crate::plugin::{AppContext, Limits, Plugin, PluginHost, World};
-use crate::policy::{self, Mode, PolicyStep};
-use crate::render::{self, Step};
-use crate::source::SourceView;
-use crate::source::git::{GitSource, RepoUrl, Revision};
-use crate::sync::{
-    Action as SyncAction, Application as SyncApp, Engine, Outcome, RetryPolicy, SyncOptions,
-};
+use crate::plugin::{Plugin, PluginHost, World};
+use crate::source::git::GitSource;
+use crate::sync::{Action as SyncAction, Application as SyncApp, Engine, Outcome, SyncOptions};
+
+/// How long self-heal waits before reverting the same drift again:
+/// `duration × factor^(attempts − 1)`, at most `max`. Attempts are counted
+/// while the drift keeps coming back within `max` of the last revert, so a
+/// controller fighting Kiln over a field is reverted ever more slowly
+/// instead of in a tight loop. Defaults: 2 s, ×3, 5 min (Argo CD's).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SelfHealBackoff {
+    /// The wait before the second revert.
+    pub duration: Duration,
+    /// How much longer each further wait is.
+    pub factor: u32,
+    /// The longest wait; drift after a quiet period this long starts over.
+    pub max: Duration,
+}
+
+impl Default for SelfHealBackoff {
+    fn default() -> Self {
+        Self {
+            duration: Duration::from_secs(2),
+            factor: 3,
+            max: Duration::from_secs(300),
+        }
+    }
+}
+
+impl SelfHealBackoff {
+    /// The wait after `attempts` reverts of the same drift.
+    pub fn delay(&self, attempts: u32) -> Duration {
+        if attempts == 0 {
+            return Duration::ZERO;
+        }
+        let factor = self.factor.max(1).saturating_pow(attempts - 1);
+        self.duration.saturating_mul(factor).min(self.max)
+    }
+}
+
+/// The self-heal reverts of one application.
+#[derive(Clone, Copy, Debug, Default)]
+struct Reverts {
+    attempts: u32,
+    last: Option<Instant>,
+}
+
+impl Reverts {
+    /// `Ok` when a revert may happen at `now` (and counts it); otherwise
+    /// how long to wait.
+    fn admit(&mut self, backoff: &SelfHealBackoff, now: Instant) -> Result<(), Duration> {
+        let since = self.last.map(|last| now.saturating_duration_since(last));
+        if since.is_none_or(|since| since > backoff.max) {
+            self.attempts = 0;
+        }
+        let wait = backoff.delay(self.attempts);
+        if let Some(since) = since
+            && since < wait
+        {
+            return Err(wait - since);
+        }
+        self.attempts += 1;
+        self.last = Some(now);
+        Ok(())
+    }
+}
 
 /// How the controller runs. Defaults: namespace `kiln`, resync every 180 s.
 #[derive(Clone, Debug)]
 pub struct ControllerConfig {
-    /// Where Applications, AppProjects and Plugins live.
+    /// Where Applications, AppProjects, Plugins and the controller's
+    /// Secrets live.
     pub namespace: String,
     /// How often every Application is reconciled (plus up to 10% jitter).
     pub resync: Duration,
@@ -49,6 +112,10 @@ pub struct ControllerConfig {
     pub render_cache_dir: Option<PathBuf>,
     /// How many renders the cache keeps in memory.
     pub render_cache_entries: usize,
+    /// How many Applications reconcile at once (default 32).
+    pub concurrency: u16,
+    /// How self-heal backs off from drift that keeps coming back.
+    pub self_heal_backoff: SelfHealBackoff,
 }
 
 impl Default for ControllerConfig {
@@ -61,17 +128,18 @@ impl Default for ControllerConfig {
             manager: "kiln".into(),
             render_cache_dir: None,
             render_cache_entries: 4096,
+            concurrency: 32,
+            self_heal_backoff: SelfHealBackoff::default(),
         }
     }
 }
 
 /// What every reconcile shares.
 pub struct Context {
-    /// The client of the controller's own cluster (where Applications live
-    /// and, for now, the only destination).
+    /// The client of the controller's own cluster, where Applications live.
     pub client: kube::Client,
-    /// The destination cluster.
-    pub cluster: Cluster,
+    /// Destination clusters: this one and those registered by Secrets.
+    pub destinations: Destinations,
     /// Git.
     pub git: GitSource,
     /// The plugin host.
@@ -82,31 +150,43 @@ pub struct Context {
     pub metrics: super::http::Metrics,
     /// Renders reused while what they read holds.
     pub render_cache: super::cache::RenderCache,
-    plugins: Mutex<HashMap<(PathBuf, World, String), Plugin>>,
+    /// Watches on managed kinds, which trigger reconciles on live changes.
+    pub live: LiveWatches,
+    /// Raised when the controller is stopping: syncs end after their
+    /// current wave ([`Engine::with_interrupt`]).
+    pub shutdown: Arc<AtomicBool>,
+    pub(super) plugins: Mutex<HashMap<(PathBuf, World, String), Plugin>>,
+    reverts: std::sync::Mutex<HashMap<String, Reverts>>,
 }
 
 impl Context {
-    /// A context.
+    /// A context. `secrets` holds the controller's repository and cluster
+    /// Secrets (give the Git engine `secrets.repo_credentials()`).
     pub fn new(
         client: kube::Client,
         git: GitSource,
         host: PluginHost,
         config: ControllerConfig,
+        secrets: ControllerSecrets,
     ) -> Self {
         let render_cache = super::cache::RenderCache::new(config.render_cache_entries);
         let render_cache = match &config.render_cache_dir {
             Some(dir) => render_cache.with_dir(dir),
             None => render_cache,
         };
+        let local = Arc::new(Cluster::new(client.clone()));
         Self {
-            cluster: Cluster::new(client.clone()),
+            destinations: Destinations::new(local, &config.namespace, secrets),
+            live: LiveWatches::new(&config.namespace, &config.manager),
             client,
             git,
             host,
             config,
             metrics: super::http::Metrics::default(),
             render_cache,
+            shutdown: Arc::new(AtomicBool::new(false)),
             plugins: Mutex::new(HashMap::new()),
+            reverts: std::sync::Mutex::new(HashMap::new()),
         }
     }
 }
@@ -120,23 +200,6 @@ pub struct ReconcileError {
     /// Why.
     #[source]
     pub source: kube::Error,
-}
-
-/// A failure that ends the reconcile with a condition.
-struct Stop {
-    kind: &'static str,
-    reason: &'static str,
-    message: String,
-}
-
-impl Stop {
-    fn new(kind: &'static str, reason: &'static str, message: impl Into<String>) -> Self {
-        Self {
-            kind,
-            reason,
-            message: message.into(),
-        }
-    }
 }
 
 fn condition(stop: &Stop) -> Condition {
@@ -160,6 +223,50 @@ fn requeue(config: &ControllerConfig) -> Action {
     Action::requeue(config.resync + Duration::from_millis(extra))
 }
 
+/// The operation an Application's annotation asks for: `Ok(None)` when
+/// there is none, `Err` (a condition) when it cannot be read.
+fn requested(app: &Application) -> Result<Option<(String, Operation)>, Stop> {
+    let Some(raw) = app
+        .metadata
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(OPERATION_ANNOTATION))
+    else {
+        return Ok(None);
+    };
+    serde_json::from_str(raw)
+        .map(|op| Some((raw.clone(), op)))
+        .map_err(|e| {
+            Stop::new(
+                "InvalidSpec",
+                "InvalidOperation",
+                format!("annotation {OPERATION_ANNOTATION} is not a valid operation: {e}"),
+            )
+        })
+}
+
+/// Removes the operation annotation if it still holds `raw` (a newer
+/// request written meanwhile stays for the next reconcile).
+async fn clear_operation(apps: &Api<Application>, name: &str, raw: &str) {
+    let path = format!(
+        "/metadata/annotations/{}",
+        OPERATION_ANNOTATION.replace('~', "~0").replace('/', "~1")
+    );
+    let patch: json_patch::Patch = match serde_json::from_value(json!([
+        {"op": "test", "path": path, "value": raw},
+        {"op": "remove", "path": path},
+    ])) {
+        Ok(patch) => patch,
+        Err(_) => return,
+    };
+    if let Err(error) = apps
+        .patch(name, &PatchParams::default(), &Patch::<()>::Json(patch))
+        .await
+    {
+        tracing::debug!(%error, "the operation annotation was not removed (changed meanwhile?)");
+    }
+}
+
 /// Reconciles one Application.
 pub async fn reconcile(app: Arc<Application>, ctx: Arc<Context>) -> Result<Action, ReconcileError> {
     let name = app.metadata.name.clone().unwrap_or_default();
@@ -175,9 +282,34 @@ pub async fn reconcile(app: Arc<Application>, ctx: Arc<Context>) -> Result<Actio
     }
     let mut status = app.status.clone().unwrap_or_default();
     status.conditions.clear();
+    let (raw_operation, operation, invalid_operation) = match requested(&app) {
+        Ok(Some((raw, op))) => (Some(raw), Some(op), None),
+        Ok(None) => (None, None, None),
+        Err(stop) => {
+            let raw = app
+                .metadata
+                .annotations
+                .as_ref()
+                .and_then(|a| a.get(OPERATION_ANNOTATION))
+                .cloned();
+            (raw, None, Some(stop))
+        }
+    };
+    // An operation already carried out (its annotation outlived it).
+    let done = |status: &ApplicationStatus, op: &Operation| {
+        status
+            .operation_state
+            .as_ref()
+            .and_then(|s| s.id.as_deref())
+            == Some(op.id.as_str())
+    };
+    let operation = operation.filter(|op| !done(&status, op));
     let started = std::time::Instant::now();
-    let outcome =
-        tracing::Instrument::instrument(run(&app, &ctx, &mut status, &span), span.clone()).await;
+    let outcome = tracing::Instrument::instrument(
+        run(&app, &ctx, &mut status, operation.as_ref()),
+        span.clone(),
+    )
+    .await;
     ctx.metrics
         .reconcile_seconds
         .observe(started.elapsed().as_secs_f64());
@@ -186,10 +318,13 @@ pub async fn reconcile(app: Arc<Application>, ctx: Arc<Context>) -> Result<Actio
         .reconciles
         .get_or_create(&vec![("result".into(), result.into())])
         .inc();
+    let mut after = None;
     match outcome {
-        Ok(()) => {}
+        Ok(wait) => after = wait,
         Err(stop) => {
-            tracing::warn!(reason = stop.reason, message = %stop.message, "reconcile stopped");
+            span.in_scope(|| {
+                tracing::warn!(reason = stop.reason, message = %stop.message, "reconcile stopped");
+            });
             status.conditions.push(condition(&stop));
             if status.sync.is_none() {
                 status.sync = Some(SyncInfo {
@@ -197,7 +332,27 @@ pub async fn reconcile(app: Arc<Application>, ctx: Arc<Context>) -> Result<Actio
                     ..SyncInfo::default()
                 });
             }
+            // A requested operation that could not even start still gets
+            // its result, so that whoever asked is not left waiting.
+            if let Some(op) = &operation
+                && !done(&status, op)
+            {
+                let now = crate::units::now();
+                status.operation_state = Some(OperationState {
+                    phase: "Failed".into(),
+                    id: Some(op.id.clone()),
+                    initiated_by: op.initiated_by.clone(),
+                    dry_run: op.sync.dry_run,
+                    message: Some(stop.to_string()),
+                    started_at: Some(now.clone()),
+                    finished_at: Some(now),
+                    ..OperationState::default()
+                });
+            }
         }
+    }
+    if let Some(stop) = &invalid_operation {
+        status.conditions.push(condition(stop));
     }
     status.reconciled_at = Some(crate::units::now());
     status.observed_generation = app.metadata.generation;
@@ -212,7 +367,11 @@ pub async fn reconcile(app: Arc<Application>, ctx: Arc<Context>) -> Result<Actio
         app: name.clone(),
         source,
     })?;
-    Ok(requeue(&ctx.config))
+    // After the status: the watch event of the removal then carries it.
+    if let Some(raw) = &raw_operation {
+        clear_operation(&apps, &name, raw).await;
+    }
+    Ok(after.map_or_else(|| requeue(&ctx.config), Action::requeue))
 }
 
 /// An Application being deleted: with the resources finalizer, its tracked
@@ -239,7 +398,17 @@ async fn finalize(
         name: name.clone(),
         namespace: app.spec.destination.namespace.clone(),
     };
-    match Engine::new(&ctx.cluster, target, options)
+    let destination = match ctx.destinations.resolve(&app.spec.destination).await {
+        Ok(destination) => destination,
+        Err(e) => {
+            // Its resources cannot be found without the cluster; the
+            // finalizer stays until the cluster is registered again (or a
+            // person removes it, leaving the resources in place).
+            tracing::warn!(error = %e, "cannot delete the application's resources; retrying in 30s");
+            return Ok(Action::requeue(Duration::from_secs(30)));
+        }
+    };
+    match Engine::new(&destination.cluster, target, options)
         .sync(Vec::new())
         .await
     {
@@ -269,252 +438,74 @@ async fn finalize(
     Ok(Action::await_change())
 }
 
-/// The work; `Err` is the condition to record.
+/// Why a sync is about to happen.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Trigger {
+    /// A person asked (`kiln app sync`, `kiln app rollback`).
+    Operation,
+    /// Automated sync of a revision not synced yet.
+    NewRevision,
+    /// Automated sync of drift at the revision already synced.
+    SelfHeal,
+}
+
+/// The work; `Ok` carries an earlier requeue when one is needed, `Err` is
+/// the condition to record.
 async fn run(
     app: &Application,
     ctx: &Context,
     status: &mut ApplicationStatus,
-    span: &tracing::Span,
-) -> Result<(), Stop> {
+    operation: Option<&Operation>,
+) -> Result<Option<Duration>, Stop> {
     let config = &ctx.config;
     let name = app.metadata.name.clone().unwrap_or_default();
-
-    // Project rules, before anything else.
-    let projects: Api<AppProject> = Api::namespaced(ctx.client.clone(), &config.namespace);
-    let project = match projects.get_opt(&app.spec.project).await {
-        Ok(Some(found)) => Project::new(&app.spec.project, found.spec),
-        Ok(None) if app.spec.project == "default" => Project::new("default", project::permissive()),
-        Ok(None) => {
-            return Err(Stop::new(
-                "InvalidSpec",
-                "ProjectNotFound",
-                format!("project {:?} does not exist", app.spec.project),
-            ));
-        }
-        Err(e) => {
-            return Err(Stop::new(
-                "ComparisonError",
-                "ProjectUnreadable",
-                e.to_string(),
-            ));
-        }
-    };
-    project.admit(app).map_err(|v| {
-        Stop::new(
-            "ProjectViolation",
-            "SourceOrDestinationNotAllowed",
-            v.to_string(),
-        )
-    })?;
-    if let Some(server) = &app.spec.destination.server
-        && server != "https://kubernetes.default.svc"
+    let automated = app
+        .spec
+        .sync_policy
+        .as_ref()
+        .and_then(|p| p.automated.clone());
+    let wanted = operation.and_then(|op| op.sync.revision.clone());
+    if let Some(revision) = &wanted
+        && automated.is_some()
+        && *revision != app.spec.source.target_revision
     {
         return Err(Stop::new(
-            "InvalidSpec",
-            "UnknownDestination",
+            "OperationError",
+            "AutomatedSyncEnabled",
             format!(
-                "destination server {server:?} is not registered (only https://kubernetes.default.svc, the controller's cluster, for now)"
+                "cannot sync to revision {revision:?}: automated sync is enabled and follows targetRevision {:?}; disable spec.syncPolicy.automated first",
+                app.spec.source.target_revision
             ),
         ));
     }
+    let cmp = compare(app, ctx, &CompareTo { revision: wanted }).await?;
+    let commit = cmp.commit.clone();
 
-    // Revision.
-    let url = RepoUrl::parse(&app.spec.source.repo_url).map_err(|e| {
-        Stop::new(
-            "InvalidSpec",
-            "InvalidRepoURL",
-            format!("spec.source.repoURL: {e}"),
-        )
-    })?;
-    let revision = Revision::parse(&app.spec.source.target_revision);
-    let tree = ctx
-        .git
-        .poll(&url, &revision)
-        .await
-        .map_err(|e| Stop::new("ComparisonError", "SourceUnavailable", format!("{e:#}")))?;
-    let commit = tree.commit().to_string();
-    span.record("revision", commit.as_str());
-
-    // Render.
-    let mut chain = Vec::new();
-    for used in &app.spec.source.plugins {
-        let (plugin, defaults) = load_plugin(ctx, &used.name, World::Renderer).await?;
-        let mut params: BTreeMap<String, String> = defaults;
-        params.extend(used.parameters.clone());
-        chain.push(Step::Plugin {
-            plugin,
-            params: params.into_iter().collect(),
-        });
-    }
-    let destination_namespace = app.spec.destination.namespace.clone().unwrap_or_default();
-    let context = AppContext {
-        name: name.clone(),
-        namespace: destination_namespace.clone(),
-        project: app.spec.project.clone(),
-        repo_url: app.spec.source.repo_url.clone(),
-        revision: commit.clone(),
-        path: app
-            .spec
-            .source
-            .path
-            .trim_start_matches("./")
-            .trim_matches('/')
-            .trim_start_matches('.')
-            .to_owned(),
-    };
-    let view: Arc<dyn SourceView> = Arc::new(tree);
-    // What shapes the render besides the source: plugins, parameters, the
-    // application's path and destination.
-    let mut shape = vec![
-        context.path.clone(),
-        context.namespace.clone(),
-        context.name.clone(),
-        context.project.clone(),
-        context.repo_url.clone(),
-    ];
-    for step in &chain {
-        if let Step::Plugin { plugin, params } = step {
-            shape.push(plugin.digest().to_string());
-            shape.push(format!("{params:?}"));
-        }
-    }
-    let key = super::cache::RenderCache::key(&shape.iter().map(String::as_str).collect::<Vec<_>>());
-    let rendered_objects = match ctx.render_cache.get(&key, &*view) {
-        Some(objects) => {
-            tracing::debug!("render cache hit");
-            objects
-        }
-        None => {
-            let rendered = render::render(view.clone(), &context, &chain)
-                .await
-                .map_err(|e| Stop::new("ComparisonError", "RenderFailed", format!("{e:#}")))?;
-            ctx.metrics.renders.inc();
-            ctx.render_cache
-                .put(key, rendered.read_set, rendered.objects.clone());
-            rendered.objects
-        }
-    };
-
-    // Policies: the project's (mandatory) and the application's own.
-    let mut steps = Vec::new();
-    for used in project.policies().iter().chain(&app.spec.policies) {
-        steps.push(policy_step(ctx, used).await?);
-    }
-    let report = policy::evaluate(view, &context, rendered_objects.clone(), &steps).await;
-    status.policy = Some(PolicyStatus {
-        blocked: report.blocked(),
-        findings: report
-            .results
-            .iter()
-            .flat_map(|r| {
-                let mut findings: Vec<PolicyFinding> = r
-                    .findings
-                    .iter()
-                    .map(|f| PolicyFinding {
-                        policy: r.policy.clone(),
-                        mode: r.mode.to_string(),
-                        severity: f.severity.to_string(),
-                        object: f.object.as_ref().map(ToString::to_string),
-                        field_path: f.field_path.clone(),
-                        message: f.message.clone(),
-                    })
-                    .collect();
-                if let Some(error) = &r.error {
-                    findings.push(PolicyFinding {
-                        policy: r.policy.clone(),
-                        mode: r.mode.to_string(),
-                        severity: "error".into(),
-                        object: None,
-                        field_path: None,
-                        message: format!("the policy failed to run: {error}"),
-                    });
-                }
-                findings
-            })
-            .collect(),
-    });
-
-    // Kinds allowed by the project.
-    let objects: Vec<Value> = rendered_objects
-        .iter()
-        .map(|o| Value::Object(o.value().clone()))
-        .collect();
-    for object in &objects {
-        let key = ObjectKey::of(object);
+    // Watch what it manages, so that live changes reconcile it at once.
+    for object in &cmp.objects {
         let api_version = object
             .get("apiVersion")
             .and_then(Value::as_str)
             .unwrap_or_default();
-        let namespaced = match ctx.cluster.resolve(api_version, &key.kind).await {
-            Ok(resolved) => resolved.namespaced,
-            // Unknown kinds (a CRD in the same set) are checked as namespaced
-            // when they carry a namespace.
-            Err(_) => key.namespace.is_some() || !destination_namespace.is_empty(),
-        };
-        project
-            .admit_object(&key, namespaced)
-            .map_err(|v| Stop::new("ProjectViolation", "ResourceNotAllowed", v.to_string()))?;
+        let kind = object
+            .get("kind")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        if let Ok(resolved) = cmp.target.cluster.resolve(api_version, kind).await {
+            ctx.live
+                .ensure(&cmp.target.server, &cmp.target.cluster, &resolved);
+        }
     }
 
-    // Diff.
-    let sync_app = SyncApp {
-        name: name.clone(),
-        namespace: Some(destination_namespace).filter(|ns| !ns.is_empty()),
-    };
-    let mut options = SyncOptions {
-        health_timeout: config.health_timeout,
-        manager: config.manager.clone(),
-        ..SyncOptions::default()
-    };
-    let policy = app.spec.sync_policy.clone().unwrap_or_default();
-    for option in &policy.sync_options {
-        options
-            .set(option)
-            .map_err(|e| Stop::new("InvalidSpec", "InvalidSyncOption", e.to_string()))?;
-    }
-    let automated = policy.automated.clone();
-    options.prune = automated.as_ref().is_some_and(|a| a.prune);
-    if let Some(retry) = &policy.retry {
-        let backoff = retry.backoff.clone().unwrap_or_default();
-        let parse = |text: Option<&String>, default: Duration| -> Result<Duration, Stop> {
-            match text {
-                None => Ok(default),
-                Some(t) => crate::units::parse_duration(t).map_err(|_| {
-                    Stop::new(
-                        "InvalidSpec",
-                        "InvalidRetry",
-                        format!("retry backoff duration {t:?} is not a duration such as 5s"),
-                    )
-                }),
-            }
-        };
-        options.retry = RetryPolicy {
-            limit: retry.limit.unwrap_or(5),
-            duration: parse(backoff.duration.as_ref(), Duration::from_secs(5))?,
-            factor: backoff.factor.unwrap_or(2),
-            max_duration: parse(backoff.max_duration.as_ref(), Duration::from_secs(180))?,
-        };
-    }
-    let rules: Vec<crate::diff::IgnoreDifferences> =
-        app.spec.ignore_differences.iter().map(Into::into).collect();
-    let diff_options = DiffOptions {
-        ignore: IgnoreRules::new(rules, crate::diff::ignore::DEFAULT_JQ_TIMEOUT)
-            .map_err(|e| Stop::new("InvalidSpec", "InvalidIgnoreDifferences", e.to_string()))?,
-        manager: config.manager.clone(),
-        ..DiffOptions::default()
-    };
-    let engine = Engine::new(&ctx.cluster, sync_app, options);
-    let diff = engine
-        .diff(objects.clone(), &diff_options)
-        .await
-        .map_err(|e| Stop::new("ComparisonError", "DiffFailed", format!("{e:#}")))?;
-    let in_sync = diff.in_sync();
+    status.policy = Some(cmp.policy.clone());
+    let in_sync = cmp.diff.in_sync();
     status.sync = Some(SyncInfo {
         status: if in_sync { "Synced" } else { "OutOfSync" }.into(),
         revision: Some(commit.clone()),
         compared_to: None,
     });
-    status.resources = diff
+    status.resources = cmp
+        .diff
         .objects
         .iter()
         .map(|o| ResourceStatus {
@@ -526,7 +517,7 @@ async fn run(
             health: None,
         })
         .collect();
-    if report.blocked() {
+    if cmp.blocked {
         return Err(Stop::new(
             "PolicyBlocked",
             "EnforcedPolicyFailed",
@@ -534,82 +525,55 @@ async fn run(
         ));
     }
 
-    // Sync, when automated and needed: a new revision, or drift with self-heal.
-    let last_synced = status
+    // Sync: when asked, or when automated and needed (a new revision, or
+    // drift with self-heal). A sync abandoned at shutdown is not an attempt.
+    let last_attempt = status
         .operation_state
         .as_ref()
+        .filter(|o| o.phase != "Terminated")
         .and_then(|o| o.revision.clone());
-    let needs_sync = !in_sync
-        && automated.as_ref().is_some_and(|a| {
-            last_synced.as_deref() != Some(commit.as_str())
-                || a.self_heal
-                || diff.count(SyncStatus::Missing) > 0
-        });
-    let empty = objects.is_empty() && !automated.as_ref().is_some_and(|a| a.allow_empty);
-    if needs_sync && !empty {
-        let started = crate::units::now();
-        let result = engine
-            .sync(objects.clone())
-            .await
-            .map_err(|e| Stop::new("SyncError", "SyncFailed", format!("{e:#}")))?;
-        let succeeded = result.outcome == Outcome::Succeeded;
-        let outcome = if succeeded { "succeeded" } else { "failed" };
-        ctx.metrics
-            .syncs
-            .get_or_create(&vec![("outcome".into(), outcome.into())])
-            .inc();
-        status.operation_state = Some(OperationState {
-            phase: if succeeded { "Succeeded" } else { "Failed" }.into(),
-            message: Some(result.message.clone()),
-            revision: Some(commit.clone()),
-            resources: result
-                .objects
-                .iter()
-                .map(|o| ResourceResult {
-                    group: o.key.group.clone(),
-                    kind: o.key.kind.clone(),
-                    namespace: o.key.namespace.clone(),
-                    name: o.key.name.clone(),
-                    action: o.action.to_string(),
-                    message: Some(o.message.clone()).filter(|m| !m.is_empty()),
-                })
-                .collect(),
-            started_at: Some(started),
-            finished_at: Some(crate::units::now()),
-        });
-        if !succeeded {
-            return Err(Stop::new("SyncError", "SyncFailed", result.message));
+    let trigger = match (&operation, &automated) {
+        (Some(_), _) => Some(Trigger::Operation),
+        (None, Some(_)) if in_sync => None,
+        (None, Some(_)) if last_attempt.as_deref() != Some(commit.as_str()) => {
+            Some(Trigger::NewRevision)
         }
-        let id = status.history.last().map_or(0, |h| h.id) + 1;
-        status.history.push(HistoryEntry {
-            id,
-            revision: commit.clone(),
-            deployed_at: crate::units::now(),
-        });
-        let excess = status.history.len().saturating_sub(config.history_limit);
-        status.history.drain(..excess);
-        let synced = result.count(SyncAction::Failed) == 0;
-        status.sync = Some(SyncInfo {
-            status: if synced { "Synced" } else { "OutOfSync" }.into(),
-            revision: Some(commit.clone()),
-            compared_to: None,
-        });
-        // Pruned objects are gone; extraneous ones stay reported otherwise.
-        let pruned = automated.as_ref().is_some_and(|a| a.prune);
-        status
-            .resources
-            .retain(|r| !(pruned && r.status == "Extraneous"));
-        for resource in &mut status.resources {
-            if resource.status != "Extraneous" {
-                resource.status = "Synced".into();
+        (None, Some(a)) if a.self_heal || cmp.diff.count(SyncStatus::Missing) > 0 => {
+            Some(Trigger::SelfHeal)
+        }
+        _ => None,
+    };
+    let mut after = None;
+    let empty = cmp.objects.is_empty() && !automated.as_ref().is_some_and(|a| a.allow_empty);
+    let trigger = trigger.filter(|t| *t == Trigger::Operation || !empty);
+    if let Some(trigger) = trigger {
+        let admitted = match trigger {
+            Trigger::SelfHeal => {
+                let mut reverts = ctx.reverts.lock().unwrap_or_else(|e| e.into_inner());
+                let entry = reverts.entry(name.clone()).or_default();
+                entry.admit(&config.self_heal_backoff, Instant::now())
             }
+            _ => {
+                ctx.reverts
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .remove(&name);
+                Ok(())
+            }
+        };
+        match admitted {
+            Err(wait) => {
+                tracing::info!(?wait, "drift came back soon after a revert; self-heal backs off");
+                after = Some(wait.min(config.resync));
+            }
+            Ok(()) => sync(ctx, status, &cmp, trigger, operation).await?,
         }
     }
 
     // Health of what is live.
     let mut healths = Vec::new();
     for resource in &mut status.resources {
-        let object = objects.iter().find(|o| {
+        let object = cmp.objects.iter().find(|o| {
             let key = ObjectKey::of(o);
             key.kind == resource.kind && key.name == resource.name && key.group == resource.group
         });
@@ -618,9 +582,9 @@ async fn run(
             .get("apiVersion")
             .and_then(Value::as_str)
             .unwrap_or_default();
-        let health = match ctx.cluster.resolve(api_version, &resource.kind).await {
-            Ok(resolved) => match ctx
-                .cluster
+        let cluster = &cmp.target.cluster;
+        let health = match cluster.resolve(api_version, &resource.kind).await {
+            Ok(resolved) => match cluster
                 .api(&resolved, resource.namespace.as_deref())
                 .get_opt(&resource.name)
                 .await
@@ -640,114 +604,135 @@ async fn run(
         status: health::aggregate(healths).to_string(),
         message: None,
     });
+    Ok(after)
+}
+
+/// Syncs a comparison and records the operation in the status.
+async fn sync(
+    ctx: &Context,
+    status: &mut ApplicationStatus,
+    cmp: &super::compare::Comparison,
+    trigger: Trigger,
+    operation: Option<&Operation>,
+) -> Result<(), Stop> {
+    let mut options = cmp.options.clone();
+    if let Some(op) = operation {
+        options.prune = op.sync.prune;
+        options.dry_run = op.sync.dry_run;
+    }
+    let dry_run = options.dry_run;
+    let prune = options.prune;
+    tracing::info!(?trigger, dry_run, "syncing");
+    let started = crate::units::now();
+    let result = cmp
+        .engine(options)
+        .with_interrupt(ctx.shutdown.clone())
+        .sync(cmp.objects.clone())
+        .await
+        .map_err(|e| Stop::new("SyncError", "SyncFailed", format!("{e:#}")))?;
+    let phase = match result.outcome {
+        Outcome::Succeeded => "Succeeded",
+        Outcome::Terminated => "Terminated",
+        _ => "Failed",
+    };
+    ctx.metrics
+        .syncs
+        .get_or_create(&vec![("outcome".into(), phase.to_lowercase())])
+        .inc();
+    status.operation_state = Some(OperationState {
+        phase: phase.into(),
+        id: operation.map(|op| op.id.clone()),
+        initiated_by: Some(match operation {
+            Some(op) => op.initiated_by.clone().unwrap_or_else(|| "user".into()),
+            None => "automated".into(),
+        }),
+        dry_run,
+        message: Some(result.message.clone()),
+        revision: Some(cmp.commit.clone()),
+        resources: result
+            .objects
+            .iter()
+            .map(|o| ResourceResult {
+                group: o.key.group.clone(),
+                kind: o.key.kind.clone(),
+                namespace: o.key.namespace.clone(),
+                name: o.key.name.clone(),
+                action: o.action.to_string(),
+                message: Some(o.message.clone()).filter(|m| !m.is_empty()),
+            })
+            .collect(),
+        started_at: Some(started),
+        finished_at: Some(crate::units::now()),
+    });
+    match result.outcome {
+        Outcome::Succeeded => {}
+        Outcome::Terminated => {
+            return Err(Stop::new(
+                "SyncError",
+                "SyncTerminated",
+                format!(
+                    "the controller stopped during the sync: {}; the next reconcile syncs again",
+                    result.message
+                ),
+            ));
+        }
+        _ => return Err(Stop::new("SyncError", "SyncFailed", result.message)),
+    }
+    if dry_run {
+        return Ok(());
+    }
+    let id = status.history.last().map_or(0, |h| h.id) + 1;
+    status.history.push(HistoryEntry {
+        id,
+        revision: cmp.commit.clone(),
+        deployed_at: crate::units::now(),
+    });
+    let excess = status.history.len().saturating_sub(ctx.config.history_limit);
+    status.history.drain(..excess);
+    let synced = result.count(SyncAction::Failed) == 0;
+    status.sync = Some(SyncInfo {
+        status: if synced { "Synced" } else { "OutOfSync" }.into(),
+        revision: Some(cmp.commit.clone()),
+        compared_to: None,
+    });
+    // Pruned objects are gone; extraneous ones stay reported otherwise.
+    status
+        .resources
+        .retain(|r| !(prune && r.status == "Extraneous"));
+    for resource in &mut status.resources {
+        if resource.status != "Extraneous" {
+            resource.status = "Synced".into();
+        }
+    }
     Ok(())
 }
 
-/// Loads a Plugin resource's component (compiled once per file and world).
-async fn load_plugin(
-    ctx: &Context,
-    name: &str,
-    world: World,
-) -> Result<(Plugin, BTreeMap<String, String>), Stop> {
-    let plugins: Api<PluginResource> = Api::namespaced(ctx.client.clone(), &ctx.config.namespace);
-    let resource = plugins
-        .get_opt(name)
-        .await
-        .map_err(|e| Stop::new("ComparisonError", "PluginUnreadable", e.to_string()))?
-        .ok_or_else(|| {
-            Stop::new(
-                "InvalidSpec",
-                "PluginNotFound",
-                format!(
-                    "plugin {name:?} is not in the catalog (no Plugin {name} in namespace {})",
-                    ctx.config.namespace
-                ),
-            )
-        })?;
-    let expected = match world {
-        World::Renderer => PluginKind::Renderer,
-        _ => PluginKind::Policy,
-    };
-    if resource.spec.kind != expected {
-        return Err(Stop::new(
-            "InvalidSpec",
-            "PluginKindMismatch",
-            format!(
-                "plugin {name:?} is a {:?}, used as a {expected:?}",
-                resource.spec.kind
-            ),
-        ));
-    }
-    let reference = &resource.spec.reference;
-    if reference.starts_with("oci://") || reference.starts_with("https://") {
-        return Err(Stop::new(
-            "InvalidSpec",
-            "PluginReferenceNotSupported",
-            format!(
-                "plugin {name:?}: {reference:?}: OCI and HTTPS references are not supported by the controller yet; use a file path"
-            ),
-        ));
-    }
-    let limits = plugin_limits(ctx, name, resource.spec.limits.as_ref())?;
-    let key = (PathBuf::from(reference), world, format!("{limits:?}"));
-    let mut cache = ctx.plugins.lock().await;
-    if let Some(plugin) = cache.get(&key) {
-        return Ok((plugin.clone(), resource.spec.defaults.clone()));
-    }
-    let host = ctx.host.clone();
-    let path = PathBuf::from(reference);
-    let loaded = tokio::task::spawn_blocking(move || host.load_file(&path, world, Some(limits)))
-        .await
-        .map_err(|e| Stop::new("ComparisonError", "PluginLoadFailed", e.to_string()))?
-        .map_err(|e| {
-            Stop::new(
-                "ComparisonError",
-                "PluginLoadFailed",
-                format!("plugin {name:?}: {e:#}"),
-            )
-        })?;
-    cache.insert(key, loaded.clone());
-    Ok((loaded, resource.spec.defaults.clone()))
-}
+#[cfg(test)]
+mod tests {
+    use super::*;
 
-fn plugin_limits(
-    ctx: &Context,
-    name: &str,
-    limits: Option<&crate::api::PluginLimits>,
-) -> Result<Limits, Stop> {
-    let mut out = ctx.host.config().default_limits;
-    let Some(limits) = limits else { return Ok(out) };
-    let bad = |field: &str, text: &str| {
-        Stop::new(
-            "InvalidSpec",
-            "InvalidPluginLimits",
-            format!("plugin {name:?}: limits.{field} {text:?} is invalid"),
-        )
-    };
-    if let Some(text) = &limits.memory {
-        out.memory = crate::units::parse_size(text).map_err(|_| bad("memory", text))?;
+    #[test]
+    fn self_heal_backoff_grows_and_caps() {
+        let backoff = SelfHealBackoff::default();
+        let delays: Vec<u64> = (0..8).map(|n| backoff.delay(n).as_secs()).collect();
+        assert_eq!(delays, [0, 2, 6, 18, 54, 162, 300, 300]);
     }
-    if let Some(text) = &limits.timeout {
-        out.timeout = crate::units::parse_duration(text).map_err(|_| bad("timeout", text))?;
-    }
-    if let Some(text) = &limits.output_size {
-        out.output = crate::units::parse_size(text).map_err(|_| bad("outputSize", text))?;
-    }
-    Ok(out)
-}
 
-async fn policy_step(ctx: &Context, used: &PolicyUse) -> Result<PolicyStep, Stop> {
-    let (plugin, defaults) = load_plugin(ctx, &used.name, World::Policy).await?;
-    let mut settings = defaults;
-    settings.extend(used.settings.clone());
-    let mode = match used.mode.unwrap_or(PolicyMode::Enforce) {
-        PolicyMode::Enforce => Mode::Enforce,
-        PolicyMode::Warn => Mode::Warn,
-        PolicyMode::Audit => Mode::Audit,
-    };
-    Ok(PolicyStep {
-        plugin,
-        settings: settings.into_iter().collect(),
-        mode,
-    })
+    #[test]
+    fn reverts_wait_longer_each_time_and_start_over_after_a_quiet_period() {
+        let backoff = SelfHealBackoff::default();
+        let mut reverts = Reverts::default();
+        let t0 = Instant::now();
+        let at = |secs: u64| t0 + Duration::from_secs(secs);
+        // The first revert is immediate, the second waits 2 s, the third 6 s.
+        assert_eq!(reverts.admit(&backoff, at(0)), Ok(()));
+        assert_eq!(reverts.admit(&backoff, at(1)), Err(Duration::from_secs(1)));
+        assert_eq!(reverts.admit(&backoff, at(2)), Ok(()));
+        assert_eq!(reverts.admit(&backoff, at(5)), Err(Duration::from_secs(3)));
+        assert_eq!(reverts.admit(&backoff, at(8)), Ok(()));
+        assert_eq!(reverts.attempts, 3);
+        // Quiet for longer than the cap: immediate again.
+        assert_eq!(reverts.admit(&backoff, at(8 + 301)), Ok(()));
+        assert_eq!(reverts.attempts, 1);
+    }
 }

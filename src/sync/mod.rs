@@ -15,6 +15,8 @@ pub mod options;
 pub mod plan;
 
 use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use kube::api::{
@@ -124,11 +126,16 @@ pub struct ObjectResult {
 
 /// How the sync ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub enum Outcome {
     /// Every object applied, every wave healthy, every hook succeeded.
     Succeeded,
     /// Something failed; [`SyncResult::objects`] says what.
     Failed,
+    /// Stopped between waves because the interrupt flag was raised (the
+    /// controller shutting down): the waves reported were applied, the
+    /// rest were not, nothing was pruned.
+    Terminated,
 }
 
 /// The result of a sync.
@@ -158,6 +165,7 @@ pub struct Engine<'a> {
     cluster: &'a Cluster,
     app: Application,
     options: SyncOptions,
+    interrupt: Option<Arc<AtomicBool>>,
 }
 
 fn api_error(error: &kube::Error) -> String {
@@ -195,7 +203,23 @@ impl<'a> Engine<'a> {
             cluster,
             app,
             options,
+            interrupt: None,
         }
+    }
+
+    /// Stops a sync cleanly between waves once `flag` is raised: the wave
+    /// being applied is finished (its objects applied), waiting for its
+    /// health is cut short, no later wave starts and nothing is pruned or
+    /// retried. The result says [`Outcome::Terminated`].
+    pub fn with_interrupt(mut self, flag: Arc<AtomicBool>) -> Self {
+        self.interrupt = Some(flag);
+        self
+    }
+
+    fn interrupted(&self) -> bool {
+        self.interrupt
+            .as_ref()
+            .is_some_and(|f| f.load(Ordering::Relaxed))
     }
 
     /// Resolves a kind, waiting briefly when the set itself defines it
@@ -380,7 +404,7 @@ impl<'a> Engine<'a> {
             let span = tracing::info_span!("sync", app = %self.app.name, attempt);
             let mut result = tracing::Instrument::instrument(self.attempt(&plan), span).await?;
             result.attempts = attempt;
-            if result.outcome == Outcome::Succeeded || attempt > self.options.retry.limit {
+            if result.outcome != Outcome::Failed || attempt > self.options.retry.limit {
                 return Ok(result);
             }
             let wait = self.options.retry.backoff(attempt);
@@ -405,8 +429,18 @@ impl<'a> Engine<'a> {
             .flat_map(|w| w.objects.iter().map(|o| o.key.clone()))
             .collect();
         let mut pruned = false;
+        let mut terminated = None;
         for (index, wave) in plan.waves.iter().enumerate() {
             if failure.is_some() {
+                break;
+            }
+            if self.interrupted() {
+                terminated = Some(format!(
+                    "interrupted before {} wave {}: {index} of {} waves applied; nothing pruned",
+                    wave.phase,
+                    wave.wave,
+                    plan.waves.len()
+                ));
                 break;
             }
             // Prune once the Sync phase is done (or at the very end with PruneLast).
@@ -450,7 +484,7 @@ impl<'a> Engine<'a> {
                 failure = Some(format!("{} wave {}: {message}", wave.phase, wave.wave));
             }
         }
-        if failure.is_none() && !pruned {
+        if failure.is_none() && terminated.is_none() && !pruned {
             self.prune(&desired, &mut results).await?;
         }
         if failure.is_some() {
@@ -465,10 +499,12 @@ impl<'a> Engine<'a> {
         let health = self.health(plan).await;
         let outcome = if failure.is_some() {
             Outcome::Failed
+        } else if terminated.is_some() {
+            Outcome::Terminated
         } else {
             Outcome::Succeeded
         };
-        let message = match &failure {
+        let message = match failure.as_ref().or(terminated.as_ref()) {
             Some(message) => message.clone(),
             None => {
                 let count = |a| {
@@ -803,6 +839,10 @@ impl<'a> Engine<'a> {
             let Some(waiting) = waiting else {
                 return Ok(());
             };
+            if self.interrupted() {
+                // The next wave will not start; waiting longer helps nobody.
+                return Ok(());
+            }
             if Instant::now() >= deadline {
                 return Err(format!(
                     "not healthy within {:?}: {waiting}",

@@ -1,0 +1,466 @@
+//! The comparison half of a reconcile: project rules → destination →
+//! revision → render → policy → kinds → diff. It changes nothing anywhere,
+//! so `kiln app diff` runs exactly what the controller runs.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use kube::api::Api;
+use serde_json::Value;
+
+use super::destination::Target;
+use super::project::{self, Project};
+use super::reconcile::Context;
+use crate::api::{
+    AppProject, Application, Plugin as PluginResource, PluginKind, PolicyFinding, PolicyMode,
+    PolicyStatus, PolicyUse,
+};
+use crate::diff::{DiffOptions, IgnoreRules, Report};
+use crate::manifest::ObjectKey;
+use crate::plugin::{AppContext, Limits, Plugin, World};
+use crate::policy::{self, Mode, PolicyStep};
+use crate::render::{self, Step};
+use crate::source::SourceView;
+use crate::source::git::{RepoUrl, Revision};
+use crate::sync::{Application as SyncApp, Engine, RetryPolicy, SyncOptions};
+
+/// Why a comparison (or a sync) stopped: recorded as a condition of the
+/// Application with a reason a person can act on.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Stop {
+    /// The condition type, e.g. `ProjectViolation`.
+    pub kind: &'static str,
+    /// The reason, e.g. `PluginNotFound`.
+    pub reason: &'static str,
+    /// What happened, naming the file, object or plugin.
+    pub message: String,
+}
+
+impl Stop {
+    /// A stop.
+    pub fn new(kind: &'static str, reason: &'static str, message: impl Into<String>) -> Self {
+        Self {
+            kind,
+            reason,
+            message: message.into(),
+        }
+    }
+}
+
+impl std::fmt::Display for Stop {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} ({}): {}", self.kind, self.reason, self.message)
+    }
+}
+
+impl std::error::Error for Stop {}
+
+/// What an Application is compared to: its target revision, or the one an
+/// operation asked for.
+#[derive(Clone, Debug, Default)]
+pub struct CompareTo {
+    /// The revision (default: `spec.source.targetRevision`).
+    pub revision: Option<String>,
+}
+
+/// Everything a comparison found, and what a sync needs.
+pub struct Comparison {
+    /// The commit compared.
+    pub commit: String,
+    /// The destination.
+    pub target: Target,
+    /// The rendered objects (policy findings do not change them).
+    pub objects: Vec<Value>,
+    /// Policy results for the status.
+    pub policy: PolicyStatus,
+    /// Whether an enforced policy failed.
+    pub blocked: bool,
+    /// The diff against the live state.
+    pub diff: Report,
+    /// The application as the sync engine knows it.
+    pub sync_app: SyncApp,
+    /// Sync options from the spec (prune from the automated policy).
+    pub options: SyncOptions,
+}
+
+impl Comparison {
+    /// A sync engine for this comparison's destination.
+    pub fn engine(&self, options: SyncOptions) -> Engine<'_> {
+        Engine::new(&self.target.cluster, self.sync_app.clone(), options)
+    }
+}
+
+/// Compares one Application with its destination.
+pub async fn compare(app: &Application, ctx: &Context, to: &CompareTo) -> Result<Comparison, Stop> {
+    let config = &ctx.config;
+    let name = app.metadata.name.clone().unwrap_or_default();
+
+    // Project rules, before anything else.
+    let projects: Api<AppProject> = Api::namespaced(ctx.client.clone(), &config.namespace);
+    let project = match projects.get_opt(&app.spec.project).await {
+        Ok(Some(found)) => Project::new(&app.spec.project, found.spec),
+        Ok(None) if app.spec.project == "default" => Project::new("default", project::permissive()),
+        Ok(None) => {
+            return Err(Stop::new(
+                "InvalidSpec",
+                "ProjectNotFound",
+                format!("project {:?} does not exist", app.spec.project),
+            ));
+        }
+        Err(e) => {
+            return Err(Stop::new(
+                "ComparisonError",
+                "ProjectUnreadable",
+                e.to_string(),
+            ));
+        }
+    };
+    project.admit(app).map_err(|v| {
+        Stop::new(
+            "ProjectViolation",
+            "SourceOrDestinationNotAllowed",
+            v.to_string(),
+        )
+    })?;
+    let target = ctx
+        .destinations
+        .resolve(&app.spec.destination)
+        .await
+        .map_err(|e| {
+            let reason = match e {
+                super::destination::DestinationError::NotRegistered { .. } => "UnknownDestination",
+                _ => "InvalidDestination",
+            };
+            Stop::new("InvalidSpec", reason, e.to_string())
+        })?;
+    let destination_namespace = app.spec.destination.namespace.clone().unwrap_or_default();
+    project
+        .admit_destination(&target.server, &target.name, &destination_namespace)
+        .map_err(|v| {
+            Stop::new(
+                "ProjectViolation",
+                "SourceOrDestinationNotAllowed",
+                v.to_string(),
+            )
+        })?;
+
+    // Revision.
+    let url = RepoUrl::parse(&app.spec.source.repo_url).map_err(|e| {
+        Stop::new(
+            "InvalidSpec",
+            "InvalidRepoURL",
+            format!("spec.source.repoURL: {e}"),
+        )
+    })?;
+    let revision = Revision::parse(
+        to.revision
+            .as_deref()
+            .unwrap_or(&app.spec.source.target_revision),
+    );
+    let tree = ctx
+        .git
+        .poll(&url, &revision)
+        .await
+        .map_err(|e| Stop::new("ComparisonError", "SourceUnavailable", format!("{e:#}")))?;
+    let commit = tree.commit().to_string();
+    tracing::Span::current().record("revision", commit.as_str());
+
+    // Render.
+    let mut chain = Vec::new();
+    for used in &app.spec.source.plugins {
+        let (plugin, defaults) = load_plugin(ctx, &used.name, World::Renderer).await?;
+        let mut params: BTreeMap<String, String> = defaults;
+        params.extend(used.parameters.clone());
+        chain.push(Step::Plugin {
+            plugin,
+            params: params.into_iter().collect(),
+        });
+    }
+    let context = AppContext {
+        name: name.clone(),
+        namespace: destination_namespace.clone(),
+        project: app.spec.project.clone(),
+        repo_url: app.spec.source.repo_url.clone(),
+        revision: commit.clone(),
+        path: app
+            .spec
+            .source
+            .path
+            .trim_start_matches("./")
+            .trim_matches('/')
+            .trim_start_matches('.')
+            .to_owned(),
+    };
+    let view: Arc<dyn SourceView> = Arc::new(tree);
+    // What shapes the render besides the source: plugins, parameters, the
+    // application's path and destination.
+    let mut shape = vec![
+        context.path.clone(),
+        context.namespace.clone(),
+        context.name.clone(),
+        context.project.clone(),
+        context.repo_url.clone(),
+    ];
+    for step in &chain {
+        if let Step::Plugin { plugin, params } = step {
+            shape.push(plugin.digest().to_string());
+            shape.push(format!("{params:?}"));
+        }
+    }
+    let key = super::cache::RenderCache::key(&shape.iter().map(String::as_str).collect::<Vec<_>>());
+    let rendered_objects = match ctx.render_cache.get(&key, &*view) {
+        Some(objects) => {
+            tracing::debug!("render cache hit");
+            objects
+        }
+        None => {
+            let rendered = render::render(view.clone(), &context, &chain)
+                .await
+                .map_err(|e| Stop::new("ComparisonError", "RenderFailed", format!("{e:#}")))?;
+            ctx.metrics.renders.inc();
+            ctx.render_cache
+                .put(key, rendered.read_set, rendered.objects.clone());
+            rendered.objects
+        }
+    };
+
+    // Policies: the project's (mandatory) and the application's own.
+    let mut steps = Vec::new();
+    for used in project.policies().iter().chain(&app.spec.policies) {
+        steps.push(policy_step(ctx, used).await?);
+    }
+    let report = policy::evaluate(view, &context, rendered_objects.clone(), &steps).await;
+    let policy = PolicyStatus {
+        blocked: report.blocked(),
+        findings: report
+            .results
+            .iter()
+            .flat_map(|r| {
+                let mut findings: Vec<PolicyFinding> = r
+                    .findings
+                    .iter()
+                    .map(|f| PolicyFinding {
+                        policy: r.policy.clone(),
+                        mode: r.mode.to_string(),
+                        severity: f.severity.to_string(),
+                        object: f.object.as_ref().map(ToString::to_string),
+                        field_path: f.field_path.clone(),
+                        message: f.message.clone(),
+                    })
+                    .collect();
+                if let Some(error) = &r.error {
+                    findings.push(PolicyFinding {
+                        policy: r.policy.clone(),
+                        mode: r.mode.to_string(),
+                        severity: "error".into(),
+                        object: None,
+                        field_path: None,
+                        message: format!("the policy failed to run: {error}"),
+                    });
+                }
+                findings
+            })
+            .collect(),
+    };
+
+    // Kinds allowed by the project.
+    let objects: Vec<Value> = rendered_objects
+        .iter()
+        .map(|o| Value::Object(o.value().clone()))
+        .collect();
+    for object in &objects {
+        let key = ObjectKey::of(object);
+        let api_version = object
+            .get("apiVersion")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let namespaced = match target.cluster.resolve(api_version, &key.kind).await {
+            Ok(resolved) => resolved.namespaced,
+            // Unknown kinds (a CRD in the same set) are checked as namespaced
+            // when they carry a namespace.
+            Err(_) => key.namespace.is_some() || !destination_namespace.is_empty(),
+        };
+        project
+            .admit_object(&key, namespaced)
+            .map_err(|v| Stop::new("ProjectViolation", "ResourceNotAllowed", v.to_string()))?;
+    }
+
+    // Diff.
+    let sync_app = SyncApp {
+        name: name.clone(),
+        namespace: Some(destination_namespace).filter(|ns| !ns.is_empty()),
+    };
+    let options = sync_options(app, ctx)?;
+    let rules: Vec<crate::diff::IgnoreDifferences> =
+        app.spec.ignore_differences.iter().map(Into::into).collect();
+    let diff_options = DiffOptions {
+        ignore: IgnoreRules::new(rules, crate::diff::ignore::DEFAULT_JQ_TIMEOUT)
+            .map_err(|e| Stop::new("InvalidSpec", "InvalidIgnoreDifferences", e.to_string()))?,
+        manager: config.manager.clone(),
+        ..DiffOptions::default()
+    };
+    let diff = Engine::new(&target.cluster, sync_app.clone(), options.clone())
+        .diff(objects.clone(), &diff_options)
+        .await
+        .map_err(|e| Stop::new("ComparisonError", "DiffFailed", format!("{e:#}")))?;
+    Ok(Comparison {
+        commit,
+        target,
+        objects,
+        blocked: report.blocked(),
+        policy,
+        diff,
+        sync_app,
+        options,
+    })
+}
+
+/// The sync options an Application's spec asks for.
+fn sync_options(app: &Application, ctx: &Context) -> Result<SyncOptions, Stop> {
+    let config = &ctx.config;
+    let mut options = SyncOptions {
+        health_timeout: config.health_timeout,
+        manager: config.manager.clone(),
+        ..SyncOptions::default()
+    };
+    let policy = app.spec.sync_policy.clone().unwrap_or_default();
+    for option in &policy.sync_options {
+        options
+            .set(option)
+            .map_err(|e| Stop::new("InvalidSpec", "InvalidSyncOption", e.to_string()))?;
+    }
+    options.prune = policy.automated.as_ref().is_some_and(|a| a.prune);
+    if let Some(retry) = &policy.retry {
+        let backoff = retry.backoff.clone().unwrap_or_default();
+        let parse = |text: Option<&String>, default: Duration| -> Result<Duration, Stop> {
+            match text {
+                None => Ok(default),
+                Some(t) => crate::units::parse_duration(t).map_err(|_| {
+                    Stop::new(
+                        "InvalidSpec",
+                        "InvalidRetry",
+                        format!("retry backoff duration {t:?} is not a duration such as 5s"),
+                    )
+                }),
+            }
+        };
+        options.retry = RetryPolicy {
+            limit: retry.limit.unwrap_or(5),
+            duration: parse(backoff.duration.as_ref(), Duration::from_secs(5))?,
+            factor: backoff.factor.unwrap_or(2),
+            max_duration: parse(backoff.max_duration.as_ref(), Duration::from_secs(180))?,
+        };
+    }
+    Ok(options)
+}
+
+/// Loads a Plugin resource's component (compiled once per file and world).
+async fn load_plugin(
+    ctx: &Context,
+    name: &str,
+    world: World,
+) -> Result<(Plugin, BTreeMap<String, String>), Stop> {
+    let plugins: Api<PluginResource> = Api::namespaced(ctx.client.clone(), &ctx.config.namespace);
+    let resource = plugins
+        .get_opt(name)
+        .await
+        .map_err(|e| Stop::new("ComparisonError", "PluginUnreadable", e.to_string()))?
+        .ok_or_else(|| {
+            Stop::new(
+                "InvalidSpec",
+                "PluginNotFound",
+                format!(
+                    "plugin {name:?} is not in the catalog (no Plugin {name} in namespace {})",
+                    ctx.config.namespace
+                ),
+            )
+        })?;
+    let expected = match world {
+        World::Renderer => PluginKind::Renderer,
+        _ => PluginKind::Policy,
+    };
+    if resource.spec.kind != expected {
+        return Err(Stop::new(
+            "InvalidSpec",
+            "PluginKindMismatch",
+            format!(
+                "plugin {name:?} is a {:?}, used as a {expected:?}",
+                resource.spec.kind
+            ),
+        ));
+    }
+    let reference = &resource.spec.reference;
+    if reference.starts_with("oci://") || reference.starts_with("https://") {
+        return Err(Stop::new(
+            "InvalidSpec",
+            "PluginReferenceNotSupported",
+            format!(
+                "plugin {name:?}: {reference:?}: OCI and HTTPS references are not supported by the controller yet; use a file path"
+            ),
+        ));
+    }
+    let limits = plugin_limits(ctx, name, resource.spec.limits.as_ref())?;
+    let key = (PathBuf::from(reference), world, format!("{limits:?}"));
+    let mut cache = ctx.plugins.lock().await;
+    if let Some(plugin) = cache.get(&key) {
+        return Ok((plugin.clone(), resource.spec.defaults.clone()));
+    }
+    let host = ctx.host.clone();
+    let path = PathBuf::from(reference);
+    let loaded = tokio::task::spawn_blocking(move || host.load_file(&path, world, Some(limits)))
+        .await
+        .map_err(|e| Stop::new("ComparisonError", "PluginLoadFailed", e.to_string()))?
+        .map_err(|e| {
+            Stop::new(
+                "ComparisonError",
+                "PluginLoadFailed",
+                format!("plugin {name:?}: {e:#}"),
+            )
+        })?;
+    cache.insert(key, loaded.clone());
+    Ok((loaded, resource.spec.defaults.clone()))
+}
+
+fn plugin_limits(
+    ctx: &Context,
+    name: &str,
+    limits: Option<&crate::api::PluginLimits>,
+) -> Result<Limits, Stop> {
+    let mut out = ctx.host.config().default_limits;
+    let Some(limits) = limits else { return Ok(out) };
+    let bad = |field: &str, text: &str| {
+        Stop::new(
+            "InvalidSpec",
+            "InvalidPluginLimits",
+            format!("plugin {name:?}: limits.{field} {text:?} is invalid"),
+        )
+    };
+    if let Some(text) = &limits.memory {
+        out.memory = crate::units::parse_size(text).map_err(|_| bad("memory", text))?;
+    }
+    if let Some(text) = &limits.timeout {
+        out.timeout = crate::units::parse_duration(text).map_err(|_| bad("timeout", text))?;
+    }
+    if let Some(text) = &limits.output_size {
+        out.output = crate::units::parse_size(text).map_err(|_| bad("outputSize", text))?;
+    }
+    Ok(out)
+}
+
+async fn policy_step(ctx: &Context, used: &PolicyUse) -> Result<PolicyStep, Stop> {
+    let (plugin, defaults) = load_plugin(ctx, &used.name, World::Policy).await?;
+    let mut settings = defaults;
+    settings.extend(used.settings.clone());
+    let mode = match used.mode.unwrap_or(PolicyMode::Enforce) {
+        PolicyMode::Enforce => Mode::Enforce,
+        PolicyMode::Warn => Mode::Warn,
+        PolicyMode::Audit => Mode::Audit,
+    };
+    Ok(PolicyStep {
+        plugin,
+        settings: settings.into_iter().collect(),
+        mode,
+    })
+}

@@ -1,0 +1,315 @@
+//! The Secrets the controller reads, in its own namespace, found by the
+//! label `kiln.dev/secret-type` (the layout Argo CD users know):
+//!
+//! - `repository`: credentials for one repository (`url`, and `username` +
+//!   `password`, or `sshPrivateKey`);
+//! - `repo-creds`: the same for every repository whose URL starts with
+//!   `url` (the longest prefix wins; an exact `repository` beats any);
+//! - `cluster`: a destination cluster ([`super::destination`]).
+//!
+//! They are held by a reflector so that lookups are cheap and synchronous
+//! (the Git engine asks for credentials on every fetch). Their values are
+//! never logged: errors name the Secret and the key, never the content.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use futures_util::StreamExt as _;
+use k8s_openapi::api::core::v1::Secret as KubeSecret;
+use kube::api::Api;
+use kube::runtime::reflector::{self, Store};
+use kube::runtime::{WatchStreamExt as _, watcher};
+
+use crate::api::SECRET_TYPE_LABEL;
+use crate::source::git::{CredentialProvider, Credentials, RepoUrl, Secret};
+
+/// What a labeled Secret is for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum SecretType {
+    /// Credentials of one repository.
+    Repository,
+    /// Credentials of every repository under a URL prefix.
+    RepoCreds,
+    /// A destination cluster.
+    Cluster,
+}
+
+impl SecretType {
+    /// The label value.
+    pub fn label(self) -> &'static str {
+        match self {
+            SecretType::Repository => "repository",
+            SecretType::RepoCreds => "repo-creds",
+            SecretType::Cluster => "cluster",
+        }
+    }
+}
+
+/// The controller's labeled Secrets, kept current by a watch.
+#[derive(Clone)]
+pub struct ControllerSecrets {
+    store: Store<KubeSecret>,
+    // Stops the watch when the last handle goes.
+    _watch: Option<Arc<AbortOnDrop>>,
+}
+
+struct AbortOnDrop(tokio::task::AbortHandle);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+impl std::fmt::Debug for ControllerSecrets {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Never the contents.
+        f.debug_struct("ControllerSecrets")
+            .field("count", &self.store.state().len())
+            .finish()
+    }
+}
+
+impl ControllerSecrets {
+    /// Watches the labeled Secrets of `namespace` (a background task that
+    /// retries with backoff; it stops with the last clone).
+    pub fn watch(client: kube::Client, namespace: &str) -> Self {
+        let api: Api<KubeSecret> = Api::namespaced(client, namespace);
+        let (store, writer) = reflector::store();
+        let config = watcher::Config::default().labels(SECRET_TYPE_LABEL);
+        let task = tokio::spawn(async move {
+            watcher(api, config)
+                .default_backoff()
+                .reflect(writer)
+                .for_each(|event| async move {
+                    if let Err(error) = event {
+                        tracing::warn!(%error, "watching the controller's Secrets");
+                    }
+                })
+                .await;
+        });
+        Self {
+            store,
+            _watch: Some(Arc::new(AbortOnDrop(task.abort_handle()))),
+        }
+    }
+
+    /// A fixed set (a one-off read, e.g. by the CLI).
+    pub fn fixed(secrets: impl IntoIterator<Item = KubeSecret>) -> Self {
+        let (store, mut writer) = reflector::store();
+        writer.apply_watcher_event(&watcher::Event::Init);
+        for secret in secrets {
+            writer.apply_watcher_event(&watcher::Event::InitApply(secret));
+        }
+        writer.apply_watcher_event(&watcher::Event::InitDone);
+        Self {
+            store,
+            _watch: None,
+        }
+    }
+
+    /// Reads the labeled Secrets of `namespace` once.
+    pub async fn list(client: kube::Client, namespace: &str) -> Result<Self, kube::Error> {
+        let api: Api<KubeSecret> = Api::namespaced(client, namespace);
+        let list = api
+            .list(&kube::api::ListParams::default().labels(SECRET_TYPE_LABEL))
+            .await?;
+        Ok(Self::fixed(list.items))
+    }
+
+    /// Waits until the first list has arrived (a reconcile before it would
+    /// see no credentials and no clusters).
+    pub async fn ready(&self) {
+        let _ = self.store.wait_until_ready().await;
+    }
+
+    /// The Secrets of one type, by name.
+    pub fn of_type(&self, kind: SecretType) -> Vec<Arc<KubeSecret>> {
+        let mut found: Vec<Arc<KubeSecret>> = self
+            .store
+            .state()
+            .into_iter()
+            .filter(|s| {
+                s.metadata
+                    .labels
+                    .as_ref()
+                    .and_then(|l| l.get(SECRET_TYPE_LABEL))
+                    .is_some_and(|v| v == kind.label())
+            })
+            .collect();
+        found.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
+        found
+    }
+
+    /// The repository credentials these Secrets hold, as the Git engine's
+    /// provider.
+    pub fn repo_credentials(&self) -> RepoCredentials {
+        RepoCredentials {
+            secrets: self.clone(),
+        }
+    }
+}
+
+/// A Secret's string value (`data`, base64-decoded by the client).
+pub fn value(secret: &KubeSecret, key: &str) -> Option<String> {
+    secret
+        .data
+        .as_ref()
+        .and_then(|d| d.get(key))
+        .map(|b| String::from_utf8_lossy(&b.0).into_owned())
+        .filter(|v| !v.is_empty())
+}
+
+/// The name of a Secret, for messages.
+pub fn name(secret: &KubeSecret) -> &str {
+    secret.metadata.name.as_deref().unwrap_or_default()
+}
+
+/// Repository credentials from `repository` and `repo-creds` Secrets.
+#[derive(Clone, Debug)]
+pub struct RepoCredentials {
+    secrets: ControllerSecrets,
+}
+
+fn credentials_of(secret: &KubeSecret) -> Option<Credentials> {
+    if let Some(key) = value(secret, "sshPrivateKey") {
+        return Some(Credentials::SshKey {
+            private_key: Secret::new(key),
+        });
+    }
+    let password = value(secret, "password")?;
+    Some(Credentials::Basic {
+        username: value(secret, "username").unwrap_or_else(|| "git".into()),
+        password: Secret::new(password),
+    })
+}
+
+impl CredentialProvider for RepoCredentials {
+    fn credentials(&self, url: &RepoUrl) -> Option<Credentials> {
+        // An exact repository entry first, compared in normalized form.
+        for secret in self.secrets.of_type(SecretType::Repository) {
+            let Some(repo) = value(&secret, "url") else {
+                continue;
+            };
+            if RepoUrl::parse(&repo).is_ok_and(|r| r.key() == url.key()) {
+                return credentials_of(&secret);
+            }
+        }
+        // Then the longest matching prefix.
+        let mut best: Option<(usize, Credentials)> = None;
+        for secret in self.secrets.of_type(SecretType::RepoCreds) {
+            let Some(prefix) = value(&secret, "url") else {
+                continue;
+            };
+            let matches =
+                url.as_str().starts_with(prefix.as_str()) || url.key().starts_with(prefix.as_str());
+            if matches
+                && best.as_ref().is_none_or(|(len, _)| prefix.len() > *len)
+                && let Some(credentials) = credentials_of(&secret)
+            {
+                best = Some((prefix.len(), credentials));
+            }
+        }
+        best.map(|(_, c)| c)
+    }
+}
+
+/// A labeled Secret for tests and examples: `data` from string pairs.
+pub fn labeled(name: &str, kind: SecretType, data: &[(&str, &str)]) -> KubeSecret {
+    let data: BTreeMap<String, k8s_openapi::ByteString> = data
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), k8s_openapi::ByteString(v.as_bytes().to_vec())))
+        .collect();
+    KubeSecret {
+        metadata: kube::api::ObjectMeta {
+            name: Some(name.into()),
+            labels: Some(BTreeMap::from([(
+                SECRET_TYPE_LABEL.to_owned(),
+                kind.label().to_owned(),
+            )])),
+            ..Default::default()
+        },
+        data: Some(data),
+        ..Default::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn password(c: Option<Credentials>) -> Option<String> {
+        match c? {
+            Credentials::Basic { password, .. } => Some(password.expose().to_owned()),
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn an_exact_repository_beats_the_longest_prefix_which_beats_a_shorter_one() {
+        let secrets = ControllerSecrets::fixed([
+            labeled(
+                "org",
+                SecretType::RepoCreds,
+                &[("url", "https://git.example.com/org"), ("password", "org")],
+            ),
+            labeled(
+                "team",
+                SecretType::RepoCreds,
+                &[("url", "https://git.example.com/org/team"), ("password", "team")],
+            ),
+            labeled(
+                "one",
+                SecretType::Repository,
+                &[("url", "https://git.example.com/org/team/one.git"), ("password", "one")],
+            ),
+            labeled(
+                "cluster",
+                SecretType::Cluster,
+                &[("url", "https://git.example.com/"), ("password", "no")],
+            ),
+        ]);
+        let creds = secrets.repo_credentials();
+        let url = |u: &str| RepoUrl::parse(u).unwrap();
+        assert_eq!(
+            password(creds.credentials(&url("https://git.example.com/org/team/one"))),
+            Some("one".into())
+        );
+        assert_eq!(
+            password(creds.credentials(&url("https://git.example.com/org/team/two"))),
+            Some("team".into())
+        );
+        assert_eq!(
+            password(creds.credentials(&url("https://git.example.com/org/other"))),
+            Some("org".into())
+        );
+        assert_eq!(creds.credentials(&url("https://elsewhere.example.com/x")), None);
+        assert!(!format!("{secrets:?}").contains("team"));
+    }
+
+    #[test]
+    fn an_ssh_key_is_preferred_and_a_secret_without_credentials_gives_none() {
+        let secrets = ControllerSecrets::fixed([
+            labeled(
+                "ssh",
+                SecretType::Repository,
+                &[("url", "ssh://git@git.example.com/a.git"), ("sshPrivateKey", "KEY")],
+            ),
+            labeled(
+                "empty",
+                SecretType::Repository,
+                &[("url", "https://git.example.com/b.git")],
+            ),
+        ]);
+        let creds = secrets.repo_credentials();
+        assert!(matches!(
+            creds.credentials(&RepoUrl::parse("ssh://git@git.example.com/a.git").unwrap()),
+            Some(Credentials::SshKey { .. })
+        ));
+        assert_eq!(
+            creds.credentials(&RepoUrl::parse("https://git.example.com/b.git").unwrap()),
+            None
+        );
+    }
+}
