@@ -34,6 +34,16 @@ async fn world() -> World {
 }
 
 async fn world_with(resync: Duration) -> World {
+    world_tuned(ControllerConfig {
+        resync,
+        ..ControllerConfig::default()
+    })
+    .await
+}
+
+/// A world whose controller runs with `tuned` (resync, back-off); the
+/// caches and health timeout are the test's.
+async fn world_tuned(tuned: ControllerConfig) -> World {
     let cluster = Cluster::with(Config {
         simulate_readiness: Some(Duration::from_millis(20)),
         ..Config::default()
@@ -79,10 +89,9 @@ async fn world_with(resync: Duration) -> World {
     let git = GitSource::new(git, Arc::new(secrets.repo_credentials())).unwrap();
     let host = PluginHost::new(HostConfig::default()).unwrap();
     let config = ControllerConfig {
-        resync,
         render_cache_dir: Some(dir.path().join("renders")),
         health_timeout: Duration::from_secs(10),
-        ..ControllerConfig::default()
+        ..tuned
     };
     let ctx = Arc::new(Context::new(
         cluster.client.clone(),
@@ -595,6 +604,296 @@ async fn deleting_every_cache_mid_run_changes_nothing_but_time() {
     assert!(
         status["conditions"].as_array().is_none_or(Vec::is_empty),
         "{status}"
+    );
+    let _ = w.stop.send(());
+}
+
+/// Patches the live `settings` ConfigMap's color as another writer.
+async fn edit_color(cluster: &Cluster, manager: &str, color: &str) {
+    let cms = cluster.api("v1", "ConfigMap", "configmaps", Some("guestbook"));
+    let params = kube::api::PatchParams {
+        field_manager: Some(manager.into()),
+        ..Default::default()
+    };
+    cms.patch(
+        "settings",
+        &params,
+        &kube::api::Patch::Merge(json!({"data": {"color": color}})),
+    )
+    .await
+    .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_live_edit_is_reverted_at_once_and_a_fighting_writer_is_backed_off() {
+    // Given a resync of an hour: only the live watch can notice an edit.
+    let w = world_tuned(ControllerConfig {
+        resync: Duration::from_secs(3600),
+        self_heal_backoff: controller::SelfHealBackoff {
+            duration: Duration::from_millis(500),
+            factor: 2,
+            max: Duration::from_secs(20),
+        },
+        ..ControllerConfig::default()
+    })
+    .await;
+    let apps: Api<Application> = Api::namespaced(w.cluster.client.clone(), "kiln");
+    apps.create(
+        &PostParams::default(),
+        &application("guestbook", &w.url, "default"),
+    )
+    .await
+    .unwrap();
+    eventually("Synced", async || {
+        let status = app_status(&w.cluster, "guestbook").await;
+        (status["sync"]["status"] == "Synced").then_some(())
+    })
+    .await;
+
+    // When someone edits a managed object, then it is reverted within
+    // seconds, not at the next resync.
+    edit_color(&w.cluster, "kubectl-edit", "red").await;
+    eventually("the edit reverted by the watch", async || {
+        live_configmap(&w.cluster, "settings")
+            .await
+            .filter(|cm| cm["data"]["color"] == "blue")
+    })
+    .await;
+
+    // When another controller keeps writing the field back, then Kiln
+    // reverts it ever more slowly (0.5 s, 1 s, 2 s, 4 s, ...) instead of
+    // fighting in a tight loop.
+    let fight = std::time::Instant::now();
+    let mut reverts = 0;
+    while fight.elapsed() < Duration::from_secs(8) {
+        let live = live_configmap(&w.cluster, "settings").await.unwrap();
+        if live["data"]["color"] != "red" {
+            reverts += 1;
+            edit_color(&w.cluster, "fighter", "red").await;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    // The first write counts as one; without back-off a revert follows each
+    // write within a debounce (~0.5 s): 12 or more (14 measured).
+    assert!(
+        (2..=7).contains(&reverts),
+        "{reverts} reverts in 8 s against a writer that never gives up"
+    );
+    let _ = w.stop.send(());
+}
+
+/// Runs the kiln binary against the world's cluster (blocking, off the
+/// runtime's workers).
+async fn kiln_cli(w: &World, home: &std::path::Path, args: &[&str]) -> std::process::Output {
+    let kubeconfig = home.join("kubeconfig");
+    if !kubeconfig.exists() {
+        w.cluster.server.write_kubeconfig(&kubeconfig).unwrap();
+    }
+    let mut all: Vec<String> = args.iter().map(|a| (*a).to_owned()).collect();
+    all.extend(["--kubeconfig".into(), kubeconfig.display().to_string()]);
+    let home = home.to_owned();
+    tokio::task::spawn_blocking(move || {
+        let args: Vec<&str> = all.iter().map(String::as_str).collect();
+        support::kiln_as_user(&home, &home, &args)
+    })
+    .await
+    .unwrap()
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn manual_sync_diff_and_rollback_from_the_cli() {
+    let w = world_with(Duration::from_secs(3600)).await;
+    let home = tempfile::tempdir().unwrap();
+    let apps: Api<Application> = Api::namespaced(w.cluster.client.clone(), "kiln");
+    // Given an application without automated sync.
+    let mut manual = application("manual", &w.url, "default");
+    manual.spec.sync_policy = None;
+    apps.create(&PostParams::default(), &manual).await.unwrap();
+    eventually("OutOfSync", async || {
+        let status = app_status(&w.cluster, "manual").await;
+        (status["sync"]["status"] == "OutOfSync").then_some(())
+    })
+    .await;
+    assert!(live_configmap(&w.cluster, "settings").await.is_none());
+
+    // `kiln app diff` runs the controller's comparison here: Missing, exit 1.
+    let out = kiln_cli(
+        &w,
+        home.path(),
+        &["app", "diff", "manual", "--color", "never"],
+    )
+    .await;
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    assert!(
+        stdout.contains("Missing     ConfigMap guestbook/settings"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("+  color: blue"), "{stdout}");
+
+    // `kiln app sync` asks the controller and prints its result.
+    let out = kiln_cli(
+        &w,
+        home.path(),
+        &["app", "sync", "manual", "--timeout", "20s"],
+    )
+    .await;
+    let stdout = support::assert_success(&out);
+    assert!(stdout.contains("ConfigMap/settings"), "{stdout}");
+    assert!(stdout.contains("Created"), "{stdout}");
+    assert!(stdout.contains("Succeeded: 1 created"), "{stdout}");
+    assert_eq!(
+        live_configmap(&w.cluster, "settings").await.unwrap()["data"]["color"],
+        "blue"
+    );
+    let first = w.repo.rev_parse("HEAD");
+
+    // A new commit is not applied by itself; a second sync applies it.
+    w.repo.commit(
+        "green",
+        &[(
+            "guestbook/settings.yaml",
+            &CONFIGMAP.replace("blue", "green"),
+        )],
+    );
+    w.repo.publish();
+    let out = kiln_cli(
+        &w,
+        home.path(),
+        &["app", "diff", "manual", "--color", "never"],
+    )
+    .await;
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains("OutOfSync   ConfigMap guestbook/settings"));
+    let out = kiln_cli(
+        &w,
+        home.path(),
+        &["app", "sync", "manual", "--timeout", "20s"],
+    )
+    .await;
+    assert!(support::assert_success(&out).contains("Configured"));
+    assert_eq!(
+        live_configmap(&w.cluster, "settings").await.unwrap()["data"]["color"],
+        "green"
+    );
+    let out = kiln_cli(
+        &w,
+        home.path(),
+        &["app", "diff", "manual", "--color", "never"],
+    )
+    .await;
+    assert_eq!(out.status.code(), Some(0), "in sync: {}", text(&out.stdout));
+
+    // `kiln app rollback` returns to the previous entry of the history.
+    let out = kiln_cli(&w, home.path(), &["app", "history", "manual"]).await;
+    let history = support::assert_success(&out);
+    assert_eq!(history.lines().count(), 3, "{history}");
+    let out = kiln_cli(
+        &w,
+        home.path(),
+        &["app", "rollback", "manual", "--timeout", "20s"],
+    )
+    .await;
+    let stdout = support::assert_success(&out);
+    assert!(stdout.contains("Succeeded"), "{stdout}");
+    assert!(text(&out.stderr).contains(&format!("history id 1 (revision {first})")));
+    assert_eq!(
+        live_configmap(&w.cluster, "settings").await.unwrap()["data"]["color"],
+        "blue"
+    );
+    let status = app_status(&w.cluster, "manual").await;
+    assert_eq!(
+        status["operationState"]["initiatedBy"],
+        "kiln app rollback 1"
+    );
+    assert_eq!(status["history"][2]["revision"], first.as_str());
+    // The next comparison is against the target revision again.
+    eventually("OutOfSync against HEAD after the rollback", async || {
+        let status = app_status(&w.cluster, "manual").await;
+        (status["sync"]["status"] == "OutOfSync").then_some(())
+    })
+    .await;
+    let app = apps.get("manual").await.unwrap();
+    assert!(
+        !app.metadata
+            .annotations
+            .unwrap_or_default()
+            .contains_key("kiln.dev/operation"),
+        "the request is removed once carried out"
+    );
+
+    // A dry run reports and changes nothing.
+    let out = kiln_cli(
+        &w,
+        home.path(),
+        &["app", "sync", "manual", "--dry-run", "--timeout", "20s"],
+    )
+    .await;
+    assert!(support::assert_success(&out).contains("(dry run)"));
+    assert_eq!(
+        live_configmap(&w.cluster, "settings").await.unwrap()["data"]["color"],
+        "blue"
+    );
+
+    // Refusals: rollback or a revision pin with automated sync enabled, an
+    // unknown history id, a garbled request.
+    apps.create(
+        &PostParams::default(),
+        &application("auto", &w.url, "default"),
+    )
+    .await
+    .unwrap();
+    let out = kiln_cli(&w, home.path(), &["app", "rollback", "auto"]).await;
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("cannot roll back Application auto: automated sync is enabled"),
+        "{}",
+        text(&out.stderr)
+    );
+    let out = kiln_cli(
+        &w,
+        home.path(),
+        &["app", "sync", "auto", "--revision", &first],
+    )
+    .await;
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("automated sync is enabled and follows targetRevision \"HEAD\"")
+    );
+    let out = kiln_cli(&w, home.path(), &["app", "rollback", "manual", "9"]).await;
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("has no history id 9 (it has: 1, 2, 3)"),
+        "{}",
+        text(&out.stderr)
+    );
+    apps.patch(
+        "manual",
+        &kube::api::PatchParams::default(),
+        &kube::api::Patch::Merge(
+            json!({"metadata": {"annotations": {"kiln.dev/operation": "{\"sync\": 1}"}}}),
+        ),
+    )
+    .await
+    .unwrap();
+    let condition = eventually("InvalidOperation", async || {
+        let status = app_status(&w.cluster, "manual").await;
+        status["conditions"].as_array().and_then(|c| {
+            c.iter()
+                .find(|c| c["reason"] == "InvalidOperation")
+                .cloned()
+        })
+    })
+    .await;
+    assert!(
+        condition["message"]
+            .as_str()
+            .unwrap()
+            .contains("kiln.dev/operation is not a valid operation")
     );
     let _ = w.stop.send(());
 }

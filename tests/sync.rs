@@ -482,3 +482,64 @@ async fn a_failed_sync_is_retried_with_backoff_and_says_how_often() {
         result.message
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_interrupt_ends_the_sync_cleanly_between_waves() {
+    // Readiness takes long enough that the interrupt lands while the first
+    // wave is being waited for.
+    let cluster = Cluster::with(Config {
+        simulate_readiness: Some(Duration::from_secs(30)),
+        ..Config::default()
+    })
+    .await;
+    let kube = KubeCluster::new(cluster.client.clone());
+    let stale = cm("stale", json!({}));
+    Engine::new(&kube, app(), fast())
+        .sync(vec![stale])
+        .await
+        .unwrap();
+    let flag = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let raise = flag.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        raise.store(true, std::sync::atomic::Ordering::Relaxed);
+    });
+    let options = SyncOptions {
+        prune: true,
+        retry: kiln::sync::RetryPolicy {
+            limit: 3,
+            ..Default::default()
+        },
+        ..fast()
+    };
+    let result = Engine::new(&kube, app(), options)
+        .with_interrupt(flag)
+        .sync(vec![
+            deployment("web", "nginx:1.27", json!({"kiln.dev/sync-wave": "0"})),
+            cm("after", json!({"kiln.dev/sync-wave": "1"})),
+        ])
+        .await
+        .unwrap();
+    assert_eq!(result.outcome, Outcome::Terminated, "{}", result.message);
+    assert_eq!(result.attempts, 1, "an interrupted sync is not retried");
+    assert!(
+        result
+            .message
+            .contains("interrupted before Sync wave 1: 1 of 2 waves applied; nothing pruned"),
+        "{}",
+        result.message
+    );
+    assert_eq!(
+        actions(&result),
+        vec!["Created apps/Deployment default/web"]
+    );
+    let cms = cluster.api("v1", "ConfigMap", "configmaps", Some("default"));
+    assert!(
+        cms.get_opt("after").await.unwrap().is_none(),
+        "wave 1 never started"
+    );
+    assert!(
+        cms.get_opt("stale").await.unwrap().is_some(),
+        "nothing pruned"
+    );
+}

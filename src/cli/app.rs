@@ -368,7 +368,14 @@ pub(crate) async fn run(command: &AppCommand) -> anyhow::Result<u8> {
                 prune: args.operation.prune,
                 dry_run: args.operation.dry_run,
             };
-            return operate(&apps, &args.name, sync, "kiln app sync".into(), &args.operation).await;
+            return operate(
+                &apps,
+                &args.name,
+                sync,
+                "kiln app sync".into(),
+                &args.operation,
+            )
+            .await;
         }
         AppCommand::Rollback(args) => {
             let apps = api(&args.where_).await?;

@@ -135,9 +135,7 @@ impl Destinations {
                 name: name.into(),
             }),
             (None, None) => Ok(self.local()),
-            (Some(server), None) if server.trim_end_matches('/') == IN_CLUSTER => {
-                Ok(self.local())
-            }
+            (Some(server), None) if server.trim_end_matches('/') == IN_CLUSTER => Ok(self.local()),
             (None, Some(IN_CLUSTER_NAME)) => Ok(self.local()),
             (server, name) => {
                 let wanted = |s: &k8s_openapi::api::core::v1::Secret| match (server, name) {

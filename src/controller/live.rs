@@ -40,7 +40,10 @@ pub struct LiveWatches {
 impl std::fmt::Debug for LiveWatches {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("LiveWatches")
-            .field("watched", &self.watched.lock().map(|w| w.len()).unwrap_or(0))
+            .field(
+                "watched",
+                &self.watched.lock().map(|w| w.len()).unwrap_or(0),
+            )
             .finish()
     }
 }
@@ -72,7 +75,9 @@ impl LiveWatches {
 
     /// The Applications to reconcile because something they manage
     /// changed. There is one such stream; a second call gets none.
-    pub fn triggers(&self) -> Option<impl futures_util::Stream<Item = ObjectRef<Application>> + use<>> {
+    pub fn triggers(
+        &self,
+    ) -> Option<impl futures_util::Stream<Item = ObjectRef<Application>> + use<>> {
         let receiver = self.receiver.lock().ok()?.take()?;
         Some(tokio_stream::wrappers::ReceiverStream::new(receiver))
     }
@@ -170,13 +175,23 @@ mod tests {
 
     #[test]
     fn the_newest_write_decides_and_ties_are_someone_elses() {
-        let ours = |time: &str| serde_json::json!({"manager": "kiln", "operation": "Apply", "time": time});
+        let ours =
+            |time: &str| serde_json::json!({"manager": "kiln", "operation": "Apply", "time": time});
         let theirs = |time: &str| serde_json::json!({"manager": "kubectl-edit", "operation": "Update", "time": time});
         let t1 = "2026-12-01T10:00:00Z";
         let t2 = "2026-12-01T10:00:05Z";
-        assert!(written_by(&object(serde_json::json!([ours(t2), theirs(t1)])), "kiln"));
-        assert!(!written_by(&object(serde_json::json!([ours(t1), theirs(t2)])), "kiln"));
-        assert!(!written_by(&object(serde_json::json!([ours(t1), theirs(t1)])), "kiln"));
+        assert!(written_by(
+            &object(serde_json::json!([ours(t2), theirs(t1)])),
+            "kiln"
+        ));
+        assert!(!written_by(
+            &object(serde_json::json!([ours(t1), theirs(t2)])),
+            "kiln"
+        ));
+        assert!(!written_by(
+            &object(serde_json::json!([ours(t1), theirs(t1)])),
+            "kiln"
+        ));
         assert!(!written_by(&object(serde_json::json!([])), "kiln"));
         assert_eq!(owner(&object(serde_json::json!([]))), Some("guestbook"));
     }

@@ -233,11 +233,27 @@ mod tests {
                     {"name": "staging", "namespace": "web"}]}))
             .unwrap(),
         );
-        assert!(project.admit_destination("https://prod-eu.example.com", "eu", "x").is_ok());
-        assert!(project.admit_destination("https://10.0.0.1", "staging", "web").is_ok());
-        assert!(project.admit_destination("https://10.0.0.1", "staging", "db").is_err());
+        assert!(
+            project
+                .admit_destination("https://prod-eu.example.com", "eu", "x")
+                .is_ok()
+        );
+        assert!(
+            project
+                .admit_destination("https://10.0.0.1", "staging", "web")
+                .is_ok()
+        );
+        assert!(
+            project
+                .admit_destination("https://10.0.0.1", "staging", "db")
+                .is_err()
+        );
         // A cluster named by name is still checked by its server, and back.
-        assert!(project.admit_destination(crate::api::IN_CLUSTER, "in-cluster", "x").is_err());
+        assert!(
+            project
+                .admit_destination(crate::api::IN_CLUSTER, "in-cluster", "x")
+                .is_err()
+        );
     }
 
     #[test]

@@ -563,7 +563,10 @@ async fn run(
         };
         match admitted {
             Err(wait) => {
-                tracing::info!(?wait, "drift came back soon after a revert; self-heal backs off");
+                tracing::info!(
+                    ?wait,
+                    "drift came back soon after a revert; self-heal backs off"
+                );
                 after = Some(wait.min(config.resync));
             }
             Ok(()) => sync(ctx, status, &cmp, trigger, operation).await?,
@@ -687,7 +690,10 @@ async fn sync(
         revision: cmp.commit.clone(),
         deployed_at: crate::units::now(),
     });
-    let excess = status.history.len().saturating_sub(ctx.config.history_limit);
+    let excess = status
+        .history
+        .len()
+        .saturating_sub(ctx.config.history_limit);
     status.history.drain(..excess);
     let synced = result.count(SyncAction::Failed) == 0;
     status.sync = Some(SyncInfo {

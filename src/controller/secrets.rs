@@ -219,7 +219,12 @@ impl CredentialProvider for RepoCredentials {
 pub fn labeled(name: &str, kind: SecretType, data: &[(&str, &str)]) -> KubeSecret {
     let data: BTreeMap<String, k8s_openapi::ByteString> = data
         .iter()
-        .map(|(k, v)| ((*k).to_owned(), k8s_openapi::ByteString(v.as_bytes().to_vec())))
+        .map(|(k, v)| {
+            (
+                (*k).to_owned(),
+                k8s_openapi::ByteString(v.as_bytes().to_vec()),
+            )
+        })
         .collect();
     KubeSecret {
         metadata: kube::api::ObjectMeta {
@@ -257,12 +262,18 @@ mod tests {
             labeled(
                 "team",
                 SecretType::RepoCreds,
-                &[("url", "https://git.example.com/org/team"), ("password", "team")],
+                &[
+                    ("url", "https://git.example.com/org/team"),
+                    ("password", "team"),
+                ],
             ),
             labeled(
                 "one",
                 SecretType::Repository,
-                &[("url", "https://git.example.com/org/team/one.git"), ("password", "one")],
+                &[
+                    ("url", "https://git.example.com/org/team/one.git"),
+                    ("password", "one"),
+                ],
             ),
             labeled(
                 "cluster",
@@ -284,7 +295,10 @@ mod tests {
             password(creds.credentials(&url("https://git.example.com/org/other"))),
             Some("org".into())
         );
-        assert_eq!(creds.credentials(&url("https://elsewhere.example.com/x")), None);
+        assert_eq!(
+            creds.credentials(&url("https://elsewhere.example.com/x")),
+            None
+        );
         assert!(!format!("{secrets:?}").contains("team"));
     }
 
@@ -294,7 +308,10 @@ mod tests {
             labeled(
                 "ssh",
                 SecretType::Repository,
-                &[("url", "ssh://git@git.example.com/a.git"), ("sshPrivateKey", "KEY")],
+                &[
+                    ("url", "ssh://git@git.example.com/a.git"),
+                    ("sshPrivateKey", "KEY"),
+                ],
             ),
             labeled(
                 "empty",
