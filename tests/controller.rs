@@ -897,3 +897,133 @@ async fn manual_sync_diff_and_rollback_from_the_cli() {
     );
     let _ = w.stop.send(());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn destination_clusters_and_repository_credentials_come_from_secrets() {
+    use base64::Engine as _;
+    use k8s_openapi::api::core::v1::Secret;
+    use kiln::controller::secrets::{SecretType, labeled};
+
+    let w = world().await;
+    // A second cluster, over TLS with its own CA and token.
+    let staging = Cluster::with(Config {
+        tls: true,
+        ..Config::default()
+    })
+    .await;
+    staging
+        .apply(
+            "namespaces",
+            json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "guestbook"}}),
+            "test",
+            false,
+        )
+        .await
+        .unwrap();
+    // A private repository behind basic auth.
+    let root = tempfile::tempdir().unwrap();
+    let private = Fixture::new(root.path(), "private");
+    private.commit(
+        "first",
+        &[(
+            "guestbook/settings.yaml",
+            &CONFIGMAP.replace("blue", "private"),
+        )],
+    );
+    private.publish();
+    let http = support::git::HttpBackend::start(root.path(), Some("kiln:s3cr3t-t0ken"));
+    let url = http.url("private");
+
+    // Given an application aimed at a cluster nobody registered: a
+    // condition naming it, nothing applied anywhere.
+    let apps: Api<Application> = Api::namespaced(w.cluster.client.clone(), "kiln");
+    let mut app = application("remote", &url, "default");
+    app.spec.destination.name = Some("staging".into());
+    apps.create(&PostParams::default(), &app).await.unwrap();
+    let reason = |wanted: &'static str| {
+        let cluster = &w.cluster;
+        async move {
+            eventually(wanted, async || {
+                let status = app_status(cluster, "remote").await;
+                status["conditions"]
+                    .as_array()
+                    .and_then(|c| c.iter().find(|c| c["reason"] == wanted).cloned())
+            })
+            .await
+        }
+    };
+    let condition = reason("UnknownDestination").await;
+    assert!(
+        condition["message"]
+            .as_str()
+            .unwrap()
+            .contains("destination name \"staging\" is not registered"),
+        "{condition}"
+    );
+
+    // When the cluster is registered (Argo CD's Secret layout) but the
+    // repository's credentials are wrong: an authentication condition that
+    // never shows the password.
+    let secrets: Api<Secret> = Api::namespaced(w.cluster.client.clone(), "kiln");
+    let ca = base64::engine::general_purpose::STANDARD.encode(staging.server.ca_pem().unwrap());
+    let config = json!({"bearerToken": "kiln-dev", "tlsClientConfig": {"caData": ca}}).to_string();
+    secrets
+        .create(
+            &PostParams::default(),
+            &labeled(
+                "staging",
+                SecretType::Cluster,
+                &[
+                    ("name", "staging"),
+                    ("server", staging.server.url()),
+                    ("config", &config),
+                ],
+            ),
+        )
+        .await
+        .unwrap();
+    let base = url.trim_end_matches("private").to_owned();
+    let creds = |password: &str| {
+        labeled(
+            "team-repos",
+            SecretType::RepoCreds,
+            &[("url", &base), ("username", "kiln"), ("password", password)],
+        )
+    };
+    secrets
+        .create(&PostParams::default(), &creds("wrong-password"))
+        .await
+        .unwrap();
+    let condition = reason("SourceUnavailable").await;
+    let status = app_status(&w.cluster, "remote").await.to_string();
+    assert!(!status.contains("wrong-password"), "{status}");
+    assert!(
+        condition["message"].as_str().unwrap().contains(&url),
+        "{condition}"
+    );
+
+    // When the credentials are fixed, then the app syncs to the other
+    // cluster, and only there.
+    secrets
+        .replace("team-repos", &PostParams::default(), &{
+            let mut fixed = creds("s3cr3t-t0ken");
+            fixed.metadata.resource_version = secrets
+                .get("team-repos")
+                .await
+                .unwrap()
+                .metadata
+                .resource_version;
+            fixed
+        })
+        .await
+        .unwrap();
+    eventually("Synced on staging", async || {
+        let status = app_status(&w.cluster, "remote").await;
+        (status["sync"]["status"] == "Synced").then_some(())
+    })
+    .await;
+    let remote = live_configmap(&staging, "settings").await.unwrap();
+    assert_eq!(remote["data"]["color"], "private");
+    assert!(live_configmap(&w.cluster, "settings").await.is_none());
+    let _ = w.stop.send(());
+}
