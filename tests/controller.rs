@@ -154,8 +154,9 @@ async fn app_status(cluster: &Cluster, name: &str) -> Value {
             name,
         )
         .await
-        .unwrap()["status"]
-        .clone()
+        .map(|app| app["status"].clone())
+        // Not created yet (App-of-Apps children): no status either.
+        .unwrap_or_default()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -679,6 +680,16 @@ async fn a_live_edit_is_reverted_at_once_and_a_fighting_writer_is_backed_off() {
         (2..=7).contains(&reverts),
         "{reverts} reverts in 8 s against a writer that never gives up"
     );
+    let backed_off = w
+        .ctx
+        .metrics
+        .self_heals
+        .get_or_create(&vec![("result".into(), "backed_off".into())])
+        .get();
+    assert!(
+        backed_off > 0,
+        "the back-off shows in kiln_self_heals_total"
+    );
     let _ = w.stop.send(());
 }
 
@@ -1025,5 +1036,102 @@ async fn destination_clusters_and_repository_credentials_come_from_secrets() {
     let remote = live_configmap(&staging, "settings").await.unwrap();
     assert_eq!(remote["data"]["color"], "private");
     assert!(live_configmap(&w.cluster, "settings").await.is_none());
+    let _ = w.stop.send(());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_example_app_of_apps_settles_with_a_plugin_chain_and_a_blocked_child() {
+    // Given the README demo's tree (examples/gitops + examples/guestbook)
+    // in a Git repository, and its plugin catalog and project.
+    let w = world().await;
+    let examples = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples");
+    let read = |path: &std::path::Path| {
+        std::fs::read_to_string(path)
+            .unwrap()
+            .replace("REPO_URL", &w.url)
+    };
+    let mut files = Vec::new();
+    for (dir, into) in [
+        ("gitops/apps", "apps"),
+        ("gitops/settings", "settings"),
+        ("guestbook", "guestbook"),
+    ] {
+        for entry in std::fs::read_dir(examples.join(dir)).unwrap() {
+            let path = entry.unwrap().path();
+            let name = path.file_name().unwrap().to_string_lossy().into_owned();
+            files.push((format!("{into}/{name}"), read(&path)));
+        }
+    }
+    w.repo.git(&["rm", "-rq", "guestbook"]);
+    let borrowed: Vec<(&str, &str)> = files
+        .iter()
+        .map(|(p, c)| (p.as_str(), c.as_str()))
+        .collect();
+    w.repo.commit("the demo's applications", &borrowed);
+    w.repo.publish();
+    let plugins = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("plugins/dist");
+    let _ = support::component("values");
+    let catalog = read(&examples.join("gitops/catalog.yaml"))
+        .replace("PLUGINS", &plugins.display().to_string());
+    for document in serde_yaml::Deserializer::from_str(&catalog) {
+        let object: Value = serde::Deserialize::deserialize(document).unwrap();
+        let plural = match object["kind"].as_str().unwrap() {
+            "Plugin" => "plugins",
+            "AppProject" => "appprojects",
+            _ => "applications",
+        };
+        w.cluster
+            .apply(plural, object, "operator", false)
+            .await
+            .unwrap();
+    }
+
+    // Then the root creates its three children: the plugin-rendered one and
+    // the plain one become Synced and Healthy, the one whose project policy
+    // fails is blocked with its findings, and nothing of it is applied.
+    for name in ["guestbook", "settings"] {
+        eventually(name, async || {
+            let status = app_status(&w.cluster, name).await;
+            (status["sync"]["status"] == "Synced" && status["health"]["status"] == "Healthy")
+                .then_some(())
+        })
+        .await;
+    }
+    let deployments = w
+        .cluster
+        .api("apps/v1", "Deployment", "deployments", Some("guestbook"));
+    let web = deployments.get("guestbook-frontend").await.unwrap();
+    assert_eq!(
+        web.data["spec"]["replicas"], 2,
+        "the Application's parameter"
+    );
+    let billing = eventually("billing blocked", async || {
+        let status = app_status(&w.cluster, "billing").await;
+        let blocked = status["conditions"]
+            .as_array()
+            .is_some_and(|c| c.iter().any(|c| c["type"] == "PolicyBlocked"));
+        blocked.then_some(status)
+    })
+    .await;
+    let findings = billing["policy"]["findings"].to_string();
+    assert!(findings.contains("cost-center"), "{findings}");
+    let blocked = w
+        .cluster
+        .api("apps/v1", "Deployment", "deployments", Some("billing"));
+    assert!(
+        blocked
+            .get_opt("guestbook-frontend")
+            .await
+            .unwrap()
+            .is_none()
+    );
+    let metrics = w.ctx.metrics.encode().unwrap();
+    for series in [
+        "kiln_plugin_call_duration_seconds_count{plugin=\"values\",world=\"renderer\"}",
+        "kiln_plugin_call_duration_seconds_count{plugin=\"required-labels\",world=\"policy\"}",
+        "kiln_syncs_total{outcome=\"succeeded\"}",
+    ] {
+        assert!(metrics.contains(series), "{series} in {metrics}");
+    }
     let _ = w.stop.send(());
 }

@@ -220,6 +220,15 @@ pub async fn compare(app: &Application, ctx: &Context, to: &CompareTo) -> Result
                 .await
                 .map_err(|e| Stop::new("ComparisonError", "RenderFailed", format!("{e:#}")))?;
             ctx.metrics.renders.inc();
+            for (plugin, took) in &rendered.timings {
+                ctx.metrics
+                    .plugin_call_seconds
+                    .get_or_create(&vec![
+                        ("plugin".into(), plugin.clone()),
+                        ("world".into(), "renderer".into()),
+                    ])
+                    .observe(took.as_secs_f64());
+            }
             ctx.render_cache
                 .put(key, rendered.read_set, rendered.objects.clone());
             rendered.objects
@@ -232,6 +241,15 @@ pub async fn compare(app: &Application, ctx: &Context, to: &CompareTo) -> Result
         steps.push(policy_step(ctx, used).await?);
     }
     let report = policy::evaluate(view, &context, rendered_objects.clone(), &steps).await;
+    for result in &report.results {
+        ctx.metrics
+            .plugin_call_seconds
+            .get_or_create(&vec![
+                ("plugin".into(), result.policy.clone()),
+                ("world".into(), "policy".into()),
+            ])
+            .observe(result.duration.as_secs_f64());
+    }
     let policy = PolicyStatus {
         blocked: report.blocked(),
         findings: report

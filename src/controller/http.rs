@@ -41,6 +41,11 @@ pub struct Metrics {
     pub webhooks: Family<Labels, Counter>,
     /// Renders actually run (cache misses that rendered).
     pub renders: Counter,
+    /// Plugin call durations in seconds, by plugin and world.
+    pub plugin_call_seconds: Family<Labels, Histogram, fn() -> Histogram>,
+    /// Syncs started by self-heal (drift reverted at a revision already
+    /// synced), and those deferred by its back-off.
+    pub self_heals: Family<Labels, Counter>,
     git_lookups: Gauge,
     git_fetches: Gauge,
     cache_hits: Gauge,
@@ -76,6 +81,19 @@ impl Default for Metrics {
             "Renders run (not served from the render cache)",
             renders.clone(),
         );
+        let plugin_call_seconds: Family<Labels, Histogram, fn() -> Histogram> =
+            Family::new_with_constructor(|| Histogram::new(exponential_buckets(0.001, 2.0, 14)));
+        registry.register(
+            "plugin_call_duration_seconds",
+            "Duration of one plugin call (render or review), by plugin and world",
+            plugin_call_seconds.clone(),
+        );
+        let self_heals = Family::<Labels, Counter>::default();
+        registry.register(
+            "self_heals",
+            "Self-heal decisions on drift, by result (synced, backed_off)",
+            self_heals.clone(),
+        );
         let cache_hits = Gauge::default();
         registry.register(
             "render_cache_hits",
@@ -107,11 +125,23 @@ impl Default for Metrics {
             syncs,
             webhooks,
             renders,
+            plugin_call_seconds,
+            self_heals,
             git_lookups,
             git_fetches,
             cache_hits,
             cache_misses,
         }
+    }
+}
+
+impl Metrics {
+    /// The OpenMetrics text of every metric (what `/metrics` serves, less
+    /// the Git and cache figures it samples first).
+    pub fn encode(&self) -> Option<String> {
+        let mut text = String::new();
+        encode(&mut text, &self.registry).ok()?;
+        Some(text)
     }
 }
 
@@ -160,10 +190,9 @@ async fn metrics(State(state): State<Arc<HttpState>>) -> Response {
     metrics
         .cache_misses
         .set(i64::try_from(misses).unwrap_or(i64::MAX));
-    let mut text = String::new();
-    if encode(&mut text, &metrics.registry).is_err() {
+    let Some(text) = metrics.encode() else {
         return StatusCode::INTERNAL_SERVER_ERROR.into_response();
-    }
+    };
     (
         [(
             header::CONTENT_TYPE,

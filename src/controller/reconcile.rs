@@ -561,6 +561,17 @@ async fn run(
                 Ok(())
             }
         };
+        if trigger == Trigger::SelfHeal {
+            let result = if admitted.is_ok() {
+                "synced"
+            } else {
+                "backed_off"
+            };
+            ctx.metrics
+                .self_heals
+                .get_or_create(&vec![("result".into(), result.into())])
+                .inc();
+        }
         match admitted {
             Err(wait) => {
                 tracing::info!(

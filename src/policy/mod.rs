@@ -82,6 +82,9 @@ pub struct PolicyResult {
     /// Why it could not review, if it could not (invalid settings, a trap...).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// How long the review took (for metrics).
+    #[serde(skip)]
+    pub duration: std::time::Duration,
 }
 
 impl PolicyResult {
@@ -122,6 +125,7 @@ pub async fn evaluate(
         let span = tracing::info_span!("policy", policy = step.plugin.name(), mode = %step.mode);
         tasks.spawn(
             async move {
+                let started = std::time::Instant::now();
                 let outcome = match step.plugin.validate_settings(step.settings.clone()).await {
                     Ok(()) => {
                         step.plugin
@@ -144,6 +148,7 @@ pub async fn evaluate(
                         mode: step.mode,
                         findings,
                         error,
+                        duration: started.elapsed(),
                     },
                 )
             }
@@ -168,6 +173,7 @@ pub async fn evaluate(
                     mode: step.mode,
                     findings: Vec::new(),
                     error: Some("the policy task failed on the host".into()),
+                    duration: std::time::Duration::ZERO,
                 })
             })
             .collect(),

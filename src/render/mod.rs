@@ -41,6 +41,8 @@ pub struct Rendered {
     pub objects: Vec<Object>,
     /// Everything the render read from the source.
     pub read_set: ReadSet,
+    /// How long each plugin of the chain took, in order (for metrics).
+    pub timings: Vec<(String, std::time::Duration)>,
 }
 
 /// A render failed.
@@ -81,6 +83,7 @@ pub async fn render(
     };
 
     let mut objects = Vec::new();
+    let mut timings = Vec::new();
     for step in chain {
         objects = match step {
             Step::Directory(options) => {
@@ -94,15 +97,19 @@ pub async fn render(
             }
             Step::Plugin { plugin, params } => {
                 let span = tracing::info_span!("render_step", plugin = plugin.name());
-                plugin
+                let started = std::time::Instant::now();
+                let rendered = plugin
                     .render(view.clone(), context.clone(), params.clone(), objects)
                     .instrument(span)
-                    .await?
+                    .await?;
+                timings.push((plugin.name().to_owned(), started.elapsed()));
+                rendered
             }
         };
     }
     Ok(Rendered {
         objects,
         read_set: recorder.read_set(),
+        timings,
     })
 }
