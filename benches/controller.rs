@@ -1,20 +1,17 @@
 //! The controller at scale: 1,000 Applications over 10 Git repositories
 //! (~10 objects each) reconciled from cold into the dev cluster, then one
-//! commit touching one application.
+//! commit touching one application. The dev cluster and `kiln controller`
+//! run as separate processes of the kiln binary, so the controller's peak
+//! memory is its own.
 //!
 //! Run with `cargo bench --bench controller`; results are recorded in
 //! `docs/benchmarks.md`. Set KILN_BENCH_APPS to change the number of
 //! applications (a multiple of 10).
 
 use std::process::Command;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use kiln::api::Application;
-use kiln::controller::{self, Context, ControllerConfig, ControllerSecrets};
-use kiln::devcluster::{Config, DevCluster};
-use kiln::plugin::{HostConfig, PluginHost};
-use kiln::source::git::{GitConfig, GitSource};
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
 use serde_json::json;
 
@@ -28,9 +25,9 @@ fn git(dir: &std::path::Path, args: &[&str]) {
     assert!(status.success(), "git {args:?}");
 }
 
-/// Peak resident memory of this process, in MiB (VmHWM).
-fn peak_rss_mib() -> f64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+/// Peak resident memory of a process, in MiB (VmHWM).
+fn peak_rss_mib(pid: u32) -> f64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
     let kib: f64 = status
         .lines()
         .find(|l| l.starts_with("VmHWM:"))
@@ -85,9 +82,25 @@ async fn main() {
         heads.push(repo);
     }
 
-    let server = DevCluster::start(Config::default()).await.unwrap();
-    let kubeconfig = kube::config::Kubeconfig::from_yaml(&server.kubeconfig()).unwrap();
-    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
+    // The dev cluster and the controller run as their own processes (the
+    // kiln binary), so that the controller's memory is measured alone.
+    let kubeconfig = dir.path().join("kubeconfig");
+    let mut cluster_process = Command::new(env!("CARGO_BIN_EXE_kiln"))
+        .args(["dev-cluster", "--port", "0", "--kubeconfig"])
+        .arg(&kubeconfig)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    for _ in 0..100 {
+        if std::fs::metadata(&kubeconfig).is_ok_and(|m| m.len() > 0) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let kubeconfig_text = std::fs::read_to_string(&kubeconfig).unwrap();
+    let kubeconfig_file = kube::config::Kubeconfig::from_yaml(&kubeconfig_text).unwrap();
+    let config = kube::Config::from_custom_kubeconfig(kubeconfig_file, &Default::default())
         .await
         .unwrap();
     let client = kube::Client::try_from(config).unwrap();
@@ -116,28 +129,40 @@ async fn main() {
             apps.create(&PostParams::default(), &app).await.unwrap();
         }
     }
-    let rss_before = peak_rss_mib();
-
-    let mut git_config = GitConfig::new(dir.path().join("git-cache"));
-    git_config.lookup_ttl = Duration::ZERO;
-    let secrets = ControllerSecrets::fixed([]);
-    let git_source = GitSource::new(git_config, Arc::new(secrets.repo_credentials())).unwrap();
-    let config = ControllerConfig {
-        resync: Duration::from_secs(3600),
-        ..ControllerConfig::default()
-    };
-    let ctx = Arc::new(Context::new(
-        client.clone(),
-        git_source,
-        PluginHost::new(HostConfig::default()).unwrap(),
-        config,
-        secrets,
-    ));
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let log = std::fs::File::create(dir.path().join("controller.log")).unwrap();
     let begin = Instant::now();
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    tokio::spawn(controller::run(ctx.clone(), async move {
-        let _ = stopped.await;
-    }));
+    let mut controller_process = Command::new(env!("CARGO_BIN_EXE_kiln"))
+        .args(["controller", "--namespace", "kiln", "--resync", "3600s"])
+        .args(["--no-leader-election", "--no-compile-cache", "--listen"])
+        .arg(format!("127.0.0.1:{port}"))
+        .arg("--kubeconfig")
+        .arg(&kubeconfig)
+        .arg("--git-cache")
+        .arg(dir.path().join("git-cache"))
+        .arg("--render-cache")
+        .arg(dir.path().join("render-cache"))
+        .stdout(std::process::Stdio::null())
+        .stderr(log)
+        .spawn()
+        .unwrap();
+    let metrics = async || -> String {
+        reqwest::get(format!("http://127.0.0.1:{port}/metrics"))
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap()
+    };
+    let sample = |text: &str, name: &str| -> u64 {
+        text.lines()
+            .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.parse::<f64>().ok())
+            .unwrap_or(0.0) as u64
+    };
     let head = |repo: &std::path::Path| {
         let out = Command::new("git")
             .args(["rev-parse", "HEAD"])
@@ -163,17 +188,23 @@ async fn main() {
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
     let cold = begin.elapsed();
-    let renders_cold = ctx.metrics.renders.get();
-    let rss_after = peak_rss_mib();
+    let text = metrics().await;
+    let renders_cold = sample(&text, "kiln_renders_total");
     println!(
         "{total} applications ({} objects) from cold to all Synced: {cold:?}",
         total * 10
     );
     println!("renders performed: {renders_cold}");
     println!(
-        "peak RSS of the process (controller + dev cluster + client): {rss_after:.0} MiB (before the controller started: {rss_before:.0} MiB)"
+        "git: {} ref lookups, {} fetches",
+        sample(&text, "kiln_git_ref_lookups"),
+        sample(&text, "kiln_git_fetches")
     );
-    println!("git: {:?}", ctx.git.stats());
+    println!(
+        "peak RSS of the controller process: {:.0} MiB (the dev cluster holding the objects, in its own process: {:.0} MiB)",
+        peak_rss_mib(controller_process.id()),
+        peak_rss_mib(cluster_process.id())
+    );
 
     // One commit touching one application of repo 0; the push refreshes
     // every application of that repository, as a webhook without a file
@@ -219,8 +250,17 @@ async fn main() {
     println!(
         "one commit touching one app, {per_repo} apps of its repository refreshed: Synced in {:?}, renders performed: {}",
         begin.elapsed(),
-        ctx.metrics.renders.get() - renders_cold
+        sample(&metrics().await, "kiln_renders_total") - renders_cold
     );
-    let _ = stop.send(());
-    server.shutdown().await.unwrap();
+    println!(
+        "peak RSS of the controller process at the end: {:.0} MiB",
+        peak_rss_mib(controller_process.id())
+    );
+    // SIGTERM: the controller's own graceful shutdown.
+    let _ = Command::new("kill")
+        .arg(controller_process.id().to_string())
+        .status();
+    let _ = controller_process.wait();
+    let _ = cluster_process.kill();
+    let _ = cluster_process.wait();
 }
