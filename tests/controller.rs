@@ -41,9 +41,14 @@ async fn world_with(resync: Duration) -> World {
     .await
 }
 
-/// A world whose controller runs with `tuned` (resync, back-off); the
-/// caches and health timeout are the test's.
 async fn world_tuned(tuned: ControllerConfig) -> World {
+    world_git(tuned, Duration::ZERO).await
+}
+
+/// A world whose controller runs with `tuned` (resync, back-off) and
+/// reuses ref lookups for `lookup_ttl`; the caches and health timeout are
+/// the test's.
+async fn world_git(tuned: ControllerConfig, lookup_ttl: Duration) -> World {
     let cluster = Cluster::with(Config {
         simulate_readiness: Some(Duration::from_millis(20)),
         ..Config::default()
@@ -84,7 +89,7 @@ async fn world_tuned(tuned: ControllerConfig) -> World {
     let daemon = GitDaemon::start(dir.path());
     let url = daemon.url("apps");
     let mut git = GitConfig::new(dir.path().join("cache"));
-    git.lookup_ttl = Duration::ZERO;
+    git.lookup_ttl = lookup_ttl;
     let secrets = ControllerSecrets::watch(cluster.client.clone(), "kiln");
     let git = GitSource::new(git, Arc::new(secrets.repo_credentials())).unwrap();
     let host = PluginHost::new(HostConfig::default()).unwrap();
@@ -1133,5 +1138,67 @@ async fn the_example_app_of_apps_settles_with_a_plugin_chain_and_a_blocked_child
     ] {
         assert!(metrics.contains(series), "{series} in {metrics}");
     }
+    let _ = w.stop.send(());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refresh_asks_git_at_once_and_is_cleared() {
+    // Given ref lookups reused for an hour and a resync of an hour.
+    let w = world_git(
+        ControllerConfig {
+            resync: Duration::from_secs(3600),
+            ..ControllerConfig::default()
+        },
+        Duration::from_secs(3600),
+    )
+    .await;
+    let apps: Api<Application> = Api::namespaced(w.cluster.client.clone(), "kiln");
+    apps.create(
+        &PostParams::default(),
+        &application("guestbook", &w.url, "default"),
+    )
+    .await
+    .unwrap();
+    eventually("blue", async || {
+        live_configmap(&w.cluster, "settings")
+            .await
+            .filter(|cm| cm["data"]["color"] == "blue")
+    })
+    .await;
+    w.repo.commit(
+        "green",
+        &[(
+            "guestbook/settings.yaml",
+            &CONFIGMAP.replace("blue", "green"),
+        )],
+    );
+    w.repo.publish();
+    // When someone asks for a refresh (what `kiln app refresh` writes), then
+    // the new commit is found without waiting for the lookup to expire.
+    apps.patch(
+        "guestbook",
+        &kube::api::PatchParams::default(),
+        &kube::api::Patch::Merge(
+            json!({"metadata": {"annotations": {"kiln.dev/refresh": "2026-12-01T08:00:00Z"}}}),
+        ),
+    )
+    .await
+    .unwrap();
+    eventually("green after the refresh", async || {
+        live_configmap(&w.cluster, "settings")
+            .await
+            .filter(|cm| cm["data"]["color"] == "green")
+    })
+    .await;
+    eventually("the refresh annotation removed", async || {
+        let app = apps.get("guestbook").await.unwrap();
+        (!app
+            .metadata
+            .annotations
+            .unwrap_or_default()
+            .contains_key("kiln.dev/refresh"))
+        .then_some(())
+    })
+    .await;
     let _ = w.stop.send(());
 }

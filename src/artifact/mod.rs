@@ -16,7 +16,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 pub use reference::{PluginRef, RefError};
-pub use registry::{CosignSignature, RegistryCredentials, RegistryError};
+pub use registry::{BUNDLE_ARTIFACT_TYPE, CosignSignature, RegistryCredentials, RegistryError};
 pub use store::Store;
 
 use crate::digest::Digest;
@@ -226,6 +226,48 @@ impl Fetcher {
             self.timeout,
         )
         .await
+    }
+
+    /// The Sigstore bundles stored as OCI referrers of a resolved reference.
+    pub async fn bundles(&self, resolved: &PluginRef) -> Result<Vec<String>, ArtifactError> {
+        let PluginRef::Oci {
+            digest: Some(manifest),
+            ..
+        } = resolved
+        else {
+            return Ok(Vec::new());
+        };
+        registry::bundles(&self.credentials, resolved, manifest, self.timeout).await
+    }
+
+    /// Stores a Sigstore bundle as an OCI referrer of a resolved reference;
+    /// returns the referrer manifest's digest.
+    pub async fn push_bundle(
+        &self,
+        resolved: &PluginRef,
+        bundle: &[u8],
+    ) -> Result<Digest, ArtifactError> {
+        let PluginRef::Oci {
+            digest: Some(manifest),
+            ..
+        } = resolved
+        else {
+            return Err(ArtifactError::NotAPlugin {
+                reference: resolved.to_string(),
+                detail: "bundles are stored beside OCI artifacts resolved to a digest".into(),
+            });
+        };
+        registry::push_bundle(&self.credentials, resolved, manifest, bundle, self.timeout).await
+    }
+
+    /// A file published beside an https:// artifact (`URL.sig`,
+    /// `URL.sigstore.json`): `None` when the server has none (404).
+    pub async fn beside(&self, url: &str) -> Result<Option<String>, ArtifactError> {
+        match self.download(url, url).await {
+            Ok(bytes) => Ok(Some(String::from_utf8_lossy(&bytes).into_owned())),
+            Err(ArtifactError::NotFound { .. }) => Ok(None),
+            Err(e) => Err(e),
+        }
     }
 
     async fn download(&self, name: &str, url: &str) -> Result<Vec<u8>, ArtifactError> {

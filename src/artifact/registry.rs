@@ -7,7 +7,8 @@ use base64::Engine as _;
 use oci_client::client::{ClientConfig, ClientProtocol, Config, ImageLayer};
 use oci_client::errors::OciDistributionError;
 use oci_client::manifest::{
-    OCI_IMAGE_MEDIA_TYPE, OciImageManifest, WASM_CONFIG_MEDIA_TYPE, WASM_LAYER_MEDIA_TYPE,
+    ImageIndexEntry, OCI_IMAGE_MEDIA_TYPE, OciDescriptor, OciImageIndex, OciImageManifest,
+    WASM_CONFIG_MEDIA_TYPE, WASM_LAYER_MEDIA_TYPE,
 };
 use oci_client::secrets::RegistryAuth;
 use oci_client::{Client, Reference};
@@ -448,4 +449,203 @@ pub(super) async fn push_signature(
     )
     .await?;
     Ok(())
+}
+
+/// The artifact type of a Sigstore bundle stored as an OCI referrer (what
+/// `cosign sign --new-bundle-format` writes).
+pub const BUNDLE_ARTIFACT_TYPE: &str = "application/vnd.dev.sigstore.bundle.v0.3+json";
+/// The OCI empty descriptor's media type (config of an artifact manifest).
+const EMPTY_MEDIA_TYPE: &str = "application/vnd.oci.empty.v1+json";
+/// The media type of an OCI image index (the referrers tag schema).
+const INDEX_MEDIA_TYPE: &str = "application/vnd.oci.image.index.v1+json";
+
+/// The Sigstore bundles stored as referrers of a manifest: the registry's
+/// referrers API, or the referrers tag schema (`sha256-<hex>`, an index)
+/// where the registry has no such API.
+pub(super) async fn bundles(
+    credentials: &RegistryCredentials,
+    reference: &PluginRef,
+    manifest: &Digest,
+    timeout: Duration,
+) -> Result<Vec<String>, ArtifactError> {
+    let (parsed, name) = oci_reference(reference)?;
+    let registry = parsed.resolve_registry().to_owned();
+    let auth = credentials.auth(&registry);
+    let client = client(&registry).map_err(|e| error(&name, e))?;
+    let subject = parsed.clone_with_digest(manifest.to_string());
+    // Authenticates for pulls of this repository (oci-client keeps tokens).
+    timed(
+        &name,
+        timeout,
+        client.auth(&subject, &auth, oci_client::RegistryOperation::Pull),
+    )
+    .await?;
+    let index = timed(
+        &name,
+        timeout,
+        client.pull_referrers(&subject, Some(BUNDLE_ARTIFACT_TYPE)),
+    )
+    .await?;
+    let mut found = Vec::new();
+    for entry in index.manifests {
+        if entry.artifact_type.as_deref() != Some(BUNDLE_ARTIFACT_TYPE) {
+            continue;
+        }
+        let by_digest = parsed.clone_with_digest(entry.digest.clone());
+        let (manifest, _) = timed(
+            &name,
+            timeout,
+            client.pull_image_manifest(&by_digest, &auth),
+        )
+        .await?;
+        for layer in manifest.layers {
+            let mut bytes = Vec::new();
+            timed(
+                &name,
+                timeout,
+                client.pull_blob(&by_digest, &layer, &mut bytes),
+            )
+            .await?;
+            found.push(String::from_utf8_lossy(&bytes).into_owned());
+        }
+    }
+    Ok(found)
+}
+
+/// Stores a Sigstore bundle as a referrer of `manifest` (a manifest whose
+/// `subject` is the component's, artifact type [`BUNDLE_ARTIFACT_TYPE`]),
+/// and lists it in the referrers tag schema's index so that registries
+/// without a referrers API serve it too.
+pub(super) async fn push_bundle(
+    credentials: &RegistryCredentials,
+    reference: &PluginRef,
+    manifest: &Digest,
+    bundle: &[u8],
+    timeout: Duration,
+) -> Result<Digest, ArtifactError> {
+    let (parsed, name) = oci_reference(reference)?;
+    let registry = parsed.resolve_registry().to_owned();
+    let auth = credentials.auth(&registry);
+    let client = client(&registry).map_err(|e| error(&name, e))?;
+    let subject_ref = parsed.clone_with_digest(manifest.to_string());
+    let (subject, _) = timed(
+        &name,
+        timeout,
+        client.pull_manifest_raw(&subject_ref, &auth, &[OCI_IMAGE_MEDIA_TYPE]),
+    )
+    .await?;
+    let layer = ImageLayer::new(bundle.to_vec(), BUNDLE_ARTIFACT_TYPE.to_owned(), None);
+    let config = Config::new(b"{}".to_vec(), EMPTY_MEDIA_TYPE.to_owned(), None);
+    let mut referrer = OciImageManifest::build(std::slice::from_ref(&layer), &config, None);
+    referrer.media_type = Some(OCI_IMAGE_MEDIA_TYPE.to_owned());
+    referrer.artifact_type = Some(BUNDLE_ARTIFACT_TYPE.to_owned());
+    referrer.subject = Some(OciDescriptor {
+        media_type: OCI_IMAGE_MEDIA_TYPE.to_owned(),
+        digest: manifest.to_string(),
+        size: subject.len() as i64,
+        ..Default::default()
+    });
+    let referrer_json = serde_json::to_vec(&referrer).map_err(|e| ArtifactError::Remote {
+        reference: name.clone(),
+        message: e.to_string(),
+    })?;
+    let referrer_digest = Digest::of(&referrer_json);
+    // Blobs first, then the manifest by its digest (no tag of its own).
+    timed(
+        &name,
+        timeout,
+        client.auth(&parsed, &auth, oci_client::RegistryOperation::Push),
+    )
+    .await?;
+    timed(
+        &name,
+        timeout,
+        client.push_blob(&parsed, layer.data.clone(), &layer.sha256_digest()),
+    )
+    .await?;
+    timed(
+        &name,
+        timeout,
+        client.push_blob(&parsed, config.data.clone(), &config.sha256_digest()),
+    )
+    .await?;
+    let by_digest = parsed.clone_with_digest(referrer_digest.to_string());
+    timed(
+        &name,
+        timeout,
+        client.push_manifest_raw(
+            &by_digest,
+            referrer_json.clone(),
+            OCI_IMAGE_MEDIA_TYPE
+                .parse()
+                .map_err(|_| ArtifactError::Remote {
+                    reference: name.clone(),
+                    message: "media type".into(),
+                })?,
+        ),
+    )
+    .await?;
+    // The referrers tag schema: sha256-<hex> holds an index of referrers.
+    let tag_ref = Reference::with_tag(
+        parsed.registry().to_owned(),
+        parsed.repository().to_owned(),
+        format!("sha256-{}", manifest.hex()),
+    );
+    let mut index = match timed(
+        &name,
+        timeout,
+        client.pull_manifest_raw(&tag_ref, &auth, &[INDEX_MEDIA_TYPE]),
+    )
+    .await
+    {
+        Ok((raw, _)) => {
+            serde_json::from_slice::<OciImageIndex>(&raw).unwrap_or_else(|_| empty_index())
+        }
+        Err(ArtifactError::NotFound { .. }) => empty_index(),
+        Err(e) => return Err(e),
+    };
+    if !index
+        .manifests
+        .iter()
+        .any(|m| m.digest == referrer_digest.to_string())
+    {
+        index.manifests.push(ImageIndexEntry {
+            media_type: OCI_IMAGE_MEDIA_TYPE.to_owned(),
+            digest: referrer_digest.to_string(),
+            size: referrer_json.len() as i64,
+            platform: None,
+            annotations: None,
+            artifact_type: Some(BUNDLE_ARTIFACT_TYPE.to_owned()),
+        });
+    }
+    let index_json = serde_json::to_vec(&index).map_err(|e| ArtifactError::Remote {
+        reference: name.clone(),
+        message: e.to_string(),
+    })?;
+    timed(
+        &name,
+        timeout,
+        client.push_manifest_raw(
+            &tag_ref,
+            index_json,
+            INDEX_MEDIA_TYPE
+                .parse()
+                .map_err(|_| ArtifactError::Remote {
+                    reference: name.clone(),
+                    message: "media type".into(),
+                })?,
+        ),
+    )
+    .await?;
+    Ok(referrer_digest)
+}
+
+fn empty_index() -> OciImageIndex {
+    OciImageIndex {
+        schema_version: 2,
+        media_type: Some(INDEX_MEDIA_TYPE.to_owned()),
+        manifests: Vec::new(),
+        artifact_type: None,
+        annotations: None,
+    }
 }

@@ -3,8 +3,6 @@
 
 use std::path::PathBuf;
 
-use anyhow::Context as _;
-
 use kiln::artifact::{Fetched, Fetcher, PluginRef};
 use kiln::plugin::{Plugin, PluginHost, World};
 use kiln::trust::{PolicyVerifier, Signatures, Verified};
@@ -78,33 +76,7 @@ pub(crate) async fn signatures(
     reference: &PluginRef,
     fetched: &Fetched,
 ) -> anyhow::Result<Signatures> {
-    Ok(match reference {
-        PluginRef::File { path, .. } => Signatures::next_to(path)
-            .with_context(|| format!("signatures of {}", path.display()))?,
-        PluginRef::Oci { .. } => {
-            let manifest = match &fetched.resolved {
-                PluginRef::Oci { digest, .. } => *digest,
-                _ => None,
-            };
-            Signatures {
-                cosign: fetcher.cosign_signatures(&fetched.resolved).await?,
-                manifest,
-                looked: vec![format!(
-                    "the cosign signature tag sha256-{}.sig",
-                    manifest.map(|d| d.hex()).unwrap_or_default()
-                )],
-                ..Default::default()
-            }
-        }
-        // Signatures beside HTTPS artifacts are not looked up yet: such
-        // plugins verify only under `insecure: true`.
-        _ => Signatures {
-            looked: vec![format!(
-                "signatures beside {reference} (not supported for https:// yet)"
-            )],
-            ..Default::default()
-        },
-    })
+    Ok(Signatures::beside(fetcher, reference, fetched).await?)
 }
 
 /// A plugin's name: the file stem, or the last path segment of its

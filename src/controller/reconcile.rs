@@ -21,14 +21,14 @@ use super::live::LiveWatches;
 use super::secrets::ControllerSecrets;
 use crate::api::{
     Application, ApplicationStatus, Condition, HealthInfo, HistoryEntry, OPERATION_ANNOTATION,
-    Operation, OperationState, ResourceResult, ResourceStatus, SyncInfo,
+    Operation, OperationState, REFRESH_ANNOTATION, ResourceResult, ResourceStatus, SyncInfo,
 };
 use crate::cluster::Cluster;
 use crate::diff::SyncStatus;
 use crate::health::{self, Health};
 use crate::manifest::ObjectKey;
 use crate::plugin::{Plugin, PluginHost, World};
-use crate::source::git::GitSource;
+use crate::source::git::{GitSource, RepoUrl};
 use crate::sync::{Action as SyncAction, Application as SyncApp, Engine, Outcome, SyncOptions};
 
 /// How long self-heal waits before reverting the same drift again:
@@ -245,12 +245,12 @@ fn requested(app: &Application) -> Result<Option<(String, Operation)>, Stop> {
         })
 }
 
-/// Removes the operation annotation if it still holds `raw` (a newer
-/// request written meanwhile stays for the next reconcile).
-async fn clear_operation(apps: &Api<Application>, name: &str, raw: &str) {
+/// Removes an annotation if it still holds `raw` (a newer request written
+/// meanwhile stays for the next reconcile).
+async fn clear_annotation(apps: &Api<Application>, name: &str, key: &str, raw: &str) {
     let path = format!(
         "/metadata/annotations/{}",
-        OPERATION_ANNOTATION.replace('~', "~0").replace('/', "~1")
+        key.replace('~', "~0").replace('/', "~1")
     );
     let patch: json_patch::Patch = match serde_json::from_value(json!([
         {"op": "test", "path": path, "value": raw},
@@ -263,7 +263,7 @@ async fn clear_operation(apps: &Api<Application>, name: &str, raw: &str) {
         .patch(name, &PatchParams::default(), &Patch::<()>::Json(patch))
         .await
     {
-        tracing::debug!(%error, "the operation annotation was not removed (changed meanwhile?)");
+        tracing::debug!(%error, annotation = key, "not removed (changed meanwhile?)");
     }
 }
 
@@ -279,6 +279,19 @@ pub async fn reconcile(app: Arc<Application>, ctx: Arc<Context>) -> Result<Actio
     let apps: Api<Application> = Api::namespaced(ctx.client.clone(), &namespace);
     if app.metadata.deletion_timestamp.is_some() {
         return tracing::Instrument::instrument(finalize(&app, &ctx, &apps), span).await;
+    }
+    // A refresh (`kiln app refresh`, a webhook) asks the server for its refs
+    // now rather than reusing a lookup a few seconds old.
+    let refresh = app
+        .metadata
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(REFRESH_ANNOTATION))
+        .cloned();
+    if refresh.is_some()
+        && let Ok(url) = RepoUrl::parse(&app.spec.source.repo_url)
+    {
+        ctx.git.forget_refs(&url).await;
     }
     let mut status = app.status.clone().unwrap_or_default();
     status.conditions.clear();
@@ -369,7 +382,10 @@ pub async fn reconcile(app: Arc<Application>, ctx: Arc<Context>) -> Result<Actio
     })?;
     // After the status: the watch event of the removal then carries it.
     if let Some(raw) = &raw_operation {
-        clear_operation(&apps, &name, raw).await;
+        clear_annotation(&apps, &name, OPERATION_ANNOTATION, raw).await;
+    }
+    if let Some(raw) = &refresh {
+        clear_annotation(&apps, &name, REFRESH_ANNOTATION, raw).await;
     }
     Ok(after.map_or_else(|| requeue(&ctx.config), Action::requeue))
 }

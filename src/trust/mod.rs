@@ -15,6 +15,7 @@
 //! requirements. Every refusal says exactly why.
 
 mod bundle;
+mod discover;
 pub mod keys;
 mod policy;
 mod verifier;
