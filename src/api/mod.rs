@@ -512,6 +512,11 @@ pub struct AppProjectSpec {
     /// Plugins (by name) applications may use; empty: all.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub plugins: Vec<String>,
+    /// Signers every plugin used by the project's applications must also
+    /// have (on top of each Plugin's own `verify`); a plugin marked
+    /// `insecure` is refused in such a project.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plugin_verification: Option<crate::trust::VerificationSpec>,
     /// Policies every application of the project gets and cannot switch off.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub policies: Vec<PolicyUse>,
@@ -557,11 +562,19 @@ pub struct GroupKind {
 pub struct PluginSpec {
     /// `renderer` or `policy`.
     pub kind: PluginKind,
-    /// The component: a file path inside the controller's image or volume
-    /// (`oci://` and `https://` references with signature rules are part of
-    /// the signing work and refused with a clear error until then).
+    /// The component: `oci://REGISTRY/REPO:TAG` or `…@sha256:…` (one
+    /// `application/vnd.wasm.content.layer.v1+wasm` layer),
+    /// `https://…/NAME.wasm@sha256:…` (the pin is required), or a file path
+    /// inside the controller's image or volume (optionally `PATH@sha256:…`).
+    /// Tags are resolved again every `pluginResolveInterval` of the
+    /// controller; a tag moved to another component is verified anew.
     #[serde(rename = "ref")]
     pub reference: String,
+    /// Who must have signed the component. Required: a plugin without it
+    /// does not run (set `insecure: true` to run it unverified, for
+    /// development only; it is reported on every Application using it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verify: Option<crate::trust::VerificationSpec>,
     /// Per-call limits (defaults: the controller's).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub limits: Option<PluginLimits>,

@@ -56,6 +56,11 @@ impl RegistryCredentials {
         Self::default()
     }
 
+    /// Adds `other`'s hosts (its entries win).
+    pub fn merge(&mut self, other: RegistryCredentials) {
+        self.by_host.extend(other.by_host);
+    }
+
     /// Parses a Docker `config.json` / `.dockerconfigjson`.
     pub fn from_docker_config(json: &str) -> Result<Self, RegistryError> {
         let config: DockerConfig =

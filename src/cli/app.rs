@@ -544,10 +544,13 @@ async fn diff(args: &AppDiffArgs) -> anyhow::Result<u8> {
             .join("repos"),
     };
     let git = GitSource::new(GitConfig::new(cache), Arc::new(secrets.repo_credentials()))?;
-    let config = ControllerConfig {
+    let mut config = ControllerConfig {
         namespace: namespace.clone(),
         ..ControllerConfig::default()
     };
+    if let Some(dir) = default_cache_dir() {
+        config.catalog.store = dir.join("plugins");
+    }
     let ctx = Context::new(client, git, args.host.host()?, config, secrets);
     let to = CompareTo {
         revision: args.revision.clone(),

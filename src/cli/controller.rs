@@ -69,6 +69,21 @@ pub(crate) struct ControllerArgs {
     #[arg(long, value_name = "DIR")]
     git_cache: Option<PathBuf>,
 
+    /// Directory of fetched plugin components, by digest. Default:
+    /// ~/.cache/kiln/plugins.
+    #[arg(long, value_name = "DIR")]
+    plugin_store: Option<PathBuf>,
+
+    /// Sigstore trusted_root.json for keyless plugin signatures (verified
+    /// offline). Default: the Sigstore public-good root built into kiln.
+    #[arg(long, value_name = "FILE")]
+    trusted_root: Option<PathBuf>,
+
+    /// How often a plugin tag (or unpinned file) is resolved again; a tag
+    /// moved to another component is verified before it runs.
+    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = parse_duration)]
+    plugin_resolve_interval: Duration,
+
     #[command(flatten)]
     host: HostArgs,
 }
@@ -95,6 +110,16 @@ pub(crate) async fn run(args: &ControllerArgs) -> anyhow::Result<u8> {
             .render_cache
             .clone()
             .or_else(|| default_cache_dir().map(|d| d.join("renders"))),
+        catalog: controller::CatalogConfig {
+            store: args
+                .plugin_store
+                .clone()
+                .or_else(|| default_cache_dir().map(|d| d.join("plugins")))
+                .context("no cache directory: set --plugin-store or HOME")?,
+            trusted_root: args.trusted_root.clone(),
+            resolve_interval: args.plugin_resolve_interval,
+            ..controller::CatalogConfig::default()
+        },
         ..ControllerConfig::default()
     };
     let ctx = Arc::new(Context::new(

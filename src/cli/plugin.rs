@@ -52,7 +52,9 @@ pub(crate) enum PluginCommand {
     },
     /// Push a component to an OCI registry as an artifact with one wasm layer
     /// (media type application/vnd.wasm.content.layer.v1+wasm); prints the
-    /// manifest digest to pin.
+    /// manifest digest to pin. Sigstore bundles beside the file
+    /// (FILE.sigstore.json, FILE.*.sigstore.json) are attached as OCI
+    /// referrers of the pushed manifest.
     Push {
         /// The component.
         file: PathBuf,
@@ -218,13 +220,37 @@ pub(crate) async fn run(command: &PluginCommand) -> anyhow::Result<u8> {
             let reference = PluginRef::parse(reference)?;
             let bytes =
                 std::fs::read(file).with_context(|| format!("cannot read {}", file.display()))?;
-            let digest = registry.fetcher()?.push(&bytes, &reference).await?;
+            let fetcher = registry.fetcher()?;
+            let digest = fetcher.push(&bytes, &reference).await?;
             println!(
                 "pushed {} ({}) to {reference}",
                 file.display(),
                 Digest::of(&bytes)
             );
             println!("manifest digest: {digest}");
+            // Sigstore bundles beside the file travel with it, as referrers.
+            let beside = kiln::trust::Signatures::next_to(file)
+                .with_context(|| format!("signatures beside {}", file.display()))?;
+            if let PluginRef::Oci {
+                repository, tag, ..
+            } = &reference
+            {
+                let resolved = PluginRef::Oci {
+                    repository: repository.clone(),
+                    tag: tag.clone(),
+                    digest: Some(digest),
+                };
+                for bundle in &beside.bundles {
+                    let referrer = fetcher.push_bundle(&resolved, bundle.as_bytes()).await?;
+                    println!("attached a Sigstore bundle as referrer {referrer}");
+                }
+            }
+            if !beside.key_signatures.is_empty() {
+                eprintln!(
+                    "note: {}.sig signs the file, not the OCI manifest: run `kiln plugin sign {reference} --key KEY` to sign the pushed artifact",
+                    file.display()
+                );
+            }
             Ok(exit::OK)
         }
         PluginCommand::Pull {

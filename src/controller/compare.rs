@@ -3,7 +3,6 @@
 //! so `kiln app diff` runs exactly what the controller runs.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -11,16 +10,14 @@ use kube::api::Api;
 use serde_json::Value;
 
 use super::destination::Target;
+use super::plugins;
 use super::project::{self, Project};
 use super::reconcile::Context;
-use crate::api::{
-    AppProject, Application, Plugin as PluginResource, PluginKind, PolicyFinding, PolicyMode,
-    PolicyStatus, PolicyUse,
-};
+use crate::api::{AppProject, Application, PolicyFinding, PolicyStatus};
 use crate::diff::{DiffOptions, IgnoreRules, Report};
 use crate::manifest::ObjectKey;
-use crate::plugin::{AppContext, Limits, Plugin, World};
-use crate::policy::{self, Mode, PolicyStep};
+use crate::plugin::{AppContext, World};
+use crate::policy;
 use crate::render::{self, Step};
 use crate::source::SourceView;
 use crate::source::git::{RepoUrl, Revision};
@@ -83,6 +80,8 @@ pub struct Comparison {
     pub sync_app: SyncApp,
     /// Sync options from the spec (prune from the automated policy).
     pub options: SyncOptions,
+    /// Plugins that ran unverified (`verify.insecure: true`).
+    pub insecure_plugins: Vec<String>,
 }
 
 impl Comparison {
@@ -169,12 +168,16 @@ pub async fn compare(app: &Application, ctx: &Context, to: &CompareTo) -> Result
 
     // Render.
     let mut chain = Vec::new();
+    let mut insecure = Vec::new();
     for used in &app.spec.source.plugins {
-        let (plugin, defaults) = load_plugin(ctx, &used.name, World::Renderer).await?;
-        let mut params: BTreeMap<String, String> = defaults;
+        let loaded = plugins::load(ctx, &project, &used.name, World::Renderer).await?;
+        if loaded.insecure {
+            insecure.push(used.name.clone());
+        }
+        let mut params: BTreeMap<String, String> = loaded.defaults;
         params.extend(used.parameters.clone());
         chain.push(Step::Plugin {
-            plugin,
+            plugin: loaded.plugin,
             params: params.into_iter().collect(),
         });
     }
@@ -238,7 +241,11 @@ pub async fn compare(app: &Application, ctx: &Context, to: &CompareTo) -> Result
     // Policies: the project's (mandatory) and the application's own.
     let mut steps = Vec::new();
     for used in project.policies().iter().chain(&app.spec.policies) {
-        steps.push(policy_step(ctx, used).await?);
+        let (step, unverified) = plugins::policy_step(ctx, &project, used).await?;
+        if unverified {
+            insecure.push(used.name.clone());
+        }
+        steps.push(step);
     }
     let report = policy::evaluate(view, &context, rendered_objects.clone(), &steps).await;
     for result in &report.results {
@@ -332,6 +339,7 @@ pub async fn compare(app: &Application, ctx: &Context, to: &CompareTo) -> Result
         diff,
         sync_app,
         options,
+        insecure_plugins: insecure,
     })
 }
 
@@ -372,113 +380,4 @@ fn sync_options(app: &Application, ctx: &Context) -> Result<SyncOptions, Stop> {
         };
     }
     Ok(options)
-}
-
-/// Loads a Plugin resource's component (compiled once per file and world).
-async fn load_plugin(
-    ctx: &Context,
-    name: &str,
-    world: World,
-) -> Result<(Plugin, BTreeMap<String, String>), Stop> {
-    let plugins: Api<PluginResource> = Api::namespaced(ctx.client.clone(), &ctx.config.namespace);
-    let resource = plugins
-        .get_opt(name)
-        .await
-        .map_err(|e| Stop::new("ComparisonError", "PluginUnreadable", e.to_string()))?
-        .ok_or_else(|| {
-            Stop::new(
-                "InvalidSpec",
-                "PluginNotFound",
-                format!(
-                    "plugin {name:?} is not in the catalog (no Plugin {name} in namespace {})",
-                    ctx.config.namespace
-                ),
-            )
-        })?;
-    let expected = match world {
-        World::Renderer => PluginKind::Renderer,
-        _ => PluginKind::Policy,
-    };
-    if resource.spec.kind != expected {
-        return Err(Stop::new(
-            "InvalidSpec",
-            "PluginKindMismatch",
-            format!(
-                "plugin {name:?} is a {:?}, used as a {expected:?}",
-                resource.spec.kind
-            ),
-        ));
-    }
-    let reference = &resource.spec.reference;
-    if reference.starts_with("oci://") || reference.starts_with("https://") {
-        return Err(Stop::new(
-            "InvalidSpec",
-            "PluginReferenceNotSupported",
-            format!(
-                "plugin {name:?}: {reference:?}: OCI and HTTPS references are not supported by the controller yet; use a file path"
-            ),
-        ));
-    }
-    let limits = plugin_limits(ctx, name, resource.spec.limits.as_ref())?;
-    let key = (PathBuf::from(reference), world, format!("{limits:?}"));
-    let mut cache = ctx.plugins.lock().await;
-    if let Some(plugin) = cache.get(&key) {
-        return Ok((plugin.clone(), resource.spec.defaults.clone()));
-    }
-    let host = ctx.host.clone();
-    let path = PathBuf::from(reference);
-    let loaded = tokio::task::spawn_blocking(move || host.load_file(&path, world, Some(limits)))
-        .await
-        .map_err(|e| Stop::new("ComparisonError", "PluginLoadFailed", e.to_string()))?
-        .map_err(|e| {
-            Stop::new(
-                "ComparisonError",
-                "PluginLoadFailed",
-                format!("plugin {name:?}: {e:#}"),
-            )
-        })?;
-    cache.insert(key, loaded.clone());
-    Ok((loaded, resource.spec.defaults.clone()))
-}
-
-fn plugin_limits(
-    ctx: &Context,
-    name: &str,
-    limits: Option<&crate::api::PluginLimits>,
-) -> Result<Limits, Stop> {
-    let mut out = ctx.host.config().default_limits;
-    let Some(limits) = limits else { return Ok(out) };
-    let bad = |field: &str, text: &str| {
-        Stop::new(
-            "InvalidSpec",
-            "InvalidPluginLimits",
-            format!("plugin {name:?}: limits.{field} {text:?} is invalid"),
-        )
-    };
-    if let Some(text) = &limits.memory {
-        out.memory = crate::units::parse_size(text).map_err(|_| bad("memory", text))?;
-    }
-    if let Some(text) = &limits.timeout {
-        out.timeout = crate::units::parse_duration(text).map_err(|_| bad("timeout", text))?;
-    }
-    if let Some(text) = &limits.output_size {
-        out.output = crate::units::parse_size(text).map_err(|_| bad("outputSize", text))?;
-    }
-    Ok(out)
-}
-
-async fn policy_step(ctx: &Context, used: &PolicyUse) -> Result<PolicyStep, Stop> {
-    let (plugin, defaults) = load_plugin(ctx, &used.name, World::Policy).await?;
-    let mut settings = defaults;
-    settings.extend(used.settings.clone());
-    let mode = match used.mode.unwrap_or(PolicyMode::Enforce) {
-        PolicyMode::Enforce => Mode::Enforce,
-        PolicyMode::Warn => Mode::Warn,
-        PolicyMode::Audit => Mode::Audit,
-    };
-    Ok(PolicyStep {
-        plugin,
-        settings: settings.into_iter().collect(),
-        mode,
-    })
 }

@@ -12,6 +12,7 @@ pub mod destination;
 pub mod http;
 pub mod leader;
 pub mod live;
+pub mod plugins;
 pub mod project;
 pub mod reconcile;
 pub mod secrets;
@@ -25,6 +26,7 @@ use kube::runtime::{WatchStreamExt as _, reflector, watcher};
 
 use crate::api::Application;
 pub use compare::{CompareTo, Comparison, Stop, compare};
+pub use plugins::CatalogConfig;
 pub use reconcile::{Context, ControllerConfig, ReconcileError, SelfHealBackoff, reconcile};
 pub use secrets::ControllerSecrets;
 

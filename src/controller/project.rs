@@ -154,6 +154,16 @@ impl Project {
     pub fn policies(&self) -> &[PolicyUse] {
         &self.spec.policies
     }
+
+    /// Signers every plugin of the project must also have.
+    pub fn plugin_verification(&self) -> Option<&crate::trust::VerificationSpec> {
+        self.spec.plugin_verification.as_ref()
+    }
+
+    /// The project's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
 }
 
 #[cfg(test)]

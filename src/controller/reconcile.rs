@@ -12,7 +12,6 @@ use std::time::Duration;
 use kube::api::{Api, Patch, PatchParams};
 use kube::runtime::controller::Action;
 use serde_json::{Value, json};
-use tokio::sync::Mutex;
 use tokio::time::Instant;
 
 use super::compare::{CompareTo, Stop, compare};
@@ -27,7 +26,7 @@ use crate::cluster::Cluster;
 use crate::diff::SyncStatus;
 use crate::health::{self, Health};
 use crate::manifest::ObjectKey;
-use crate::plugin::{Plugin, PluginHost, World};
+use crate::plugin::PluginHost;
 use crate::source::git::{GitSource, RepoUrl};
 use crate::sync::{Action as SyncAction, Application as SyncApp, Engine, Outcome, SyncOptions};
 
@@ -116,6 +115,8 @@ pub struct ControllerConfig {
     pub concurrency: u16,
     /// How self-heal backs off from drift that keeps coming back.
     pub self_heal_backoff: SelfHealBackoff,
+    /// Where plugins come from and how they are trusted.
+    pub catalog: super::plugins::CatalogConfig,
 }
 
 impl Default for ControllerConfig {
@@ -130,6 +131,7 @@ impl Default for ControllerConfig {
             render_cache_entries: 4096,
             concurrency: 32,
             self_heal_backoff: SelfHealBackoff::default(),
+            catalog: super::plugins::CatalogConfig::default(),
         }
     }
 }
@@ -155,8 +157,12 @@ pub struct Context {
     /// Raised when the controller is stopping: syncs end after their
     /// current wave ([`Engine::with_interrupt`]).
     pub shutdown: Arc<AtomicBool>,
-    pub(super) plugins: Mutex<HashMap<(PathBuf, World, String), Plugin>>,
+    /// The controller's labeled Secrets (repositories, clusters, registries).
+    pub secrets: ControllerSecrets,
+    /// Verified, compiled catalog plugins.
+    pub catalog: super::plugins::Catalog,
     reverts: std::sync::Mutex<HashMap<String, Reverts>>,
+    refreshes: std::sync::Mutex<HashMap<String, String>>,
 }
 
 impl Context {
@@ -176,7 +182,9 @@ impl Context {
         };
         let local = Arc::new(Cluster::new(client.clone()));
         Self {
-            destinations: Destinations::new(local, &config.namespace, secrets),
+            destinations: Destinations::new(local, &config.namespace, secrets.clone()),
+            catalog: super::plugins::Catalog::new(config.catalog.clone()),
+            secrets,
             live: LiveWatches::new(&config.namespace, &config.manager),
             client,
             git,
@@ -185,8 +193,8 @@ impl Context {
             metrics: super::http::Metrics::default(),
             render_cache,
             shutdown: Arc::new(AtomicBool::new(false)),
-            plugins: Mutex::new(HashMap::new()),
             reverts: std::sync::Mutex::new(HashMap::new()),
+            refreshes: std::sync::Mutex::new(HashMap::new()),
         }
     }
 }
@@ -280,18 +288,27 @@ pub async fn reconcile(app: Arc<Application>, ctx: Arc<Context>) -> Result<Actio
     if app.metadata.deletion_timestamp.is_some() {
         return tracing::Instrument::instrument(finalize(&app, &ctx, &apps), span).await;
     }
-    // A refresh (`kiln app refresh`, a webhook) asks the server for its refs
-    // now rather than reusing a lookup a few seconds old.
+    // A new refresh request (`kiln app refresh`, a webhook) asks the server
+    // for its refs now rather than reusing a lookup a few seconds old. The
+    // annotation stays (removing it would cost a write and a reconcile per
+    // refresh); the value last acted on is remembered instead.
     let refresh = app
         .metadata
         .annotations
         .as_ref()
         .and_then(|a| a.get(REFRESH_ANNOTATION))
         .cloned();
-    if refresh.is_some()
-        && let Ok(url) = RepoUrl::parse(&app.spec.source.repo_url)
-    {
-        ctx.git.forget_refs(&url).await;
+    if let Some(value) = &refresh {
+        let new = ctx
+            .refreshes
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(format!("{namespace}/{name}"), value.clone())
+            .as_ref()
+            != Some(value);
+        if new && let Ok(url) = RepoUrl::parse(&app.spec.source.repo_url) {
+            ctx.git.forget_refs(&url).await;
+        }
     }
     let mut status = app.status.clone().unwrap_or_default();
     status.conditions.clear();
@@ -383,9 +400,6 @@ pub async fn reconcile(app: Arc<Application>, ctx: Arc<Context>) -> Result<Actio
     // After the status: the watch event of the removal then carries it.
     if let Some(raw) = &raw_operation {
         clear_annotation(&apps, &name, OPERATION_ANNOTATION, raw).await;
-    }
-    if let Some(raw) = &refresh {
-        clear_annotation(&apps, &name, REFRESH_ANNOTATION, raw).await;
     }
     Ok(after.map_or_else(|| requeue(&ctx.config), Action::requeue))
 }
@@ -514,6 +528,18 @@ async fn run(
     }
 
     status.policy = Some(cmp.policy.clone());
+    for plugin in &cmp.insecure_plugins {
+        // Visible wherever it is used, not only in the controller's log.
+        status.conditions.push(Condition {
+            type_: "InsecurePlugin".into(),
+            status: "True".into(),
+            reason: Some("VerificationDisabled".into()),
+            message: Some(format!(
+                "plugin {plugin:?} runs unverified (its spec.verify says insecure: true); for development only"
+            )),
+            last_transition_time: Some(crate::units::now()),
+        });
+    }
     let in_sync = cmp.diff.in_sync();
     status.sync = Some(SyncInfo {
         status: if in_sync { "Synced" } else { "OutOfSync" }.into(),

@@ -5,7 +5,9 @@
 //!   `password`, or `sshPrivateKey`);
 //! - `repo-creds`: the same for every repository whose URL starts with
 //!   `url` (the longest prefix wins; an exact `repository` beats any);
-//! - `cluster`: a destination cluster ([`super::destination`]).
+//! - `cluster`: a destination cluster ([`super::destination`]);
+//! - `registry`: OCI registry credentials for plugins, a
+//!   `kubernetes.io/dockerconfigjson` Secret (key `.dockerconfigjson`).
 //!
 //! They are held by a reflector so that lookups are cheap and synchronous
 //! (the Git engine asks for credentials on every fetch). Their values are
@@ -33,6 +35,8 @@ pub enum SecretType {
     RepoCreds,
     /// A destination cluster.
     Cluster,
+    /// OCI registry credentials (`.dockerconfigjson`).
+    Registry,
 }
 
 impl SecretType {
@@ -42,6 +46,7 @@ impl SecretType {
             SecretType::Repository => "repository",
             SecretType::RepoCreds => "repo-creds",
             SecretType::Cluster => "cluster",
+            SecretType::Registry => "registry",
         }
     }
 }

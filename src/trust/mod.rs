@@ -25,7 +25,7 @@ use std::path::{Path, PathBuf};
 
 pub use bundle::TrustRoot;
 pub use keys::{KeyError, PrivateKey, PublicKey};
-pub use policy::{PolicyError, TrustPolicy};
+pub use policy::{KeylessSpec, PolicyError, SignerSpec, TrustPolicy, VerificationSpec};
 pub use verifier::{PolicyVerifier, Refused};
 
 use crate::digest::Digest;

@@ -23,7 +23,8 @@
 
 use std::path::{Path, PathBuf};
 
-use serde::Deserialize;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 
 use super::{Identity, Keyless, PublicKey, Requirement, Signer};
 
@@ -55,21 +56,92 @@ struct RuleSpec {
     insecure: bool,
 }
 
-/// `{key: FILE}` or `{keyless: {...}}` (a struct, not an enum: serde_yaml
-/// reads enums from YAML tags).
-#[derive(Debug, Deserialize)]
+/// A signer: `{key: …}` (a PEM public key inline, or a file path) or
+/// `{keyless: {...}}` (a struct, not an enum: serde_yaml reads enums from
+/// YAML tags).
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct SignerSpec {
-    key: Option<String>,
-    keyless: Option<KeylessSpec>,
+pub struct SignerSpec {
+    /// A cosign-compatible ECDSA P-256 public key: PEM text, or the path of
+    /// a PEM file (relative to the trust policy file).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key: Option<String>,
+    /// A keyless (Sigstore certificate) identity.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub keyless: Option<KeylessSpec>,
 }
 
-#[derive(Debug, Deserialize)]
+/// A keyless identity: the certificate's SAN (exactly, or by an anchored
+/// regex) and the OIDC issuer that vouched for it.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct KeylessSpec {
-    identity: Option<String>,
-    identity_regex: Option<String>,
-    issuer: String,
+pub struct KeylessSpec {
+    /// The exact identity (an email or URI).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub identity: Option<String>,
+    /// A regex the whole identity must match.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub identity_regex: Option<String>,
+    /// The OIDC issuer, e.g. `https://token.actions.githubusercontent.com`.
+    pub issuer: String,
+}
+
+/// Who must have signed a plugin: `anyOf` (with `minSigners`, default 1)
+/// or `allOf`, or `insecure: true` to skip verification (development only,
+/// reported as a warning wherever it is used). The same vocabulary as a
+/// trust policy rule; the controller's `Plugin` resources carry one.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct VerificationSpec {
+    /// Signers of which `minSigners` distinct ones must have signed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub any_of: Vec<SignerSpec>,
+    /// Signers that must all have signed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub all_of: Vec<SignerSpec>,
+    /// How many distinct `anyOf` signers are needed (default 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_signers: Option<usize>,
+    /// Skip verification (development only).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub insecure: bool,
+}
+
+impl VerificationSpec {
+    /// The requirement this spec describes; key paths are relative to
+    /// `base`. Errors name the field.
+    pub fn requirement(&self, base: &Path) -> Result<Requirement, String> {
+        let (specs, all) = match (self.any_of.is_empty(), self.all_of.is_empty()) {
+            (false, true) => (&self.any_of, false),
+            (true, false) => (&self.all_of, true),
+            (true, true) if self.insecure => (&self.any_of, false),
+            (true, true) => {
+                return Err("needs `anyOf` or `allOf` signers (or `insecure: true`)".into());
+            }
+            (false, false) => return Err("`anyOf` and `allOf` exclude each other".into()),
+        };
+        let field = if all { "allOf" } else { "anyOf" };
+        let mut signers = Vec::new();
+        for (index, spec) in specs.iter().enumerate() {
+            signers.push(signer(spec, base).map_err(|e| format!("{field}[{index}]: {e}"))?);
+        }
+        let min_signers = match (all, self.min_signers) {
+            (true, Some(_)) => return Err("`minSigners` applies to `anyOf` only".into()),
+            (true, None) => signers.len(),
+            (false, Some(n)) if n == 0 || n > signers.len() => {
+                return Err(format!(
+                    "`minSigners: {n}` must be between 1 and {}",
+                    signers.len()
+                ));
+            }
+            (false, n) => n.unwrap_or(1),
+        };
+        Ok(Requirement {
+            signers,
+            min_signers,
+            insecure: self.insecure,
+        })
+    }
 }
 
 /// A parsed trust policy.
@@ -96,46 +168,20 @@ impl TrustPolicy {
             if rule.plugins.is_empty() {
                 return Err(at("`plugins` lists no plugin globs".into()));
             }
-            let (specs, all) = match (rule.any_of.is_empty(), rule.all_of.is_empty()) {
-                (false, true) => (rule.any_of, false),
-                (true, false) => (rule.all_of, true),
-                (true, true) if rule.insecure => (Vec::new(), false),
-                (true, true) => {
-                    return Err(at(
-                        "needs `anyOf` or `allOf` signers (or `insecure: true`)".into()
-                    ));
-                }
-                (false, false) => return Err(at("`anyOf` and `allOf` exclude each other".into())),
+            let verification = VerificationSpec {
+                any_of: rule.any_of,
+                all_of: rule.all_of,
+                min_signers: rule.min_signers,
+                insecure: rule.insecure,
             };
-            let mut signers = Vec::new();
-            for spec in specs {
-                signers.push(signer(spec, base).map_err(&at)?);
-            }
-            let min_signers = match (all, rule.min_signers) {
-                (true, Some(_)) => return Err(at("`minSigners` applies to `anyOf` only".into())),
-                (true, None) => signers.len(),
-                (false, Some(n)) if n == 0 || n > signers.len() => {
-                    return Err(at(format!(
-                        "`minSigners: {n}` must be between 1 and {}",
-                        signers.len()
-                    )));
-                }
-                (false, n) => n.unwrap_or(1),
-            };
+            let requirement = verification.requirement(base).map_err(&at)?;
             let globs = rule
                 .plugins
                 .iter()
                 .map(|g| glob(g))
                 .collect::<Result<_, _>>()
                 .map_err(&at)?;
-            rules.push((
-                globs,
-                Requirement {
-                    signers,
-                    min_signers,
-                    insecure: rule.insecure,
-                },
-            ));
+            rules.push((globs, requirement));
         }
         Ok(TrustPolicy {
             trusted_root: file.trusted_root.map(|p| base.join(p)),
@@ -164,10 +210,13 @@ impl TrustPolicy {
     }
 }
 
-fn signer(spec: SignerSpec, base: &Path) -> Result<Signer, String> {
-    match (spec.key, spec.keyless) {
+fn signer(spec: &SignerSpec, base: &Path) -> Result<Signer, String> {
+    match (&spec.key, &spec.keyless) {
+        (Some(key), None) if key.trim_start().starts_with("-----BEGIN") => PublicKey::from_pem(key)
+            .map(Signer::Key)
+            .map_err(|e| format!("key: {e}")),
         (Some(file), None) => {
-            let path = base.join(&file);
+            let path = base.join(file);
             let pem = std::fs::read_to_string(&path)
                 .map_err(|e| format!("key {}: {e}", path.display()))?;
             PublicKey::from_pem(&pem)
@@ -175,10 +224,10 @@ fn signer(spec: SignerSpec, base: &Path) -> Result<Signer, String> {
                 .map_err(|e| format!("key {}: {e}", path.display()))
         }
         (None, Some(k)) => {
-            let identity = match (k.identity, k.identity_regex) {
-                (Some(exact), None) => Identity::Exact(exact),
+            let identity = match (&k.identity, &k.identity_regex) {
+                (Some(exact), None) => Identity::Exact(exact.clone()),
                 (None, Some(pattern)) => {
-                    Identity::regex(&pattern).map_err(|e| format!("identityRegex: {e}"))?
+                    Identity::regex(pattern).map_err(|e| format!("identityRegex: {e}"))?
                 }
                 _ => {
                     return Err(
@@ -188,10 +237,10 @@ fn signer(spec: SignerSpec, base: &Path) -> Result<Signer, String> {
             };
             Ok(Signer::Keyless(Keyless {
                 identity,
-                issuer: k.issuer,
+                issuer: k.issuer.clone(),
             }))
         }
-        _ => Err("a signer is either `key: FILE` or `keyless: {...}`".into()),
+        _ => Err("a signer is either `key: PEM-or-FILE` or `keyless: {...}`".into()),
     }
 }
 

@@ -1,0 +1,427 @@
+//! The plugin catalog: `Plugin` resources to verified, compiled plugins.
+//!
+//! For each use: read the Plugin resource → fetch its reference (file,
+//! `https://` with a pin, `oci://`; registry credentials from the
+//! controller's `registry` Secrets) → find the signatures stored beside it →
+//! verify them against the Plugin's `verify` (and the project's
+//! `pluginVerification`) → compile. Verification happens before the first
+//! compile and is cached by component digest and requirement; a plugin
+//! without `verify` does not run. Mutable references (tags, unpinned files)
+//! are resolved again every [`ControllerConfig::plugin_resolve_interval`];
+//! when one now names another component, that component is verified anew
+//! before it runs.
+//!
+//! [`ControllerConfig::plugin_resolve_interval`]: super::ControllerConfig::plugin_resolve_interval
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use kube::api::Api;
+use tokio::sync::{Mutex, OnceCell};
+use tokio::time::Instant;
+
+use super::compare::Stop;
+use super::project::Project;
+use super::reconcile::Context;
+use super::secrets::{self, SecretType};
+use crate::api::{Plugin as PluginResource, PluginKind, PolicyMode, PolicyUse};
+use crate::artifact::{Fetcher, PluginRef, RegistryCredentials, Store};
+use crate::digest::Digest;
+use crate::plugin::{Limits, Plugin, World};
+use crate::policy::{Mode, PolicyStep};
+use crate::trust::{self, Requirement, Signatures, TrustRoot, Verified};
+
+/// Where plugins come from and how they are trusted.
+#[derive(Clone, Debug)]
+pub struct CatalogConfig {
+    /// The content-addressed store of fetched components.
+    pub store: PathBuf,
+    /// The Sigstore trusted root for bundles; `None`: the public-good root.
+    pub trusted_root: Option<PathBuf>,
+    /// How often a mutable reference (a tag, an unpinned file) is resolved
+    /// again.
+    pub resolve_interval: Duration,
+    /// Deadline of one registry or HTTPS operation.
+    pub timeout: Duration,
+}
+
+impl Default for CatalogConfig {
+    fn default() -> Self {
+        Self {
+            store: std::env::temp_dir().join("kiln-plugins"),
+            trusted_root: None,
+            resolve_interval: Duration::from_secs(60),
+            timeout: Duration::from_secs(30),
+        }
+    }
+}
+
+struct Entry {
+    at: Instant,
+    digest: Digest,
+    plugin: Plugin,
+}
+
+/// Loaded plugins and verification results.
+pub struct Catalog {
+    config: CatalogConfig,
+    root: OnceCell<Arc<TrustRoot>>,
+    entries: Mutex<HashMap<String, Entry>>,
+    verified: std::sync::Mutex<HashMap<(Digest, String), Verified>>,
+}
+
+/// A plugin ready to run, with what the Application should know about it.
+pub struct Loaded {
+    /// The compiled plugin.
+    pub plugin: Plugin,
+    /// The Plugin resource's default parameters or settings.
+    pub defaults: BTreeMap<String, String>,
+    /// Runs unverified (`verify.insecure: true`): reported on the
+    /// Application.
+    pub insecure: bool,
+}
+
+impl Catalog {
+    /// An empty catalog.
+    pub fn new(config: CatalogConfig) -> Self {
+        Self {
+            config,
+            root: OnceCell::new(),
+            entries: Mutex::new(HashMap::new()),
+            verified: std::sync::Mutex::new(HashMap::new()),
+        }
+    }
+
+    async fn root(&self) -> Result<Arc<TrustRoot>, Stop> {
+        self.root
+            .get_or_try_init(|| async {
+                let path = self.config.trusted_root.clone();
+                let loaded = tokio::task::spawn_blocking(move || match &path {
+                    Some(path) => TrustRoot::from_file(path),
+                    None => TrustRoot::public_good(),
+                })
+                .await
+                .map_err(|e| e.to_string())?
+                .map_err(|e| e.to_string())?;
+                Ok::<_, String>(Arc::new(loaded))
+            })
+            .await
+            .cloned()
+            .map_err(|e| Stop::new("ComparisonError", "TrustedRootUnavailable", e))
+    }
+
+    fn remembered(&self, digest: &Digest, requirement: &str) -> bool {
+        self.verified
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .contains_key(&(*digest, requirement.to_owned()))
+    }
+}
+
+/// Whether a reference always names the same bytes.
+fn immutable(reference: &PluginRef) -> bool {
+    match reference {
+        PluginRef::Oci { digest, .. } => digest.is_some(),
+        PluginRef::File { sha256, .. } => sha256.is_some(),
+        _ => true,
+    }
+}
+
+/// Registry credentials from the controller's `registry` Secrets (each a
+/// `kubernetes.io/dockerconfigjson` with a `.dockerconfigjson` key).
+fn registry_credentials(ctx: &Context) -> Result<RegistryCredentials, Stop> {
+    let mut all = RegistryCredentials::none();
+    for secret in ctx.secrets.of_type(SecretType::Registry) {
+        let Some(json) = secrets::value(&secret, ".dockerconfigjson") else {
+            continue;
+        };
+        let found = RegistryCredentials::from_docker_config(&json).map_err(|e| {
+            Stop::new(
+                "InvalidSpec",
+                "InvalidRegistrySecret",
+                format!("registry Secret {}: {e}", secrets::name(&secret)),
+            )
+        })?;
+        all.merge(found);
+    }
+    Ok(all)
+}
+
+/// Loads a catalog plugin for an application of `project`.
+pub(super) async fn load(
+    ctx: &Context,
+    project: &Project,
+    name: &str,
+    world: World,
+) -> Result<Loaded, Stop> {
+    let catalog = &ctx.catalog;
+    let plugins: Api<PluginResource> = Api::namespaced(ctx.client.clone(), &ctx.config.namespace);
+    let resource = plugins
+        .get_opt(name)
+        .await
+        .map_err(|e| Stop::new("ComparisonError", "PluginUnreadable", e.to_string()))?
+        .ok_or_else(|| {
+            Stop::new(
+                "InvalidSpec",
+                "PluginNotFound",
+                format!(
+                    "plugin {name:?} is not in the catalog (no Plugin {name} in namespace {})",
+                    ctx.config.namespace
+                ),
+            )
+        })?;
+    let spec = &resource.spec;
+    let expected = match world {
+        World::Renderer => PluginKind::Renderer,
+        _ => PluginKind::Policy,
+    };
+    if spec.kind != expected {
+        return Err(Stop::new(
+            "InvalidSpec",
+            "PluginKindMismatch",
+            format!(
+                "plugin {name:?} is a {:?}, used as a {expected:?}",
+                spec.kind
+            ),
+        ));
+    }
+    let reference = PluginRef::parse(&spec.reference).map_err(|e| {
+        Stop::new(
+            "InvalidSpec",
+            "InvalidPluginReference",
+            format!("plugin {name:?}: spec.ref: {e}"),
+        )
+    })?;
+    let own = spec
+        .verify
+        .as_ref()
+        .ok_or_else(|| {
+            Stop::new(
+                "PluginNotTrusted",
+                "VerificationNotConfigured",
+                format!(
+                    "plugin {name:?} has no spec.verify: every plugin must name who signs it (or say `insecure: true`, for development only)"
+                ),
+            )
+        })?
+        .requirement(Path::new("/"))
+        .map_err(|e| {
+            Stop::new(
+                "InvalidSpec",
+                "InvalidPluginVerification",
+                format!("plugin {name:?}: spec.verify: {e}"),
+            )
+        })?;
+    let mut requirements = vec![own.clone()];
+    if let Some(extra) = project.plugin_verification() {
+        let extra = extra.requirement(Path::new("/")).map_err(|e| {
+            Stop::new(
+                "InvalidSpec",
+                "InvalidPluginVerification",
+                format!("project {:?}: spec.pluginVerification: {e}", project.name()),
+            )
+        })?;
+        if own.insecure && !extra.insecure {
+            return Err(Stop::new(
+                "PluginNotTrusted",
+                "InsecurePluginRefused",
+                format!(
+                    "plugin {name:?} is marked insecure, and project {:?} requires its plugins to be signed (spec.pluginVerification)",
+                    project.name()
+                ),
+            ));
+        }
+        requirements.push(extra);
+    }
+    let limits = plugin_limits(ctx, name, spec.limits.as_ref())?;
+    let key = format!("{}|{world:?}|{limits:?}|{requirements:?}", spec.reference);
+
+    let mut entries = catalog.entries.lock().await;
+    let previous = entries.get(&key).map(|e| e.digest);
+    if let Some(entry) = entries.get(&key)
+        && (immutable(&reference) || entry.at.elapsed() < catalog.config.resolve_interval)
+    {
+        return Ok(Loaded {
+            plugin: entry.plugin.clone(),
+            defaults: spec.defaults.clone(),
+            insecure: own.insecure,
+        });
+    }
+    let store_dir = &catalog.config.store;
+    let store = Store::open(store_dir).map_err(|e| {
+        Stop::new(
+            "ComparisonError",
+            "PluginStoreUnavailable",
+            format!("plugin store {}: {e}", store_dir.display()),
+        )
+    })?;
+    let fetcher = Fetcher::new(store, registry_credentials(ctx)?, catalog.config.timeout);
+    let fetched = fetcher.fetch(&reference).await.map_err(|e| {
+        Stop::new(
+            "ComparisonError",
+            "PluginFetchFailed",
+            format!("plugin {name:?}: {e}"),
+        )
+    })?;
+    if let (Some(entry), Some(was)) = (entries.get_mut(&key), previous)
+        && was == fetched.digest
+    {
+        entry.at = Instant::now();
+        return Ok(Loaded {
+            plugin: entry.plugin.clone(),
+            defaults: spec.defaults.clone(),
+            insecure: own.insecure,
+        });
+    }
+    if let Some(was) = previous {
+        tracing::warn!(plugin = name, reference = %spec.reference, %was, now = %fetched.digest,
+            "the plugin's reference now names another component; verifying it");
+    }
+
+    // Verify before the first compile.
+    let mut signatures: Option<Signatures> = None;
+    for requirement in &requirements {
+        let requirement_key = format!("{requirement:?}");
+        if catalog.remembered(&fetched.digest, &requirement_key) {
+            continue;
+        }
+        if signatures.is_none() && !requirement.insecure {
+            signatures = Some(
+                Signatures::beside(&fetcher, &reference, &fetched)
+                    .await
+                    .map_err(|e| {
+                        Stop::new(
+                            "ComparisonError",
+                            "PluginFetchFailed",
+                            format!("plugin {name:?}: signatures: {e}"),
+                        )
+                    })?,
+            );
+        }
+        let verified = verify(
+            catalog,
+            &fetched.bytes,
+            signatures.clone().unwrap_or_default(),
+            requirement.clone(),
+        )
+        .await
+        .map_err(|e| {
+            Stop::new(
+                "PluginNotTrusted",
+                "SignatureVerificationFailed",
+                format!(
+                    "plugin {name:?} ({} = component {}) refused: {e}",
+                    fetched.resolved, fetched.digest
+                ),
+            )
+        })?;
+        if let Verified::Insecure { digest } = &verified {
+            tracing::warn!(plugin = name, %digest, "plugin runs UNVERIFIED (spec.verify.insecure: true)");
+        }
+        catalog
+            .verified
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert((fetched.digest, requirement_key), verified);
+    }
+
+    let host = ctx.host.clone();
+    let plugin_name = name.to_owned();
+    let bytes = fetched.bytes;
+    let plugin =
+        tokio::task::spawn_blocking(move || host.load(&plugin_name, &bytes, world, Some(limits)))
+            .await
+            .map_err(|e| Stop::new("ComparisonError", "PluginLoadFailed", e.to_string()))?
+            .map_err(|e| {
+                Stop::new(
+                    "ComparisonError",
+                    "PluginLoadFailed",
+                    format!("plugin {name:?}: {e:#}"),
+                )
+            })?;
+    entries.insert(
+        key,
+        Entry {
+            at: Instant::now(),
+            digest: fetched.digest,
+            plugin: plugin.clone(),
+        },
+    );
+    Ok(Loaded {
+        plugin,
+        defaults: spec.defaults.clone(),
+        insecure: own.insecure,
+    })
+}
+
+/// Verification is CPU work (bundle chains and proofs): off the runtime.
+async fn verify(
+    catalog: &Catalog,
+    bytes: &[u8],
+    signatures: Signatures,
+    requirement: Requirement,
+) -> Result<Verified, String> {
+    if requirement.insecure {
+        return Ok(Verified::Insecure {
+            digest: Digest::of(bytes),
+        });
+    }
+    let root = catalog.root().await.map_err(|s| s.message)?;
+    let bytes = bytes.to_vec();
+    tokio::task::spawn_blocking(move || trust::verify(&bytes, &signatures, &requirement, &root))
+        .await
+        .map_err(|e| e.to_string())?
+        .map_err(|e| e.to_string())
+}
+
+fn plugin_limits(
+    ctx: &Context,
+    name: &str,
+    limits: Option<&crate::api::PluginLimits>,
+) -> Result<Limits, Stop> {
+    let mut out = ctx.host.config().default_limits;
+    let Some(limits) = limits else { return Ok(out) };
+    let bad = |field: &str, text: &str| {
+        Stop::new(
+            "InvalidSpec",
+            "InvalidPluginLimits",
+            format!("plugin {name:?}: limits.{field} {text:?} is invalid"),
+        )
+    };
+    if let Some(text) = &limits.memory {
+        out.memory = crate::units::parse_size(text).map_err(|_| bad("memory", text))?;
+    }
+    if let Some(text) = &limits.timeout {
+        out.timeout = crate::units::parse_duration(text).map_err(|_| bad("timeout", text))?;
+    }
+    if let Some(text) = &limits.output_size {
+        out.output = crate::units::parse_size(text).map_err(|_| bad("outputSize", text))?;
+    }
+    Ok(out)
+}
+
+/// A policy use, loaded.
+pub(super) async fn policy_step(
+    ctx: &Context,
+    project: &Project,
+    used: &PolicyUse,
+) -> Result<(PolicyStep, bool), Stop> {
+    let loaded = load(ctx, project, &used.name, World::Policy).await?;
+    let mut settings = loaded.defaults;
+    settings.extend(used.settings.clone());
+    let mode = match used.mode.unwrap_or(PolicyMode::Enforce) {
+        PolicyMode::Enforce => Mode::Enforce,
+        PolicyMode::Warn => Mode::Warn,
+        PolicyMode::Audit => Mode::Audit,
+    };
+    Ok((
+        PolicyStep {
+            plugin: loaded.plugin,
+            settings: settings.into_iter().collect(),
+            mode,
+        },
+        loaded.insecure,
+    ))
+}
