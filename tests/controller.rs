@@ -96,6 +96,10 @@ async fn world_git(tuned: ControllerConfig, lookup_ttl: Duration) -> World {
     let config = ControllerConfig {
         render_cache_dir: Some(dir.path().join("renders")),
         health_timeout: Duration::from_secs(10),
+        catalog: controller::CatalogConfig {
+            store: dir.path().join("plugins"),
+            ..tuned.catalog.clone()
+        },
         ..tuned
     };
     let ctx = Arc::new(Context::new(
@@ -1223,6 +1227,224 @@ async fn a_refresh_asks_git_at_once() {
     assert_eq!(
         live_configmap(&w.cluster, "settings").await.unwrap()["data"]["color"],
         "green"
+    );
+    let _ = w.stop.send(());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn catalog_plugins_run_only_when_their_signatures_verify() {
+    use kiln::artifact::{CosignSignature, Fetcher, PluginRef, RegistryCredentials, Store};
+    use kiln::trust::PrivateKey;
+
+    let Some(registry) = support::registry::Registry::start(None) else {
+        eprintln!(
+            "SKIPPED LOUDLY: /usr/bin/docker-registry is not installed (scripts/test installs it)"
+        );
+        return;
+    };
+    // Tags resolved again at every reconcile, so a moved tag shows at once.
+    let w = world_tuned(ControllerConfig {
+        resync: Duration::from_millis(300),
+        catalog: controller::CatalogConfig {
+            resolve_interval: Duration::ZERO,
+            ..controller::CatalogConfig::default()
+        },
+        ..ControllerConfig::default()
+    })
+    .await;
+    // The guestbook example, for the values renderer.
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(support::guestbook()).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        files.push((
+            format!("web/{name}"),
+            std::fs::read_to_string(&path).unwrap(),
+        ));
+    }
+    let borrowed: Vec<(&str, &str)> = files
+        .iter()
+        .map(|(p, c)| (p.as_str(), c.as_str()))
+        .collect();
+    w.repo.commit("web", &borrowed);
+    w.repo.publish();
+
+    // The component in a registry, under a tag.
+    let store = tempfile::tempdir().unwrap();
+    let fetcher = Fetcher::new(
+        Store::open(store.path()).unwrap(),
+        RegistryCredentials::none(),
+        Duration::from_secs(10),
+    );
+    let tag = PluginRef::parse(&format!("oci://{}/kiln/values:1.0", registry.host())).unwrap();
+    let values = std::fs::read(support::component("values")).unwrap();
+    let manifest = fetcher.push(&values, &tag).await.unwrap();
+    let release = PrivateKey::generate();
+    let stranger = PrivateKey::generate();
+    let sign = async |key: &PrivateKey, manifest| {
+        let PluginRef::Oci {
+            repository, tag: t, ..
+        } = &tag
+        else {
+            unreachable!()
+        };
+        let resolved = PluginRef::Oci {
+            repository: repository.clone(),
+            tag: t.clone(),
+            digest: Some(manifest),
+        };
+        let payload = CosignSignature::payload_for(repository, &manifest);
+        let signature = CosignSignature {
+            signature: key.sign(&payload),
+            payload,
+        };
+        fetcher
+            .push_cosign_signature(&resolved, signature)
+            .await
+            .unwrap();
+    };
+
+    // The catalog: one plugin per way of trusting it.
+    let key = |k: &PrivateKey| json!({"anyOf": [{"key": k.public_key().to_pem()}]});
+    for (name, verify) in [
+        ("signed", Some(key(&release))),
+        ("stranger", Some(key(&stranger))),
+        ("dev", Some(json!({"insecure": true}))),
+        ("unconfigured", None),
+    ] {
+        let mut spec = json!({"kind": "renderer", "ref": tag.to_string()});
+        if let Some(verify) = verify {
+            spec["verify"] = verify;
+        }
+        w.cluster
+            .apply(
+                "plugins",
+                json!({"apiVersion": "kiln.dev/v1alpha1", "kind": "Plugin",
+                "metadata": {"name": name, "namespace": "kiln"}, "spec": spec}),
+                "operator",
+                false,
+            )
+            .await
+            .unwrap();
+    }
+    w.cluster
+        .apply(
+            "appprojects",
+            json!({"apiVersion": "kiln.dev/v1alpha1", "kind": "AppProject",
+            "metadata": {"name": "secure", "namespace": "kiln"},
+            "spec": {"sourceRepos": ["*"], "destinations": [{"namespace": "*"}],
+                "clusterResourceWhitelist": [{"group": "*", "kind": "*"}],
+                "pluginVerification": key(&release)}}),
+            "operator",
+            false,
+        )
+        .await
+        .unwrap();
+    let apps: Api<Application> = Api::namespaced(w.cluster.client.clone(), "kiln");
+    for (app, plugin, project) in [
+        ("web", "signed", "default"),
+        ("other", "stranger", "default"),
+        ("dev", "dev", "default"),
+        ("raw", "unconfigured", "default"),
+        ("strict", "dev", "secure"),
+    ] {
+        let app: Application = serde_json::from_value(json!({"apiVersion": "kiln.dev/v1alpha1", "kind": "Application",
+            "metadata": {"name": app, "namespace": "kiln"},
+            "spec": {"project": project, "source": {"repoURL": w.url, "path": "web", "plugins": [{"name": plugin}]},
+                "destination": {"namespace": app},
+                "syncPolicy": {"automated": {"prune": true}, "syncOptions": ["CreateNamespace=true"]}}}))
+        .unwrap();
+        apps.create(&PostParams::default(), &app).await.unwrap();
+    }
+    // The message of condition `reason` once it says `needle`.
+    let condition = async |app: &str, reason: &str, needle: &str| -> String {
+        eventually(&format!("{app}: {reason}: {needle}"), async || {
+            let status = app_status(&w.cluster, app).await;
+            status["conditions"].as_array().and_then(|c| {
+                c.iter()
+                    .filter(|c| c["reason"] == reason)
+                    .map(|c| c["message"].as_str().unwrap_or_default().to_owned())
+                    .find(|m| m.contains(needle))
+            })
+        })
+        .await
+    };
+
+    // Unsigned: refused, naming the plugin and where signatures were looked for.
+    let message = condition("web", "SignatureVerificationFailed", "no signature found").await;
+    assert!(message.contains("plugin \"signed\""), "{message}");
+    assert!(
+        message.contains("no signature found (looked for the cosign signature tag sha256-"),
+        "{message}"
+    );
+    // No verify at all; insecure in a project that requires signatures.
+    let message = condition("raw", "VerificationNotConfigured", "").await;
+    assert!(
+        message.contains("plugin \"unconfigured\" has no spec.verify"),
+        "{message}"
+    );
+    let message = condition("strict", "InsecurePluginRefused", "").await;
+    assert!(
+        message.contains("project \"secure\" requires its plugins to be signed"),
+        "{message}"
+    );
+    // Insecure: runs, and says so on the Application.
+    let message = condition("dev", "VerificationDisabled", "").await;
+    assert!(
+        message.contains("plugin \"dev\" runs unverified"),
+        "{message}"
+    );
+
+    // Signed by the release key: runs. Signed by another key only: refused.
+    sign(&release, manifest).await;
+    let deployments = |ns: &str| {
+        w.cluster
+            .api("apps/v1", "Deployment", "deployments", Some(ns))
+    };
+    eventually("web deployed", async || {
+        deployments("web").get_opt("web-frontend").await.unwrap()
+    })
+    .await;
+    let message = condition(
+        "other",
+        "SignatureVerificationFailed",
+        "not by a trusted key",
+    )
+    .await;
+    assert!(
+        message.contains("signed, but not by a trusted key"),
+        "{message}"
+    );
+    assert!(
+        deployments("other")
+            .get_opt("other-frontend")
+            .await
+            .unwrap()
+            .is_none()
+    );
+
+    // The tag moves to another component: detected, verified, refused, and
+    // what runs stays as it was.
+    let other = std::fs::read(support::component("required-labels")).unwrap();
+    let moved = fetcher.push(&other, &tag).await.unwrap();
+    assert_ne!(moved, manifest);
+    let message = condition(
+        "web",
+        "SignatureVerificationFailed",
+        &kiln::digest::Digest::of(&other).to_string(),
+    )
+    .await;
+    assert!(
+        message.contains(&kiln::digest::Digest::of(&other).to_string()),
+        "{message}"
+    );
+    assert!(message.contains("no signature found"), "{message}");
+    assert!(
+        deployments("web")
+            .get_opt("web-frontend")
+            .await
+            .unwrap()
+            .is_some()
     );
     let _ = w.stop.send(());
 }
