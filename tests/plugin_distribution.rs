@@ -342,3 +342,155 @@ async fn https_plugins_need_a_matching_pin() {
         component
     );
 }
+
+/// The Sigstore conformance cases in the shared test data beside the project
+/// (`../shared`, or `KILN_SHARED_DIR`).
+fn conformance() -> std::path::PathBuf {
+    let shared = std::env::var_os("KILN_SHARED_DIR")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared"));
+    shared.join("testdata/sigstore-conformance")
+}
+
+#[test]
+fn a_sigstore_bundle_travels_with_the_plugin_as_an_oci_referrer() {
+    let registry = registry_or_skip!(None);
+    let work = tempfile::tempdir().unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let kiln = |args: &[&str]| support::kiln_as_user(work.path(), home.path(), args);
+    let stderr = |o: &std::process::Output| String::from_utf8_lossy(&o.stderr).into_owned();
+    // A real public bundle (keyless, Sigstore public-good) and the artifact
+    // it signs, published as a component with the bundle beside it.
+    let case = conformance().join("happy-path-v0.3-new-mediaType");
+    std::fs::copy(conformance().join("a.txt"), work.path().join("signed.wasm")).unwrap();
+    std::fs::copy(
+        case.join("bundle.sigstore.json"),
+        work.path().join("signed.wasm.sigstore.json"),
+    )
+    .unwrap();
+    let reference = format!("oci://{}/kiln/signed:1.0", registry.host());
+    let out = kiln(&["plugin", "push", "signed.wasm", &reference]);
+    let stdout = support::assert_success(&out);
+    assert!(
+        stdout.contains("attached a Sigstore bundle as referrer sha256:"),
+        "{stdout}"
+    );
+
+    // Found beside the pulled artifact (the referrers tag schema: Debian's
+    // registry has no referrers API) and verified offline.
+    let identity = "https://github.com/sigstore-conformance/extremely-dangerous-public-oidc-beacon/.github/workflows/extremely-dangerous-oidc-beacon.yml@refs/heads/main";
+    let issuer = "https://token.actions.githubusercontent.com";
+    let verify = |identity: &str| {
+        kiln(&[
+            "plugin",
+            "verify",
+            &reference,
+            "--certificate-identity",
+            identity,
+            "--certificate-oidc-issuer",
+            issuer,
+        ])
+    };
+    let out = verify(identity);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let out = verify("https://github.com/someone/else");
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("https://github.com/someone/else"),
+        "the expected identity is named: {}",
+        stderr(&out)
+    );
+
+    // Another artifact without a bundle: nothing found, and where Kiln looked.
+    std::fs::write(work.path().join("plain.wasm"), b"not signed").unwrap();
+    let plain = format!("oci://{}/kiln/plain:1.0", registry.host());
+    support::assert_success(&kiln(&["plugin", "push", "plain.wasm", &plain]));
+    let out = kiln(&[
+        "plugin",
+        "verify",
+        &plain,
+        "--certificate-identity",
+        identity,
+        "--certificate-oidc-issuer",
+        issuer,
+    ]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("no signature found")
+            && stderr(&out).contains("Sigstore bundle referrers of sha256:"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[tokio::test]
+async fn signatures_beside_an_https_plugin_are_found_and_verified() {
+    use kiln::trust::{PrivateKey, Requirement, Signatures, Signer, TrustError, TrustRoot};
+    use std::io::BufRead as _;
+    let tls = support::git::SelfSigned::new();
+    let served = tempfile::tempdir().unwrap();
+    let component = std::fs::read(support::component("values")).unwrap();
+    let key = PrivateKey::generate();
+    std::fs::write(served.path().join("values.wasm"), &component).unwrap();
+    std::fs::write(served.path().join("values.wasm.sig"), key.sign(&component)).unwrap();
+    std::fs::write(served.path().join("unsigned.wasm"), &component).unwrap();
+    let script =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/support/https_files.py");
+    let mut child = std::process::Command::new("python3")
+        .arg(script)
+        .arg(served.path())
+        .arg(&tls.cert)
+        .arg(&tls.key)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let port: u16 = line
+        .trim()
+        .strip_prefix("listening ")
+        .unwrap()
+        .parse()
+        .unwrap();
+    let store = tempfile::tempdir().unwrap();
+    let fetcher = fetcher(store.path(), RegistryCredentials::none())
+        .with_tls_roots(&std::fs::read(&tls.ca).unwrap())
+        .unwrap();
+    let digest = Digest::of(&component);
+    let requirement = Requirement {
+        signers: vec![Signer::Key(key.public_key())],
+        min_signers: 1,
+        insecure: false,
+    };
+    let root = TrustRoot::public_good().unwrap();
+
+    let signed = oci(&format!("https://127.0.0.1:{port}/values.wasm@{digest}"));
+    let fetched = fetcher.fetch(&signed).await.unwrap();
+    let signatures = Signatures::beside(&fetcher, &signed, &fetched)
+        .await
+        .unwrap();
+    assert_eq!(signatures.key_signatures.len(), 1);
+    assert!(
+        signatures.bundles.is_empty(),
+        "no .sigstore.json: a 404 is no error"
+    );
+    kiln::trust::verify(&fetched.bytes, &signatures, &requirement, &root).unwrap();
+
+    let unsigned = oci(&format!("https://127.0.0.1:{port}/unsigned.wasm@{digest}"));
+    let fetched = fetcher.fetch(&unsigned).await.unwrap();
+    let signatures = Signatures::beside(&fetcher, &unsigned, &fetched)
+        .await
+        .unwrap();
+    let error = kiln::trust::verify(&fetched.bytes, &signatures, &requirement, &root).unwrap_err();
+    assert!(matches!(error, TrustError::NoSignature { .. }), "{error}");
+    assert!(
+        error
+            .to_string()
+            .contains(&format!("https://127.0.0.1:{port}/unsigned.wasm.sig")),
+        "{error}"
+    );
+    let _ = child.kill();
+    let _ = child.wait();
+}
