@@ -562,3 +562,96 @@ fn render_refuses_plugins_the_trust_policy_does_not_accept() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// The Python interpreter of a virtualenv with the `sigstore` package
+/// (PyPI), which `scripts/test` prepares: `KILN_SIGSTORE_PYTHON`, or
+/// `$KILN_CACHE_DIR/sigstore-venv/bin/python`.
+fn sigstore_python() -> Option<PathBuf> {
+    let python = std::env::var_os("KILN_SIGSTORE_PYTHON")
+        .map(PathBuf::from)
+        .or_else(|| {
+            let cache = std::env::var_os("KILN_CACHE_DIR")
+                .map(PathBuf::from)
+                .or_else(|| {
+                    std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/kiln"))
+                })?;
+            Some(cache.join("sigstore-venv/bin/python"))
+        })?;
+    let works = Command::new(&python)
+        .args(["-c", "import sigstore"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    works.then_some(python)
+}
+
+#[test]
+fn kiln_and_the_python_sigstore_client_agree_on_every_public_good_case() {
+    let Some(python) = sigstore_python() else {
+        eprintln!(
+            "SKIPPED LOUDLY: no Python with the `sigstore` package (scripts/test installs it into $KILN_CACHE_DIR/sigstore-venv)"
+        );
+        return;
+    };
+    // Keyless cases on the public-good instance: what `sigstore verify
+    // identity --offline` checks with its own embedded trust root.
+    let mut cases: Vec<PathBuf> = std::fs::read_dir(conformance())
+        .unwrap()
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| {
+            p.join("bundle.sigstore.json").exists()
+                && !p.join("trusted_root.json").exists()
+                && !p.join("key.pub").exists()
+        })
+        .collect();
+    cases.sort();
+    assert!(cases.len() >= 10, "{} cases", cases.len());
+    let verdicts: Vec<(String, bool, bool)> = std::thread::scope(|scope| {
+        let handles: Vec<_> = cases
+            .iter()
+            .map(|case| {
+                let python = python.clone();
+                scope.spawn(move || {
+                    let read = |name: &str, default: &str| {
+                        std::fs::read_to_string(case.join(name))
+                            .map(|s| s.trim().to_owned())
+                            .unwrap_or_else(|_| default.to_owned())
+                    };
+                    let artifact = if case.join("artifact").exists() {
+                        case.join("artifact")
+                    } else {
+                        conformance().join("a.txt")
+                    };
+                    let python_ok = Command::new(&python)
+                        .args([
+                            "-m",
+                            "sigstore",
+                            "verify",
+                            "identity",
+                            "--offline",
+                            "--bundle",
+                        ])
+                        .arg(case.join("bundle.sigstore.json"))
+                        .args(["--cert-identity", &read("identity", DEFAULT_IDENTITY)])
+                        .args(["--cert-oidc-issuer", &read("issuer", DEFAULT_ISSUER)])
+                        .arg(&artifact)
+                        .output()
+                        .unwrap()
+                        .status
+                        .success();
+                    let name = case.file_name().unwrap().to_string_lossy().into_owned();
+                    (name, verify_case(case).is_ok(), python_ok)
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    let disagreements: Vec<String> = verdicts
+        .iter()
+        .filter(|(_, kiln, python)| kiln != python)
+        .map(|(name, kiln, python)| format!("{name}: kiln {kiln}, sigstore-python {python}"))
+        .collect();
+    assert!(disagreements.is_empty(), "{disagreements:#?}");
+    // Both accept the happy paths and refuse the rest: not a vacuous match.
+    assert!(verdicts.iter().any(|(_, kiln, _)| *kiln));
+    assert!(verdicts.iter().any(|(_, kiln, _)| !*kiln));
+}
