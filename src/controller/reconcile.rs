@@ -283,7 +283,12 @@ pub async fn reconcile(app: Arc<Application>, ctx: Arc<Context>) -> Result<Actio
         .namespace
         .clone()
         .unwrap_or_else(|| ctx.config.namespace.clone());
-    let span = tracing::info_span!("reconcile", app = %name, revision = tracing::field::Empty);
+    let span = tracing::info_span!(
+        "reconcile",
+        app = %name,
+        revision = tracing::field::Empty,
+        phase = tracing::field::Empty
+    );
     let apps: Api<Application> = Api::namespaced(ctx.client.clone(), &namespace);
     if app.metadata.deletion_timestamp.is_some() {
         return tracing::Instrument::instrument(finalize(&app, &ctx, &apps), span).await;
@@ -508,6 +513,8 @@ async fn run(
             ),
         ));
     }
+    let span = tracing::Span::current();
+    span.record("phase", "compare");
     let cmp = compare(app, ctx, &CompareTo { revision: wanted }).await?;
     let commit = cmp.commit.clone();
 
@@ -622,11 +629,15 @@ async fn run(
                 );
                 after = Some(wait.min(config.resync));
             }
-            Ok(()) => sync(ctx, status, &cmp, trigger, operation).await?,
+            Ok(()) => {
+                span.record("phase", "sync");
+                sync(ctx, status, &cmp, trigger, operation).await?;
+            }
         }
     }
 
     // Health of what is live.
+    span.record("phase", "health");
     let mut healths = Vec::new();
     for resource in &mut status.resources {
         let object = cmp.objects.iter().find(|o| {
