@@ -146,6 +146,25 @@ async fn eventually<T>(what: &str, mut check: impl AsyncFnMut() -> Option<T>) ->
     panic!("timed out waiting for {what}");
 }
 
+/// Waits until the live `settings` ConfigMap has `color`.
+async fn wait_for_color(cluster: &Cluster, color: &str) {
+    eventually(&format!("the color {color}"), async || {
+        live_configmap(cluster, "settings")
+            .await
+            .filter(|cm| cm["data"]["color"] == color)
+    })
+    .await;
+}
+
+/// Commits and publishes `guestbook/settings.yaml` with `color`.
+fn push_color(repo: &Fixture, color: &str) {
+    repo.commit(
+        color,
+        &[("guestbook/settings.yaml", &CONFIGMAP.replace("blue", color))],
+    );
+    repo.publish();
+}
+
 async fn live_configmap(cluster: &Cluster, name: &str) -> Option<Value> {
     cluster
         .get("v1", "ConfigMap", "configmaps", Some("guestbook"), name)
@@ -196,20 +215,8 @@ async fn a_pushed_commit_is_synced_and_drift_is_reverted() {
     assert_eq!(status["history"][0]["revision"], first.as_str());
 
     // When a commit changes the manifest, then it is synced within a refresh.
-    w.repo.commit(
-        "green",
-        &[(
-            "guestbook/settings.yaml",
-            &CONFIGMAP.replace("blue", "green"),
-        )],
-    );
-    w.repo.publish();
-    eventually("the new color", async || {
-        live_configmap(&w.cluster, "settings")
-            .await
-            .filter(|cm| cm["data"]["color"] == "green")
-    })
-    .await;
+    push_color(&w.repo, "green");
+    wait_for_color(&w.cluster, "green").await;
 
     // When someone edits the live object, then self-heal reverts it.
     let cms = w
@@ -226,12 +233,7 @@ async fn a_pushed_commit_is_synced_and_drift_is_reverted() {
     )
     .await
     .unwrap();
-    eventually("the edit reverted", async || {
-        live_configmap(&w.cluster, "settings")
-            .await
-            .filter(|cm| cm["data"]["color"] == "green")
-    })
-    .await;
+    wait_for_color(&w.cluster, "green").await;
 
     // When a file is deleted from Git, then prune deletes the object.
     w.repo.commit(
@@ -424,14 +426,7 @@ async fn a_signed_push_webhook_refreshes_only_the_applications_it_touches() {
     assert_eq!(readme["refreshed"], json!([]));
 
     // A push touching the app's path refreshes it at once.
-    w.repo.commit(
-        "green",
-        &[(
-            "guestbook/settings.yaml",
-            &CONFIGMAP.replace("blue", "green"),
-        )],
-    );
-    w.repo.publish();
+    push_color(&w.repo, "green");
     let touched: Value = deliver(vec!["guestbook/settings.yaml"], "s3cret")
         .await
         .unwrap()
@@ -439,12 +434,7 @@ async fn a_signed_push_webhook_refreshes_only_the_applications_it_touches() {
         .await
         .unwrap();
     assert_eq!(touched["refreshed"], json!(["guestbook"]));
-    eventually("the pushed change", async || {
-        live_configmap(&w.cluster, "settings")
-            .await
-            .filter(|cm| cm["data"]["color"] == "green")
-    })
-    .await;
+    wait_for_color(&w.cluster, "green").await;
 
     let metrics = http
         .get(format!("{endpoint}/metrics"))
@@ -553,20 +543,8 @@ async fn a_commit_that_touches_nothing_the_app_read_costs_no_render() {
     assert!(hits >= 1);
 
     // A commit inside the app's directory renders again.
-    w.repo.commit(
-        "green",
-        &[(
-            "guestbook/settings.yaml",
-            &CONFIGMAP.replace("blue", "green"),
-        )],
-    );
-    w.repo.publish();
-    eventually("the new color", async || {
-        live_configmap(&w.cluster, "settings")
-            .await
-            .filter(|cm| cm["data"]["color"] == "green")
-    })
-    .await;
+    push_color(&w.repo, "green");
+    wait_for_color(&w.cluster, "green").await;
     assert_eq!(w.ctx.metrics.renders.get(), renders + 1);
     let _ = w.stop.send(());
 }
@@ -590,20 +568,8 @@ async fn deleting_every_cache_mid_run_changes_nothing_but_time() {
         std::fs::remove_dir_all(w._dir.path().join(cache)).unwrap();
     }
     // when a commit arrives, then it is still synced.
-    w.repo.commit(
-        "green",
-        &[(
-            "guestbook/settings.yaml",
-            &CONFIGMAP.replace("blue", "green"),
-        )],
-    );
-    w.repo.publish();
-    eventually("the new color", async || {
-        live_configmap(&w.cluster, "settings")
-            .await
-            .filter(|cm| cm["data"]["color"] == "green")
-    })
-    .await;
+    push_color(&w.repo, "green");
+    wait_for_color(&w.cluster, "green").await;
     // The status is written when the reconcile ends, after the apply.
     let head = w.repo.rev_parse("HEAD");
     let status = eventually("the status at the new revision", async || {
@@ -663,12 +629,7 @@ async fn a_live_edit_is_reverted_at_once_and_a_fighting_writer_is_backed_off() {
     // When someone edits a managed object, then it is reverted within
     // seconds, not at the next resync.
     edit_color(&w.cluster, "kubectl-edit", "red").await;
-    eventually("the edit reverted by the watch", async || {
-        live_configmap(&w.cluster, "settings")
-            .await
-            .filter(|cm| cm["data"]["color"] == "blue")
-    })
-    .await;
+    wait_for_color(&w.cluster, "blue").await;
 
     // When another controller keeps writing the field back, then Kiln
     // reverts it ever more slowly (0.5 s, 1 s, 2 s, 4 s, ...) instead of
@@ -773,14 +734,7 @@ async fn manual_sync_diff_and_rollback_from_the_cli() {
     let first = w.repo.rev_parse("HEAD");
 
     // A new commit is not applied by itself; a second sync applies it.
-    w.repo.commit(
-        "green",
-        &[(
-            "guestbook/settings.yaml",
-            &CONFIGMAP.replace("blue", "green"),
-        )],
-    );
-    w.repo.publish();
+    push_color(&w.repo, "green");
     let out = kiln_cli(
         &w,
         home.path(),
@@ -1177,20 +1131,8 @@ async fn a_refresh_asks_git_at_once() {
     )
     .await
     .unwrap();
-    eventually("blue", async || {
-        live_configmap(&w.cluster, "settings")
-            .await
-            .filter(|cm| cm["data"]["color"] == "blue")
-    })
-    .await;
-    w.repo.commit(
-        "green",
-        &[(
-            "guestbook/settings.yaml",
-            &CONFIGMAP.replace("blue", "green"),
-        )],
-    );
-    w.repo.publish();
+    wait_for_color(&w.cluster, "blue").await;
+    push_color(&w.repo, "green");
     // When someone asks for a refresh (what `kiln app refresh` writes), then
     // the new commit is found without waiting for the lookup to expire.
     apps.patch(
@@ -1202,12 +1144,7 @@ async fn a_refresh_asks_git_at_once() {
     )
     .await
     .unwrap();
-    eventually("green after the refresh", async || {
-        live_configmap(&w.cluster, "settings")
-            .await
-            .filter(|cm| cm["data"]["color"] == "green")
-    })
-    .await;
+    wait_for_color(&w.cluster, "green").await;
     // The same request again changes nothing: a newer commit waits for the
     // lookup to expire (or for the next request).
     w.repo.commit(

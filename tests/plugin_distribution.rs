@@ -17,6 +17,36 @@ fn fetcher(store: &std::path::Path, credentials: RegistryCredentials) -> Fetcher
     )
 }
 
+/// Serves `dir` over HTTPS with `tls` (tests/support/https_files.py);
+/// returns the server and its port.
+fn serve_https(
+    dir: &std::path::Path,
+    tls: &support::git::SelfSigned,
+) -> (std::process::Child, u16) {
+    use std::io::BufRead as _;
+    let script =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/support/https_files.py");
+    let mut child = std::process::Command::new("python3")
+        .arg(script)
+        .arg(dir)
+        .arg(&tls.cert)
+        .arg(&tls.key)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let port = line
+        .trim()
+        .strip_prefix("listening ")
+        .unwrap()
+        .parse()
+        .unwrap();
+    (child, port)
+}
+
 fn oci(s: &str) -> PluginRef {
     PluginRef::parse(s).unwrap()
 }
@@ -280,31 +310,11 @@ fn signed_oci_plugins_verify_and_a_moved_tag_is_refused() {
 
 #[tokio::test]
 async fn https_plugins_need_a_matching_pin() {
-    use std::io::BufRead as _;
     let tls = support::git::SelfSigned::new();
     let served = tempfile::tempdir().unwrap();
     let component = std::fs::read(support::component("values")).unwrap();
     std::fs::write(served.path().join("values.wasm"), &component).unwrap();
-    let script =
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/support/https_files.py");
-    let mut child = std::process::Command::new("python3")
-        .arg(script)
-        .arg(served.path())
-        .arg(&tls.cert)
-        .arg(&tls.key)
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    std::io::BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let port: u16 = line
-        .trim()
-        .strip_prefix("listening ")
-        .unwrap()
-        .parse()
-        .unwrap();
+    let (mut child, port) = serve_https(served.path(), &tls);
     let store = tempfile::tempdir().unwrap();
     let fetcher = fetcher(store.path(), RegistryCredentials::none())
         .with_tls_roots(&std::fs::read(&tls.ca).unwrap())
@@ -426,7 +436,6 @@ fn a_sigstore_bundle_travels_with_the_plugin_as_an_oci_referrer() {
 #[tokio::test]
 async fn signatures_beside_an_https_plugin_are_found_and_verified() {
     use kiln::trust::{PrivateKey, Requirement, Signatures, Signer, TrustError, TrustRoot};
-    use std::io::BufRead as _;
     let tls = support::git::SelfSigned::new();
     let served = tempfile::tempdir().unwrap();
     let component = std::fs::read(support::component("values")).unwrap();
@@ -434,26 +443,7 @@ async fn signatures_beside_an_https_plugin_are_found_and_verified() {
     std::fs::write(served.path().join("values.wasm"), &component).unwrap();
     std::fs::write(served.path().join("values.wasm.sig"), key.sign(&component)).unwrap();
     std::fs::write(served.path().join("unsigned.wasm"), &component).unwrap();
-    let script =
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/support/https_files.py");
-    let mut child = std::process::Command::new("python3")
-        .arg(script)
-        .arg(served.path())
-        .arg(&tls.cert)
-        .arg(&tls.key)
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    std::io::BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let port: u16 = line
-        .trim()
-        .strip_prefix("listening ")
-        .unwrap()
-        .parse()
-        .unwrap();
+    let (mut child, port) = serve_https(served.path(), &tls);
     let store = tempfile::tempdir().unwrap();
     let fetcher = fetcher(store.path(), RegistryCredentials::none())
         .with_tls_roots(&std::fs::read(&tls.ca).unwrap())

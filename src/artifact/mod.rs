@@ -192,11 +192,7 @@ impl Fetcher {
         &self,
         resolved: &PluginRef,
     ) -> Result<Vec<CosignSignature>, ArtifactError> {
-        let PluginRef::Oci {
-            digest: Some(manifest),
-            ..
-        } = resolved
-        else {
+        let Some(manifest) = manifest_of(resolved) else {
             return Ok(Vec::new());
         };
         registry::signatures(&self.credentials, resolved, manifest, self.timeout).await
@@ -208,16 +204,10 @@ impl Fetcher {
         resolved: &PluginRef,
         signature: CosignSignature,
     ) -> Result<(), ArtifactError> {
-        let PluginRef::Oci {
-            digest: Some(manifest),
-            ..
-        } = resolved
-        else {
-            return Err(ArtifactError::NotAPlugin {
-                reference: resolved.to_string(),
-                detail: "signatures are stored beside OCI artifacts resolved to a digest".into(),
-            });
-        };
+        let manifest = manifest_of(resolved).ok_or_else(|| ArtifactError::NotAPlugin {
+            reference: resolved.to_string(),
+            detail: "signatures are stored beside OCI artifacts resolved to a digest".into(),
+        })?;
         registry::push_signature(
             &self.credentials,
             resolved,
@@ -230,11 +220,7 @@ impl Fetcher {
 
     /// The Sigstore bundles stored as OCI referrers of a resolved reference.
     pub async fn bundles(&self, resolved: &PluginRef) -> Result<Vec<String>, ArtifactError> {
-        let PluginRef::Oci {
-            digest: Some(manifest),
-            ..
-        } = resolved
-        else {
+        let Some(manifest) = manifest_of(resolved) else {
             return Ok(Vec::new());
         };
         registry::bundles(&self.credentials, resolved, manifest, self.timeout).await
@@ -247,16 +233,10 @@ impl Fetcher {
         resolved: &PluginRef,
         bundle: &[u8],
     ) -> Result<Digest, ArtifactError> {
-        let PluginRef::Oci {
-            digest: Some(manifest),
-            ..
-        } = resolved
-        else {
-            return Err(ArtifactError::NotAPlugin {
-                reference: resolved.to_string(),
-                detail: "bundles are stored beside OCI artifacts resolved to a digest".into(),
-            });
-        };
+        let manifest = manifest_of(resolved).ok_or_else(|| ArtifactError::NotAPlugin {
+            reference: resolved.to_string(),
+            detail: "bundles are stored beside OCI artifacts resolved to a digest".into(),
+        })?;
         registry::push_bundle(&self.credentials, resolved, manifest, bundle, self.timeout).await
     }
 
@@ -315,6 +295,17 @@ impl Fetcher {
             .await
             .map_err(|e| remote(e.to_string()))?
             .to_vec())
+    }
+}
+
+/// The manifest digest of an OCI reference resolved to one.
+fn manifest_of(resolved: &PluginRef) -> Option<&Digest> {
+    match resolved {
+        PluginRef::Oci {
+            digest: Some(manifest),
+            ..
+        } => Some(manifest),
+        _ => None,
     }
 }
 

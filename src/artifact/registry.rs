@@ -117,6 +117,33 @@ fn client(registry: &str) -> Result<Client, OciDistributionError> {
     })
 }
 
+/// What every registry operation starts with: the parsed reference, its
+/// display name (for errors), the credentials of its registry and a client.
+struct Session {
+    parsed: Reference,
+    name: String,
+    auth: RegistryAuth,
+    client: Client,
+}
+
+impl Session {
+    fn open(
+        credentials: &RegistryCredentials,
+        reference: &PluginRef,
+    ) -> Result<Self, ArtifactError> {
+        let (parsed, name) = oci_reference(reference)?;
+        let registry = parsed.resolve_registry().to_owned();
+        let auth = credentials.auth(&registry);
+        let client = client(&registry).map_err(|e| error(&name, e))?;
+        Ok(Session {
+            parsed,
+            name,
+            auth,
+            client,
+        })
+    }
+}
+
 fn oci_reference(reference: &PluginRef) -> Result<(Reference, String), ArtifactError> {
     let name = reference.to_string();
     let PluginRef::Oci {
@@ -214,10 +241,12 @@ pub(super) async fn pull(
     reference: &PluginRef,
     timeout: Duration,
 ) -> Result<Fetched, ArtifactError> {
-    let (parsed, name) = oci_reference(reference)?;
-    let registry = parsed.resolve_registry().to_owned();
-    let auth = credentials.auth(&registry);
-    let client = client(&registry).map_err(|e| error(&name, e))?;
+    let Session {
+        parsed,
+        name,
+        auth,
+        client,
+    } = Session::open(credentials, reference)?;
     let manifest_digest: Digest = match reference {
         PluginRef::Oci {
             digest: Some(d), ..
@@ -284,10 +313,12 @@ pub(super) async fn push(
     bytes: &[u8],
     timeout: Duration,
 ) -> Result<Digest, ArtifactError> {
-    let (parsed, name) = oci_reference(reference)?;
-    let registry = parsed.resolve_registry().to_owned();
-    let auth = credentials.auth(&registry);
-    let client = client(&registry).map_err(|e| error(&name, e))?;
+    let Session {
+        parsed,
+        name,
+        auth,
+        client,
+    } = Session::open(credentials, reference)?;
     let layer = ImageLayer::new(bytes.to_vec(), WASM_LAYER_MEDIA_TYPE.to_owned(), None);
     let config = Config::new(b"{}".to_vec(), WASM_CONFIG_MEDIA_TYPE.to_owned(), None);
     let mut manifest = OciImageManifest::build(std::slice::from_ref(&layer), &config, None);
@@ -386,10 +417,12 @@ pub(super) async fn signatures(
     manifest: &Digest,
     timeout: Duration,
 ) -> Result<Vec<CosignSignature>, ArtifactError> {
-    let (parsed, name) = oci_reference(reference)?;
-    let registry = parsed.resolve_registry().to_owned();
-    let auth = credentials.auth(&registry);
-    let client = client(&registry).map_err(|e| error(&name, e))?;
+    let Session {
+        parsed,
+        name,
+        auth,
+        client,
+    } = Session::open(credentials, reference)?;
     let tag = signature_reference(&parsed, manifest);
     let image = match timed(
         &name,
@@ -432,10 +465,12 @@ pub(super) async fn push_signature(
     if !all.contains(&signature) {
         all.push(signature);
     }
-    let (parsed, name) = oci_reference(reference)?;
-    let registry = parsed.resolve_registry().to_owned();
-    let auth = credentials.auth(&registry);
-    let client = client(&registry).map_err(|e| error(&name, e))?;
+    let Session {
+        parsed,
+        name,
+        auth,
+        client,
+    } = Session::open(credentials, reference)?;
     let layers: Vec<ImageLayer> = all
         .into_iter()
         .map(|s| {
@@ -473,10 +508,12 @@ pub(super) async fn bundles(
     manifest: &Digest,
     timeout: Duration,
 ) -> Result<Vec<String>, ArtifactError> {
-    let (parsed, name) = oci_reference(reference)?;
-    let registry = parsed.resolve_registry().to_owned();
-    let auth = credentials.auth(&registry);
-    let client = client(&registry).map_err(|e| error(&name, e))?;
+    let Session {
+        parsed,
+        name,
+        auth,
+        client,
+    } = Session::open(credentials, reference)?;
     let subject = parsed.clone_with_digest(manifest.to_string());
     // Authenticates for pulls of this repository (oci-client keeps tokens).
     timed(
@@ -528,10 +565,12 @@ pub(super) async fn push_bundle(
     bundle: &[u8],
     timeout: Duration,
 ) -> Result<Digest, ArtifactError> {
-    let (parsed, name) = oci_reference(reference)?;
-    let registry = parsed.resolve_registry().to_owned();
-    let auth = credentials.auth(&registry);
-    let client = client(&registry).map_err(|e| error(&name, e))?;
+    let Session {
+        parsed,
+        name,
+        auth,
+        client,
+    } = Session::open(credentials, reference)?;
     let subject_ref = parsed.clone_with_digest(manifest.to_string());
     let (subject, _) = timed(
         &name,
