@@ -1,0 +1,65 @@
+//! # `kustomize`: Kustomize overlays, rendered inside the sandbox
+//!
+//! Reads `kustomization.yaml` (or `.yml`, or `Kustomization`) at the
+//! Application's path through the host's source interface, follows its
+//! `resources` (files, and directories holding bases and overlays, `../`
+//! included as long as it stays inside the repository) and gives the objects
+//! `kustomize build` gives: same names (generator hash suffixes included),
+//! same fields, same order (kustomize's legacy order).
+//!
+//! Supported so far: `resources` (and the deprecated `bases`), `namespace`,
+//! `namePrefix`/`nameSuffix` with name-reference updates (ConfigMaps,
+//! Secrets, ServiceAccounts, Roles, Services, PersistentVolumeClaims
+//! referenced from pod specs, bindings and Ingresses), `commonLabels` and
+//! `labels` (with `includeSelectors`/`includeTemplates`),
+//! `commonAnnotations`, `images`, `replicas`, `configMapGenerator` /
+//! `secretGenerator` (literals, files, envs; `behavior`; options) with
+//! kustomize's content hash, and `generatorOptions`. Fields not supported
+//! yet (`patches`, `components`, `replacements`, ...) are refused by name,
+//! never ignored. Remote resources are refused: the sandbox has no network.
+//!
+//! Parameters (what Argo CD offers for Kustomize applications): `image`
+//! (repeatable, `[NAME=]NEWNAME[:TAG][@DIGEST]`), `namePrefix`,
+//! `nameSuffix`, `namespace`, `commonLabel` and `commonAnnotation`
+//! (repeatable, `KEY=VALUE`), `replicas` (repeatable, `NAME=COUNT`).
+
+pub mod build;
+pub mod fs;
+pub mod generate;
+pub mod kustomization;
+pub mod order;
+pub mod transform;
+
+#[cfg(target_arch = "wasm32")]
+mod plugin;
+
+/// A build failure, located in a file where possible.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Failure {
+    /// The file (a kustomization, a resource, a generator input).
+    pub file: String,
+    /// 1-based line, when known.
+    pub line: Option<u32>,
+    /// What is wrong.
+    pub message: String,
+}
+
+impl Failure {
+    /// A failure in `file`.
+    pub fn new(file: impl Into<String>, message: impl Into<String>) -> Self {
+        Failure {
+            file: file.into(),
+            line: None,
+            message: message.into(),
+        }
+    }
+}
+
+impl std::fmt::Display for Failure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.line {
+            Some(line) => write!(f, "{}:{line}: {}", self.file, self.message),
+            None => write!(f, "{}: {}", self.file, self.message),
+        }
+    }
+}

@@ -1,0 +1,604 @@
+//! The built-in transformations of one kustomization layer, applied to every
+//! object the layer holds (its own and its bases'), in kustomize's order:
+//! namespace → name prefix/suffix → labels → annotations → replicas →
+//! images. Name references are fixed up once names are final
+//! ([`fix_references`]).
+
+use std::collections::BTreeMap;
+
+use serde_json::{Map, Value};
+
+use crate::build::Res;
+use crate::kustomization::{Image, Replicas};
+
+/// Kinds without a namespace (the built-in ones kustomize knows).
+const CLUSTER_SCOPED: &[&str] = &[
+    "APIService",
+    "CertificateSigningRequest",
+    "ClusterRole",
+    "ClusterRoleBinding",
+    "ComponentStatus",
+    "CSIDriver",
+    "CSINode",
+    "CustomResourceDefinition",
+    "FlowSchema",
+    "IngressClass",
+    "MutatingWebhookConfiguration",
+    "Namespace",
+    "Node",
+    "PersistentVolume",
+    "PodSecurityPolicy",
+    "PriorityClass",
+    "PriorityLevelConfiguration",
+    "RuntimeClass",
+    "StorageClass",
+    "ValidatingAdmissionPolicy",
+    "ValidatingAdmissionPolicyBinding",
+    "ValidatingWebhookConfiguration",
+    "VolumeAttachment",
+];
+
+/// Whether `kind` is cluster-scoped.
+pub fn cluster_scoped(kind: &str) -> bool {
+    CLUSTER_SCOPED.contains(&kind)
+}
+
+fn kind(object: &Value) -> &str {
+    object["kind"].as_str().unwrap_or_default()
+}
+
+fn map_at<'a>(
+    object: &'a mut Value,
+    path: &[&str],
+    create: bool,
+) -> Option<&'a mut Map<String, Value>> {
+    let mut current = object;
+    for key in path {
+        if !current.get(*key).is_some_and(Value::is_object) {
+            if !create {
+                return None;
+            }
+            current
+                .as_object_mut()?
+                .insert((*key).to_owned(), Value::Object(Map::new()));
+        }
+        current = current.get_mut(*key)?;
+    }
+    current.as_object_mut()
+}
+
+/// Sets the namespace of namespaced objects; a `Namespace` object takes the
+/// namespace's name, and ServiceAccount subjects named `default` of
+/// bindings get it too (kustomize's rules).
+pub fn namespace(resources: &mut [Res], namespace: &str) {
+    for res in resources {
+        let object = &mut res.value;
+        let kind = kind(object).to_owned();
+        if kind == "Namespace" {
+            if let Some(meta) = map_at(object, &["metadata"], true) {
+                meta.insert("name".into(), namespace.into());
+            }
+            continue;
+        }
+        if matches!(kind.as_str(), "RoleBinding" | "ClusterRoleBinding")
+            && let Some(subjects) = object.get_mut("subjects").and_then(Value::as_array_mut)
+        {
+            for subject in subjects {
+                if subject["kind"] == "ServiceAccount" && subject["name"] == "default" {
+                    subject["namespace"] = namespace.into();
+                }
+            }
+        }
+        if cluster_scoped(&kind) {
+            continue;
+        }
+        if let Some(meta) = map_at(object, &["metadata"], true) {
+            meta.insert("namespace".into(), namespace.into());
+        }
+    }
+}
+
+/// Adds the prefix and suffix to names (not of Namespaces and CRDs, whose
+/// names mean something to the API server).
+pub fn prefix_suffix(resources: &mut [Res], prefix: &str, suffix: &str) {
+    for res in resources {
+        if matches!(kind(&res.value), "Namespace" | "CustomResourceDefinition") {
+            continue;
+        }
+        if let Some(name) = res.value["metadata"]["name"].as_str() {
+            let renamed = format!("{prefix}{name}{suffix}");
+            res.value["metadata"]["name"] = renamed.into();
+        }
+    }
+}
+
+/// Where labels go besides `metadata.labels`: (kind, path, create when
+/// missing). Selectors first, then templates.
+fn selector_paths(kind: &str) -> &'static [(&'static [&'static str], bool)] {
+    match kind {
+        "Service" => &[(&["spec", "selector"], true)],
+        "Deployment" | "ReplicaSet" | "DaemonSet" | "StatefulSet" => {
+            &[(&["spec", "selector", "matchLabels"], true)]
+        }
+        "ReplicationController" => &[(&["spec", "selector"], true)],
+        "Job" => &[(&["spec", "selector", "matchLabels"], false)],
+        "CronJob" => &[(
+            &["spec", "jobTemplate", "spec", "selector", "matchLabels"],
+            false,
+        )],
+        "PodDisruptionBudget" => &[(&["spec", "selector", "matchLabels"], false)],
+        "NetworkPolicy" => &[(&["spec", "podSelector", "matchLabels"], false)],
+        _ => &[],
+    }
+}
+
+fn template_paths(kind: &str) -> &'static [&'static [&'static str]] {
+    match kind {
+        "Deployment"
+        | "ReplicaSet"
+        | "DaemonSet"
+        | "StatefulSet"
+        | "Job"
+        | "ReplicationController" => &[&["spec", "template", "metadata"]],
+        "CronJob" => &[
+            &["spec", "jobTemplate", "metadata"],
+            &["spec", "jobTemplate", "spec", "template", "metadata"],
+        ],
+        _ => &[],
+    }
+}
+
+/// Adds labels: always to `metadata.labels`; to selectors with
+/// `selectors`; to pod templates with `templates`.
+pub fn labels(
+    resources: &mut [Res],
+    labels: &BTreeMap<String, String>,
+    selectors: bool,
+    templates: bool,
+) {
+    if labels.is_empty() {
+        return;
+    }
+    for res in resources {
+        let object = &mut res.value;
+        let kind = kind(object).to_owned();
+        let mut targets: Vec<(Vec<&str>, bool)> = vec![(vec!["metadata", "labels"], true)];
+        if selectors {
+            targets.extend(selector_paths(&kind).iter().map(|(p, c)| (p.to_vec(), *c)));
+        }
+        if selectors || templates {
+            for path in template_paths(&kind) {
+                let mut path = path.to_vec();
+                path.push("labels");
+                targets.push((path, true));
+            }
+        }
+        for (path, create) in targets {
+            if let Some(map) = map_at(object, &path, create) {
+                for (k, v) in labels {
+                    map.insert(k.clone(), v.clone().into());
+                }
+            }
+        }
+    }
+}
+
+/// Adds annotations to `metadata.annotations` and pod templates.
+pub fn annotations(resources: &mut [Res], annotations: &BTreeMap<String, String>) {
+    if annotations.is_empty() {
+        return;
+    }
+    for res in resources {
+        let object = &mut res.value;
+        let kind = kind(object).to_owned();
+        let mut targets: Vec<Vec<&str>> = vec![vec!["metadata", "annotations"]];
+        for path in template_paths(&kind) {
+            let mut path = path.to_vec();
+            path.push("annotations");
+            targets.push(path);
+        }
+        for path in targets {
+            if let Some(map) = map_at(object, &path, true) {
+                for (k, v) in annotations {
+                    map.insert(k.clone(), v.clone().into());
+                }
+            }
+        }
+    }
+}
+
+/// Sets replica counts of workloads by name.
+pub fn replicas(resources: &mut [Res], replicas: &[Replicas]) {
+    for wanted in replicas {
+        for res in resources.iter_mut() {
+            let scalable = matches!(
+                kind(&res.value),
+                "Deployment" | "ReplicaSet" | "StatefulSet" | "ReplicationController"
+            );
+            let name = res.value["metadata"]["name"].as_str().unwrap_or_default();
+            if scalable
+                && (name == wanted.name || res.orig_name == wanted.name)
+                && let Some(spec) = map_at(&mut res.value, &["spec"], true)
+            {
+                spec.insert("replicas".into(), wanted.count.into());
+            }
+        }
+    }
+}
+
+/// The pod specs of a workload.
+fn pod_specs(object: &mut Value) -> Vec<&mut Value> {
+    let kind = kind(object).to_owned();
+    let path: &[&str] = match kind.as_str() {
+        "Pod" => &["spec"],
+        "Deployment"
+        | "ReplicaSet"
+        | "DaemonSet"
+        | "StatefulSet"
+        | "Job"
+        | "ReplicationController"
+        | "PodTemplate" => &["spec", "template", "spec"],
+        "CronJob" => &["spec", "jobTemplate", "spec", "template", "spec"],
+        _ => return Vec::new(),
+    };
+    let mut current = object;
+    for key in path {
+        match current.get_mut(*key) {
+            Some(next) => current = next,
+            None => return Vec::new(),
+        }
+    }
+    vec![current]
+}
+
+fn containers(pod: &mut Value) -> impl Iterator<Item = &mut Value> {
+    let pod = pod.as_object_mut();
+    pod.into_iter().flat_map(|pod| {
+        pod.iter_mut()
+            .filter(|(k, _)| {
+                matches!(
+                    k.as_str(),
+                    "containers" | "initContainers" | "ephemeralContainers"
+                )
+            })
+            .filter_map(|(_, v)| v.as_array_mut())
+            .flat_map(|list| list.iter_mut())
+    })
+}
+
+/// Splits an image reference into name, tag and digest.
+fn split_image(image: &str) -> (&str, Option<&str>, Option<&str>) {
+    let (rest, digest) = match image.split_once('@') {
+        Some((rest, digest)) => (rest, Some(digest)),
+        None => (image, None),
+    };
+    // A tag is after the last ':' that follows the last '/' (a registry
+    // port is not a tag).
+    let slash = rest.rfind('/').map_or(0, |i| i + 1);
+    match rest[slash..].rfind(':') {
+        Some(colon) => (
+            &rest[..slash + colon],
+            Some(&rest[slash + colon + 1..]),
+            digest,
+        ),
+        None => (rest, None, digest),
+    }
+}
+
+/// Applies `images` overrides to every container image.
+pub fn images(resources: &mut [Res], images: &[Image]) {
+    if images.is_empty() {
+        return;
+    }
+    for res in resources {
+        for pod in pod_specs(&mut res.value) {
+            for container in containers(pod) {
+                let Some(current) = container["image"].as_str().map(str::to_owned) else {
+                    continue;
+                };
+                let (name, tag, digest) = split_image(&current);
+                let Some(rule) = images.iter().find(|i| i.name == name) else {
+                    continue;
+                };
+                let name = rule.new_name.as_deref().unwrap_or(name);
+                let image = if let Some(digest) = &rule.digest {
+                    format!("{name}@{digest}")
+                } else if let Some(tag) = &rule.new_tag {
+                    format!("{name}:{tag}")
+                } else {
+                    let mut image = name.to_owned();
+                    if let Some(tag) = tag {
+                        image.push(':');
+                        image.push_str(tag);
+                    }
+                    if let Some(digest) = digest {
+                        image.push('@');
+                        image.push_str(digest);
+                    }
+                    image
+                };
+                container["image"] = image.into();
+            }
+        }
+    }
+}
+
+/// A field that names another object: where it is, in which referring
+/// kinds, and the kind it names.
+struct Reference {
+    target: &'static str,
+    kinds: &'static [&'static str],
+    path: &'static [&'static str],
+}
+
+/// Paths inside a pod spec naming other objects (`*` walks a list).
+const POD_REFERENCES: &[(&str, &[&str])] = &[
+    ("ConfigMap", &["volumes", "*", "configMap", "name"]),
+    (
+        "ConfigMap",
+        &[
+            "volumes",
+            "*",
+            "projected",
+            "sources",
+            "*",
+            "configMap",
+            "name",
+        ],
+    ),
+    (
+        "ConfigMap",
+        &[
+            "containers",
+            "*",
+            "env",
+            "*",
+            "valueFrom",
+            "configMapKeyRef",
+            "name",
+        ],
+    ),
+    (
+        "ConfigMap",
+        &[
+            "initContainers",
+            "*",
+            "env",
+            "*",
+            "valueFrom",
+            "configMapKeyRef",
+            "name",
+        ],
+    ),
+    (
+        "ConfigMap",
+        &["containers", "*", "envFrom", "*", "configMapRef", "name"],
+    ),
+    (
+        "ConfigMap",
+        &[
+            "initContainers",
+            "*",
+            "envFrom",
+            "*",
+            "configMapRef",
+            "name",
+        ],
+    ),
+    ("Secret", &["volumes", "*", "secret", "secretName"]),
+    (
+        "Secret",
+        &[
+            "volumes",
+            "*",
+            "projected",
+            "sources",
+            "*",
+            "secret",
+            "name",
+        ],
+    ),
+    (
+        "Secret",
+        &[
+            "containers",
+            "*",
+            "env",
+            "*",
+            "valueFrom",
+            "secretKeyRef",
+            "name",
+        ],
+    ),
+    (
+        "Secret",
+        &[
+            "initContainers",
+            "*",
+            "env",
+            "*",
+            "valueFrom",
+            "secretKeyRef",
+            "name",
+        ],
+    ),
+    (
+        "Secret",
+        &["containers", "*", "envFrom", "*", "secretRef", "name"],
+    ),
+    (
+        "Secret",
+        &["initContainers", "*", "envFrom", "*", "secretRef", "name"],
+    ),
+    ("Secret", &["imagePullSecrets", "*", "name"]),
+    ("ServiceAccount", &["serviceAccountName"]),
+    (
+        "PersistentVolumeClaim",
+        &["volumes", "*", "persistentVolumeClaim", "claimName"],
+    ),
+];
+
+const OTHER_REFERENCES: &[Reference] = &[
+    Reference {
+        target: "ClusterRole",
+        kinds: &["RoleBinding", "ClusterRoleBinding"],
+        path: &["roleRef", "name"],
+    },
+    Reference {
+        target: "Role",
+        kinds: &["RoleBinding"],
+        path: &["roleRef", "name"],
+    },
+    Reference {
+        target: "ServiceAccount",
+        kinds: &["RoleBinding", "ClusterRoleBinding"],
+        path: &["subjects", "*", "name"],
+    },
+    Reference {
+        target: "Service",
+        kinds: &["Ingress"],
+        path: &[
+            "spec", "rules", "*", "http", "paths", "*", "backend", "service", "name",
+        ],
+    },
+    Reference {
+        target: "Service",
+        kinds: &["Ingress"],
+        path: &["spec", "defaultBackend", "service", "name"],
+    },
+    Reference {
+        target: "Secret",
+        kinds: &["Ingress"],
+        path: &["spec", "tls", "*", "secretName"],
+    },
+    Reference {
+        target: "Service",
+        kinds: &["StatefulSet"],
+        path: &["spec", "serviceName"],
+    },
+];
+
+fn visit<'a>(value: &'a mut Value, path: &[&str], out: &mut Vec<&'a mut Value>) {
+    let Some((first, rest)) = path.split_first() else {
+        out.push(value);
+        return;
+    };
+    if *first == "*" {
+        if let Some(list) = value.as_array_mut() {
+            for item in list {
+                visit(item, rest, out);
+            }
+        }
+    } else if let Some(next) = value.get_mut(*first) {
+        visit(next, rest, out);
+    }
+}
+
+/// Renames references to objects whose names changed (prefix, suffix,
+/// hash): a field naming an object of the build by its original name now
+/// names it by its final name.
+pub fn fix_references(resources: &mut [Res]) {
+    // (kind, original name) → (namespace, final name) of objects of the build.
+    let mut known: BTreeMap<(String, String), Vec<(Option<String>, String)>> = BTreeMap::new();
+    for res in resources.iter() {
+        let name = res.value["metadata"]["name"].as_str().unwrap_or_default();
+        known
+            .entry((kind(&res.value).to_owned(), res.orig_name.clone()))
+            .or_default()
+            .push((
+                res.value["metadata"]["namespace"]
+                    .as_str()
+                    .map(str::to_owned),
+                name.to_owned(),
+            ));
+    }
+    let find =
+        |target: &str, name: &str, namespace: Option<&str>| -> Option<(Option<String>, String)> {
+            let candidates = known.get(&(target.to_owned(), name.to_owned()))?;
+            candidates
+                .iter()
+                .find(|(ns, _)| ns.as_deref() == namespace || ns.is_none() || namespace.is_none())
+                .cloned()
+        };
+    let lookup = |target: &str, name: &str, namespace: Option<&str>| -> Option<String> {
+        find(target, name, namespace).map(|(_, name)| name)
+    };
+    for res in resources.iter_mut() {
+        let namespace = res.value["metadata"]["namespace"]
+            .as_str()
+            .map(str::to_owned);
+        let object_kind = kind(&res.value).to_owned();
+        for pod in pod_specs(&mut res.value) {
+            for (target, path) in POD_REFERENCES {
+                let mut fields = Vec::new();
+                visit(pod, path, &mut fields);
+                for field in fields {
+                    if let Some(name) = field.as_str()
+                        && let Some(new) = lookup(target, name, namespace.as_deref())
+                    {
+                        *field = new.into();
+                    }
+                }
+            }
+        }
+        for reference in OTHER_REFERENCES {
+            if !reference.kinds.contains(&object_kind.as_str()) {
+                continue;
+            }
+            // A roleRef names a Role or a ClusterRole as its `kind` says.
+            if reference.path == ["roleRef", "name"]
+                && res.value["roleRef"]["kind"].as_str() != Some(reference.target)
+            {
+                continue;
+            }
+            if reference.path.first() == Some(&"subjects") {
+                let subjects = res.value.get_mut("subjects").and_then(Value::as_array_mut);
+                for subject in subjects.into_iter().flatten() {
+                    if subject["kind"] != "ServiceAccount" {
+                        continue;
+                    }
+                    // A subject naming a ServiceAccount of the build follows its
+                    // name and namespace.
+                    let subject_ns = subject["namespace"].as_str().map(str::to_owned);
+                    if let Some(name) = subject["name"].as_str()
+                        && let Some((ns, new)) = find("ServiceAccount", name, subject_ns.as_deref())
+                    {
+                        subject["name"] = new.into();
+                        if let Some(ns) = ns {
+                            subject["namespace"] = ns.into();
+                        }
+                    }
+                }
+                continue;
+            }
+            let mut fields = Vec::new();
+            visit(&mut res.value, reference.path, &mut fields);
+            for field in fields {
+                if let Some(name) = field.as_str()
+                    && let Some(new) = lookup(reference.target, name, namespace.as_deref())
+                {
+                    *field = new.into();
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn images_split_like_docker_references() {
+        assert_eq!(split_image("nginx"), ("nginx", None, None));
+        assert_eq!(split_image("nginx:1.25"), ("nginx", Some("1.25"), None));
+        assert_eq!(
+            split_image("registry:5000/team/app:v1@sha256:ab"),
+            ("registry:5000/team/app", Some("v1"), Some("sha256:ab"))
+        );
+        assert_eq!(
+            split_image("registry:5000/app"),
+            ("registry:5000/app", None, None)
+        );
+    }
+}
