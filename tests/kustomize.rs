@@ -1,0 +1,271 @@
+//! The first-party `kustomize` plugin against the real kustomize: every tree
+//! of `tests/kustomize/` is rendered by the plugin through the plugin host
+//! and by `kubectl kustomize` (kustomize v5.5 built into kubectl), and the
+//! objects must be the same, in the same order. A tree builds its root, or
+//! the path its `BUILD` file names.
+
+mod support;
+
+use std::path::{Path, PathBuf};
+
+use kiln::plugin::{Plugin, World};
+use serde_json::Value;
+
+fn kubectl() -> Option<PathBuf> {
+    let path = std::env::var_os("KILN_KUBECTL")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/usr/bin/kubectl"));
+    path.exists().then_some(path)
+}
+
+macro_rules! kubectl_or_skip {
+    () => {
+        match kubectl() {
+            Some(k) => k,
+            None => {
+                eprintln!(
+                    "SKIPPED LOUDLY: kubectl (the kustomize oracle) is missing; set KILN_KUBECTL"
+                );
+                return;
+            }
+        }
+    };
+}
+
+fn corpus() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/kustomize")
+}
+
+fn plugin() -> Plugin {
+    support::host()
+        .load_file(&support::component("kustomize"), World::Renderer, None)
+        .unwrap()
+}
+
+/// The path a tree builds.
+fn build_path(tree: &Path) -> String {
+    std::fs::read_to_string(tree.join("BUILD"))
+        .map(|s| s.trim().to_owned())
+        .unwrap_or_default()
+}
+
+/// What kustomize gives, as objects.
+fn oracle(kubectl: &Path, dir: &Path) -> Result<Vec<Value>, String> {
+    let out = std::process::Command::new(kubectl)
+        .arg("kustomize")
+        .arg(dir)
+        .output()
+        .unwrap();
+    if !out.status.success() {
+        return Err(String::from_utf8_lossy(&out.stderr).into_owned());
+    }
+    let text = String::from_utf8(out.stdout).unwrap();
+    Ok(serde_yaml::Deserializer::from_str(&text)
+        .map(|d| serde::Deserialize::deserialize(d).unwrap())
+        .filter(|v: &Value| !v.is_null())
+        .collect())
+}
+
+/// What the plugin gives through the host, as objects.
+async fn rendered(
+    plugin: &Plugin,
+    root: &Path,
+    path: &str,
+    params: &[(&str, &str)],
+) -> Result<Vec<Value>, String> {
+    let chain = [kiln::render::Step::Plugin {
+        plugin: plugin.clone(),
+        params: support::params(params),
+    }];
+    let context = support::context("app", path);
+    kiln::render::render(support::view(root), &context, &chain)
+        .await
+        .map(|r| {
+            r.objects
+                .iter()
+                .map(|o| Value::Object(o.value().clone()))
+                .collect()
+        })
+        .map_err(|e| format!("{e:#}"))
+}
+
+fn ids(objects: &[Value]) -> Vec<String> {
+    objects
+        .iter()
+        .map(|o| {
+            format!(
+                "{}/{}/{}",
+                o["kind"].as_str().unwrap_or_default(),
+                o["metadata"]["namespace"].as_str().unwrap_or_default(),
+                o["metadata"]["name"].as_str().unwrap_or_default()
+            )
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_tree_renders_as_kustomize_renders_it() {
+    let kubectl = kubectl_or_skip!();
+    let plugin = plugin();
+    let mut trees: Vec<PathBuf> = std::fs::read_dir(corpus())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.is_dir())
+        .collect();
+    trees.sort();
+    assert!(trees.len() >= 17, "{} trees", trees.len());
+    let mut wrong = Vec::new();
+    for tree in &trees {
+        let name = tree.file_name().unwrap().to_string_lossy().into_owned();
+        let path = build_path(tree);
+        let want = oracle(&kubectl, &tree.join(&path))
+            .unwrap_or_else(|e| panic!("{name}: kubectl kustomize failed: {e}"));
+        match rendered(&plugin, tree, &path, &[]).await {
+            Err(e) => wrong.push(format!("{name}: the plugin failed: {e}")),
+            Ok(got) if ids(&got) != ids(&want) => wrong.push(format!(
+                "{name}: objects or order differ:\n  kustomize {:?}\n  plugin    {:?}",
+                ids(&want),
+                ids(&got)
+            )),
+            Ok(got) => {
+                for (w, g) in want.iter().zip(&got) {
+                    if w != g {
+                        wrong.push(format!(
+                            "{name}: {}:\n  kustomize {w}\n  plugin    {g}",
+                            ids(std::slice::from_ref(w))[0]
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn application_parameters_override_like_kustomize_edit() {
+    let kubectl = kubectl_or_skip!();
+    // The overrides written into the kustomization (what `kustomize edit
+    // set ...` would do) give the oracle.
+    let tree = support::tree(&[
+        ("base/kustomization.yaml", "resources: [deploy.yaml]\n"),
+        (
+            "base/deploy.yaml",
+            &std::fs::read_to_string(corpus().join("02-base-overlay/base/deploy.yaml")).unwrap(),
+        ),
+        (
+            "app/kustomization.yaml",
+            "resources: [../base]\nnamePrefix: old-\n",
+        ),
+    ]);
+    let edited = support::tree(&[
+        ("base/kustomization.yaml", "resources: [deploy.yaml]\n"),
+        (
+            "base/deploy.yaml",
+            &std::fs::read_to_string(corpus().join("02-base-overlay/base/deploy.yaml")).unwrap(),
+        ),
+        (
+            "app/kustomization.yaml",
+            "resources: [../base]\nnamePrefix: new-\nnamespace: qa\ncommonLabels: {env: qa}\ncommonAnnotations: {by: kiln}\nimages:\n- {name: nginx, newName: mirror.example.com/nginx, newTag: '1.27'}\nreplicas:\n- {name: web, count: 3}\n",
+        ),
+    ]);
+    let want = oracle(&kubectl, &edited.path().join("app")).unwrap();
+    let got = rendered(
+        &plugin(),
+        tree.path(),
+        "app",
+        &[
+            ("namePrefix", "new-"),
+            ("namespace", "qa"),
+            ("commonLabel", "env=qa"),
+            ("commonAnnotation", "by=kiln"),
+            ("image", "nginx=mirror.example.com/nginx:1.27"),
+            ("replicas", "web=3"),
+        ],
+    )
+    .await
+    .unwrap();
+    assert_eq!(got, want);
+    let error = rendered(&plugin(), tree.path(), "app", &[("nameprefix", "x-")])
+        .await
+        .unwrap_err();
+    assert!(
+        error.contains("unknown parameter \"nameprefix\""),
+        "{error}"
+    );
+}
+
+#[tokio::test]
+async fn bad_trees_fail_with_the_file_that_is_wrong() {
+    let plugin = plugin();
+    let cases: &[(&[(&str, &str)], &str, &str)] = &[
+        (
+            &[("app/kustomization.yaml", "resources: [missing.yaml]\n")],
+            "app",
+            "app/kustomization.yaml: resource \"missing.yaml\": no such file or directory",
+        ),
+        (
+            &[
+                ("a/kustomization.yaml", "resources: [../b]\n"),
+                ("b/kustomization.yaml", "resources: [../a]\n"),
+            ],
+            "a",
+            "a cycle between kustomizations: a → b → a",
+        ),
+        (
+            &[
+                ("app/kustomization.yaml", "resources: [bad.yaml]\n"),
+                (
+                    "app/bad.yaml",
+                    "kind: ConfigMap\nmetadata:\n  name: [unclosed\n",
+                ),
+            ],
+            "app",
+            "app/bad.yaml:4: did not find expected",
+        ),
+        (
+            &[(
+                "app/kustomization.yaml",
+                "resources: []\npatches:\n- path: p.yaml\n",
+            )],
+            "app",
+            "field `patches` is not supported by Kiln's kustomize plugin yet",
+        ),
+        (
+            &[(
+                "app/kustomization.yaml",
+                "resources: []\nnamePrefx: typo-\n",
+            )],
+            "app",
+            "unknown field `namePrefx`",
+        ),
+        (
+            &[(
+                "app/kustomization.yaml",
+                "resources: [https://github.com/org/repo//deploy?ref=v1]\n",
+            )],
+            "app",
+            "the sandbox has no network",
+        ),
+        (
+            &[("app/kustomization.yaml", "resources: [../../outside]\n")],
+            "app",
+            "climbs above the repository root",
+        ),
+        (
+            &[("app/deploy.yaml", "kind: ConfigMap\n")],
+            "app",
+            "no kustomization.yaml, kustomization.yml or Kustomization",
+        ),
+    ];
+    for (files, path, expected) in cases {
+        let tree = support::tree(files);
+        let error = rendered(&plugin, tree.path(), path, &[])
+            .await
+            .expect_err(expected);
+        assert!(
+            error.contains(expected),
+            "expected {expected:?} in: {error}"
+        );
+    }
+}
