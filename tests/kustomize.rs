@@ -198,7 +198,9 @@ async fn application_parameters_override_like_kustomize_edit() {
 #[tokio::test]
 async fn bad_trees_fail_with_the_file_that_is_wrong() {
     let plugin = plugin();
-    let cases: &[(&[(&str, &str)], &str, &str)] = &[
+    // (files, the path to build, what the error must say)
+    type Case<'a> = (&'a [(&'a str, &'a str)], &'a str, &'a str);
+    let cases: &[Case] = &[
         (
             &[("app/kustomization.yaml", "resources: [missing.yaml]\n")],
             "app",

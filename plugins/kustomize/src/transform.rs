@@ -494,12 +494,15 @@ fn visit<'a>(value: &'a mut Value, path: &[&str], out: &mut Vec<&'a mut Value>) 
     }
 }
 
+/// (kind, original name) → (namespace, final name) of the objects of a build.
+type Known = BTreeMap<(String, String), Vec<(Option<String>, String)>>;
+
 /// Renames references to objects whose names changed (prefix, suffix,
 /// hash): a field naming an object of the build by its original name now
 /// names it by its final name.
 pub fn fix_references(resources: &mut [Res]) {
     // (kind, original name) → (namespace, final name) of objects of the build.
-    let mut known: BTreeMap<(String, String), Vec<(Option<String>, String)>> = BTreeMap::new();
+    let mut known: Known = BTreeMap::new();
     for res in resources.iter() {
         let name = res.value["metadata"]["name"].as_str().unwrap_or_default();
         known
