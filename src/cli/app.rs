@@ -310,14 +310,9 @@ pub(crate) async fn run(command: &AppCommand) -> anyhow::Result<u8> {
                     "RESOURCE", "NAMESPACE", "STATUS"
                 );
                 for r in &status.resources {
-                    let kind = if r.group.is_empty() {
-                        r.kind.clone()
-                    } else {
-                        format!("{}/{}", r.group, r.kind)
-                    };
                     println!(
                         "{:<40} {:<16} {:<12} {}",
-                        format!("{kind}/{}", r.name),
+                        resource(&r.group, &r.kind, &r.name),
                         r.namespace.as_deref().unwrap_or("-"),
                         r.status,
                         r.health.as_deref().unwrap_or("-")
@@ -436,6 +431,15 @@ pub(crate) async fn run(command: &AppCommand) -> anyhow::Result<u8> {
     Ok(exit::OK)
 }
 
+/// `GROUP/KIND/NAME`, or `KIND/NAME` for the core group.
+fn resource(group: &str, kind: &str, name: &str) -> String {
+    if group.is_empty() {
+        format!("{kind}/{name}")
+    } else {
+        format!("{group}/{kind}/{name}")
+    }
+}
+
 fn automated(app: &Application) -> bool {
     app.spec
         .sync_policy
@@ -492,14 +496,9 @@ async fn operate(
             "RESOURCE", "NAMESPACE", "RESULT"
         );
         for r in &state.resources {
-            let kind = if r.group.is_empty() {
-                r.kind.clone()
-            } else {
-                format!("{}/{}", r.group, r.kind)
-            };
             println!(
                 "{:<44} {:<16} {:<12} {}",
-                format!("{kind}/{}", r.name),
+                resource(&r.group, &r.kind, &r.name),
                 r.namespace.as_deref().unwrap_or("-"),
                 r.action,
                 r.message.as_deref().unwrap_or_default()

@@ -346,45 +346,6 @@ const POD_REFERENCES: &[(&str, &[&str])] = &[
             "name",
         ],
     ),
-    (
-        "ConfigMap",
-        &[
-            "containers",
-            "*",
-            "env",
-            "*",
-            "valueFrom",
-            "configMapKeyRef",
-            "name",
-        ],
-    ),
-    (
-        "ConfigMap",
-        &[
-            "initContainers",
-            "*",
-            "env",
-            "*",
-            "valueFrom",
-            "configMapKeyRef",
-            "name",
-        ],
-    ),
-    (
-        "ConfigMap",
-        &["containers", "*", "envFrom", "*", "configMapRef", "name"],
-    ),
-    (
-        "ConfigMap",
-        &[
-            "initContainers",
-            "*",
-            "envFrom",
-            "*",
-            "configMapRef",
-            "name",
-        ],
-    ),
     ("Secret", &["volumes", "*", "secret", "secretName"]),
     (
         "Secret",
@@ -398,44 +359,24 @@ const POD_REFERENCES: &[(&str, &[&str])] = &[
             "name",
         ],
     ),
-    (
-        "Secret",
-        &[
-            "containers",
-            "*",
-            "env",
-            "*",
-            "valueFrom",
-            "secretKeyRef",
-            "name",
-        ],
-    ),
-    (
-        "Secret",
-        &[
-            "initContainers",
-            "*",
-            "env",
-            "*",
-            "valueFrom",
-            "secretKeyRef",
-            "name",
-        ],
-    ),
-    (
-        "Secret",
-        &["containers", "*", "envFrom", "*", "secretRef", "name"],
-    ),
-    (
-        "Secret",
-        &["initContainers", "*", "envFrom", "*", "secretRef", "name"],
-    ),
     ("Secret", &["imagePullSecrets", "*", "name"]),
     ("ServiceAccount", &["serviceAccountName"]),
     (
         "PersistentVolumeClaim",
         &["volumes", "*", "persistentVolumeClaim", "claimName"],
     ),
+];
+
+/// Paths inside each container (of every container list) naming other
+/// objects.
+const CONTAINER_REFERENCES: &[(&str, &[&str])] = &[
+    (
+        "ConfigMap",
+        &["env", "*", "valueFrom", "configMapKeyRef", "name"],
+    ),
+    ("ConfigMap", &["envFrom", "*", "configMapRef", "name"]),
+    ("Secret", &["env", "*", "valueFrom", "secretKeyRef", "name"]),
+    ("Secret", &["envFrom", "*", "secretRef", "name"]),
 ];
 
 const OTHER_REFERENCES: &[Reference] = &[
@@ -531,10 +472,10 @@ pub fn fix_references(resources: &mut [Res]) {
             .as_str()
             .map(str::to_owned);
         let object_kind = kind(&res.value).to_owned();
-        for pod in pod_specs(&mut res.value) {
-            for (target, path) in POD_REFERENCES {
+        let rename = |value: &mut Value, references: &[(&str, &[&str])]| {
+            for (target, path) in references {
                 let mut fields = Vec::new();
-                visit(pod, path, &mut fields);
+                visit(value, path, &mut fields);
                 for field in fields {
                     if let Some(name) = field.as_str()
                         && let Some(new) = lookup(target, name, namespace.as_deref())
@@ -542,6 +483,12 @@ pub fn fix_references(resources: &mut [Res]) {
                         *field = new.into();
                     }
                 }
+            }
+        };
+        for pod in pod_specs(&mut res.value) {
+            rename(pod, POD_REFERENCES);
+            for container in containers(pod) {
+                rename(container, CONTAINER_REFERENCES);
             }
         }
         for reference in OTHER_REFERENCES {
