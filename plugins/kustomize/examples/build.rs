@@ -1,5 +1,5 @@
 //! `cargo run --example build -- ROOT [PATH]`: builds a kustomization
-//! natively and prints the objects as JSON lines (for comparing with
+//! natively and prints it as `kustomize build` does (for comparing with
 //! `kubectl kustomize` while developing).
 
 fn main() {
@@ -8,11 +8,7 @@ fn main() {
     let path = args.next().unwrap_or_default();
     let files = kiln_kustomize::fs::DirFiles(root.into());
     match kiln_kustomize::build::build(&files, &path, &Default::default()) {
-        Ok(objects) => {
-            for object in objects {
-                println!("{object}");
-            }
-        }
+        Ok(objects) => print!("{}", kiln_kustomize::yaml::stream(&objects)),
         Err(failure) => {
             eprintln!("error: {failure}");
             std::process::exit(1);

@@ -1,11 +1,12 @@
 //! The `kustomization.yaml` file: what is supported, and the fields that are
-//! refused by name until they are.
+//! refused by name.
 
 use std::collections::BTreeMap;
 
 use serde::Deserialize;
 
 use crate::Failure;
+use crate::select::Selector;
 
 /// The file names a kustomization may have, in kustomize's order.
 pub const FILE_NAMES: &[&str] = &["kustomization.yaml", "kustomization.yml", "Kustomization"];
@@ -16,7 +17,7 @@ pub const FILE_NAMES: &[&str] = &["kustomization.yaml", "kustomization.yml", "Ku
 pub struct Kustomization {
     /// `kustomize.config.k8s.io/v1beta1` (checked loosely).
     pub api_version: Option<String>,
-    /// `Kustomization` (a `Component` is refused for now).
+    /// `Kustomization` or `Component`.
     pub kind: Option<String>,
     /// Free-form metadata (ignored, as kustomize does).
     pub metadata: Option<serde_yaml::Value>,
@@ -55,25 +56,83 @@ pub struct Kustomization {
     pub secret_generator: Vec<Generator>,
     /// Options of every generator.
     pub generator_options: Option<GeneratorOptions>,
-    /// Output order (`legacy`, the default, only so far).
+    /// Output order.
     pub sort_options: Option<SortOptions>,
+    /// Patches (strategic merge or JSON 6902), each on its `target` or on
+    /// the object it names.
+    #[serde(default)]
+    pub patches: Vec<PatchEntry>,
+    /// Deprecated: strategic merge patches, as file paths or inline YAML.
+    #[serde(default)]
+    pub patches_strategic_merge: Vec<String>,
+    /// Deprecated: JSON 6902 patches with their target.
+    #[serde(default)]
+    pub patches_json6902: Vec<PatchEntry>,
+    /// Components (`kind: Component` kustomizations) applied to this
+    /// layer's resources.
+    #[serde(default)]
+    pub components: Vec<String>,
+    /// Copies of field values from one object into others.
+    #[serde(default)]
+    pub replacements: Vec<ReplacementEntry>,
+    /// CustomResourceDefinition files whose kinds are known to be
+    /// namespaced (read; their schemas add nothing yet).
+    #[serde(default)]
+    pub crds: Vec<String>,
+    /// `managedByLabel`, `originAnnotations` (of the root kustomization).
+    #[serde(default)]
+    pub build_metadata: Vec<String>,
 
-    // Not supported yet: refused by name rather than ignored.
-    patches: Option<serde_yaml::Value>,
-    patches_strategic_merge: Option<serde_yaml::Value>,
-    patches_json6902: Option<serde_yaml::Value>,
-    components: Option<serde_yaml::Value>,
-    replacements: Option<serde_yaml::Value>,
+    // Not supported: refused by name rather than ignored.
     vars: Option<serde_yaml::Value>,
-    crds: Option<serde_yaml::Value>,
     openapi: Option<serde_yaml::Value>,
     helm_charts: Option<serde_yaml::Value>,
     helm_globals: Option<serde_yaml::Value>,
+    helm_chart_inflation_generator: Option<serde_yaml::Value>,
     transformers: Option<serde_yaml::Value>,
     generators: Option<serde_yaml::Value>,
     validators: Option<serde_yaml::Value>,
     configurations: Option<serde_yaml::Value>,
-    build_metadata: Option<serde_yaml::Value>,
+}
+
+/// An entry of `patches` (or `patchesJson6902`).
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PatchEntry {
+    /// A file holding the patch.
+    pub path: Option<String>,
+    /// The patch itself.
+    pub patch: Option<String>,
+    /// The objects it applies to (default: the object the patch names).
+    pub target: Option<Selector>,
+    /// `allowNameChange`, `allowKindChange`.
+    #[serde(default)]
+    pub options: PatchOptions,
+}
+
+/// Options of a patch.
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PatchOptions {
+    /// The patch may rename its target.
+    #[serde(default)]
+    pub allow_name_change: bool,
+    /// The patch may change its target's kind.
+    #[serde(default)]
+    pub allow_kind_change: bool,
+}
+
+/// An entry of `replacements`: inline, or a file holding a list of them.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+pub enum ReplacementEntry {
+    /// `path: FILE`.
+    File {
+        /// The file.
+        path: String,
+    },
+    /// A replacement written in the kustomization.
+    Inline(crate::replace::Replacement),
 }
 
 /// An entry of `labels`.
@@ -161,13 +220,24 @@ pub struct GeneratorOptions {
 
 /// `sortOptions`.
 #[derive(Debug, Default, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct SortOptions {
-    /// `legacy` or `fifo`.
+    /// `legacy` (the default) or `fifo`.
     pub order: Option<String>,
-    /// Options of the legacy order (custom kinds first and last).
-    #[serde(rename = "legacySortOptions")]
-    pub legacy_sort_options: Option<serde_yaml::Value>,
+    /// The kinds the legacy order puts first and last.
+    pub legacy_sort_options: Option<LegacySortOptions>,
+}
+
+/// `sortOptions.legacySortOptions`.
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct LegacySortOptions {
+    /// Kinds first, in this order.
+    #[serde(default)]
+    pub order_first: Vec<String>,
+    /// Kinds last, in this order.
+    #[serde(default)]
+    pub order_last: Vec<String>,
 }
 
 impl Kustomization {
@@ -180,47 +250,59 @@ impl Kustomization {
             message: e.to_string(),
         })?;
         let unsupported = [
-            ("patches", parsed.patches.is_some()),
-            (
-                "patchesStrategicMerge",
-                parsed.patches_strategic_merge.is_some(),
-            ),
-            ("patchesJson6902", parsed.patches_json6902.is_some()),
-            ("components", parsed.components.is_some()),
-            ("replacements", parsed.replacements.is_some()),
             ("vars", parsed.vars.is_some()),
-            ("crds", parsed.crds.is_some()),
             ("openapi", parsed.openapi.is_some()),
             ("helmCharts", parsed.helm_charts.is_some()),
             ("helmGlobals", parsed.helm_globals.is_some()),
+            (
+                "helmChartInflationGenerator",
+                parsed.helm_chart_inflation_generator.is_some(),
+            ),
             ("transformers", parsed.transformers.is_some()),
             ("generators", parsed.generators.is_some()),
             ("validators", parsed.validators.is_some()),
             ("configurations", parsed.configurations.is_some()),
-            ("buildMetadata", parsed.build_metadata.is_some()),
         ];
         if let Some((field, _)) = unsupported.iter().find(|(_, set)| *set) {
             return Err(Failure::new(
                 file,
-                format!("field `{field}` is not supported by Kiln's kustomize plugin yet"),
-            ));
-        }
-        if parsed.kind.as_deref().is_some_and(|k| k != "Kustomization") {
-            return Err(Failure::new(
-                file,
                 format!(
-                    "kind {:?} is not supported (only Kustomization)",
-                    parsed.kind.as_deref().unwrap_or_default()
+                    "field `{field}` is not supported by Kiln's kustomize plugin (it needs \
+                     plugins, a network or schemas the sandbox does not have)"
                 ),
             ));
         }
-        if let Some(sort) = &parsed.sort_options
-            && sort.order.as_deref().is_some_and(|o| o != "legacy")
+        if let Some(kind) = parsed.kind.as_deref()
+            && kind != "Kustomization"
+            && kind != "Component"
         {
             return Err(Failure::new(
                 file,
-                "sortOptions: only `order: legacy` is supported yet",
+                format!("kind {kind:?} is not Kustomization or Component"),
             ));
+        }
+        if let Some(sort) = &parsed.sort_options
+            && let Some(order) = sort.order.as_deref()
+            && order != "legacy"
+            && order != "fifo"
+        {
+            return Err(Failure::new(
+                file,
+                format!("sortOptions.order {order:?} is not legacy or fifo"),
+            ));
+        }
+        for entry in &parsed.build_metadata {
+            if !matches!(
+                entry.as_str(),
+                "managedByLabel" | "originAnnotations"
+            ) {
+                return Err(Failure::new(
+                    file,
+                    format!(
+                        "buildMetadata {entry:?} is not supported (only managedByLabel and originAnnotations)"
+                    ),
+                ));
+            }
         }
         Ok(parsed)
     }

@@ -26,9 +26,16 @@
 pub mod build;
 pub mod fs;
 pub mod generate;
+pub mod jsonpatch;
 pub mod kustomization;
+pub mod metadata;
 pub mod order;
+pub mod patch;
+pub mod replace;
+pub mod select;
+pub mod smp;
 pub mod transform;
+pub mod yaml;
 
 #[cfg(target_arch = "wasm32")]
 mod plugin;

@@ -5,6 +5,8 @@
 
 use serde_json::Value;
 
+use crate::kustomization::LegacySortOptions;
+
 const FIRST: &[&str] = &[
     "Namespace",
     "ResourceQuota",
@@ -35,18 +37,18 @@ const LAST: &[&str] = &[
     "ValidatingWebhookConfiguration",
 ];
 
-fn rank(kind: &str) -> i64 {
-    if let Some(i) = FIRST.iter().position(|k| *k == kind) {
-        return i as i64 - FIRST.len() as i64;
+fn rank<S: AsRef<str>>(kind: &str, first: &[S], last: &[S]) -> i64 {
+    if let Some(i) = first.iter().position(|k| k.as_ref() == kind) {
+        return i as i64 - first.len() as i64;
     }
-    if let Some(i) = LAST.iter().position(|k| *k == kind) {
+    if let Some(i) = last.iter().position(|k| k.as_ref() == kind) {
         return i as i64 + 1;
     }
     0
 }
 
-/// The legacy sort key of an object.
-fn key(object: &Value) -> (i64, String, String) {
+/// The legacy sort key of an object, but for its rank.
+fn key(object: &Value) -> (String, String) {
     let kind = object["kind"].as_str().unwrap_or_default();
     let api_version = object["apiVersion"].as_str().unwrap_or_default();
     let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
@@ -66,10 +68,18 @@ fn key(object: &Value) -> (i64, String, String) {
     let namespace = object["metadata"]["namespace"].as_str().unwrap_or_default();
     let name = object["metadata"]["name"].as_str().unwrap_or_default();
     let id = format!("{gvk}|{}|{}", or(namespace, "~X"), or(name, "~N"));
-    (rank(kind), gvk, id)
+    (gvk, id)
 }
 
-/// Sorts objects into the legacy order (stable).
-pub fn legacy(objects: &mut [Value]) {
-    objects.sort_by_cached_key(key);
+/// Sorts objects into the legacy order (stable); `options` replaces the
+/// kinds that go first and last.
+pub fn legacy(objects: &mut [Value], options: Option<&LegacySortOptions>) {
+    objects.sort_by_cached_key(|object| {
+        let kind = object["kind"].as_str().unwrap_or_default();
+        let rank = match options {
+            Some(o) => rank(kind, &o.order_first, &o.order_last),
+            None => rank(kind, FIRST, LAST),
+        };
+        (rank, key(object))
+    });
 }

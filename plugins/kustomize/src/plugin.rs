@@ -32,6 +32,7 @@ const KNOWN: &[&str] = &[
     "commonLabel",
     "commonAnnotation",
     "replicas",
+    "strictPatchTargets",
 ];
 
 fn pair<'a>(key: &str, value: &'a str) -> Result<(&'a str, &'a str), RenderError> {
@@ -79,6 +80,15 @@ fn overrides(params: &Params<'_>) -> Result<Overrides, RenderError> {
         name_suffix: params.get("nameSuffix").map(str::to_owned),
         namespace: params.get("namespace").map(str::to_owned),
         images: params.get_all("image").map(image).collect(),
+        strict_patch_targets: match params.get("strictPatchTargets") {
+            None | Some("false") => false,
+            Some("true") => true,
+            Some(other) => {
+                return Err(RenderError::InvalidParameters(format!(
+                    "strictPatchTargets: {other:?} is not true or false"
+                )));
+            }
+        },
         ..Overrides::default()
     };
     for value in params.get_all("commonLabel") {
@@ -116,10 +126,11 @@ impl Renderer for Kustomize {
     ) -> Result<Vec<Manifest>, RenderError> {
         let overrides = overrides(&Params(&params))?;
         let objects = build::build(&HostFiles, &ctx.path, &overrides).map_err(failure)?;
-        Ok(objects
-            .iter()
-            .map(|o| Manifest::new(serde_json::to_string(o).unwrap_or_default(), None))
-            .collect())
+        // One stream, formatted as `kustomize build` prints it.
+        Ok(vec![Manifest::new(
+            crate::yaml::stream(&objects),
+            Some("kustomize build".into()),
+        )])
     }
 }
 

@@ -92,7 +92,10 @@ pub fn namespace(resources: &mut [Res], namespace: &str) {
         if cluster_scoped(&kind) {
             continue;
         }
-        if let Some(meta) = map_at(object, &["metadata"], true) {
+        if res.value["metadata"]["namespace"].as_str() != Some(namespace) {
+            res.remember();
+        }
+        if let Some(meta) = map_at(&mut res.value, &["metadata"], true) {
             meta.insert("namespace".into(), namespace.into());
         }
     }
@@ -107,7 +110,14 @@ pub fn prefix_suffix(resources: &mut [Res], prefix: &str, suffix: &str) {
         }
         if let Some(name) = res.value["metadata"]["name"].as_str() {
             let renamed = format!("{prefix}{name}{suffix}");
+            res.remember();
             res.value["metadata"]["name"] = renamed.into();
+            if !prefix.is_empty() {
+                res.prefixes.push(prefix.to_owned());
+            }
+            if !suffix.is_empty() {
+                res.suffixes.push(suffix.to_owned());
+            }
         }
     }
 }
@@ -435,39 +445,82 @@ fn visit<'a>(value: &'a mut Value, path: &[&str], out: &mut Vec<&'a mut Value>) 
     }
 }
 
-/// (kind, original name) → (namespace, final name) of the objects of a build.
-type Known = BTreeMap<(String, String), Vec<(Option<String>, String)>>;
+/// An object a reference may name.
+struct Candidate {
+    kind: String,
+    /// Every name it had.
+    names: Vec<String>,
+    namespace: Option<String>,
+    name: String,
+    prefixes: Vec<String>,
+    suffixes: Vec<String>,
+}
 
 /// Renames references to objects whose names changed (prefix, suffix,
-/// hash): a field naming an object of the build by its original name now
-/// names it by its final name.
+/// hash): a field naming an object of the build by one of its earlier names
+/// now names it by its final name. Among several candidates, kustomize's
+/// sieve: the referrer's namespace, then the same prefixes and suffixes.
 pub fn fix_references(resources: &mut [Res]) {
-    // (kind, original name) → (namespace, final name) of objects of the build.
-    let mut known: Known = BTreeMap::new();
-    for res in resources.iter() {
-        let name = res.value["metadata"]["name"].as_str().unwrap_or_default();
-        known
-            .entry((kind(&res.value).to_owned(), res.orig_name.clone()))
-            .or_default()
-            .push((
-                res.value["metadata"]["namespace"]
+    let candidates: Vec<Candidate> = resources
+        .iter()
+        .map(|res| {
+            let mut names: Vec<String> = res.previous.iter().map(|id| id.name.clone()).collect();
+            names.push(res.orig_name.clone());
+            Candidate {
+                kind: kind(&res.value).to_owned(),
+                names,
+                namespace: res.value["metadata"]["namespace"]
                     .as_str()
                     .map(str::to_owned),
-                name.to_owned(),
-            ));
-    }
-    let find =
-        |target: &str, name: &str, namespace: Option<&str>| -> Option<(Option<String>, String)> {
-            let candidates = known.get(&(target.to_owned(), name.to_owned()))?;
-            candidates
+                name: res.value["metadata"]["name"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_owned(),
+                prefixes: res.prefixes.clone(),
+                suffixes: res.suffixes.clone(),
+            }
+        })
+        .collect();
+    let referrers: Vec<(Vec<String>, Vec<String>)> = resources
+        .iter()
+        .map(|r| (r.prefixes.clone(), r.suffixes.clone()))
+        .collect();
+    let find = |referrer: usize,
+                target: &str,
+                name: &str,
+                namespace: Option<&str>|
+     -> Option<(Option<String>, String)> {
+        let sieved: Vec<&Candidate> = candidates
+            .iter()
+            .filter(|c| c.kind == target && c.names.iter().any(|n| n == name))
+            .filter(|c| {
+                c.namespace.as_deref() == namespace
+                    || c.namespace.is_none()
+                    || namespace.is_none()
+                    || c.kind == "ServiceAccount"
+            })
+            .collect();
+        let chosen = if sieved.len() > 1 {
+            let (prefixes, suffixes) = &referrers[referrer];
+            let same: Vec<&Candidate> = sieved
                 .iter()
-                .find(|(ns, _)| ns.as_deref() == namespace || ns.is_none() || namespace.is_none())
-                .cloned()
+                .copied()
+                .filter(|c| &c.prefixes == prefixes && &c.suffixes == suffixes)
+                .collect();
+            match same.first() {
+                Some(first) => *first,
+                None if sieved.iter().all(|c| c.name == sieved[0].name) => sieved[0],
+                None => return None,
+            }
+        } else {
+            sieved.first().copied()?
         };
-    let lookup = |target: &str, name: &str, namespace: Option<&str>| -> Option<String> {
-        find(target, name, namespace).map(|(_, name)| name)
+        Some((chosen.namespace.clone(), chosen.name.clone()))
     };
-    for res in resources.iter_mut() {
+    let lookup = |referrer: usize, target: &str, name: &str, namespace: Option<&str>| {
+        find(referrer, target, name, namespace).map(|(_, name)| name)
+    };
+    for (referrer, res) in resources.iter_mut().enumerate() {
         let namespace = res.value["metadata"]["namespace"]
             .as_str()
             .map(str::to_owned);
@@ -478,7 +531,7 @@ pub fn fix_references(resources: &mut [Res]) {
                 visit(value, path, &mut fields);
                 for field in fields {
                     if let Some(name) = field.as_str()
-                        && let Some(new) = lookup(target, name, namespace.as_deref())
+                        && let Some(new) = lookup(referrer, target, name, namespace.as_deref())
                     {
                         *field = new.into();
                     }
@@ -511,7 +564,8 @@ pub fn fix_references(resources: &mut [Res]) {
                     // name and namespace.
                     let subject_ns = subject["namespace"].as_str().map(str::to_owned);
                     if let Some(name) = subject["name"].as_str()
-                        && let Some((ns, new)) = find("ServiceAccount", name, subject_ns.as_deref())
+                        && let Some((ns, new)) =
+                            find(referrer, "ServiceAccount", name, subject_ns.as_deref())
                     {
                         subject["name"] = new.into();
                         if let Some(ns) = ns {
@@ -525,7 +579,8 @@ pub fn fix_references(resources: &mut [Res]) {
             visit(&mut res.value, reference.path, &mut fields);
             for field in fields {
                 if let Some(name) = field.as_str()
-                    && let Some(new) = lookup(reference.target, name, namespace.as_deref())
+                    && let Some(new) =
+                        lookup(referrer, reference.target, name, namespace.as_deref())
                 {
                     *field = new.into();
                 }
