@@ -222,6 +222,7 @@ pub fn build(files: &dyn Files, dir: &str, overrides: &Overrides) -> Result<Vec<
     let mut resources = kustomization(&mut ctx, &dir, &file, &root)?;
     for res in &mut resources {
         if res.hashed {
+            res.remember();
             let suffix = generate::hash(&res.value);
             let name = res.value["metadata"]["name"].as_str().unwrap_or_default();
             res.value["metadata"]["name"] = format!("{name}-{suffix}").into();
@@ -378,9 +379,9 @@ fn add(res: Res, from: &str, resources: &mut Vec<Res>) -> Result<(), Failure> {
     Ok(())
 }
 
-/// Adds a layer's resources, components and generated objects to
-/// `resources`, then transforms them all (a component works on its
-/// parent's objects).
+/// Adds a layer's resources, generated objects and components to
+/// `resources`, then transforms them all (a component works on everything
+/// its parent has so far).
 fn accumulate(
     ctx: &mut Ctx<'_>,
     dir: &str,
@@ -422,6 +423,7 @@ fn accumulate(
             }
         }
     }
+    generate_all(files, dir, file, k, resources)?;
     for entry in &k.components {
         let path = local(dir, file, entry, "component")?;
         if files.kind(&path) != Some(Kind::Directory) {
@@ -441,7 +443,6 @@ fn accumulate(
         accumulate(ctx, &path, &component_file, &component, resources)?;
         ctx.stack.pop();
     }
-    generate_all(files, dir, file, k, resources)?;
     transform_all(ctx, dir, file, k, resources)
 }
 

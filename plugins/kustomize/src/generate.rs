@@ -134,7 +134,7 @@ pub fn generate(
         GeneratedKind::Secret => {
             let encoded: BTreeMap<String, String> = data
                 .into_iter()
-                .map(|(k, v)| (k, base64::engine::general_purpose::STANDARD.encode(v)))
+                .map(|(k, v)| (k, encode(&v)))
                 .collect();
             if !encoded.is_empty() {
                 object["data"] = json!(encoded);
@@ -163,6 +163,22 @@ pub fn generate(
         hashed: options.disable_name_suffix_hash != Some(true),
         behavior,
     })
+}
+
+/// Base64 as kustomize writes Secret data: lines of 70 characters, each
+/// ending with a newline, once the encoding is that long.
+fn encode(value: &str) -> String {
+    const LINE: usize = 70;
+    let encoded = base64::engine::general_purpose::STANDARD.encode(value);
+    if encoded.len() < LINE {
+        return encoded;
+    }
+    let mut out = String::with_capacity(encoded.len() + encoded.len() / LINE + 1);
+    for chunk in encoded.as_bytes().chunks(LINE) {
+        out.push_str(std::str::from_utf8(chunk).unwrap_or_default());
+        out.push('\n');
+    }
+    out
 }
 
 /// `"value"` and `'value'` lose their quotes, as in kustomize.

@@ -80,6 +80,7 @@ pub fn apply(
                 _ => return Err(format!("the patch for {id} matches several objects")),
             }
         }
+        resources.retain(|r| !r.value.is_null());
         return Ok(());
     };
     let matcher = target.matcher().map_err(|e| format!("target: {e}"))?;

@@ -1,9 +1,9 @@
-//! Strategic merge patches, as kustomize applies them: maps merge, `null`
-//! deletes, lists of the built-in types merge by their patch merge key
-//! (containers by `name`, ports by `containerPort`, ...), other lists are
-//! replaced unless their elements carry one of kustomize's associative keys;
-//! `$patch: delete|replace|merge`, `$retainKeys`, `$setElementOrder/…` and
-//! `$deleteFromPrimitiveList/…` directives.
+//! Strategic merge patches, as kustomize (kyaml's merge) applies them: maps
+//! merge, `null` deletes, lists of the built-in types merge by their patch
+//! merge key (containers by `name`, ports by `containerPort` and
+//! `protocol`, ...), every other list — custom resources' included — is
+//! replaced; `$patch: delete|replace` directives. Like kustomize, other
+//! directives (`$retainKeys`, `$setElementOrder/…`) are kept as fields.
 
 use serde_json::{Map, Value};
 
@@ -31,8 +31,13 @@ pub enum Ty {
 /// How a list field merges.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ListMerge {
-    /// Elements are matched by this key, merged, and new ones appended.
+    /// Elements are matched by this key and merged; the patch's elements
+    /// come first, in its order, then the object's others.
     Key(&'static str),
+    /// Like `Key` by the first key; where every element has both keys,
+    /// elements are matched by the pair, keep their places, and the
+    /// patch's new elements come first.
+    Keys(&'static str, &'static str),
     /// A set of scalars: union.
     Set,
     /// The patch's list replaces the object's.
@@ -71,9 +76,10 @@ fn is_builtin_group(group: &str) -> bool {
 /// The type of field `field` of a `parent`, and how it merges if it is a
 /// list.
 pub fn field(parent: Ty, field: &str) -> (Ty, Option<ListMerge>) {
-    use ListMerge::{Key, Set};
+    use ListMerge::{Key, Keys, Set};
     match (parent, field) {
-        (Ty::Object("Custom"), "metadata") => (Ty::ObjectMeta, None),
+        // No schema: every list of a custom resource is replaced, its
+        // metadata's included.
         (Ty::Object("Custom"), _) => (Ty::Unknown, None),
         (Ty::Object(_), "metadata") => (Ty::ObjectMeta, None),
         (Ty::Object("Pod"), "spec") => (Ty::PodSpec, None),
@@ -106,47 +112,19 @@ pub fn field(parent: Ty, field: &str) -> (Ty, Option<ListMerge>) {
         (Ty::PodSpec, "hostAliases") => (Ty::Opaque, Some(Key("ip"))),
         (Ty::PodSpec, "topologySpreadConstraints") => (Ty::Opaque, Some(Key("topologyKey"))),
         (Ty::Container, "env") => (Ty::Opaque, Some(Key("name"))),
-        (Ty::Container, "ports") => (Ty::Opaque, Some(Key("containerPort"))),
+        (Ty::Container, "ports") => (Ty::Opaque, Some(Keys("containerPort", "protocol"))),
         (Ty::Container, "volumeMounts") => (Ty::Opaque, Some(Key("mountPath"))),
         (Ty::Container, "volumeDevices") => (Ty::Opaque, Some(Key("devicePath"))),
-        (Ty::ServiceSpec, "ports") => (Ty::Opaque, Some(Key("port"))),
+        (Ty::ServiceSpec, "ports") => (Ty::Opaque, Some(Keys("port", "protocol"))),
         (Ty::Unknown, _) => (Ty::Unknown, None),
         _ => (Ty::Opaque, None),
     }
 }
 
-/// kustomize's associative keys, tried in this order on lists the schema
-/// does not know.
-const ASSOCIATIVE_KEYS: &[&str] = &[
-    "mountPath",
-    "devicePath",
-    "ip",
-    "type",
-    "topologyKey",
-    "name",
-    "containerPort",
-];
-
-/// The associative key every map element of the lists has.
-fn infer_key(lists: &[&Vec<Value>]) -> Option<&'static str> {
-    let elements: Vec<&Value> = lists
-        .iter()
-        .flat_map(|l| l.iter())
-        .filter(|e| !is_directive_only(e))
-        .collect();
-    if elements.is_empty() || !elements.iter().all(|e| e.is_object()) {
-        return None;
-    }
-    ASSOCIATIVE_KEYS
-        .iter()
-        .copied()
-        .find(|key| elements.iter().all(|e| e.get(*key).is_some()))
-}
-
 fn is_directive_only(value: &Value) -> bool {
     value
         .as_object()
-        .is_some_and(|m| !m.is_empty() && m.keys().all(|k| k.starts_with('$')))
+        .is_some_and(|m| m.len() == 1 && m.contains_key("$patch"))
 }
 
 /// What a patch does to an object at the top: merged, or deleted
@@ -182,7 +160,7 @@ fn clean(value: &Value) -> Value {
             }
             Value::Object(
                 map.iter()
-                    .filter(|(k, v)| !k.starts_with('$') && !v.is_null())
+                    .filter(|(k, v)| *k != "$patch" && !v.is_null())
                     .map(|(k, v)| (k.clone(), clean(v)))
                     .collect(),
             )
@@ -221,14 +199,9 @@ fn merge_map(dest: &mut Map<String, Value>, patch: &Map<String, Value>, ty: Ty) 
         _ => {}
     }
     for (key, value) in patch {
-        if let Some(field) = key.strip_prefix("$deleteFromPrimitiveList/") {
-            if let (Some(Value::Array(list)), Some(remove)) = (dest.get_mut(field), value.as_array())
-            {
-                list.retain(|v| !remove.contains(v));
-            }
-            continue;
-        }
-        if key.starts_with('$') {
+        // Only `$patch` is a directive for kustomize; `$retainKeys`,
+        // `$setElementOrder/…` and the like are copied as they are.
+        if key == "$patch" {
             continue;
         }
         if value.is_null() {
@@ -244,51 +217,30 @@ fn merge_map(dest: &mut Map<String, Value>, patch: &Map<String, Value>, ty: Ty) 
             }
         }
     }
-    if let Some(retain) = patch.get("$retainKeys").and_then(Value::as_array) {
-        dest.retain(|k, _| retain.iter().any(|r| r.as_str() == Some(k)));
-    }
-    for (key, order) in patch {
-        if let Some(field) = key.strip_prefix("$setElementOrder/")
-            && let (Some(Value::Array(list)), Some(order)) = (dest.get_mut(field), order.as_array())
-        {
-            set_order(list, order, ty_key(ty, field));
-        }
-    }
-}
-
-fn ty_key(ty: Ty, field_name: &str) -> Option<&'static str> {
-    match field(ty, field_name).1 {
-        Some(ListMerge::Key(key)) => Some(key),
-        _ => None,
-    }
-}
-
-/// `$setElementOrder`: elements named in `order` come first, in that
-/// order; the others keep theirs after them.
-fn set_order(list: &mut Vec<Value>, order: &[Value], key: Option<&str>) {
-    let key_of = |v: &Value| match key {
-        Some(k) => v.get(k).cloned(),
-        None => Some(v.clone()),
-    };
-    let mut rest: Vec<Value> = std::mem::take(list);
-    for wanted in order {
-        let wanted = match key {
-            Some(k) => wanted.get(k).cloned(),
-            None => Some(wanted.clone()),
-        };
-        if let Some(i) = rest.iter().position(|v| key_of(v) == wanted) {
-            list.push(rest.remove(i));
-        }
-    }
-    list.extend(rest);
 }
 
 fn merge_list(dest: &mut Vec<Value>, patch: &[Value], ty: Ty, strategy: Option<ListMerge>) {
-    // `- $patch: replace` in a list: the list is the patch's, without it.
-    if patch
-        .iter()
-        .any(|e| e.get("$patch").and_then(Value::as_str) == Some("replace") && is_directive_only(e))
-    {
+    let strategy = strategy.unwrap_or(ListMerge::Replace);
+    // A list the schema does not merge is the patch's, as written.
+    let (key, pair) = match strategy {
+        ListMerge::Replace => {
+            *dest = patch.to_vec();
+            return;
+        }
+        ListMerge::Set => {
+            let mut out: Vec<Value> = patch.to_vec();
+            out.extend(dest.iter().filter(|v| !patch.contains(v)).cloned());
+            *dest = out;
+            return;
+        }
+        ListMerge::Key(key) => (key, None),
+        ListMerge::Keys(key, second) => (key, Some(second)),
+    };
+    // `- $patch: replace` in a merged list: the list is the patch's,
+    // without it.
+    if patch.iter().any(|e| {
+        is_directive_only(e) && e.get("$patch").and_then(Value::as_str) == Some("replace")
+    }) {
         *dest = patch
             .iter()
             .filter(|e| !is_directive_only(e))
@@ -296,47 +248,67 @@ fn merge_list(dest: &mut Vec<Value>, patch: &[Value], ty: Ty, strategy: Option<L
             .collect();
         return;
     }
-    let strategy = match strategy {
-        Some(s) => s,
-        None if ty == Ty::Unknown => {
-            let patch_vec = patch.to_vec();
-            match infer_key(&[dest, &patch_vec]) {
-                Some(key) => ListMerge::Key(key),
-                None => ListMerge::Replace,
-            }
-        }
-        None => ListMerge::Replace,
+    let composite = pair.filter(|second| {
+        dest.iter()
+            .chain(patch)
+            .all(|e| e.get(key).is_some() && e.get(*second).is_some())
+    });
+    let same = |a: &Value, b: &Value| {
+        a.get(key) == b.get(key) && composite.is_none_or(|second| a.get(second) == b.get(second))
     };
-    match strategy {
-        ListMerge::Replace => *dest = patch.iter().map(clean).collect(),
-        ListMerge::Set => {
-            for value in patch {
-                if !dest.contains(value) {
-                    dest.push(value.clone());
+    let delete = |e: &Value| e.get("$patch").and_then(Value::as_str) == Some("delete");
+    if composite.is_some() {
+        let mut out: Vec<Value> = patch
+            .iter()
+            .filter(|p| !delete(p) && !dest.iter().any(|d| same(d, p)))
+            .map(clean)
+            .collect();
+        for d in dest.iter() {
+            match patch.iter().find(|p| same(d, p)) {
+                Some(p) if delete(p) => {}
+                Some(p) => {
+                    let mut merged = d.clone();
+                    merge_value(&mut merged, p, ty, None);
+                    out.push(merged);
                 }
+                None => out.push(d.clone()),
             }
         }
-        ListMerge::Key(key) => {
-            for element in patch {
-                let Some(wanted) = element.get(key) else {
-                    if !is_directive_only(element) {
-                        dest.push(clean(element));
-                    }
-                    continue;
-                };
-                let position = dest.iter().position(|d| d.get(key) == Some(wanted));
-                let delete = element.get("$patch").and_then(Value::as_str) == Some("delete");
-                match (position, delete) {
-                    (Some(i), true) => {
-                        dest.remove(i);
-                    }
-                    (None, true) => {}
-                    (Some(i), false) => merge_value(&mut dest[i], element, ty, None),
-                    (None, false) => dest.push(clean(element)),
-                }
+        *dest = out;
+        return;
+    }
+    let mut used = vec![false; dest.len()];
+    let mut out = Vec::new();
+    for element in patch {
+        if element.get(key).is_none() {
+            // Without its key, an element matches nothing (a `$patch`
+            // directive in it deletes nothing).
+            if !is_directive_only(element) && !delete(element) {
+                out.push(clean(element));
             }
+            continue;
+        }
+        let position = (0..dest.len()).find(|&i| !used[i] && same(&dest[i], element));
+        if let Some(i) = position {
+            used[i] = true;
+        }
+        match (position, delete(element)) {
+            (_, true) => {}
+            (Some(i), false) => {
+                let mut merged = dest[i].clone();
+                merge_value(&mut merged, element, ty, None);
+                out.push(merged);
+            }
+            (None, false) => out.push(clean(element)),
         }
     }
+    out.extend(
+        dest.iter()
+            .enumerate()
+            .filter(|(i, _)| !used[*i])
+            .map(|(_, d)| d.clone()),
+    );
+    *dest = out;
 }
 
 #[cfg(test)]
@@ -345,7 +317,7 @@ mod tests {
     use serde_json::json;
 
     #[test]
-    fn containers_merge_by_name_and_new_ones_are_appended() {
+    fn containers_merge_by_name_in_the_patch_order() {
         let mut object = json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "w"},
             "spec": {"template": {"spec": {"containers": [
                 {"name": "app", "image": "nginx", "env": [{"name": "A", "value": "1"}]}]}}}});
@@ -356,8 +328,8 @@ mod tests {
         assert_eq!(apply(&mut object, &patch), Outcome::Merged);
         assert_eq!(
             object["spec"]["template"]["spec"]["containers"],
-            json!([{"name": "app", "env": [{"name": "A", "value": "1"}, {"name": "B", "value": "2"}]},
-                {"name": "side", "image": "busybox"}])
+            json!([{"name": "side", "image": "busybox"},
+                {"name": "app", "env": [{"name": "A", "value": "1"}, {"name": "B", "value": "2"}]}])
         );
     }
 

@@ -137,8 +137,77 @@ fn selector_paths(kind: &str) -> &'static [(&'static [&'static str], bool)] {
             false,
         )],
         "PodDisruptionBudget" => &[(&["spec", "selector", "matchLabels"], false)],
-        "NetworkPolicy" => &[(&["spec", "podSelector", "matchLabels"], false)],
+        "NetworkPolicy" => &[
+            (&["spec", "podSelector", "matchLabels"], false),
+            (
+                &["spec", "ingress", "*", "from", "*", "podSelector", "matchLabels"],
+                false,
+            ),
+            (
+                &["spec", "egress", "*", "to", "*", "podSelector", "matchLabels"],
+                false,
+            ),
+        ],
         _ => &[],
+    }
+}
+
+/// Affinity and topology-spread selectors of Deployments and StatefulSets
+/// (updated where they exist, never created).
+const AFFINITY_SELECTORS: &[&[&str]] = &[
+    &[
+        "spec", "template", "spec", "affinity", "podAffinity",
+        "preferredDuringSchedulingIgnoredDuringExecution", "*", "podAffinityTerm",
+        "labelSelector", "matchLabels",
+    ],
+    &[
+        "spec", "template", "spec", "affinity", "podAffinity",
+        "requiredDuringSchedulingIgnoredDuringExecution", "*", "labelSelector", "matchLabels",
+    ],
+    &[
+        "spec", "template", "spec", "affinity", "podAntiAffinity",
+        "preferredDuringSchedulingIgnoredDuringExecution", "*", "podAffinityTerm",
+        "labelSelector", "matchLabels",
+    ],
+    &[
+        "spec", "template", "spec", "affinity", "podAntiAffinity",
+        "requiredDuringSchedulingIgnoredDuringExecution", "*", "labelSelector", "matchLabels",
+    ],
+    &[
+        "spec", "template", "spec", "topologySpreadConstraints", "*", "labelSelector",
+        "matchLabels",
+    ],
+];
+
+/// The maps at `path` (`*` walks every element of a list; lists are never
+/// created, maps are with `create`).
+fn maps_at<'a>(
+    value: &'a mut Value,
+    path: &[&str],
+    create: bool,
+    out: &mut Vec<&'a mut Map<String, Value>>,
+) {
+    let Some((first, rest)) = path.split_first() else {
+        if let Some(map) = value.as_object_mut() {
+            out.push(map);
+        }
+        return;
+    };
+    if *first == "*" {
+        for item in value.as_array_mut().into_iter().flatten() {
+            maps_at(item, rest, create, out);
+        }
+        return;
+    }
+    let Some(map) = value.as_object_mut() else {
+        return;
+    };
+    let next_is_list = rest.first() == Some(&"*");
+    if create && !next_is_list && !map.get(*first).is_some_and(Value::is_object) {
+        map.insert((*first).to_owned(), Value::Object(Map::new()));
+    }
+    if let Some(next) = map.get_mut(*first) {
+        maps_at(next, rest, create, out);
     }
 }
 
@@ -175,6 +244,9 @@ pub fn labels(
         let mut targets: Vec<(Vec<&str>, bool)> = vec![(vec!["metadata", "labels"], true)];
         if selectors {
             targets.extend(selector_paths(&kind).iter().map(|(p, c)| (p.to_vec(), *c)));
+            if matches!(kind.as_str(), "Deployment" | "StatefulSet") {
+                targets.extend(AFFINITY_SELECTORS.iter().map(|p| (p.to_vec(), false)));
+            }
         }
         if selectors || templates {
             for path in template_paths(&kind) {
@@ -182,9 +254,14 @@ pub fn labels(
                 path.push("labels");
                 targets.push((path, true));
             }
+            if kind == "StatefulSet" {
+                targets.push((vec!["spec", "volumeClaimTemplates", "*", "metadata", "labels"], true));
+            }
         }
         for (path, create) in targets {
-            if let Some(map) = map_at(object, &path, create) {
+            let mut maps = Vec::new();
+            maps_at(object, &path, create, &mut maps);
+            for map in maps {
                 for (k, v) in labels {
                     map.insert(k.clone(), v.clone().into());
                 }
@@ -276,58 +353,94 @@ fn containers(pod: &mut Value) -> impl Iterator<Item = &mut Value> {
     })
 }
 
-/// Splits an image reference into name, tag and digest.
+/// Splits an image reference into name, tag and digest; a `:` before the
+/// first `/` is a registry port, not a tag.
 fn split_image(image: &str) -> (&str, Option<&str>, Option<&str>) {
-    let (rest, digest) = match image.split_once('@') {
-        Some((rest, digest)) => (rest, Some(digest)),
-        None => (image, None),
-    };
-    // A tag is after the last ':' that follows the last '/' (a registry
-    // port is not a tag).
-    let slash = rest.rfind('/').map_or(0, |i| i + 1);
-    match rest[slash..].rfind(':') {
-        Some(colon) => (
-            &rest[..slash + colon],
-            Some(&rest[slash + colon + 1..]),
-            digest,
+    let start = image.find('/').map_or(0, |i| i + 1);
+    let rest = &image[start..];
+    let at = rest.find('@');
+    let colon = rest.find(':').filter(|c| at.is_none_or(|a| *c < a));
+    match (colon, at) {
+        (Some(c), Some(a)) => (
+            &image[..start + c],
+            Some(&rest[c + 1..a]),
+            Some(&rest[a + 1..]),
         ),
-        None => (rest, None, digest),
+        (Some(c), None) => (&image[..start + c], Some(&rest[c + 1..]), None),
+        (None, Some(a)) => (&image[..start + a], None, Some(&rest[a + 1..])),
+        (None, None) => (image, None, None),
     }
 }
 
-/// Applies `images` overrides to every container image.
-pub fn images(resources: &mut [Res], images: &[Image]) {
-    if images.is_empty() {
-        return;
-    }
-    for res in resources {
-        for pod in pod_specs(&mut res.value) {
-            for container in containers(pod) {
-                let Some(current) = container["image"].as_str().map(str::to_owned) else {
-                    continue;
-                };
-                let (name, tag, digest) = split_image(&current);
-                let Some(rule) = images.iter().find(|i| i.name == name) else {
-                    continue;
-                };
-                let name = rule.new_name.as_deref().unwrap_or(name);
-                let image = if let Some(digest) = &rule.digest {
-                    format!("{name}@{digest}")
-                } else if let Some(tag) = &rule.new_tag {
-                    format!("{name}:{tag}")
+/// The image references of an object kustomize rewrites: `image` of every
+/// element of any `containers` or `initContainers` list, at any depth.
+fn image_fields<'a>(value: &'a mut Value, out: &mut Vec<&'a mut Value>) {
+    match value {
+        Value::Object(map) => {
+            for (key, child) in map.iter_mut() {
+                if matches!(key.as_str(), "containers" | "initContainers") && child.is_array() {
+                    for element in child.as_array_mut().into_iter().flatten() {
+                        if let Some(map) = element.as_object_mut() {
+                            for (k, v) in map.iter_mut() {
+                                if k == "image" {
+                                    out.push(v);
+                                } else {
+                                    image_fields(v, out);
+                                }
+                            }
+                        }
+                    }
                 } else {
-                    let mut image = name.to_owned();
-                    if let Some(tag) = tag {
-                        image.push(':');
-                        image.push_str(tag);
-                    }
-                    if let Some(digest) = digest {
-                        image.push('@');
-                        image.push_str(digest);
-                    }
-                    image
+                    image_fields(child, out);
+                }
+            }
+        }
+        Value::Array(list) => list.iter_mut().for_each(|v| image_fields(v, out)),
+        _ => {}
+    }
+}
+
+/// Applies `images` overrides, one rule after the other. A rule's name is a
+/// regular expression, as kustomize uses it: `^NAME(:TAG)?(@sha256:DIGEST)?$`.
+pub fn images(resources: &mut [Res], images: &[Image]) {
+    for rule in images {
+        let Ok(pattern) = regex_lite::Regex::new(&format!(
+            "^{}(:[a-zA-Z0-9_.{{}}-]*)?(@sha256:[a-zA-Z0-9_.{{}}-]*)?$",
+            rule.name
+        )) else {
+            continue;
+        };
+        for res in resources.iter_mut() {
+            if kind(&res.value) == "CustomResourceDefinition" {
+                continue;
+            }
+            let mut fields = Vec::new();
+            image_fields(&mut res.value, &mut fields);
+            for field in fields {
+                let Some(current) = field.as_str() else {
+                    continue;
                 };
-                container["image"] = image.into();
+                if !pattern.is_match(current) {
+                    continue;
+                }
+                let (name, tag, digest) = split_image(current);
+                let name = rule.new_name.as_deref().unwrap_or(name);
+                let (tag, digest) = match (&rule.new_tag, &rule.digest) {
+                    (Some(t), Some(d)) => (Some(t.as_str()), Some(d.as_str())),
+                    (Some(t), None) => (Some(t.as_str()), None),
+                    (None, Some(d)) => (None, Some(d.as_str())),
+                    (None, None) => (tag, digest),
+                };
+                let mut image = name.to_owned();
+                if let Some(tag) = tag {
+                    image.push(':');
+                    image.push_str(tag);
+                }
+                if let Some(digest) = digest {
+                    image.push('@');
+                    image.push_str(digest);
+                }
+                *field = image.into();
             }
         }
     }
@@ -371,6 +484,7 @@ const POD_REFERENCES: &[(&str, &[&str])] = &[
     ),
     ("Secret", &["imagePullSecrets", "*", "name"]),
     ("ServiceAccount", &["serviceAccountName"]),
+    ("PriorityClass", &["priorityClassName"]),
     (
         "PersistentVolumeClaim",
         &["volumes", "*", "persistentVolumeClaim", "claimName"],
@@ -390,6 +504,51 @@ const CONTAINER_REFERENCES: &[(&str, &[&str])] = &[
 ];
 
 const OTHER_REFERENCES: &[Reference] = &[
+    Reference {
+        target: "Deployment",
+        kinds: &["HorizontalPodAutoscaler"],
+        path: &["spec", "scaleTargetRef", "name"],
+    },
+    Reference {
+        target: "StatefulSet",
+        kinds: &["HorizontalPodAutoscaler"],
+        path: &["spec", "scaleTargetRef", "name"],
+    },
+    Reference {
+        target: "ReplicaSet",
+        kinds: &["HorizontalPodAutoscaler"],
+        path: &["spec", "scaleTargetRef", "name"],
+    },
+    Reference {
+        target: "Secret",
+        kinds: &["ServiceAccount"],
+        path: &["imagePullSecrets", "*", "name"],
+    },
+    Reference {
+        target: "PersistentVolume",
+        kinds: &["PersistentVolumeClaim"],
+        path: &["spec", "volumeName"],
+    },
+    Reference {
+        target: "StorageClass",
+        kinds: &["PersistentVolumeClaim", "PersistentVolume"],
+        path: &["spec", "storageClassName"],
+    },
+    Reference {
+        target: "StorageClass",
+        kinds: &["StatefulSet"],
+        path: &["spec", "volumeClaimTemplates", "*", "spec", "storageClassName"],
+    },
+    Reference {
+        target: "Service",
+        kinds: &["APIService"],
+        path: &["spec", "service", "name"],
+    },
+    Reference {
+        target: "ValidatingAdmissionPolicy",
+        kinds: &["ValidatingAdmissionPolicyBinding"],
+        path: &["spec", "policyName"],
+    },
     Reference {
         target: "ClusterRole",
         kinds: &["RoleBinding", "ClusterRoleBinding"],

@@ -38,7 +38,10 @@ pub fn document(value: &Value) -> String {
         Value::Array(list) if !list.is_empty() => emitter.seq(list, 0, false),
         other => emitter.scalar(other, INDENT, false),
     }
-    emitter.out.push('\n');
+    // A literal block ends with its own line break.
+    if emitter.column > 0 || emitter.out.is_empty() {
+        emitter.out.push('\n');
+    }
     emitter.out
 }
 
