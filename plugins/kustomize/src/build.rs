@@ -14,6 +14,7 @@ use crate::generate::{self, GeneratedKind};
 use crate::kustomization::{
     FILE_NAMES, Image, Kustomization, PatchEntry, ReplacementEntry, Replicas,
 };
+use crate::crds::CrdConfig;
 use crate::{metadata, order, patch, replace, transform};
 
 /// The identity of an object: group, version, kind, name, namespace.
@@ -216,6 +217,7 @@ pub fn build(files: &dyn Files, dir: &str, overrides: &Overrides) -> Result<Vec<
         files,
         stack: Vec::new(),
         strict_targets: overrides.strict_patch_targets,
+        crds: CrdConfig::default(),
     };
     let (file, mut root) = load(files, &dir, None)?;
     overrides.apply(&mut root);
@@ -228,7 +230,7 @@ pub fn build(files: &dyn Files, dir: &str, overrides: &Overrides) -> Result<Vec<
             res.value["metadata"]["name"] = format!("{name}-{suffix}").into();
         }
     }
-    transform::fix_references(&mut resources);
+    transform::fix_references(&mut resources, &ctx.crds);
     metadata::apply(&mut resources, &root.build_metadata, &dir);
     let mut objects: Vec<Value> = resources.into_iter().map(|r| r.value).collect();
     let sort = root.sort_options.unwrap_or_default();
@@ -265,6 +267,8 @@ struct Ctx<'a> {
     stack: Vec<String>,
     /// A patch whose target selects nothing is an error.
     strict_targets: bool,
+    /// What the `crds` files read so far add to the field tables.
+    crds: CrdConfig,
 }
 
 fn is_remote(entry: &str) -> bool {
@@ -414,14 +418,10 @@ fn accumulate(
     }
     for entry in &k.crds {
         let path = local(dir, file, entry, "crd")?;
-        for crd in documents(files, &path)? {
-            if crd["kind"] != "CustomResourceDefinition" {
-                return Err(Failure::new(
-                    &path,
-                    format!("crds: {} is not a CustomResourceDefinition", describe(&crd)),
-                ));
-            }
-        }
+        let text = read(files, &path)?;
+        ctx.crds
+            .load(&text)
+            .map_err(|e| Failure::new(&path, format!("crds: {e}")))?;
     }
     generate_all(files, dir, file, k, resources)?;
     for entry in &k.components {
@@ -590,18 +590,19 @@ fn transform_all(
     let prefix = k.name_prefix.as_deref().unwrap_or_default();
     let suffix = k.name_suffix.as_deref().unwrap_or_default();
     if !prefix.is_empty() || !suffix.is_empty() {
-        transform::prefix_suffix(resources, prefix, suffix);
+        transform::prefix_suffix(resources, prefix, suffix, &ctx.crds);
     }
-    transform::labels(resources, &k.common_labels, true, true);
     for labels in &k.labels {
         transform::labels(
             resources,
             &labels.pairs,
             labels.include_selectors,
             labels.include_templates,
+            &ctx.crds,
         );
     }
-    transform::annotations(resources, &k.common_annotations);
+    transform::labels(resources, &k.common_labels, true, true, &ctx.crds);
+    transform::annotations(resources, &k.common_annotations, &ctx.crds);
     for entry in &k.patches_json6902 {
         if entry.target.is_none() {
             return Err(Failure::new(file, "patchesJson6902: an entry has no target"));
@@ -616,13 +617,13 @@ fn transform_all(
             ReplacementEntry::File { path } => {
                 let full = local(dir, file, path, "replacements file")?;
                 let text = read(files, &full)?;
-                let list: Vec<replace::Replacement> =
+                let list: replace::Replacements =
                     serde_yaml::from_str(&text).map_err(|e| Failure {
                         file: full.clone(),
                         line: e.location().map(|l| l.line() as u32),
                         message: e.to_string(),
                     })?;
-                (list, full)
+                (list.into_vec(), full)
             }
         };
         for replacement in &list {

@@ -24,6 +24,7 @@
 //! (repeatable, `KEY=VALUE`), `replicas` (repeatable, `NAME=COUNT`).
 
 pub mod build;
+pub mod crds;
 pub mod fs;
 pub mod generate;
 pub mod jsonpatch;

@@ -100,15 +100,11 @@ pub fn apply(
     for &index in &selected {
         match patch {
             Patch::Json(ops) => {
+                // A rename by a JSON patch is not remembered (references
+                // keep the old name), as in kustomize.
                 let res = &mut resources[index];
-                let before = res.current();
-                let mut value = res.value.clone();
-                jsonpatch::apply(&mut value, ops)
+                jsonpatch::apply(&mut res.value, ops)
                     .map_err(|e| format!("{}: {e}", res.describe()))?;
-                if Id::of(&value) != before {
-                    res.remember();
-                }
-                res.value = value;
             }
             Patch::Strategic(documents) => {
                 for document in documents {

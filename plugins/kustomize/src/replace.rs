@@ -22,6 +22,26 @@ pub struct Replacement {
     pub targets: Vec<Target>,
 }
 
+/// A replacements file: a list of replacements, or one.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+pub enum Replacements {
+    /// A list.
+    List(Vec<Replacement>),
+    /// Just one.
+    One(Replacement),
+}
+
+impl Replacements {
+    /// The replacements, in order.
+    pub fn into_vec(self) -> Vec<Replacement> {
+        match self {
+            Replacements::List(list) => list,
+            Replacements::One(one) => vec![one],
+        }
+    }
+}
+
 /// An object (selected by exact id fields) and a field of it.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]

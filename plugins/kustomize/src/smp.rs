@@ -329,7 +329,7 @@ mod tests {
         assert_eq!(
             object["spec"]["template"]["spec"]["containers"],
             json!([{"name": "side", "image": "busybox"},
-                {"name": "app", "env": [{"name": "A", "value": "1"}, {"name": "B", "value": "2"}]}])
+                {"name": "app", "env": [{"name": "B", "value": "2"}, {"name": "A", "value": "1"}]}])
         );
     }
 

@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 use serde_json::{Map, Value};
 
 use crate::build::Res;
+use crate::crds::{self, CrdConfig};
 use crate::kustomization::{Image, Replicas};
 
 /// Kinds without a namespace (the built-in ones kustomize knows).
@@ -103,8 +104,21 @@ pub fn namespace(resources: &mut [Res], namespace: &str) {
 
 /// Adds the prefix and suffix to names (not of Namespaces and CRDs, whose
 /// names mean something to the API server).
-pub fn prefix_suffix(resources: &mut [Res], prefix: &str, suffix: &str) {
+pub fn prefix_suffix(resources: &mut [Res], prefix: &str, suffix: &str, crds: &CrdConfig) {
     for res in resources {
+        if !prefix.is_empty() {
+            let object_kind = kind(&res.value).to_owned();
+            for spec in crds.identity.iter().filter(|s| s.kind == object_kind) {
+                let mut fields = Vec::new();
+                let path: Vec<&str> = spec.path.iter().map(String::as_str).collect();
+                visit(&mut res.value, &path, &mut fields);
+                for field in fields {
+                    if let Some(name) = field.as_str() {
+                        *field = format!("{prefix}{name}").into();
+                    }
+                }
+            }
+        }
         if matches!(kind(&res.value), "Namespace" | "CustomResourceDefinition") {
             continue;
         }
@@ -234,6 +248,7 @@ pub fn labels(
     labels: &BTreeMap<String, String>,
     selectors: bool,
     templates: bool,
+    crds: &CrdConfig,
 ) {
     if labels.is_empty() {
         return;
@@ -246,6 +261,9 @@ pub fn labels(
             targets.extend(selector_paths(&kind).iter().map(|(p, c)| (p.to_vec(), *c)));
             if matches!(kind.as_str(), "Deployment" | "StatefulSet") {
                 targets.extend(AFFINITY_SELECTORS.iter().map(|p| (p.to_vec(), false)));
+            }
+            for spec in crds.labels.iter().filter(|s| s.kind == kind) {
+                targets.push((spec.path.iter().map(String::as_str).collect(), false));
             }
         }
         if selectors || templates {
@@ -271,7 +289,11 @@ pub fn labels(
 }
 
 /// Adds annotations to `metadata.annotations` and pod templates.
-pub fn annotations(resources: &mut [Res], annotations: &BTreeMap<String, String>) {
+pub fn annotations(
+    resources: &mut [Res],
+    annotations: &BTreeMap<String, String>,
+    crds: &CrdConfig,
+) {
     if annotations.is_empty() {
         return;
     }
@@ -286,6 +308,13 @@ pub fn annotations(resources: &mut [Res], annotations: &BTreeMap<String, String>
         }
         for path in targets {
             if let Some(map) = map_at(object, &path, true) {
+                for (k, v) in annotations {
+                    map.insert(k.clone(), v.clone().into());
+                }
+            }
+        }
+        for spec in crds.annotations.iter().filter(|s| s.kind == kind) {
+            if let Some(map) = crds::map_at(object, &spec.path) {
                 for (k, v) in annotations {
                     map.insert(k.clone(), v.clone().into());
                 }
@@ -619,12 +648,13 @@ struct Candidate {
 /// hash): a field naming an object of the build by one of its earlier names
 /// now names it by its final name. Among several candidates, kustomize's
 /// sieve: the referrer's namespace, then the same prefixes and suffixes.
-pub fn fix_references(resources: &mut [Res]) {
+pub fn fix_references(resources: &mut [Res], crds: &CrdConfig) {
     let candidates: Vec<Candidate> = resources
         .iter()
         .map(|res| {
-            let mut names: Vec<String> = res.previous.iter().map(|id| id.name.clone()).collect();
-            names.push(res.orig_name.clone());
+            // Only earlier names count (kustomize's previous ids): an object
+            // renamed by a JSON patch keeps its references as they are.
+            let names: Vec<String> = res.previous.iter().map(|id| id.name.clone()).collect();
             Candidate {
                 kind: kind(&res.value).to_owned(),
                 names,
@@ -701,6 +731,19 @@ pub fn fix_references(resources: &mut [Res]) {
             rename(pod, POD_REFERENCES);
             for container in containers(pod) {
                 rename(container, CONTAINER_REFERENCES);
+            }
+        }
+        for reference in crds.references.iter().filter(|r| r.field.kind == object_kind) {
+            let path: Vec<&str> = reference.field.path.iter().map(String::as_str).collect();
+            let mut fields = Vec::new();
+            visit(&mut res.value, &path, &mut fields);
+            for field in fields {
+                if let Some(name) = field.as_str()
+                    && let Some(new) =
+                        lookup(referrer, &reference.target, name, namespace.as_deref())
+                {
+                    *field = new.into();
+                }
             }
         }
         for reference in OTHER_REFERENCES {
