@@ -2,7 +2,8 @@
 //! of `tests/kustomize/` is rendered by the plugin through the plugin host
 //! and by `kubectl kustomize` (kustomize v5.5 built into kubectl), and the
 //! objects must be the same, in the same order. A tree builds its root, or
-//! the path its `BUILD` file names.
+//! the path its `BUILD` file names. (`plugins/kustomize/tests/oracle.rs`
+//! compares the same corpus byte for byte on the YAML.)
 
 mod support;
 
@@ -113,7 +114,7 @@ async fn every_tree_renders_as_kustomize_renders_it() {
         .filter(|p| p.is_dir())
         .collect();
     trees.sort();
-    assert!(trees.len() >= 17, "{} trees", trees.len());
+    assert!(trees.len() >= 60, "{} trees", trees.len());
     let mut wrong = Vec::new();
     for tree in &trees {
         let name = tree.file_name().unwrap().to_string_lossy().into_owned();
@@ -195,6 +196,32 @@ async fn application_parameters_override_like_kustomize_edit() {
     );
 }
 
+const CONFIG_MAP: &str = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings}\ndata: {a: b}\n";
+
+#[tokio::test]
+async fn a_patch_target_that_selects_nothing_is_an_error_when_asked() {
+    // kustomize ignores such a patch; `strictPatchTargets=true` refuses it.
+    let tree = support::tree(&[
+        (
+            "app/kustomization.yaml",
+            "resources: [cm.yaml]\npatches:\n- target: {kind: Deployment, name: web}\n  patch: '[{op: add, path: /metadata/labels, value: {a: b}}]'\n",
+        ),
+        ("app/cm.yaml", CONFIG_MAP),
+    ]);
+    let plugin = plugin();
+    let objects = rendered(&plugin, tree.path(), "app", &[]).await.unwrap();
+    assert_eq!(ids(&objects), ["ConfigMap//settings"]);
+    let error = rendered(&plugin, tree.path(), "app", &[("strictPatchTargets", "true")])
+        .await
+        .unwrap_err();
+    assert!(
+        error.contains(
+            "app/kustomization.yaml: the patch target (kind=Deployment, name=web) selects no object of the build"
+        ),
+        "{error}"
+    );
+}
+
 #[tokio::test]
 async fn bad_trees_fail_with_the_file_that_is_wrong() {
     let plugin = plugin();
@@ -228,10 +255,80 @@ async fn bad_trees_fail_with_the_file_that_is_wrong() {
         (
             &[(
                 "app/kustomization.yaml",
-                "resources: []\npatches:\n- path: p.yaml\n",
+                "resources: []\nvars:\n- name: X\n",
             )],
             "app",
-            "field `patches` is not supported by Kiln's kustomize plugin yet",
+            "field `vars` is not supported by Kiln's kustomize plugin",
+        ),
+        (
+            &[
+                (
+                    "app/kustomization.yaml",
+                    "resources: [cm.yaml]\npatches:\n- path: p.yaml\n",
+                ),
+                ("app/cm.yaml", CONFIG_MAP),
+                (
+                    "app/p.yaml",
+                    "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: typo}\ndata: {a: b}\n",
+                ),
+            ],
+            "app",
+            "app/p.yaml: the patch is for ConfigMap/typo, which is not in the build",
+        ),
+        (
+            &[
+                (
+                    "app/kustomization.yaml",
+                    "resources: [cm.yaml]\npatches:\n- path: missing.yaml\n",
+                ),
+                ("app/cm.yaml", CONFIG_MAP),
+            ],
+            "app",
+            "app/kustomization.yaml: patches: patch file \"missing.yaml\" does not exist",
+        ),
+        (
+            &[
+                (
+                    "app/kustomization.yaml",
+                    "resources: [cm.yaml]\npatches:\n- patch: '[{op: remove, path: /data}]'\n",
+                ),
+                ("app/cm.yaml", CONFIG_MAP),
+            ],
+            "app",
+            "a JSON 6902 patch needs a `target`",
+        ),
+        (
+            &[
+                (
+                    "app/kustomization.yaml",
+                    "resources: [cm.yaml]\npatches:\n- target: {kind: ConfigMap}\n  patch: '[{op: remove, path: /nope}]'\n",
+                ),
+                ("app/cm.yaml", CONFIG_MAP),
+            ],
+            "app",
+            "ConfigMap/settings: remove \"/nope\"",
+        ),
+        (
+            &[
+                ("app/kustomization.yaml", "resources: [../c]\n"),
+                (
+                    "c/kustomization.yaml",
+                    "apiVersion: kustomize.config.k8s.io/v1alpha1\nkind: Component\n",
+                ),
+            ],
+            "app",
+            "c/kustomization.yaml: is a Component: list its directory under `components`",
+        ),
+        (
+            &[
+                (
+                    "app/kustomization.yaml",
+                    "resources: [cm.yaml]\nreplacements:\n- source: {kind: Secret, name: nope}\n  targets:\n  - select: {kind: ConfigMap}\n",
+                ),
+                ("app/cm.yaml", CONFIG_MAP),
+            ],
+            "app",
+            "no object matches the replacement source (kind=Secret, name=nope)",
         ),
         (
             &[(
