@@ -196,7 +196,8 @@ async fn application_parameters_override_like_kustomize_edit() {
     );
 }
 
-const CONFIG_MAP: &str = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings}\ndata: {a: b}\n";
+const CONFIG_MAP: &str =
+    "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings}\ndata: {a: b}\n";
 
 #[tokio::test]
 async fn a_patch_target_that_selects_nothing_is_an_error_when_asked() {
@@ -204,16 +205,21 @@ async fn a_patch_target_that_selects_nothing_is_an_error_when_asked() {
     let tree = support::tree(&[
         (
             "app/kustomization.yaml",
-            "resources: [cm.yaml]\npatches:\n- target: {kind: Deployment, name: web}\n  patch: '[{op: add, path: /metadata/labels, value: {a: b}}]'\n",
+            "resources: [cm.yaml]\npatches:\n- target: {kind: Deployment, name: web}\n  patch: '[{\"op\": \"add\", \"path\": \"/metadata/labels\", \"value\": {\"a\": \"b\"}}]'\n",
         ),
         ("app/cm.yaml", CONFIG_MAP),
     ]);
     let plugin = plugin();
     let objects = rendered(&plugin, tree.path(), "app", &[]).await.unwrap();
     assert_eq!(ids(&objects), ["ConfigMap//settings"]);
-    let error = rendered(&plugin, tree.path(), "app", &[("strictPatchTargets", "true")])
-        .await
-        .unwrap_err();
+    let error = rendered(
+        &plugin,
+        tree.path(),
+        "app",
+        &[("strictPatchTargets", "true")],
+    )
+    .await
+    .unwrap_err();
     assert!(
         error.contains(
             "app/kustomization.yaml: the patch target (kind=Deployment, name=web) selects no object of the build"
@@ -290,7 +296,7 @@ async fn bad_trees_fail_with_the_file_that_is_wrong() {
             &[
                 (
                     "app/kustomization.yaml",
-                    "resources: [cm.yaml]\npatches:\n- patch: '[{op: remove, path: /data}]'\n",
+                    "resources: [cm.yaml]\npatches:\n- patch: '[{\"op\": \"remove\", \"path\": \"/data\"}]'\n",
                 ),
                 ("app/cm.yaml", CONFIG_MAP),
             ],
@@ -301,7 +307,7 @@ async fn bad_trees_fail_with_the_file_that_is_wrong() {
             &[
                 (
                     "app/kustomization.yaml",
-                    "resources: [cm.yaml]\npatches:\n- target: {kind: ConfigMap}\n  patch: '[{op: remove, path: /nope}]'\n",
+                    "resources: [cm.yaml]\npatches:\n- target: {kind: ConfigMap}\n  patch: '[{\"op\": \"remove\", \"path\": \"/nope\"}]'\n",
                 ),
                 ("app/cm.yaml", CONFIG_MAP),
             ],

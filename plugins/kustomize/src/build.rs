@@ -9,12 +9,12 @@ use serde::Deserialize as _;
 use serde_json::Value;
 
 use crate::Failure;
+use crate::crds::CrdConfig;
 use crate::fs::{self, Files, Kind};
 use crate::generate::{self, GeneratedKind};
 use crate::kustomization::{
     FILE_NAMES, Image, Kustomization, PatchEntry, ReplacementEntry, Replicas,
 };
-use crate::crds::CrdConfig;
 use crate::{metadata, order, patch, replace, transform};
 
 /// The identity of an object: group, version, kind, name, namespace.
@@ -139,7 +139,10 @@ impl Res {
 
     /// Its first id.
     pub fn original(&self) -> Id {
-        self.previous.first().cloned().unwrap_or_else(|| self.current())
+        self.previous
+            .first()
+            .cloned()
+            .unwrap_or_else(|| self.current())
     }
 
     /// Its current and earlier ids.
@@ -239,9 +242,35 @@ pub fn build(files: &dyn Files, dir: &str, overrides: &Overrides) -> Result<Vec<
         _ => order::legacy(&mut objects, sort.legacy_sort_options.as_ref()),
     }
     for object in &mut objects {
+        stringify_annotations(object);
         normalize_numbers(object);
     }
     Ok(objects)
+}
+
+/// kustomize reads annotations back as a string map: every value becomes
+/// its text (`1` → `"1"`, `true` → `"true"`), and an empty map goes away.
+fn stringify_annotations(object: &mut Value) {
+    let Some(metadata) = object.get_mut("metadata").and_then(Value::as_object_mut) else {
+        return;
+    };
+    match metadata.get_mut("annotations") {
+        Some(Value::Object(map)) if map.is_empty() => {
+            metadata.remove("annotations");
+        }
+        Some(Value::Object(map)) => {
+            for value in map.values_mut() {
+                let text = match &*value {
+                    Value::String(_) => continue,
+                    Value::Null => "null".to_owned(),
+                    Value::Object(_) | Value::Array(_) => String::new(),
+                    other => other.to_string(),
+                };
+                *value = Value::String(text);
+            }
+        }
+        _ => {}
+    }
 }
 
 /// Whole floats become integers, as kustomize's JSON round trip makes them
@@ -337,7 +366,13 @@ impl Ctx<'_> {
     /// Enters `dir`, refusing a cycle.
     fn enter(&mut self, dir: &str, file: &str) -> Result<(), Failure> {
         if let Some(start) = self.stack.iter().position(|d| d == dir) {
-            let shown = |d: &str| if d.is_empty() { ".".to_owned() } else { d.to_owned() };
+            let shown = |d: &str| {
+                if d.is_empty() {
+                    ".".to_owned()
+                } else {
+                    d.to_owned()
+                }
+            };
             let mut cycle: Vec<String> = self.stack[start..].iter().map(|d| shown(d)).collect();
             cycle.push(shown(dir));
             return Err(Failure::new(
@@ -371,9 +406,11 @@ fn kustomization(
     Ok(resources)
 }
 
-fn add(res: Res, from: &str, resources: &mut Vec<Res>) -> Result<(), Failure> {
-    let id = identity(&res.value);
-    if resources.iter().any(|r| identity(&r.value) == id) {
+/// The identities of a layer's objects, to refuse one defined twice.
+type Seen = std::collections::HashSet<(String, String, String, String)>;
+
+fn add(res: Res, from: &str, resources: &mut Vec<Res>, seen: &mut Seen) -> Result<(), Failure> {
+    if !seen.insert(identity(&res.value)) {
         return Err(Failure::new(
             from,
             format!("{} is defined twice in the build", describe(&res.value)),
@@ -394,18 +431,19 @@ fn accumulate(
     resources: &mut Vec<Res>,
 ) -> Result<(), Failure> {
     let files = ctx.files;
+    let mut seen: Seen = resources.iter().map(|r| identity(&r.value)).collect();
     for entry in k.bases.iter().chain(&k.resources) {
         let path = local(dir, file, entry, "resource")?;
         match files.kind(&path) {
             Some(Kind::Directory) => {
                 let (child_file, child) = load(files, &path, Some(file))?;
                 for res in kustomization(ctx, &path, &child_file, &child)? {
-                    add(res, file, resources)?;
+                    add(res, file, resources, &mut seen)?;
                 }
             }
             Some(Kind::File) => {
                 for value in documents(files, &path)? {
-                    add(Res::new(value, &path), &path, resources)?;
+                    add(Res::new(value, &path), &path, resources, &mut seen)?;
                 }
             }
             None => {
@@ -605,7 +643,10 @@ fn transform_all(
     transform::annotations(resources, &k.common_annotations, &ctx.crds);
     for entry in &k.patches_json6902 {
         if entry.target.is_none() {
-            return Err(Failure::new(file, "patchesJson6902: an entry has no target"));
+            return Err(Failure::new(
+                file,
+                "patchesJson6902: an entry has no target",
+            ));
         }
         apply_patch_entry(ctx, dir, file, entry, "patchesJson6902", resources)?;
     }

@@ -90,9 +90,11 @@ impl CrdConfig {
                 extension("x-kubernetes-object-ref-kind"),
             ) {
                 let mut field = spec();
-                field
-                    .path
-                    .push(extension("x-kubernetes-object-ref-name-key").unwrap_or("name").to_owned());
+                field.path.push(
+                    extension("x-kubernetes-object-ref-name-key")
+                        .unwrap_or("name")
+                        .to_owned(),
+                );
                 self.references.push(Reference {
                     target: target.to_owned(),
                     field,
@@ -102,7 +104,13 @@ impl CrdConfig {
                 && let Some(definition) = definitions.get(reference)
                 && seen.insert(reference.to_owned())
             {
-                self.walk(definitions, kind, &definition["Schema"]["properties"], path, seen);
+                self.walk(
+                    definitions,
+                    kind,
+                    &definition["Schema"]["properties"],
+                    path,
+                    seen,
+                );
                 seen.remove(reference);
             }
             if let Some(nested) = property.get("properties") {

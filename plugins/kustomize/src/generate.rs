@@ -132,10 +132,8 @@ pub fn generate(
             }
         }
         GeneratedKind::Secret => {
-            let encoded: BTreeMap<String, String> = data
-                .into_iter()
-                .map(|(k, v)| (k, encode(&v)))
-                .collect();
+            let encoded: BTreeMap<String, String> =
+                data.into_iter().map(|(k, v)| (k, encode(&v))).collect();
             if !encoded.is_empty() {
                 object["data"] = json!(encoded);
             }

@@ -82,7 +82,11 @@ fn parent<'a>(doc: &'a mut Value, pointer: &str) -> Result<(&'a mut Value, Strin
                 let i = index(token, list.len(), false, pointer)?;
                 &mut list[i]
             }
-            _ => return Err(format!("{pointer:?}: {token:?} is not in an object or array")),
+            _ => {
+                return Err(format!(
+                    "{pointer:?}: {token:?} is not in an object or array"
+                ));
+            }
         };
     }
     Ok((current, last))
@@ -99,7 +103,11 @@ fn get<'a>(doc: &'a Value, pointer: &str) -> Result<&'a Value, String> {
                 let i = index(&token, list.len(), false, pointer)?;
                 &list[i]
             }
-            _ => return Err(format!("{pointer:?}: {token:?} is not in an object or array")),
+            _ => {
+                return Err(format!(
+                    "{pointer:?}: {token:?} is not in an object or array"
+                ));
+            }
         };
     }
     Ok(current)

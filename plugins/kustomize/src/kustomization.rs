@@ -292,10 +292,7 @@ impl Kustomization {
             ));
         }
         for entry in &parsed.build_metadata {
-            if !matches!(
-                entry.as_str(),
-                "managedByLabel" | "originAnnotations"
-            ) {
+            if !matches!(entry.as_str(), "managedByLabel" | "originAnnotations") {
                 return Err(Failure::new(
                     file,
                     format!(

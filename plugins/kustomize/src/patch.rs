@@ -22,6 +22,15 @@ pub enum Patch {
 /// Parses a patch: a YAML (or JSON) list is a JSON 6902 patch, objects are
 /// strategic merge patches.
 pub fn parse(text: &str) -> Result<Patch, String> {
+    // Like kustomize: a patch that starts with `[` is JSON, strictly.
+    if text.trim_start().starts_with('[') {
+        serde_json::from_str::<Value>(text).map_err(|e| {
+            format!("a patch starting with `[` must be a JSON 6902 patch in JSON: {e}")
+        })?;
+        return jsonpatch::parse(text)
+            .map(Patch::Json)
+            .map_err(|e| format!("JSON 6902 patch: {e}"));
+    }
     let mut documents = Vec::new();
     for document in serde_yaml::Deserializer::from_str(text) {
         let value = Value::deserialize(document).map_err(|e| match e.location() {
@@ -120,7 +129,13 @@ pub fn apply(
 /// Merges one strategic merge patch into `resources[index]`: its name,
 /// namespace and kind stay unless the options allow the patch to change
 /// them (kustomize's rule); `$patch: delete` marks it deleted (`null`).
-fn strategic(resources: &mut [Res], index: usize, patch: &Value, options: &PatchOptions, targeted: bool) {
+fn strategic(
+    resources: &mut [Res],
+    index: usize,
+    patch: &Value,
+    options: &PatchOptions,
+    targeted: bool,
+) {
     let res = &mut resources[index];
     let before = res.value.clone();
     if options.allow_name_change || options.allow_kind_change {
@@ -150,10 +165,7 @@ fn strategic(resources: &mut [Res], index: usize, patch: &Value, options: &Patch
             }
         }
     }
-    if value["metadata"]
-        .as_object()
-        .is_some_and(|m| m.is_empty())
-    {
+    if value["metadata"].as_object().is_some_and(|m| m.is_empty()) {
         value.as_object_mut().map(|o| o.remove("metadata"));
     }
 }
@@ -164,13 +176,28 @@ mod tests {
 
     #[test]
     fn lists_are_json_patches_and_objects_strategic_merges() {
-        assert!(matches!(parse("- {op: remove, path: /a}"), Ok(Patch::Json(_))));
-        assert!(matches!(parse("[{\"op\": \"remove\", \"path\": \"/a\"}]"), Ok(Patch::Json(_))));
+        assert!(matches!(
+            parse("- {op: remove, path: /a}"),
+            Ok(Patch::Json(_))
+        ));
+        assert!(matches!(
+            parse("[{\"op\": \"remove\", \"path\": \"/a\"}]"),
+            Ok(Patch::Json(_))
+        ));
+        assert!(
+            parse("[{op: remove, path: /a}]")
+                .unwrap_err()
+                .contains("in JSON")
+        );
         match parse("kind: A\nmetadata: {name: a}\n---\nkind: B\nmetadata: {name: b}\n") {
             Ok(Patch::Strategic(d)) => assert_eq!(d.len(), 2),
             other => panic!("{other:?}"),
         }
         assert!(parse("").is_err());
-        assert!(parse("- {op: jump, path: /a}").unwrap_err().contains("jump"));
+        assert!(
+            parse("- {op: jump, path: /a}")
+                .unwrap_err()
+                .contains("jump")
+        );
     }
 }

@@ -126,11 +126,14 @@ impl Renderer for Kustomize {
     ) -> Result<Vec<Manifest>, RenderError> {
         let overrides = overrides(&Params(&params))?;
         let objects = build::build(&HostFiles, &ctx.path, &overrides).map_err(failure)?;
-        // One stream, formatted as `kustomize build` prints it.
-        Ok(vec![Manifest::new(
-            crate::yaml::stream(&objects),
-            Some("kustomize build".into()),
-        )])
+        // JSON, one manifest per object: the host parses it several times
+        // faster than YAML, and re-serializes objects anyway. (The text
+        // `kustomize build` prints is `crate::yaml::stream`, checked byte for
+        // byte against kustomize natively.)
+        Ok(objects
+            .iter()
+            .map(|o| Manifest::new(serde_json::to_string(o).unwrap_or_default(), None))
+            .collect())
     }
 }
 

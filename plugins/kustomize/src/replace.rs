@@ -116,8 +116,17 @@ pub struct Options {
     pub create: bool,
 }
 
-fn id_selected(id: &Id, group: &Option<String>, version: &Option<String>, kind: &Option<String>, name: &Option<String>, namespace: &Option<String>) -> bool {
-    let ok = |want: &Option<String>, have: &str| want.as_deref().is_none_or(|w| w.is_empty() || w == have);
+fn id_selected(
+    id: &Id,
+    group: &Option<String>,
+    version: &Option<String>,
+    kind: &Option<String>,
+    name: &Option<String>,
+    namespace: &Option<String>,
+) -> bool {
+    let ok = |want: &Option<String>, have: &str| {
+        want.as_deref().is_none_or(|w| w.is_empty() || w == have)
+    };
     ok(group, &id.group)
         && ok(version, &id.version)
         && ok(kind, &id.kind)
@@ -137,7 +146,51 @@ impl IdSelector {
         .matcher()?;
         Ok(labels.selects(res)
             && res.ids().iter().any(|id| {
-                id_selected(id, &self.group, &self.version, &self.kind, &self.name, &self.namespace)
+                id_selected(
+                    id,
+                    &self.group,
+                    &self.version,
+                    &self.kind,
+                    &self.name,
+                    &self.namespace,
+                )
+            }))
+    }
+
+    /// kustomize's `reject`: its label and annotation selectors and its id
+    /// fields reject on their own (either is enough).
+    fn rejects(&self, res: &Res) -> Result<bool, String> {
+        let has_selectors = self.label_selector.is_some() || self.annotation_selector.is_some();
+        if has_selectors {
+            let labels = crate::select::Selector {
+                label_selector: self.label_selector.clone(),
+                annotation_selector: self.annotation_selector.clone(),
+                ..Default::default()
+            }
+            .matcher()?;
+            if labels.selects(res) {
+                return Ok(true);
+            }
+        }
+        let has_id = [
+            &self.group,
+            &self.version,
+            &self.kind,
+            &self.name,
+            &self.namespace,
+        ]
+        .iter()
+        .any(|f| f.as_deref().is_some_and(|v| !v.is_empty()));
+        Ok(has_id
+            && res.ids().iter().any(|id| {
+                id_selected(
+                    id,
+                    &self.group,
+                    &self.version,
+                    &self.kind,
+                    &self.name,
+                    &self.namespace,
+                )
             }))
     }
 
@@ -246,16 +299,41 @@ fn text(value: &Value) -> String {
     }
 }
 
-fn element_matches(element: &Value, key: &str, value: &str) -> bool {
-    if key.is_empty() {
-        return !element.is_object() && !element.is_array() && text(element) == value;
+/// How `[key=value]` compares: exactly (sources), or as an unanchored
+/// regular expression (targets — kustomize's rule, so `[name=app]` also
+/// selects `myapp`; write `[name=^app$]` to be exact).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Compare {
+    Exact,
+    Regex,
+}
+
+fn element_matches(element: &Value, key: &str, value: &str, compare: Compare) -> bool {
+    let found = if key.is_empty() {
+        (!element.is_object() && !element.is_array()).then(|| text(element))
+    } else {
+        element.get(key).map(text)
+    };
+    let Some(found) = found else {
+        return false;
+    };
+    match compare {
+        Compare::Exact => found == value,
+        Compare::Regex => regex_lite::Regex::new(value)
+            .map(|r| r.is_match(&found))
+            .unwrap_or(found == value),
     }
-    element.get(key).is_some_and(|v| text(v) == value)
 }
 
 /// The fields a path names; with `create`, missing ones are made (the last
 /// one as `Null`, to be written).
-fn lookup<'a>(value: &'a mut Value, steps: &[Step], create: bool, out: &mut Vec<&'a mut Value>) {
+fn lookup<'a>(
+    value: &'a mut Value,
+    steps: &[Step],
+    create: bool,
+    compare: Compare,
+    out: &mut Vec<&'a mut Value>,
+) {
     let Some((step, rest)) = steps.split_first() else {
         out.push(value);
         return;
@@ -277,12 +355,16 @@ fn lookup<'a>(value: &'a mut Value, steps: &[Step], create: bool, out: &mut Vec<
                 map.insert(key.clone(), next);
             }
             if let Some(next) = map.get_mut(key) {
-                lookup(next, rest, create, out);
+                lookup(next, rest, create, compare, out);
             }
         }
         Step::All => match value {
-            Value::Array(list) => list.iter_mut().for_each(|v| lookup(v, rest, create, out)),
-            Value::Object(map) => map.values_mut().for_each(|v| lookup(v, rest, create, out)),
+            Value::Array(list) => list
+                .iter_mut()
+                .for_each(|v| lookup(v, rest, create, compare, out)),
+            Value::Object(map) => map
+                .values_mut()
+                .for_each(|v| lookup(v, rest, create, compare, out)),
             _ => {}
         },
         Step::Element(key, wanted) => {
@@ -292,20 +374,27 @@ fn lookup<'a>(value: &'a mut Value, steps: &[Step], create: bool, out: &mut Vec<
             let Some(list) = value.as_array_mut() else {
                 return;
             };
-            if create && !list.iter().any(|e| element_matches(e, key, wanted)) {
+            if create
+                && !list
+                    .iter()
+                    .any(|e| element_matches(e, key, wanted, compare))
+            {
                 list.push(if key.is_empty() {
                     Value::String(wanted.clone())
                 } else {
                     serde_json::json!({ key.as_str(): wanted })
                 });
             }
-            for element in list.iter_mut().filter(|e| element_matches(e, key, wanted)) {
-                lookup(element, rest, create, out);
+            for element in list
+                .iter_mut()
+                .filter(|e| element_matches(e, key, wanted, compare))
+            {
+                lookup(element, rest, create, compare, out);
             }
         }
         Step::Index(index) => {
             if let Some(next) = value.as_array_mut().and_then(|l| l.get_mut(*index)) {
-                lookup(next, rest, create, out);
+                lookup(next, rest, create, compare, out);
             }
         }
     }
@@ -316,7 +405,14 @@ fn source_value(resources: &mut [Res], source: &Source) -> Result<Value, String>
     let mut found = None;
     for (index, res) in resources.iter().enumerate() {
         let selected = res.ids().iter().any(|id| {
-            id_selected(id, &source.group, &source.version, &source.kind, &source.name, &source.namespace)
+            id_selected(
+                id,
+                &source.group,
+                &source.version,
+                &source.kind,
+                &source.name,
+                &source.namespace,
+            )
         });
         if selected {
             if found.is_some() {
@@ -336,7 +432,13 @@ fn source_value(resources: &mut [Res], source: &Source) -> Result<Value, String>
     };
     let path = source.field_path.as_deref().unwrap_or(DEFAULT_FIELD_PATH);
     let mut fields = Vec::new();
-    lookup(&mut resources[index].value, &steps(path)?, false, &mut fields);
+    lookup(
+        &mut resources[index].value,
+        &steps(path)?,
+        false,
+        Compare::Exact,
+        &mut fields,
+    );
     let value = fields
         .into_iter()
         .next()
@@ -348,7 +450,12 @@ fn source_value(resources: &mut [Res], source: &Source) -> Result<Value, String>
                 source.describe()
             )
         })?;
-    let Some(delimiter) = source.options.delimiter.as_deref().filter(|d| !d.is_empty()) else {
+    let Some(delimiter) = source
+        .options
+        .delimiter
+        .as_deref()
+        .filter(|d| !d.is_empty())
+    else {
         return Ok(value);
     };
     if value.is_object() || value.is_array() {
@@ -428,18 +535,28 @@ pub fn apply(resources: &mut [Res], replacement: &Replacement) -> Result<(), Str
             }
             let mut rejected = false;
             for reject in &target.reject {
-                rejected |= reject.selects(res)?;
+                rejected |= reject.rejects(res)?;
             }
             if rejected {
                 continue;
             }
             for (path, steps) in &paths {
                 let mut fields = Vec::new();
-                lookup(&mut res.value, steps, target.options.create, &mut fields);
+                lookup(
+                    &mut res.value,
+                    steps,
+                    target.options.create,
+                    Compare::Regex,
+                    &mut fields,
+                );
                 if fields.is_empty() {
                     return Err(format!(
                         "unable to find{} field {path:?} in the replacement target {} (selected by {})",
-                        if target.options.create { " or create" } else { "" },
+                        if target.options.create {
+                            " or create"
+                        } else {
+                            ""
+                        },
                         res.describe(),
                         select.describe()
                     ));

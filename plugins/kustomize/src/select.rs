@@ -115,7 +115,10 @@ impl Matcher {
             && matches(&self.name, &[&original.name, &current.name])
             && matches(
                 &self.namespace,
-                &[original.effective_namespace(), current.effective_namespace()],
+                &[
+                    original.effective_namespace(),
+                    current.effective_namespace(),
+                ],
             )
             && self
                 .labels

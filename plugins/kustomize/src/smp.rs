@@ -238,9 +238,10 @@ fn merge_list(dest: &mut Vec<Value>, patch: &[Value], ty: Ty, strategy: Option<L
     };
     // `- $patch: replace` in a merged list: the list is the patch's,
     // without it.
-    if patch.iter().any(|e| {
-        is_directive_only(e) && e.get("$patch").and_then(Value::as_str) == Some("replace")
-    }) {
+    if patch
+        .iter()
+        .any(|e| is_directive_only(e) && e.get("$patch").and_then(Value::as_str) == Some("replace"))
+    {
         *dest = patch
             .iter()
             .filter(|e| !is_directive_only(e))
@@ -342,6 +343,9 @@ mod tests {
         apply(&mut object, &patch);
         assert_eq!(object["spec"]["containers"], json!([{"name": "b"}]));
         assert_eq!(object["spec"]["nodeSelector"], json!({"z": "3"}));
-        assert_eq!(apply(&mut object, &json!({"$patch": "delete"})), Outcome::Deleted);
+        assert_eq!(
+            apply(&mut object, &json!({"$patch": "delete"})),
+            Outcome::Deleted
+        );
     }
 }

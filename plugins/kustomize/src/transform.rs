@@ -154,11 +154,27 @@ fn selector_paths(kind: &str) -> &'static [(&'static [&'static str], bool)] {
         "NetworkPolicy" => &[
             (&["spec", "podSelector", "matchLabels"], false),
             (
-                &["spec", "ingress", "*", "from", "*", "podSelector", "matchLabels"],
+                &[
+                    "spec",
+                    "ingress",
+                    "*",
+                    "from",
+                    "*",
+                    "podSelector",
+                    "matchLabels",
+                ],
                 false,
             ),
             (
-                &["spec", "egress", "*", "to", "*", "podSelector", "matchLabels"],
+                &[
+                    "spec",
+                    "egress",
+                    "*",
+                    "to",
+                    "*",
+                    "podSelector",
+                    "matchLabels",
+                ],
                 false,
             ),
         ],
@@ -170,25 +186,58 @@ fn selector_paths(kind: &str) -> &'static [(&'static [&'static str], bool)] {
 /// (updated where they exist, never created).
 const AFFINITY_SELECTORS: &[&[&str]] = &[
     &[
-        "spec", "template", "spec", "affinity", "podAffinity",
-        "preferredDuringSchedulingIgnoredDuringExecution", "*", "podAffinityTerm",
-        "labelSelector", "matchLabels",
+        "spec",
+        "template",
+        "spec",
+        "affinity",
+        "podAffinity",
+        "preferredDuringSchedulingIgnoredDuringExecution",
+        "*",
+        "podAffinityTerm",
+        "labelSelector",
+        "matchLabels",
     ],
     &[
-        "spec", "template", "spec", "affinity", "podAffinity",
-        "requiredDuringSchedulingIgnoredDuringExecution", "*", "labelSelector", "matchLabels",
+        "spec",
+        "template",
+        "spec",
+        "affinity",
+        "podAffinity",
+        "requiredDuringSchedulingIgnoredDuringExecution",
+        "*",
+        "labelSelector",
+        "matchLabels",
     ],
     &[
-        "spec", "template", "spec", "affinity", "podAntiAffinity",
-        "preferredDuringSchedulingIgnoredDuringExecution", "*", "podAffinityTerm",
-        "labelSelector", "matchLabels",
+        "spec",
+        "template",
+        "spec",
+        "affinity",
+        "podAntiAffinity",
+        "preferredDuringSchedulingIgnoredDuringExecution",
+        "*",
+        "podAffinityTerm",
+        "labelSelector",
+        "matchLabels",
     ],
     &[
-        "spec", "template", "spec", "affinity", "podAntiAffinity",
-        "requiredDuringSchedulingIgnoredDuringExecution", "*", "labelSelector", "matchLabels",
+        "spec",
+        "template",
+        "spec",
+        "affinity",
+        "podAntiAffinity",
+        "requiredDuringSchedulingIgnoredDuringExecution",
+        "*",
+        "labelSelector",
+        "matchLabels",
     ],
     &[
-        "spec", "template", "spec", "topologySpreadConstraints", "*", "labelSelector",
+        "spec",
+        "template",
+        "spec",
+        "topologySpreadConstraints",
+        "*",
+        "labelSelector",
         "matchLabels",
     ],
 ];
@@ -273,7 +322,10 @@ pub fn labels(
                 targets.push((path, true));
             }
             if kind == "StatefulSet" {
-                targets.push((vec!["spec", "volumeClaimTemplates", "*", "metadata", "labels"], true));
+                targets.push((
+                    vec!["spec", "volumeClaimTemplates", "*", "metadata", "labels"],
+                    true,
+                ));
             }
         }
         for (path, create) in targets {
@@ -566,7 +618,13 @@ const OTHER_REFERENCES: &[Reference] = &[
     Reference {
         target: "StorageClass",
         kinds: &["StatefulSet"],
-        path: &["spec", "volumeClaimTemplates", "*", "spec", "storageClassName"],
+        path: &[
+            "spec",
+            "volumeClaimTemplates",
+            "*",
+            "spec",
+            "storageClassName",
+        ],
     },
     Reference {
         target: "Service",
@@ -733,7 +791,11 @@ pub fn fix_references(resources: &mut [Res], crds: &CrdConfig) {
                 rename(container, CONTAINER_REFERENCES);
             }
         }
-        for reference in crds.references.iter().filter(|r| r.field.kind == object_kind) {
+        for reference in crds
+            .references
+            .iter()
+            .filter(|r| r.field.kind == object_kind)
+        {
             let path: Vec<&str> = reference.field.path.iter().map(String::as_str).collect();
             let mut fields = Vec::new();
             visit(&mut res.value, &path, &mut fields);

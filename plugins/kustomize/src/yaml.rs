@@ -420,8 +420,8 @@ fn resolves_to_string(s: &str) -> bool {
     const SPECIAL: &[&str] = &[
         "y", "Y", "yes", "Yes", "YES", "true", "True", "TRUE", "on", "On", "ON", "n", "N", "no",
         "No", "NO", "false", "False", "FALSE", "off", "Off", "OFF", "", "~", "null", "Null",
-        "NULL", ".nan", ".NaN", ".NAN", ".inf", ".Inf", ".INF", "+.inf", "+.Inf", "+.INF",
-        "-.inf", "-.Inf", "-.INF",
+        "NULL", ".nan", ".NaN", ".NAN", ".inf", ".Inf", ".INF", "+.inf", "+.Inf", "+.INF", "-.inf",
+        "-.Inf", "-.INF",
     ];
     if SPECIAL.contains(&s) {
         return false;
@@ -537,7 +537,8 @@ fn timestamp(s: &str) -> bool {
         None => (s, None),
     };
     let mut parts = date.split('-');
-    let (Some(y), Some(m), Some(d), None) = (parts.next(), parts.next(), parts.next(), parts.next())
+    let (Some(y), Some(m), Some(d), None) =
+        (parts.next(), parts.next(), parts.next(), parts.next())
     else {
         return false;
     };
@@ -645,25 +646,35 @@ fn go_format_g(f: f64) -> String {
 /// go-yaml v2's key order: letters after everything else, runs of digits
 /// compared as numbers (`a2` before `a10`).
 fn key_less(a: &str, b: &str) -> bool {
-    let a: Vec<char> = a.chars().collect();
-    let b: Vec<char> = b.chars().collect();
+    if a.is_ascii() && b.is_ascii() {
+        less(a.as_bytes(), b.as_bytes())
+    } else {
+        let a: Vec<char> = a.chars().collect();
+        let b: Vec<char> = b.chars().collect();
+        less(&a, &b)
+    }
+}
+
+fn less<T: Copy + Into<char> + PartialEq>(a: &[T], b: &[T]) -> bool {
+    let c = |x: T| -> char { x.into() };
     for i in 0..a.len().min(b.len()) {
         if a[i] == b[i] {
             continue;
         }
-        let (al, bl) = (a[i].is_alphabetic(), b[i].is_alphabetic());
+        let (ai_char, bi_char) = (c(a[i]), c(b[i]));
+        let (al, bl) = (ai_char.is_alphabetic(), bi_char.is_alphabetic());
         if al && bl {
-            return a[i] < b[i];
+            return ai_char < bi_char;
         }
         if al || bl {
             return bl;
         }
         let (mut an, mut bn) = (0i64, 0i64);
-        if a[i] == '0' || b[i] == '0' {
+        if ai_char == '0' || bi_char == '0' {
             let mut j = i;
-            while j > 0 && a[j - 1].is_ascii_digit() {
+            while j > 0 && c(a[j - 1]).is_ascii_digit() {
                 j -= 1;
-                if a[j] != '0' {
+                if c(a[j]) != '0' {
                     an = 1;
                     bn = 1;
                     break;
@@ -671,13 +682,17 @@ fn key_less(a: &str, b: &str) -> bool {
             }
         }
         let mut ai = i;
-        while ai < a.len() && a[ai].is_ascii_digit() {
-            an = an.wrapping_mul(10).wrapping_add(a[ai] as i64 - '0' as i64);
+        while ai < a.len() && c(a[ai]).is_ascii_digit() {
+            an = an
+                .wrapping_mul(10)
+                .wrapping_add(c(a[ai]) as i64 - '0' as i64);
             ai += 1;
         }
         let mut bi = i;
-        while bi < b.len() && b[bi].is_ascii_digit() {
-            bn = bn.wrapping_mul(10).wrapping_add(b[bi] as i64 - '0' as i64);
+        while bi < b.len() && c(b[bi]).is_ascii_digit() {
+            bn = bn
+                .wrapping_mul(10)
+                .wrapping_add(c(b[bi]) as i64 - '0' as i64);
             bi += 1;
         }
         if an != bn {
@@ -686,7 +701,7 @@ fn key_less(a: &str, b: &str) -> bool {
         if ai != bi {
             return ai < bi;
         }
-        return a[i] < b[i];
+        return ai_char < bi_char;
     }
     a.len() < b.len()
 }
