@@ -195,37 +195,25 @@ impl IdSelector {
     }
 
     fn describe(&self) -> String {
-        let mut parts = Vec::new();
-        for (field, value) in [
+        crate::select::describe_fields(&[
             ("group", &self.group),
             ("version", &self.version),
             ("kind", &self.kind),
             ("name", &self.name),
             ("namespace", &self.namespace),
-        ] {
-            if let Some(value) = value {
-                parts.push(format!("{field}={value}"));
-            }
-        }
-        parts.join(", ")
+        ])
     }
 }
 
 impl Source {
     fn describe(&self) -> String {
-        let mut parts = Vec::new();
-        for (field, value) in [
+        crate::select::describe_fields(&[
             ("group", &self.group),
             ("version", &self.version),
             ("kind", &self.kind),
             ("name", &self.name),
             ("namespace", &self.namespace),
-        ] {
-            if let Some(value) = value {
-                parts.push(format!("{field}={value}"));
-            }
-        }
-        parts.join(", ")
+        ])
     }
 }
 

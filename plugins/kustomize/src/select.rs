@@ -75,8 +75,7 @@ impl Selector {
 
     /// How the selector reads in a message.
     pub fn describe(&self) -> String {
-        let mut parts = Vec::new();
-        for (field, value) in [
+        let text = describe_fields(&[
             ("group", &self.group),
             ("version", &self.version),
             ("kind", &self.kind),
@@ -84,17 +83,22 @@ impl Selector {
             ("namespace", &self.namespace),
             ("labelSelector", &self.label_selector),
             ("annotationSelector", &self.annotation_selector),
-        ] {
-            if let Some(value) = value {
-                parts.push(format!("{field}={value}"));
-            }
-        }
-        if parts.is_empty() {
+        ]);
+        if text.is_empty() {
             "everything".into()
         } else {
-            parts.join(", ")
+            text
         }
     }
+}
+
+/// `field=value, ...` for the fields that are set.
+pub fn describe_fields(fields: &[(&str, &Option<String>)]) -> String {
+    fields
+        .iter()
+        .filter_map(|(field, value)| value.as_ref().map(|v| format!("{field}={v}")))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 fn matches(regex: &Option<regex_lite::Regex>, values: &[&str]) -> bool {
