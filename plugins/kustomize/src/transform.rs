@@ -109,14 +109,10 @@ pub fn prefix_suffix(resources: &mut [Res], prefix: &str, suffix: &str, crds: &C
         if !prefix.is_empty() {
             let object_kind = kind(&res.value).to_owned();
             for spec in crds.identity.iter().filter(|s| s.kind == object_kind) {
-                let mut fields = Vec::new();
                 let path: Vec<&str> = spec.path.iter().map(String::as_str).collect();
-                visit(&mut res.value, &path, &mut fields);
-                for field in fields {
-                    if let Some(name) = field.as_str() {
-                        *field = format!("{prefix}{name}").into();
-                    }
-                }
+                rename_at(&mut res.value, &path, |name| {
+                    Some(format!("{prefix}{name}"))
+                });
             }
         }
         if matches!(kind(&res.value), "Namespace" | "CustomResourceDefinition") {
@@ -774,15 +770,9 @@ pub fn fix_references(resources: &mut [Res], crds: &CrdConfig) {
         let object_kind = kind(&res.value).to_owned();
         let rename = |value: &mut Value, references: &[(&str, &[&str])]| {
             for (target, path) in references {
-                let mut fields = Vec::new();
-                visit(value, path, &mut fields);
-                for field in fields {
-                    if let Some(name) = field.as_str()
-                        && let Some(new) = lookup(referrer, target, name, namespace.as_deref())
-                    {
-                        *field = new.into();
-                    }
-                }
+                rename_at(value, path, |name| {
+                    lookup(referrer, target, name, namespace.as_deref())
+                });
             }
         };
         for pod in pod_specs(&mut res.value) {
@@ -797,16 +787,9 @@ pub fn fix_references(resources: &mut [Res], crds: &CrdConfig) {
             .filter(|r| r.field.kind == object_kind)
         {
             let path: Vec<&str> = reference.field.path.iter().map(String::as_str).collect();
-            let mut fields = Vec::new();
-            visit(&mut res.value, &path, &mut fields);
-            for field in fields {
-                if let Some(name) = field.as_str()
-                    && let Some(new) =
-                        lookup(referrer, &reference.target, name, namespace.as_deref())
-                {
-                    *field = new.into();
-                }
-            }
+            rename_at(&mut res.value, &path, |name| {
+                lookup(referrer, &reference.target, name, namespace.as_deref())
+            });
         }
         for reference in OTHER_REFERENCES {
             if !reference.kinds.contains(&object_kind.as_str()) {
@@ -839,16 +822,20 @@ pub fn fix_references(resources: &mut [Res], crds: &CrdConfig) {
                 }
                 continue;
             }
-            let mut fields = Vec::new();
-            visit(&mut res.value, reference.path, &mut fields);
-            for field in fields {
-                if let Some(name) = field.as_str()
-                    && let Some(new) =
-                        lookup(referrer, reference.target, name, namespace.as_deref())
-                {
-                    *field = new.into();
-                }
-            }
+            rename_at(&mut res.value, reference.path, |name| {
+                lookup(referrer, reference.target, name, namespace.as_deref())
+            });
+        }
+    }
+}
+
+/// Replaces every string at `path` with what `rename` gives for it.
+fn rename_at(value: &mut Value, path: &[&str], rename: impl Fn(&str) -> Option<String>) {
+    let mut fields = Vec::new();
+    visit(value, path, &mut fields);
+    for field in fields {
+        if let Some(new) = field.as_str().and_then(&rename) {
+            *field = new.into();
         }
     }
 }
