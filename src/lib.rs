@@ -19,5 +19,6 @@ pub mod policy;
 pub mod render;
 pub mod source;
 pub mod sync;
+pub mod text;
 pub mod trust;
 pub mod units;

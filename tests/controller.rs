@@ -11,7 +11,7 @@ use kiln::controller::{self, Context, ControllerConfig, ControllerSecrets};
 use kiln::devcluster::Config;
 use kiln::plugin::{HostConfig, PluginHost};
 use kiln::source::git::{GitConfig, GitSource};
-use kube::api::{Api, PostParams};
+use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
 use support::cluster::Cluster;
 use support::git::{Fixture, GitDaemon};
@@ -316,6 +316,186 @@ async fn project_rules_and_bad_specs_become_conditions_and_nothing_is_applied() 
     assert!(
         live_configmap(&w.cluster, "settings").await.is_none(),
         "nothing was applied"
+    );
+    let _ = w.stop.send(());
+}
+
+/// A team's repository cannot write outside its project: not into a
+/// namespace its destinations do not allow (whatever the Application's own
+/// destination), and not into the controller's namespace (an Application
+/// there could claim any project) unless the project says so.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rendered_objects_are_held_to_the_project_by_their_own_namespace() {
+    let w = world().await;
+    let escape = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: planted\n  namespace: kube-system\ndata: {a: b}\n";
+    let claim = format!(
+        "apiVersion: kiln.dev/v1alpha1\nkind: Application\nmetadata:\n  name: claimed\n  namespace: kiln\nspec:\n  project: default\n  source: {{repoURL: \"{}\", path: guestbook}}\n  destination: {{namespace: guestbook}}\n",
+        w.url
+    );
+    w.repo.commit(
+        "escapes",
+        &[
+            ("escape/settings.yaml", CONFIGMAP),
+            ("escape/planted.yaml", escape),
+            ("claim/app.yaml", &claim),
+        ],
+    );
+    w.repo.publish();
+    let projects = w.cluster.api(
+        "kiln.dev/v1alpha1",
+        "AppProject",
+        "appprojects",
+        Some("kiln"),
+    );
+    let project = |name: &str, namespace: &str, allow: bool| -> DynamicObject {
+        serde_json::from_value(
+            json!({"apiVersion": "kiln.dev/v1alpha1", "kind": "AppProject",
+            "metadata": {"name": name}, "spec": {"sourceRepos": ["*"],
+                "destinations": [{"namespace": namespace}], "allowControllerNamespace": allow}}),
+        )
+        .unwrap()
+    };
+    for (name, namespace) in [("team", "guestbook"), ("wide", "*")] {
+        projects
+            .create(&PostParams::default(), &project(name, namespace, false))
+            .await
+            .unwrap();
+    }
+    let apps: Api<Application> = Api::namespaced(w.cluster.client.clone(), "kiln");
+    let mut escaping = application("escaping", &w.url, "team");
+    escaping.spec.source.path = "escape".into();
+    apps.create(&PostParams::default(), &escaping)
+        .await
+        .unwrap();
+    let mut claiming = application("claiming", &w.url, "wide");
+    claiming.spec.source.path = "claim".into();
+    claiming.spec.destination.namespace = Some("kiln".into());
+    apps.create(&PostParams::default(), &claiming)
+        .await
+        .unwrap();
+
+    for (app, words) in [
+        ("escaping", "ConfigMap/planted"),
+        ("escaping", "\"kube-system\""),
+        ("claiming", "allowControllerNamespace"),
+    ] {
+        let status = eventually("a ProjectViolation", async || {
+            let status = app_status(&w.cluster, app).await;
+            status["conditions"]
+                .as_array()
+                .filter(|c| !c.is_empty())
+                .map(|_| status.clone())
+        })
+        .await;
+        let condition = &status["conditions"][0];
+        assert_eq!(condition["type"], "ProjectViolation", "{app}: {status}");
+        assert!(
+            condition["message"].as_str().unwrap().contains(words),
+            "{app}: {words}: {status}"
+        );
+    }
+    // The whole sync was refused: not even the allowed ConfigMap is there.
+    assert!(live_configmap(&w.cluster, "settings").await.is_none());
+    let planted = w
+        .cluster
+        .api("v1", "ConfigMap", "configmaps", Some("kube-system"));
+    assert!(planted.get_opt("planted").await.unwrap().is_none());
+    assert!(apps.get_opt("claimed").await.unwrap().is_none());
+
+    // A project that allows the controller's namespace may do App-of-Apps.
+    projects
+        .patch(
+            "wide",
+            &PatchParams::apply("test").force(),
+            &Patch::Apply(project("wide", "*", true)),
+        )
+        .await
+        .unwrap();
+    eventually("the claimed Application", async || {
+        apps.get_opt("claimed").await.unwrap()
+    })
+    .await;
+    let _ = w.stop.send(());
+}
+
+/// A registry that accepts connections and never answers.
+fn hanging_registry() -> (std::net::SocketAddr, std::thread::JoinHandle<()>) {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let address = listener.local_addr().unwrap();
+    let thread = std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for stream in listener.incoming().flatten() {
+            held.push(stream);
+        }
+    });
+    (address, thread)
+}
+
+/// One plugin whose registry hangs must not stall the applications that
+/// use other plugins: the catalog loads plugins one flight per reference,
+/// not under one lock.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hanging_plugin_registry_stalls_only_the_applications_that_use_it() {
+    let w = world_tuned(ControllerConfig {
+        resync: Duration::from_millis(300),
+        catalog: controller::CatalogConfig {
+            timeout: Duration::from_secs(600),
+            ..controller::CatalogConfig::default()
+        },
+        ..ControllerConfig::default()
+    })
+    .await;
+    let (registry, _thread) = hanging_registry();
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(support::guestbook()).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        files.push((
+            format!("web/{name}"),
+            std::fs::read_to_string(&path).unwrap(),
+        ));
+    }
+    let borrowed: Vec<(&str, &str)> = files
+        .iter()
+        .map(|(p, c)| (p.as_str(), c.as_str()))
+        .collect();
+    w.repo.commit("web", &borrowed);
+    w.repo.publish();
+    let values = support::component("values").display().to_string();
+    for (name, reference) in [
+        ("hanging", format!("oci://{registry}/kiln/hanging:1.0")),
+        ("values", values),
+    ] {
+        w.cluster
+            .apply(
+                "plugins",
+                json!({"apiVersion": "kiln.dev/v1alpha1", "kind": "Plugin",
+                    "metadata": {"name": name, "namespace": "kiln"},
+                    "spec": {"kind": "renderer", "ref": reference, "verify": {"insecure": true}}}),
+                "operator",
+                false,
+            )
+            .await
+            .unwrap();
+    }
+    let apps: Api<Application> = Api::namespaced(w.cluster.client.clone(), "kiln");
+    let mut stuck = application("stuck", &w.url, "default");
+    stuck.spec.source.plugins = serde_json::from_value(json!([{"name": "hanging"}])).unwrap();
+    apps.create(&PostParams::default(), &stuck).await.unwrap();
+    // Let the stuck application's fetch start first.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let mut web = application("web", &w.url, "default");
+    web.spec.source.path = "web".into();
+    web.spec.destination.namespace = Some("guestbook".into());
+    web.spec.source.plugins = serde_json::from_value(json!([{"name": "values"}])).unwrap();
+    apps.create(&PostParams::default(), &web).await.unwrap();
+    eventually("web Synced while the other registry hangs", async || {
+        (app_status(&w.cluster, "web").await["sync"]["status"] == "Synced").then_some(())
+    })
+    .await;
+    assert_ne!(
+        app_status(&w.cluster, "stuck").await["sync"]["status"],
+        "Synced"
     );
     let _ = w.stop.send(());
 }

@@ -120,6 +120,53 @@ async fn each_misbehaving_fixture_fails_with_its_own_error_and_the_host_carries_
     assert_eq!(deployment.value()["spec"]["replicas"], json!(5));
 }
 
+/// A guest that sleeps through WASI must not hold a host thread: its timers
+/// fire at once, a guest waiting for the clock to move hits its deadline,
+/// and renders queued behind sleeping plugins still run.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sleeping_guests_cannot_block_the_host() {
+    let host = PluginHost::new(HostConfig {
+        max_concurrency: 2,
+        ..HostConfig::default()
+    })
+    .unwrap();
+    let plugin = misbehave(&host);
+    let src = tree(&[("app/x.yaml", "a: 1")]);
+    let run = |mode: &'static str| {
+        let (plugin, view) = (plugin.clone(), view(src.path()));
+        async move {
+            plugin
+                .render(
+                    view,
+                    context("sleepy", "app"),
+                    params(&[("mode", mode)]),
+                    vec![],
+                )
+                .await
+        }
+    };
+    // An hour-long sleep returns at once: WASI timers do not wait.
+    let objects = tokio::time::timeout(std::time::Duration::from_secs(60), run("sleep"))
+        .await
+        .expect("an hour-long guest sleep must not hold the call")
+        .unwrap();
+    assert_eq!(objects[0].display_name(), "ConfigMap/slept");
+
+    // Four guests waiting forever for the clock, on two permits, then a
+    // trivial render: every sleeper ends with a timeout, the trivial render
+    // still completes.
+    let sleepers: Vec<_> = (0..4).map(|_| tokio::spawn(run("sleep-forever"))).collect();
+    let trivial = tokio::time::timeout(std::time::Duration::from_secs(60), run("trivial"))
+        .await
+        .expect("a render queued behind sleeping plugins must run")
+        .unwrap();
+    assert_eq!(trivial[0].display_name(), "ConfigMap/trivial");
+    for sleeper in sleepers {
+        let error = sleeper.await.unwrap().expect_err("a guest waiting forever");
+        assert!(matches!(error, PluginError::Timeout { .. }), "{error:?}");
+    }
+}
+
 #[tokio::test]
 async fn a_wasi_guest_finds_nothing_ambient() {
     let host = host();

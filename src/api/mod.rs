@@ -441,13 +441,20 @@ pub struct PolicyStatus {
     /// True when an enforced policy blocked the sync.
     #[serde(default)]
     pub blocked: bool,
-    /// The findings.
+    /// The findings, each once, at most 100.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub findings: Vec<PolicyFinding>,
+    /// How many findings were left out of `findings` (beyond its bound).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub omitted: u32,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 /// One policy finding.
-#[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq)]
+#[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq, Eq, Hash)]
 #[serde(rename_all = "camelCase")]
 pub struct PolicyFinding {
     /// The policy.
@@ -520,6 +527,13 @@ pub struct AppProjectSpec {
     /// Policies every application of the project gets and cannot switch off.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub policies: Vec<PolicyUse>,
+    /// Whether the project's applications may write into the controller's
+    /// own namespace (Applications, AppProjects, Plugins, repository and
+    /// cluster Secrets): what App-of-Apps needs. Such a project can create
+    /// applications of any project, so grant it only to the platform team.
+    /// Default: `false` (the implicit `default` project allows it).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub allow_controller_namespace: bool,
 }
 
 /// A destination pattern.

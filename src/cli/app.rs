@@ -295,13 +295,21 @@ pub(crate) async fn run(command: &AppCommand) -> anyhow::Result<u8> {
             }
             if let Some(policy) = &status.policy {
                 for finding in &policy.findings {
+                    let field = finding
+                        .field_path
+                        .as_deref()
+                        .map(|f| format!(" {f}"))
+                        .unwrap_or_default();
                     println!(
-                        "Policy:      {} [{}] {}: {}",
+                        "Policy:      {} [{}] {}{field}: {}",
                         finding.policy,
                         finding.severity,
                         finding.object.as_deref().unwrap_or("(set)"),
                         finding.message
                     );
+                }
+                if policy.omitted > 0 {
+                    println!("Policy:      … and {} more findings", policy.omitted);
                 }
             }
             if !status.resources.is_empty() {

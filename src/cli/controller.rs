@@ -65,6 +65,11 @@ pub(crate) struct ControllerArgs {
     #[arg(long, value_name = "DIR")]
     render_cache: Option<PathBuf>,
 
+    /// Bytes of serialized renders the render cache keeps in memory (and at
+    /// most as much again on disk), e.g. `256Mi`.
+    #[arg(long, value_name = "SIZE", default_value = "256Mi", value_parser = super::args::parse_size)]
+    render_cache_size: u64,
+
     /// Directory of the Git cache. Default: ~/.cache/kiln/repos.
     #[arg(long, value_name = "DIR")]
     git_cache: Option<PathBuf>,
@@ -110,6 +115,7 @@ pub(crate) async fn run(args: &ControllerArgs) -> anyhow::Result<u8> {
             .render_cache
             .clone()
             .or_else(|| default_cache_dir().map(|d| d.join("renders"))),
+        render_cache_size: args.render_cache_size,
         catalog: controller::CatalogConfig {
             store: args
                 .plugin_store

@@ -85,6 +85,26 @@ pub(crate) struct HostArgs {
     /// Cap on the manifests one plugin call may return, e.g. `32Mi`.
     #[arg(long, value_name = "SIZE", default_value = "32Mi", value_parser = args::parse_size)]
     plugin_output: u64,
+
+    /// Plugin calls that run at once; further calls wait. Default: 2 per
+    /// core.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+    plugin_concurrency: Option<u16>,
+
+    /// The largest memory cap a Plugin resource may ask for
+    /// (spec.limits.memory), e.g. `512Mi`.
+    #[arg(long, value_name = "SIZE", default_value = "512Mi", value_parser = args::parse_size)]
+    plugin_max_memory: u64,
+
+    /// Memory all running plugin calls may hold together: each call
+    /// reserves its memory cap before it starts, so plugins never hold more
+    /// than this, e.g. `1Gi`.
+    #[arg(long, value_name = "SIZE", default_value = "1Gi", value_parser = args::parse_size)]
+    plugin_memory_budget: u64,
+
+    /// Bytes of compiled plugins kept in memory, e.g. `256Mi`.
+    #[arg(long, value_name = "SIZE", default_value = "256Mi", value_parser = args::parse_size)]
+    compiled_plugins_size: u64,
 }
 
 impl HostArgs {
@@ -101,7 +121,12 @@ impl HostArgs {
             output: self.plugin_output,
             ..Default::default()
         };
-        config.max_memory = config.max_memory.max(self.plugin_memory);
+        config.max_memory = self.plugin_max_memory.max(self.plugin_memory);
+        config.memory_budget = self.plugin_memory_budget;
+        config.compiled_size = self.compiled_plugins_size;
+        if let Some(n) = self.plugin_concurrency {
+            config.max_concurrency = n.into();
+        }
         Ok(kiln::plugin::PluginHost::new(config)?)
     }
 }

@@ -3,111 +3,123 @@
 //! render besides the source — the plugins' digests, their parameters, the
 //! application's path and destination; the entry keeps the render's read
 //! set. A commit that touches nothing an application read costs a re-read
-//! of those few files, not a render. Bounded in memory (least recently used
-//! entries go first) and, when given a directory, on disk so that a restart
-//! does not render the world again; deleting it changes nothing but time.
+//! of those few files, not a render.
+//!
+//! Entries are held serialized, so the cache is bounded in bytes exactly
+//! ([`RenderCache::new`]): least recently used entries go first. Given a
+//! directory, entries are also files there, so that a restart does not
+//! render the world again; an entry leaving memory leaves the disk too, and
+//! opening the directory trims it to the same bound. Deleting it changes
+//! nothing but time. No lock is held across disk I/O or the read-set check
+//! (which reads Git objects): those run on the blocking pool.
 
-use std::collections::HashMap;
-use std::path::PathBuf;
-use std::sync::Mutex;
+use std::num::NonZeroUsize;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 
+use clru::{CLruCache, CLruCacheConfig, WeightScale};
 use serde_json::{Map, Value};
 
 use crate::digest::Digest;
 use crate::manifest::Object;
 use crate::source::{ReadSet, SourceView};
 
+/// The default bound of the render cache: 256 MiB of serialized renders.
+pub const DEFAULT_CAPACITY: u64 = 256 << 20;
+
 /// Cached renders.
 pub struct RenderCache {
-    entries: Mutex<HashMap<Digest, Entry>>,
+    entries: Mutex<CLruCache<Digest, Arc<Entry>, std::hash::RandomState, BySize>>,
     capacity: usize,
-    hits: std::sync::atomic::AtomicU64,
-    misses: std::sync::atomic::AtomicU64,
-    clock: std::sync::atomic::AtomicU64,
+    hits: AtomicU64,
+    misses: AtomicU64,
     dir: Option<PathBuf>,
 }
 
-/// The on-disk form of an entry.
+/// The stored form of an entry, in memory and on disk.
 #[derive(serde::Serialize, serde::Deserialize)]
 struct Stored {
     read_set: ReadSet,
     objects: Vec<(Map<String, Value>, Option<String>)>,
 }
 
+/// An entry: its read set (to check), and the whole entry serialized (what
+/// counts against the bound, and what a hit decodes).
 struct Entry {
     read_set: ReadSet,
-    objects: Vec<Object>,
-    used: u64,
+    stored: Vec<u8>,
+}
+
+/// Weighs entries by their serialized size.
+struct BySize;
+
+impl WeightScale<Digest, Arc<Entry>> for BySize {
+    fn weight(&self, _key: &Digest, entry: &Arc<Entry>) -> usize {
+        entry.stored.len()
+    }
+}
+
+impl Entry {
+    fn decode(stored: Vec<u8>) -> Option<Entry> {
+        // A damaged entry is a miss: it is rewritten after the next render.
+        let Stored { read_set, .. } = serde_json::from_slice(&stored).ok()?;
+        Some(Entry { read_set, stored })
+    }
+
+    fn objects(&self) -> Option<Vec<Object>> {
+        let stored: Stored = serde_json::from_slice(&self.stored).ok()?;
+        Some(
+            stored
+                .objects
+                .into_iter()
+                .map(|(value, source)| Object::new(value, source))
+                .collect(),
+        )
+    }
 }
 
 impl RenderCache {
-    /// A cache of at most `capacity` renders.
-    pub fn new(capacity: usize) -> Self {
+    /// A cache of at most `capacity` bytes of serialized renders (a render
+    /// larger than that is not cached).
+    pub fn new(capacity: u64) -> Self {
+        let capacity = usize::try_from(capacity).unwrap_or(usize::MAX).max(2);
+        let config = CLruCacheConfig::new(NonZeroUsize::new(capacity).unwrap_or(NonZeroUsize::MIN))
+            .with_scale(BySize);
         Self {
-            entries: Mutex::new(HashMap::new()),
-            capacity: capacity.max(1),
-            hits: Default::default(),
-            misses: Default::default(),
-            clock: Default::default(),
+            entries: Mutex::new(CLruCache::with_config(config)),
+            capacity,
+            hits: AtomicU64::new(0),
+            misses: AtomicU64::new(0),
             dir: None,
         }
     }
 
-    /// Also keeps entries as files in `dir` (created if missing): a new
-    /// process finds the renders of the previous one.
+    /// Also keeps entries as files in `dir` (created if missing, mode 0700):
+    /// a new process finds the renders of the previous one. Files beyond the
+    /// cache's bound are removed, oldest first.
     pub fn with_dir(mut self, dir: impl Into<PathBuf>) -> Self {
         let dir = dir.into();
-        if let Err(e) = std::fs::create_dir_all(&dir) {
-            tracing::warn!(dir = %dir.display(), error = %e, "the render cache stays in memory");
-        } else {
-            self.dir = Some(dir);
+        match private_dir(&dir).and_then(|()| trim(&dir, self.capacity as u64)) {
+            Ok(()) => self.dir = Some(dir),
+            Err(e) => {
+                tracing::warn!(dir = %dir.display(), error = %e, "the render cache stays in memory")
+            }
         }
         self
     }
 
     fn file(&self, key: &Digest) -> Option<PathBuf> {
-        let name = key.to_string().replace("sha256:", "");
         self.dir
             .as_ref()
-            .map(|dir| dir.join(format!("{name}.json")))
+            .map(|dir| dir.join(format!("{}.json", key.hex())))
     }
 
-    fn load(&self, key: &Digest) -> Option<Entry> {
-        let text = std::fs::read(self.file(key)?).ok()?;
-        // A damaged file is a miss: it is rewritten after the next render.
-        let stored: Stored = serde_json::from_slice(&text).ok()?;
-        Some(Entry {
-            read_set: stored.read_set,
-            objects: stored
-                .objects
-                .into_iter()
-                .map(|(value, source)| Object::new(value, source))
-                .collect(),
-            used: 0,
-        })
-    }
-
-    fn store(&self, key: &Digest, read_set: &ReadSet, objects: &[Object]) {
-        let Some(path) = self.file(key) else { return };
-        let stored = Stored {
-            read_set: read_set.clone(),
-            objects: objects
-                .iter()
-                .map(|o| (o.value().clone(), o.source().map(str::to_owned)))
-                .collect(),
-        };
-        let write = || -> std::io::Result<()> {
-            let dir = path.parent().unwrap_or(std::path::Path::new("."));
-            // The directory may have been deleted under us.
-            std::fs::create_dir_all(dir)?;
-            let mut file = tempfile::NamedTempFile::new_in(dir)?;
-            serde_json::to_writer(&mut file, &stored)?;
-            file.persist(&path).map_err(|e| e.error)?;
-            Ok(())
-        };
-        if let Err(e) = write() {
-            tracing::warn!(path = %path.display(), error = %e, "cannot write a render cache entry");
-        }
+    fn lock(
+        &self,
+    ) -> std::sync::MutexGuard<'_, CLruCache<Digest, Arc<Entry>, std::hash::RandomState, BySize>>
+    {
+        self.entries.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// The key of a render: everything but the source that shapes it.
@@ -121,66 +133,148 @@ impl RenderCache {
     }
 
     /// The cached objects, when the entry's read set holds in `view`.
-    pub fn get(&self, key: &Digest, view: &dyn SourceView) -> Option<Vec<Object>> {
-        let mut entries = self
-            .entries
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let tick = self.tick();
-        if !entries.contains_key(key)
-            && let Some(entry) = self.load(key)
-        {
-            entries.insert(*key, entry);
-        }
-        let hit = entries.get_mut(key).and_then(|entry| {
-            entry.read_set.holds(view).then(|| {
-                entry.used = tick;
-                entry.objects.clone()
-            })
-        });
+    pub async fn get(&self, key: &Digest, view: Arc<dyn SourceView>) -> Option<Vec<Object>> {
+        let hit = self.lookup(key, view).await;
         let counter = if hit.is_some() {
             &self.hits
         } else {
             &self.misses
         };
-        counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        counter.fetch_add(1, Ordering::Relaxed);
         hit
     }
 
+    async fn lookup(&self, key: &Digest, view: Arc<dyn SourceView>) -> Option<Vec<Object>> {
+        let cached = self.lock().get(key).cloned();
+        let entry = match cached {
+            Some(entry) => entry,
+            None => {
+                let file = self.file(key)?;
+                let entry = blocking(move || Entry::decode(std::fs::read(file).ok()?)).await?;
+                let entry = Arc::new(entry);
+                let _ = self.lock().put_with_weight(*key, entry.clone());
+                entry
+            }
+        };
+        blocking(move || {
+            entry
+                .read_set
+                .holds(&*view)
+                .then(|| entry.objects())
+                .flatten()
+        })
+        .await
+    }
+
     /// Stores a render.
-    pub fn put(&self, key: Digest, read_set: ReadSet, objects: Vec<Object>) {
-        let mut entries = self
-            .entries
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let used = self.tick();
-        self.store(&key, &read_set, &objects);
-        entries.insert(
-            key,
-            Entry {
-                read_set,
-                objects,
-                used,
-            },
-        );
-        while entries.len() > self.capacity {
-            let Some(oldest) = entries.iter().min_by_key(|(_, e)| e.used).map(|(k, _)| *k) else {
-                break;
-            };
-            entries.remove(&oldest);
+    pub async fn put(&self, key: Digest, read_set: ReadSet, objects: &[Object]) {
+        let stored = Stored {
+            read_set: read_set.clone(),
+            objects: objects
+                .iter()
+                .map(|o| (o.value().clone(), o.source().map(str::to_owned)))
+                .collect(),
+        };
+        let Some(stored) = blocking(move || serde_json::to_vec(&stored).ok()).await else {
+            return;
+        };
+        if stored.len() >= self.capacity {
+            tracing::debug!(
+                bytes = stored.len(),
+                "a render larger than the render cache is not cached"
+            );
+            return;
         }
+        let entry = Arc::new(Entry { read_set, stored });
+        let evicted = {
+            let mut entries = self.lock();
+            let mut evicted = Vec::new();
+            while entries.weight() + entries.len() + entry.stored.len() + 1 > self.capacity {
+                match entries.pop_back() {
+                    Some((old, _)) if old != key => evicted.push(old),
+                    Some(_) => {}
+                    None => break,
+                }
+            }
+            let _ = entries.put_with_weight(key, entry.clone());
+            evicted
+        };
+        let Some(dir) = self.dir.clone() else { return };
+        let path = self.file(&key);
+        blocking(move || {
+            for old in evicted {
+                let _ = std::fs::remove_file(dir.join(format!("{}.json", old.hex())));
+            }
+            if let Some(path) = path
+                && let Err(e) = write_atomically(&dir, &path, &entry.stored)
+            {
+                tracing::warn!(path = %path.display(), error = %e, "cannot write a render cache entry");
+            }
+            Some(())
+        })
+        .await;
     }
 
     /// `(hits, misses)` so far.
     pub fn stats(&self) -> (u64, u64) {
-        use std::sync::atomic::Ordering::Relaxed;
-        (self.hits.load(Relaxed), self.misses.load(Relaxed))
+        (
+            self.hits.load(Ordering::Relaxed),
+            self.misses.load(Ordering::Relaxed),
+        )
     }
 
-    fn tick(&self) -> u64 {
-        self.clock
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+    /// Bytes of serialized renders held in memory.
+    pub fn size(&self) -> u64 {
+        self.lock().weight() as u64
     }
+}
+
+/// Runs `work` on the blocking pool; `None` if it panicked.
+async fn blocking<T: Send + 'static>(
+    work: impl FnOnce() -> Option<T> + Send + 'static,
+) -> Option<T> {
+    tokio::task::spawn_blocking(work).await.ok().flatten()
+}
+
+fn write_atomically(dir: &Path, path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write as _;
+    // The directory may have been deleted under us.
+    private_dir(dir)?;
+    let mut file = tempfile::NamedTempFile::new_in(dir)?;
+    file.write_all(bytes)?;
+    file.persist(path).map_err(|e| e.error)?;
+    Ok(())
+}
+
+/// Creates `dir` (and its parents) if missing, readable by this user only.
+fn private_dir(dir: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::DirBuilderExt as _;
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+}
+
+/// Removes the oldest entry files of `dir` until the rest fit in `capacity`.
+fn trim(dir: &Path, capacity: u64) -> std::io::Result<()> {
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(dir)? {
+        let entry = entry?;
+        let metadata = entry.metadata()?;
+        if metadata.is_file() {
+            let modified = metadata.modified().unwrap_or(std::time::UNIX_EPOCH);
+            files.push((modified, metadata.len(), entry.path()));
+        }
+    }
+    files.sort_by(|a, b| b.0.cmp(&a.0));
+    let mut kept = 0u64;
+    for (_, len, path) in files {
+        kept = kept.saturating_add(len);
+        if kept > capacity {
+            std::fs::remove_file(&path)?;
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -190,6 +284,17 @@ mod tests {
     use super::*;
     use crate::render::{self, Step};
     use crate::source::LocalDir;
+
+    async fn render_dir(source: &Path, app: &str) -> render::Rendered {
+        let view: Arc<dyn SourceView> = Arc::new(LocalDir::open(source).unwrap());
+        let context = crate::plugin::AppContext {
+            path: app.into(),
+            ..Default::default()
+        };
+        render::render(view, &context, &Vec::<Step>::new())
+            .await
+            .unwrap()
+    }
 
     #[tokio::test]
     async fn entries_survive_a_restart_and_a_change_invalidates_them() {
@@ -202,33 +307,80 @@ mod tests {
         .unwrap();
         std::fs::write(source.path().join("README.md"), "docs").unwrap();
         let view: Arc<dyn SourceView> = Arc::new(LocalDir::open(source.path()).unwrap());
-        let context = crate::plugin::AppContext {
-            path: "app".into(),
-            ..Default::default()
-        };
-        let rendered = render::render(view.clone(), &context, &Vec::<Step>::new())
-            .await
-            .unwrap();
+        let rendered = render_dir(source.path(), "app").await;
         let dir = tempfile::tempdir().unwrap();
         let key = RenderCache::key(&["app"]);
-        RenderCache::new(8).with_dir(dir.path()).put(
-            key,
-            rendered.read_set,
-            rendered.objects.clone(),
-        );
+        RenderCache::new(1 << 20)
+            .with_dir(dir.path())
+            .put(key, rendered.read_set, &rendered.objects)
+            .await;
 
         // A new process: found on disk.
-        let restarted = RenderCache::new(8).with_dir(dir.path());
-        assert_eq!(restarted.get(&key, &*view), Some(rendered.objects));
+        let restarted = RenderCache::new(1 << 20).with_dir(dir.path());
+        assert_eq!(
+            restarted.get(&key, view.clone()).await,
+            Some(rendered.objects)
+        );
         // Outside what was read: still valid. Inside: invalid.
         std::fs::write(source.path().join("README.md"), "more docs").unwrap();
-        assert!(restarted.get(&key, &*view).is_some());
+        assert!(restarted.get(&key, view.clone()).await.is_some());
         std::fs::write(
             source.path().join("app/cm.yaml"),
             "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: b}\n",
         )
         .unwrap();
-        assert!(restarted.get(&key, &*view).is_none());
+        assert!(restarted.get(&key, view).await.is_none());
         assert_eq!(restarted.stats(), (2, 1));
+    }
+
+    #[tokio::test]
+    async fn the_cache_is_bounded_in_bytes_in_memory_and_on_disk() {
+        let source = tempfile::tempdir().unwrap();
+        std::fs::create_dir(source.path().join("app")).unwrap();
+        let big = "x".repeat(4000);
+        std::fs::write(
+            source.path().join("app/cm.yaml"),
+            format!(
+                "apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: a}}\ndata: {{big: {big}}}\n"
+            ),
+        )
+        .unwrap();
+        let view: Arc<dyn SourceView> = Arc::new(LocalDir::open(source.path()).unwrap());
+        let rendered = render_dir(source.path(), "app").await;
+        let dir = tempfile::tempdir().unwrap();
+        // Room for two renders of ~4 KB, not three.
+        let cache = RenderCache::new(10_000).with_dir(dir.path());
+        let keys: Vec<Digest> = (0..3)
+            .map(|i| RenderCache::key(&[&i.to_string()]))
+            .collect();
+        for key in &keys {
+            cache
+                .put(*key, rendered.read_set.clone(), &rendered.objects)
+                .await;
+            assert!(cache.size() <= 10_000, "{}", cache.size());
+        }
+        assert!(
+            cache.get(&keys[0], view.clone()).await.is_none(),
+            "the oldest went"
+        );
+        assert!(cache.get(&keys[2], view.clone()).await.is_some());
+        let on_disk: u64 = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().metadata().unwrap().len())
+            .sum();
+        assert!(on_disk <= 10_000, "{on_disk} bytes on disk");
+        // A render larger than the whole cache is not kept at all.
+        let tiny = RenderCache::new(100);
+        tiny.put(keys[0], rendered.read_set.clone(), &rendered.objects)
+            .await;
+        assert_eq!(tiny.size(), 0);
+        // Reopening trims a directory that grew past the bound.
+        std::fs::write(dir.path().join("planted.json"), vec![b' '; 20_000]).unwrap();
+        let _reopened = RenderCache::new(10_000).with_dir(dir.path());
+        let on_disk: u64 = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().metadata().unwrap().len())
+            .sum();
+        assert!(on_disk <= 10_000, "{on_disk} bytes on disk after reopening");
     }
 }

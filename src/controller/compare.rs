@@ -11,7 +11,7 @@ use serde_json::Value;
 
 use super::destination::Target;
 use super::plugins;
-use super::project::{self, Project};
+use super::project::{self, Placement, Project};
 use super::reconcile::Context;
 use crate::api::{AppProject, Application, PolicyFinding, PolicyStatus};
 use crate::diff::{DiffOptions, IgnoreRules, Report};
@@ -21,7 +21,7 @@ use crate::policy;
 use crate::render::{self, Step};
 use crate::source::SourceView;
 use crate::source::git::{RepoUrl, Revision};
-use crate::sync::{Application as SyncApp, Engine, RetryPolicy, SyncOptions};
+use crate::sync::{Application as SyncApp, DefinedScopes, Engine, RetryPolicy, SyncOptions};
 
 /// Why a comparison (or a sync) stopped: recorded as a condition of the
 /// Application with a reason a person can act on.
@@ -36,12 +36,13 @@ pub struct Stop {
 }
 
 impl Stop {
-    /// A stop.
+    /// A stop. The message is bounded ([`crate::text::MAX_MESSAGE`]): it is stored in
+    /// the Application's status.
     pub fn new(kind: &'static str, reason: &'static str, message: impl Into<String>) -> Self {
         Self {
             kind,
             reason,
-            message: message.into(),
+            message: crate::text::bounded(&message.into(), crate::text::MAX_MESSAGE),
         }
     }
 }
@@ -112,7 +113,7 @@ pub async fn compare(app: &Application, ctx: &Context, to: &CompareTo) -> Result
             return Err(Stop::new(
                 "ComparisonError",
                 "ProjectUnreadable",
-                e.to_string(),
+                crate::text::chain(&e),
             ));
         }
     };
@@ -132,7 +133,7 @@ pub async fn compare(app: &Application, ctx: &Context, to: &CompareTo) -> Result
                 super::destination::DestinationError::NotRegistered { .. } => "UnknownDestination",
                 _ => "InvalidDestination",
             };
-            Stop::new("InvalidSpec", reason, e.to_string())
+            Stop::new("InvalidSpec", reason, crate::text::chain(&e))
         })?;
     let destination_namespace = app.spec.destination.namespace.clone().unwrap_or_default();
     project
@@ -158,11 +159,13 @@ pub async fn compare(app: &Application, ctx: &Context, to: &CompareTo) -> Result
             .as_deref()
             .unwrap_or(&app.spec.source.target_revision),
     );
-    let tree = ctx
-        .git
-        .poll(&url, &revision)
-        .await
-        .map_err(|e| Stop::new("ComparisonError", "SourceUnavailable", format!("{e:#}")))?;
+    let tree = ctx.git.poll(&url, &revision).await.map_err(|e| {
+        Stop::new(
+            "ComparisonError",
+            "SourceUnavailable",
+            crate::text::chain(&e),
+        )
+    })?;
     let commit = tree.commit().to_string();
     tracing::Span::current().record("revision", commit.as_str());
 
@@ -213,7 +216,7 @@ pub async fn compare(app: &Application, ctx: &Context, to: &CompareTo) -> Result
         }
     }
     let key = super::cache::RenderCache::key(&shape.iter().map(String::as_str).collect::<Vec<_>>());
-    let rendered_objects = match ctx.render_cache.get(&key, &*view) {
+    let rendered_objects = match ctx.render_cache.get(&key, view.clone()).await {
         Some(objects) => {
             tracing::debug!("render cache hit");
             objects
@@ -221,7 +224,9 @@ pub async fn compare(app: &Application, ctx: &Context, to: &CompareTo) -> Result
         None => {
             let rendered = render::render(view.clone(), &context, &chain)
                 .await
-                .map_err(|e| Stop::new("ComparisonError", "RenderFailed", format!("{e:#}")))?;
+                .map_err(|e| {
+                    Stop::new("ComparisonError", "RenderFailed", crate::text::chain(&e))
+                })?;
             ctx.metrics.renders.inc();
             for (plugin, took) in &rendered.timings {
                 ctx.metrics
@@ -233,7 +238,8 @@ pub async fn compare(app: &Application, ctx: &Context, to: &CompareTo) -> Result
                     .observe(took.as_secs_f64());
             }
             ctx.render_cache
-                .put(key, rendered.read_set, rendered.objects.clone());
+                .put(key, rendered.read_set, &rendered.objects)
+                .await;
             rendered.objects
         }
     };
@@ -257,60 +263,14 @@ pub async fn compare(app: &Application, ctx: &Context, to: &CompareTo) -> Result
             ])
             .observe(result.duration.as_secs_f64());
     }
-    let policy = PolicyStatus {
-        blocked: report.blocked(),
-        findings: report
-            .results
-            .iter()
-            .flat_map(|r| {
-                let mut findings: Vec<PolicyFinding> = r
-                    .findings
-                    .iter()
-                    .map(|f| PolicyFinding {
-                        policy: r.policy.clone(),
-                        mode: r.mode.to_string(),
-                        severity: f.severity.to_string(),
-                        object: f.object.as_ref().map(ToString::to_string),
-                        field_path: f.field_path.clone(),
-                        message: f.message.clone(),
-                    })
-                    .collect();
-                if let Some(error) = &r.error {
-                    findings.push(PolicyFinding {
-                        policy: r.policy.clone(),
-                        mode: r.mode.to_string(),
-                        severity: "error".into(),
-                        object: None,
-                        field_path: None,
-                        message: format!("the policy failed to run: {error}"),
-                    });
-                }
-                findings
-            })
-            .collect(),
-    };
+    let policy = policy_status(&report);
 
-    // Kinds allowed by the project.
+    // Kinds and namespaces allowed by the project.
     let objects: Vec<Value> = rendered_objects
         .iter()
         .map(|o| Value::Object(o.value().clone()))
         .collect();
-    for object in &objects {
-        let key = ObjectKey::of(object);
-        let api_version = object
-            .get("apiVersion")
-            .and_then(Value::as_str)
-            .unwrap_or_default();
-        let namespaced = match target.cluster.resolve(api_version, &key.kind).await {
-            Ok(resolved) => resolved.namespaced,
-            // Unknown kinds (a CRD in the same set) are checked as namespaced
-            // when they carry a namespace.
-            Err(_) => key.namespace.is_some() || !destination_namespace.is_empty(),
-        };
-        project
-            .admit_object(&key, namespaced)
-            .map_err(|v| Stop::new("ProjectViolation", "ResourceNotAllowed", v.to_string()))?;
-    }
+    admit_objects(&project, &target, &objects, &destination_namespace, config).await?;
 
     // Diff.
     let sync_app = SyncApp {
@@ -321,15 +281,20 @@ pub async fn compare(app: &Application, ctx: &Context, to: &CompareTo) -> Result
     let rules: Vec<crate::diff::IgnoreDifferences> =
         app.spec.ignore_differences.iter().map(Into::into).collect();
     let diff_options = DiffOptions {
-        ignore: IgnoreRules::new(rules, crate::diff::ignore::DEFAULT_JQ_TIMEOUT)
-            .map_err(|e| Stop::new("InvalidSpec", "InvalidIgnoreDifferences", e.to_string()))?,
+        ignore: IgnoreRules::new(rules, crate::diff::ignore::DEFAULT_JQ_TIMEOUT).map_err(|e| {
+            Stop::new(
+                "InvalidSpec",
+                "InvalidIgnoreDifferences",
+                crate::text::chain(&e),
+            )
+        })?,
         manager: config.manager.clone(),
         ..DiffOptions::default()
     };
     let diff = Engine::new(&target.cluster, sync_app.clone(), options.clone())
         .diff(objects.clone(), &diff_options)
         .await
-        .map_err(|e| Stop::new("ComparisonError", "DiffFailed", format!("{e:#}")))?;
+        .map_err(|e| Stop::new("ComparisonError", "DiffFailed", crate::text::chain(&e)))?;
     Ok(Comparison {
         commit,
         target,
@@ -341,6 +306,95 @@ pub async fn compare(app: &Application, ctx: &Context, to: &CompareTo) -> Result
         options,
         insecure_plugins: insecure,
     })
+}
+
+/// Findings an Application's status keeps; the rest are counted in
+/// `status.policy.omitted`.
+pub const MAX_FINDINGS: usize = 100;
+/// The longest finding message kept, in bytes.
+pub const MAX_FINDING_MESSAGE: usize = 1024;
+
+/// The policy part of an Application's status: every finding once (a
+/// policy reporting the same thing twice is shown once), at most
+/// [`MAX_FINDINGS`] of them, each message bounded, and a count of what was
+/// left out.
+fn policy_status(report: &policy::Report) -> PolicyStatus {
+    let mut findings: Vec<PolicyFinding> = Vec::new();
+    let mut omitted = 0u32;
+    let mut seen = std::collections::HashSet::new();
+    for result in &report.results {
+        let failure = result.error.as_ref().map(|error| PolicyFinding {
+            policy: result.policy.clone(),
+            mode: result.mode.to_string(),
+            severity: "error".into(),
+            object: None,
+            field_path: None,
+            message: format!("the policy failed to run: {error}"),
+        });
+        let reported = result.findings.iter().map(|f| PolicyFinding {
+            policy: result.policy.clone(),
+            mode: result.mode.to_string(),
+            severity: f.severity.to_string(),
+            object: f.object.as_ref().map(ToString::to_string),
+            field_path: f.field_path.clone(),
+            message: f.message.clone(),
+        });
+        for mut finding in reported.chain(failure) {
+            finding.message = crate::text::bounded(&finding.message, MAX_FINDING_MESSAGE);
+            if !seen.insert(finding.clone()) {
+                continue;
+            }
+            if findings.len() < MAX_FINDINGS {
+                findings.push(finding);
+            } else {
+                omitted = omitted.saturating_add(1);
+            }
+        }
+    }
+    PolicyStatus {
+        blocked: report.blocked(),
+        findings,
+        omitted,
+    }
+}
+
+/// Holds every rendered object to the project: its kind, and its namespace
+/// as the sync will write it (the destination namespace filled in for
+/// namespaced objects that name none). A kind's scope comes from the
+/// destination's discovery, else from a CRD in the same set; a kind known
+/// to neither is held to the cluster-scoped rules unless it names a
+/// namespace. One object out of bounds stops the whole sync.
+async fn admit_objects(
+    project: &Project,
+    target: &Target,
+    objects: &[Value],
+    destination_namespace: &str,
+    config: &super::ControllerConfig,
+) -> Result<(), Stop> {
+    let defined = DefinedScopes::of(objects);
+    let at = Placement {
+        server: &target.server,
+        name: &target.name,
+        controller_namespace: &config.namespace,
+    };
+    for object in objects {
+        let mut key = ObjectKey::of(object);
+        let api_version = object
+            .get("apiVersion")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let namespaced = match target.cluster.resolve(api_version, &key.kind).await {
+            Ok(resolved) => resolved.namespaced,
+            Err(_) => defined.namespaced(&key).unwrap_or(key.namespace.is_some()),
+        };
+        if namespaced && key.namespace.is_none() && !destination_namespace.is_empty() {
+            key.namespace = Some(destination_namespace.to_owned());
+        }
+        project
+            .admit_object(&key, namespaced, &at)
+            .map_err(|v| Stop::new("ProjectViolation", "ResourceNotAllowed", v.to_string()))?;
+    }
+    Ok(())
 }
 
 /// The sync options an Application's spec asks for.
@@ -380,4 +434,56 @@ fn sync_options(app: &Application, ctx: &Context) -> Result<SyncOptions, Stop> {
         };
     }
     Ok(options)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plugin::{Finding, ObjectRef, Severity};
+    use crate::policy::{Mode, PolicyResult, Report};
+
+    fn finding(name: &str, path: &str, message: &str) -> Finding {
+        Finding {
+            object: Some(ObjectRef {
+                api_version: "v1".into(),
+                kind: "ConfigMap".into(),
+                namespace: None,
+                name: name.into(),
+            }),
+            field_path: Some(path.into()),
+            message: message.into(),
+            severity: Severity::Error,
+        }
+    }
+
+    #[test]
+    fn findings_in_the_status_are_unique_bounded_and_counted() {
+        let mut findings = vec![
+            finding("a", "metadata.labels", "missing label x"),
+            finding("a", "metadata.labels", "missing label x"),
+            finding("a", "spec.template.metadata.labels", "missing label x"),
+            finding("b", "metadata.labels", &"long ".repeat(1000)),
+        ];
+        findings.extend((0..200).map(|i| finding(&format!("n{i}"), "metadata", "m")));
+        let report = Report {
+            results: vec![PolicyResult {
+                policy: "required-labels".into(),
+                mode: Mode::Enforce,
+                findings,
+                error: None,
+                duration: std::time::Duration::ZERO,
+            }],
+        };
+        let status = policy_status(&report);
+        assert_eq!(status.findings.len(), MAX_FINDINGS);
+        // 204 findings, one repeated: 203 distinct, 100 kept.
+        assert_eq!(status.omitted, 103);
+        assert_eq!(
+            status.findings[1].field_path.as_deref(),
+            Some("spec.template.metadata.labels"),
+            "the same message at another field is another finding"
+        );
+        assert!(status.findings[2].message.len() <= MAX_FINDING_MESSAGE + 40);
+        assert!(status.findings[2].message.ends_with("bytes cut)"));
+    }
 }

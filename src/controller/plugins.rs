@@ -13,11 +13,12 @@
 //!
 //! [`ControllerConfig::plugin_resolve_interval`]: super::ControllerConfig::plugin_resolve_interval
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+use clru::CLruCache;
 use kube::api::Api;
 use tokio::sync::{Mutex, OnceCell};
 use tokio::time::Instant;
@@ -64,12 +65,23 @@ struct Entry {
     plugin: Plugin,
 }
 
+/// One catalog key's loaded plugin, behind its own lock: held while the
+/// plugin is fetched, verified and compiled, so that loads of one reference
+/// are a single flight while loads of other references go on.
+type Slot = Arc<Mutex<Option<Entry>>>;
+
+/// How many loaded plugins (per reference, world, limits and signers) the
+/// catalog keeps; the least recently used go first.
+pub const CATALOG_ENTRIES: usize = 256;
+/// How many verification results the catalog remembers.
+pub const VERIFIED_ENTRIES: usize = 1024;
+
 /// Loaded plugins and verification results.
 pub struct Catalog {
     config: CatalogConfig,
     root: OnceCell<Arc<TrustRoot>>,
-    entries: Mutex<HashMap<String, Entry>>,
-    verified: std::sync::Mutex<HashMap<(Digest, String), Verified>>,
+    slots: std::sync::Mutex<CLruCache<String, Slot>>,
+    verified: std::sync::Mutex<CLruCache<(Digest, String), Verified>>,
 }
 
 /// A plugin ready to run, with what the Application should know about it.
@@ -89,8 +101,8 @@ impl Catalog {
         Self {
             config,
             root: OnceCell::new(),
-            entries: Mutex::new(HashMap::new()),
-            verified: std::sync::Mutex::new(HashMap::new()),
+            slots: std::sync::Mutex::new(CLruCache::new(bounded(CATALOG_ENTRIES))),
+            verified: std::sync::Mutex::new(CLruCache::new(bounded(VERIFIED_ENTRIES))),
         }
     }
 
@@ -116,8 +128,32 @@ impl Catalog {
         self.verified
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .contains_key(&(*digest, requirement.to_owned()))
+            .get(&(*digest, requirement.to_owned()))
+            .is_some()
     }
+
+    fn remember(&self, digest: Digest, requirement: String, verified: Verified) {
+        self.verified
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .put((digest, requirement), verified);
+    }
+
+    /// The slot of `key`, made if missing. The catalog's own lock is held
+    /// only for this lookup, never across I/O.
+    fn slot(&self, key: &str) -> Slot {
+        let mut slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(slot) = slots.get(key) {
+            return slot.clone();
+        }
+        let slot = Slot::default();
+        slots.put(key.to_owned(), slot.clone());
+        slot
+    }
+}
+
+fn bounded(n: usize) -> std::num::NonZeroUsize {
+    std::num::NonZeroUsize::new(n).unwrap_or(std::num::NonZeroUsize::MIN)
 }
 
 /// Whether a reference always names the same bytes.
@@ -161,7 +197,13 @@ pub(super) async fn load(
     let resource = plugins
         .get_opt(name)
         .await
-        .map_err(|e| Stop::new("ComparisonError", "PluginUnreadable", e.to_string()))?
+        .map_err(|e| {
+            Stop::new(
+                "ComparisonError",
+                "PluginUnreadable",
+                crate::text::chain(&e),
+            )
+        })?
         .ok_or_else(|| {
             Stop::new(
                 "InvalidSpec",
@@ -238,9 +280,10 @@ pub(super) async fn load(
     let limits = plugin_limits(ctx, name, spec.limits.as_ref())?;
     let key = format!("{}|{world:?}|{limits:?}|{requirements:?}", spec.reference);
 
-    let mut entries = catalog.entries.lock().await;
-    let previous = entries.get(&key).map(|e| e.digest);
-    if let Some(entry) = entries.get(&key)
+    let slot = catalog.slot(&key);
+    let mut entry_slot = slot.lock().await;
+    let previous = entry_slot.as_ref().map(|e| e.digest);
+    if let Some(entry) = entry_slot.as_ref()
         && (immutable(&reference) || entry.at.elapsed() < catalog.config.resolve_interval)
     {
         return Ok(Loaded {
@@ -254,7 +297,11 @@ pub(super) async fn load(
         Stop::new(
             "ComparisonError",
             "PluginStoreUnavailable",
-            format!("plugin store {}: {e}", store_dir.display()),
+            format!(
+                "plugin store {}: {}",
+                store_dir.display(),
+                crate::text::chain(&e)
+            ),
         )
     })?;
     let fetcher = Fetcher::new(store, registry_credentials(ctx)?, catalog.config.timeout);
@@ -262,10 +309,10 @@ pub(super) async fn load(
         Stop::new(
             "ComparisonError",
             "PluginFetchFailed",
-            format!("plugin {name:?}: {e}"),
+            format!("plugin {name:?}: {}", crate::text::chain(&e)),
         )
     })?;
-    if let (Some(entry), Some(was)) = (entries.get_mut(&key), previous)
+    if let (Some(entry), Some(was)) = (entry_slot.as_mut(), previous)
         && was == fetched.digest
     {
         entry.at = Instant::now();
@@ -295,7 +342,7 @@ pub(super) async fn load(
                         Stop::new(
                             "ComparisonError",
                             "PluginFetchFailed",
-                            format!("plugin {name:?}: signatures: {e}"),
+                            format!("plugin {name:?}: signatures: {}", crate::text::chain(&e)),
                         )
                     })?,
             );
@@ -320,11 +367,7 @@ pub(super) async fn load(
         if let Verified::Insecure { digest } = &verified {
             tracing::warn!(plugin = name, %digest, "plugin runs UNVERIFIED (spec.verify.insecure: true)");
         }
-        catalog
-            .verified
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert((fetched.digest, requirement_key), verified);
+        catalog.remember(fetched.digest, requirement_key, verified);
     }
 
     let host = ctx.host.clone();
@@ -338,17 +381,14 @@ pub(super) async fn load(
                 Stop::new(
                     "ComparisonError",
                     "PluginLoadFailed",
-                    format!("plugin {name:?}: {e:#}"),
+                    format!("plugin {name:?}: {}", crate::text::chain(&e)),
                 )
             })?;
-    entries.insert(
-        key,
-        Entry {
-            at: Instant::now(),
-            digest: fetched.digest,
-            plugin: plugin.clone(),
-        },
-    );
+    *entry_slot = Some(Entry {
+        at: Instant::now(),
+        digest: fetched.digest,
+        plugin: plugin.clone(),
+    });
     Ok(Loaded {
         plugin,
         defaults: spec.defaults.clone(),

@@ -32,6 +32,9 @@ pub fn permissive() -> AppProjectSpec {
             namespace: Some("*".into()),
         }],
         cluster_resource_whitelist: vec![any],
+        // Argo CD's default project may do anything, App-of-Apps included;
+        // an AppProject named `default` replaces this one.
+        allow_controller_namespace: true,
         ..AppProjectSpec::default()
     }
 }
@@ -47,6 +50,19 @@ fn matches(pattern: &str, value: &str) -> bool {
 fn kind_listed(list: &[GroupKind], key: &ObjectKey) -> bool {
     list.iter()
         .any(|gk| matches(&gk.group, &key.group) && matches(&gk.kind, &key.kind))
+}
+
+/// Where a rendered object would be written: the resolved destination
+/// cluster, and the namespace the controller itself lives in.
+#[derive(Clone, Copy, Debug)]
+pub struct Placement<'a> {
+    /// The destination cluster's server URL.
+    pub server: &'a str,
+    /// The destination cluster's name.
+    pub name: &'a str,
+    /// The controller's namespace (Applications, AppProjects, Plugins and
+    /// credentials live there).
+    pub controller_namespace: &'a str,
 }
 
 /// A project, checked against.
@@ -112,12 +128,7 @@ impl Project {
         name: &str,
         namespace: &str,
     ) -> Result<(), Violation> {
-        let allowed = self.spec.destinations.iter().any(|d| {
-            d.server.as_deref().is_none_or(|p| matches(p, server))
-                && d.name.as_deref().is_none_or(|p| matches(p, name))
-                && d.namespace.as_deref().is_none_or(|p| matches(p, namespace))
-        });
-        if !allowed {
+        if !self.destination_allowed(server, name, namespace) {
             return Err(self.violation(format!(
                 "destination {server} ({name}) namespace {namespace:?} is not allowed by its destinations"
             )));
@@ -125,8 +136,28 @@ impl Project {
         Ok(())
     }
 
-    /// Checks one rendered object's kind.
-    pub fn admit_object(&self, key: &ObjectKey, namespaced: bool) -> Result<(), Violation> {
+    fn destination_allowed(&self, server: &str, name: &str, namespace: &str) -> bool {
+        self.spec.destinations.iter().any(|d| {
+            d.server.as_deref().is_none_or(|p| matches(p, server))
+                && d.name.as_deref().is_none_or(|p| matches(p, name))
+                && d.namespace.as_deref().is_none_or(|p| matches(p, namespace))
+        })
+    }
+
+    /// Checks one rendered object where it would be written: its kind
+    /// (namespaced or cluster-scoped lists) and, for a namespaced object,
+    /// its own namespace (`key.namespace`, after the destination namespace
+    /// was filled in) against the project's destinations, as Argo CD does.
+    /// Writing into the controller's namespace — where Applications,
+    /// AppProjects, Plugins and the repository and cluster Secrets live —
+    /// is reserved to projects with `allowControllerNamespace`: anything
+    /// written there can make applications of any project.
+    pub fn admit_object(
+        &self,
+        key: &ObjectKey,
+        namespaced: bool,
+        at: &Placement<'_>,
+    ) -> Result<(), Violation> {
         let spec = &self.spec;
         let refused = if namespaced {
             kind_listed(&spec.namespace_resource_blacklist, key)
@@ -145,6 +176,25 @@ impl Project {
             return Err(self.violation(format!(
                 "{scope} kind {}/{} of {key} is not allowed",
                 key.group, key.kind
+            )));
+        }
+        if !namespaced {
+            return Ok(());
+        }
+        let Some(namespace) = key.namespace.as_deref() else {
+            return Err(self.violation(format!(
+                "{key} is namespaced but names no namespace, and the application's destination names none"
+            )));
+        };
+        if !self.destination_allowed(at.server, at.name, namespace) {
+            return Err(self.violation(format!(
+                "{key} would be written to namespace {namespace:?} of {} ({}), which its destinations do not allow",
+                at.server, at.name
+            )));
+        }
+        if namespace == at.controller_namespace && !spec.allow_controller_namespace {
+            return Err(self.violation(format!(
+                "{key} would be written to the controller's namespace {namespace:?}; only a project with allowControllerNamespace may write there"
             )));
         }
         Ok(())
@@ -266,20 +316,46 @@ mod tests {
         );
     }
 
+    const AT: Placement<'static> = Placement {
+        server: crate::api::IN_CLUSTER,
+        name: "in-cluster",
+        controller_namespace: "kiln",
+    };
+
+    fn key(group: &str, kind: &str, namespace: Option<&str>) -> ObjectKey {
+        ObjectKey {
+            group: group.into(),
+            kind: kind.into(),
+            namespace: namespace.map(Into::into),
+            name: "x".into(),
+        }
+    }
+
     #[test]
     fn kinds() {
         let project = team();
-        let key = |group: &str, kind: &str| ObjectKey {
-            group: group.into(),
-            kind: kind.into(),
-            namespace: None,
-            name: "x".into(),
-        };
-        assert!(project.admit_object(&key("", "ConfigMap"), true).is_ok());
-        assert!(project.admit_object(&key("", "Secret"), true).is_err());
-        assert!(project.admit_object(&key("", "Namespace"), false).is_ok());
+        let ns = Some("team-a");
+        assert!(
+            project
+                .admit_object(&key("", "ConfigMap", ns), true, &AT)
+                .is_ok()
+        );
+        assert!(
+            project
+                .admit_object(&key("", "Secret", ns), true, &AT)
+                .is_err()
+        );
+        assert!(
+            project
+                .admit_object(&key("", "Namespace", None), false, &AT)
+                .is_ok()
+        );
         let error = project
-            .admit_object(&key("rbac.authorization.k8s.io", "ClusterRole"), false)
+            .admit_object(
+                &key("rbac.authorization.k8s.io", "ClusterRole", None),
+                false,
+                &AT,
+            )
             .unwrap_err();
         assert!(
             error
@@ -289,8 +365,74 @@ mod tests {
         );
         assert!(
             permissive_project()
-                .admit_object(&key("rbac.authorization.k8s.io", "ClusterRole"), false)
+                .admit_object(
+                    &key("rbac.authorization.k8s.io", "ClusterRole", None),
+                    false,
+                    &AT
+                )
                 .is_ok()
         );
+    }
+
+    #[test]
+    fn each_object_is_held_to_the_destinations_by_its_own_namespace() {
+        let project = team();
+        let error = project
+            .admit_object(&key("", "ConfigMap", Some("kube-system")), true, &AT)
+            .unwrap_err();
+        assert!(
+            error.to_string().contains("namespace \"kube-system\""),
+            "{error}"
+        );
+        let error = project
+            .admit_object(&key("", "ConfigMap", None), true, &AT)
+            .unwrap_err();
+        assert!(error.to_string().contains("names no namespace"), "{error}");
+        // Another cluster than the destinations allow.
+        let project = Project::new(
+            "edge",
+            serde_json::from_value(json!({"sourceRepos": ["*"],
+                "destinations": [{"server": "https://edge.example.com", "namespace": "*"}]}))
+            .unwrap(),
+        );
+        assert!(
+            project
+                .admit_object(&key("", "ConfigMap", Some("web")), true, &AT)
+                .is_err()
+        );
+    }
+
+    #[test]
+    fn the_controller_namespace_needs_explicit_permission() {
+        let wide_open = |allow: bool| {
+            Project::new(
+                "wide",
+                serde_json::from_value(json!({"sourceRepos": ["*"],
+                    "destinations": [{"namespace": "*"}],
+                    "allowControllerNamespace": allow}))
+                .unwrap(),
+            )
+        };
+        for (group, kind) in [
+            ("kiln.dev", "Application"),
+            ("kiln.dev", "AppProject"),
+            ("kiln.dev", "Plugin"),
+            ("", "Secret"),
+        ] {
+            let object = key(group, kind, Some("kiln"));
+            let error = wide_open(false)
+                .admit_object(&object, true, &AT)
+                .unwrap_err();
+            assert!(
+                error.to_string().contains("allowControllerNamespace"),
+                "{error}"
+            );
+            assert!(wide_open(true).admit_object(&object, true, &AT).is_ok());
+            assert!(
+                permissive_project()
+                    .admit_object(&object, true, &AT)
+                    .is_ok()
+            );
+        }
     }
 }

@@ -109,8 +109,10 @@ pub struct ControllerConfig {
     pub manager: String,
     /// Where the render cache keeps its entries; `None`: memory only.
     pub render_cache_dir: Option<PathBuf>,
-    /// How many renders the cache keeps in memory.
-    pub render_cache_entries: usize,
+    /// Bytes of serialized renders the render cache keeps (in memory, and
+    /// as much again at most on disk). Default: 256 MiB
+    /// ([`super::cache::DEFAULT_CAPACITY`]).
+    pub render_cache_size: u64,
     /// How many Applications reconcile at once (default 32).
     pub concurrency: u16,
     /// How self-heal backs off from drift that keeps coming back.
@@ -128,7 +130,7 @@ impl Default for ControllerConfig {
             history_limit: 10,
             manager: "kiln".into(),
             render_cache_dir: None,
-            render_cache_entries: 4096,
+            render_cache_size: super::cache::DEFAULT_CAPACITY,
             concurrency: 32,
             self_heal_backoff: SelfHealBackoff::default(),
             catalog: super::plugins::CatalogConfig::default(),
@@ -175,7 +177,7 @@ impl Context {
         config: ControllerConfig,
         secrets: ControllerSecrets,
     ) -> Self {
-        let render_cache = super::cache::RenderCache::new(config.render_cache_entries);
+        let render_cache = super::cache::RenderCache::new(config.render_cache_size);
         let render_cache = match &config.render_cache_dir {
             Some(dir) => render_cache.with_dir(dir),
             None => render_cache,
@@ -696,7 +698,7 @@ async fn sync(
         .with_interrupt(ctx.shutdown.clone())
         .sync(cmp.objects.clone())
         .await
-        .map_err(|e| Stop::new("SyncError", "SyncFailed", format!("{e:#}")))?;
+        .map_err(|e| Stop::new("SyncError", "SyncFailed", crate::text::chain(&e)))?;
     let phase = match result.outcome {
         Outcome::Succeeded => "Succeeded",
         Outcome::Terminated => "Terminated",

@@ -125,26 +125,55 @@ impl Plugin {
             .await
     }
 
+    /// Runs `call` on the blocking pool once a concurrency permit is free,
+    /// under a hard wall-clock limit: [`Limits::timeout`] plus the host's
+    /// [`HostConfig::wall_clock_grace`](super::HostConfig::wall_clock_grace).
+    /// The epoch deadline stops running guest code at the timeout; the hard
+    /// limit is the backstop for a call stuck where epochs cannot reach (in
+    /// a host function): the caller gets [`PluginError::Timeout`] and the
+    /// concurrency permit back, and the stuck thread is left to finish on
+    /// its own, holding its share of the memory budget until it does.
     async fn off_thread<T: Send + 'static>(
         &self,
         call: impl FnOnce() -> Result<T> + Send + 'static,
     ) -> Result<T> {
-        let permit = self
-            .inner
-            .host
-            .permits
+        let host = &self.inner.host;
+        let closed = |_| self.host_error("the plugin host is shutting down");
+        let permit = host.permits.clone().acquire_owned().await.map_err(closed)?;
+        let units = self.inner.limits.memory.div_ceil(super::host::BUDGET_UNIT);
+        let memory = host
+            .memory
             .clone()
-            .acquire_owned()
+            .acquire_many_owned(u32::try_from(units).unwrap_or(u32::MAX))
             .await
-            .map_err(|_| self.host_error("the plugin host is shutting down"))?;
+            .map_err(closed)?;
         let span = tracing::Span::current();
-        tokio::task::spawn_blocking(move || {
-            let _permit = permit;
+        // The memory reservation goes with the thread: an abandoned call
+        // still holds its memory until it really ends.
+        let task = tokio::task::spawn_blocking(move || {
+            let _memory = memory;
             span.in_scope(call)
         })
-        .instrument(tracing::Span::current())
-        .await
-        .map_err(|e| self.host_error(format!("plugin call panicked on the host: {e}")))?
+        .instrument(tracing::Span::current());
+        let timeout = self.inner.limits.timeout;
+        let hard = timeout.saturating_add(host.config.wall_clock_grace);
+        let joined = tokio::time::timeout(hard, task).await;
+        drop(permit);
+        match joined {
+            Ok(joined) => joined
+                .map_err(|e| self.host_error(format!("plugin call panicked on the host: {e}")))?,
+            Err(_) => {
+                tracing::error!(
+                    plugin = self.name(),
+                    ?hard,
+                    "plugin call passed its wall-clock limit; abandoned"
+                );
+                Err(PluginError::Timeout {
+                    plugin: self.name().to_owned(),
+                    timeout,
+                })
+            }
+        }
     }
 
     /// [`render`](Self::render) on the current thread.

@@ -34,11 +34,21 @@ impl Default for Limits {
 #[derive(Debug, Clone)]
 pub struct HostConfig {
     /// Plugin calls that may run at once; further calls wait. Also sizes the
-    /// pooling allocator. Default: 4 per available core.
+    /// pooling allocator. Default: 2 per available core.
     pub max_concurrency: usize,
     /// The largest memory limit any plugin may be given: the size of a
-    /// memory slot in the pooling allocator. Default: 1 GiB.
+    /// memory slot in the pooling allocator. Default: 512 MiB.
     pub max_memory: u64,
+    /// Memory all running plugin calls may hold together: a call reserves
+    /// its [`Limits::memory`] from this budget before it starts and waits
+    /// while the budget is spent, so that `memory_budget` bounds plugin
+    /// memory whatever the concurrency and the plugins' limits. Must be at
+    /// least [`max_memory`](Self::max_memory). Default: 1 GiB.
+    pub memory_budget: u64,
+    /// Bytes of compiled plugins kept in memory (least recently used go
+    /// first; the on-disk compile cache makes reloading cheap). Default:
+    /// 256 MiB.
+    pub compiled_size: u64,
     /// Directory of the on-disk compile cache (created if missing). `None`
     /// keeps compiled plugins in memory only. Default: `None`.
     pub compile_cache: Option<PathBuf>,
@@ -50,18 +60,26 @@ pub struct HostConfig {
     pub pooling: bool,
     /// Limits of plugins loaded without their own. Default: [`Limits::default`].
     pub default_limits: Limits,
+    /// How long past its [`Limits::timeout`] an async call may run before
+    /// the host gives up on it (reporting a timeout and freeing its permit)
+    /// even if the epoch deadline has not stopped it, e.g. while it is in
+    /// a host function. Default: 2 s.
+    pub wall_clock_grace: Duration,
 }
 
 impl Default for HostConfig {
     fn default() -> Self {
         let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
         HostConfig {
-            max_concurrency: 4 * cores,
-            max_memory: 1 << 30,
+            max_concurrency: 2 * cores,
+            max_memory: 512 << 20,
+            memory_budget: 1 << 30,
+            compiled_size: 256 << 20,
             compile_cache: None,
             epoch_tick: Duration::from_millis(10),
             pooling: true,
             default_limits: Limits::default(),
+            wall_clock_grace: Duration::from_secs(2),
         }
     }
 }

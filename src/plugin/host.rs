@@ -1,13 +1,14 @@
 //! The plugin host: one wasmtime engine, its linker, the compile cache and
 //! the epoch ticker; loading components into [`Plugin`]s.
 
-use std::collections::HashMap;
+use std::num::NonZeroUsize;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use clru::{CLruCache, CLruCacheConfig, WeightScale};
 use tokio::sync::Semaphore;
 use wasmtime::component::{Component, HasSelf, Linker};
 use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
@@ -21,6 +22,15 @@ use super::contract::{self, World};
 use super::error::{PluginError, Result};
 use super::state::CallState;
 use crate::digest::Digest;
+
+/// Core instances one component may create (its main module, the WASI
+/// adapter and shims): a component needing more is refused at instantiation.
+const MAX_CORE_INSTANCES_PER_COMPONENT: u32 = 16;
+/// Linear memories one component may have; their sum is capped by
+/// [`Limits::memory`] in any case.
+const MAX_MEMORIES_PER_COMPONENT: u32 = 4;
+/// Tables one component may have.
+const MAX_TABLES_PER_COMPONENT: u32 = 8;
 
 /// The host could not start.
 #[derive(Debug, thiserror::Error)]
@@ -48,8 +58,10 @@ pub(super) struct HostInner {
     pub(super) engine: Engine,
     linker: Linker<CallState>,
     cache: Option<CompileCache>,
-    compiled: Mutex<HashMap<Digest, Component>>,
+    compiled: Mutex<CLruCache<Digest, Component, std::hash::RandomState, ByImageSize>>,
     pub(super) permits: Arc<Semaphore>,
+    /// The memory budget, one permit per MiB ([`HostConfig::memory_budget`]).
+    pub(super) memory: Arc<Semaphore>,
     pub(super) config: HostConfig,
     ticker: Option<Ticker>,
 }
@@ -61,6 +73,20 @@ impl std::fmt::Debug for PluginHost {
             .finish_non_exhaustive()
     }
 }
+
+/// Weighs compiled components by the size of their machine code.
+pub(super) struct ByImageSize;
+
+impl WeightScale<Digest, Component> for ByImageSize {
+    fn weight(&self, _digest: &Digest, component: &Component) -> usize {
+        let range = component.image_range();
+        (range.end as usize).saturating_sub(range.start as usize)
+    }
+}
+
+/// Units of [`HostConfig::memory_budget`]: a call reserves its memory limit
+/// rounded up to whole MiB.
+pub(super) const BUDGET_UNIT: u64 = 1 << 20;
 
 /// Advances the engine's epoch on a fixed tick, which is what turns
 /// [`Limits::timeout`] into a trap in a runaway plugin.
@@ -105,17 +131,31 @@ impl PluginHost {
         if config.max_concurrency == 0 {
             return Err(HostError::new("max_concurrency must be at least 1"));
         }
+        if config.memory_budget < config.max_memory {
+            return Err(HostError::new(format!(
+                "the plugin memory budget ({} bytes) is smaller than the largest memory limit a plugin may have ({} bytes)",
+                config.memory_budget, config.max_memory
+            )));
+        }
+        let budget_units =
+            (config.memory_budget / BUDGET_UNIT).min(Semaphore::MAX_PERMITS as u64) as usize;
         let mut wasm = Config::new();
         wasm.wasm_component_model(true).epoch_interruption(true);
         if config.pooling {
-            let n = config.max_concurrency as u32;
+            // Twice the concurrency: a call abandoned at its wall-clock limit
+            // keeps its slot until its thread ends, and must not starve the
+            // calls that take its permit.
+            let n = 2 * config.max_concurrency as u32;
             let mut pool = PoolingAllocationConfig::default();
             // A Rust component holds a handful of core instances (the main
             // module plus adapter shims), one or two memories and tables.
             pool.total_component_instances(n)
-                .total_core_instances(n * 16)
-                .total_memories(n * 2)
-                .total_tables(n * 4)
+                .total_core_instances(n * MAX_CORE_INSTANCES_PER_COMPONENT)
+                .total_memories(n * MAX_MEMORIES_PER_COMPONENT)
+                .total_tables(n * MAX_TABLES_PER_COMPONENT)
+                .max_core_instances_per_component(MAX_CORE_INSTANCES_PER_COMPONENT)
+                .max_memories_per_component(MAX_MEMORIES_PER_COMPONENT)
+                .max_tables_per_component(MAX_TABLES_PER_COMPONENT)
                 .max_memory_size(config.max_memory as usize);
             wasm.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
         }
@@ -124,6 +164,7 @@ impl PluginHost {
         let mut linker = Linker::new(&engine);
         wasmtime_wasi::p2::add_to_linker_sync(&mut linker)
             .map_err(|e| HostError::new(format!("{e:#}")))?;
+        super::state::link_due_timers(&mut linker).map_err(|e| HostError::new(format!("{e:#}")))?;
         RendererBindings::add_to_linker::<CallState, HasSelf<CallState>>(&mut linker, |s| s)
             .map_err(|e| HostError::new(format!("{e:#}")))?;
 
@@ -141,8 +182,15 @@ impl PluginHost {
                 engine,
                 linker,
                 cache,
-                compiled: Mutex::new(HashMap::new()),
+                compiled: Mutex::new(CLruCache::with_config(
+                    CLruCacheConfig::new(
+                        NonZeroUsize::new(config.compiled_size as usize)
+                            .unwrap_or(NonZeroUsize::MIN),
+                    )
+                    .with_scale(ByImageSize),
+                )),
                 permits: Arc::new(Semaphore::new(config.max_concurrency)),
+                memory: Arc::new(Semaphore::new(budget_units)),
                 config,
                 ticker: Some(ticker),
             }),
@@ -250,7 +298,8 @@ impl PluginHost {
                 CacheOutcome::Compiled,
             ),
         };
-        memo().insert(*digest, component.clone());
+        // A component larger than the whole memo is simply not kept.
+        let _ = memo().put_with_weight(*digest, component.clone());
         Ok((component, outcome))
     }
 }

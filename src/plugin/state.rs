@@ -5,8 +5,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use wasmtime::ResourceLimiter;
-use wasmtime::component::ResourceTable;
+use wasmtime::component::{HasData, Linker, Resource, ResourceTable};
+use wasmtime_wasi::p2::bindings::clocks::monotonic_clock;
 use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
+use wasmtime_wasi::p2::{DynPollable, Pollable, subscribe};
 use wasmtime_wasi::{
     HostMonotonicClock, HostWallClock, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView,
 };
@@ -40,10 +42,7 @@ impl CallState {
             table: ResourceTable::new(),
             stdout,
             stderr,
-            limiter: MemoryLimiter {
-                limit: limits.memory,
-                exceeded: false,
-            },
+            limiter: MemoryLimiter::new(limits.memory),
             denied: None,
             log_budget: limits.log,
         }
@@ -118,6 +117,74 @@ fn empty_wasi(stdout: MemoryOutputPipe, stderr: MemoryOutputPipe) -> WasiCtx {
 /// A clock that always reads zero (the Unix epoch, for the wall clock).
 struct FrozenClock;
 
+/// The `wasi:clocks/monotonic-clock` a plugin really gets, shadowing
+/// wasmtime-wasi's: it reads zero, and every timer it hands out is already
+/// due. wasmtime-wasi's timers sleep on the host thread that runs the call,
+/// where epoch interruption cannot reach, so `std::thread::sleep` in a
+/// guest would hold a host thread and a concurrency permit for as long as it
+/// asked. With due timers a sleep returns at once, and a guest that waits
+/// for the clock to move spins until its CPU deadline traps it.
+struct DueTimers<'a> {
+    table: &'a mut ResourceTable,
+}
+
+struct DueTimersData;
+
+impl HasData for DueTimersData {
+    type Data<'a> = DueTimers<'a>;
+}
+
+/// A timer that is always due.
+struct Due;
+
+#[async_trait::async_trait]
+impl Pollable for Due {
+    async fn ready(&mut self) {}
+}
+
+impl DueTimers<'_> {
+    fn due(&mut self) -> wasmtime::Result<Resource<DynPollable>> {
+        let timer = self.table.push(Due)?;
+        subscribe(self.table, timer)
+    }
+}
+
+impl monotonic_clock::Host for DueTimers<'_> {
+    fn now(&mut self) -> wasmtime::Result<monotonic_clock::Instant> {
+        Ok(0)
+    }
+
+    fn resolution(&mut self) -> wasmtime::Result<monotonic_clock::Duration> {
+        Ok(1_000_000_000)
+    }
+
+    fn subscribe_instant(
+        &mut self,
+        _when: monotonic_clock::Instant,
+    ) -> wasmtime::Result<Resource<DynPollable>> {
+        self.due()
+    }
+
+    fn subscribe_duration(
+        &mut self,
+        _duration: monotonic_clock::Duration,
+    ) -> wasmtime::Result<Resource<DynPollable>> {
+        self.due()
+    }
+}
+
+/// Replaces the monotonic clock of the WASI already in `linker` with
+/// [`DueTimers`].
+pub(crate) fn link_due_timers(linker: &mut Linker<CallState>) -> wasmtime::Result<()> {
+    linker.allow_shadowing(true);
+    let linked =
+        monotonic_clock::add_to_linker::<CallState, DueTimersData>(linker, |state| DueTimers {
+            table: &mut state.table,
+        });
+    linker.allow_shadowing(false);
+    linked
+}
+
 impl HostWallClock for FrozenClock {
     fn resolution(&self) -> Duration {
         Duration::from_secs(1)
@@ -145,12 +212,26 @@ impl WasiView for CallState {
     }
 }
 
-/// Caps linear memory and remembers whether the cap was hit, so that the
-/// trap that usually follows (an allocation failure aborts) is reported as
-/// out-of-memory rather than as a generic trap.
+/// Caps the linear memory of a whole call — every memory of every core
+/// instance of the component together, not each memory on its own — and
+/// remembers whether the cap was hit, so that the trap that usually follows
+/// (an allocation failure aborts) is reported as out-of-memory rather than
+/// as a generic trap.
 pub(crate) struct MemoryLimiter {
     pub(crate) limit: u64,
+    /// Bytes of linear memory the call's instances hold together.
+    pub(crate) used: u64,
     pub(crate) exceeded: bool,
+}
+
+impl MemoryLimiter {
+    pub(crate) fn new(limit: u64) -> Self {
+        MemoryLimiter {
+            limit,
+            used: 0,
+            exceeded: false,
+        }
+    }
 }
 
 /// Table elements a plugin may have: generous for any real component.
@@ -159,15 +240,18 @@ const MAX_TABLE_ELEMENTS: usize = 100_000;
 impl ResourceLimiter for MemoryLimiter {
     fn memory_growing(
         &mut self,
-        _current: usize,
+        current: usize,
         desired: usize,
         _maximum: Option<usize>,
     ) -> wasmtime::Result<bool> {
-        let allowed = desired as u64 <= self.limit;
-        if !allowed {
+        let growth = desired.saturating_sub(current) as u64;
+        let total = self.used.saturating_add(growth);
+        if total > self.limit {
             self.exceeded = true;
+            return Ok(false);
         }
-        Ok(allowed)
+        self.used = total;
+        Ok(true)
     }
 
     fn table_growing(
@@ -251,5 +335,23 @@ impl log::Host for CallState {
                 tracing::error!(target: "kiln::plugin::guest", plugin, "{message}")
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_memory_limit_holds_for_all_memories_of_a_call_together() {
+        let mut limiter = MemoryLimiter::new(100);
+        // Two memories of 60 each: each alone is under the limit, together
+        // they are not.
+        assert!(limiter.memory_growing(0, 60, None).unwrap());
+        assert!(!limiter.memory_growing(0, 60, None).unwrap());
+        assert!(limiter.exceeded);
+        // Growing the first by what is left still works.
+        assert!(limiter.memory_growing(60, 100, None).unwrap());
+        assert!(!limiter.memory_growing(100, 101, None).unwrap());
     }
 }

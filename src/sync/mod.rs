@@ -248,28 +248,13 @@ impl<'a> Engine<'a> {
     /// Sets the destination namespace on namespaced objects that have none,
     /// and Kiln's tracking annotation and label on every object.
     pub async fn prepare(&self, objects: Vec<Value>) -> Vec<Value> {
-        // Kinds the set itself defines: their scope comes from the CRD.
-        let defined: Vec<(String, String, bool)> = objects
-            .iter()
-            .filter(|o| o.get("kind").and_then(Value::as_str) == Some("CustomResourceDefinition"))
-            .filter_map(|crd| {
-                let text = |p: &str| crd.pointer(p).and_then(Value::as_str).map(str::to_owned);
-                Some((
-                    text("/spec/group")?,
-                    text("/spec/names/kind")?,
-                    text("/spec/scope")? == "Namespaced",
-                ))
-            })
-            .collect();
+        let defined = DefinedScopes::of(&objects);
         let mut out = Vec::with_capacity(objects.len());
         for mut object in objects {
             if let (Some(ns), None) = (&self.app.namespace, object.pointer("/metadata/namespace")) {
                 let key = ObjectKey::of(&object);
-                let namespaced = match defined
-                    .iter()
-                    .find(|(g, k, _)| *g == key.group && *k == key.kind)
-                {
-                    Some((_, _, namespaced)) => Some(*namespaced),
+                let namespaced = match defined.namespaced(&key) {
+                    Some(namespaced) => Some(namespaced),
                     // Unknown kinds are left alone here; applying them reports it.
                     None => self.resolve(&object).await.ok().map(|r| r.namespaced),
                 };
@@ -961,5 +946,40 @@ fn result_for(planned: &Planned, action: Action, message: String) -> ObjectResul
         wave: Some(planned.wave),
         action,
         message,
+    }
+}
+
+/// The scopes of the kinds a set of objects defines itself, read from the
+/// CustomResourceDefinitions among them.
+#[derive(Debug, Default)]
+pub struct DefinedScopes(Vec<(String, String, bool)>);
+
+impl DefinedScopes {
+    /// The kinds `objects` define.
+    pub fn of(objects: &[Value]) -> Self {
+        DefinedScopes(
+            objects
+                .iter()
+                .filter(|o| {
+                    o.get("kind").and_then(Value::as_str) == Some("CustomResourceDefinition")
+                })
+                .filter_map(|crd| {
+                    let text = |p: &str| crd.pointer(p).and_then(Value::as_str).map(str::to_owned);
+                    Some((
+                        text("/spec/group")?,
+                        text("/spec/names/kind")?,
+                        text("/spec/scope")? == "Namespaced",
+                    ))
+                })
+                .collect(),
+        )
+    }
+
+    /// Whether the kind of `key` is namespaced, if the set defines it.
+    pub fn namespaced(&self, key: &ObjectKey) -> Option<bool> {
+        self.0
+            .iter()
+            .find(|(g, k, _)| *g == key.group && *k == key.kind)
+            .map(|(_, _, namespaced)| *namespaced)
     }
 }

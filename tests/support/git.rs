@@ -120,9 +120,15 @@ pub struct GitDaemon {
 impl GitDaemon {
     pub fn start(base: &Path) -> Self {
         let port = free_port();
-        let child = Command::new("git")
+        // git-daemon itself, not `git daemon`: killing the `git` wrapper
+        // would leave the daemon running after the test.
+        let exec_path = Command::new("git")
+            .arg("--exec-path")
+            .output()
+            .expect("git --exec-path");
+        let exec_path = String::from_utf8_lossy(&exec_path.stdout).trim().to_owned();
+        let child = Command::new(Path::new(&exec_path).join("git-daemon"))
             .args([
-                "daemon",
                 "--reuseaddr",
                 "--export-all",
                 "--informative-errors",
