@@ -375,7 +375,7 @@ async fn rendered_objects_are_held_to_the_project_by_their_own_namespace() {
         .unwrap();
 
     for (app, words) in [
-        ("escaping", "ConfigMap/planted"),
+        ("escaping", "ConfigMap kube-system/planted"),
         ("escaping", "\"kube-system\""),
         ("claiming", "allowControllerNamespace"),
     ] {
