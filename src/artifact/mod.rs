@@ -88,9 +88,39 @@ pub enum ArtifactError {
         /// What went wrong.
         message: String,
     },
+    /// The artifact is larger than Kiln accepts.
+    #[error("{reference}: larger than the limit of {limit} bytes")]
+    TooLarge {
+        /// The reference.
+        reference: String,
+        /// The limit.
+        limit: u64,
+    },
     /// The local store failed.
     #[error("plugin store: {0}")]
     Store(std::io::Error),
+}
+
+/// How much a [`Fetcher`] downloads at most: bytes it did not ask for
+/// never reach memory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FetchLimits {
+    /// The largest component (OCI layer, HTTPS body, file). Default: 128 MiB.
+    pub component: u64,
+    /// The largest signature or Sigstore bundle. Default: 1 MiB.
+    pub signature: u64,
+    /// The most signatures (or bundles) read for one artifact. Default: 32.
+    pub signatures: usize,
+}
+
+impl Default for FetchLimits {
+    fn default() -> Self {
+        FetchLimits {
+            component: 128 << 20,
+            signature: 1 << 20,
+            signatures: 32,
+        }
+    }
 }
 
 /// A fetched component.
@@ -112,6 +142,7 @@ pub struct Fetcher {
     credentials: RegistryCredentials,
     timeout: Duration,
     tls_roots: Vec<reqwest::Certificate>,
+    limits: FetchLimits,
 }
 
 impl Fetcher {
@@ -123,7 +154,14 @@ impl Fetcher {
             credentials,
             timeout,
             tls_roots: Vec::new(),
+            limits: FetchLimits::default(),
         }
+    }
+
+    /// Downloads at most these sizes (default: [`FetchLimits::default`]).
+    pub fn with_limits(mut self, limits: FetchLimits) -> Self {
+        self.limits = limits;
+        self
     }
 
     /// Also trusts these PEM CA certificates for https:// plugins (a
@@ -142,12 +180,18 @@ impl Fetcher {
         let name = reference.to_string();
         match reference {
             PluginRef::File { path, sha256 } => {
-                let bytes = tokio::fs::read(path)
-                    .await
-                    .map_err(|error| ArtifactError::Io {
-                        path: path.clone(),
-                        error,
-                    })?;
+                let io = |error| ArtifactError::Io {
+                    path: path.clone(),
+                    error,
+                };
+                let size = tokio::fs::metadata(path).await.map_err(io)?.len();
+                if size > self.limits.component {
+                    return Err(ArtifactError::TooLarge {
+                        reference: name,
+                        limit: self.limits.component,
+                    });
+                }
+                let bytes = tokio::fs::read(path).await.map_err(io)?;
                 let digest = check_pin(&name, &bytes, *sha256)?;
                 Ok(Fetched {
                     bytes,
@@ -162,7 +206,7 @@ impl Fetcher {
                 let bytes = match self.store.get(sha256) {
                     Some(bytes) => bytes,
                     None => {
-                        let bytes = self.download(&name, url).await?;
+                        let bytes = self.download(&name, url, self.limits.component).await?;
                         check_pin(&name, &bytes, Some(*sha256))?;
                         self.store.put(&bytes).map_err(ArtifactError::Store)?;
                         bytes
@@ -175,7 +219,14 @@ impl Fetcher {
                 })
             }
             PluginRef::Oci { .. } => {
-                registry::pull(&self.store, &self.credentials, reference, self.timeout).await
+                registry::pull(
+                    &self.store,
+                    &self.credentials,
+                    reference,
+                    self.timeout,
+                    &self.limits,
+                )
+                .await
             }
         }
     }
@@ -195,7 +246,14 @@ impl Fetcher {
         let Some(manifest) = manifest_of(resolved) else {
             return Ok(Vec::new());
         };
-        registry::signatures(&self.credentials, resolved, manifest, self.timeout).await
+        registry::signatures(
+            &self.credentials,
+            resolved,
+            manifest,
+            self.timeout,
+            &self.limits,
+        )
+        .await
     }
 
     /// Stores a cosign signature beside a resolved OCI reference.
@@ -223,7 +281,14 @@ impl Fetcher {
         let Some(manifest) = manifest_of(resolved) else {
             return Ok(Vec::new());
         };
-        registry::bundles(&self.credentials, resolved, manifest, self.timeout).await
+        registry::bundles(
+            &self.credentials,
+            resolved,
+            manifest,
+            self.timeout,
+            &self.limits,
+        )
+        .await
     }
 
     /// Stores a Sigstore bundle as an OCI referrer of a resolved reference;
@@ -243,14 +308,16 @@ impl Fetcher {
     /// A file published beside an https:// artifact (`URL.sig`,
     /// `URL.sigstore.json`): `None` when the server has none (404).
     pub async fn beside(&self, url: &str) -> Result<Option<String>, ArtifactError> {
-        match self.download(url, url).await {
+        match self.download(url, url, self.limits.signature).await {
             Ok(bytes) => Ok(Some(String::from_utf8_lossy(&bytes).into_owned())),
             Err(ArtifactError::NotFound { .. }) => Ok(None),
             Err(e) => Err(e),
         }
     }
 
-    async fn download(&self, name: &str, url: &str) -> Result<Vec<u8>, ArtifactError> {
+    /// Downloads `url`, refusing a body larger than `max` bytes (declared
+    /// or sent).
+    async fn download(&self, name: &str, url: &str, max: u64) -> Result<Vec<u8>, ArtifactError> {
         let remote = |message: String| ArtifactError::Remote {
             reference: name.to_owned(),
             message,
@@ -290,11 +357,22 @@ impl Fetcher {
             }
             code => return Err(remote(format!("HTTP {code}"))),
         }
-        Ok(response
-            .bytes()
-            .await
-            .map_err(|e| remote(e.to_string()))?
-            .to_vec())
+        let too_large = || ArtifactError::TooLarge {
+            reference: name.to_owned(),
+            limit: max,
+        };
+        if response.content_length().is_some_and(|n| n > max) {
+            return Err(too_large());
+        }
+        let mut response = response;
+        let mut bytes = Vec::new();
+        while let Some(chunk) = response.chunk().await.map_err(|e| remote(e.to_string()))? {
+            if (bytes.len() + chunk.len()) as u64 > max {
+                return Err(too_large());
+            }
+            bytes.extend_from_slice(&chunk);
+        }
+        Ok(bytes)
     }
 }
 

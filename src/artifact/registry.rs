@@ -13,7 +13,7 @@ use oci_client::manifest::{
 use oci_client::secrets::RegistryAuth;
 use oci_client::{Client, Reference};
 
-use super::{ArtifactError, Fetched, PluginRef, Store};
+use super::{ArtifactError, FetchLimits, Fetched, PluginRef, Store};
 use crate::digest::Digest;
 
 /// Registry credentials by host, from Docker's `config.json` format (which is
@@ -233,6 +233,72 @@ async fn timed<T>(
     }
 }
 
+/// Pulls one blob of at most `max` bytes: refused when the manifest
+/// declares it larger, and cut off (refused) when the registry sends more
+/// than that, whatever it declared.
+async fn pull_capped(
+    client: &Client,
+    image: &Reference,
+    name: &str,
+    layer: &OciDescriptor,
+    max: u64,
+    timeout: Duration,
+) -> Result<Vec<u8>, ArtifactError> {
+    let too_large = || ArtifactError::TooLarge {
+        reference: name.to_owned(),
+        limit: max,
+    };
+    if u64::try_from(layer.size).map_or(true, |size| size > max) {
+        return Err(too_large());
+    }
+    let mut out = Capped {
+        bytes: Vec::new(),
+        max,
+    };
+    match timed(name, timeout, client.pull_blob(image, layer, &mut out)).await {
+        Err(_) if out.bytes.len() as u64 >= max => Err(too_large()),
+        result => result.map(|()| out.bytes),
+    }
+}
+
+/// A buffer that refuses to grow past `max` bytes.
+struct Capped {
+    bytes: Vec<u8>,
+    max: u64,
+}
+
+impl tokio::io::AsyncWrite for Capped {
+    fn poll_write(
+        mut self: std::pin::Pin<&mut Self>,
+        _cx: &mut std::task::Context<'_>,
+        buf: &[u8],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        if (self.bytes.len() + buf.len()) as u64 > self.max {
+            let max = self.max as usize;
+            self.bytes.resize(max, 0);
+            return std::task::Poll::Ready(Err(std::io::Error::other(
+                "blob larger than its limit",
+            )));
+        }
+        self.bytes.extend_from_slice(buf);
+        std::task::Poll::Ready(Ok(buf.len()))
+    }
+
+    fn poll_flush(
+        self: std::pin::Pin<&mut Self>,
+        _cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::task::Poll::Ready(Ok(()))
+    }
+
+    fn poll_shutdown(
+        self: std::pin::Pin<&mut Self>,
+        _cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::task::Poll::Ready(Ok(()))
+    }
+}
+
 /// Resolves the tag (once), then returns the component from the store or
 /// pulls its wasm layer.
 pub(super) async fn pull(
@@ -240,6 +306,7 @@ pub(super) async fn pull(
     credentials: &RegistryCredentials,
     reference: &PluginRef,
     timeout: Duration,
+    limits: &FetchLimits,
 ) -> Result<Fetched, ArtifactError> {
     let Session {
         parsed,
@@ -280,27 +347,33 @@ pub(super) async fn pull(
         });
     }
     let by_digest = parsed.clone_with_digest(manifest_digest.to_string());
-    let image = timed(
+    let (manifest, _) = timed(
         &name,
         timeout,
-        client.pull(&by_digest, &auth, vec![WASM_LAYER_MEDIA_TYPE]),
+        client.pull_image_manifest(&by_digest, &auth),
     )
     .await?;
-    let [layer] = &image.layers[..] else {
+    let wasm: Vec<&OciDescriptor> = manifest
+        .layers
+        .iter()
+        .filter(|l| l.media_type == WASM_LAYER_MEDIA_TYPE)
+        .collect();
+    let [layer] = &wasm[..] else {
         return Err(ArtifactError::NotAPlugin {
             reference: name,
             detail: format!(
                 "expected exactly one {WASM_LAYER_MEDIA_TYPE} layer, found {}",
-                image.layers.len()
+                wasm.len()
             ),
         });
     };
-    let digest = store.put(&layer.data).map_err(ArtifactError::Store)?;
+    let bytes = pull_capped(&client, &by_digest, &name, layer, limits.component, timeout).await?;
+    let digest = store.put(&bytes).map_err(ArtifactError::Store)?;
     store
         .remember_manifest(&manifest_digest, &digest)
         .map_err(ArtifactError::Store)?;
     Ok(Fetched {
-        bytes: layer.data.to_vec(),
+        bytes,
         digest,
         resolved,
     })
@@ -416,6 +489,7 @@ pub(super) async fn signatures(
     reference: &PluginRef,
     manifest: &Digest,
     timeout: Duration,
+    limits: &FetchLimits,
 ) -> Result<Vec<CosignSignature>, ArtifactError> {
     let Session {
         parsed,
@@ -424,32 +498,30 @@ pub(super) async fn signatures(
         client,
     } = Session::open(credentials, reference)?;
     let tag = signature_reference(&parsed, manifest);
-    let image = match timed(
-        &name,
-        timeout,
-        client.pull(&tag, &auth, vec![SIMPLE_SIGNING]),
-    )
-    .await
-    {
-        Ok(image) => image,
+    let image = match timed(&name, timeout, client.pull_image_manifest(&tag, &auth)).await {
+        Ok((image, _)) => image,
         Err(ArtifactError::NotFound { .. }) => return Ok(Vec::new()),
         Err(e) => return Err(e),
     };
-    Ok(image
-        .layers
-        .into_iter()
-        .filter_map(|layer| {
-            let signature = layer
-                .annotations
-                .as_ref()?
-                .get(SIGNATURE_ANNOTATION)?
-                .clone();
-            Some(CosignSignature {
-                payload: layer.data.to_vec(),
-                signature,
-            })
-        })
-        .collect())
+    let mut found = Vec::new();
+    for layer in image.layers.iter().take(limits.signatures) {
+        if layer.media_type != SIMPLE_SIGNING {
+            continue;
+        }
+        let Some(signature) = layer
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get(SIGNATURE_ANNOTATION))
+        else {
+            continue;
+        };
+        let payload = pull_capped(&client, &tag, &name, layer, limits.signature, timeout).await?;
+        found.push(CosignSignature {
+            payload,
+            signature: signature.clone(),
+        });
+    }
+    Ok(found)
 }
 
 /// Adds a signature to the manifest's cosign signature tag, keeping the
@@ -461,7 +533,14 @@ pub(super) async fn push_signature(
     signature: CosignSignature,
     timeout: Duration,
 ) -> Result<(), ArtifactError> {
-    let mut all = signatures(credentials, reference, manifest, timeout).await?;
+    let mut all = signatures(
+        credentials,
+        reference,
+        manifest,
+        timeout,
+        &FetchLimits::default(),
+    )
+    .await?;
     if !all.contains(&signature) {
         all.push(signature);
     }
@@ -507,6 +586,7 @@ pub(super) async fn bundles(
     reference: &PluginRef,
     manifest: &Digest,
     timeout: Duration,
+    limits: &FetchLimits,
 ) -> Result<Vec<String>, ArtifactError> {
     let Session {
         parsed,
@@ -529,7 +609,7 @@ pub(super) async fn bundles(
     )
     .await?;
     let mut found = Vec::new();
-    for entry in index.manifests {
+    for entry in index.manifests.into_iter().take(limits.signatures) {
         if entry.artifact_type.as_deref() != Some(BUNDLE_ARTIFACT_TYPE) {
             continue;
         }
@@ -540,14 +620,9 @@ pub(super) async fn bundles(
             client.pull_image_manifest(&by_digest, &auth),
         )
         .await?;
-        for layer in manifest.layers {
-            let mut bytes = Vec::new();
-            timed(
-                &name,
-                timeout,
-                client.pull_blob(&by_digest, &layer, &mut bytes),
-            )
-            .await?;
+        for layer in manifest.layers.iter().take(limits.signatures) {
+            let bytes =
+                pull_capped(&client, &by_digest, &name, layer, limits.signature, timeout).await?;
             found.push(String::from_utf8_lossy(&bytes).into_owned());
         }
     }
