@@ -206,15 +206,36 @@ fn kiln_push_pull_and_render_from_a_registry() {
     );
 
     let app = support::guestbook();
-    let out = kiln(&[
-        "render",
-        app.to_str().unwrap(),
-        "--no-compile-cache",
-        "--plugin",
-        &reference,
-    ]);
+    let render = |extra: &[&str]| {
+        let mut args = vec![
+            "render",
+            app.to_str().unwrap(),
+            "--no-compile-cache",
+            "--plugin",
+            &reference,
+        ];
+        args.extend_from_slice(extra);
+        kiln(&args)
+    };
+    // Unverified and remote: refused unless asked for explicitly.
+    let out = render(&[]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(&format!("plugin {reference} is not verified"))
+            && stderr.contains("--insecure-skip-verify"),
+        "{stderr}"
+    );
+    assert!(out.stdout.is_empty());
+    let out = render(&["--insecure-skip-verify"]);
     support::assert_success(&out);
     assert!(String::from_utf8_lossy(&out.stdout).contains("guestbook-frontend"));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(&format!("WARNING: plugin {reference} (sha256:"))
+            && stderr.contains("runs UNVERIFIED (--insecure-skip-verify)"),
+        "{stderr}"
+    );
 
     let out = kiln(&[
         "plugin",

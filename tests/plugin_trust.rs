@@ -332,6 +332,97 @@ fn requirements_count_distinct_trusted_signers() {
     ));
 }
 
+#[test]
+fn a_key_listed_twice_is_one_signer() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("plugin.wasm");
+    let bytes = b"\0asm plugin".to_vec();
+    std::fs::write(&file, &bytes).unwrap();
+    let (alice, bob) = (PrivateKey::generate(), PrivateKey::generate());
+    std::fs::write(dir.path().join("plugin.wasm.sig"), alice.sign(&bytes)).unwrap();
+    // The same signature twice, under another name: still one signer.
+    std::fs::write(dir.path().join("plugin.wasm.copy.sig"), alice.sign(&bytes)).unwrap();
+    let root = TrustRoot::public_good().unwrap();
+    let requirement = |signers: Vec<&PrivateKey>, min| Requirement {
+        signers: signers
+            .into_iter()
+            .map(|k| Signer::Key(k.public_key()))
+            .collect(),
+        min_signers: min,
+        insecure: false,
+    };
+    let check =
+        |req: &Requirement| verify(&bytes, &Signatures::next_to(&file).unwrap(), req, &root);
+
+    let err = check(&requirement(vec![&alice, &alice], 2)).unwrap_err();
+    assert!(
+        err.to_string()
+            .starts_with("1 of 2 required signers verified"),
+        "{err}"
+    );
+    assert!(
+        err.to_string().contains("already counted"),
+        "says why the second entry does not count: {err}"
+    );
+    assert!(check(&requirement(vec![&alice, &alice, &bob], 2)).is_err());
+    std::fs::write(dir.path().join("plugin.wasm.bob.sig"), bob.sign(&bytes)).unwrap();
+    match check(&requirement(vec![&alice, &alice, &bob], 2)).unwrap() {
+        Verified::Signed { signers, .. } => assert_eq!(signers.len(), 2, "{signers:?}"),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn overlapping_keyless_entries_need_distinct_signers() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("a.txt");
+    let bytes = std::fs::read(conformance().join("a.txt")).unwrap();
+    std::fs::write(&file, &bytes).unwrap();
+    std::fs::copy(
+        conformance().join("happy-path-v0.3-new-mediaType/bundle.sigstore.json"),
+        dir.path().join("a.txt.sigstore.json"),
+    )
+    .unwrap();
+    let root = TrustRoot::public_good().unwrap();
+    let exact = Signer::Keyless(Keyless {
+        identity: Identity::Exact(DEFAULT_IDENTITY.into()),
+        issuer: DEFAULT_ISSUER.into(),
+    });
+    let regex = Signer::Keyless(Keyless {
+        identity: Identity::regex("https://github.com/sigstore-conformance/.*").unwrap(),
+        issuer: DEFAULT_ISSUER.into(),
+    });
+    let check = |signers: Vec<Signer>, min| {
+        verify(
+            &bytes,
+            &Signatures::next_to(&file).unwrap(),
+            &Requirement {
+                signers,
+                min_signers: min,
+                insecure: false,
+            },
+            &root,
+        )
+    };
+
+    // One bundle matches both entries: one signer, not two.
+    let err = check(vec![exact.clone(), regex.clone()], 2).unwrap_err();
+    assert!(
+        err.to_string()
+            .starts_with("1 of 2 required signers verified"),
+        "{err}"
+    );
+    assert!(check(vec![exact.clone(), regex.clone()], 1).is_ok());
+
+    // A second, distinct signer (a key) makes two.
+    let alice = PrivateKey::generate();
+    std::fs::write(dir.path().join("a.txt.sig"), alice.sign(&bytes)).unwrap();
+    match check(vec![exact, regex, Signer::Key(alice.public_key())], 2).unwrap() {
+        Verified::Signed { signers, .. } => assert_eq!(signers.len(), 2, "{signers:?}"),
+        other => panic!("{other:?}"),
+    }
+}
+
 /// `kiln` in `dir`, which also serves as the user's home.
 fn kiln(dir: &Path, args: &[&str]) -> std::process::Output {
     support::kiln_as_user(dir, dir, args)

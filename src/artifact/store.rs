@@ -92,4 +92,18 @@ mod tests {
         store.remember_manifest(&manifest, &digest).unwrap();
         assert_eq!(store.manifest(&manifest), Some(digest));
     }
+
+    #[test]
+    fn the_store_is_owner_only_and_refuses_a_shared_directory() {
+        use std::os::unix::fs::PermissionsExt as _;
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("kiln/plugins");
+        Store::open(&path).unwrap();
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o7777;
+        assert_eq!(mode(&path), 0o700);
+        assert_eq!(mode(&tmp.path().join("kiln")), 0o700);
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o777)).unwrap();
+        let err = Store::open(&path).unwrap_err().to_string();
+        assert!(err.contains("is writable by group and others"), "{err}");
+    }
 }

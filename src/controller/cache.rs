@@ -231,4 +231,24 @@ mod tests {
         assert!(restarted.get(&key, &*view).is_none());
         assert_eq!(restarted.stats(), (2, 1));
     }
+
+    #[test]
+    fn the_directory_is_owner_only_and_a_shared_one_is_not_used() {
+        use std::os::unix::fs::PermissionsExt as _;
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("kiln/renders");
+        let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        let key = RenderCache::key(&["app"]);
+        RenderCache::new(8)
+            .with_dir(&dir)
+            .put(key, ReadSet::default(), vec![]);
+        assert_eq!(mode(&dir), 0o700);
+        assert_eq!(mode(&tmp.path().join("kiln")), 0o700);
+
+        // Someone else may write it: a planted entry is not read.
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).unwrap();
+        let cache = RenderCache::new(8).with_dir(&dir);
+        let view = LocalDir::open(tmp.path()).unwrap();
+        assert!(cache.get(&key, &view).is_none());
+    }
 }

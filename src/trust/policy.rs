@@ -305,6 +305,19 @@ mod tests {
     }
 
     #[test]
+    fn a_name_rule_does_not_match_the_last_segment_of_a_reference() {
+        let dir = tempfile::tempdir().unwrap();
+        let policy = write(
+            dir.path(),
+            "trust.yaml",
+            "rules:\n- plugins: [dev-*]\n  insecure: true\n",
+        );
+        let policy = TrustPolicy::load(&policy).unwrap();
+        // What `kiln render --plugin oci://anyone/dev-x:1` asks.
+        assert!(policy.requirement("dev-x", "oci://anyone/dev-x:1").is_none());
+    }
+
+    #[test]
     fn mistakes_are_named() {
         let dir = tempfile::tempdir().unwrap();
         let cases = [
