@@ -467,6 +467,22 @@ fn a_planted_cache_entry_is_recompiled_not_loaded() {
         .load_file(&values, World::Renderer, None)
         .unwrap();
     assert_eq!(again.cache_outcome(), CacheOutcome::Hit);
+
+    // An entry of this very installation, moved under another component's
+    // name, fails too: the MAC is bound to the name.
+    let before = cache_entries(victim.path());
+    PluginHost::new(config(victim.path()))
+        .unwrap()
+        .load_file(&component("fixture-misbehave"), World::Renderer, None)
+        .unwrap();
+    let after = cache_entries(victim.path());
+    let moved = after.iter().find(|p| !before.contains(p)).unwrap();
+    std::fs::copy(moved, target).unwrap();
+    let loaded = PluginHost::new(config(victim.path()))
+        .unwrap()
+        .load_file(&values, World::Renderer, None)
+        .unwrap();
+    assert_eq!(loaded.cache_outcome(), CacheOutcome::Compiled);
 }
 
 #[test]

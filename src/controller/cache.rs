@@ -53,12 +53,14 @@ impl RenderCache {
         }
     }
 
-    /// Also keeps entries as files in `dir` (created if missing): a new
-    /// process finds the renders of the previous one.
+    /// Also keeps entries as files in `dir` (created `0700` if missing): a
+    /// new process finds the renders of the previous one. A directory
+    /// another user could write (see [`crate::private_dir`]) is not used:
+    /// its entries are manifests that would be applied to the cluster.
     pub fn with_dir(mut self, dir: impl Into<PathBuf>) -> Self {
         let dir = dir.into();
-        if let Err(e) = std::fs::create_dir_all(&dir) {
-            tracing::warn!(dir = %dir.display(), error = %e, "the render cache stays in memory");
+        if let Err(e) = crate::private_dir::ensure(&dir) {
+            tracing::warn!(error = %e, "the render cache stays in memory");
         } else {
             self.dir = Some(dir);
         }
@@ -99,7 +101,7 @@ impl RenderCache {
         let write = || -> std::io::Result<()> {
             let dir = path.parent().unwrap_or(std::path::Path::new("."));
             // The directory may have been deleted under us.
-            std::fs::create_dir_all(dir)?;
+            crate::private_dir::ensure(dir).map_err(std::io::Error::other)?;
             let mut file = tempfile::NamedTempFile::new_in(dir)?;
             serde_json::to_writer(&mut file, &stored)?;
             file.persist(&path).map_err(|e| e.error)?;
