@@ -266,7 +266,7 @@ fn signed_oci_plugins_verify_and_a_moved_tag_is_refused() {
     kiln(&["plugin", "keygen", "--output-prefix", "stranger"]);
     std::fs::write(
         work.path().join("trust.yaml"),
-        "rules:\n- plugins: ['oci://*']\n  anyOf: [{key: release.pub}]\n",
+        "rules:\n- references: ['oci://*']\n  anyOf: [{key: release.pub}]\n",
     )
     .unwrap();
     let render = || {

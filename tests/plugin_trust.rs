@@ -487,7 +487,7 @@ fn keygen_sign_and_verify_from_the_command_line() {
     kiln(d, &["plugin", "keygen", "--output-prefix", "second"]);
     std::fs::write(
         d.join("trust.yaml"),
-        "rules:\n- plugins: [plugin]\n  allOf: [{key: release.pub}, {key: second.pub}]\n",
+        "rules:\n- references: ['file://*/plugin.wasm']\n  allOf: [{key: release.pub}, {key: second.pub}]\n",
     )
     .unwrap();
     let out = kiln(
@@ -591,7 +591,7 @@ fn render_refuses_plugins_the_trust_policy_does_not_accept() {
     );
     std::fs::write(
         d.join("trust.yaml"),
-        "rules:\n- plugins: [values]\n  anyOf: [{key: dev.pub}]\n",
+        "rules:\n- references: ['file://*/values.wasm']\n  anyOf: [{key: dev.pub}]\n",
     )
     .unwrap();
     let render = |d: &Path| {
@@ -612,8 +612,14 @@ fn render_refuses_plugins_the_trust_policy_does_not_accept() {
     let out = render(d);
     assert_eq!(out.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&out.stderr);
+    let location = format!(
+        "file://{}",
+        d.canonicalize().unwrap().join("values.wasm").display()
+    );
     assert!(
-        stderr.starts_with("error: plugin values (file://values.wasm) refused: no signature found"),
+        stderr.starts_with(&format!(
+            "error: plugin {location} refused: no signature found"
+        )),
         "{stderr}"
     );
     assert!(out.stdout.is_empty(), "nothing rendered");
@@ -629,10 +635,11 @@ fn render_refuses_plugins_the_trust_policy_does_not_accept() {
     assert!(String::from_utf8_lossy(&out.stdout).contains("guestbook-frontend"));
     assert!(!String::from_utf8_lossy(&out.stderr).contains("not verified"));
 
-    // A plugin no rule names is refused; an insecure rule is loud.
+    // A plugin no rule matches is refused (a `names` rule matches catalog
+    // names only, never the file's name); an insecure rule is loud.
     std::fs::write(
         d.join("trust.yaml"),
-        "rules:\n- plugins: [other]\n  insecure: true\n",
+        "rules:\n- references: ['file://*/other.wasm']\n  insecure: true\n- names: [values]\n  insecure: true\n",
     )
     .unwrap();
     let out = render(d);
@@ -642,7 +649,7 @@ fn render_refuses_plugins_the_trust_policy_does_not_accept() {
     );
     std::fs::write(
         d.join("trust.yaml"),
-        "rules:\n- plugins: ['*']\n  insecure: true\n",
+        "rules:\n- references: ['*']\n  insecure: true\n",
     )
     .unwrap();
     let out = render(d);

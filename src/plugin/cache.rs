@@ -140,8 +140,7 @@ impl MacKey {
     }
 
     fn mac(&self, name: &str, artefact: &[u8]) -> HmacSha256 {
-        let mut mac =
-            HmacSha256::new_from_slice(&self.0).expect("HMAC accepts keys of any length");
+        let mut mac = HmacSha256::new_from_slice(&self.0).expect("HMAC accepts keys of any length");
         // The name is bound in, length-prefixed: an entry moved under
         // another component's name does not verify.
         mac.update(&(name.len() as u64).to_be_bytes());
