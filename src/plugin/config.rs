@@ -39,8 +39,9 @@ pub struct HostConfig {
     /// The largest memory limit any plugin may be given: the size of a
     /// memory slot in the pooling allocator. Default: 1 GiB.
     pub max_memory: u64,
-    /// Directory of the on-disk compile cache (created if missing). `None`
-    /// keeps compiled plugins in memory only. Default: `None`.
+    /// Directory of the on-disk compile cache (created `0700` if missing;
+    /// refused if another user owns it or group or others may write it).
+    /// `None` keeps compiled plugins in memory only. Default: `None`.
     pub compile_cache: Option<PathBuf>,
     /// How often the epoch ticker advances, i.e. the resolution of
     /// [`Limits::timeout`]. Default: 10 ms.
