@@ -16,6 +16,7 @@ pub mod health;
 pub mod manifest;
 pub mod plugin;
 pub mod policy;
+pub mod private_dir;
 pub mod render;
 pub mod source;
 pub mod sync;

@@ -206,15 +206,36 @@ fn kiln_push_pull_and_render_from_a_registry() {
     );
 
     let app = support::guestbook();
-    let out = kiln(&[
-        "render",
-        app.to_str().unwrap(),
-        "--no-compile-cache",
-        "--plugin",
-        &reference,
-    ]);
+    let render = |extra: &[&str]| {
+        let mut args = vec![
+            "render",
+            app.to_str().unwrap(),
+            "--no-compile-cache",
+            "--plugin",
+            &reference,
+        ];
+        args.extend_from_slice(extra);
+        kiln(&args)
+    };
+    // Unverified and remote: refused unless asked for explicitly.
+    let out = render(&[]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(&format!("plugin {reference} is not verified"))
+            && stderr.contains("--insecure-skip-verify"),
+        "{stderr}"
+    );
+    assert!(out.stdout.is_empty());
+    let out = render(&["--insecure-skip-verify"]);
     support::assert_success(&out);
     assert!(String::from_utf8_lossy(&out.stdout).contains("guestbook-frontend"));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(&format!("WARNING: plugin {reference} (sha256:"))
+            && stderr.contains("runs UNVERIFIED (--insecure-skip-verify)"),
+        "{stderr}"
+    );
 
     let out = kiln(&[
         "plugin",
@@ -245,7 +266,7 @@ fn signed_oci_plugins_verify_and_a_moved_tag_is_refused() {
     kiln(&["plugin", "keygen", "--output-prefix", "stranger"]);
     std::fs::write(
         work.path().join("trust.yaml"),
-        "rules:\n- plugins: ['oci://*']\n  anyOf: [{key: release.pub}]\n",
+        "rules:\n- references: ['oci://*']\n  anyOf: [{key: release.pub}]\n",
     )
     .unwrap();
     let render = || {

@@ -452,6 +452,127 @@ fn the_compile_cache_is_reused_and_rebuilt_when_corrupt() {
     assert_eq!(objects.len(), 1);
 }
 
+/// The compile cache entries of a cache directory (not its key).
+fn cache_entries(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut entries: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "cwasm"))
+        .collect();
+    entries.sort();
+    entries
+}
+
+#[test]
+fn a_planted_cache_entry_is_recompiled_not_loaded() {
+    // Precompile `values` into one cache and the misbehaving fixture into
+    // another (each entry with an intact SHA-256 header), then plant the
+    // fixture's artefact under the name of the `values` entry.
+    let (victim, attacker) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let config = |dir: &std::path::Path| HostConfig {
+        compile_cache: Some(dir.to_path_buf()),
+        ..HostConfig::default()
+    };
+    let values = component("values");
+    PluginHost::new(config(victim.path()))
+        .unwrap()
+        .load_file(&values, World::Renderer, None)
+        .unwrap();
+    PluginHost::new(config(attacker.path()))
+        .unwrap()
+        .load_file(&component("fixture-misbehave"), World::Renderer, None)
+        .unwrap();
+    let [target] = &cache_entries(victim.path())[..] else {
+        panic!("one entry")
+    };
+    let [planted] = &cache_entries(attacker.path())[..] else {
+        panic!("one entry")
+    };
+    std::fs::copy(planted, target).unwrap();
+
+    let loaded = PluginHost::new(config(victim.path()))
+        .unwrap()
+        .load_file(&values, World::Renderer, None)
+        .unwrap();
+    assert_eq!(
+        loaded.cache_outcome(),
+        CacheOutcome::Compiled,
+        "the planted entry fails its MAC and is never deserialized"
+    );
+    let src = tree(&[(
+        "app/cm.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: real}\n",
+    )]);
+    let objects = loaded
+        .render_blocking(view(src.path()), &context("t", "app"), &params(&[]), &[])
+        .unwrap();
+    let names: Vec<_> = objects.iter().map(|o| o.display_name()).collect();
+    assert_eq!(names, ["ConfigMap/real"], "the plugin is `values`");
+    // The recompiled entry replaced the planted one and is used next time.
+    let again = PluginHost::new(config(victim.path()))
+        .unwrap()
+        .load_file(&values, World::Renderer, None)
+        .unwrap();
+    assert_eq!(again.cache_outcome(), CacheOutcome::Hit);
+
+    // An entry of this very installation, moved under another component's
+    // name, fails too: the MAC is bound to the name.
+    let before = cache_entries(victim.path());
+    PluginHost::new(config(victim.path()))
+        .unwrap()
+        .load_file(&component("fixture-misbehave"), World::Renderer, None)
+        .unwrap();
+    let after = cache_entries(victim.path());
+    let moved = after.iter().find(|p| !before.contains(p)).unwrap();
+    std::fs::copy(moved, target).unwrap();
+    let loaded = PluginHost::new(config(victim.path()))
+        .unwrap()
+        .load_file(&values, World::Renderer, None)
+        .unwrap();
+    assert_eq!(loaded.cache_outcome(), CacheOutcome::Compiled);
+}
+
+#[test]
+fn a_cache_directory_others_may_write_is_refused() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let cache = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(cache.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
+    let err = PluginHost::new(HostConfig {
+        compile_cache: Some(cache.path().to_path_buf()),
+        ..HostConfig::default()
+    })
+    .unwrap_err()
+    .to_string();
+    assert!(
+        err.contains(&format!(
+            "{} is writable by group and others (mode 0777)",
+            cache.path().display()
+        )),
+        "{err}"
+    );
+}
+
+#[test]
+fn cache_directories_are_created_owner_only() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let base = tempfile::tempdir().unwrap();
+    let cache = base.path().join("kiln/compiled");
+    PluginHost::new(HostConfig {
+        compile_cache: Some(cache.clone()),
+        ..HostConfig::default()
+    })
+    .unwrap()
+    .load_file(&component("values"), World::Renderer, None)
+    .unwrap();
+    let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&base.path().join("kiln")), 0o700);
+    assert_eq!(mode(&cache), 0o700);
+    for entry in std::fs::read_dir(&cache).unwrap() {
+        let path = entry.unwrap().path();
+        assert_eq!(mode(&path) & 0o022, 0, "{}", path.display());
+    }
+}
+
 #[test]
 fn limits_above_the_host_maximum_are_refused() {
     let host = PluginHost::new(HostConfig {

@@ -332,6 +332,97 @@ fn requirements_count_distinct_trusted_signers() {
     ));
 }
 
+#[test]
+fn a_key_listed_twice_is_one_signer() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("plugin.wasm");
+    let bytes = b"\0asm plugin".to_vec();
+    std::fs::write(&file, &bytes).unwrap();
+    let (alice, bob) = (PrivateKey::generate(), PrivateKey::generate());
+    std::fs::write(dir.path().join("plugin.wasm.sig"), alice.sign(&bytes)).unwrap();
+    // The same signature twice, under another name: still one signer.
+    std::fs::write(dir.path().join("plugin.wasm.copy.sig"), alice.sign(&bytes)).unwrap();
+    let root = TrustRoot::public_good().unwrap();
+    let requirement = |signers: Vec<&PrivateKey>, min| Requirement {
+        signers: signers
+            .into_iter()
+            .map(|k| Signer::Key(k.public_key()))
+            .collect(),
+        min_signers: min,
+        insecure: false,
+    };
+    let check =
+        |req: &Requirement| verify(&bytes, &Signatures::next_to(&file).unwrap(), req, &root);
+
+    let err = check(&requirement(vec![&alice, &alice], 2)).unwrap_err();
+    assert!(
+        err.to_string()
+            .starts_with("1 of 2 required signers verified"),
+        "{err}"
+    );
+    assert!(
+        err.to_string().contains("already counted"),
+        "says why the second entry does not count: {err}"
+    );
+    assert!(check(&requirement(vec![&alice, &alice, &bob], 2)).is_err());
+    std::fs::write(dir.path().join("plugin.wasm.bob.sig"), bob.sign(&bytes)).unwrap();
+    match check(&requirement(vec![&alice, &alice, &bob], 2)).unwrap() {
+        Verified::Signed { signers, .. } => assert_eq!(signers.len(), 2, "{signers:?}"),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn overlapping_keyless_entries_need_distinct_signers() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("a.txt");
+    let bytes = std::fs::read(conformance().join("a.txt")).unwrap();
+    std::fs::write(&file, &bytes).unwrap();
+    std::fs::copy(
+        conformance().join("happy-path-v0.3-new-mediaType/bundle.sigstore.json"),
+        dir.path().join("a.txt.sigstore.json"),
+    )
+    .unwrap();
+    let root = TrustRoot::public_good().unwrap();
+    let exact = Signer::Keyless(Keyless {
+        identity: Identity::Exact(DEFAULT_IDENTITY.into()),
+        issuer: DEFAULT_ISSUER.into(),
+    });
+    let regex = Signer::Keyless(Keyless {
+        identity: Identity::regex("https://github.com/sigstore-conformance/.*").unwrap(),
+        issuer: DEFAULT_ISSUER.into(),
+    });
+    let check = |signers: Vec<Signer>, min| {
+        verify(
+            &bytes,
+            &Signatures::next_to(&file).unwrap(),
+            &Requirement {
+                signers,
+                min_signers: min,
+                insecure: false,
+            },
+            &root,
+        )
+    };
+
+    // One bundle matches both entries: one signer, not two.
+    let err = check(vec![exact.clone(), regex.clone()], 2).unwrap_err();
+    assert!(
+        err.to_string()
+            .starts_with("1 of 2 required signers verified"),
+        "{err}"
+    );
+    assert!(check(vec![exact.clone(), regex.clone()], 1).is_ok());
+
+    // A second, distinct signer (a key) makes two.
+    let alice = PrivateKey::generate();
+    std::fs::write(dir.path().join("a.txt.sig"), alice.sign(&bytes)).unwrap();
+    match check(vec![exact, regex, Signer::Key(alice.public_key())], 2).unwrap() {
+        Verified::Signed { signers, .. } => assert_eq!(signers.len(), 2, "{signers:?}"),
+        other => panic!("{other:?}"),
+    }
+}
+
 /// `kiln` in `dir`, which also serves as the user's home.
 fn kiln(dir: &Path, args: &[&str]) -> std::process::Output {
     support::kiln_as_user(dir, dir, args)
@@ -396,7 +487,7 @@ fn keygen_sign_and_verify_from_the_command_line() {
     kiln(d, &["plugin", "keygen", "--output-prefix", "second"]);
     std::fs::write(
         d.join("trust.yaml"),
-        "rules:\n- plugins: [plugin]\n  allOf: [{key: release.pub}, {key: second.pub}]\n",
+        "rules:\n- references: ['file://*/plugin.wasm']\n  allOf: [{key: release.pub}, {key: second.pub}]\n",
     )
     .unwrap();
     let out = kiln(
@@ -500,7 +591,7 @@ fn render_refuses_plugins_the_trust_policy_does_not_accept() {
     );
     std::fs::write(
         d.join("trust.yaml"),
-        "rules:\n- plugins: [values]\n  anyOf: [{key: dev.pub}]\n",
+        "rules:\n- references: ['file://*/values.wasm']\n  anyOf: [{key: dev.pub}]\n",
     )
     .unwrap();
     let render = |d: &Path| {
@@ -521,8 +612,14 @@ fn render_refuses_plugins_the_trust_policy_does_not_accept() {
     let out = render(d);
     assert_eq!(out.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&out.stderr);
+    let location = format!(
+        "file://{}",
+        d.canonicalize().unwrap().join("values.wasm").display()
+    );
     assert!(
-        stderr.starts_with("error: plugin values (file://values.wasm) refused: no signature found"),
+        stderr.starts_with(&format!(
+            "error: plugin {location} refused: no signature found"
+        )),
         "{stderr}"
     );
     assert!(out.stdout.is_empty(), "nothing rendered");
@@ -538,10 +635,11 @@ fn render_refuses_plugins_the_trust_policy_does_not_accept() {
     assert!(String::from_utf8_lossy(&out.stdout).contains("guestbook-frontend"));
     assert!(!String::from_utf8_lossy(&out.stderr).contains("not verified"));
 
-    // A plugin no rule names is refused; an insecure rule is loud.
+    // A plugin no rule matches is refused (a `names` rule matches catalog
+    // names only, never the file's name); an insecure rule is loud.
     std::fs::write(
         d.join("trust.yaml"),
-        "rules:\n- plugins: [other]\n  insecure: true\n",
+        "rules:\n- references: ['file://*/other.wasm']\n  insecure: true\n- names: [values]\n  insecure: true\n",
     )
     .unwrap();
     let out = render(d);
@@ -551,7 +649,7 @@ fn render_refuses_plugins_the_trust_policy_does_not_accept() {
     );
     std::fs::write(
         d.join("trust.yaml"),
-        "rules:\n- plugins: ['*']\n  insecure: true\n",
+        "rules:\n- references: ['*']\n  insecure: true\n",
     )
     .unwrap();
     let out = render(d);

@@ -252,3 +252,37 @@ fn inspect_describes_a_component() {
     assert_eq!(out.status.code(), Some(2));
     assert!(text(&out.stderr).eq("error: Cargo.toml: not a WebAssembly component: magic header not detected: bad magic number\n"), "{}", text(&out.stderr));
 }
+
+#[test]
+fn a_remote_plugin_without_a_trust_policy_is_refused_before_it_is_fetched() {
+    let home = tempfile::tempdir().unwrap();
+    let app = guestbook();
+    let pin = format!("sha256:{}", "a".repeat(64));
+    // Nothing listens on port 9: a fetch would fail with another error.
+    for reference in [
+        "oci://127.0.0.1:9/kiln/values:1".to_owned(),
+        format!("https://127.0.0.1:9/values.wasm@{pin}"),
+    ] {
+        for command in ["render", "diff", "sync"] {
+            let out = kiln_as_user(
+                home.path(),
+                home.path(),
+                &[
+                    command,
+                    app.to_str().unwrap(),
+                    "--no-compile-cache",
+                    "--plugin",
+                    &reference,
+                ],
+            );
+            assert_eq!(out.status.code(), Some(2), "{command} {reference}");
+            let stderr = text(&out.stderr);
+            assert!(
+                stderr.starts_with(&format!(
+                    "error: plugin {reference} is not verified: give --trust-policy FILE"
+                )) && stderr.contains("--insecure-skip-verify"),
+                "{command}: {stderr}"
+            );
+        }
+    }
+}

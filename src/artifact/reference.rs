@@ -105,6 +105,33 @@ impl PluginRef {
         }
     }
 
+    /// Whether the plugin is a local file (not fetched over the network).
+    pub fn is_local(&self) -> bool {
+        matches!(self, PluginRef::File { .. })
+    }
+
+    /// Where the plugin comes from, without tag or pin: what trust-policy
+    /// rules match (`references`). `oci://REGISTRY/REPOSITORY`; the
+    /// `https://` URL as the `url` crate normalizes it (dot segments
+    /// resolved, host lower-cased); `file://` and the canonical absolute
+    /// path (symlinks and `..` resolved; this consults the filesystem, and
+    /// falls back to the absolute path if the file does not exist).
+    pub fn location(&self) -> String {
+        match self {
+            PluginRef::Oci { repository, .. } => format!("oci://{repository}"),
+            PluginRef::Https { url, .. } => url::Url::parse(url)
+                .map(String::from)
+                .unwrap_or_else(|_| url.clone()),
+            PluginRef::File { path, .. } => {
+                let path = path
+                    .canonicalize()
+                    .or_else(|_| std::path::absolute(path))
+                    .unwrap_or_else(|_| path.clone());
+                format!("file://{}", path.display())
+            }
+        }
+    }
+
     /// The registry host of an OCI reference.
     pub fn registry(&self) -> Option<&str> {
         match self {
@@ -181,6 +208,33 @@ mod tests {
             PluginRef::parse("plugins/dist/values.wasm").unwrap(),
             PluginRef::File { sha256: None, .. }
         ));
+        assert_eq!(oci.location(), "oci://127.0.0.1:5000/kiln/values");
+        assert_eq!(pinned.location(), "oci://ghcr.io/acme/values");
+        assert_eq!(
+            PluginRef::parse(&format!(
+                "https://Plugins.Example.com/kiln/../other/v.wasm@sha256:{hex}"
+            ))
+            .unwrap()
+            .location(),
+            "https://plugins.example.com/other/v.wasm"
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let real = dir.path().canonicalize().unwrap();
+        std::fs::create_dir(real.join("sub")).unwrap();
+        std::fs::write(real.join("v.wasm"), "").unwrap();
+        let dotted = real.join("sub/../v.wasm");
+        assert_eq!(
+            PluginRef::parse(dotted.to_str().unwrap())
+                .unwrap()
+                .location(),
+            format!("file://{}", real.join("v.wasm").display())
+        );
+        assert!(
+            PluginRef::parse("relative.wasm")
+                .unwrap()
+                .location()
+                .starts_with("file:///")
+        );
         for bad in [
             "https://example.com/v.wasm",
             "http://example.com/v.wasm",

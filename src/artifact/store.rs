@@ -4,10 +4,10 @@
 use std::io;
 use std::path::Path;
 
-use cap_std::ambient_authority;
 use cap_std::fs::Dir;
 
 use crate::digest::Digest;
+use crate::private_dir;
 
 /// Components by digest, in a directory opened through cap-std.
 #[derive(Debug)]
@@ -16,12 +16,16 @@ pub struct Store {
 }
 
 impl Store {
-    /// Opens (creating) the store directory.
+    /// Opens (creating it `0700`) the store directory; refuses one owned
+    /// by another user or writable by group or others (see
+    /// [`private_dir`]): a planted manifest record could point a signed
+    /// manifest at another stored component.
     pub fn open(path: &Path) -> io::Result<Self> {
-        std::fs::create_dir_all(path)?;
-        Ok(Store {
-            dir: Dir::open_ambient_dir(path, ambient_authority())?,
-        })
+        let dir = private_dir::open(path).map_err(|e| match e {
+            private_dir::PrivateDirError::Io { source, .. } => source,
+            refused => io::Error::new(io::ErrorKind::PermissionDenied, refused),
+        })?;
+        Ok(Store { dir })
     }
 
     fn name(digest: &Digest) -> String {
@@ -91,5 +95,19 @@ mod tests {
         let manifest = Digest::of(b"manifest");
         store.remember_manifest(&manifest, &digest).unwrap();
         assert_eq!(store.manifest(&manifest), Some(digest));
+    }
+
+    #[test]
+    fn the_store_is_owner_only_and_refuses_a_shared_directory() {
+        use std::os::unix::fs::PermissionsExt as _;
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("kiln/plugins");
+        Store::open(&path).unwrap();
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o7777;
+        assert_eq!(mode(&path), 0o700);
+        assert_eq!(mode(&tmp.path().join("kiln")), 0o700);
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o777)).unwrap();
+        let err = Store::open(&path).unwrap_err().to_string();
+        assert!(err.contains("is writable by group and others"), "{err}");
     }
 }

@@ -5,20 +5,34 @@ use std::path::PathBuf;
 
 use kiln::artifact::{Fetched, Fetcher, PluginRef};
 use kiln::plugin::{Plugin, PluginHost, World};
-use kiln::trust::{PolicyVerifier, Signatures, Verified};
+use kiln::trust::{PluginSubject, PolicyVerifier, Signatures, Verified};
 
 /// Loads plugins for one command.
 pub(crate) struct Loader {
     host: PluginHost,
     fetcher: Fetcher,
     trust: Option<PolicyVerifier>,
+    insecure_skip_verify: bool,
+}
+
+/// A remote plugin, no trust policy and no `--insecure-skip-verify`.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "plugin {reference} is not verified: give --trust-policy FILE to verify it, or --insecure-skip-verify to run a remote plugin unverified (development only)"
+)]
+pub(crate) struct Unverified {
+    reference: String,
 }
 
 impl Loader {
+    /// A loader verifying against `trust_policy`; without one, local files
+    /// run with a warning and remote plugins only with
+    /// `insecure_skip_verify`.
     pub(crate) fn new(
         host: PluginHost,
         fetcher: Fetcher,
         trust_policy: Option<&PathBuf>,
+        insecure_skip_verify: bool,
     ) -> anyhow::Result<Self> {
         let trust = match trust_policy {
             Some(path) => Some(PolicyVerifier::load(path).map_err(|e| anyhow::anyhow!("{e}"))?),
@@ -28,6 +42,7 @@ impl Loader {
             host,
             fetcher,
             trust,
+            insecure_skip_verify,
         })
     }
 
@@ -35,19 +50,30 @@ impl Loader {
     pub(crate) async fn load(&self, text: &str, world: World) -> anyhow::Result<Plugin> {
         let reference = PluginRef::parse(text)?;
         let name = plugin_name(&reference);
+        // Refused before anything is fetched.
+        if self.trust.is_none() && !reference.is_local() && !self.insecure_skip_verify {
+            return Err(Unverified {
+                reference: reference.to_string(),
+            }
+            .into());
+        }
         let fetched = self.fetcher.fetch(&reference).await?;
         match &self.trust {
-            None => eprintln!(
+            None if reference.is_local() => eprintln!(
                 "warning: plugin {name} ({}) is not verified: no --trust-policy given",
                 fetched.digest
             ),
+            None => eprintln!(
+                "WARNING: plugin {reference} ({}) runs UNVERIFIED (--insecure-skip-verify): anyone who controls its registry or server controls what it renders",
+                fetched.digest
+            ),
             Some(verifier) => {
-                let shown = reference.to_string();
-                let verified = match verifier.cached(&name, &shown, &fetched.digest) {
+                let subject = PluginSubject::reference(&reference);
+                let verified = match verifier.cached(&subject, &fetched.digest) {
                     Some(done) => done,
                     None => {
                         let signatures = signatures(&self.fetcher, &reference, &fetched).await?;
-                        verifier.verify(&name, &shown, &fetched.bytes, &signatures)?
+                        verifier.verify(&subject, &fetched.bytes, &signatures)?
                     }
                 };
                 match verified {
@@ -79,8 +105,8 @@ pub(crate) async fn signatures(
     Ok(Signatures::beside(fetcher, reference, fetched).await?)
 }
 
-/// A plugin's name: the file stem, or the last path segment of its
-/// repository or URL.
+/// A plugin's name in messages: the file stem, or the last path segment of
+/// its repository or URL. Never used to match trust-policy rules.
 pub(crate) fn plugin_name(reference: &PluginRef) -> String {
     let raw = match reference {
         PluginRef::File { path, .. } => path

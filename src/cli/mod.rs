@@ -67,6 +67,8 @@ enum Command {
 pub(crate) struct HostArgs {
     /// Directory of the compile cache (precompiled plugins, keyed by digest).
     /// Default: $XDG_CACHE_HOME/kiln/compiled or ~/.cache/kiln/compiled.
+    /// Created 0700; refused if owned by another user or writable by group
+    /// or others (see docs/security.md).
     #[arg(long, value_name = "DIR")]
     compile_cache: Option<PathBuf>,
 

@@ -8,8 +8,8 @@ use kiln::artifact::{CosignSignature, Fetcher, PluginRef, RegistryCredentials, S
 use kiln::digest::Digest;
 use kiln::plugin::contract::{self, VERSION};
 use kiln::trust::{
-    Identity, Keyless, PolicyVerifier, PrivateKey, PublicKey, Refused, Requirement, Signer,
-    TrustRoot, Verified,
+    Identity, Keyless, PluginSubject, PolicyVerifier, PrivateKey, PublicKey, Refused, Requirement,
+    Signer, TrustRoot, Verified,
 };
 
 use super::exit;
@@ -359,9 +359,12 @@ async fn verify(args: &VerifyArgs) -> anyhow::Result<u8> {
     let outcome = match &args.policy {
         Some(path) => {
             let verifier = PolicyVerifier::load(path).map_err(|e| anyhow::anyhow!("{e}"))?;
-            let name = super::load::plugin_name(&reference);
             verifier
-                .verify(&name, &reference.to_string(), &fetched.bytes, &signatures)
+                .verify(
+                    &PluginSubject::reference(&reference),
+                    &fetched.bytes,
+                    &signatures,
+                )
                 .map_err(|refused| match refused {
                     Refused::Untrusted { reason, .. } => reason.to_string(),
                     other => other.to_string(),

@@ -97,10 +97,16 @@ pub(crate) struct PipelineArgs {
     project: String,
 
     /// Verify every plugin against this trust policy before it is compiled
-    /// (see docs/plugins.md). Without it, each plugin is reported as not
-    /// verified.
+    /// (see docs/plugins.md). Without it, a local file plugin runs with a
+    /// warning and an oci:// or https:// plugin is refused unless
+    /// --insecure-skip-verify is given.
     #[arg(long, value_name = "FILE")]
     trust_policy: Option<PathBuf>,
+
+    /// Without --trust-policy, run oci:// and https:// plugins unverified
+    /// (development only; each is reported with a loud warning).
+    #[arg(long, conflicts_with = "trust_policy")]
+    insecure_skip_verify: bool,
 
     #[command(flatten)]
     host: HostArgs,
@@ -181,6 +187,7 @@ pub(crate) async fn pipeline(
         args.host.host()?,
         args.registry.fetcher()?,
         args.trust_policy.as_ref(),
+        args.insecure_skip_verify,
     )?;
     let mut chain = Vec::new();
     for (reference, params) in args.plugins.iter().zip(params) {

@@ -95,12 +95,17 @@ impl RenderCache {
         }
     }
 
-    /// Also keeps entries as files in `dir` (created if missing, mode 0700):
-    /// a new process finds the renders of the previous one. Files beyond the
-    /// cache's bound are removed, oldest first.
+    /// Also keeps entries as files in `dir` (created `0700` if missing): a
+    /// new process finds the renders of the previous one. Files beyond the
+    /// cache's bound are removed, oldest first. A directory another user
+    /// could write (see [`crate::private_dir`]) is not used: its entries are
+    /// manifests that would be applied to the cluster.
     pub fn with_dir(mut self, dir: impl Into<PathBuf>) -> Self {
         let dir = dir.into();
-        match private_dir(&dir).and_then(|()| trim(&dir, self.capacity as u64)) {
+        let opened = crate::private_dir::ensure(&dir)
+            .map_err(std::io::Error::other)
+            .and_then(|()| trim(&dir, self.capacity as u64));
+        match opened {
             Ok(()) => self.dir = Some(dir),
             Err(e) => {
                 tracing::warn!(dir = %dir.display(), error = %e, "the render cache stays in memory")
@@ -239,20 +244,11 @@ async fn blocking<T: Send + 'static>(
 fn write_atomically(dir: &Path, path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     use std::io::Write as _;
     // The directory may have been deleted under us.
-    private_dir(dir)?;
+    crate::private_dir::ensure(dir).map_err(std::io::Error::other)?;
     let mut file = tempfile::NamedTempFile::new_in(dir)?;
     file.write_all(bytes)?;
     file.persist(path).map_err(|e| e.error)?;
     Ok(())
-}
-
-/// Creates `dir` (and its parents) if missing, readable by this user only.
-fn private_dir(dir: &Path) -> std::io::Result<()> {
-    use std::os::unix::fs::DirBuilderExt as _;
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(dir)
 }
 
 /// Removes the oldest entry files of `dir` until the rest fit in `capacity`.
@@ -331,6 +327,27 @@ mod tests {
         .unwrap();
         assert!(restarted.get(&key, view).await.is_none());
         assert_eq!(restarted.stats(), (2, 1));
+    }
+
+    #[tokio::test]
+    async fn the_directory_is_owner_only_and_a_shared_one_is_not_used() {
+        use std::os::unix::fs::PermissionsExt as _;
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("kiln/renders");
+        let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        let key = RenderCache::key(&["app"]);
+        RenderCache::new(1 << 20)
+            .with_dir(&dir)
+            .put(key, ReadSet::default(), &[])
+            .await;
+        assert_eq!(mode(&dir), 0o700);
+        assert_eq!(mode(&tmp.path().join("kiln")), 0o700);
+
+        // Someone else may write it: a planted entry is not read.
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).unwrap();
+        let cache = RenderCache::new(1 << 20).with_dir(&dir);
+        let view: Arc<dyn SourceView> = Arc::new(LocalDir::open(tmp.path()).unwrap());
+        assert!(cache.get(&key, view).await.is_none());
     }
 
     #[tokio::test]

@@ -49,8 +49,9 @@ pub struct HostConfig {
     /// first; the on-disk compile cache makes reloading cheap). Default:
     /// 256 MiB.
     pub compiled_size: u64,
-    /// Directory of the on-disk compile cache (created if missing). `None`
-    /// keeps compiled plugins in memory only. Default: `None`.
+    /// Directory of the on-disk compile cache (created `0700` if missing;
+    /// refused if another user owns it or group or others may write it).
+    /// `None` keeps compiled plugins in memory only. Default: `None`.
     pub compile_cache: Option<PathBuf>,
     /// How often the epoch ticker advances, i.e. the resolution of
     /// [`Limits::timeout`]. Default: 10 ms.

@@ -171,7 +171,7 @@ impl PluginHost {
         let cache = match &config.compile_cache {
             Some(dir) => Some(
                 CompileCache::open(dir, &engine)
-                    .map_err(|e| HostError::new(format!("compile cache {}: {e}", dir.display())))?,
+                    .map_err(|e| HostError::new(format!("compile cache: {e}")))?,
             ),
             None => None,
         };

@@ -12,7 +12,9 @@
 //!
 //! A [`Requirement`] says which signers a plugin needs (`anyOf` with a
 //! minimum of distinct signers, or `allOf`); a [`TrustPolicy`] maps plugins to
-//! requirements. Every refusal says exactly why.
+//! requirements. Every entry of a requirement counts only with a signer of
+//! its own: a key listed twice, or two keyless entries one certificate
+//! identity satisfies, count as one signer. Every refusal says exactly why.
 
 mod bundle;
 mod discover;
@@ -25,7 +27,9 @@ use std::path::{Path, PathBuf};
 
 pub use bundle::TrustRoot;
 pub use keys::{KeyError, PrivateKey, PublicKey};
-pub use policy::{KeylessSpec, PolicyError, SignerSpec, TrustPolicy, VerificationSpec};
+pub use policy::{
+    KeylessSpec, PluginSubject, PolicyError, SignerSpec, TrustPolicy, VerificationSpec,
+};
 pub use verifier::{PolicyVerifier, Refused};
 
 use crate::digest::Digest;
@@ -84,6 +88,13 @@ pub enum TrustError {
     /// The trusted root cannot be used.
     #[error("trusted root: {0}")]
     Root(String),
+    /// The entry is satisfied only by signers that already count for other
+    /// entries of the requirement.
+    #[error("signed only by {}, who already counted for another entry", signers.join(", "))]
+    SignerCounted {
+        /// The signers that satisfied the entry.
+        signers: Vec<String>,
+    },
     /// Fewer distinct trusted signers than required.
     #[error("{found} of {required} required signers verified ({})", reasons.join("; "))]
     NotEnoughSigners {
@@ -154,7 +165,8 @@ impl fmt::Display for Signer {
 pub struct Requirement {
     /// The signers that count.
     pub signers: Vec<Signer>,
-    /// How many distinct signers of the list must have signed: `1` for
+    /// How many entries of the list must be satisfied, each by a distinct
+    /// signer (a key, or a certificate identity and issuer): `1` for
     /// "any of", `signers.len()` for "all of".
     pub min_signers: usize,
     /// Skip verification (development only; reported as a warning wherever
@@ -260,12 +272,31 @@ pub fn verify(
             looked: signatures.looked.clone(),
         });
     }
+    // Which distinct signers vouch for each entry of the requirement.
+    let checked: Vec<Result<Vec<SignedBy>, TrustError>> = requirement
+        .signers
+        .iter()
+        .map(|signer| check_signer(artifact, signatures, signer, root))
+        .collect();
+    let candidates: Vec<&[SignedBy]> = checked
+        .iter()
+        .map(|c| c.as_deref().unwrap_or_default())
+        .collect();
+    // Each entry counts only with a signer of its own: a key listed twice,
+    // or two keyless entries one certificate satisfies, are one signer.
+    let assigned = distinct_signers(&candidates);
     let mut verified = Vec::new();
     let mut reasons = Vec::new();
-    for signer in &requirement.signers {
-        match check_signer(artifact, signatures, signer, root) {
-            Ok(()) => verified.push(signer.to_string()),
-            Err(reason) => reasons.push((signer, reason)),
+    for ((signer, result), by) in requirement.signers.iter().zip(checked).zip(&assigned) {
+        match (result, by) {
+            (Ok(_), Some(_)) => verified.push(signer.to_string()),
+            (Ok(others), None) => reasons.push((
+                signer,
+                TrustError::SignerCounted {
+                    signers: others.iter().map(ToString::to_string).collect(),
+                },
+            )),
+            (Err(reason), _) => reasons.push((signer, reason)),
         }
     }
     let required = requirement
@@ -307,19 +338,106 @@ pub fn verify(
     })
 }
 
-/// Whether `signer` signed `artifact` in any of the signatures.
+/// Who made a signature that verified: what makes two signatures distinct.
+/// A key is one signer however many signatures it made; a keyless signer is
+/// its certificate identity and issuer, however many certificates it got.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum SignedBy {
+    /// The key with this fingerprint.
+    Key(String),
+    /// This certificate identity, vouched for by this OIDC issuer.
+    Keyless {
+        /// The certificate's SAN.
+        identity: String,
+        /// The OIDC issuer.
+        issuer: String,
+    },
+}
+
+impl fmt::Display for SignedBy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SignedBy::Key(fingerprint) => write!(f, "key {fingerprint}"),
+            SignedBy::Keyless { identity, issuer } => write!(f, "{identity} via {issuer}"),
+        }
+    }
+}
+
+/// A largest assignment of distinct signers to entries (bipartite matching
+/// by augmenting paths; requirements list a handful of entries):
+/// `candidates[i]` are the signers that satisfy entry `i`; the answer holds,
+/// for each entry, the index in `candidates[i]` of the signer it counts
+/// with, if any.
+fn distinct_signers(candidates: &[&[SignedBy]]) -> Vec<Option<usize>> {
+    // The distinct signers, and which entry each is assigned to.
+    let mut signers: Vec<&SignedBy> = Vec::new();
+    for by in candidates.iter().flat_map(|c| c.iter()) {
+        if !signers.contains(&by) {
+            signers.push(by);
+        }
+    }
+    let edges: Vec<Vec<usize>> = candidates
+        .iter()
+        .map(|c| {
+            c.iter()
+                .filter_map(|by| signers.iter().position(|s| *s == by))
+                .collect()
+        })
+        .collect();
+    let mut owner: Vec<Option<usize>> = vec![None; signers.len()];
+    for entry in 0..candidates.len() {
+        let mut seen = vec![false; signers.len()];
+        augment(entry, &edges, &mut owner, &mut seen);
+    }
+    let mut assigned = vec![None; candidates.len()];
+    for (signer, entry) in owner.iter().enumerate() {
+        if let Some(entry) = entry {
+            assigned[*entry] = edges[*entry].iter().position(|s| *s == signer);
+        }
+    }
+    assigned
+}
+
+/// Tries to give `entry` a signer, moving earlier entries to other signers
+/// of theirs if needed.
+fn augment(
+    entry: usize,
+    edges: &[Vec<usize>],
+    owner: &mut [Option<usize>],
+    seen: &mut [bool],
+) -> bool {
+    for &signer in &edges[entry] {
+        if seen[signer] {
+            continue;
+        }
+        seen[signer] = true;
+        let free = match owner[signer] {
+            None => true,
+            Some(other) => augment(other, edges, owner, seen),
+        };
+        if free {
+            owner[signer] = Some(entry);
+            return true;
+        }
+    }
+    false
+}
+
+/// Whether `signer` signed `artifact` in any of the signatures: the
+/// distinct signers of the signatures that satisfy it (never empty).
 fn check_signer(
     artifact: &[u8],
     signatures: &Signatures,
     signer: &Signer,
     root: &TrustRoot,
-) -> Result<(), TrustError> {
+) -> Result<Vec<SignedBy>, TrustError> {
     let mut last = None;
     match signer {
         Signer::Key(key) => {
+            let by = || Ok(vec![SignedBy::Key(key.fingerprint())]);
             for sig in &signatures.key_signatures {
                 match key.verify(artifact, sig) {
-                    Ok(()) => return Ok(()),
+                    Ok(()) => return by(),
                     Err(e) if e.to_string().starts_with("signature does not verify") => {
                         last.get_or_insert(TrustError::UntrustedKey {
                             trusted: vec![key.fingerprint()],
@@ -330,7 +448,7 @@ fn check_signer(
             }
             for bundle in &signatures.bundles {
                 match root.verify_with_key(artifact, bundle, key) {
-                    Ok(()) => return Ok(()),
+                    Ok(()) => return by(),
                     Err(e) => last = Some(e),
                 }
             }
@@ -343,7 +461,7 @@ fn check_signer(
                 }
                 // A valid signature over another manifest does not count.
                 match (cosign.signed_manifest(), signatures.manifest) {
-                    (Some(signed), Some(manifest)) if signed == manifest => return Ok(()),
+                    (Some(signed), Some(manifest)) if signed == manifest => return by(),
                     (signed, manifest) => {
                         last = Some(TrustError::DigestMismatch(format!(
                             "the signature is for manifest {}, the artifact is {}",
@@ -355,15 +473,49 @@ fn check_signer(
             }
         }
         Signer::Keyless(keyless) => {
+            let mut found = Vec::new();
             for bundle in &signatures.bundles {
                 match root.verify_keyless(artifact, bundle, keyless) {
-                    Ok(_) => return Ok(()),
+                    Ok(identity) => {
+                        let by = SignedBy::Keyless {
+                            identity,
+                            issuer: keyless.issuer.clone(),
+                        };
+                        if !found.contains(&by) {
+                            found.push(by);
+                        }
+                    }
                     Err(e) => last = Some(e),
                 }
+            }
+            if !found.is_empty() {
+                return Ok(found);
             }
         }
     }
     Err(last.unwrap_or(TrustError::NoSignature {
         looked: signatures.looked.clone(),
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_entry_counts_with_a_signer_of_its_own() {
+        let (a, b) = (SignedBy::Key("a".into()), SignedBy::Key("b".into()));
+        // The first entry takes `a`, then yields it to the second, which
+        // has no other: both count.
+        let both = [a.clone(), b.clone()];
+        let only_a = [a.clone()];
+        assert_eq!(
+            distinct_signers(&[&both, &only_a]),
+            [Some(1), Some(0)],
+            "entry 0 counts with b, entry 1 with a"
+        );
+        // Two entries, one signer: one counts.
+        assert_eq!(distinct_signers(&[&only_a, &only_a]), [Some(0), None]);
+        assert_eq!(distinct_signers(&[&[], &only_a]), [None, Some(0)]);
+    }
 }

@@ -4,7 +4,10 @@
 //! # trust.yaml
 //! trustedRoot: trusted_root.json      # optional; default: Sigstore public-good root
 //! rules:                              # the first rule matching a plugin applies
-//!   - plugins: ["values", "oci://ghcr.io/acme/*"]   # globs over name or reference
+//!   - references:                     # globs over where the plugin comes from
+//!       - oci://ghcr.io/acme/*        #   oci://REGISTRY/REPOSITORY (no tag, no digest)
+//!       - https://plugins.acme.com/*  #   the URL (no pin)
+//!       - file:///opt/kiln/plugins/*  #   the canonical absolute path
 //!     anyOf:                          # or allOf
 //!       - key: keys/release.pub       # relative to this file
 //!       - keyless:
@@ -14,12 +17,15 @@
 //!           identityRegex: https://github.com/acme/.*
 //!           issuer: https://token.actions.githubusercontent.com
 //!     minSigners: 1                   # distinct signers needed (anyOf only)
-//!   - plugins: ["dev-*"]
+//!   - names: ["dev-*"]                # globs over catalog names an operator gave
 //!     insecure: true                  # no verification: development only, always warned about
 //! ```
 //!
 //! A plugin no rule matches is refused: every plugin must verify unless a
-//! rule explicitly says `insecure: true`.
+//! rule explicitly says `insecure: true`. A name is never taken from a
+//! reference (`oci://anyone/dev-x` is not "dev-x"): `names` match only
+//! catalog names given explicitly ([`PluginSubject::catalog`]); a plugin
+//! given by reference alone is matched by `references`.
 
 use std::path::{Path, PathBuf};
 
@@ -27,6 +33,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::{Identity, Keyless, PublicKey, Requirement, Signer};
+use crate::artifact::PluginRef;
 
 /// A trust policy file could not be used.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -46,7 +53,13 @@ struct File {
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 struct RuleSpec {
-    plugins: Vec<String>,
+    /// Removed: it matched names taken from any reference. Read only to
+    /// say so.
+    plugins: Option<serde_yaml::Value>,
+    #[serde(default)]
+    references: Vec<String>,
+    #[serde(default)]
+    names: Vec<String>,
     #[serde(default)]
     any_of: Vec<SignerSpec>,
     #[serde(default)]
@@ -144,12 +157,79 @@ impl VerificationSpec {
     }
 }
 
+/// What a trust policy matches a plugin on: where it comes from and, only
+/// if an operator gave one explicitly, its catalog name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PluginSubject {
+    location: String,
+    catalog_name: Option<String>,
+}
+
+impl PluginSubject {
+    /// A plugin known by its reference alone (`kiln render --plugin REF`):
+    /// only rules' `references` can match it.
+    pub fn reference(reference: &PluginRef) -> Self {
+        PluginSubject {
+            location: reference.location(),
+            catalog_name: None,
+        }
+    }
+
+    /// A plugin an operator listed under `name` in a catalog: rules'
+    /// `names` match the name, `references` the reference.
+    pub fn catalog(name: &str, reference: &PluginRef) -> Self {
+        PluginSubject {
+            location: reference.location(),
+            catalog_name: Some(name.to_owned()),
+        }
+    }
+
+    /// Where it comes from ([`PluginRef::location`]).
+    pub fn location(&self) -> &str {
+        &self.location
+    }
+
+    /// The catalog name, if one was given.
+    pub fn catalog_name(&self) -> Option<&str> {
+        self.catalog_name.as_deref()
+    }
+}
+
+impl std::fmt::Display for PluginSubject {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.catalog_name {
+            Some(name) => write!(f, "{name} ({})", self.location),
+            None => f.write_str(&self.location),
+        }
+    }
+}
+
+/// One rule: what it matches, what it requires.
+#[derive(Debug, Clone)]
+struct Rule {
+    references: Vec<regex::Regex>,
+    names: Vec<regex::Regex>,
+    requirement: Requirement,
+}
+
+impl Rule {
+    fn matches(&self, subject: &PluginSubject) -> bool {
+        self.references
+            .iter()
+            .any(|g| g.is_match(&subject.location))
+            || subject
+                .catalog_name
+                .as_deref()
+                .is_some_and(|name| self.names.iter().any(|g| g.is_match(name)))
+    }
+}
+
 /// A parsed trust policy.
 #[derive(Debug, Clone)]
 pub struct TrustPolicy {
     /// The trusted root for bundles, if the policy names one.
     pub trusted_root: Option<PathBuf>,
-    rules: Vec<(Vec<regex::Regex>, Requirement)>,
+    rules: Vec<Rule>,
 }
 
 impl TrustPolicy {
@@ -165,8 +245,13 @@ impl TrustPolicy {
         let mut rules = Vec::new();
         for (index, rule) in file.rules.into_iter().enumerate() {
             let at = |m: String| fail(format!("rules[{index}]: {m}"));
-            if rule.plugins.is_empty() {
-                return Err(at("`plugins` lists no plugin globs".into()));
+            if rule.plugins.is_some() {
+                return Err(at("`plugins` is no longer accepted (it matched names taken from the last segment of any reference): match where plugins come from with `references` (oci://REGISTRY/REPOSITORY, https://URL, file:///PATH globs) or catalog names with `names`".into()));
+            }
+            if rule.references.is_empty() && rule.names.is_empty() {
+                return Err(at(
+                    "lists no `references` or `names` globs: it would match no plugin".into(),
+                ));
             }
             let verification = VerificationSpec {
                 any_of: rule.any_of,
@@ -175,13 +260,18 @@ impl TrustPolicy {
                 insecure: rule.insecure,
             };
             let requirement = verification.requirement(base).map_err(&at)?;
-            let globs = rule
-                .plugins
-                .iter()
-                .map(|g| glob(g))
-                .collect::<Result<_, _>>()
-                .map_err(&at)?;
-            rules.push((globs, requirement));
+            let globs = |patterns: &[String]| {
+                patterns
+                    .iter()
+                    .map(|g| glob(g))
+                    .collect::<Result<Vec<_>, _>>()
+                    .map_err(&at)
+            };
+            rules.push(Rule {
+                references: globs(&rule.references)?,
+                names: globs(&rule.names)?,
+                requirement,
+            });
         }
         Ok(TrustPolicy {
             trusted_root: file.trusted_root.map(|p| base.join(p)),
@@ -189,24 +279,20 @@ impl TrustPolicy {
         })
     }
 
-    /// The requirement for a plugin, by its name or reference: the first
-    /// rule with a glob matching either.
-    pub fn requirement(&self, name: &str, reference: &str) -> Option<&Requirement> {
-        self.rule(name, reference).map(|(_, r)| r)
+    /// The requirement for a plugin: that of the first rule matching its
+    /// location (`references`) or its catalog name (`names`).
+    pub fn requirement(&self, subject: &PluginSubject) -> Option<&Requirement> {
+        self.rule(subject).map(|(_, r)| r)
     }
 
     /// Like [`requirement`](Self::requirement), with the rule's index (what
     /// a cache of verification results keys on besides the digest).
-    pub fn rule(&self, name: &str, reference: &str) -> Option<(usize, &Requirement)> {
+    pub fn rule(&self, subject: &PluginSubject) -> Option<(usize, &Requirement)> {
         self.rules
             .iter()
             .enumerate()
-            .find(|(_, (globs, _))| {
-                globs
-                    .iter()
-                    .any(|g| g.is_match(name) || g.is_match(reference))
-            })
-            .map(|(index, (_, r))| (index, r))
+            .find(|(_, rule)| rule.matches(subject))
+            .map(|(index, rule)| (index, &rule.requirement))
     }
 }
 
@@ -269,8 +355,12 @@ mod tests {
         path
     }
 
+    fn reference(text: &str) -> PluginSubject {
+        PluginSubject::reference(&PluginRef::parse(text).unwrap())
+    }
+
     #[test]
-    fn rules_match_by_name_or_reference_first_wins() {
+    fn rules_match_by_reference_or_catalog_name_first_wins() {
         let dir = tempfile::tempdir().unwrap();
         write(
             dir.path(),
@@ -285,43 +375,92 @@ mod tests {
         let policy = write(
             dir.path(),
             "trust.yaml",
-            "rules:\n- plugins: [dev-*]\n  insecure: true\n\
-             - plugins: ['oci://ghcr.io/acme/*']\n  allOf: [{key: a.pub}, {key: b.pub}]\n\
-             - plugins: ['*']\n  anyOf:\n  - key: a.pub\n  - keyless: {identityRegex: 'https://github.com/acme/.*', issuer: https://token.actions.githubusercontent.com}\n",
+            "rules:\n- names: [dev-*]\n  insecure: true\n\
+             - references: ['oci://ghcr.io/acme/*']\n  allOf: [{key: a.pub}, {key: b.pub}]\n\
+             - references: ['*']\n  anyOf:\n  - key: a.pub\n  - keyless: {identityRegex: 'https://github.com/acme/.*', issuer: https://token.actions.githubusercontent.com}\n",
+        );
+        let policy = TrustPolicy::load(&policy).unwrap();
+        let dev = PluginSubject::catalog("dev-thing", &PluginRef::parse("/x.wasm").unwrap());
+        assert!(policy.requirement(&dev).unwrap().insecure);
+        let acme = policy
+            .requirement(&reference("oci://ghcr.io/acme/values:1"))
+            .unwrap();
+        assert_eq!((acme.signers.len(), acme.min_signers), (2, 2));
+        let any = policy.requirement(&reference("/values.wasm")).unwrap();
+        assert_eq!((any.signers.len(), any.min_signers), (2, 1));
+    }
+
+    #[test]
+    fn a_name_rule_does_not_match_the_last_segment_of_a_reference() {
+        let dir = tempfile::tempdir().unwrap();
+        let policy = write(
+            dir.path(),
+            "trust.yaml",
+            "rules:\n- names: [dev-*]\n  insecure: true\n\
+             - references: ['oci://ghcr.io/acme/*']\n  insecure: true\n",
+        );
+        let policy = TrustPolicy::load(&policy).unwrap();
+        // What `kiln render --plugin oci://anyone/dev-x:1` asks.
+        assert!(
+            policy
+                .requirement(&reference("oci://anyone/dev-x:1"))
+                .is_none()
+        );
+        assert!(
+            policy
+                .requirement(&reference("oci://ghcr.io/acme/values:1"))
+                .is_some()
+        );
+        // Dot segments are resolved before a URL is matched.
+        let pin = format!("sha256:{}", "a".repeat(64));
+        let policy = write(
+            dir.path(),
+            "trust.yaml",
+            "rules:\n- references: ['https://plugins.acme.com/kiln/*']\n  insecure: true\n",
         );
         let policy = TrustPolicy::load(&policy).unwrap();
         assert!(
             policy
-                .requirement("dev-thing", "file:///x")
-                .unwrap()
-                .insecure
+                .requirement(&reference(&format!(
+                    "https://plugins.acme.com/kiln/../uploads/x.wasm@{pin}"
+                )))
+                .is_none()
         );
-        let acme = policy
-            .requirement("values", "oci://ghcr.io/acme/values:1")
-            .unwrap();
-        assert_eq!((acme.signers.len(), acme.min_signers), (2, 2));
-        let any = policy.requirement("values", "file:///values.wasm").unwrap();
-        assert_eq!((any.signers.len(), any.min_signers), (2, 1));
+        assert!(
+            policy
+                .requirement(&reference(&format!(
+                    "https://plugins.acme.com/kiln/x.wasm@{pin}"
+                )))
+                .is_some()
+        );
     }
 
     #[test]
     fn mistakes_are_named() {
         let dir = tempfile::tempdir().unwrap();
         let cases = [
-            ("rules:\n- plugins: [x]\n", "needs `anyOf` or `allOf`"),
+            ("rules:\n- names: [x]\n", "needs `anyOf` or `allOf`"),
             (
-                "rules:\n- plugins: [x]\n  anyOf: [{key: missing.pub}]\n",
+                "rules:\n- names: [x]\n  anyOf: [{key: missing.pub}]\n",
                 "key ",
             ),
             (
-                "rules:\n- plugins: [x]\n  anyOf: [{keyless: {issuer: i}}]\n",
+                "rules:\n- names: [x]\n  anyOf: [{keyless: {issuer: i}}]\n",
                 "exactly one of `identity`",
             ),
             (
-                "rules:\n- plugins: [x]\n  anyOf: [{keyless: {identity: a, issuer: i}}]\n  minSigners: 2\n",
+                "rules:\n- names: [x]\n  anyOf: [{keyless: {identity: a, issuer: i}}]\n  minSigners: 2\n",
                 "between 1 and 1",
             ),
-            ("rules:\n- plugins: [x]\n  insecure: yes-please\n", "rules"),
+            ("rules:\n- names: [x]\n  insecure: yes-please\n", "rules"),
+            (
+                "rules:\n- plugins: [x]\n  insecure: true\n",
+                "rules[0]: `plugins` is no longer accepted",
+            ),
+            (
+                "rules:\n- insecure: true\n",
+                "rules[0]: lists no `references` or `names`",
+            ),
             ("rulez: []\n", "unknown field"),
         ];
         for (text, expected) in cases {

@@ -5,28 +5,26 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::sync::{Mutex, PoisonError};
 
-use super::{Signatures, TrustError, TrustPolicy, TrustRoot, Verified, verify};
+use super::{PluginSubject, Signatures, TrustError, TrustPolicy, TrustRoot, Verified, verify};
 use crate::digest::Digest;
 
 /// Why a plugin may not run.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum Refused {
-    /// No rule of the policy names the plugin.
-    #[error("plugin {name} ({reference}) refused: no rule of the trust policy matches it")]
+    /// No rule of the policy matches the plugin.
+    #[error(
+        "plugin {plugin} refused: no rule of the trust policy matches it (rules match `references` by where a plugin comes from, `names` by catalog name only)"
+    )]
     NoRule {
         /// The plugin.
-        name: String,
-        /// Its reference.
-        reference: String,
+        plugin: PluginSubject,
     },
     /// Its signatures do not satisfy the rule.
-    #[error("plugin {name} ({reference}) refused: {reason}")]
+    #[error("plugin {plugin} refused: {reason}")]
     Untrusted {
         /// The plugin.
-        name: String,
-        /// Its reference.
-        reference: String,
+        plugin: PluginSubject,
         /// Exactly why.
         reason: TrustError,
     },
@@ -63,24 +61,22 @@ impl PolicyVerifier {
 
     /// The result of an earlier verification of these bytes under the rule
     /// that applies to this plugin, if any: no need to look for signatures.
-    pub fn cached(&self, name: &str, reference: &str, digest: &Digest) -> Option<Verified> {
-        let (rule, _) = self.policy.rule(name, reference)?;
+    pub fn cached(&self, plugin: &PluginSubject, digest: &Digest) -> Option<Verified> {
+        let (rule, _) = self.policy.rule(plugin)?;
         self.lock().get(&(*digest, rule)).cloned()
     }
 
-    /// Verifies `artifact` (named `name`, fetched from `reference`) with the
-    /// signatures found for it.
+    /// Verifies `artifact`, the bytes of `plugin`, with the signatures found
+    /// for it.
     pub fn verify(
         &self,
-        name: &str,
-        reference: &str,
+        plugin: &PluginSubject,
         artifact: &[u8],
         signatures: &Signatures,
     ) -> Result<Verified, Refused> {
-        let Some((rule, requirement)) = self.policy.rule(name, reference) else {
+        let Some((rule, requirement)) = self.policy.rule(plugin) else {
             return Err(Refused::NoRule {
-                name: name.to_owned(),
-                reference: reference.to_owned(),
+                plugin: plugin.clone(),
             });
         };
         let digest = Digest::of(artifact);
@@ -89,8 +85,7 @@ impl PolicyVerifier {
         }
         let verified = verify(artifact, signatures, requirement, &self.root).map_err(|reason| {
             Refused::Untrusted {
-                name: name.to_owned(),
-                reference: reference.to_owned(),
+                plugin: plugin.clone(),
                 reason,
             }
         })?;
