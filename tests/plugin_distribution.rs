@@ -505,3 +505,64 @@ async fn signatures_beside_an_https_plugin_are_found_and_verified() {
     let _ = child.kill();
     let _ = child.wait();
 }
+
+/// A registry or web server that sends more than Kiln accepts is cut off:
+/// the component (declared too large, or larger than declared), and the
+/// signatures beside it.
+#[tokio::test]
+async fn downloads_larger_than_their_limit_are_refused() {
+    use kiln::artifact::FetchLimits;
+    let component = std::fs::read(support::component("values")).unwrap();
+    let small = FetchLimits {
+        component: 1 << 10,
+        ..FetchLimits::default()
+    };
+    // HTTPS: a body larger than the limit.
+    let tls = support::git::SelfSigned::new();
+    let served = tempfile::tempdir().unwrap();
+    std::fs::write(served.path().join("values.wasm"), &component).unwrap();
+    std::fs::write(served.path().join("values.wasm.sig"), vec![b'x'; 4 << 10]).unwrap();
+    let (mut child, port) = serve_https(served.path(), &tls);
+    let store = tempfile::tempdir().unwrap();
+    let https = fetcher(store.path(), RegistryCredentials::none())
+        .with_tls_roots(&std::fs::read(&tls.ca).unwrap())
+        .unwrap();
+    let url = format!("https://127.0.0.1:{port}/values.wasm");
+    let err = https
+        .with_limits(small)
+        .fetch(&oci(&format!("{url}@{}", Digest::of(&component))))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, ArtifactError::TooLarge { limit: 1024, .. }),
+        "{err}"
+    );
+    let tiny_signatures = fetcher(store.path(), RegistryCredentials::none())
+        .with_tls_roots(&std::fs::read(&tls.ca).unwrap())
+        .unwrap()
+        .with_limits(FetchLimits {
+            signature: 1 << 10,
+            ..FetchLimits::default()
+        });
+    let err = tiny_signatures
+        .beside(&format!("{url}.sig"))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, ArtifactError::TooLarge { .. }), "{err}");
+    let _ = child.kill();
+    let _ = child.wait();
+
+    // OCI: a layer larger than the limit.
+    let registry = registry_or_skip!(None);
+    let store = tempfile::tempdir().unwrap();
+    let oci_fetcher = fetcher(store.path(), RegistryCredentials::none());
+    let tag = oci(&format!("oci://{}/kiln/values:big", registry.host()));
+    oci_fetcher.push(&component, &tag).await.unwrap();
+    let store = tempfile::tempdir().unwrap();
+    let err = fetcher(store.path(), RegistryCredentials::none())
+        .with_limits(small)
+        .fetch(&tag)
+        .await
+        .unwrap_err();
+    assert!(matches!(err, ArtifactError::TooLarge { .. }), "{err}");
+}
