@@ -222,11 +222,13 @@ impl Signatures {
             };
             if rest == ".sig" || (rest.starts_with('.') && rest.ends_with(".sig") && rest.len() > 4)
             {
-                found.key_signatures.push(std::fs::read_to_string(&path)?);
+                found
+                    .key_signatures
+                    .push(read_small(&path, MAX_SIGNATURE_FILE)?);
             } else if rest == ".sigstore.json"
                 || (rest.starts_with('.') && rest.ends_with(".sigstore.json"))
             {
-                found.bundles.push(std::fs::read_to_string(&path)?);
+                found.bundles.push(read_small(&path, MAX_SIGNATURE_FILE)?);
             }
         }
         Ok(found)
@@ -496,6 +498,34 @@ fn check_signer(
     Err(last.unwrap_or(TrustError::NoSignature {
         looked: signatures.looked.clone(),
     }))
+}
+
+/// The largest signature or bundle file read beside a plugin: 1 MiB.
+pub const MAX_SIGNATURE_FILE: u64 = 1 << 20;
+/// The largest public key file read: 64 KiB.
+pub const MAX_KEY_FILE: u64 = 64 << 10;
+
+/// Reads a small text file: a regular file (never a FIFO or device that
+/// could block or never end) of at most `max` bytes.
+pub(crate) fn read_small(path: &std::path::Path, max: u64) -> std::io::Result<String> {
+    use std::io::Read as _;
+    let file = std::fs::File::open(path)?;
+    let metadata = file.metadata()?;
+    if !metadata.is_file() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "not a regular file",
+        ));
+    }
+    let mut text = String::new();
+    file.take(max + 1).read_to_string(&mut text)?;
+    if text.len() as u64 > max {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("larger than the limit of {max} bytes"),
+        ));
+    }
+    Ok(text)
 }
 
 #[cfg(test)]

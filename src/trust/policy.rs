@@ -239,7 +239,8 @@ impl TrustPolicy {
             file: path.to_path_buf(),
             message,
         };
-        let text = std::fs::read_to_string(path).map_err(|e| fail(e.to_string()))?;
+        let text =
+            super::read_small(path, super::MAX_SIGNATURE_FILE).map_err(|e| fail(e.to_string()))?;
         let file: File = serde_yaml::from_str(&text).map_err(|e| fail(e.to_string()))?;
         let base = path.parent().unwrap_or(Path::new("."));
         let mut rules = Vec::new();
@@ -303,7 +304,7 @@ fn signer(spec: &SignerSpec, base: &Path) -> Result<Signer, String> {
             .map_err(|e| format!("key: {e}")),
         (Some(file), None) => {
             let path = base.join(file);
-            let pem = std::fs::read_to_string(&path)
+            let pem = super::read_small(&path, super::MAX_KEY_FILE)
                 .map_err(|e| format!("key {}: {e}", path.display()))?;
             PublicKey::from_pem(&pem)
                 .map(Signer::Key)
@@ -469,5 +470,20 @@ mod tests {
             assert!(err.contains(expected), "{text:?}: {err}");
             assert!(err.starts_with("trust policy "), "{err}");
         }
+    }
+
+    #[test]
+    fn key_files_must_be_small_regular_files() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("big.pub"), vec![b'x'; 100 << 10]).unwrap();
+        let spec = |key: &str| SignerSpec {
+            key: Some(key.into()),
+            ..Default::default()
+        };
+        let error = signer(&spec("big.pub"), dir.path()).unwrap_err();
+        assert!(error.contains("larger than the limit"), "{error}");
+        // /dev/zero never ends: refused before reading.
+        let error = signer(&spec("/dev/zero"), dir.path()).unwrap_err();
+        assert!(error.contains("not a regular file"), "{error}");
     }
 }
