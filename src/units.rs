@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-/// `10s`, `500ms`, `2m`, or a bare number of seconds.
+/// `10s`, `500ms`, `2m`, `24h`, or a bare number of seconds.
 pub fn parse_duration(text: &str) -> Result<Duration, String> {
     let (number, unit) = split_unit(text);
     let value: f64 = number
@@ -13,7 +13,8 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
         "ms" => value / 1000.0,
         "" | "s" => value,
         "m" => value * 60.0,
-        _ => return Err(format!("`{text}`: unknown unit `{unit}` (ms, s, m)")),
+        "h" => value * 3600.0,
+        _ => return Err(format!("`{text}`: unknown unit `{unit}` (ms, s, m, h)")),
     };
     if !(seconds.is_finite() && seconds > 0.0) {
         return Err(format!("`{text}` must be a positive duration"));

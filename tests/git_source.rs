@@ -692,3 +692,35 @@ async fn a_failed_fetch_keeps_a_sound_cache() {
         "the cached commit needs no fetch"
     );
 }
+
+#[tokio::test]
+async fn repositories_no_one_reads_any_more_leave_the_cache() {
+    let Polled {
+        _root,
+        cache,
+        f: _f,
+        _daemon,
+        repo,
+        engine,
+        first: _,
+    } = served_and_polled().await;
+    let repo_dir = cache.path().join(repo.cache_dir_name());
+    // In use within the window: kept.
+    assert_eq!(engine.evict_idle(Duration::from_secs(3600)).await, 0);
+    assert!(repo_dir.exists());
+    // A directory an earlier process left, not used since: deleted too.
+    let orphan = cache.path().join("orphan-repository");
+    std::fs::create_dir(&orphan).unwrap();
+    assert_eq!(engine.evict_idle(Duration::ZERO).await, 2);
+    assert!(!repo_dir.exists() && !orphan.exists());
+    // Needed again: fetched again, transparently.
+    let fetches = engine.stats().fetches;
+    assert_eq!(
+        read(
+            &engine.poll(&repo, &Revision::Head).await.unwrap(),
+            "cm.yaml"
+        ),
+        "v: 1\n"
+    );
+    assert_eq!(engine.stats().fetches, fetches + 1);
+}

@@ -70,6 +70,11 @@ pub(crate) struct ControllerArgs {
     #[arg(long, value_name = "SIZE", default_value = "256Mi", value_parser = super::args::parse_size)]
     render_cache_size: u64,
 
+    /// A repository no Application has read for this long leaves the Git
+    /// cache.
+    #[arg(long, value_name = "DURATION", default_value = "24h", value_parser = parse_duration)]
+    git_cache_idle: Duration,
+
     /// Directory of the Git cache. Default: ~/.cache/kiln/repos.
     #[arg(long, value_name = "DIR")]
     git_cache: Option<PathBuf>,
@@ -116,6 +121,7 @@ pub(crate) async fn run(args: &ControllerArgs) -> anyhow::Result<u8> {
             .clone()
             .or_else(|| default_cache_dir().map(|d| d.join("renders"))),
         render_cache_size: args.render_cache_size,
+        git_cache_idle: args.git_cache_idle,
         catalog: controller::CatalogConfig {
             store: args
                 .plugin_store

@@ -49,6 +49,19 @@ fn trigger(app: &Application) -> Option<u64> {
     Some(hasher.finish())
 }
 
+/// Deletes the Git caches of repositories no Application has read for
+/// [`ControllerConfig::git_cache_idle`], every tenth of that, until the
+/// controller stops.
+async fn evict_idle_repositories(ctx: Arc<Context>) {
+    let idle = ctx.config.git_cache_idle;
+    let mut every = tokio::time::interval((idle / 10).max(std::time::Duration::from_secs(1)));
+    every.tick().await;
+    while !ctx.shutdown.load(std::sync::atomic::Ordering::Relaxed) {
+        every.tick().await;
+        ctx.git.evict_idle(idle).await;
+    }
+}
+
 /// Runs the controller until `shutdown` resolves. Then no reconcile
 /// starts; those running finish, their syncs ending after the current wave
 /// ([`Context::shutdown`]).
@@ -74,6 +87,7 @@ pub async fn run(
         // Live changes come in bursts (a Deployment's status moves several
         // times while it rolls out): one reconcile per burst.
         .debounce(std::time::Duration::from_millis(500));
+    tokio::spawn(evict_idle_repositories(ctx.clone()));
     let mut controller = Controller::for_stream(changes, reader).with_config(config);
     if let Some(live) = ctx.live.triggers() {
         controller = controller.reconcile_on(live);

@@ -115,6 +115,9 @@ pub struct ControllerConfig {
     pub render_cache_size: u64,
     /// How many Applications reconcile at once (default 32).
     pub concurrency: u16,
+    /// A repository no Application has read for this long leaves the Git
+    /// cache (checked every tenth of it). Default: 24 h.
+    pub git_cache_idle: Duration,
     /// How self-heal backs off from drift that keeps coming back.
     pub self_heal_backoff: SelfHealBackoff,
     /// Where plugins come from and how they are trusted.
@@ -132,6 +135,7 @@ impl Default for ControllerConfig {
             render_cache_dir: None,
             render_cache_size: super::cache::DEFAULT_CAPACITY,
             concurrency: 32,
+            git_cache_idle: Duration::from_secs(24 * 3600),
             self_heal_backoff: SelfHealBackoff::default(),
             catalog: super::plugins::CatalogConfig::default(),
         }

@@ -228,6 +228,8 @@ struct Repo {
     lookup: tokio::sync::Mutex<Option<(Instant, Arc<RefList>)>>,
     /// Serializes fetches (and cache rebuilds) of this repository.
     fetch: tokio::sync::Mutex<()>,
+    /// When a tree of it was last checked out ([`GitSource::evict_idle`]).
+    used: Mutex<Instant>,
 }
 
 /// The Git source engine. Cheap to clone; clones share everything.
@@ -327,6 +329,7 @@ impl GitSource {
                     url: url.clone(),
                     lookup: tokio::sync::Mutex::new(None),
                     fetch: tokio::sync::Mutex::new(()),
+                    used: Mutex::new(Instant::now()),
                 })
             })
             .clone()
@@ -410,6 +413,7 @@ impl GitSource {
     pub async fn checkout(&self, url: &RepoUrl, commit: CommitId) -> Result<GitTreeView> {
         let repo = self.repo(url);
         let _fetching = repo.fetch.lock().await;
+        *repo.used.lock().unwrap_or_else(PoisonError::into_inner) = Instant::now();
         let path = self.cache_path(url);
         let url = repo.url.clone();
 
@@ -447,6 +451,92 @@ impl GitSource {
             message: "the server did not send it (is it on a branch or tag the server advertises?)"
                 .into(),
         })
+    }
+
+    /// Forgets the repositories no tree was checked out of for `idle` and
+    /// deletes their caches, and deletes cache directories of repositories
+    /// this engine has not used that were last changed longer than `idle`
+    /// ago (left by an earlier process). A repository being fetched is
+    /// kept. Returns how many caches were deleted. The cache stays bounded
+    /// by what is in use: a repository no Application reads any more does
+    /// not stay on disk for ever.
+    pub async fn evict_idle(&self, idle: Duration) -> usize {
+        let idle_repos: Vec<(String, Arc<Repo>)> = {
+            let repos = self
+                .inner
+                .repos
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            repos
+                .iter()
+                .filter(|(_, r)| {
+                    r.used
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .elapsed()
+                        >= idle
+                })
+                .map(|(k, r)| (k.clone(), r.clone()))
+                .collect()
+        };
+        let mut names = Vec::new();
+        for (key, repo) in idle_repos {
+            // Busy: fetched right now, so not idle after all.
+            let Ok(_fetching) = repo.fetch.try_lock() else {
+                continue;
+            };
+            self.inner
+                .repos
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .remove(&key);
+            names.push(repo.url.cache_dir_name());
+        }
+        let known: std::collections::HashSet<String> = self
+            .inner
+            .repos
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .values()
+            .map(|r| r.url.cache_dir_name())
+            .collect();
+        let root = match self.inner.root.try_clone() {
+            Ok(root) => root,
+            Err(_) => return 0,
+        };
+        let removed = blocking(move || {
+            let mut removed = 0;
+            if let Ok(entries) = root.entries() {
+                for entry in entries.flatten() {
+                    let name = entry.file_name().to_string_lossy().into_owned();
+                    let stale = entry
+                        .metadata()
+                        .ok()
+                        .and_then(|m| m.modified().ok())
+                        .and_then(|t| t.into_std().elapsed().ok())
+                        .is_some_and(|age| age >= idle);
+                    if !name.starts_with('.') && !known.contains(&name) && stale {
+                        names.push(name);
+                    }
+                }
+            }
+            names.sort();
+            names.dedup();
+            for name in names {
+                match root.remove_dir_all(&name) {
+                    Ok(()) => removed += 1,
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                    Err(e) => tracing::warn!(cache = %name, error = %e, "cannot delete an idle repository cache"),
+                }
+            }
+            removed
+        })
+        .await
+        .unwrap_or(0);
+        if removed > 0 {
+            tracing::info!(removed, ?idle, "deleted idle repository caches");
+        }
+        removed
     }
 
     /// [`resolve`](Self::resolve) then [`checkout`](Self::checkout).
