@@ -321,6 +321,73 @@ async fn project_rules_and_bad_specs_become_conditions_and_nothing_is_applied() 
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_file_repository_is_refused_unless_the_controller_allows_it() {
+    // Given a controller with default settings and an application whose
+    // repository is a path on the controller's own filesystem.
+    let w = world().await;
+    let apps: Api<Application> = Api::namespaced(w.cluster.client.clone(), "kiln");
+    let file_url = format!("file://{}", w.repo.bare.display());
+    apps.create(
+        &PostParams::default(),
+        &application("local", &file_url, "default"),
+    )
+    .await
+    .unwrap();
+    // Then it is refused by name, and nothing is applied.
+    let status = eventually("the refusal", async || {
+        let status = app_status(&w.cluster, "local").await;
+        status["conditions"]
+            .as_array()
+            .filter(|c| !c.is_empty())
+            .map(|_| status.clone())
+    })
+    .await;
+    let condition = &status["conditions"][0];
+    assert_eq!(condition["type"], "InvalidSpec", "{status}");
+    assert!(
+        condition["message"]
+            .as_str()
+            .unwrap()
+            .contains("--allow-file-repositories"),
+        "{status}"
+    );
+    assert!(live_configmap(&w.cluster, "settings").await.is_none());
+    let _ = w.stop.send(());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_a_webhook_secret_deliveries_are_refused() {
+    let w = world_with(Duration::from_secs(3600)).await;
+    let state = Arc::new(controller::http::HttpState {
+        ctx: w.ctx.clone(),
+        webhook_secret: None,
+        ready: std::sync::atomic::AtomicBool::new(true),
+    });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let endpoint = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, controller::http::router(state)).await });
+    let apps: Api<Application> = Api::namespaced(w.cluster.client.clone(), "kiln");
+    apps.create(
+        &PostParams::default(),
+        &application("guestbook", &w.url, "default"),
+    )
+    .await
+    .unwrap();
+    let body = json!({"ref": "refs/heads/main", "repository": {"clone_url": w.url},
+        "commits": [{"added": [], "modified": ["guestbook/settings.yaml"], "removed": []}]});
+    let response = reqwest::Client::new()
+        .post(format!("{endpoint}/api/webhook"))
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status().as_u16(), 403);
+    let text = response.text().await.unwrap();
+    assert!(text.contains("no webhook secret"), "{text}");
+    let _ = w.stop.send(());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn app_of_apps_creates_children_and_the_finalizer_cascades() {
     let w = world().await;
     // Given a root application whose directory holds a child Application.

@@ -293,4 +293,30 @@ mod tests {
                 .is_ok()
         );
     }
+
+    #[test]
+    fn source_repos_match_the_normalized_url() {
+        let project = team();
+        let admitted = |repo: &str| project.admit(&app(repo, "team-a", &[])).is_ok();
+        for escape in [
+            "https://git.example.com/team/../evil/repo",
+            "https://git.example.com/team/%2e%2e/evil/repo",
+            "https://git.example.com/team/..%2fevil/repo",
+            "https://git.example.com/team\\..\\..\\evil/repo",
+        ] {
+            assert!(!admitted(escape), "{escape}");
+        }
+        // Spellings of an allowed repository are allowed.
+        for spelling in [
+            "HTTPS://Git.Example.com:443/team/apps.git/",
+            "https://git.example.com/team/apps",
+        ] {
+            assert!(admitted(spelling), "{spelling}");
+        }
+        // An unparseable URL is refused by name.
+        let error = project
+            .admit(&app("https://git.example.com:99999/team/x", "team-a", &[]))
+            .unwrap_err();
+        assert!(error.to_string().contains("repository URL"), "{error}");
+    }
 }

@@ -334,4 +334,30 @@ mod tests {
             None
         );
     }
+
+    #[test]
+    fn a_prefix_matches_only_at_a_path_boundary() {
+        let secrets = ControllerSecrets::fixed([
+            labeled(
+                "corp",
+                SecretType::RepoCreds,
+                &[("url", "https://git.corp"), ("password", "corp")],
+            ),
+            labeled(
+                "team",
+                SecretType::RepoCreds,
+                &[("url", "https://git.corp/team"), ("password", "team")],
+            ),
+        ]);
+        let creds = secrets.repo_credentials();
+        let found = |u: &str| password(creds.credentials(&RepoUrl::parse(u).unwrap()));
+        // Another host that merely starts with the same letters.
+        assert_eq!(found("https://git.corp.evil.com/team/x"), None);
+        assert_eq!(found("https://git.corp:8443/team/x"), None);
+        // Another path that merely starts with the same letters.
+        assert_eq!(found("https://git.corp/team-evil/x"), Some("corp".into()));
+        assert_eq!(found("https://git.corp/team/x.git"), Some("team".into()));
+        // Prefixes are normalized like URLs.
+        assert_eq!(found("HTTPS://GIT.CORP:443/team/x"), Some("team".into()));
+    }
 }

@@ -137,4 +137,18 @@ mod tests {
         );
         assert_eq!(user("https://elsewhere.com/team/app"), None);
     }
+
+    #[test]
+    fn a_prefix_matches_only_at_a_path_boundary() {
+        let provider = PrefixCredentials::new().with(
+            "https://git.corp",
+            Credentials::Basic {
+                username: "corp".into(),
+                password: Secret::new("x"),
+            },
+        );
+        let found = |u: &str| provider.credentials(&RepoUrl::parse(u).unwrap());
+        assert!(found("https://git.corp.evil.com/x").is_none());
+        assert!(found("https://git.corp/x").is_some());
+    }
 }

@@ -234,4 +234,44 @@ mod tests {
         assert!(!err.contains("hunter2"), "{err}");
         assert!(err.contains("bob:***@example.com"), "{err}");
     }
+
+    #[test]
+    fn dot_segments_and_their_encodings_are_refused() {
+        for raw in [
+            "https://git.example.com/team/../evil/repo",
+            "https://git.example.com/team/./repo",
+            "https://git.example.com/team/%2e%2e/evil/repo",
+            "https://git.example.com/team/%2E./evil/repo",
+            "https://git.example.com/team\\..\\evil/repo",
+            "https://git.example.com/team/repo?/../../evil",
+            "https://git.example.com/team/repo#x",
+            "ssh://git@git.example.com/team/../evil/repo.git",
+            "file:///srv/git/team/../evil",
+        ] {
+            let err = RepoUrl::parse(raw).expect_err(raw).to_string();
+            assert!(err.contains("repository URL"), "{raw}: {err}");
+        }
+    }
+
+    #[test]
+    fn safe_escapes_are_decoded_and_empty_segments_dropped() {
+        let a = RepoUrl::parse("https://git.example.com/team/%72epo").unwrap();
+        let b = RepoUrl::parse("https://git.example.com//team///repo.git").unwrap();
+        assert_eq!(a.key(), "https://git.example.com/team/repo");
+        assert_eq!(a, b);
+        // What is fetched is what is matched.
+        assert_eq!(b.as_str(), "https://git.example.com/team/repo.git");
+        // A reserved character stays escaped (normalized to upper case);
+        // an escaped separator is refused (a server may decode it).
+        assert_eq!(
+            RepoUrl::parse("https://git.example.com/team/a%40b")
+                .unwrap()
+                .key(),
+            "https://git.example.com/team/a%40b"
+        );
+        for separator in ["a%2fb", "a%5Cb", "a%00b"] {
+            let raw = format!("https://git.example.com/team/{separator}");
+            assert!(RepoUrl::parse(&raw).is_err(), "{raw}");
+        }
+    }
 }
