@@ -532,6 +532,99 @@ async fn a_signed_push_webhook_refreshes_only_the_applications_it_touches() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_push_under_what_an_overlay_read_refreshes_it() {
+    use hmac::Mac as _;
+    // Given an overlay at apps/prod that reads ../../base through the
+    // kustomize plugin, and a controller that only polls hourly.
+    let w = world_with(Duration::from_secs(3600)).await;
+    w.repo.commit(
+        "overlay",
+        &[
+            (
+                "apps/prod/kustomization.yaml",
+                "resources: [../../base]\nnamePrefix: prod-\n",
+            ),
+            ("base/kustomization.yaml", "resources: [settings.yaml]\n"),
+            ("base/settings.yaml", CONFIGMAP),
+        ],
+    );
+    w.repo.publish();
+    let plugin = support::component("kustomize");
+    w.cluster
+        .apply(
+            "plugins",
+            json!({"apiVersion": "kiln.dev/v1alpha1", "kind": "Plugin",
+                "metadata": {"name": "kustomize", "namespace": "kiln"},
+                "spec": {"kind": "renderer", "ref": plugin.display().to_string(), "verify": {"insecure": true}}}),
+            "operator",
+            false,
+        )
+        .await
+        .unwrap();
+    let state = Arc::new(controller::http::HttpState {
+        ctx: w.ctx.clone(),
+        webhook_secret: Some("s3cret".into()),
+        ready: std::sync::atomic::AtomicBool::new(true),
+    });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let endpoint = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, controller::http::router(state)).await });
+    let mut prod = application("prod", &w.url, "default");
+    prod.spec.source.path = "apps/prod".into();
+    prod.spec.source.plugins = serde_json::from_value(json!([{"name": "kustomize"}])).unwrap();
+    let apps: Api<Application> = Api::namespaced(w.cluster.client.clone(), "kiln");
+    apps.create(&PostParams::default(), &prod).await.unwrap();
+    eventually("the first sync", async || {
+        live_configmap(&w.cluster, "prod-settings").await
+    })
+    .await;
+
+    let http = reqwest::Client::new();
+    let deliver = |files: Vec<&str>| {
+        let body = json!({"ref": "refs/heads/main", "repository": {"clone_url": w.url},
+            "commits": [{"added": [], "modified": files, "removed": []}]})
+        .to_string();
+        let mut mac = hmac::Hmac::<sha2::Sha256>::new_from_slice(b"s3cret").unwrap();
+        mac.update(body.as_bytes());
+        let signature = format!("sha256={}", hex::encode(mac.finalize().into_bytes()));
+        http.post(format!("{endpoint}/api/webhook"))
+            .header("x-hub-signature-256", signature)
+            .header("content-type", "application/json")
+            .body(body)
+            .send()
+    };
+    // A push elsewhere refreshes nothing.
+    let readme: Value = deliver(vec!["README.md", "apps/staging/x.yaml"])
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(readme["refreshed"], json!([]));
+    // When a push changes only the base the overlay read,
+    w.repo.commit(
+        "green base",
+        &[("base/settings.yaml", &CONFIGMAP.replace("blue", "green"))],
+    );
+    w.repo.publish();
+    let touched: Value = deliver(vec!["base/settings.yaml"])
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    // Then the overlay is refreshed and synced at once.
+    assert_eq!(touched["refreshed"], json!(["prod"]));
+    eventually("the green base", async || {
+        live_configmap(&w.cluster, "prod-settings")
+            .await
+            .filter(|cm| cm["data"]["color"] == "green")
+    })
+    .await;
+    let _ = w.stop.send(());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn only_one_replica_leads_and_another_takes_over_when_it_stops() {
     use kiln::controller::leader::{Elector, LeaseConfig};
     let cluster = Cluster::start().await;
