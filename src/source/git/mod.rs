@@ -17,6 +17,7 @@
 //!   database.
 
 mod credentials;
+mod known_hosts;
 mod remote;
 mod revision;
 mod tree;
@@ -33,6 +34,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::Semaphore;
 
 pub use credentials::{CredentialProvider, Credentials, NoCredentials, PrefixCredentials, Secret};
+pub use known_hosts::{KnownHostsSource, StaticKnownHosts};
 pub use revision::{AdvertisedRef, NotFound, RefList, Revision};
 pub use tree::GitTreeView;
 pub use url::{RepoUrl, UrlError};
@@ -107,6 +109,10 @@ pub struct GitConfig {
     /// PEM certificates trusted for HTTPS in addition to the system's roots
     /// (a private CA, a self-signed server). Default: none.
     pub tls_roots_pem: Vec<u8>,
+    /// Configured SSH known hosts (not used yet).
+    pub ssh_known_hosts: Option<Arc<dyn KnownHostsSource>>,
+    /// The trust-on-first-use store (not used yet).
+    pub ssh_known_hosts_store: Option<PathBuf>,
 }
 
 impl GitConfig {
@@ -120,6 +126,8 @@ impl GitConfig {
             shallow: false,
             lookup_ttl: Duration::from_secs(5),
             tls_roots_pem: Vec::new(),
+            ssh_known_hosts: None,
+            ssh_known_hosts_store: None,
         }
     }
 }
@@ -150,6 +158,14 @@ pub enum GitError {
         operation: &'static str,
         /// The deadline.
         after: Duration,
+    },
+    /// The SSH server's host key is not trusted (not produced yet).
+    #[error("{url}: SSH host key refused: {detail}")]
+    HostKey {
+        /// The repository.
+        url: RepoUrl,
+        /// The host, and the fingerprints presented and expected.
+        detail: String,
     },
     /// The server refused our credentials, or asked for some we lack.
     #[error("{url}: authentication failed (check the repository credentials)")]
