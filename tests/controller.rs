@@ -353,6 +353,24 @@ async fn a_file_repository_is_refused_unless_the_controller_allows_it() {
     );
     assert!(live_configmap(&w.cluster, "settings").await.is_none());
     let _ = w.stop.send(());
+
+    // Given a controller that allows them (local trials): it syncs.
+    let w = world_tuned(ControllerConfig {
+        resync: Duration::from_millis(300),
+        allow_file_repositories: true,
+        ..ControllerConfig::default()
+    })
+    .await;
+    let apps: Api<Application> = Api::namespaced(w.cluster.client.clone(), "kiln");
+    let file_url = format!("file://{}", w.repo.bare.display());
+    apps.create(
+        &PostParams::default(),
+        &application("local", &file_url, "default"),
+    )
+    .await
+    .unwrap();
+    wait_for_color(&w.cluster, "blue").await;
+    let _ = w.stop.send(());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -360,7 +378,7 @@ async fn without_a_webhook_secret_deliveries_are_refused() {
     let w = world_with(Duration::from_secs(3600)).await;
     let state = Arc::new(controller::http::HttpState {
         ctx: w.ctx.clone(),
-        webhook_secret: None,
+        webhook: controller::http::WebhookAuth::default(),
         ready: std::sync::atomic::AtomicBool::new(true),
     });
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -384,6 +402,28 @@ async fn without_a_webhook_secret_deliveries_are_refused() {
     assert_eq!(response.status().as_u16(), 403);
     let text = response.text().await.unwrap();
     assert!(text.contains("no webhook secret"), "{text}");
+    let metrics = w.ctx.metrics.encode().unwrap();
+    assert!(
+        metrics.contains("kiln_webhooks_total{result=\"unconfigured\"} 1"),
+        "{metrics}"
+    );
+
+    // Unless unsigned deliveries are allowed (local trials).
+    let state = Arc::new(controller::http::HttpState {
+        ctx: w.ctx.clone(),
+        webhook: controller::http::WebhookAuth::new(None, true),
+        ready: std::sync::atomic::AtomicBool::new(true),
+    });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let endpoint = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, controller::http::router(state)).await });
+    let response = reqwest::Client::new()
+        .post(format!("{endpoint}/api/webhook"))
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status().as_u16(), 200);
     let _ = w.stop.send(());
 }
 
@@ -444,7 +484,7 @@ async fn a_signed_push_webhook_refreshes_only_the_applications_it_touches() {
     let w = world_with(Duration::from_secs(3600)).await;
     let state = Arc::new(controller::http::HttpState {
         ctx: w.ctx.clone(),
-        webhook_secret: Some("s3cret".into()),
+        webhook: controller::http::WebhookAuth::new(Some("s3cret".into()), false),
         ready: std::sync::atomic::AtomicBool::new(true),
     });
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -563,7 +603,7 @@ async fn a_push_under_what_an_overlay_read_refreshes_it() {
         .unwrap();
     let state = Arc::new(controller::http::HttpState {
         ctx: w.ctx.clone(),
-        webhook_secret: Some("s3cret".into()),
+        webhook: controller::http::WebhookAuth::new(Some("s3cret".into()), false),
         ready: std::sync::atomic::AtomicBool::new(true),
     });
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();

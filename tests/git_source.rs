@@ -445,7 +445,7 @@ async fn https_basic_auth_with_credentials_that_never_leak() {
     };
     let with = |password: &str| {
         let credentials = PrefixCredentials::new().with(
-            repo.as_str().to_owned(),
+            repo.as_str(),
             Credentials::Basic {
                 username: "kiln".into(),
                 password: Secret::new(password),
@@ -494,7 +494,7 @@ async fn basic_credentials_go_to_plain_http_only_on_loopback() {
     let http = HttpBackend::start(root.path(), Some("kiln:pw"));
     let repo = url(&http.url("private"));
     let credentials = PrefixCredentials::new().with(
-        repo.as_str().to_owned(),
+        repo.as_str(),
         Credentials::Basic {
             username: "kiln".into(),
             password: Secret::new("pw"),
@@ -576,7 +576,7 @@ async fn ssh_with_a_private_key_from_the_provider() {
     assert!(matches!(err, GitError::Auth { .. }), "{err}");
 
     let keyed = PrefixCredentials::new().with(
-        repo.as_str().to_owned(),
+        repo.as_str(),
         Credentials::SshKey {
             private_key: Secret::new(sshd.client_key.clone()),
         },

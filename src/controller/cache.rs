@@ -7,9 +7,9 @@
 //! entries go first) and, when given a directory, on disk so that a restart
 //! does not render the world again; deleting it changes nothing but time.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::path::PathBuf;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use serde_json::{Map, Value};
 
@@ -32,6 +32,53 @@ pub struct RenderCache {
 struct Stored {
     read_set: ReadSet,
     objects: Vec<(Map<String, Value>, Option<String>)>,
+}
+
+/// A render served from the cache.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Cached {
+    /// The rendered objects.
+    pub objects: Vec<Object>,
+    /// What the render read.
+    pub read_set: ReadSet,
+}
+
+/// What each Application's last render read, by Application name: the
+/// webhook refreshes an Application when a push changes something under
+/// these paths (repository-relative), not only under its own path. Kept in
+/// memory; until an Application's first render after a start, nothing is
+/// known of it.
+#[derive(Debug, Default)]
+pub struct ReadPaths {
+    apps: Mutex<HashMap<String, Arc<BTreeSet<String>>>>,
+}
+
+impl ReadPaths {
+    /// Records what the latest render of `app` read.
+    pub fn record(&self, app: &str, read_set: &ReadSet) {
+        let paths: BTreeSet<String> = read_set
+            .iter()
+            .map(|(path, _)| path.as_str().to_owned())
+            .collect();
+        self.lock().insert(app.to_owned(), Arc::new(paths));
+    }
+
+    /// What the latest render of `app` read, if one ran since the start.
+    pub fn get(&self, app: &str) -> Option<Arc<BTreeSet<String>>> {
+        self.lock().get(app).cloned()
+    }
+
+    /// Forgets a deleted Application.
+    pub fn forget(&self, app: &str) {
+        self.lock().remove(app);
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<BTreeSet<String>>>> {
+        // Each update is a single insert or remove: still consistent.
+        self.apps
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
 }
 
 struct Entry {
@@ -120,8 +167,8 @@ impl RenderCache {
         Digest::of(text.as_bytes())
     }
 
-    /// The cached objects, when the entry's read set holds in `view`.
-    pub fn get(&self, key: &Digest, view: &dyn SourceView) -> Option<Vec<Object>> {
+    /// The cached render, when the entry's read set holds in `view`.
+    pub fn get(&self, key: &Digest, view: &dyn SourceView) -> Option<Cached> {
         let mut entries = self
             .entries
             .lock()
@@ -135,7 +182,10 @@ impl RenderCache {
         let hit = entries.get_mut(key).and_then(|entry| {
             entry.read_set.holds(view).then(|| {
                 entry.used = tick;
-                entry.objects.clone()
+                Cached {
+                    objects: entry.objects.clone(),
+                    read_set: entry.read_set.clone(),
+                }
             })
         });
         let counter = if hit.is_some() {
@@ -213,13 +263,15 @@ mod tests {
         let key = RenderCache::key(&["app"]);
         RenderCache::new(8).with_dir(dir.path()).put(
             key,
-            rendered.read_set,
+            rendered.read_set.clone(),
             rendered.objects.clone(),
         );
 
         // A new process: found on disk.
         let restarted = RenderCache::new(8).with_dir(dir.path());
-        assert_eq!(restarted.get(&key, &*view), Some(rendered.objects));
+        let cached = restarted.get(&key, &*view).unwrap();
+        assert_eq!(cached.objects, rendered.objects);
+        assert_eq!(cached.read_set, rendered.read_set);
         // Outside what was read: still valid. Inside: invalid.
         std::fs::write(source.path().join("README.md"), "more docs").unwrap();
         assert!(restarted.get(&key, &*view).is_some());

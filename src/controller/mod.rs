@@ -10,6 +10,7 @@ pub mod cache;
 pub mod compare;
 pub mod destination;
 pub mod http;
+pub mod known_hosts;
 pub mod leader;
 pub mod live;
 pub mod plugins;
