@@ -9,8 +9,8 @@ use crate::digest::Digest;
 /// `https://GitHub.com/org/repo`, `https://github.com/org/repo.git/` and
 /// `https://github.com:443/org/repo` are the same repository (one
 /// [`key`](Self::key), one cache): scheme and host are lowercased, default
-/// ports, empty path segments and trailing `/` dropped, escapes of unreserved
-/// characters decoded, and the key ignores a trailing `.git`. scp-like
+/// ports, empty path segments and trailing `/` dropped, percent-escapes
+/// decoded, and the key ignores a trailing `.git`. scp-like
 /// `git@host:org/repo` becomes `ssh://git@host/org/repo`. A path that
 /// clients or servers could read differently (`.`/`..` segments, escaped
 /// or back-slashed separators, `?`, `#`) is refused, so that the URL a
@@ -97,11 +97,13 @@ impl Parts {
 }
 
 /// The path as every client and server will understand it, or why it is
-/// refused: unreserved characters written as escapes are decoded (`%2e` is
-/// `.`), other escapes kept in upper case; empty segments are dropped; `.`
-/// and `..` segments, backslashes, `?`, `#`, control characters and escaped
-/// separators are refused (HTTP clients resolve or cut at them, so the
-/// repository fetched would not be the one the project admitted).
+/// refused. gix has decoded its escapes once; escapes still in it (a path
+/// escaped twice, which a server may decode again) are decoded once more
+/// when they stand for unreserved characters (`%2e` is `.`), refused when
+/// they stand for separators, and otherwise kept in upper case. Empty
+/// segments are dropped; `.` and `..` segments, backslashes, `?`, `#` and
+/// control characters are refused (HTTP clients resolve or cut at them, so
+/// the repository fetched would not be the one the project admitted).
 fn normalize_path(raw: &str) -> Result<String, &'static str> {
     let mut decoded = String::with_capacity(raw.len());
     let mut chars = raw.chars();
@@ -425,16 +427,28 @@ mod tests {
         assert_eq!(a, b);
         // What is fetched is what is matched.
         assert_eq!(b.as_str(), "https://git.example.com/team/repo.git");
-        // A reserved character stays escaped (normalized to upper case);
-        // an escaped separator is refused (a server may decode it).
+        // Escapes are decoded: an escaped separator is a separator, and an
+        // escaped dot segment or backslash is refused like a plain one, also
+        // when escaped twice (a server may decode again).
         assert_eq!(
             RepoUrl::parse("https://git.example.com/team/a%40b")
                 .unwrap()
                 .key(),
-            "https://git.example.com/team/a%40b"
+            "https://git.example.com/team/a@b"
         );
-        for separator in ["a%2fb", "a%5Cb", "a%00b"] {
-            let raw = format!("https://git.example.com/team/{separator}");
+        assert_eq!(
+            RepoUrl::parse("https://git.example.com/team%2fa").unwrap(),
+            RepoUrl::parse("https://git.example.com/team/a").unwrap()
+        );
+        for escaped in [
+            "a%5Cb",
+            "a%00b",
+            "a%252F..%252Fb",
+            "%252e%252e/b",
+            "a%3Fb",
+            "a%23b",
+        ] {
+            let raw = format!("https://git.example.com/team/{escaped}");
             assert!(RepoUrl::parse(&raw).is_err(), "{raw}");
         }
     }
