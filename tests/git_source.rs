@@ -649,6 +649,7 @@ async fn configured_ssh_known_hosts_are_checked_strictly() {
     let message = err.to_string();
     assert!(matches!(err, GitError::HostKey { .. }), "{message}");
     assert!(message.contains(&host), "{message}");
+    assert!(message.contains("which is not its known key"), "{message}");
     assert!(message.contains("SHA256:"), "{message}");
 
     // Given a list without the host: refused, not trusted on first use.
@@ -658,6 +659,8 @@ async fn configured_ssh_known_hosts_are_checked_strictly() {
     let message = err.to_string();
     assert!(matches!(err, GitError::HostKey { .. }), "{message}");
     assert!(message.contains(&host), "{message}");
+    assert!(message.contains("is not in the known hosts"), "{message}");
+    assert!(message.contains("SHA256:"), "{message}");
     assert!(!cache.path().join("known_hosts").exists());
 }
 
@@ -695,6 +698,7 @@ async fn trust_on_first_use_is_recorded_in_the_configured_store() {
     let message = err.to_string();
     assert!(matches!(err, GitError::HostKey { .. }), "{message}");
     assert!(message.contains(&host), "{message}");
+    assert!(message.contains("which is not its known key"), "{message}");
 }
 
 #[test]
