@@ -138,7 +138,12 @@ async fn main() {
     let begin = Instant::now();
     let mut controller_process = Command::new(env!("CARGO_BIN_EXE_kiln"))
         .args(["controller", "--namespace", "kiln", "--resync", "3600s"])
-        .args(["--no-leader-election", "--no-compile-cache", "--listen"])
+        .args([
+            "--no-leader-election",
+            "--no-compile-cache",
+            "--allow-file-repositories",
+        ])
+        .arg("--listen")
         .arg(format!("127.0.0.1:{port}"))
         .arg("--kubeconfig")
         .arg(&kubeconfig)

@@ -501,6 +501,113 @@ async fn a_hanging_plugin_registry_stalls_only_the_applications_that_use_it() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_file_repository_is_refused_unless_the_controller_allows_it() {
+    // Given a controller with default settings and an application whose
+    // repository is a path on the controller's own filesystem.
+    let w = world().await;
+    let apps: Api<Application> = Api::namespaced(w.cluster.client.clone(), "kiln");
+    let file_url = format!("file://{}", w.repo.bare.display());
+    apps.create(
+        &PostParams::default(),
+        &application("local", &file_url, "default"),
+    )
+    .await
+    .unwrap();
+    // Then it is refused by name, and nothing is applied.
+    let status = eventually("the refusal", async || {
+        let status = app_status(&w.cluster, "local").await;
+        status["conditions"]
+            .as_array()
+            .filter(|c| !c.is_empty())
+            .map(|_| status.clone())
+    })
+    .await;
+    let condition = &status["conditions"][0];
+    assert_eq!(condition["type"], "InvalidSpec", "{status}");
+    assert!(
+        condition["message"]
+            .as_str()
+            .unwrap()
+            .contains("--allow-file-repositories"),
+        "{status}"
+    );
+    assert!(live_configmap(&w.cluster, "settings").await.is_none());
+    let _ = w.stop.send(());
+
+    // Given a controller that allows them (local trials): it syncs.
+    let w = world_tuned(ControllerConfig {
+        resync: Duration::from_millis(300),
+        allow_file_repositories: true,
+        ..ControllerConfig::default()
+    })
+    .await;
+    let apps: Api<Application> = Api::namespaced(w.cluster.client.clone(), "kiln");
+    let file_url = format!("file://{}", w.repo.bare.display());
+    apps.create(
+        &PostParams::default(),
+        &application("local", &file_url, "default"),
+    )
+    .await
+    .unwrap();
+    wait_for_color(&w.cluster, "blue").await;
+    let _ = w.stop.send(());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_a_webhook_secret_deliveries_are_refused() {
+    let w = world_with(Duration::from_secs(3600)).await;
+    let state = Arc::new(controller::http::HttpState {
+        ctx: w.ctx.clone(),
+        webhook: controller::http::WebhookAuth::default(),
+        ready: std::sync::atomic::AtomicBool::new(true),
+    });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let endpoint = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, controller::http::router(state)).await });
+    let apps: Api<Application> = Api::namespaced(w.cluster.client.clone(), "kiln");
+    apps.create(
+        &PostParams::default(),
+        &application("guestbook", &w.url, "default"),
+    )
+    .await
+    .unwrap();
+    let body = json!({"ref": "refs/heads/main", "repository": {"clone_url": w.url},
+        "commits": [{"added": [], "modified": ["guestbook/settings.yaml"], "removed": []}]});
+    let response = reqwest::Client::new()
+        .post(format!("{endpoint}/api/webhook"))
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status().as_u16(), 403);
+    let text = response.text().await.unwrap();
+    assert!(text.contains("no webhook secret"), "{text}");
+    let metrics = w.ctx.metrics.encode().unwrap();
+    assert!(
+        metrics.contains("kiln_webhooks_total{result=\"unconfigured\"} 1"),
+        "{metrics}"
+    );
+
+    // Unless unsigned deliveries are allowed (local trials).
+    let state = Arc::new(controller::http::HttpState {
+        ctx: w.ctx.clone(),
+        webhook: controller::http::WebhookAuth::new(None, true),
+        ready: std::sync::atomic::AtomicBool::new(true),
+    });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let endpoint = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, controller::http::router(state)).await });
+    let response = reqwest::Client::new()
+        .post(format!("{endpoint}/api/webhook"))
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status().as_u16(), 200);
+    let _ = w.stop.send(());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn app_of_apps_creates_children_and_the_finalizer_cascades() {
     let w = world().await;
     // Given a root application whose directory holds a child Application.
@@ -557,7 +664,7 @@ async fn a_signed_push_webhook_refreshes_only_the_applications_it_touches() {
     let w = world_with(Duration::from_secs(3600)).await;
     let state = Arc::new(controller::http::HttpState {
         ctx: w.ctx.clone(),
-        webhook_secret: Some("s3cret".into()),
+        webhook: controller::http::WebhookAuth::new(Some("s3cret".into()), false),
         ready: std::sync::atomic::AtomicBool::new(true),
     });
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -641,6 +748,99 @@ async fn a_signed_push_webhook_refreshes_only_the_applications_it_touches() {
             .as_u16(),
         200
     );
+    let _ = w.stop.send(());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_push_under_what_an_overlay_read_refreshes_it() {
+    use hmac::Mac as _;
+    // Given an overlay at apps/prod that reads ../../base through the
+    // kustomize plugin, and a controller that only polls hourly.
+    let w = world_with(Duration::from_secs(3600)).await;
+    w.repo.commit(
+        "overlay",
+        &[
+            (
+                "apps/prod/kustomization.yaml",
+                "resources: [../../base]\nnamePrefix: prod-\n",
+            ),
+            ("base/kustomization.yaml", "resources: [settings.yaml]\n"),
+            ("base/settings.yaml", CONFIGMAP),
+        ],
+    );
+    w.repo.publish();
+    let plugin = support::component("kustomize");
+    w.cluster
+        .apply(
+            "plugins",
+            json!({"apiVersion": "kiln.dev/v1alpha1", "kind": "Plugin",
+                "metadata": {"name": "kustomize", "namespace": "kiln"},
+                "spec": {"kind": "renderer", "ref": plugin.display().to_string(), "verify": {"insecure": true}}}),
+            "operator",
+            false,
+        )
+        .await
+        .unwrap();
+    let state = Arc::new(controller::http::HttpState {
+        ctx: w.ctx.clone(),
+        webhook: controller::http::WebhookAuth::new(Some("s3cret".into()), false),
+        ready: std::sync::atomic::AtomicBool::new(true),
+    });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let endpoint = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, controller::http::router(state)).await });
+    let mut prod = application("prod", &w.url, "default");
+    prod.spec.source.path = "apps/prod".into();
+    prod.spec.source.plugins = serde_json::from_value(json!([{"name": "kustomize"}])).unwrap();
+    let apps: Api<Application> = Api::namespaced(w.cluster.client.clone(), "kiln");
+    apps.create(&PostParams::default(), &prod).await.unwrap();
+    eventually("the first sync", async || {
+        live_configmap(&w.cluster, "prod-settings").await
+    })
+    .await;
+
+    let http = reqwest::Client::new();
+    let deliver = |files: Vec<&str>| {
+        let body = json!({"ref": "refs/heads/main", "repository": {"clone_url": w.url},
+            "commits": [{"added": [], "modified": files, "removed": []}]})
+        .to_string();
+        let mut mac = hmac::Hmac::<sha2::Sha256>::new_from_slice(b"s3cret").unwrap();
+        mac.update(body.as_bytes());
+        let signature = format!("sha256={}", hex::encode(mac.finalize().into_bytes()));
+        http.post(format!("{endpoint}/api/webhook"))
+            .header("x-hub-signature-256", signature)
+            .header("content-type", "application/json")
+            .body(body)
+            .send()
+    };
+    // A push elsewhere refreshes nothing.
+    let readme: Value = deliver(vec!["README.md", "apps/staging/x.yaml"])
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(readme["refreshed"], json!([]));
+    // When a push changes only the base the overlay read,
+    w.repo.commit(
+        "green base",
+        &[("base/settings.yaml", &CONFIGMAP.replace("blue", "green"))],
+    );
+    w.repo.publish();
+    let touched: Value = deliver(vec!["base/settings.yaml"])
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    // Then the overlay is refreshed and synced at once.
+    assert_eq!(touched["refreshed"], json!(["prod"]));
+    eventually("the green base", async || {
+        live_configmap(&w.cluster, "prod-settings")
+            .await
+            .filter(|cm| cm["data"]["color"] == "green")
+    })
+    .await;
     let _ = w.stop.send(());
 }
 

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use kiln::source::git::{
     CommitId, Credentials, GitConfig, GitError, GitSource, NoCredentials, PrefixCredentials,
-    RepoUrl, Revision, Secret,
+    RepoUrl, Revision, Secret, StaticKnownHosts,
 };
 use kiln::source::{Escape, SourceError, SourcePath, SourceView};
 use support::git::*;
@@ -445,7 +445,7 @@ async fn https_basic_auth_with_credentials_that_never_leak() {
     };
     let with = |password: &str| {
         let credentials = PrefixCredentials::new().with(
-            repo.as_str().to_owned(),
+            repo.as_str(),
             Credentials::Basic {
                 username: "kiln".into(),
                 password: Secret::new(password),
@@ -494,7 +494,7 @@ async fn basic_credentials_go_to_plain_http_only_on_loopback() {
     let http = HttpBackend::start(root.path(), Some("kiln:pw"));
     let repo = url(&http.url("private"));
     let credentials = PrefixCredentials::new().with(
-        repo.as_str().to_owned(),
+        repo.as_str(),
         Credentials::Basic {
             username: "kiln".into(),
             password: Secret::new("pw"),
@@ -576,7 +576,7 @@ async fn ssh_with_a_private_key_from_the_provider() {
     assert!(matches!(err, GitError::Auth { .. }), "{err}");
 
     let keyed = PrefixCredentials::new().with(
-        repo.as_str().to_owned(),
+        repo.as_str(),
         Credentials::SshKey {
             private_key: Secret::new(sshd.client_key.clone()),
         },
@@ -589,6 +589,116 @@ async fn ssh_with_a_private_key_from_the_provider() {
         known_hosts.contains(&format!("[127.0.0.1]:{}", sshd.port)),
         "{known_hosts}"
     );
+}
+
+/// An sshd serving one repository, and credentials that log in to it.
+fn ssh_repository(root: &std::path::Path) -> (SshServer, RepoUrl, PrefixCredentials) {
+    let sshd = SshServer::start()
+        .expect("/usr/sbin/sshd is installed (scripts/test installs openssh-server)");
+    let f = Fixture::new(root, "pinned");
+    f.commit("one", &[("cm.yaml", "over ssh\n")]);
+    f.publish();
+    let repo = url(&sshd.url(&f.bare));
+    let keyed = PrefixCredentials::new().with(
+        repo.as_str(),
+        Credentials::SshKey {
+            private_key: Secret::new(sshd.client_key.clone()),
+        },
+    );
+    (sshd, repo, keyed)
+}
+
+/// A public key no server here has.
+fn stranger_key(dir: &std::path::Path) -> String {
+    let status = std::process::Command::new("ssh-keygen")
+        .args(["-q", "-t", "ed25519", "-N", "", "-f"])
+        .arg(dir.join("stranger"))
+        .status()
+        .unwrap();
+    assert!(status.success());
+    std::fs::read_to_string(dir.join("stranger.pub"))
+        .unwrap()
+        .trim()
+        .to_owned()
+}
+
+#[tokio::test]
+async fn configured_ssh_known_hosts_are_checked_strictly() {
+    let root = tempfile::tempdir().unwrap();
+    let (sshd, repo, keyed) = ssh_repository(root.path());
+    let host = format!("[127.0.0.1]:{}", sshd.port);
+    let with_known_hosts = |cache: &std::path::Path, text: String| {
+        let mut config = config(cache);
+        config.ssh_known_hosts = Some(Arc::new(StaticKnownHosts(text)));
+        GitSource::new(config, Arc::new(keyed.clone())).unwrap()
+    };
+
+    // Given the server's key in the list: the repository is read, and
+    // nothing is recorded on first use.
+    let cache = tempfile::tempdir().unwrap();
+    let engine = with_known_hosts(cache.path(), format!("{host} {}\n", sshd.host_key));
+    let view = engine.poll(&repo, &Revision::Head).await.unwrap();
+    assert_eq!(read(&view, "cm.yaml"), "over ssh\n");
+    assert!(!cache.path().join("known_hosts").exists());
+
+    // Given another key for the host: refused, naming host and fingerprint.
+    let stranger = stranger_key(root.path());
+    let cache = tempfile::tempdir().unwrap();
+    let engine = with_known_hosts(cache.path(), format!("{host} {stranger}\n"));
+    let err = engine.resolve(&repo, &Revision::Head).await.unwrap_err();
+    let message = err.to_string();
+    assert!(matches!(err, GitError::HostKey { .. }), "{message}");
+    assert!(message.contains(&host), "{message}");
+    assert!(message.contains("which is not its known key"), "{message}");
+    assert!(message.contains("SHA256:"), "{message}");
+
+    // Given a list without the host: refused, not trusted on first use.
+    let cache = tempfile::tempdir().unwrap();
+    let engine = with_known_hosts(cache.path(), format!("git.example.com {}\n", sshd.host_key));
+    let err = engine.resolve(&repo, &Revision::Head).await.unwrap_err();
+    let message = err.to_string();
+    assert!(matches!(err, GitError::HostKey { .. }), "{message}");
+    assert!(message.contains(&host), "{message}");
+    assert!(message.contains("is not in the known hosts"), "{message}");
+    assert!(message.contains("SHA256:"), "{message}");
+    assert!(!cache.path().join("known_hosts").exists());
+}
+
+#[tokio::test]
+async fn trust_on_first_use_is_recorded_in_the_configured_store() {
+    let root = tempfile::tempdir().unwrap();
+    let (sshd, repo, keyed) = ssh_repository(root.path());
+    let host = format!("[127.0.0.1]:{}", sshd.port);
+    let state = tempfile::tempdir().unwrap();
+    let store = state.path().join("ssh/known_hosts");
+    let with_store = |cache: &std::path::Path| {
+        let mut config = config(cache);
+        config.ssh_known_hosts_store = Some(store.clone());
+        GitSource::new(config, Arc::new(keyed.clone())).unwrap()
+    };
+
+    // The first use records the host in the store, not in the cache.
+    let cache = tempfile::tempdir().unwrap();
+    with_store(cache.path())
+        .resolve(&repo, &Revision::Head)
+        .await
+        .unwrap();
+    let recorded = std::fs::read_to_string(&store).unwrap();
+    assert!(recorded.contains(&host), "{recorded}");
+    assert!(!cache.path().join("known_hosts").exists());
+
+    // A fresh cache (a restart with an emptyDir) still knows the host: a
+    // different key recorded for it is refused, naming the host.
+    std::fs::write(&store, format!("{host} {}\n", stranger_key(root.path()))).unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    let err = with_store(cache.path())
+        .resolve(&repo, &Revision::Head)
+        .await
+        .unwrap_err();
+    let message = err.to_string();
+    assert!(matches!(err, GitError::HostKey { .. }), "{message}");
+    assert!(message.contains(&host), "{message}");
+    assert!(message.contains("which is not its known key"), "{message}");
 }
 
 #[test]

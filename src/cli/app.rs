@@ -70,6 +70,11 @@ pub(crate) struct AppDiffArgs {
     #[arg(long, value_name = "DIR")]
     git_cache: Option<PathBuf>,
 
+    /// Accept a repository on this machine's filesystem (file://, a plain
+    /// path), as `kiln controller --allow-file-repositories` does.
+    #[arg(long)]
+    allow_file_repositories: bool,
+
     #[command(flatten)]
     where_: AppArgs,
 
@@ -550,9 +555,17 @@ async fn diff(args: &AppDiffArgs) -> anyhow::Result<u8> {
             .context("no cache directory: set --git-cache or HOME")?
             .join("repos"),
     };
-    let git = GitSource::new(GitConfig::new(cache), Arc::new(secrets.repo_credentials()))?;
+    let mut git_config = GitConfig::new(cache);
+    match kiln::controller::known_hosts::SshKnownHosts::read(client.clone(), namespace).await {
+        Ok(known_hosts) => git_config.ssh_known_hosts = Some(Arc::new(known_hosts)),
+        Err(e) => eprintln!(
+            "warning: cannot read the ConfigMap kiln-ssh-known-hosts of namespace {namespace} ({e}); SSH hosts are trusted on first use"
+        ),
+    }
+    let git = GitSource::new(git_config, Arc::new(secrets.repo_credentials()))?;
     let mut config = ControllerConfig {
         namespace: namespace.clone(),
+        allow_file_repositories: args.allow_file_repositories,
         ..ControllerConfig::default()
     };
     if let Some(dir) = default_cache_dir() {

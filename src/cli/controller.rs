@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 
+use kiln::controller::known_hosts::SshKnownHosts;
 use kiln::controller::{self, Context, ControllerConfig, ControllerSecrets};
 use kiln::source::git::{GitConfig, GitSource};
 
@@ -21,7 +22,8 @@ use super::{HostArgs, default_cache_dir, exit};
 /// that keeps coming back). Plugins and projects come from the Plugin and
 /// AppProject resources of the same namespace; repository credentials and
 /// destination clusters from its Secrets labeled kiln.dev/secret-type
-/// (repository, repo-creds, cluster: see docs/controller.md). Install the
+/// (repository, repo-creds, cluster: see docs/controller.md), SSH host keys
+/// from its ConfigMap kiln-ssh-known-hosts (docs/security.md). Install the
 /// CRDs first (`kiln crds | kubectl apply --server-side -f -`).
 ///
 /// On SIGINT/SIGTERM no new reconcile starts; running syncs finish their
@@ -51,7 +53,7 @@ pub(crate) struct ControllerArgs {
     /// Where to serve /healthz, /readyz, /metrics and POST /api/webhook.
     /// The webhook secret comes from KILN_WEBHOOK_SECRET (HMAC key for
     /// GitHub and Gitea, token for GitLab); without it deliveries are
-    /// accepted unsigned.
+    /// refused (see --webhook-allow-unsigned).
     #[arg(long, value_name = "ADDR", default_value = "0.0.0.0:8080")]
     listen: std::net::SocketAddr,
 
@@ -79,6 +81,14 @@ pub(crate) struct ControllerArgs {
     #[arg(long, value_name = "DIR")]
     git_cache: Option<PathBuf>,
 
+    /// The file in which SSH hosts are recorded on first use, when the
+    /// ConfigMap kiln-ssh-known-hosts does not list the known hosts. Put it
+    /// on storage that survives restarts (deploy/ uses a PersistentVolume):
+    /// an empty file trusts whatever key a host presents next. Default:
+    /// known_hosts in the Git cache.
+    #[arg(long, value_name = "FILE")]
+    ssh_known_hosts_store: Option<PathBuf>,
+
     /// Directory of fetched plugin components, by digest. Default:
     /// ~/.cache/kiln/plugins.
     #[arg(long, value_name = "DIR")]
@@ -93,6 +103,20 @@ pub(crate) struct ControllerArgs {
     /// moved to another component is verified before it runs.
     #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = parse_duration)]
     plugin_resolve_interval: Duration,
+
+    /// Accept Applications whose repository is on the controller's
+    /// filesystem (file:// URLs, plain paths). Off by default: such a
+    /// repository lets an Application read whatever the controller can
+    /// read. For local trials only.
+    #[arg(long)]
+    allow_file_repositories: bool,
+
+    /// Accept unsigned webhook deliveries when KILN_WEBHOOK_SECRET is not
+    /// set. Off by default: without a secret every delivery is refused
+    /// (anyone reaching the endpoint could otherwise make the controller
+    /// ask Git servers at will). For local trials only.
+    #[arg(long)]
+    webhook_allow_unsigned: bool,
 
     #[command(flatten)]
     host: HostArgs,
@@ -111,7 +135,13 @@ pub(crate) async fn run(args: &ControllerArgs) -> anyhow::Result<u8> {
     // Repository credentials and destination clusters come from the
     // labeled Secrets of the controller's namespace.
     let secrets = ControllerSecrets::watch(cluster.client().clone(), &args.namespace);
-    let git = GitSource::new(GitConfig::new(cache), Arc::new(secrets.repo_credentials()))?;
+    // SSH host keys: the ConfigMap kiln-ssh-known-hosts when it lists
+    // some, trust on first use otherwise.
+    let known_hosts = SshKnownHosts::watch(cluster.client().clone(), &args.namespace);
+    let mut git_config = GitConfig::new(cache);
+    git_config.ssh_known_hosts = Some(Arc::new(known_hosts.clone()));
+    git_config.ssh_known_hosts_store = args.ssh_known_hosts_store.clone();
+    let git = GitSource::new(git_config, Arc::new(secrets.repo_credentials()))?;
     let config = ControllerConfig {
         namespace: args.namespace.clone(),
         resync: args.resync,
@@ -132,8 +162,14 @@ pub(crate) async fn run(args: &ControllerArgs) -> anyhow::Result<u8> {
             resolve_interval: args.plugin_resolve_interval,
             ..controller::CatalogConfig::default()
         },
+        allow_file_repositories: args.allow_file_repositories,
         ..ControllerConfig::default()
     };
+    if args.allow_file_repositories {
+        tracing::warn!(
+            "--allow-file-repositories: Applications may read the controller's filesystem"
+        );
+    }
     let ctx = Arc::new(Context::new(
         cluster.client().clone(),
         git,
@@ -143,9 +179,12 @@ pub(crate) async fn run(args: &ControllerArgs) -> anyhow::Result<u8> {
     ));
     let state = Arc::new(controller::http::HttpState {
         ctx: ctx.clone(),
-        webhook_secret: std::env::var("KILN_WEBHOOK_SECRET")
-            .ok()
-            .filter(|s| !s.is_empty()),
+        webhook: controller::http::WebhookAuth::new(
+            std::env::var("KILN_WEBHOOK_SECRET")
+                .ok()
+                .filter(|s| !s.is_empty()),
+            args.webhook_allow_unsigned,
+        ),
         ready: std::sync::atomic::AtomicBool::new(true),
     });
     let listener = tokio::net::TcpListener::bind(args.listen)
@@ -175,6 +214,7 @@ pub(crate) async fn run(args: &ControllerArgs) -> anyhow::Result<u8> {
         }
     }
     secrets.ready().await;
+    known_hosts.ready().await;
     eprintln!(
         "kiln controller watching Applications in namespace {} (Ctrl-C stops)",
         args.namespace

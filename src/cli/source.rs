@@ -113,7 +113,7 @@ fn credentials_from_env(url: &RepoUrl) -> anyhow::Result<Arc<dyn CredentialProvi
         })
     };
     Ok(match credentials {
-        Some(c) => Arc::new(PrefixCredentials::new().with(url.as_str().to_owned(), c)),
+        Some(c) => Arc::new(PrefixCredentials::new().with(url.as_str(), c)),
         None => Arc::new(NoCredentials),
     })
 }

@@ -44,6 +44,15 @@ struct Stored {
     objects: Vec<(Map<String, Value>, Option<String>)>,
 }
 
+/// A render served from the cache.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Cached {
+    /// The rendered objects.
+    pub objects: Vec<Object>,
+    /// What the render read.
+    pub read_set: ReadSet,
+}
+
 /// An entry: its read set (to check), and the whole entry serialized (what
 /// counts against the bound, and what a hit decodes).
 struct Entry {
@@ -67,15 +76,16 @@ impl Entry {
         Some(Entry { read_set, stored })
     }
 
-    fn objects(&self) -> Option<Vec<Object>> {
+    fn cached(&self) -> Option<Cached> {
         let stored: Stored = serde_json::from_slice(&self.stored).ok()?;
-        Some(
-            stored
+        Some(Cached {
+            objects: stored
                 .objects
                 .into_iter()
                 .map(|(value, source)| Object::new(value, source))
                 .collect(),
-        )
+            read_set: stored.read_set,
+        })
     }
 }
 
@@ -137,8 +147,8 @@ impl RenderCache {
         Digest::of(text.as_bytes())
     }
 
-    /// The cached objects, when the entry's read set holds in `view`.
-    pub async fn get(&self, key: &Digest, view: Arc<dyn SourceView>) -> Option<Vec<Object>> {
+    /// The cached render, when the entry's read set holds in `view`.
+    pub async fn get(&self, key: &Digest, view: Arc<dyn SourceView>) -> Option<Cached> {
         let hit = self.lookup(key, view).await;
         let counter = if hit.is_some() {
             &self.hits
@@ -149,7 +159,7 @@ impl RenderCache {
         hit
     }
 
-    async fn lookup(&self, key: &Digest, view: Arc<dyn SourceView>) -> Option<Vec<Object>> {
+    async fn lookup(&self, key: &Digest, view: Arc<dyn SourceView>) -> Option<Cached> {
         let cached = self.lock().get(key).cloned();
         let entry = match cached {
             Some(entry) => entry,
@@ -165,7 +175,7 @@ impl RenderCache {
             entry
                 .read_set
                 .holds(&*view)
-                .then(|| entry.objects())
+                .then(|| entry.cached())
                 .flatten()
         })
         .await
@@ -308,15 +318,14 @@ mod tests {
         let key = RenderCache::key(&["app"]);
         RenderCache::new(1 << 20)
             .with_dir(dir.path())
-            .put(key, rendered.read_set, &rendered.objects)
+            .put(key, rendered.read_set.clone(), &rendered.objects)
             .await;
 
         // A new process: found on disk.
         let restarted = RenderCache::new(1 << 20).with_dir(dir.path());
-        assert_eq!(
-            restarted.get(&key, view.clone()).await,
-            Some(rendered.objects)
-        );
+        let cached = restarted.get(&key, view.clone()).await.unwrap();
+        assert_eq!(cached.objects, rendered.objects);
+        assert_eq!(cached.read_set, rendered.read_set);
         // Outside what was read: still valid. Inside: invalid.
         std::fs::write(source.path().join("README.md"), "more docs").unwrap();
         assert!(restarted.get(&key, view.clone()).await.is_some());

@@ -117,6 +117,7 @@ pub async fn compare(app: &Application, ctx: &Context, to: &CompareTo) -> Result
             ));
         }
     };
+    let url = repository(app, config)?;
     project.admit(app).map_err(|v| {
         Stop::new(
             "ProjectViolation",
@@ -147,13 +148,6 @@ pub async fn compare(app: &Application, ctx: &Context, to: &CompareTo) -> Result
         })?;
 
     // Revision.
-    let url = RepoUrl::parse(&app.spec.source.repo_url).map_err(|e| {
-        Stop::new(
-            "InvalidSpec",
-            "InvalidRepoURL",
-            format!("spec.source.repoURL: {e}"),
-        )
-    })?;
     let revision = Revision::parse(
         to.revision
             .as_deref()
@@ -217,9 +211,10 @@ pub async fn compare(app: &Application, ctx: &Context, to: &CompareTo) -> Result
     }
     let key = super::cache::RenderCache::key(&shape.iter().map(String::as_str).collect::<Vec<_>>());
     let rendered_objects = match ctx.render_cache.get(&key, view.clone()).await {
-        Some(objects) => {
+        Some(cached) => {
             tracing::debug!("render cache hit");
-            objects
+            ctx.read_paths.record(&name, &cached.read_set);
+            cached.objects
         }
         None => {
             let rendered = render::render(view.clone(), &context, &chain)
@@ -237,6 +232,7 @@ pub async fn compare(app: &Application, ctx: &Context, to: &CompareTo) -> Result
                     ])
                     .observe(took.as_secs_f64());
             }
+            ctx.read_paths.record(&name, &rendered.read_set);
             ctx.render_cache
                 .put(key, rendered.read_set, &rendered.objects)
                 .await;
@@ -395,6 +391,33 @@ async fn admit_objects(
             .map_err(|v| Stop::new("ProjectViolation", "ResourceNotAllowed", v.to_string()))?;
     }
     Ok(())
+}
+
+/// The Application's repository, if the controller may fetch it: a
+/// repository on the controller's own filesystem (`file://`, a plain path)
+/// would let any Application read whatever the controller can read, so it
+/// is refused unless [`ControllerConfig::allow_file_repositories`] is set.
+///
+/// [`ControllerConfig::allow_file_repositories`]: super::ControllerConfig::allow_file_repositories
+fn repository(app: &Application, config: &super::ControllerConfig) -> Result<RepoUrl, Stop> {
+    let url = RepoUrl::parse(&app.spec.source.repo_url).map_err(|e| {
+        Stop::new(
+            "InvalidSpec",
+            "InvalidRepoURL",
+            format!("spec.source.repoURL: {e}"),
+        )
+    })?;
+    if url.is_local() && !config.allow_file_repositories {
+        return Err(Stop::new(
+            "InvalidSpec",
+            "FileRepositoryNotAllowed",
+            format!(
+                "spec.source.repoURL {url}: repositories on the controller's filesystem are refused; \
+                 start the controller with --allow-file-repositories to allow them (development only)"
+            ),
+        ));
+    }
+    Ok(url)
 }
 
 /// The sync options an Application's spec asks for.

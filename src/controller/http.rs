@@ -3,6 +3,7 @@
 //! GitLab, Gitea), which refreshes the Applications a push concerns at once
 //! instead of at their next poll.
 
+use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -24,7 +25,7 @@ use sha2::Sha256;
 
 use super::reconcile::Context;
 use crate::api::{Application, REFRESH_ANNOTATION};
-use crate::source::git::RepoUrl;
+use crate::source::git::{RepoUrl, Secret};
 
 type Labels = Vec<(String, String)>;
 
@@ -145,13 +146,40 @@ impl Metrics {
     }
 }
 
+/// How webhook deliveries are authenticated.
+#[derive(Clone, Debug, Default)]
+pub enum WebhookAuth {
+    /// No secret is configured: every delivery is refused (403), since
+    /// anyone who reaches the endpoint could otherwise make the controller
+    /// query Git servers at will. The default.
+    #[default]
+    Unconfigured,
+    /// Deliveries must be signed with this secret (HMAC-SHA256 key for
+    /// GitHub and Gitea) or carry it (token for GitLab).
+    Secret(Secret),
+    /// No secret, and unsigned deliveries are accepted
+    /// (`--webhook-allow-unsigned`): for local trials only.
+    AllowUnsigned,
+}
+
+impl WebhookAuth {
+    /// A secret if one is given; otherwise refuse, or accept unsigned
+    /// deliveries when `allow_unsigned` (a secret always wins).
+    pub fn new(secret: Option<String>, allow_unsigned: bool) -> Self {
+        match secret {
+            Some(secret) => WebhookAuth::Secret(Secret::new(secret)),
+            None if allow_unsigned => WebhookAuth::AllowUnsigned,
+            None => WebhookAuth::Unconfigured,
+        }
+    }
+}
+
 /// Shared by the endpoints.
 pub struct HttpState {
     /// The controller's context.
     pub ctx: Arc<Context>,
-    /// The webhook secret (HMAC key for GitHub and Gitea, token for GitLab);
-    /// `None` accepts unsigned deliveries.
-    pub webhook_secret: Option<String>,
+    /// How webhook deliveries are authenticated.
+    pub webhook: WebhookAuth,
     /// Set once the controller is watching.
     pub ready: AtomicBool,
 }
@@ -203,9 +231,8 @@ async fn metrics(State(state): State<Arc<HttpState>>) -> Response {
         .into_response()
 }
 
-/// True when the delivery carries a valid signature (or none is required).
-fn authentic(secret: Option<&str>, headers: &HeaderMap, body: &[u8]) -> bool {
-    let Some(secret) = secret else { return true };
+/// True when the delivery carries a valid signature or token for `secret`.
+fn authentic(secret: &str, headers: &HeaderMap, body: &[u8]) -> bool {
     let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
     let hmac_ok = |hex_signature: &str| {
         let Ok(signature) = hex::decode(hex_signature) else {
@@ -229,6 +256,33 @@ fn authentic(secret: Option<&str>, headers: &HeaderMap, body: &[u8]) -> bool {
         return a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0;
     }
     false
+}
+
+/// The body of the refusal when no secret is configured.
+const UNCONFIGURED: &str = "webhook deliveries are refused: no webhook secret is configured on the \
+     controller (set KILN_WEBHOOK_SECRET; `kiln controller --webhook-allow-unsigned` accepts \
+     unsigned deliveries, for local trials only)";
+
+/// Whether a push that changed `files` concerns an application whose source
+/// path is `path` and whose last render read `reads` (repository-relative
+/// paths: files read or stat'ed, directories listed, paths found absent).
+/// A file concerns it when it is at or under the path, or at or under
+/// anything the render read (an overlay reading `../base` is concerned by
+/// a push under `base/`). Not knowing what the last render read (no render
+/// since the controller started) concerns it too.
+fn concerns(path: &str, reads: Option<&BTreeSet<String>>, files: &[String]) -> bool {
+    let under = |file: &str, dir: &str| {
+        dir.is_empty()
+            || dir == "."
+            || file == dir
+            || file
+                .strip_prefix(dir)
+                .is_some_and(|rest| rest.starts_with('/'))
+    };
+    let Some(reads) = reads else { return true };
+    files
+        .iter()
+        .any(|file| under(file, path) || reads.iter().any(|read| under(file, read)))
 }
 
 /// The repository URLs and changed paths of a push payload.
@@ -288,13 +342,26 @@ async fn webhook(State(state): State<Arc<HttpState>>, headers: HeaderMap, body: 
             .get_or_create(&vec![("result".into(), result.into())])
             .inc()
     };
-    if !authentic(state.webhook_secret.as_deref(), &headers, &body) {
-        count("unauthorized");
-        return (
-            StatusCode::UNAUTHORIZED,
-            "invalid or missing webhook signature",
-        )
-            .into_response();
+    match &state.webhook {
+        WebhookAuth::Unconfigured => {
+            count("unconfigured");
+            tracing::warn!(
+                "webhook delivery refused: no webhook secret is configured (set KILN_WEBHOOK_SECRET)"
+            );
+            return (StatusCode::FORBIDDEN, UNCONFIGURED).into_response();
+        }
+        WebhookAuth::Secret(secret) => {
+            if !authentic(secret.expose(), &headers, &body) {
+                count("unauthorized");
+                tracing::warn!("webhook delivery refused: invalid or missing signature");
+                return (
+                    StatusCode::UNAUTHORIZED,
+                    "invalid or missing webhook signature",
+                )
+                    .into_response();
+            }
+        }
+        WebhookAuth::AllowUnsigned => {}
     }
     let Ok(payload) = serde_json::from_slice::<Value>(&body) else {
         count("invalid");
@@ -326,21 +393,18 @@ async fn webhook(State(state): State<Arc<HttpState>>, headers: HeaderMap, body: 
             continue;
         }
         let path = source.path.trim_start_matches("./").trim_matches('/');
-        let touched = files.as_ref().is_none_or(|files| {
-            path.is_empty()
-                || path == "."
-                || files
-                    .iter()
-                    .any(|f| f == path || f.starts_with(&format!("{path}/")))
-        });
-        if !touched {
+        let name = app.metadata.name.clone().unwrap_or_default();
+        let reads = state.ctx.read_paths.get(&name);
+        if files
+            .as_ref()
+            .is_some_and(|files| !concerns(path, reads.as_deref(), files))
+        {
             continue;
         }
         if let Ok(url) = RepoUrl::parse(&source.repo_url) {
             // The next poll must ask the server, not a cached advertisement.
             state.ctx.git.forget_refs(&url).await;
         }
-        let name = app.metadata.name.clone().unwrap_or_default();
         let patch = json!({"metadata": {"annotations": {REFRESH_ANNOTATION: crate::units::now()}}});
         if apps
             .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
@@ -370,13 +434,12 @@ mod tests {
             "x-hub-signature-256",
             format!("sha256={good}").parse().unwrap(),
         );
-        assert!(authentic(Some("s3cret"), &headers, body));
-        assert!(!authentic(Some("other"), &headers, body));
-        assert!(!authentic(Some("s3cret"), &HeaderMap::new(), body));
-        assert!(authentic(None, &HeaderMap::new(), body));
+        assert!(authentic("s3cret", &headers, body));
+        assert!(!authentic("other", &headers, body));
+        assert!(!authentic("s3cret", &HeaderMap::new(), body));
         let mut gitlab = HeaderMap::new();
         gitlab.insert("x-gitlab-token", "s3cret".parse().unwrap());
-        assert!(authentic(Some("s3cret"), &gitlab, body));
+        assert!(authentic("s3cret", &gitlab, body));
     }
 
     #[test]
@@ -390,5 +453,50 @@ mod tests {
             repo_identity("https://github.com/org/apps.git"),
             repo_identity("ssh://git@github.com/org/apps")
         );
+    }
+
+    #[test]
+    fn a_push_concerns_what_the_last_render_read() {
+        use crate::source::{LocalDir, RecordingView, SourcePath, SourceView};
+        // An overlay at apps/prod reading ../../base, as kustomize does.
+        let repo = tempfile::tempdir().unwrap();
+        for (file, text) in [
+            ("apps/prod/kustomization.yaml", "resources: [../../base]\n"),
+            ("base/kustomization.yaml", "resources: [cm.yaml]\n"),
+            ("base/cm.yaml", "kind: ConfigMap\n"),
+            ("README.md", "docs\n"),
+        ] {
+            let path = repo.path().join(file);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, text).unwrap();
+        }
+        let view = RecordingView::new(Arc::new(LocalDir::open(repo.path()).unwrap()));
+        for file in [
+            "apps/prod/kustomization.yaml",
+            "base/kustomization.yaml",
+            "base/cm.yaml",
+        ] {
+            view.read_file(&SourcePath::parse(file).unwrap()).unwrap();
+        }
+        let absent = SourcePath::parse("base/kustomization.yml").unwrap();
+        assert_eq!(view.stat(&absent).unwrap(), None);
+        let reads = crate::controller::read_paths::ReadPaths::default();
+        reads.record("prod", &view.read_set());
+        let reads = reads.get("prod");
+        let concerned = |files: &[&str]| {
+            let files: Vec<String> = files.iter().map(|f| (*f).to_owned()).collect();
+            concerns("apps/prod", reads.as_deref(), &files)
+        };
+        assert!(concerned(&["base/cm.yaml"]));
+        assert!(concerned(&["apps/prod/patch.yaml"]));
+        // A file whose absence the render relied on, created.
+        assert!(concerned(&["base/kustomization.yml"]));
+        assert!(!concerned(&[
+            "README.md",
+            "apps/staging/kustomization.yaml"
+        ]));
+        assert!(!concerned(&["base-other/cm.yaml"]));
+        // Nothing known yet (no render since the start): concerned.
+        assert!(concerns("apps/prod", None, &["README.md".to_owned()]));
     }
 }

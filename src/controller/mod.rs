@@ -10,10 +10,12 @@ pub mod cache;
 pub mod compare;
 pub mod destination;
 pub mod http;
+pub mod known_hosts;
 pub mod leader;
 pub mod live;
 pub mod plugins;
 pub mod project;
+pub mod read_paths;
 pub mod reconcile;
 pub mod secrets;
 

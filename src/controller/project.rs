@@ -6,6 +6,7 @@ use globset::{Glob, GlobMatcher};
 
 use crate::api::{AppProjectSpec, Application, GroupKind, PolicyUse};
 use crate::manifest::ObjectKey;
+use crate::source::git::{RepoUrl, pattern_key};
 
 /// A rule an application broke; the message names the rule.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -91,13 +92,7 @@ impl Project {
     /// Checks the application's source and plugins (the destination is
     /// checked once resolved: [`Project::admit_destination`]).
     pub fn admit(&self, app: &Application) -> Result<(), Violation> {
-        let repo = &app.spec.source.repo_url;
-        if !self.spec.source_repos.iter().any(|p| matches(p, repo)) {
-            return Err(self.violation(format!(
-                "repository {repo:?} is not in sourceRepos {:?}",
-                self.spec.source_repos
-            )));
-        }
+        self.admit_repository(&app.spec.source.repo_url)?;
         if !self.spec.plugins.is_empty() {
             for plugin in app
                 .spec
@@ -114,6 +109,29 @@ impl Project {
                     )));
                 }
             }
+        }
+        Ok(())
+    }
+
+    /// Checks a repository URL against `sourceRepos`: globs are matched
+    /// against the normalized URL ([`RepoUrl::key`]), the one that will be
+    /// fetched, so that `..` segments, escapes or spellings cannot carry a
+    /// URL past a pattern; a URL that does not parse is refused.
+    fn admit_repository(&self, raw: &str) -> Result<(), Violation> {
+        let url = RepoUrl::parse(raw).map_err(|e| {
+            self.violation(format!("{e}: it cannot be checked against sourceRepos"))
+        })?;
+        let allowed = self
+            .spec
+            .source_repos
+            .iter()
+            .any(|pattern| matches(&pattern_key(pattern), url.key()));
+        if !allowed {
+            return Err(self.violation(format!(
+                "repository {raw:?} ({}) is not in sourceRepos {:?}",
+                url.key(),
+                self.spec.source_repos
+            )));
         }
         Ok(())
     }
@@ -434,5 +452,31 @@ mod tests {
                     .is_ok()
             );
         }
+    }
+
+    #[test]
+    fn source_repos_match_the_normalized_url() {
+        let project = team();
+        let admitted = |repo: &str| project.admit(&app(repo, "team-a", &[])).is_ok();
+        for escape in [
+            "https://git.example.com/team/../evil/repo",
+            "https://git.example.com/team/%2e%2e/evil/repo",
+            "https://git.example.com/team/..%2fevil/repo",
+            "https://git.example.com/team\\..\\..\\evil/repo",
+        ] {
+            assert!(!admitted(escape), "{escape}");
+        }
+        // Spellings of an allowed repository are allowed.
+        for spelling in [
+            "HTTPS://Git.Example.com:443/team/apps.git/",
+            "https://git.example.com/team/apps",
+        ] {
+            assert!(admitted(spelling), "{spelling}");
+        }
+        // An unparseable URL is refused by name.
+        let error = project
+            .admit(&app("https://git.example.com:99999/team/x", "team-a", &[]))
+            .unwrap_err();
+        assert!(error.to_string().contains("repository URL"), "{error}");
     }
 }

@@ -122,6 +122,12 @@ pub struct ControllerConfig {
     pub self_heal_backoff: SelfHealBackoff,
     /// Where plugins come from and how they are trusted.
     pub catalog: super::plugins::CatalogConfig,
+    /// Whether Applications may use repositories on the controller's
+    /// filesystem (`file://` URLs, plain paths). Default `false`: such a
+    /// repository is refused with an `InvalidSpec` condition, since it
+    /// would let any Application read what the controller can read. For
+    /// local trials and tests only.
+    pub allow_file_repositories: bool,
 }
 
 impl Default for ControllerConfig {
@@ -138,6 +144,7 @@ impl Default for ControllerConfig {
             git_cache_idle: Duration::from_secs(24 * 3600),
             self_heal_backoff: SelfHealBackoff::default(),
             catalog: super::plugins::CatalogConfig::default(),
+            allow_file_repositories: false,
         }
     }
 }
@@ -158,6 +165,8 @@ pub struct Context {
     pub metrics: super::http::Metrics,
     /// Renders reused while what they read holds.
     pub render_cache: super::cache::RenderCache,
+    /// What each Application's last render read (the webhook's filter).
+    pub read_paths: super::read_paths::ReadPaths,
     /// Watches on managed kinds, which trigger reconciles on live changes.
     pub live: LiveWatches,
     /// Raised when the controller is stopping: syncs end after their
@@ -198,6 +207,7 @@ impl Context {
             config,
             metrics: super::http::Metrics::default(),
             render_cache,
+            read_paths: super::read_paths::ReadPaths::default(),
             shutdown: Arc::new(AtomicBool::new(false)),
             reverts: std::sync::Mutex::new(HashMap::new()),
             refreshes: std::sync::Mutex::new(HashMap::new()),
@@ -423,6 +433,7 @@ async fn finalize(
     apps: &Api<Application>,
 ) -> Result<Action, ReconcileError> {
     let name = app.metadata.name.clone().unwrap_or_default();
+    ctx.read_paths.forget(&name);
     let finalizers = app.metadata.finalizers.clone().unwrap_or_default();
     if !finalizers
         .iter()

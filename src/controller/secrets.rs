@@ -3,8 +3,11 @@
 //!
 //! - `repository`: credentials for one repository (`url`, and `username` +
 //!   `password`, or `sshPrivateKey`);
-//! - `repo-creds`: the same for every repository whose URL starts with
-//!   `url` (the longest prefix wins; an exact `repository` beats any);
+//! - `repo-creds`: the same for every repository under the URL prefix
+//!   `url`, matched at a path boundary on normalized URLs
+//!   (`https://git.corp` covers `https://git.corp/team/app`, never
+//!   `https://git.corp.evil.com/x`; the longest prefix wins; an exact
+//!   `repository` beats any);
 //! - `cluster`: a destination cluster ([`super::destination`]);
 //! - `registry`: OCI registry credentials for plugins, a
 //!   `kubernetes.io/dockerconfigjson` Secret (key `.dockerconfigjson`).
@@ -23,7 +26,7 @@ use kube::runtime::reflector::{self, Store};
 use kube::runtime::{WatchStreamExt as _, watcher};
 
 use crate::api::SECRET_TYPE_LABEL;
-use crate::source::git::{CredentialProvider, Credentials, RepoUrl, Secret};
+use crate::source::git::{CredentialProvider, Credentials, RepoUrl, Secret, UrlPrefix};
 
 /// What a labeled Secret is for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -59,7 +62,8 @@ pub struct ControllerSecrets {
     _watch: Option<Arc<AbortOnDrop>>,
 }
 
-struct AbortOnDrop(tokio::task::AbortHandle);
+/// Aborts a watch task when dropped.
+pub(super) struct AbortOnDrop(pub(super) tokio::task::AbortHandle);
 
 impl Drop for AbortOnDrop {
     fn drop(&mut self) {
@@ -201,19 +205,25 @@ impl CredentialProvider for RepoCredentials {
                 return credentials_of(&secret);
             }
         }
-        // Then the longest matching prefix.
+        // Then the longest prefix covering the URL at a path boundary.
         let mut best: Option<(usize, Credentials)> = None;
         for secret in self.secrets.of_type(SecretType::RepoCreds) {
-            let Some(prefix) = value(&secret, "url") else {
+            let Some(raw) = value(&secret, "url") else {
                 continue;
             };
-            let matches =
-                url.as_str().starts_with(prefix.as_str()) || url.key().starts_with(prefix.as_str());
-            if matches
-                && best.as_ref().is_none_or(|(len, _)| prefix.len() > *len)
+            let prefix = match UrlPrefix::parse(&raw) {
+                Ok(prefix) => prefix,
+                Err(error) => {
+                    tracing::warn!(secret = name(&secret), %error, "repo-creds Secret ignored");
+                    continue;
+                }
+            };
+            let length = prefix.as_str().len();
+            if prefix.covers(url)
+                && best.as_ref().is_none_or(|(best, _)| length > *best)
                 && let Some(credentials) = credentials_of(&secret)
             {
-                best = Some((prefix.len(), credentials));
+                best = Some((length, credentials));
             }
         }
         best.map(|(_, c)| c)
@@ -333,5 +343,31 @@ mod tests {
             creds.credentials(&RepoUrl::parse("https://git.example.com/b.git").unwrap()),
             None
         );
+    }
+
+    #[test]
+    fn a_prefix_matches_only_at_a_path_boundary() {
+        let secrets = ControllerSecrets::fixed([
+            labeled(
+                "corp",
+                SecretType::RepoCreds,
+                &[("url", "https://git.corp"), ("password", "corp")],
+            ),
+            labeled(
+                "team",
+                SecretType::RepoCreds,
+                &[("url", "https://git.corp/team"), ("password", "team")],
+            ),
+        ]);
+        let creds = secrets.repo_credentials();
+        let found = |u: &str| password(creds.credentials(&RepoUrl::parse(u).unwrap()));
+        // Another host that merely starts with the same letters.
+        assert_eq!(found("https://git.corp.evil.com/team/x"), None);
+        assert_eq!(found("https://git.corp:8443/team/x"), None);
+        // Another path that merely starts with the same letters.
+        assert_eq!(found("https://git.corp/team-evil/x"), Some("corp".into()));
+        assert_eq!(found("https://git.corp/team/x.git"), Some("team".into()));
+        // Prefixes are normalized like URLs.
+        assert_eq!(found("HTTPS://GIT.CORP:443/team/x"), Some("team".into()));
     }
 }

@@ -348,6 +348,8 @@ pub struct SshServer {
     pub port: u16,
     /// The private key authorized to log in.
     pub client_key: String,
+    /// The server's public host key (`ssh-ed25519 AAAA… comment`).
+    pub host_key: String,
     _dir: tempfile::TempDir,
 }
 
@@ -389,10 +391,12 @@ impl SshServer {
             .ok()?;
         wait_for(port);
         let client_key = std::fs::read_to_string(d.join("client_key")).unwrap();
+        let host_key = std::fs::read_to_string(d.join("host_key.pub")).unwrap();
         Some(SshServer {
             child,
             port,
             client_key,
+            host_key: host_key.trim().to_owned(),
             _dir: dir,
         })
     }

@@ -3,7 +3,7 @@
 
 use std::fmt;
 
-use super::RepoUrl;
+use super::{RepoUrl, UrlPrefix};
 
 /// A secret string. Its `Debug` and `Display` print `***`.
 #[derive(Clone, PartialEq, Eq)]
@@ -69,11 +69,11 @@ impl CredentialProvider for NoCredentials {
     }
 }
 
-/// Credentials matched by URL prefix; the longest matching prefix wins.
-/// Prefixes are compared with the normalized URL (`RepoUrl::as_str`).
+/// Credentials matched by URL prefix at a path boundary ([`UrlPrefix`]);
+/// the longest matching prefix wins.
 #[derive(Debug, Clone, Default)]
 pub struct PrefixCredentials {
-    entries: Vec<(String, Credentials)>,
+    entries: Vec<(UrlPrefix, Credentials)>,
 }
 
 impl PrefixCredentials {
@@ -82,9 +82,13 @@ impl PrefixCredentials {
         Self::default()
     }
 
-    /// Adds credentials for every URL starting with `prefix`.
-    pub fn with(mut self, prefix: impl Into<String>, credentials: Credentials) -> Self {
-        self.entries.push((prefix.into(), credentials));
+    /// Adds credentials for every URL under `prefix`. A prefix that is not
+    /// a URL covers nothing (and is logged).
+    pub fn with(mut self, prefix: impl AsRef<str>, credentials: Credentials) -> Self {
+        match UrlPrefix::parse(prefix.as_ref()) {
+            Ok(prefix) => self.entries.push((prefix, credentials)),
+            Err(error) => tracing::warn!(%error, "credentials for an invalid URL prefix ignored"),
+        }
         self
     }
 }
@@ -93,10 +97,8 @@ impl CredentialProvider for PrefixCredentials {
     fn credentials(&self, url: &RepoUrl) -> Option<Credentials> {
         self.entries
             .iter()
-            .filter(|(prefix, _)| {
-                url.as_str().starts_with(prefix.as_str()) || url.key().starts_with(prefix.as_str())
-            })
-            .max_by_key(|(prefix, _)| prefix.len())
+            .filter(|(prefix, _)| prefix.covers(url))
+            .max_by_key(|(prefix, _)| prefix.as_str().len())
             .map(|(_, c)| c.clone())
     }
 }
@@ -136,5 +138,19 @@ mod tests {
             Some("org-wide")
         );
         assert_eq!(user("https://elsewhere.com/team/app"), None);
+    }
+
+    #[test]
+    fn a_prefix_matches_only_at_a_path_boundary() {
+        let provider = PrefixCredentials::new().with(
+            "https://git.corp",
+            Credentials::Basic {
+                username: "corp".into(),
+                password: Secret::new("x"),
+            },
+        );
+        let found = |u: &str| provider.credentials(&RepoUrl::parse(u).unwrap());
+        assert!(found("https://git.corp.evil.com/x").is_none());
+        assert!(found("https://git.corp/x").is_some());
     }
 }

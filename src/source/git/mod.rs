@@ -17,6 +17,7 @@
 //!   database.
 
 mod credentials;
+mod known_hosts;
 mod remote;
 mod revision;
 mod tree;
@@ -33,9 +34,10 @@ use std::time::{Duration, Instant};
 use tokio::sync::Semaphore;
 
 pub use credentials::{CredentialProvider, Credentials, NoCredentials, PrefixCredentials, Secret};
+pub use known_hosts::{KnownHostsSource, StaticKnownHosts};
 pub use revision::{AdvertisedRef, NotFound, RefList, Revision};
 pub use tree::GitTreeView;
-pub use url::{RepoUrl, UrlError};
+pub use url::{RepoUrl, UrlError, UrlPrefix, pattern_key};
 
 /// A full (SHA-1) commit id.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -107,6 +109,16 @@ pub struct GitConfig {
     /// PEM certificates trusted for HTTPS in addition to the system's roots
     /// (a private CA, a self-signed server). Default: none.
     pub tls_roots_pem: Vec<u8>,
+    /// Configured SSH known hosts (OpenSSH `known_hosts` lines, as Argo
+    /// CD's `ssh_known_hosts`). When the source gives a list, SSH host keys
+    /// are checked against it only: an unknown host or a different key is
+    /// refused ([`GitError::HostKey`]). Default: none (trust on first use).
+    pub ssh_known_hosts: Option<Arc<dyn KnownHostsSource>>,
+    /// The file in which trust on first use records SSH hosts (and checks
+    /// them against afterwards). Keep it on storage that survives restarts:
+    /// a new, empty file trusts whatever key a host presents next.
+    /// Default: `known_hosts` in the cache root.
+    pub ssh_known_hosts_store: Option<PathBuf>,
 }
 
 impl GitConfig {
@@ -120,6 +132,8 @@ impl GitConfig {
             shallow: false,
             lookup_ttl: Duration::from_secs(5),
             tls_roots_pem: Vec::new(),
+            ssh_known_hosts: None,
+            ssh_known_hosts_store: None,
         }
     }
 }
@@ -150,6 +164,16 @@ pub enum GitError {
         operation: &'static str,
         /// The deadline.
         after: Duration,
+    },
+    /// The SSH server's host key is not trusted: the host is not in the
+    /// configured known hosts, or presents another key than the one
+    /// configured or recorded on first use.
+    #[error("{url}: SSH host key refused: {detail}")]
+    HostKey {
+        /// The repository.
+        url: RepoUrl,
+        /// The host, and the fingerprints presented and expected.
+        detail: String,
     },
     /// The server refused our credentials, or asked for some we lack.
     #[error("{url}: authentication failed (check the repository credentials)")]
@@ -271,6 +295,14 @@ impl GitSource {
             message: e.to_string(),
         };
         std::fs::create_dir_all(&config.cache_root).map_err(cache_error)?;
+        if let Some(store) = &config.ssh_known_hosts_store
+            && let Some(parent) = store.parent().filter(|p| !p.as_os_str().is_empty())
+        {
+            std::fs::create_dir_all(parent).map_err(|e| GitError::Cache {
+                path: parent.to_owned(),
+                message: format!("the SSH known-hosts store: {e}"),
+            })?;
+        }
         let root =
             cap_std::fs::Dir::open_ambient_dir(&config.cache_root, cap_std::ambient_authority())
                 .map_err(cache_error)?;
@@ -613,7 +645,19 @@ impl GitSource {
             })?;
         let config = &self.inner.config;
         let options = remote::Options {
-            known_hosts: config.cache_root.join("known_hosts"),
+            host_keys: match config
+                .ssh_known_hosts
+                .as_ref()
+                .and_then(|k| k.known_hosts())
+            {
+                Some(configured) => known_hosts::HostKeys::Configured(configured),
+                None => known_hosts::HostKeys::FirstUse(
+                    config
+                        .ssh_known_hosts_store
+                        .clone()
+                        .unwrap_or_else(|| config.cache_root.join("known_hosts")),
+                ),
+            },
             tls_roots: self.inner.tls_roots.clone(),
             credentials: self.inner.credentials.credentials(url),
             connect_timeout: config.connect_timeout,

@@ -13,12 +13,13 @@ use gix::protocol::transport::client::blocking_io::Transport;
 use gix::remote::{Direction, fetch::Tags, ref_map};
 
 use super::credentials::Credentials;
+use super::known_hosts::{self, HostKeys};
 use super::{AdvertisedRef, CommitId, GitError, RefList, RepoUrl};
 
 /// What one network operation needs.
 pub(super) struct Options {
-    /// The known-hosts file SSH connections use (and add new hosts to).
-    pub known_hosts: std::path::PathBuf,
+    /// How SSH connections check host keys.
+    pub host_keys: HostKeys,
     /// Extra HTTPS roots.
     pub tls_roots: Vec<reqwest::Certificate>,
     /// Credentials for this repository, if the provider has some.
@@ -33,6 +34,8 @@ pub(super) struct Options {
 #[derive(Debug)]
 pub(super) enum Failure {
     Auth,
+    /// The SSH host key is not trusted: why, naming host and fingerprints.
+    HostKey(String),
     Timeout,
     /// The local repository is damaged (a truncated pack, ...).
     Corrupt(String),
@@ -70,6 +73,7 @@ impl Failure {
     ) -> GitError {
         match self {
             Failure::Auth => GitError::Auth { url },
+            Failure::HostKey(detail) => GitError::HostKey { url, detail },
             Failure::Timeout => GitError::Timeout {
                 url,
                 operation,
@@ -153,9 +157,10 @@ pub(super) fn ls_refs(
         .remote_at(url.as_str())?
         .with_fetch_tags(Tags::None)
         .with_refspecs(LS_REFS_SPECS.iter().copied(), Direction::Fetch)?;
-    let (connection, _key) = connect(&remote, url, options)?;
-    let (map, _handshake) =
-        connection.ref_map(gix::progress::Discard, ref_map::Options::default())?;
+    let (connection, _files) = connect(&remote, url, options)?;
+    let (map, _handshake) = connection
+        .ref_map(gix::progress::Discard, ref_map::Options::default())
+        .map_err(|e| explain(Failure::from(e), url, options))?;
     let mut refs = BTreeMap::new();
     for advertised in &map.remote_refs {
         let (name, advertised) = match advertised {
@@ -218,9 +223,10 @@ pub(super) fn fetch(
         .remote_at(url.as_str())?
         .with_fetch_tags(Tags::None)
         .with_refspecs(specs.iter().map(String::as_str), Direction::Fetch)?;
-    let (connection, _key) = connect(&remote, url, options)?;
-    let mut prepare =
-        connection.prepare_fetch(gix::progress::Discard, ref_map::Options::default())?;
+    let (connection, _files) = connect(&remote, url, options)?;
+    let mut prepare = connection
+        .prepare_fetch(gix::progress::Discard, ref_map::Options::default())
+        .map_err(|e| explain(Failure::from(e), url, options))?;
     if shallow {
         prepare = prepare.with_shallow(gix::remote::fetch::Shallow::DepthAtRemote(
             1.try_into().expect("1 is not 0"),
@@ -233,20 +239,45 @@ pub(super) fn fetch(
 
 type Connection<'a, 'repo> = gix::remote::Connection<'a, 'a, 'repo, Box<dyn Transport + Send>>;
 
+/// A failed SSH handshake, explained when the host key is why: ssh itself
+/// only closes the connection (its message goes to our stderr).
+fn explain(failure: Failure, url: &RepoUrl, options: &Options) -> Failure {
+    if url.scheme() != "ssh" || matches!(failure, Failure::Auth) {
+        return failure;
+    }
+    let known = match &options.host_keys {
+        HostKeys::Configured(text) => text.clone(),
+        HostKeys::FirstUse(store) => std::fs::read_to_string(store).unwrap_or_default(),
+    };
+    let Ok(parsed) = gix::Url::from_bytes(url.as_str().into()) else {
+        return failure;
+    };
+    let host = parsed.host().unwrap_or_default();
+    if matches!(options.host_keys, HostKeys::FirstUse(_)) && known.trim().is_empty() {
+        // Nothing recorded yet: the first use records whatever is presented.
+        return failure;
+    }
+    match known_hosts::untrusted(&known, host, parsed.port, options.connect_timeout) {
+        Some(detail) => Failure::HostKey(detail),
+        None => failure,
+    }
+}
+
 /// A connection with timeouts and credentials from Kiln only: never from a
-/// credential helper, the environment or the user's configuration. The key
-/// file of an SSH connection is returned with it and must outlive it.
+/// credential helper, the environment or the user's configuration. The
+/// files of an SSH connection (key, known hosts) are returned with it and
+/// must outlive it.
 fn connect<'a, 'repo>(
     remote: &'a gix::Remote<'repo>,
     url: &RepoUrl,
     options: &Options,
-) -> Result<(Connection<'a, 'repo>, Option<tempfile::NamedTempFile>), Failure> {
-    let mut key_file = None;
+) -> Result<(Connection<'a, 'repo>, Vec<tempfile::NamedTempFile>), Failure> {
+    let mut files = Vec::new();
     let connection = match url.scheme() {
         "git" => remote.to_connection_with_transport(git_transport(url, options)?),
         "ssh" => {
-            let (transport, key) = ssh_transport(url, options)?;
-            key_file = key;
+            let (transport, ssh_files) = ssh_transport(url, options)?;
+            files = ssh_files;
             remote.to_connection_with_transport(transport)
         }
         _ => remote.connect(Direction::Fetch)?,
@@ -283,41 +314,57 @@ fn connect<'a, 'repo>(
                 Action::Store(_) | Action::Erase(_) => Ok(None),
             }
         });
-    Ok((connection, key_file))
+    Ok((connection, files))
 }
 
 /// ssh with nothing from the user's configuration or agent: the key Kiln
-/// was given (if any), batch mode, timeouts, and Kiln's own known-hosts file
-/// (new hosts are recorded on first use, changed keys refused).
+/// was given (if any), batch mode, timeouts, and host keys checked either
+/// strictly against the configured known hosts, or on first use against
+/// Kiln's own known-hosts file (new hosts recorded, changed keys refused).
 fn ssh_transport(
     url: &RepoUrl,
     options: &Options,
-) -> Result<(Box<dyn Transport + Send>, Option<tempfile::NamedTempFile>), Failure> {
+) -> Result<(Box<dyn Transport + Send>, Vec<tempfile::NamedTempFile>), Failure> {
     use gix::protocol::transport::{Protocol, client::blocking_io::ssh};
     use std::io::Write as _;
     let quote = |p: &Path| format!("'{}'", p.display().to_string().replace('\'', "'\\''"));
+    // Owner-only (NamedTempFile creates files 0600), removed on drop.
+    let temp_file = |what: &str, text: &str| {
+        let fail = |e: std::io::Error| Failure::Other(format!("ssh {what} file: {e}"));
+        let mut file = tempfile::NamedTempFile::new().map_err(fail)?;
+        file.write_all(text.as_bytes()).map_err(fail)?;
+        if !text.ends_with('\n') {
+            file.write_all(b"\n").map_err(fail)?;
+        }
+        Ok::<_, Failure>(file)
+    };
+    let mut files = Vec::new();
+    let host_keys = match &options.host_keys {
+        HostKeys::FirstUse(store) => format!(
+            "-o StrictHostKeyChecking=accept-new -o UserKnownHostsFile={}",
+            quote(store)
+        ),
+        HostKeys::Configured(text) => {
+            let file = temp_file("known hosts", text)?;
+            let option = format!(
+                "-o StrictHostKeyChecking=yes -o UpdateHostKeys=no -o UserKnownHostsFile={}",
+                quote(file.path())
+            );
+            files.push(file);
+            option
+        }
+    };
     let mut command = format!(
-        "ssh -F /dev/null -o BatchMode=yes -o IdentityAgent=none -o StrictHostKeyChecking=accept-new \
-         -o UserKnownHostsFile={} -o ConnectTimeout={} -o ServerAliveInterval=15 -o ServerAliveCountMax=4",
-        quote(&options.known_hosts),
+        "ssh -F /dev/null -o BatchMode=yes -o IdentityAgent=none {host_keys} \
+         -o GlobalKnownHostsFile=/dev/null -o ConnectTimeout={} -o ServerAliveInterval=15 \
+         -o ServerAliveCountMax=4",
         options.connect_timeout.as_secs().max(1),
     );
-    let key_file = match &options.credentials {
-        Some(Credentials::SshKey { private_key }) => {
-            // Owner-only (NamedTempFile creates files 0600), removed on drop.
-            let mut file = tempfile::NamedTempFile::new()
-                .map_err(|e| Failure::Other(format!("ssh key file: {e}")))?;
-            let mut key = private_key.expose().to_owned();
-            if !key.ends_with('\n') {
-                key.push('\n');
-            }
-            file.write_all(key.as_bytes())
-                .map_err(|e| Failure::Other(format!("ssh key file: {e}")))?;
-            command.push_str(&format!(" -o IdentitiesOnly=yes -i {}", quote(file.path())));
-            Some(file)
-        }
-        _ => None,
-    };
+    if let Some(Credentials::SshKey { private_key }) = &options.credentials {
+        let file = temp_file("key", private_key.expose())?;
+        command.push_str(&format!(" -o IdentitiesOnly=yes -i {}", quote(file.path())));
+        files.push(file);
+    }
     let parsed = gix::Url::from_bytes(url.as_str().into())?;
     let connect_options = ssh::connect::Options {
         command: Some(command.into()),
@@ -326,7 +373,7 @@ fn ssh_transport(
     };
     let transport = ssh::connect(parsed, Protocol::V2, connect_options, false)
         .map_err(|e| Failure::Other(e.to_string()))?;
-    Ok((Box::new(transport), key_file))
+    Ok((Box::new(transport), files))
 }
 
 fn is_loopback_http(url: &RepoUrl) -> bool {
