@@ -607,6 +607,93 @@ async fn without_a_webhook_secret_deliveries_are_refused() {
     let _ = w.stop.send(());
 }
 
+/// Every failure class ends in a condition that says why, down to the
+/// cause: the path, the file and line, the plugin's own words, the
+/// repository, the policy's complaint.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn conditions_carry_the_whole_cause_of_each_failure() {
+    let w = world().await;
+    w.repo.commit(
+        "broken",
+        &[(
+            "broken/bad.yaml",
+            "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x\n",
+        )],
+    );
+    w.repo.publish();
+    for (name, kind, reference) in [
+        (
+            "misbehave",
+            "renderer",
+            support::component("fixture-misbehave"),
+        ),
+        (
+            "required-labels",
+            "policy",
+            support::component("required-labels"),
+        ),
+    ] {
+        w.cluster
+            .apply(
+                "plugins",
+                json!({"apiVersion": "kiln.dev/v1alpha1", "kind": "Plugin",
+                    "metadata": {"name": name, "namespace": "kiln"},
+                    "spec": {"kind": kind, "ref": reference.display().to_string(),
+                        "verify": {"insecure": true}}}),
+                "operator",
+                false,
+            )
+            .await
+            .unwrap();
+    }
+    let apps: Api<Application> = Api::namespaced(w.cluster.client.clone(), "kiln");
+    let mut missing = application("missing-path", &w.url, "default");
+    missing.spec.source.path = "nowhere".into();
+    let mut broken = application("invalid-yaml", &w.url, "default");
+    broken.spec.source.path = "broken".into();
+    let mut panics = application("plugin-error", &w.url, "default");
+    panics.spec.source.plugins =
+        serde_json::from_value(json!([{"name": "misbehave", "parameters": {"mode": "panic"}}]))
+            .unwrap();
+    let gone = application(
+        "git-error",
+        &w.url.replace("apps.git", "gone.git"),
+        "default",
+    );
+    let mut policy = application("policy-error", &w.url, "default");
+    policy.spec.policies = serde_json::from_value(json!([{"name": "required-labels"}])).unwrap();
+    for app in [&missing, &broken, &panics, &gone, &policy] {
+        apps.create(&PostParams::default(), app).await.unwrap();
+    }
+    for (app, words) in [
+        (
+            "missing-path",
+            &["nowhere", "no such file or directory"][..],
+        ),
+        ("invalid-yaml", &["broken/bad.yaml:4", "invalid YAML"][..]),
+        ("plugin-error", &["misbehave", "panics on purpose"][..]),
+        ("git-error", &["gone.git"][..]),
+        (
+            "policy-error",
+            &["required-labels", "setting `labels` is required"][..],
+        ),
+    ] {
+        let status = eventually(app, async || {
+            let status = app_status(&w.cluster, app).await;
+            status["conditions"]
+                .as_array()
+                .filter(|c| !c.is_empty())
+                .map(|_| status.clone())
+        })
+        .await;
+        let text = status.to_string();
+        for word in words {
+            assert!(text.contains(word), "{app}: {word:?} not in {text}");
+        }
+    }
+    let _ = w.stop.send(());
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn app_of_apps_creates_children_and_the_finalizer_cascades() {
     let w = world().await;

@@ -167,6 +167,96 @@ async fn sleeping_guests_cannot_block_the_host() {
     }
 }
 
+/// Plugin calls hold their memory limit from one host-wide budget: a call
+/// that does not fit waits, so plugins never hold more than the budget
+/// whatever the concurrency; a budget below the largest limit is refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn plugin_calls_share_one_memory_budget() {
+    let refused = PluginHost::new(HostConfig {
+        max_memory: 512 << 20,
+        memory_budget: 256 << 20,
+        ..HostConfig::default()
+    });
+    assert!(refused.unwrap_err().to_string().contains("memory budget"));
+
+    // Room for one 64 MiB call at a time, though four may run at once.
+    let host = PluginHost::new(HostConfig {
+        max_concurrency: 4,
+        max_memory: 64 << 20,
+        memory_budget: 100 << 20,
+        ..HostConfig::default()
+    })
+    .unwrap();
+    let plugin = misbehave(&host);
+    let src = tree(&[("app/x.yaml", "a: 1")]);
+    let run = |mode: &'static str| {
+        let (plugin, view) = (plugin.clone(), view(src.path()));
+        async move {
+            plugin
+                .render(
+                    view,
+                    context("budget", "app"),
+                    params(&[("mode", mode)]),
+                    vec![],
+                )
+                .await
+        }
+    };
+    let spinning = tokio::spawn(run("loop"));
+    let reserved = async {
+        while host.memory_reserved() == 0 {
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+        host.memory_reserved()
+    };
+    let reserved = tokio::time::timeout(std::time::Duration::from_secs(30), reserved)
+        .await
+        .expect("the running call reserves its memory");
+    assert_eq!(reserved, 64 << 20);
+    // A second call cannot reserve its 64 MiB while the first holds its
+    // own: it is still waiting when the first ends.
+    let waiting = tokio::spawn(run("trivial"));
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    assert!(!waiting.is_finished(), "a call past the budget must wait");
+    assert!(matches!(
+        spinning.await.unwrap(),
+        Err(PluginError::Timeout { .. })
+    ));
+    waiting.await.unwrap().unwrap();
+    assert_eq!(host.memory_reserved(), 0);
+}
+
+/// Compiled components are kept in memory up to a size: past it, a
+/// component is compiled again (here: no compile cache on disk).
+#[test]
+fn compiled_plugins_in_memory_are_bounded() {
+    let host = PluginHost::new(HostConfig {
+        compiled_size: 1024,
+        ..HostConfig::default()
+    })
+    .unwrap();
+    let load = || {
+        host.load_file(&component("values"), World::Renderer, None)
+            .unwrap()
+            .cache_outcome()
+    };
+    assert_eq!(load(), CacheOutcome::Compiled);
+    assert_eq!(load(), CacheOutcome::Compiled, "too large to be kept");
+    let roomy = host_with_room();
+    let load = || {
+        roomy
+            .load_file(&component("values"), World::Renderer, None)
+            .unwrap()
+            .cache_outcome()
+    };
+    assert_eq!(load(), CacheOutcome::Compiled);
+    assert_eq!(load(), CacheOutcome::Hit);
+}
+
+fn host_with_room() -> PluginHost {
+    PluginHost::new(HostConfig::default()).unwrap()
+}
+
 #[tokio::test]
 async fn a_wasi_guest_finds_nothing_ambient() {
     let host = host();

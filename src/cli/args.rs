@@ -29,7 +29,8 @@ mod tests {
         assert_eq!(parse_duration("500ms").unwrap(), Duration::from_millis(500));
         assert_eq!(parse_duration("2m").unwrap(), Duration::from_secs(120));
         assert!(parse_duration("0s").is_err());
-        assert!(parse_duration("5h").is_err());
+        assert_eq!(parse_duration("5h").unwrap(), Duration::from_secs(5 * 3600));
+        assert!(parse_duration("5d").is_err());
         assert_eq!(parse_size("256Mi").unwrap(), 256 << 20);
         assert_eq!(parse_size("1G").unwrap(), 1_000_000_000);
         assert!(parse_size("x").is_err());

@@ -202,6 +202,16 @@ impl PluginHost {
         &self.inner.config
     }
 
+    /// Bytes of [`HostConfig::memory_budget`] reserved by running calls
+    /// (including calls abandoned at their wall-clock limit whose thread
+    /// has not ended yet).
+    pub fn memory_reserved(&self) -> u64 {
+        let total =
+            (self.inner.config.memory_budget / BUDGET_UNIT).min(Semaphore::MAX_PERMITS as u64);
+        let free = self.inner.memory.available_permits() as u64;
+        total.saturating_sub(free) * BUDGET_UNIT
+    }
+
     /// Loads a component file; the plugin is named after the file stem.
     pub fn load_file(&self, path: &Path, world: World, limits: Option<Limits>) -> Result<Plugin> {
         let name = path
