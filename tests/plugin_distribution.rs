@@ -353,13 +353,9 @@ async fn https_plugins_need_a_matching_pin() {
     );
 }
 
-/// The Sigstore conformance cases in the shared test data beside the project
-/// (`../shared`, or `KILN_SHARED_DIR`).
+/// The Sigstore conformance cases (`tests/data/sigstore-conformance`).
 fn conformance() -> std::path::PathBuf {
-    let shared = std::env::var_os("KILN_SHARED_DIR")
-        .map(std::path::PathBuf::from)
-        .unwrap_or_else(|| std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared"));
-    shared.join("testdata/sigstore-conformance")
+    support::sigstore_conformance()
 }
 
 #[test]

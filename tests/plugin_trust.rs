@@ -15,19 +15,9 @@ use kiln::trust::{
 const DEFAULT_IDENTITY: &str = "https://github.com/sigstore-conformance/extremely-dangerous-public-oidc-beacon/.github/workflows/extremely-dangerous-oidc-beacon.yml@refs/heads/main";
 const DEFAULT_ISSUER: &str = "https://token.actions.githubusercontent.com";
 
-/// The Sigstore conformance cases in the shared test data beside the project
-/// (`../shared`, or `KILN_SHARED_DIR`).
+/// The Sigstore conformance cases (`tests/data/sigstore-conformance`).
 fn conformance() -> PathBuf {
-    let shared = std::env::var_os("KILN_SHARED_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared"));
-    let dir = shared.join("testdata/sigstore-conformance");
-    assert!(
-        dir.is_dir(),
-        "{} is missing: it is shared test data beside the project",
-        dir.display()
-    );
-    dir
+    support::sigstore_conformance()
 }
 
 /// One conformance case, verified the way Kiln verifies plugins.
