@@ -558,12 +558,10 @@ async fn shallow_fetches_bring_only_what_is_needed() {
 
 #[tokio::test]
 async fn ssh_with_a_private_key_from_the_provider() {
-    let Some(sshd) = SshServer::start() else {
-        eprintln!(
-            "SKIPPED LOUDLY: /usr/sbin/sshd is not installed (scripts/test installs openssh-server)"
-        );
+    let Some(sshd) = support::require(support::Tool::Sshd) else {
         return;
     };
+    let sshd = SshServer::start(&sshd);
     let root = tempfile::tempdir().unwrap();
     let cache = tempfile::tempdir().unwrap();
     let f = Fixture::new(root.path(), "overssh");

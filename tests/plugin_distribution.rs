@@ -51,16 +51,16 @@ fn oci(s: &str) -> PluginRef {
     PluginRef::parse(s).unwrap()
 }
 
+/// A registry on loopback, or a return from the test when
+/// `docker-registry` is missing and skipping is allowed (see
+/// `support::require`).
 macro_rules! registry_or_skip {
-    ($auth:expr) => {
-        match Registry::start($auth) {
-            Some(r) => r,
-            None => {
-                eprintln!("SKIPPED LOUDLY: /usr/bin/docker-registry is not installed (scripts/test installs it)");
-                return;
-            }
-        }
-    };
+    ($auth:expr) => {{
+        let Some(binary) = support::require(support::Tool::DockerRegistry) else {
+            return;
+        };
+        Registry::start(&binary, $auth)
+    }};
 }
 
 #[tokio::test]

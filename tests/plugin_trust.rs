@@ -553,33 +553,9 @@ fn render_refuses_plugins_the_trust_policy_does_not_accept() {
     );
 }
 
-/// The Python interpreter of a virtualenv with the `sigstore` package
-/// (PyPI), which `scripts/test` prepares: `KILN_SIGSTORE_PYTHON`, or
-/// `$KILN_CACHE_DIR/sigstore-venv/bin/python`.
-fn sigstore_python() -> Option<PathBuf> {
-    let python = std::env::var_os("KILN_SIGSTORE_PYTHON")
-        .map(PathBuf::from)
-        .or_else(|| {
-            let cache = std::env::var_os("KILN_CACHE_DIR")
-                .map(PathBuf::from)
-                .or_else(|| {
-                    std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/kiln"))
-                })?;
-            Some(cache.join("sigstore-venv/bin/python"))
-        })?;
-    let works = Command::new(&python)
-        .args(["-c", "import sigstore"])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    works.then_some(python)
-}
-
 #[test]
 fn kiln_and_the_python_sigstore_client_agree_on_every_public_good_case() {
-    let Some(python) = sigstore_python() else {
-        eprintln!(
-            "SKIPPED LOUDLY: no Python with the `sigstore` package (scripts/test installs it into $KILN_CACHE_DIR/sigstore-venv)"
-        );
+    let Some(python) = support::require(support::Tool::SigstorePython) else {
         return;
     };
     // Keyless cases on the public-good instance: what `sigstore verify

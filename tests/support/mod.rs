@@ -123,3 +123,6 @@ pub fn guestbook() -> PathBuf {
 pub mod cluster;
 pub mod git;
 pub mod registry;
+pub mod require;
+
+pub use require::{Tool, require};
