@@ -118,10 +118,7 @@ impl Policy {
     /// set to anything but empty, `0` or `false` requires every tool.
     pub fn from_vars(ci: Option<&str>, require_all: Option<&str>) -> Policy {
         let on = |v: Option<&str>| {
-            v.is_some_and(|v| {
-                let v = v.trim();
-                !(v.is_empty() || v == "0" || v.eq_ignore_ascii_case("false"))
-            })
+            v.is_some_and(|v| !(v.is_empty() || v == "0" || v.eq_ignore_ascii_case("false")))
         };
         if on(ci) || on(require_all) {
             Policy::Require
