@@ -98,10 +98,9 @@ fn skips_are_appended_to_the_log() {
     );
 }
 
-/// Run by the tests below in a child process, with the environment they
-/// choose: requires sshd through the helper.
+/// sshd found through the helper; the tests below also run it in a child
+/// process with the environment they choose.
 #[test]
-#[ignore = "a probe: the tests below run it in a child process"]
 fn probe_requires_sshd() {
     let Some(sshd) = require(Tool::Sshd) else {
         return;
@@ -113,7 +112,7 @@ fn probe_requires_sshd() {
 /// that does not exist and no CI settings from the parent's environment.
 fn probe(env: &[(&str, &str)], skip_log: &std::path::Path) -> Output {
     Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "probe_requires_sshd", "--ignored", "--nocapture"])
+        .args(["--exact", "probe_requires_sshd", "--nocapture"])
         .env_remove("CI")
         .env_remove("KILN_REQUIRE_ALL")
         .env("KILN_SSHD", "/nonexistent/kiln-test/sshd")
