@@ -56,7 +56,7 @@ impl Tool {
                  $KILN_CACHE_DIR/sigstore-venv/bin/pip install sigstore==4.5.1 (scripts/test does)"
             }
             Tool::Kubectl => {
-                "install kubectl 1.32 (https://kubernetes.io/docs/tasks/tools/), or set KILN_KUBECTL"
+                "kubectl 1.32 from https://kubernetes.io/docs/tasks/tools/ (or set KILN_KUBECTL)"
             }
         }
     }
