@@ -125,4 +125,6 @@ pub mod git;
 pub mod registry;
 pub mod require;
 
+// Not every test binary needs a tool.
+#[allow(unused_imports)]
 pub use require::{Tool, require};

@@ -45,13 +45,16 @@ impl Registry {
             .stderr(Stdio::null())
             .spawn()
             .unwrap_or_else(|e| panic!("{} does not start: {e}", binary.display()));
+        // Owned at once, so that a registry that never listens is killed
+        // (Drop) by the panic below.
+        let registry = Registry {
+            child,
+            port,
+            _dir: dir,
+        };
         for _ in 0..200 {
             if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
-                return Registry {
-                    child,
-                    port,
-                    _dir: dir,
-                };
+                return registry;
             }
             std::thread::sleep(Duration::from_millis(25));
         }
