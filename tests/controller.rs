@@ -1640,12 +1640,10 @@ async fn catalog_plugins_run_only_when_their_signatures_verify() {
     use kiln::artifact::{CosignSignature, Fetcher, PluginRef, RegistryCredentials, Store};
     use kiln::trust::PrivateKey;
 
-    let Some(registry) = support::registry::Registry::start(None) else {
-        eprintln!(
-            "SKIPPED LOUDLY: /usr/bin/docker-registry is not installed (scripts/test installs it)"
-        );
+    let Some(registry) = support::require(support::Tool::DockerRegistry) else {
         return;
     };
+    let registry = support::registry::Registry::start(&registry, None);
     // Tags resolved again at every reconcile, so a moved tag shows at once.
     let w = world_tuned(ControllerConfig {
         resync: Duration::from_millis(300),

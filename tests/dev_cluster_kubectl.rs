@@ -25,13 +25,16 @@ impl Kubectl {
         let dir = tempfile::tempdir().unwrap();
         let kubeconfig = dir.path().join("kubeconfig");
         server.write_kubeconfig(&kubeconfig).unwrap();
-        let binary = std::env::var_os("KILN_KUBECTL")
-            .map_or_else(|| PathBuf::from("/usr/bin/kubectl"), PathBuf::from);
-        assert!(
-            binary.exists(),
-            "{} is missing: these tests need kubectl",
-            binary.display()
-        );
+        // Always required (this suite is about kubectl; scripts/test
+        // refuses to run without it).
+        let kubectl = support::Tool::Kubectl;
+        let binary = kubectl.locate().unwrap_or_else(|| {
+            panic!(
+                "{} is missing: these tests need kubectl; {}",
+                kubectl.path().display(),
+                kubectl.install()
+            )
+        });
         Self {
             binary,
             kubeconfig,

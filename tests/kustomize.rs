@@ -12,27 +12,6 @@ use std::path::{Path, PathBuf};
 use kiln::plugin::{Plugin, World};
 use serde_json::Value;
 
-fn kubectl() -> Option<PathBuf> {
-    let path = std::env::var_os("KILN_KUBECTL")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("/usr/bin/kubectl"));
-    path.exists().then_some(path)
-}
-
-macro_rules! kubectl_or_skip {
-    () => {
-        match kubectl() {
-            Some(k) => k,
-            None => {
-                eprintln!(
-                    "SKIPPED LOUDLY: kubectl (the kustomize oracle) is missing; set KILN_KUBECTL"
-                );
-                return;
-            }
-        }
-    };
-}
-
 fn corpus() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/kustomize")
 }
@@ -106,7 +85,9 @@ fn ids(objects: &[Value]) -> Vec<String> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_tree_renders_as_kustomize_renders_it() {
-    let kubectl = kubectl_or_skip!();
+    let Some(kubectl) = support::require(support::Tool::Kubectl) else {
+        return;
+    };
     let plugin = plugin();
     let mut trees: Vec<PathBuf> = std::fs::read_dir(corpus())
         .unwrap()
@@ -145,7 +126,9 @@ async fn every_tree_renders_as_kustomize_renders_it() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn application_parameters_override_like_kustomize_edit() {
-    let kubectl = kubectl_or_skip!();
+    let Some(kubectl) = support::require(support::Tool::Kubectl) else {
+        return;
+    };
     // The overrides written into the kustomization (what `kustomize edit
     // set ...` would do) give the oracle.
     let tree = support::tree(&[

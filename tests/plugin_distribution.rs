@@ -51,16 +51,16 @@ fn oci(s: &str) -> PluginRef {
     PluginRef::parse(s).unwrap()
 }
 
+/// A registry on loopback, or a return from the test when
+/// `docker-registry` is missing and skipping is allowed (see
+/// `support::require`).
 macro_rules! registry_or_skip {
-    ($auth:expr) => {
-        match Registry::start($auth) {
-            Some(r) => r,
-            None => {
-                eprintln!("SKIPPED LOUDLY: /usr/bin/docker-registry is not installed (scripts/test installs it)");
-                return;
-            }
-        }
-    };
+    ($auth:expr) => {{
+        let Some(binary) = support::require(support::Tool::DockerRegistry) else {
+            return;
+        };
+        Registry::start(&binary, $auth)
+    }};
 }
 
 #[tokio::test]
@@ -374,13 +374,9 @@ async fn https_plugins_need_a_matching_pin() {
     );
 }
 
-/// The Sigstore conformance cases in the shared test data beside the project
-/// (`../shared`, or `KILN_SHARED_DIR`).
+/// The Sigstore conformance cases (`tests/data/sigstore-conformance`).
 fn conformance() -> std::path::PathBuf {
-    let shared = std::env::var_os("KILN_SHARED_DIR")
-        .map(std::path::PathBuf::from)
-        .unwrap_or_else(|| std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared"));
-    shared.join("testdata/sigstore-conformance")
+    support::sigstore_conformance()
 }
 
 #[test]

@@ -15,19 +15,9 @@ use kiln::trust::{
 const DEFAULT_IDENTITY: &str = "https://github.com/sigstore-conformance/extremely-dangerous-public-oidc-beacon/.github/workflows/extremely-dangerous-oidc-beacon.yml@refs/heads/main";
 const DEFAULT_ISSUER: &str = "https://token.actions.githubusercontent.com";
 
-/// The Sigstore conformance cases in the shared test data beside the project
-/// (`../shared`, or `KILN_SHARED_DIR`).
+/// The Sigstore conformance cases (`tests/data/sigstore-conformance`).
 fn conformance() -> PathBuf {
-    let shared = std::env::var_os("KILN_SHARED_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared"));
-    let dir = shared.join("testdata/sigstore-conformance");
-    assert!(
-        dir.is_dir(),
-        "{} is missing: it is shared test data beside the project",
-        dir.display()
-    );
-    dir
+    support::sigstore_conformance()
 }
 
 /// One conformance case, verified the way Kiln verifies plugins.
@@ -661,33 +651,9 @@ fn render_refuses_plugins_the_trust_policy_does_not_accept() {
     );
 }
 
-/// The Python interpreter of a virtualenv with the `sigstore` package
-/// (PyPI), which `scripts/test` prepares: `KILN_SIGSTORE_PYTHON`, or
-/// `$KILN_CACHE_DIR/sigstore-venv/bin/python`.
-fn sigstore_python() -> Option<PathBuf> {
-    let python = std::env::var_os("KILN_SIGSTORE_PYTHON")
-        .map(PathBuf::from)
-        .or_else(|| {
-            let cache = std::env::var_os("KILN_CACHE_DIR")
-                .map(PathBuf::from)
-                .or_else(|| {
-                    std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/kiln"))
-                })?;
-            Some(cache.join("sigstore-venv/bin/python"))
-        })?;
-    let works = Command::new(&python)
-        .args(["-c", "import sigstore"])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    works.then_some(python)
-}
-
 #[test]
 fn kiln_and_the_python_sigstore_client_agree_on_every_public_good_case() {
-    let Some(python) = sigstore_python() else {
-        eprintln!(
-            "SKIPPED LOUDLY: no Python with the `sigstore` package (scripts/test installs it into $KILN_CACHE_DIR/sigstore-venv)"
-        );
+    let Some(python) = support::require(support::Tool::SigstorePython) else {
         return;
     };
     // Keyless cases on the public-good instance: what `sigstore verify

@@ -354,11 +354,8 @@ pub struct SshServer {
 }
 
 impl SshServer {
-    pub fn start() -> Option<Self> {
-        let sshd = Path::new("/usr/sbin/sshd");
-        if !sshd.exists() {
-            return None;
-        }
+    /// Starts `sshd` (from [`super::require`]`(Tool::Sshd)`).
+    pub fn start(sshd: &Path) -> Self {
         let dir = tempfile::tempdir().unwrap();
         let d = dir.path();
         let keygen = |name: &str| {
@@ -388,17 +385,17 @@ impl SshServer {
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
-            .ok()?;
+            .unwrap_or_else(|e| panic!("{} does not start: {e}", sshd.display()));
         wait_for(port);
         let client_key = std::fs::read_to_string(d.join("client_key")).unwrap();
         let host_key = std::fs::read_to_string(d.join("host_key.pub")).unwrap();
-        Some(SshServer {
+        SshServer {
             child,
             port,
             client_key,
             host_key: host_key.trim().to_owned(),
             _dir: dir,
-        })
+        }
     }
 
     /// `ssh://USER@127.0.0.1:PORT/abs/path`.

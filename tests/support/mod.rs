@@ -22,6 +22,19 @@ pub fn component(name: &str) -> PathBuf {
     path
 }
 
+/// The Sigstore conformance bundles kept with the tests
+/// (`tests/data/sigstore-conformance`; its README names their origin and
+/// licence). Inside the repository, so that any clone has them.
+pub fn sigstore_conformance() -> PathBuf {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/sigstore-conformance");
+    assert!(
+        dir.join("a.txt").is_file(),
+        "{} is missing or incomplete: it is part of the repository",
+        dir.display()
+    );
+    dir
+}
+
 /// Limits small enough that misbehaving fixtures fail fast.
 pub fn tight_limits() -> Limits {
     Limits {
@@ -110,3 +123,8 @@ pub fn guestbook() -> PathBuf {
 pub mod cluster;
 pub mod git;
 pub mod registry;
+pub mod require;
+
+// Not every test binary needs a tool.
+#[allow(unused_imports)]
+pub use require::{Tool, require};

@@ -12,12 +12,9 @@ pub struct Registry {
 }
 
 impl Registry {
-    /// `None` when the registry binary is not installed.
-    pub fn start(auth: Option<(&str, &str)>) -> Option<Self> {
-        let binary = Path::new("/usr/bin/docker-registry");
-        if !binary.exists() {
-            return None;
-        }
+    /// Starts `binary` (from [`super::require`]`(Tool::DockerRegistry)`),
+    /// with htpasswd `auth` when given.
+    pub fn start(binary: &Path, auth: Option<(&str, &str)>) -> Self {
         let dir = tempfile::tempdir().unwrap();
         let d = dir.path();
         let port = super::git::free_port();
@@ -47,14 +44,17 @@ impl Registry {
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
-            .ok()?;
+            .unwrap_or_else(|e| panic!("{} does not start: {e}", binary.display()));
+        // Owned at once, so that a registry that never listens is killed
+        // (Drop) by the panic below.
+        let registry = Registry {
+            child,
+            port,
+            _dir: dir,
+        };
         for _ in 0..200 {
             if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
-                return Some(Registry {
-                    child,
-                    port,
-                    _dir: dir,
-                });
+                return registry;
             }
             std::thread::sleep(Duration::from_millis(25));
         }
