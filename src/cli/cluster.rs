@@ -171,6 +171,8 @@ pub(crate) async fn diff(args: &DiffArgs, matches: &ArgMatches) -> anyhow::Resul
         Some(path) => {
             let text = std::fs::read_to_string(path)
                 .with_context(|| format!("cannot read {}", path.display()))?;
+            kiln::manifest::check_yaml(&text)
+                .with_context(|| format!("{}: refused", path.display()))?;
             serde_yaml::from_str(&text).with_context(|| {
                 format!("{}: not a list of ignoreDifferences rules", path.display())
             })?

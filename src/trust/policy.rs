@@ -160,6 +160,7 @@ impl TrustPolicy {
             message,
         };
         let text = std::fs::read_to_string(path).map_err(|e| fail(e.to_string()))?;
+        crate::manifest::check_yaml(&text).map_err(|e| fail(e.to_string()))?;
         let file: File = serde_yaml::from_str(&text).map_err(|e| fail(e.to_string()))?;
         let base = path.parent().unwrap_or(Path::new("."));
         let mut rules = Vec::new();
