@@ -180,7 +180,7 @@ pub(crate) async fn diff(args: &DiffArgs, matches: &ArgMatches) -> anyhow::Resul
         None => Vec::new(),
     };
     let options = DiffOptions {
-        ignore: IgnoreRules::new(rules, diff::ignore::DEFAULT_JQ_TIMEOUT)?,
+        ignore: IgnoreRules::new(rules, &diff::Jq::default()).await?,
         ..DiffOptions::default()
     };
     let (objects, report, context) = pipeline(&args.pipeline, matches).await?;

@@ -60,6 +60,13 @@ enum Command {
     #[command(subcommand)]
     Source(source::SourceCommand),
     DevCluster(dev_cluster::DevClusterArgs),
+    /// Internal: runs `ignoreDifferences` jq expressions for another kiln
+    /// process (requests on stdin, answers on stdout).
+    #[command(name = kiln::diff::jq::WORKER_SUBCOMMAND, hide = true)]
+    JqWorker {
+        /// Resident memory, in bytes, past which the worker ends itself.
+        max_memory: u64,
+    },
 }
 
 /// Options of the plugin host shared by commands that run plugins.
@@ -121,6 +128,13 @@ pub(crate) fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(e) => e.exit(),
     };
+    if let Command::JqWorker { max_memory } = cli.command {
+        // No logging, no runtime: a bare loop the parent kills at will.
+        return match kiln::diff::jq::serve(max_memory) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(_) => ExitCode::from(exit::ERROR),
+        };
+    }
     init_logging(cli.verbose);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -158,6 +172,7 @@ pub(crate) fn main() -> ExitCode {
             Command::Plugin(command) => plugin::run(command).await,
             Command::Source(command) => source::run(command).await,
             Command::DevCluster(args) => dev_cluster::run(args).await,
+            Command::JqWorker { .. } => unreachable!("served above"),
         }
     });
     match result {

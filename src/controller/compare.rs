@@ -321,7 +321,8 @@ pub async fn compare(app: &Application, ctx: &Context, to: &CompareTo) -> Result
     let rules: Vec<crate::diff::IgnoreDifferences> =
         app.spec.ignore_differences.iter().map(Into::into).collect();
     let diff_options = DiffOptions {
-        ignore: IgnoreRules::new(rules, crate::diff::ignore::DEFAULT_JQ_TIMEOUT)
+        ignore: IgnoreRules::new(rules, &ctx.jq)
+            .await
             .map_err(|e| Stop::new("InvalidSpec", "InvalidIgnoreDifferences", e.to_string()))?,
         manager: config.manager.clone(),
         ..DiffOptions::default()

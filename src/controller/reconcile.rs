@@ -117,6 +117,9 @@ pub struct ControllerConfig {
     pub self_heal_backoff: SelfHealBackoff,
     /// Where plugins come from and how they are trusted.
     pub catalog: super::plugins::CatalogConfig,
+    /// How `ignoreDifferences` jq expressions run (worker processes, their
+    /// deadline and memory).
+    pub jq: crate::diff::JqConfig,
 }
 
 impl Default for ControllerConfig {
@@ -132,6 +135,7 @@ impl Default for ControllerConfig {
             concurrency: 32,
             self_heal_backoff: SelfHealBackoff::default(),
             catalog: super::plugins::CatalogConfig::default(),
+            jq: crate::diff::JqConfig::default(),
         }
     }
 }
@@ -161,6 +165,8 @@ pub struct Context {
     pub secrets: ControllerSecrets,
     /// Verified, compiled catalog plugins.
     pub catalog: super::plugins::Catalog,
+    /// The worker processes of `ignoreDifferences` jq expressions.
+    pub jq: crate::diff::Jq,
     reverts: std::sync::Mutex<HashMap<String, Reverts>>,
     refreshes: std::sync::Mutex<HashMap<String, String>>,
 }
@@ -184,6 +190,7 @@ impl Context {
         Self {
             destinations: Destinations::new(local, &config.namespace, secrets.clone()),
             catalog: super::plugins::Catalog::new(config.catalog.clone()),
+            jq: crate::diff::Jq::new(config.jq.clone()),
             secrets,
             live: LiveWatches::new(&config.namespace, &config.manager),
             client,
