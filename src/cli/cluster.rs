@@ -85,6 +85,9 @@ pub(crate) struct DiffArgs {
     #[arg(long, value_name = "FILE")]
     ignore_differences: Option<PathBuf>,
 
+    #[command(flatten)]
+    jq: super::JqArgs,
+
     /// Output: a status line per object and unified YAML diffs, or JSON.
     #[arg(short, long, value_enum, default_value = "text")]
     output: Format,
@@ -180,7 +183,7 @@ pub(crate) async fn diff(args: &DiffArgs, matches: &ArgMatches) -> anyhow::Resul
         None => Vec::new(),
     };
     let options = DiffOptions {
-        ignore: IgnoreRules::new(rules, &diff::Jq::default()).await?,
+        ignore: IgnoreRules::new(rules, &diff::Jq::new(args.jq.config())).await?,
         ..DiffOptions::default()
     };
     let (objects, report, context) = pipeline(&args.pipeline, matches).await?;

@@ -86,6 +86,9 @@ pub(crate) struct ControllerArgs {
 
     #[command(flatten)]
     host: HostArgs,
+
+    #[command(flatten)]
+    jq: super::JqArgs,
 }
 
 pub(crate) async fn run(args: &ControllerArgs) -> anyhow::Result<u8> {
@@ -120,6 +123,7 @@ pub(crate) async fn run(args: &ControllerArgs) -> anyhow::Result<u8> {
             resolve_interval: args.plugin_resolve_interval,
             ..controller::CatalogConfig::default()
         },
+        jq: args.jq.config(),
         ..ControllerConfig::default()
     };
     let ctx = Arc::new(Context::new(

@@ -113,6 +113,37 @@ impl HostArgs {
     }
 }
 
+/// Limits of `ignoreDifferences` jq expressions, which run in worker
+/// processes (docs/security.md).
+#[derive(Debug, clap::Args)]
+pub(crate) struct JqArgs {
+    /// Deadline of one jq expression (ignoreDifferences) on one object; the
+    /// worker running it is killed past it. E.g. `1s`, `500ms`.
+    #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = args::parse_duration)]
+    jq_timeout: std::time::Duration,
+
+    /// jq worker processes running at once.
+    #[arg(long, value_name = "N", default_value_t = kiln::diff::jq::DEFAULT_WORKERS,
+          value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=64))]
+    jq_workers: usize,
+
+    /// Memory cap of one jq worker process, e.g. `256Mi`.
+    #[arg(long, value_name = "SIZE", default_value = "256Mi", value_parser = args::parse_size)]
+    jq_memory: u64,
+}
+
+impl JqArgs {
+    /// The configuration of the pool.
+    pub(crate) fn config(&self) -> kiln::diff::JqConfig {
+        kiln::diff::JqConfig {
+            timeout: self.jq_timeout,
+            workers: self.jq_workers,
+            max_memory: self.jq_memory,
+            ..kiln::diff::JqConfig::default()
+        }
+    }
+}
+
 pub(crate) fn default_cache_dir() -> Option<PathBuf> {
     std::env::var_os("XDG_CACHE_HOME")
         .map(PathBuf::from)
