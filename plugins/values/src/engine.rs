@@ -285,6 +285,33 @@ mod tests {
         assert!(set_path(&mut values, "a..b", "x").is_err());
     }
 
+    /// One anchor of 3000 items referenced 3000 times: 9 million values.
+    fn bomb() -> String {
+        let items = vec!["1"; 3000].join(",");
+        let refs = vec!["*a"; 3000].join(",");
+        format!("a: &a [{items}]\nb: [{refs}]\n")
+    }
+
+    #[test]
+    fn alias_bombs_are_refused_naming_the_file() {
+        // Not `unwrap_err`: it would print 9 million values.
+        let Err(err) = parse_documents("values.yaml", &bomb()) else {
+            panic!("the bomb was parsed");
+        };
+        assert_eq!((err.file.as_str(), err.line), ("values.yaml", Some(1)));
+        assert!(
+            err.message.starts_with("YAML aliases expand to more than "),
+            "{err:?}"
+        );
+        let err = set_path(&mut Value::Null, "x", &bomb()).unwrap_err();
+        assert!(
+            err.starts_with("parameter `x`: YAML aliases expand"),
+            "{err}"
+        );
+        let few = parse_documents("v.yaml", "a: &a {b: 1}\nc: *a\n").unwrap();
+        assert_eq!(few[0]["c"]["b"], Value::from(1));
+    }
+
     #[test]
     fn broken_yaml_has_line() {
         let err = render_one("a: 1\nb: [\n").unwrap_err();
