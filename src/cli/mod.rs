@@ -127,8 +127,8 @@ pub(crate) struct JqArgs {
           value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=64))]
     jq_workers: usize,
 
-    /// Memory cap of one jq worker process, e.g. `256Mi`.
-    #[arg(long, value_name = "SIZE", default_value = "256Mi", value_parser = args::parse_size)]
+    /// Memory cap (resident) of one jq worker process, e.g. `128Mi`.
+    #[arg(long, value_name = "SIZE", default_value = "128Mi", value_parser = args::parse_size)]
     jq_memory: u64,
 }
 

@@ -33,7 +33,7 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(1);
 /// expression on one object at a time).
 pub const DEFAULT_WORKERS: usize = 2;
 /// Memory (resident set) a worker may use by default before it ends itself.
-pub const DEFAULT_MAX_MEMORY: u64 = 256 << 20;
+pub const DEFAULT_MAX_MEMORY: u64 = 128 << 20;
 /// The exit status of a worker that went past its memory cap.
 const EXIT_OUT_OF_MEMORY: i32 = 86;
 /// How often a worker looks at its own memory.
