@@ -14,25 +14,25 @@ use crate::manifest::ObjectKey;
 #[non_exhaustive]
 pub enum IgnoreError {
     /// A jq expression does not compile (or its compilation was stopped).
-    #[error("ignoreDifferences: jq expression {expression:?} is invalid: {source}")]
+    #[error("ignoreDifferences: jq expression {expression:?} is invalid: {error}")]
     InvalidJq {
         /// The expression.
         expression: String,
-        /// The compiler's complaint.
-        source: JqError,
+        /// The compiler's complaint, or why the compilation was stopped.
+        error: JqError,
     },
     /// A JSON pointer does not start with `/`.
     #[error("ignoreDifferences: JSON pointer {0:?} must start with '/'")]
     InvalidPointer(String),
     /// A jq expression failed, or was stopped, on an object.
-    #[error("ignoreDifferences: jq expression {expression:?} on {object}: {source}")]
+    #[error("ignoreDifferences: jq expression {expression:?} on {object}: {error}")]
     JqFailed {
         /// The expression.
         expression: String,
         /// The object it ran on.
         object: String,
         /// What went wrong.
-        source: JqError,
+        error: JqError,
     },
 }
 
@@ -102,9 +102,9 @@ impl IgnoreRules {
                 uses_jq = true;
                 jq.check(expression)
                     .await
-                    .map_err(|source| IgnoreError::InvalidJq {
+                    .map_err(|error| IgnoreError::InvalidJq {
                         expression: expression.clone(),
-                        source,
+                        error,
                     })?;
             }
         }
@@ -136,10 +136,10 @@ impl IgnoreRules {
                 *object = jq
                     .delete(expression, object.take())
                     .await
-                    .map_err(|source| IgnoreError::JqFailed {
+                    .map_err(|error| IgnoreError::JqFailed {
                         expression: expression.clone(),
                         object: key.to_string(),
-                        source,
+                        error,
                     })?;
             }
             if let Some(entries) = live

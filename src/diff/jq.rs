@@ -82,12 +82,12 @@ pub enum JqError {
     #[error("the jq worker crashed ({0}): a recursion too deep?")]
     Crashed(String),
     /// No worker could be started or spoken to.
-    #[error("jq worker {program}: {source}")]
+    #[error("jq worker {program}: {error}")]
     Worker {
         /// The worker program.
         program: String,
         /// Why.
-        source: std::io::Error,
+        error: std::io::Error,
     },
 }
 
@@ -270,10 +270,10 @@ impl Jq {
         }
     }
 
-    fn worker_error(&self, source: std::io::Error) -> JqError {
+    fn worker_error(&self, error: std::io::Error) -> JqError {
         JqError::Worker {
             program: self.inner.config.program.display().to_string(),
-            source,
+            error,
         }
     }
 }
