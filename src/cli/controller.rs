@@ -120,6 +120,9 @@ pub(crate) struct ControllerArgs {
 
     #[command(flatten)]
     host: HostArgs,
+
+    #[command(flatten)]
+    jq: super::JqArgs,
 }
 
 pub(crate) async fn run(args: &ControllerArgs) -> anyhow::Result<u8> {
@@ -163,6 +166,7 @@ pub(crate) async fn run(args: &ControllerArgs) -> anyhow::Result<u8> {
             ..controller::CatalogConfig::default()
         },
         allow_file_repositories: args.allow_file_repositories,
+        jq: args.jq.config(),
         ..ControllerConfig::default()
     };
     if args.allow_file_repositories {

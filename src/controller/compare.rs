@@ -277,7 +277,7 @@ pub async fn compare(app: &Application, ctx: &Context, to: &CompareTo) -> Result
     let rules: Vec<crate::diff::IgnoreDifferences> =
         app.spec.ignore_differences.iter().map(Into::into).collect();
     let diff_options = DiffOptions {
-        ignore: IgnoreRules::new(rules, crate::diff::ignore::DEFAULT_JQ_TIMEOUT).map_err(|e| {
+        ignore: IgnoreRules::new(rules, &ctx.jq).await.map_err(|e| {
             Stop::new(
                 "InvalidSpec",
                 "InvalidIgnoreDifferences",

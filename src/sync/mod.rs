@@ -347,7 +347,7 @@ impl<'a> Engine<'a> {
                 Err(ClusterError::UnknownKind { .. }) => {
                     report
                         .objects
-                        .push(diff::compare(Some(object), None, None, options)?);
+                        .push(diff::compare(Some(object), None, None, options).await?);
                     continue;
                 }
                 Err(e) => return Err(e.into()),
@@ -363,18 +363,15 @@ impl<'a> Engine<'a> {
                 }
                 None => None,
             };
-            report.objects.push(diff::compare(
-                Some(object),
-                live.as_ref(),
-                predicted.as_ref(),
-                options,
-            )?);
+            report.objects.push(
+                diff::compare(Some(object), live.as_ref(), predicted.as_ref(), options).await?,
+            );
         }
         for (_, live) in self.tracked().await? {
             if !desired_keys.contains(&ObjectKey::of(&live)) {
                 report
                     .objects
-                    .push(diff::compare(None, Some(&live), None, options)?);
+                    .push(diff::compare(None, Some(&live), None, options).await?);
             }
         }
         Ok(report)
@@ -578,6 +575,7 @@ impl<'a> Engine<'a> {
                     predicted.as_ref(),
                     &DiffOptions::default(),
                 )
+                .await
                 .map_err(|e| e.to_string())?;
                 if compared.status == SyncStatus::Synced {
                     return Ok((Action::Skipped, "already synced".into(), Some(resolved)));
@@ -683,6 +681,7 @@ impl<'a> Engine<'a> {
                     Some(&predicted),
                     &DiffOptions::default(),
                 )
+                .await
                 .map_err(|e| e.to_string())?;
                 if compared.status == SyncStatus::Synced {
                     Action::Unchanged

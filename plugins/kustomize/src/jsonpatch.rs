@@ -22,6 +22,7 @@ pub struct Op {
 
 /// Parses a list of operations (YAML or JSON).
 pub fn parse(text: &str) -> Result<Vec<Op>, String> {
+    crate::check_yaml_text(text)?;
     let ops: Vec<Op> = serde_yaml::from_str(text).map_err(|e| e.to_string())?;
     for op in &ops {
         match op.op.as_str() {
