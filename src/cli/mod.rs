@@ -118,24 +118,27 @@ pub(crate) struct HostArgs {
 
 impl HostArgs {
     pub(crate) fn host(&self) -> anyhow::Result<kiln::plugin::PluginHost> {
-        let mut config = kiln::plugin::HostConfig::default();
-        config.compile_cache = match (&self.compile_cache, self.no_compile_cache) {
-            (_, true) => None,
-            (Some(dir), false) => Some(dir.clone()),
-            (None, false) => default_cache_dir().map(|d| d.join("compiled")),
+        let defaults = kiln::plugin::HostConfig::default();
+        let config = kiln::plugin::HostConfig {
+            compile_cache: match (&self.compile_cache, self.no_compile_cache) {
+                (_, true) => None,
+                (Some(dir), false) => Some(dir.clone()),
+                (None, false) => default_cache_dir().map(|d| d.join("compiled")),
+            },
+            default_limits: kiln::plugin::Limits {
+                memory: self.plugin_memory,
+                timeout: self.plugin_timeout,
+                output: self.plugin_output,
+                ..Default::default()
+            },
+            max_memory: self.plugin_max_memory.max(self.plugin_memory),
+            memory_budget: self.plugin_memory_budget,
+            compiled_size: self.compiled_plugins_size,
+            max_concurrency: self
+                .plugin_concurrency
+                .map_or(defaults.max_concurrency, usize::from),
+            ..defaults
         };
-        config.default_limits = kiln::plugin::Limits {
-            memory: self.plugin_memory,
-            timeout: self.plugin_timeout,
-            output: self.plugin_output,
-            ..Default::default()
-        };
-        config.max_memory = self.plugin_max_memory.max(self.plugin_memory);
-        config.memory_budget = self.plugin_memory_budget;
-        config.compiled_size = self.compiled_plugins_size;
-        if let Some(n) = self.plugin_concurrency {
-            config.max_concurrency = n.into();
-        }
         Ok(kiln::plugin::PluginHost::new(config)?)
     }
 }
