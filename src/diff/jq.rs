@@ -36,6 +36,9 @@ pub const DEFAULT_WORKERS: usize = 2;
 pub const DEFAULT_MAX_MEMORY: u64 = 128 << 20;
 /// The exit status of a worker that went past its memory cap.
 const EXIT_OUT_OF_MEMORY: i32 = 86;
+/// What a worker may map beyond its memory cap for itself (thread stacks,
+/// the allocator's arenas, the binary's data).
+const DATA_SLACK: u64 = 64 << 20;
 /// How often a worker looks at its own memory.
 const WATCH_INTERVAL: Duration = Duration::from_millis(5);
 
@@ -282,6 +285,18 @@ impl Jq {
 /// until stdin ends. A watchdog thread ends the process with a distinct
 /// status once its resident memory passes `max_memory` bytes.
 pub fn serve(max_memory: u64) -> std::io::Result<()> {
+    // A hard bound first: the kernel refuses allocations past it, so an
+    // expression that touches gigabytes between two looks of the watchdog
+    // ends this worker (an allocation failure aborts it), never the
+    // controller's container. The slack covers the process itself.
+    let limit = max_memory.saturating_add(DATA_SLACK);
+    rustix::process::setrlimit(
+        rustix::process::Resource::Data,
+        rustix::process::Rlimit {
+            current: Some(limit),
+            maximum: Some(limit),
+        },
+    )?;
     std::thread::Builder::new()
         .name("jq-memory-watch".into())
         .spawn(move || {
