@@ -735,7 +735,10 @@ async fn plugins_naming_controller_files_are_refused_by_default() {
             .map(|_| status.clone())
     })
     .await;
-    assert_eq!(status["conditions"][0]["reason"], "FilePluginNotAllowed", "{status}");
+    assert_eq!(
+        status["conditions"][0]["reason"], "FilePluginNotAllowed",
+        "{status}"
+    );
     let _ = w.stop.send(());
 }
 

@@ -457,7 +457,11 @@ mod tests {
             namespace: None,
             name: name.into(),
         };
-        assert!(project.admit_object(&namespace("team-a"), false, &AT).is_ok());
+        assert!(
+            project
+                .admit_object(&namespace("team-a"), false, &AT)
+                .is_ok()
+        );
         for name in ["kube-system", "kiln"] {
             let error = project
                 .admit_object(&namespace(name), false, &AT)
@@ -479,7 +483,10 @@ mod tests {
                 name: name.into(),
                 ..key("", "ConfigMap", namespace)
             };
-            assert!(project.admit_object(&object, true, &AT).is_err(), "{object}");
+            assert!(
+                project.admit_object(&object, true, &AT).is_err(),
+                "{object}"
+            );
         }
     }
 

@@ -105,7 +105,9 @@ pub enum SourceError {
         limit: u64,
     },
     /// The render observed more distinct paths than a read set may hold.
-    #[error("a render may observe at most {reads} paths ({bytes} bytes of paths); this one asked for more")]
+    #[error(
+        "a render may observe at most {reads} paths ({bytes} bytes of paths); this one asked for more"
+    )]
     TooManyReads {
         /// The limit on paths.
         reads: usize,

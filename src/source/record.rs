@@ -100,7 +100,6 @@ impl ReadSet {
             }
         }
     }
-
 }
 
 /// A [`SourceView`] that records every successful observation into a

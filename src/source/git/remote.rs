@@ -490,8 +490,14 @@ mod origin_tests {
             url: Some(url.into()),
             ..Default::default()
         };
-        assert!(same_origin(&origin, &asked("https://git.corp.example/team/app.git/info/refs")));
-        assert!(same_origin(&origin, &asked("https://GIT.corp.example:443/other")));
+        assert!(same_origin(
+            &origin,
+            &asked("https://git.corp.example/team/app.git/info/refs")
+        ));
+        assert!(same_origin(
+            &origin,
+            &asked("https://GIT.corp.example:443/other")
+        ));
         for elsewhere in [
             "https://git.corp.example.evil.com/team/app.git",
             "http://git.corp.example/team/app.git",
