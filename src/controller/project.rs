@@ -393,7 +393,14 @@ mod tests {
         );
         assert!(
             project
-                .admit_object(&key("", "Namespace", None), false, &AT)
+                .admit_object(
+                    &ObjectKey {
+                        name: "team-x".into(),
+                        ..key("", "Namespace", None)
+                    },
+                    false,
+                    &AT
+                )
                 .is_ok()
         );
         let error = project
