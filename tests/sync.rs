@@ -564,3 +564,52 @@ async fn unknown_kinds_cost_one_discovery_round_not_one_per_object() {
         kube.discovery_rounds()
     );
 }
+
+/// Pruning is held to a guard (the controller's: the project's rules): a
+/// tracked object the guard refuses is reported, not deleted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn prune_deletes_only_what_the_guard_allows() {
+    let cluster = Cluster::start().await;
+    let kube = KubeCluster::new(cluster.client.clone());
+    let options = SyncOptions {
+        prune: true,
+        ..fast()
+    };
+    Engine::new(&kube, app(), options.clone())
+        .sync(vec![cm("mine", json!({})), cm("guarded", json!({}))])
+        .await
+        .unwrap();
+    let guard: kiln::sync::PruneGuard = std::sync::Arc::new(|key, _namespaced| {
+        if key.name == "guarded" {
+            Err("outside the project".to_owned())
+        } else {
+            Ok(())
+        }
+    });
+    let result = Engine::new(&kube, app(), options)
+        .with_prune_guard(guard)
+        .sync(vec![])
+        .await
+        .unwrap();
+    let mut lines = actions(&result);
+    lines.sort();
+    assert_eq!(
+        lines,
+        vec![
+            "PruneSkipped ConfigMap default/guarded",
+            "Pruned ConfigMap default/mine"
+        ]
+    );
+    let skipped = result
+        .objects
+        .iter()
+        .find(|o| o.action == Action::PruneSkipped)
+        .unwrap();
+    assert!(
+        skipped.message.contains("outside the project"),
+        "{}",
+        skipped.message
+    );
+    let cms = cluster.api("v1", "ConfigMap", "configmaps", Some("default"));
+    assert!(cms.get_opt("guarded").await.unwrap().is_some());
+}

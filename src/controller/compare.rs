@@ -21,7 +21,9 @@ use crate::policy;
 use crate::render::{self, Step};
 use crate::source::SourceView;
 use crate::source::git::{RepoUrl, Revision};
-use crate::sync::{Application as SyncApp, DefinedScopes, Engine, RetryPolicy, SyncOptions};
+use crate::sync::{
+    Application as SyncApp, DefinedScopes, Engine, PruneGuard, RetryPolicy, SyncOptions,
+};
 
 /// Why a comparison (or a sync) stopped: recorded as a condition of the
 /// Application with a reason a person can act on.
@@ -83,12 +85,16 @@ pub struct Comparison {
     pub options: SyncOptions,
     /// Plugins that ran unverified (`verify.insecure: true`).
     pub insecure_plugins: Vec<String>,
+    /// What a sync may prune.
+    pub prune_guard: PruneGuard,
 }
 
 impl Comparison {
-    /// A sync engine for this comparison's destination.
+    /// A sync engine for this comparison's destination, pruning only what
+    /// the project allows.
     pub fn engine(&self, options: SyncOptions) -> Engine<'_> {
         Engine::new(&self.target.cluster, self.sync_app.clone(), options)
+            .with_prune_guard(self.prune_guard.clone())
     }
 }
 
@@ -98,25 +104,7 @@ pub async fn compare(app: &Application, ctx: &Context, to: &CompareTo) -> Result
     let name = app.metadata.name.clone().unwrap_or_default();
 
     // Project rules, before anything else.
-    let projects: Api<AppProject> = Api::namespaced(ctx.client.clone(), &config.namespace);
-    let project = match projects.get_opt(&app.spec.project).await {
-        Ok(Some(found)) => Project::new(&app.spec.project, found.spec),
-        Ok(None) if app.spec.project == "default" => Project::new("default", project::permissive()),
-        Ok(None) => {
-            return Err(Stop::new(
-                "InvalidSpec",
-                "ProjectNotFound",
-                format!("project {:?} does not exist", app.spec.project),
-            ));
-        }
-        Err(e) => {
-            return Err(Stop::new(
-                "ComparisonError",
-                "ProjectUnreadable",
-                crate::text::chain(&e),
-            ));
-        }
-    };
+    let project = load_project(app, ctx).await?;
     let url = repository(app, config)?;
     project.admit(app).map_err(|v| {
         Stop::new(
@@ -291,6 +279,7 @@ pub async fn compare(app: &Application, ctx: &Context, to: &CompareTo) -> Result
         .diff(objects.clone(), &diff_options)
         .await
         .map_err(|e| Stop::new("ComparisonError", "DiffFailed", crate::text::chain(&e)))?;
+    let prune_guard = prune_guard(project, &target.server, &target.name, &config.namespace);
     Ok(Comparison {
         commit,
         target,
@@ -301,6 +290,54 @@ pub async fn compare(app: &Application, ctx: &Context, to: &CompareTo) -> Result
         sync_app,
         options,
         insecure_plugins: insecure,
+        prune_guard,
+    })
+}
+
+/// The Application's project (the implicit `default` one when no AppProject
+/// of that name exists).
+pub(super) async fn load_project(app: &Application, ctx: &Context) -> Result<Project, Stop> {
+    let projects: Api<AppProject> = Api::namespaced(ctx.client.clone(), &ctx.config.namespace);
+    match projects.get_opt(&app.spec.project).await {
+        Ok(Some(found)) => Ok(Project::new(&app.spec.project, found.spec)),
+        Ok(None) if app.spec.project == "default" => {
+            Ok(Project::new("default", project::permissive()))
+        }
+        Ok(None) => Err(Stop::new(
+            "InvalidSpec",
+            "ProjectNotFound",
+            format!("project {:?} does not exist", app.spec.project),
+        )),
+        Err(e) => Err(Stop::new(
+            "ComparisonError",
+            "ProjectUnreadable",
+            crate::text::chain(&e),
+        )),
+    }
+}
+
+/// What a sync of `project`'s application may prune on `target`: only what
+/// the project would let it write there.
+pub(super) fn prune_guard(
+    project: Project,
+    server: &str,
+    name: &str,
+    controller_namespace: &str,
+) -> PruneGuard {
+    let (server, name, controller_namespace) = (
+        server.to_owned(),
+        name.to_owned(),
+        controller_namespace.to_owned(),
+    );
+    Arc::new(move |key: &ObjectKey, namespaced: bool| {
+        let at = Placement {
+            server: &server,
+            name: &name,
+            controller_namespace: &controller_namespace,
+        };
+        project
+            .admit_object(key, namespaced, &at)
+            .map_err(|v| v.to_string())
     })
 }
 

@@ -467,10 +467,28 @@ async fn finalize(
             return Ok(Action::requeue(Duration::from_secs(30)));
         }
     };
-    match Engine::new(&destination.cluster, target, options)
-        .sync(Vec::new())
-        .await
-    {
+    // What is deleted is held to the project, like what was applied. A
+    // project deleted meanwhile leaves nothing to hold it to: its
+    // applications' resources are deleted as tracked.
+    let mut engine = Engine::new(&destination.cluster, target, options);
+    match super::compare::load_project(app, ctx).await {
+        Ok(project) => {
+            engine = engine.with_prune_guard(super::compare::prune_guard(
+                project,
+                &destination.server,
+                &destination.name,
+                &ctx.config.namespace,
+            ));
+        }
+        Err(stop) if stop.reason == "ProjectNotFound" => {
+            tracing::warn!(project = %app.spec.project, "the project is gone; deleting the application's tracked resources without its rules");
+        }
+        Err(stop) => {
+            tracing::warn!(error = %stop, "cannot read the project; retrying in 30s");
+            return Ok(Action::requeue(Duration::from_secs(30)));
+        }
+    }
+    match engine.sync(Vec::new()).await {
         Ok(result) if result.outcome == Outcome::Succeeded => {
             tracing::info!(
                 pruned = result.count(SyncAction::Pruned),

@@ -169,7 +169,14 @@ pub struct Engine<'a> {
     /// The kinds the set being diffed or synced defines itself (set by
     /// [`Engine::prepare`]): only those are waited for when not served yet.
     defined: std::sync::RwLock<DefinedScopes>,
+    prune_guard: Option<PruneGuard>,
 }
+
+/// Says whether a tracked object may be pruned (`Err` says why not), given
+/// its key and whether its kind is namespaced: the controller holds what it
+/// deletes to the application's project, like what it applies.
+pub type PruneGuard =
+    Arc<dyn Fn(&ObjectKey, bool) -> std::result::Result<(), String> + Send + Sync>;
 
 fn api_error(error: &kube::Error) -> String {
     match error {
@@ -208,7 +215,15 @@ impl<'a> Engine<'a> {
             options,
             interrupt: None,
             defined: std::sync::RwLock::new(DefinedScopes::default()),
+            prune_guard: None,
         }
+    }
+
+    /// Prunes only what `guard` allows; the rest is reported as
+    /// `PruneSkipped` with the guard's reason.
+    pub fn with_prune_guard(mut self, guard: PruneGuard) -> Self {
+        self.prune_guard = Some(guard);
+        self
     }
 
     /// Stops a sync cleanly between waves once `flag` is raised: the wave
@@ -879,6 +894,15 @@ impl<'a> Engine<'a> {
                 (
                     Action::PruneSkipped,
                     "no longer rendered; the object says Prune=false".to_owned(),
+                )
+            } else if let Some(Err(why)) = self
+                .prune_guard
+                .as_ref()
+                .map(|guard| guard(&key, resolved.namespaced))
+            {
+                (
+                    Action::PruneSkipped,
+                    format!("no longer rendered; not pruned: {why}"),
                 )
             } else {
                 let api = self.cluster.api(&resolved, key.namespace.as_deref());
