@@ -52,7 +52,7 @@ pub struct Cluster {
     all: RwLock<Vec<Resolved>>,
     /// When discovery last ran; held while it runs, so concurrent misses
     /// share one round ([`MIN_REFRESH_INTERVAL`]).
-    refreshed: tokio::sync::Mutex<Option<std::time::Instant>>,
+    refreshed: tokio::sync::Mutex<Option<(std::time::Instant, Option<String>)>>,
     rounds: std::sync::atomic::AtomicU64,
 }
 
@@ -60,6 +60,9 @@ pub struct Cluster {
 /// a render full of kinds the cluster does not serve costs one round per
 /// interval, not one per object.
 pub const MIN_REFRESH_INTERVAL: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// The longest one discovery round may take: lookups queue behind it.
+pub const DISCOVERY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
 
 impl std::fmt::Debug for Cluster {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -171,11 +174,31 @@ impl Cluster {
         }
         {
             let mut refreshed = self.refreshed.lock().await;
-            // Someone refreshed while we waited, or just before: no new round.
-            let recent = refreshed.is_some_and(|at| at.elapsed() < MIN_REFRESH_INTERVAL);
-            if !recent && !self.kinds.read().await.contains_key(&key) {
-                self.refresh().await?;
-                *refreshed = Some(std::time::Instant::now());
+            // Someone refreshed while we waited, or just before: no new round
+            // (a failed round counts too: its error stands for the interval).
+            let recent = refreshed
+                .as_ref()
+                .filter(|(at, _)| at.elapsed() < MIN_REFRESH_INTERVAL);
+            match recent {
+                Some((_, Some(error))) => {
+                    return Err(ClusterError::Discovery(kube::Error::Service(
+                        error.clone().into(),
+                    )));
+                }
+                Some((_, None)) => {}
+                None if self.kinds.read().await.contains_key(&key) => {}
+                None => {
+                    let round = tokio::time::timeout(DISCOVERY_TIMEOUT, self.refresh()).await;
+                    let error = match round {
+                        Ok(Ok(())) => None,
+                        Ok(Err(e)) => Some(crate::text::chain(&e)),
+                        Err(_) => Some(format!("discovery took longer than {DISCOVERY_TIMEOUT:?}")),
+                    };
+                    *refreshed = Some((std::time::Instant::now(), error.clone()));
+                    if let Some(error) = error {
+                        return Err(ClusterError::Discovery(kube::Error::Service(error.into())));
+                    }
+                }
             }
         }
         self.kinds

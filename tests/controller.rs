@@ -742,6 +742,48 @@ async fn plugins_naming_controller_files_are_refused_by_default() {
     let _ = w.stop.send(());
 }
 
+/// Deleting an Application whose project does not exist deletes nothing:
+/// whoever recreates an Application under an old name with a made-up
+/// project must not be able to delete what it once wrote.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deleting_an_application_of_a_missing_project_leaves_its_resources() {
+    let w = world().await;
+    let projects = w.cluster.api(
+        "kiln.dev/v1alpha1",
+        "AppProject",
+        "appprojects",
+        Some("kiln"),
+    );
+    projects
+        .create(&PostParams::default(), &serde_json::from_value(json!({"apiVersion": "kiln.dev/v1alpha1", "kind": "AppProject",
+            "metadata": {"name": "temp"}, "spec": {"sourceRepos": ["*"], "destinations": [{"namespace": "*"}]}})).unwrap())
+        .await
+        .unwrap();
+    let apps: Api<Application> = Api::namespaced(w.cluster.client.clone(), "kiln");
+    let mut app = application("orphaned", &w.url, "temp");
+    app.metadata.finalizers = Some(vec![kiln::api::RESOURCES_FINALIZER.into()]);
+    apps.create(&PostParams::default(), &app).await.unwrap();
+    eventually("the ConfigMap", async || {
+        live_configmap(&w.cluster, "settings").await
+    })
+    .await;
+    projects.delete("temp", &Default::default()).await.unwrap();
+    apps.delete("orphaned", &Default::default()).await.unwrap();
+    eventually("the Application gone", async || {
+        apps.get_opt("orphaned")
+            .await
+            .unwrap()
+            .is_none()
+            .then_some(())
+    })
+    .await;
+    assert!(
+        live_configmap(&w.cluster, "settings").await.is_some(),
+        "left in place"
+    );
+    let _ = w.stop.send(());
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn app_of_apps_creates_children_and_the_finalizer_cascades() {
     let w = world().await;

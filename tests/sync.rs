@@ -613,3 +613,17 @@ async fn prune_deletes_only_what_the_guard_allows() {
     let cms = cluster.api("v1", "ConfigMap", "configmaps", Some("default"));
     assert!(cms.get_opt("guarded").await.unwrap().is_some());
 }
+
+/// A failed discovery round counts: lookups within the interval get its
+/// error at once instead of each running discovery again.
+#[tokio::test]
+async fn a_failed_discovery_round_is_not_repeated_by_every_lookup() {
+    let unreachable = kube::Config::new("http://127.0.0.1:1".parse().unwrap());
+    let client = kube::Client::try_from(unreachable).unwrap();
+    let kube = KubeCluster::new(client);
+    for i in 0..20 {
+        let error = kube.resolve("v1", &format!("Kind{i}")).await.unwrap_err();
+        assert!(error.to_string().contains("discover"), "{error}");
+    }
+    assert!(kube.discovery_rounds() < 5, "{}", kube.discovery_rounds());
+}

@@ -55,8 +55,17 @@ fn path_segment(text: &str) -> bool {
     !text.is_empty()
         && text != "."
         && text != ".."
-        && !text.contains(['/', '%'])
+        && !text.contains(['/', '%', '?', '#'])
         && !text.chars().any(char::is_control)
+}
+
+/// Whether `text` is an RFC 1123 label, what a namespace's name must be.
+fn dns_label(text: &str) -> bool {
+    let alnum = |c: char| c.is_ascii_lowercase() || c.is_ascii_digit();
+    (1..=63).contains(&text.len())
+        && text.chars().all(|c| alnum(c) || c == '-')
+        && text.starts_with(alnum)
+        && text.ends_with(alnum)
 }
 
 fn kind_listed(list: &[GroupKind], key: &ObjectKey) -> bool {
@@ -232,6 +241,11 @@ impl Project {
                 "{key} is namespaced but names no namespace, and the application's destination names none"
             )));
         };
+        if !dns_label(namespace) {
+            return Err(self.violation(format!(
+                "{key}: {namespace:?} is not a valid namespace (an RFC 1123 label)"
+            )));
+        }
         if !self.destination_allowed(at.server, at.name, namespace) {
             return Err(self.violation(format!(
                 "{key} would be written to namespace {namespace:?} of {} ({}), which its destinations do not allow",
@@ -480,11 +494,23 @@ mod tests {
     #[test]
     fn names_that_are_not_path_segments_are_refused() {
         let project = Project::new("default", permissive());
+        // Real names pass: RBAC names with `:`, dotted names.
+        for name in ["system:controller:x", "v1.apps.example", "a_b"] {
+            let object = ObjectKey {
+                name: name.into(),
+                ..key("", "ConfigMap", Some("team-a"))
+            };
+            assert!(project.admit_object(&object, true, &AT).is_ok(), "{name}");
+        }
         for (namespace, name) in [
             (Some("team-a/../kiln"), "x"),
             (Some("team-a"), "../x"),
             (Some("team-a"), "x%2f"),
             (Some(".."), "x"),
+            (Some("kiln#"), "x"),
+            (Some("team-a?x"), "x"),
+            (Some("Team-A"), "x"),
+            (Some("team-a"), "x?y"),
         ] {
             let object = ObjectKey {
                 name: name.into(),

@@ -467,31 +467,40 @@ async fn finalize(
             return Ok(Action::requeue(Duration::from_secs(30)));
         }
     };
-    // What is deleted is held to the project, like what was applied. A
-    // project deleted meanwhile leaves nothing to hold it to: its
-    // applications' resources are deleted as tracked.
-    let mut engine = Engine::new(&destination.cluster, target, options);
-    match super::compare::load_project(app, ctx).await {
-        Ok(project) => {
-            engine = engine.with_prune_guard(super::compare::prune_guard(
-                project,
-                &destination.server,
-                &destination.name,
-                &ctx.config.namespace,
-            ));
-        }
+    // What is deleted is held to the project, like what was applied. An
+    // Application naming a project that does not exist deletes nothing:
+    // otherwise anyone recreating an Application under an old name with a
+    // made-up project could delete what it once wrote anywhere.
+    let guard: crate::sync::PruneGuard = match super::compare::load_project(app, ctx).await {
+        Ok(project) => super::compare::prune_guard(
+            project,
+            &destination.server,
+            &destination.name,
+            &ctx.config.namespace,
+        ),
         Err(stop) if stop.reason == "ProjectNotFound" => {
-            tracing::warn!(project = %app.spec.project, "the project is gone; deleting the application's tracked resources without its rules");
+            tracing::warn!(project = %app.spec.project, "the project does not exist; the application's resources are left in place");
+            let project = app.spec.project.clone();
+            Arc::new(move |_, _| Err(format!("project {project:?} does not exist")))
         }
         Err(stop) => {
             tracing::warn!(error = %stop, "cannot read the project; retrying in 30s");
             return Ok(Action::requeue(Duration::from_secs(30)));
         }
-    }
+    };
+    let engine = Engine::new(&destination.cluster, target, options).with_prune_guard(guard);
     match engine.sync(Vec::new()).await {
         Ok(result) if result.outcome == Outcome::Succeeded => {
+            for left in result
+                .objects
+                .iter()
+                .filter(|o| o.action == SyncAction::PruneSkipped)
+            {
+                tracing::warn!(object = %left.key, reason = %left.message, "left in place");
+            }
             tracing::info!(
                 pruned = result.count(SyncAction::Pruned),
+                left = result.count(SyncAction::PruneSkipped),
                 "deleted the application's resources"
             );
         }

@@ -62,7 +62,6 @@ pub struct ControllerSecrets {
     _watch: Option<Arc<AbortOnDrop>>,
 }
 
-/// Aborts a watch task when dropped.
 /// A reflector store holding `objects`, ready, that no watch updates (a
 /// one-off read, tests).
 pub(super) fn fixed_store<K>(objects: impl IntoIterator<Item = K>) -> Store<K>
@@ -79,6 +78,7 @@ where
     store
 }
 
+/// Aborts a watch task when dropped.
 pub(super) struct AbortOnDrop(pub(super) tokio::task::AbortHandle);
 
 impl Drop for AbortOnDrop {

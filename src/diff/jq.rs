@@ -266,7 +266,9 @@ impl Jq {
                     return JqError::Crashed("did not exit after closing its output".into());
                 }
             };
-        if status.code() == Some(EXIT_OUT_OF_MEMORY) {
+        // An allocation past RLIMIT_DATA aborts the worker (SIGABRT).
+        let aborted = std::os::unix::process::ExitStatusExt::signal(&status) == Some(6);
+        if status.code() == Some(EXIT_OUT_OF_MEMORY) || aborted {
             JqError::OutOfMemory(self.inner.config.max_memory)
         } else {
             JqError::Crashed(status.to_string())
@@ -289,10 +291,15 @@ pub fn serve(max_memory: u64) -> std::io::Result<()> {
     // expression that touches gigabytes between two looks of the watchdog
     // ends this worker (an allocation failure aborts it), never the
     // controller's container. The slack covers the process itself.
-    let limit = max_memory.saturating_add(DATA_SLACK);
-    rustix::process::setrlimit(
-        rustix::process::Resource::Data,
-        rustix::process::Rlimit {
+    use rustix::process::{Resource, Rlimit, getrlimit, setrlimit};
+    // Never above a hard limit already set (raising it would be refused).
+    let hard = getrlimit(Resource::Data).maximum;
+    let limit = hard.map_or(max_memory.saturating_add(DATA_SLACK), |hard| {
+        hard.min(max_memory.saturating_add(DATA_SLACK))
+    });
+    setrlimit(
+        Resource::Data,
+        Rlimit {
             current: Some(limit),
             maximum: Some(limit),
         },

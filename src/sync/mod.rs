@@ -178,6 +178,16 @@ pub struct Engine<'a> {
 pub type PruneGuard =
     Arc<dyn Fn(&ObjectKey, bool) -> std::result::Result<(), String> + Send + Sync>;
 
+fn api_version_kind(object: &Value) -> (&str, &str) {
+    let text = |field: &str| {
+        object
+            .get(field)
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+    };
+    (text("apiVersion"), text("kind"))
+}
+
 fn api_error(error: &kube::Error) -> String {
     match error {
         kube::Error::Api(status) => {
@@ -241,17 +251,17 @@ impl<'a> Engine<'a> {
             .is_some_and(|f| f.load(Ordering::Relaxed))
     }
 
-    /// Resolves a kind, waiting briefly when the set itself defines it
-    /// through a CRD (a real API server takes a moment to serve it).
+    /// Resolves a kind as the cluster serves it now.
     async fn resolve(&self, object: &Value) -> Result<Resolved, ClusterError> {
-        let api_version = object
-            .get("apiVersion")
-            .and_then(Value::as_str)
-            .unwrap_or_default();
-        let kind = object
-            .get("kind")
-            .and_then(Value::as_str)
-            .unwrap_or_default();
+        let (api_version, kind) = api_version_kind(object);
+        self.cluster.resolve(api_version, kind).await
+    }
+
+    /// Resolves a kind about to be applied, waiting briefly when the set
+    /// itself defines it through a CRD applied earlier in this sync (a real
+    /// API server takes a moment to serve it).
+    async fn resolve_waiting(&self, object: &Value) -> Result<Resolved, ClusterError> {
+        let (api_version, kind) = api_version_kind(object);
         let defined_here = self
             .defined
             .read()
@@ -577,7 +587,7 @@ impl<'a> Engine<'a> {
     async fn apply(&self, planned: &Planned) -> Result<(Action, String, Option<Resolved>), String> {
         let key = &planned.key;
         let resolved = self
-            .resolve(&planned.object)
+            .resolve_waiting(&planned.object)
             .await
             .map_err(|e| e.to_string())?;
         let api = self.cluster.api(&resolved, key.namespace.as_deref());
