@@ -235,7 +235,10 @@ impl<'de: 't, 't> Visitor<'de> for Read<'t> {
                 _ => Place::Other,
             };
             let value = if place == Place::Annotation && self.annotation_text {
-                Value::String(map.next_value_seed(Text)?)
+                match map.next_value_seed(Text(self))? {
+                    Some(text) => Value::String(text),
+                    None => continue,
+                }
             } else {
                 map.next_value_seed(self.at(place))?
             };
@@ -246,26 +249,31 @@ impl<'de: 't, 't> Visitor<'de> for Read<'t> {
 }
 
 /// A scalar's text as written (`1e3`, `True`, `~`), as kustomize reads
-/// annotation values; a sequence or mapping there is an error.
-struct Text;
+/// annotation values; `None` for an empty plain scalar (kustomize drops
+/// that annotation); a sequence or mapping there is an error.
+struct Text<'t>(Read<'t>);
 
-impl<'de> DeserializeSeed<'de> for Text {
-    type Value = String;
+impl<'de: 't, 't> DeserializeSeed<'de> for Text<'t> {
+    type Value = Option<String>;
 
-    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<String, D::Error> {
+    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
         d.deserialize_str(self)
     }
 }
 
-impl<'de> Visitor<'de> for Text {
-    type Value = String;
+impl<'de: 't, 't> Visitor<'de> for Text<'t> {
+    type Value = Option<String>;
 
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
         f.write_str("an annotation value (a string)")
     }
 
-    fn visit_str<E: de::Error>(self, v: &str) -> Result<String, E> {
-        Ok(v.to_owned())
+    fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Self::Value, E> {
+        Ok((!v.is_empty() || !self.0.plain(v)).then(|| v.to_owned()))
+    }
+
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
+        Ok(Some(v.to_owned()))
     }
 }
 
@@ -505,11 +513,11 @@ mod tests {
 
     #[test]
     fn annotation_values_keep_their_text() {
-        let text = "kind: List\nitems:\n- metadata:\n    annotations: {a: 017, b: 2024-01-01, c: 1e3, d: True, e: ~, f: , g: 1.50}\n    labels: {a: 017}\n";
+        let text = "kind: List\nitems:\n- metadata:\n    annotations: {a: 017, b: 2024-01-01, c: 1e3, d: True, e: ~, f: , g: 1.50, h: \"\"}\n    labels: {a: 017}\n";
         assert_eq!(
             read_resources(text),
             json!({"kind": "List", "items": [{"metadata": {
-                "annotations": {"a": "017", "b": "2024-01-01", "c": "1e3", "d": "True", "e": "~", "f": "", "g": "1.50"},
+                "annotations": {"a": "017", "b": "2024-01-01", "c": "1e3", "d": "True", "e": "~", "g": "1.50", "h": ""},
                 "labels": {"a": 15},
             }}]})
         );
