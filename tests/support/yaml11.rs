@@ -87,20 +87,19 @@ fn regex(pattern: &str) -> Regex {
 }
 
 static BOOL: LazyLock<Regex> = LazyLock::new(|| {
-    regex(
-        r"^(y|Y|yes|Yes|YES|n|N|no|No|NO|true|True|TRUE|false|False|FALSE|on|On|ON|off|Off|OFF)$",
-    )
+    regex(r"^(y|Y|yes|Yes|YES|n|N|no|No|NO|true|True|TRUE|false|False|FALSE|on|On|ON|off|Off|OFF)$")
 });
 static NULL: LazyLock<Regex> = LazyLock::new(|| regex(r"^(~|null|Null|NULL|)$"));
 static BINARY: LazyLock<Regex> = LazyLock::new(|| regex(r"^[-+]?0[bB][0-1_]+$"));
 static OCTAL: LazyLock<Regex> = LazyLock::new(|| regex(r"^[-+]?0[oO]?[0-7_]+$"));
 static DECIMAL: LazyLock<Regex> = LazyLock::new(|| regex(r"^[-+]?(0|[1-9][0-9_]*)$"));
 static HEX: LazyLock<Regex> = LazyLock::new(|| regex(r"^[-+]?0[xX][0-9a-fA-F_]+$"));
-static BASE60_INT: LazyLock<Regex> =
-    LazyLock::new(|| regex(r"^[-+]?[1-9][0-9_]*(:[0-5]?[0-9])+$"));
+static BASE60_INT: LazyLock<Regex> = LazyLock::new(|| regex(r"^[-+]?[1-9][0-9_]*(:[0-5]?[0-9])+$"));
 static FLOAT: LazyLock<Regex> = LazyLock::new(|| {
     // YAML 1.1's float, then go-yaml's (a mantissa without a dot, `1e3`).
-    regex(r"^([-+]?([0-9][0-9_]*)?\.[0-9.]*([eE][-+][0-9]+)?|[-+]?(\.[0-9_]+|[0-9][0-9_]*(\.[0-9_]*)?)([eE][-+]?[0-9]+)?)$")
+    regex(
+        r"^([-+]?([0-9][0-9_]*)?\.[0-9.]*([eE][-+][0-9]+)?|[-+]?(\.[0-9_]+|[0-9][0-9_]*(\.[0-9_]*)?)([eE][-+]?[0-9]+)?)$",
+    )
 });
 static BASE60_FLOAT: LazyLock<Regex> =
     LazyLock::new(|| regex(r"^[-+]?[0-9][0-9_]*(:[0-5]?[0-9])+\.[0-9_]*$"));
@@ -154,16 +153,16 @@ pub fn resolve(text: &str) -> Value {
         };
     }
     if BASE60_INT.is_match(text) {
-        let n = unsigned
-            .split(':')
-            .fold(0i128, |total, part| total * 60 + part.parse::<i128>().unwrap());
+        let n = unsigned.split(':').fold(0i128, |total, part| {
+            total * 60 + part.parse::<i128>().unwrap()
+        });
         return integer(if negative { -n } else { n }, text);
     }
     if BASE60_FLOAT.is_match(text) {
         let (whole, fraction) = unsigned.split_once('.').unwrap();
-        let whole = whole
-            .split(':')
-            .fold(0i128, |total, part| total * 60 + part.parse::<i128>().unwrap());
+        let whole = whole.split(':').fold(0i128, |total, part| {
+            total * 60 + part.parse::<i128>().unwrap()
+        });
         let n: f64 = format!("{whole}.{fraction}0").parse().unwrap();
         return float(if negative { -n } else { n }, text);
     }

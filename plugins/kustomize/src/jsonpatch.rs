@@ -53,10 +53,10 @@ fn read_values_as_go_yaml_v2(text: &str, ops: &mut [Op]) {
     // The text parsed once already: this second read cannot fail.
     if let Ok(Value::Array(items)) = read.deserialize(document) {
         for (op, mut item) in ops.iter_mut().zip(items) {
-            if let Some(value) = item.get_mut("value").map(Value::take) {
-                if op.value.is_some() {
-                    op.value = Some(value);
-                }
+            if let Some(value) = item.get_mut("value").map(Value::take)
+                && op.value.is_some()
+            {
+                op.value = Some(value);
             }
         }
     }

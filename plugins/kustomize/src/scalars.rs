@@ -104,10 +104,11 @@ impl<'t> Read<'t> {
     }
 
     fn string(&self, s: &str, plain: bool) -> Value {
-        if plain && self.place != Place::Annotation {
-            if let Some(value) = resolve(s, self.reader) {
-                return value;
-            }
+        if plain
+            && self.place != Place::Annotation
+            && let Some(value) = resolve(s, self.reader)
+        {
+            return value;
         }
         Value::String(s.to_owned())
     }
@@ -298,10 +299,10 @@ pub fn resolve(s: &str, reader: Reader) -> Option<Value> {
     match s.as_bytes().first()? {
         b'.' => s.parse::<f64>().ok().filter(|f| f.is_finite()).map(float),
         b'+' | b'-' | b'0'..=b'9' => {
-            if reader == Reader::Kyaml {
-                if let Some(time) = timestamp(s) {
-                    return Some(Value::String(time));
-                }
+            if reader == Reader::Kyaml
+                && let Some(time) = timestamp(s)
+            {
+                return Some(Value::String(time));
             }
             let plain = s.replace('_', "");
             go_int(&plain)
