@@ -88,7 +88,9 @@ async fn main() {
             let begin = Instant::now();
             drifted = 0;
             for (d, l) in desired.iter().zip(&lives) {
-                let result = diff::compare(Some(d), Some(l), None, &options).unwrap();
+                let result = diff::compare(Some(d), Some(l), None, &options)
+                    .await
+                    .unwrap();
                 if result.status != diff::SyncStatus::Synced {
                     drifted += 1;
                 }

@@ -50,7 +50,16 @@ pub struct Cluster {
     client: kube::Client,
     kinds: RwLock<HashMap<(String, String), Resolved>>,
     all: RwLock<Vec<Resolved>>,
+    /// When discovery last ran; held while it runs, so concurrent misses
+    /// share one round ([`MIN_REFRESH_INTERVAL`]).
+    refreshed: tokio::sync::Mutex<Option<std::time::Instant>>,
+    rounds: std::sync::atomic::AtomicU64,
 }
+
+/// The shortest time between two discovery rounds caused by unknown kinds:
+/// a render full of kinds the cluster does not serve costs one round per
+/// interval, not one per object.
+pub const MIN_REFRESH_INTERVAL: std::time::Duration = std::time::Duration::from_secs(1);
 
 impl std::fmt::Debug for Cluster {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -96,6 +105,8 @@ impl Cluster {
             client,
             kinds: RwLock::new(HashMap::new()),
             all: RwLock::new(Vec::new()),
+            refreshed: tokio::sync::Mutex::new(None),
+            rounds: std::sync::atomic::AtomicU64::new(0),
         }
     }
 
@@ -104,7 +115,14 @@ impl Cluster {
         &self.client
     }
 
+    /// Discovery rounds so far (metrics, tests).
+    pub fn discovery_rounds(&self) -> u64 {
+        self.rounds.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
     async fn refresh(&self) -> Result<(), ClusterError> {
+        self.rounds
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let discovery = match Discovery::new(self.client.clone()).run_aggregated().await {
             Ok(discovery) => discovery,
             // Servers before 1.26 have no aggregated discovery.
@@ -151,7 +169,15 @@ impl Cluster {
         if let Some(found) = self.kinds.read().await.get(&key) {
             return Ok(found.clone());
         }
-        self.refresh().await?;
+        {
+            let mut refreshed = self.refreshed.lock().await;
+            // Someone refreshed while we waited, or just before: no new round.
+            let recent = refreshed.is_some_and(|at| at.elapsed() < MIN_REFRESH_INTERVAL);
+            if !recent && !self.kinds.read().await.contains_key(&key) {
+                self.refresh().await?;
+                *refreshed = Some(std::time::Instant::now());
+            }
+        }
         self.kinds
             .read()
             .await

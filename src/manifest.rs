@@ -3,6 +3,7 @@
 
 use std::fmt;
 
+pub use kiln_yaml_limits::{ExpansionError, YamlLimits};
 use serde::Deserialize as _;
 use serde_json::{Map, Value};
 
@@ -152,13 +153,15 @@ impl fmt::Display for ManifestError {
 /// objects, in order. Empty documents are skipped; `List` kinds (anything
 /// whose kind ends in `List` and that has `items`) are flattened into their
 /// items. Every object must be a mapping with `apiVersion`, `kind` and
-/// `metadata.name` (or `generateName`).
+/// `metadata.name` (or `generateName`). A text whose aliases expand beyond
+/// [`YamlLimits::default`] is refused before it is parsed.
 pub fn parse(text: &str, source: Option<&str>) -> Result<Vec<Object>, ManifestError> {
     let error = |line: Option<usize>, message: String| ManifestError {
         file: source.map(str::to_owned),
         line,
         message,
     };
+    check_yaml(text).map_err(|e| error(e.line, e.to_string()))?;
     let mut objects = Vec::new();
     for (index, document) in serde_yaml::Deserializer::from_str(text).enumerate() {
         let value = Value::deserialize(document).map_err(|e| {
@@ -233,6 +236,15 @@ fn flatten(
     }
     out.push(object);
     Ok(())
+}
+
+/// Checks that a YAML text from outside (a file, a plugin's output, a
+/// request body, a settings file) expands its aliases no further than
+/// [`YamlLimits::default`] allows for its size: every such text goes
+/// through this before it is parsed (docs/security.md, "YAML parsing
+/// limits").
+pub fn check_yaml(text: &str) -> Result<(), ExpansionError> {
+    kiln_yaml_limits::check(text, &YamlLimits::default())
 }
 
 /// serde_yaml appends "at line L column C" to its messages; the line is
@@ -344,6 +356,35 @@ mod tests {
             err.to_string()
                 .starts_with("apps/web/cm.yaml:5: invalid YAML"),
             "{err}"
+        );
+    }
+
+    #[test]
+    fn an_alias_bomb_is_refused_before_it_is_parsed() {
+        // One anchor of 3000 items referenced 3000 times: 9 million values
+        // from 15 KB.
+        let items = vec!["1"; 3000].join(",");
+        let refs = vec!["*a"; 3000].join(",");
+        let text = format!(
+            "apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: x}}\na: &a [{items}]\nb: [{refs}]\n"
+        );
+        // Not `unwrap_err`: it would print 9 million values.
+        let Err(err) = parse(&text, Some("apps/web/bomb.yaml")) else {
+            panic!("the bomb was parsed");
+        };
+        let limit = YamlLimits::default().budget(text.len());
+        assert_eq!(
+            err.to_string(),
+            format!(
+                "apps/web/bomb.yaml:4: YAML aliases expand to more than {limit} nodes, \
+                 the limit for {} bytes of YAML (an alias bomb?)",
+                text.len()
+            )
+        );
+        let few = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x, labels: &l {a: b}, annotations: *l}\n";
+        assert_eq!(
+            parse(few, None).unwrap()[0].value()["metadata"]["annotations"]["a"],
+            "b"
         );
     }
 

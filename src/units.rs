@@ -19,8 +19,19 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
     if !(seconds.is_finite() && seconds > 0.0) {
         return Err(format!("`{text}` must be a positive duration"));
     }
-    Ok(Duration::from_secs_f64(seconds))
+    if seconds > MAX_DURATION.as_secs_f64() {
+        return Err(format!(
+            "`{text}` is longer than the longest duration Kiln takes ({} days)",
+            MAX_DURATION.as_secs() / 86_400
+        ));
+    }
+    Duration::try_from_secs_f64(seconds).map_err(|e| format!("`{text}`: {e}"))
 }
+
+/// The longest duration [`parse_duration`] accepts: a year. Durations come
+/// from specs anyone who writes an Application may set; one that cannot be
+/// represented must be an error, never a panic.
+pub const MAX_DURATION: Duration = Duration::from_secs(365 * 86_400);
 
 /// `256Mi`, `1Gi`, `64Ki`, `1000000` (bytes), also `M`/`G`/`K` (powers of 10).
 pub fn parse_size(text: &str) -> Result<u64, String> {
@@ -60,4 +71,20 @@ pub fn now() -> String {
     jiff::Timestamp::now()
         .strftime("%Y-%m-%dT%H:%M:%SZ")
         .to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn absurd_durations_are_errors_not_panics() {
+        for text in ["100000000000000000000", "9999999999999999h", "1e300s"] {
+            assert!(parse_duration(text).is_err(), "{text}");
+        }
+        assert_eq!(
+            parse_duration("8760h").unwrap(),
+            Duration::from_secs(365 * 86_400)
+        );
+    }
 }

@@ -49,6 +49,11 @@ async fn world_tuned(tuned: ControllerConfig) -> World {
 /// reuses ref lookups for `lookup_ttl`; the caches and health timeout are
 /// the test's.
 async fn world_git(tuned: ControllerConfig, lookup_ttl: Duration) -> World {
+    world_full(tuned, lookup_ttl, true).await
+}
+
+/// [`world_git`], saying whether Plugins may name files.
+async fn world_full(tuned: ControllerConfig, lookup_ttl: Duration, file_plugins: bool) -> World {
     let cluster = Cluster::with(Config {
         simulate_readiness: Some(Duration::from_millis(20)),
         ..Config::default()
@@ -98,6 +103,8 @@ async fn world_git(tuned: ControllerConfig, lookup_ttl: Duration) -> World {
         health_timeout: Duration::from_secs(10),
         catalog: controller::CatalogConfig {
             store: dir.path().join("plugins"),
+            // The tests' catalogs name the plugins built in plugins/dist.
+            allow_file_plugins: file_plugins,
             ..tuned.catalog.clone()
         },
         ..tuned
@@ -418,6 +425,25 @@ async fn rendered_objects_are_held_to_the_project_by_their_own_namespace() {
     let _ = w.stop.send(());
 }
 
+/// Commits the guestbook example (for the values renderer) under `dir`.
+fn commit_guestbook(repo: &Fixture, dir: &str) {
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(support::guestbook()).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        files.push((
+            format!("{dir}/{name}"),
+            std::fs::read_to_string(&path).unwrap(),
+        ));
+    }
+    let borrowed: Vec<(&str, &str)> = files
+        .iter()
+        .map(|(p, c)| (p.as_str(), c.as_str()))
+        .collect();
+    repo.commit(dir, &borrowed);
+    repo.publish();
+}
+
 /// A registry that accepts connections and never answers.
 fn hanging_registry() -> (std::net::SocketAddr, std::thread::JoinHandle<()>) {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
@@ -446,21 +472,7 @@ async fn a_hanging_plugin_registry_stalls_only_the_applications_that_use_it() {
     })
     .await;
     let (registry, _thread) = hanging_registry();
-    let mut files = Vec::new();
-    for entry in std::fs::read_dir(support::guestbook()).unwrap() {
-        let path = entry.unwrap().path();
-        let name = path.file_name().unwrap().to_string_lossy().into_owned();
-        files.push((
-            format!("web/{name}"),
-            std::fs::read_to_string(&path).unwrap(),
-        ));
-    }
-    let borrowed: Vec<(&str, &str)> = files
-        .iter()
-        .map(|(p, c)| (p.as_str(), c.as_str()))
-        .collect();
-    w.repo.commit("web", &borrowed);
-    w.repo.publish();
+    commit_guestbook(&w.repo, "web");
     let values = support::component("values").display().to_string();
     for (name, reference) in [
         ("hanging", format!("oci://{registry}/kiln/hanging:1.0")),
@@ -691,6 +703,42 @@ async fn conditions_carry_the_whole_cause_of_each_failure() {
             assert!(text.contains(word), "{app}: {word:?} not in {text}");
         }
     }
+    let _ = w.stop.send(());
+}
+
+/// A Plugin naming a file on the controller's filesystem is refused unless
+/// the controller allows it: whoever writes Plugins must not make the
+/// controller read its own files.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn plugins_naming_controller_files_are_refused_by_default() {
+    let w = world_full(ControllerConfig::default(), Duration::ZERO, false).await;
+    w.cluster
+        .apply(
+            "plugins",
+            json!({"apiVersion": "kiln.dev/v1alpha1", "kind": "Plugin",
+                "metadata": {"name": "snoop", "namespace": "kiln"},
+                "spec": {"kind": "renderer", "ref": "/etc/passwd", "verify": {"insecure": true}}}),
+            "operator",
+            false,
+        )
+        .await
+        .unwrap();
+    let apps: Api<Application> = Api::namespaced(w.cluster.client.clone(), "kiln");
+    let mut app = application("snooping", &w.url, "default");
+    app.spec.source.plugins = serde_json::from_value(json!([{"name": "snoop"}])).unwrap();
+    apps.create(&PostParams::default(), &app).await.unwrap();
+    let status = eventually("FilePluginNotAllowed", async || {
+        let status = app_status(&w.cluster, "snooping").await;
+        status["conditions"]
+            .as_array()
+            .filter(|c| !c.is_empty())
+            .map(|_| status.clone())
+    })
+    .await;
+    assert_eq!(
+        status["conditions"][0]["reason"], "FilePluginNotAllowed",
+        "{status}"
+    );
     let _ = w.stop.send(());
 }
 
@@ -1655,21 +1703,7 @@ async fn catalog_plugins_run_only_when_their_signatures_verify() {
     })
     .await;
     // The guestbook example, for the values renderer.
-    let mut files = Vec::new();
-    for entry in std::fs::read_dir(support::guestbook()).unwrap() {
-        let path = entry.unwrap().path();
-        let name = path.file_name().unwrap().to_string_lossy().into_owned();
-        files.push((
-            format!("web/{name}"),
-            std::fs::read_to_string(&path).unwrap(),
-        ));
-    }
-    let borrowed: Vec<(&str, &str)> = files
-        .iter()
-        .map(|(p, c)| (p.as_str(), c.as_str()))
-        .collect();
-    w.repo.commit("web", &borrowed);
-    w.repo.publish();
+    commit_guestbook(&w.repo, "web");
 
     // The component in a registry, under a tag.
     let store = tempfile::tempdir().unwrap();

@@ -5,17 +5,26 @@
 
 use std::path::Path;
 
-use kiln::diff::{self, DiffOptions, IgnoreDifferences, IgnoreRules, Masker, Report};
+use kiln::diff::{self, DiffOptions, IgnoreDifferences, IgnoreRules, Jq, JqConfig, Masker, Report};
 use serde_json::Value;
 
-fn run(case: &Path) -> String {
+async fn run(case: &Path) -> String {
     let text = std::fs::read_to_string(case).unwrap();
     let doc: Value =
         serde_yaml::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", case.display()));
     let rules: Vec<IgnoreDifferences> =
         serde_json::from_value(doc.get("ignore").cloned().unwrap_or(Value::Array(vec![]))).unwrap();
     let options = DiffOptions {
-        ignore: IgnoreRules::new(rules, diff::ignore::DEFAULT_JQ_TIMEOUT).unwrap(),
+        // jq runs in `kiln __jq-worker` processes.
+        ignore: IgnoreRules::new(
+            rules,
+            &Jq::new(JqConfig {
+                program: env!("CARGO_BIN_EXE_kiln").into(),
+                ..JqConfig::default()
+            }),
+        )
+        .await
+        .unwrap(),
         // A fixed key: the hashes in the golden files are stable.
         masker: Masker::with_key([7; 32]),
         ..DiffOptions::default()
@@ -26,6 +35,7 @@ fn run(case: &Path) -> String {
         doc.get("predicted"),
         &options,
     )
+    .await
     .unwrap();
     diff::output::text(
         &Report {
@@ -35,8 +45,8 @@ fn run(case: &Path) -> String {
     )
 }
 
-#[test]
-fn every_golden_case_matches() {
+#[tokio::test]
+async fn every_golden_case_matches() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden/diff");
     let update = std::env::var_os("KILN_UPDATE_GOLDEN").is_some();
     let mut cases: Vec<_> = std::fs::read_dir(&dir)
@@ -48,7 +58,7 @@ fn every_golden_case_matches() {
     assert!(cases.len() >= 8, "the golden cases are there");
     let mut failures = Vec::new();
     for case in cases {
-        let actual = run(&case);
+        let actual = run(&case).await;
         let golden = case.with_extension("out");
         if update {
             std::fs::write(&golden, &actual).unwrap();
@@ -70,8 +80,8 @@ fn every_golden_case_matches() {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
-#[test]
-fn secret_plaintext_never_reaches_any_output() {
+#[tokio::test]
+async fn secret_plaintext_never_reaches_any_output() {
     let case =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden/diff/secret-values-masked.yaml");
     let doc: Value = serde_yaml::from_str(&std::fs::read_to_string(case).unwrap()).unwrap();
@@ -81,6 +91,7 @@ fn secret_plaintext_never_reaches_any_output() {
         None,
         &DiffOptions::default(),
     )
+    .await
     .unwrap();
     let report = Report {
         objects: vec![object],

@@ -309,6 +309,57 @@ async fn a_patch_target_that_selects_nothing_is_an_error_when_asked() {
 }
 
 #[tokio::test]
+async fn alias_bombs_are_refused_naming_the_file() {
+    let plugin = plugin();
+    let bomb = support::alias_bomb(3000);
+    let indented: String = bomb.lines().map(|l| format!("    {l}\n")).collect();
+    let inline_patch = format!("resources: [cm.yaml]\npatches:\n- patch: |\n{indented}");
+    let kustomization = format!("{bomb}resources: [cm.yaml]\n");
+    // (files, what the error must start with)
+    let cases: [(&[(&str, &str)], &str); 3] = [
+        (
+            &[
+                ("app/kustomization.yaml", "resources: [bomb.yaml]\n"),
+                ("app/bomb.yaml", &bomb),
+            ],
+            "app/bomb.yaml:4: YAML aliases expand to more than ",
+        ),
+        (
+            &[
+                ("app/kustomization.yaml", &inline_patch),
+                ("app/cm.yaml", CONFIG_MAP),
+            ],
+            "app/kustomization.yaml: line 4: YAML aliases expand to more than ",
+        ),
+        (
+            &[
+                ("app/kustomization.yaml", &kustomization),
+                ("app/cm.yaml", CONFIG_MAP),
+            ],
+            "app/kustomization.yaml:4: YAML aliases expand to more than ",
+        ),
+    ];
+    for (files, expected) in cases {
+        let tree = support::tree(files);
+        // Not `unwrap_err`: it would print millions of values.
+        let Err(error) = rendered(&plugin, tree.path(), "app", &[]).await else {
+            panic!("the bomb was rendered: {expected}");
+        };
+        assert!(error.contains(expected), "want {expected:?}, got: {error}");
+    }
+    // A few aliases are fine.
+    let tree = support::tree(&[
+        ("app/kustomization.yaml", "resources: [cm.yaml]\n"),
+        (
+            "app/cm.yaml",
+            "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a, labels: &l {app: web}, annotations: *l}\n",
+        ),
+    ]);
+    let objects = rendered(&plugin, tree.path(), "app", &[]).await.unwrap();
+    assert_eq!(objects[0]["metadata"]["annotations"]["app"], "web");
+}
+
+#[tokio::test]
 async fn bad_trees_fail_with_the_file_that_is_wrong() {
     let plugin = plugin();
     // (files, the path to build, what the error must say)

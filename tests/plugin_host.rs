@@ -23,6 +23,26 @@ async fn render_with_values(
     kiln::render::render(view(root), app, &chain).await.unwrap()
 }
 
+/// Renders the misbehaving fixture in `mode`, as a future of its own.
+fn render_mode(
+    plugin: &kiln::plugin::Plugin,
+    src: &std::path::Path,
+    mode: &'static str,
+) -> impl std::future::Future<Output = kiln::plugin::Result<Vec<kiln::manifest::Object>>> + Send + 'static
+{
+    let (plugin, view) = (plugin.clone(), view(src));
+    async move {
+        plugin
+            .render(
+                view,
+                context(mode, "app"),
+                params(&[("mode", mode)]),
+                vec![],
+            )
+            .await
+    }
+}
+
 fn misbehave(host: &PluginHost) -> kiln::plugin::Plugin {
     host.load_file(
         &component("fixture-misbehave"),
@@ -132,19 +152,7 @@ async fn sleeping_guests_cannot_block_the_host() {
     .unwrap();
     let plugin = misbehave(&host);
     let src = tree(&[("app/x.yaml", "a: 1")]);
-    let run = |mode: &'static str| {
-        let (plugin, view) = (plugin.clone(), view(src.path()));
-        async move {
-            plugin
-                .render(
-                    view,
-                    context("sleepy", "app"),
-                    params(&[("mode", mode)]),
-                    vec![],
-                )
-                .await
-        }
-    };
+    let run = |mode: &'static str| render_mode(&plugin, src.path(), mode);
     // An hour-long sleep returns at once: WASI timers do not wait.
     let objects = tokio::time::timeout(std::time::Duration::from_secs(60), run("sleep"))
         .await
@@ -178,6 +186,13 @@ async fn plugin_calls_share_one_memory_budget() {
         ..HostConfig::default()
     });
     assert!(refused.unwrap_err().to_string().contains("memory budget"));
+    // In whole MiB, a 1 GB budget does not hold a 1 GB call.
+    let refused = PluginHost::new(HostConfig {
+        max_memory: 1_000_000_000,
+        memory_budget: 1_000_000_000,
+        ..HostConfig::default()
+    });
+    assert!(refused.is_err());
 
     // Room for one 64 MiB call at a time, though four may run at once.
     let host = PluginHost::new(HostConfig {
@@ -189,19 +204,7 @@ async fn plugin_calls_share_one_memory_budget() {
     .unwrap();
     let plugin = misbehave(&host);
     let src = tree(&[("app/x.yaml", "a: 1")]);
-    let run = |mode: &'static str| {
-        let (plugin, view) = (plugin.clone(), view(src.path()));
-        async move {
-            plugin
-                .render(
-                    view,
-                    context("budget", "app"),
-                    params(&[("mode", mode)]),
-                    vec![],
-                )
-                .await
-        }
-    };
+    let run = |mode: &'static str| render_mode(&plugin, src.path(), mode);
     let spinning = tokio::spawn(run("loop"));
     let reserved = async {
         while host.memory_reserved() == 0 {

@@ -154,6 +154,70 @@ fn broken_yaml_in_a_plain_directory_names_file_and_line() {
 }
 
 #[test]
+fn an_alias_bomb_in_a_plain_directory_is_refused_naming_the_file() {
+    let bomb = alias_bomb(3000);
+    let src = tree(&[
+        (
+            "app/good.yaml",
+            "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: good}\n",
+        ),
+        ("app/bomb.yaml", &bomb),
+    ]);
+    let out = kiln(&[
+        "render",
+        &path(&src.path().join("app")),
+        "--root",
+        &path(src.path()),
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = text(&out.stderr);
+    let expected = format!(
+        "error: app/bomb.yaml:4: YAML aliases expand to more than {} nodes, the limit for {} bytes of YAML",
+        8 * bomb.len(),
+        bomb.len()
+    );
+    assert!(stderr.starts_with(&expected), "{stderr}");
+}
+
+#[test]
+fn a_few_aliases_in_a_plain_directory_still_render() {
+    let src = tree(&[(
+        "app/cm.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n  labels: &labels {app: web, team: x}\n  \
+         annotations: *labels\ndata: {a: &v value, b: *v}\n",
+    )]);
+    let out = kiln(&["render", &path(&src.path().join("app")), "-o", "json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let list: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        list["items"][0]["metadata"]["annotations"],
+        serde_json::json!({"app": "web", "team": "x"})
+    );
+    assert_eq!(list["items"][0]["data"]["b"], "value");
+}
+
+#[test]
+fn an_alias_bomb_in_plugin_output_is_refused_naming_plugin_and_file() {
+    let src = tree(&[("app/x.yaml", "")]);
+    let out = kiln(&[
+        "render",
+        &path(&src.path().join("app")),
+        "--no-compile-cache",
+        "--plugin",
+        &path(&component("fixture-misbehave")),
+        "--param",
+        "mode=yaml-bomb",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = text(&out.stderr);
+    let last = stderr.lines().last().unwrap_or_default();
+    assert!(
+        last.starts_with("error: plugin fixture-misbehave: invalid output: bomb.yaml:4: YAML aliases expand to more than "),
+        "{stderr}"
+    );
+}
+
+#[test]
 fn plain_directories_render_without_plugins_as_json() {
     let src = tree(&[
         (

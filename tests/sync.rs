@@ -543,3 +543,24 @@ async fn an_interrupt_ends_the_sync_cleanly_between_waves() {
         "nothing pruned"
     );
 }
+
+/// A set full of kinds the cluster does not serve costs a discovery round
+/// per interval, not one per object, and a sync does not wait for kinds no
+/// CRD of the set defines.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unknown_kinds_cost_one_discovery_round_not_one_per_object() {
+    let cluster = ready_cluster().await;
+    let kube = KubeCluster::new(cluster.client.clone());
+    for i in 0..200 {
+        let error = kube
+            .resolve("bogus.example/v1", &format!("Bogus{i}"))
+            .await
+            .unwrap_err();
+        assert!(error.to_string().contains("does not serve"), "{error}");
+    }
+    assert!(
+        kube.discovery_rounds() < 20,
+        "{} discovery rounds for 200 unknown kinds",
+        kube.discovery_rounds()
+    );
+}

@@ -184,14 +184,15 @@ impl Fetcher {
                     path: path.clone(),
                     error,
                 };
-                let size = tokio::fs::metadata(path).await.map_err(io)?.len();
-                if size > self.limits.component {
-                    return Err(ArtifactError::TooLarge {
-                        reference: name,
-                        limit: self.limits.component,
-                    });
-                }
-                let bytes = tokio::fs::read(path).await.map_err(io)?;
+                let bytes = read_file(path, self.limits.component)
+                    .await
+                    .map_err(|e| match e {
+                        FileRead::TooLarge => ArtifactError::TooLarge {
+                            reference: name.clone(),
+                            limit: self.limits.component,
+                        },
+                        FileRead::Io(error) => io(error),
+                    })?;
                 let digest = check_pin(&name, &bytes, *sha256)?;
                 Ok(Fetched {
                     bytes,
@@ -374,6 +375,34 @@ impl Fetcher {
         }
         Ok(bytes)
     }
+}
+
+enum FileRead {
+    TooLarge,
+    Io(std::io::Error),
+}
+
+/// Reads a regular file of at most `max` bytes (never a FIFO or device,
+/// which could block or never end; `/dev/zero` has length 0).
+async fn read_file(path: &std::path::Path, max: u64) -> Result<Vec<u8>, FileRead> {
+    use tokio::io::AsyncReadExt as _;
+    let file = tokio::fs::File::open(path).await.map_err(FileRead::Io)?;
+    let metadata = file.metadata().await.map_err(FileRead::Io)?;
+    if !metadata.is_file() {
+        return Err(FileRead::Io(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "not a regular file",
+        )));
+    }
+    let mut bytes = Vec::new();
+    file.take(max + 1)
+        .read_to_end(&mut bytes)
+        .await
+        .map_err(FileRead::Io)?;
+    if bytes.len() as u64 > max {
+        return Err(FileRead::TooLarge);
+    }
+    Ok(bytes)
 }
 
 /// The manifest digest of an OCI reference resolved to one.

@@ -85,6 +85,9 @@ pub(crate) struct DiffArgs {
     #[arg(long, value_name = "FILE")]
     ignore_differences: Option<PathBuf>,
 
+    #[command(flatten)]
+    jq: super::JqArgs,
+
     /// Output: a status line per object and unified YAML diffs, or JSON.
     #[arg(short, long, value_enum, default_value = "text")]
     output: Format,
@@ -171,6 +174,8 @@ pub(crate) async fn diff(args: &DiffArgs, matches: &ArgMatches) -> anyhow::Resul
         Some(path) => {
             let text = std::fs::read_to_string(path)
                 .with_context(|| format!("cannot read {}", path.display()))?;
+            kiln::manifest::check_yaml(&text)
+                .with_context(|| format!("{}: refused", path.display()))?;
             serde_yaml::from_str(&text).with_context(|| {
                 format!("{}: not a list of ignoreDifferences rules", path.display())
             })?
@@ -178,7 +183,7 @@ pub(crate) async fn diff(args: &DiffArgs, matches: &ArgMatches) -> anyhow::Resul
         None => Vec::new(),
     };
     let options = DiffOptions {
-        ignore: IgnoreRules::new(rules, diff::ignore::DEFAULT_JQ_TIMEOUT)?,
+        ignore: IgnoreRules::new(rules, &diff::Jq::new(args.jq.config())).await?,
         ..DiffOptions::default()
     };
     let (objects, report, context) = pipeline(&args.pipeline, matches).await?;

@@ -89,6 +89,12 @@ pub(crate) struct ControllerArgs {
     #[arg(long, value_name = "FILE")]
     ssh_known_hosts_store: Option<PathBuf>,
 
+    /// Let Plugin references name files on the controller's filesystem
+    /// (development only: anyone who writes Plugins could make the
+    /// controller read any file it can read).
+    #[arg(long)]
+    allow_file_plugins: bool,
+
     /// Directory of fetched plugin components, by digest. Default:
     /// ~/.cache/kiln/plugins.
     #[arg(long, value_name = "DIR")]
@@ -120,6 +126,9 @@ pub(crate) struct ControllerArgs {
 
     #[command(flatten)]
     host: HostArgs,
+
+    #[command(flatten)]
+    jq: super::JqArgs,
 }
 
 pub(crate) async fn run(args: &ControllerArgs) -> anyhow::Result<u8> {
@@ -160,9 +169,11 @@ pub(crate) async fn run(args: &ControllerArgs) -> anyhow::Result<u8> {
                 .context("no cache directory: set --plugin-store or HOME")?,
             trusted_root: args.trusted_root.clone(),
             resolve_interval: args.plugin_resolve_interval,
+            allow_file_plugins: args.allow_file_plugins,
             ..controller::CatalogConfig::default()
         },
         allow_file_repositories: args.allow_file_repositories,
+        jq: args.jq.config(),
         ..ControllerConfig::default()
     };
     if args.allow_file_repositories {

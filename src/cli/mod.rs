@@ -60,6 +60,13 @@ enum Command {
     #[command(subcommand)]
     Source(source::SourceCommand),
     DevCluster(dev_cluster::DevClusterArgs),
+    /// Internal: runs `ignoreDifferences` jq expressions for another kiln
+    /// process (requests on stdin, answers on stdout).
+    #[command(name = kiln::diff::jq::WORKER_SUBCOMMAND, hide = true)]
+    JqWorker {
+        /// Resident memory, in bytes, past which the worker ends itself.
+        max_memory: u64,
+    },
 }
 
 /// Options of the plugin host shared by commands that run plugins.
@@ -111,25 +118,59 @@ pub(crate) struct HostArgs {
 
 impl HostArgs {
     pub(crate) fn host(&self) -> anyhow::Result<kiln::plugin::PluginHost> {
-        let mut config = kiln::plugin::HostConfig::default();
-        config.compile_cache = match (&self.compile_cache, self.no_compile_cache) {
-            (_, true) => None,
-            (Some(dir), false) => Some(dir.clone()),
-            (None, false) => default_cache_dir().map(|d| d.join("compiled")),
+        let defaults = kiln::plugin::HostConfig::default();
+        let config = kiln::plugin::HostConfig {
+            compile_cache: match (&self.compile_cache, self.no_compile_cache) {
+                (_, true) => None,
+                (Some(dir), false) => Some(dir.clone()),
+                (None, false) => default_cache_dir().map(|d| d.join("compiled")),
+            },
+            default_limits: kiln::plugin::Limits {
+                memory: self.plugin_memory,
+                timeout: self.plugin_timeout,
+                output: self.plugin_output,
+                ..Default::default()
+            },
+            max_memory: self.plugin_max_memory.max(self.plugin_memory),
+            memory_budget: self.plugin_memory_budget,
+            compiled_size: self.compiled_plugins_size,
+            max_concurrency: self
+                .plugin_concurrency
+                .map_or(defaults.max_concurrency, usize::from),
+            ..defaults
         };
-        config.default_limits = kiln::plugin::Limits {
-            memory: self.plugin_memory,
-            timeout: self.plugin_timeout,
-            output: self.plugin_output,
-            ..Default::default()
-        };
-        config.max_memory = self.plugin_max_memory.max(self.plugin_memory);
-        config.memory_budget = self.plugin_memory_budget;
-        config.compiled_size = self.compiled_plugins_size;
-        if let Some(n) = self.plugin_concurrency {
-            config.max_concurrency = n.into();
-        }
         Ok(kiln::plugin::PluginHost::new(config)?)
+    }
+}
+
+/// Limits of `ignoreDifferences` jq expressions, which run in worker
+/// processes (docs/security.md).
+#[derive(Debug, clap::Args)]
+pub(crate) struct JqArgs {
+    /// Deadline of one jq expression (ignoreDifferences) on one object; the
+    /// worker running it is killed past it. E.g. `1s`, `500ms`.
+    #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = args::parse_duration)]
+    jq_timeout: std::time::Duration,
+
+    /// jq worker processes running at once.
+    #[arg(long, value_name = "N", default_value_t = kiln::diff::jq::DEFAULT_WORKERS,
+          value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=64))]
+    jq_workers: usize,
+
+    /// Memory cap (resident) of one jq worker process, e.g. `128Mi`.
+    #[arg(long, value_name = "SIZE", default_value = "128Mi", value_parser = args::parse_size)]
+    jq_memory: u64,
+}
+
+impl JqArgs {
+    /// The configuration of the pool.
+    pub(crate) fn config(&self) -> kiln::diff::JqConfig {
+        kiln::diff::JqConfig {
+            timeout: self.jq_timeout,
+            workers: self.jq_workers,
+            max_memory: self.jq_memory,
+            ..kiln::diff::JqConfig::default()
+        }
     }
 }
 
@@ -148,6 +189,13 @@ pub(crate) fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(e) => e.exit(),
     };
+    if let Command::JqWorker { max_memory } = cli.command {
+        // No logging, no runtime: a bare loop the parent kills at will.
+        return match kiln::diff::jq::serve(max_memory) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(_) => ExitCode::from(exit::ERROR),
+        };
+    }
     init_logging(cli.verbose);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -185,6 +233,7 @@ pub(crate) fn main() -> ExitCode {
             Command::Plugin(command) => plugin::run(command).await,
             Command::Source(command) => source::run(command).await,
             Command::DevCluster(args) => dev_cluster::run(args).await,
+            Command::JqWorker { .. } => unreachable!("served above"),
         }
     });
     match result {

@@ -272,7 +272,7 @@ fn trim(dir: &Path, capacity: u64) -> std::io::Result<()> {
             files.push((modified, metadata.len(), entry.path()));
         }
     }
-    files.sort_by(|a, b| b.0.cmp(&a.0));
+    files.sort_by_key(|b| std::cmp::Reverse(b.0));
     let mut kept = 0u64;
     for (_, len, path) in files {
         kept = kept.saturating_add(len);

@@ -277,7 +277,7 @@ pub async fn compare(app: &Application, ctx: &Context, to: &CompareTo) -> Result
     let rules: Vec<crate::diff::IgnoreDifferences> =
         app.spec.ignore_differences.iter().map(Into::into).collect();
     let diff_options = DiffOptions {
-        ignore: IgnoreRules::new(rules, crate::diff::ignore::DEFAULT_JQ_TIMEOUT).map_err(|e| {
+        ignore: IgnoreRules::new(rules, &ctx.jq).await.map_err(|e| {
             Stop::new(
                 "InvalidSpec",
                 "InvalidIgnoreDifferences",
@@ -381,7 +381,17 @@ async fn admit_objects(
             .unwrap_or_default();
         let namespaced = match target.cluster.resolve(api_version, &key.kind).await {
             Ok(resolved) => resolved.namespaced,
-            Err(_) => defined.namespaced(&key).unwrap_or(key.namespace.is_some()),
+            Err(crate::cluster::ClusterError::UnknownKind { .. }) => {
+                defined.namespaced(&key).unwrap_or(key.namespace.is_some())
+            }
+            // Without discovery the scope is unknown: never guess it.
+            Err(e) => {
+                return Err(Stop::new(
+                    "ComparisonError",
+                    "DiscoveryFailed",
+                    format!("{key}: {}", crate::text::chain(&e)),
+                ));
+            }
         };
         if namespaced && key.namespace.is_none() && !destination_namespace.is_empty() {
             key.namespace = Some(destination_namespace.to_owned());

@@ -16,7 +16,7 @@ use kube::api::Api;
 use kube::runtime::reflector::{self, Store};
 use kube::runtime::{WatchStreamExt as _, watcher};
 
-use super::secrets::AbortOnDrop;
+use super::secrets::{AbortOnDrop, fixed_store};
 use crate::source::git::KnownHostsSource;
 
 /// The ConfigMap's name.
@@ -65,14 +65,8 @@ impl SshKnownHosts {
 
     /// A fixed ConfigMap, or none (tests, one-off reads).
     pub fn fixed(configmap: Option<ConfigMap>) -> Self {
-        let (store, mut writer) = reflector::store();
-        writer.apply_watcher_event(&watcher::Event::Init);
-        if let Some(configmap) = configmap {
-            writer.apply_watcher_event(&watcher::Event::InitApply(configmap));
-        }
-        writer.apply_watcher_event(&watcher::Event::InitDone);
         Self {
-            store,
+            store: fixed_store(configmap),
             _watch: None,
         }
     }

@@ -46,6 +46,15 @@ pub struct CatalogConfig {
     pub resolve_interval: Duration,
     /// Deadline of one registry or HTTPS operation.
     pub timeout: Duration,
+    /// Deadline of a whole load: fetch, signatures, verification and
+    /// compile (a registry answering each request slowly must not hold the
+    /// plugin for hours). Default: 5 min.
+    pub load_timeout: Duration,
+    /// Whether Plugin references may name files on the controller's own
+    /// filesystem. Default `false`: anyone who writes Plugins could make
+    /// the controller read (and hash into a condition) any file it can
+    /// read. For local trials and tests only.
+    pub allow_file_plugins: bool,
 }
 
 impl Default for CatalogConfig {
@@ -55,6 +64,8 @@ impl Default for CatalogConfig {
             trusted_root: None,
             resolve_interval: Duration::from_secs(60),
             timeout: Duration::from_secs(30),
+            load_timeout: Duration::from_secs(300),
+            allow_file_plugins: false,
         }
     }
 }
@@ -185,8 +196,30 @@ fn registry_credentials(ctx: &Context) -> Result<RegistryCredentials, Stop> {
     Ok(all)
 }
 
-/// Loads a catalog plugin for an application of `project`.
+/// The longest CPU deadline a Plugin resource may give its calls.
+pub const MAX_PLUGIN_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// Loads a catalog plugin for an application of `project`, within the
+/// catalog's [`CatalogConfig::load_timeout`].
 pub(super) async fn load(
+    ctx: &Context,
+    project: &Project,
+    name: &str,
+    world: World,
+) -> Result<Loaded, Stop> {
+    let deadline = ctx.catalog.config.load_timeout;
+    tokio::time::timeout(deadline, load_unbounded(ctx, project, name, world))
+        .await
+        .map_err(|_| {
+            Stop::new(
+                "ComparisonError",
+                "PluginFetchFailed",
+                format!("plugin {name:?}: loading it took longer than {deadline:?}"),
+            )
+        })?
+}
+
+async fn load_unbounded(
     ctx: &Context,
     project: &Project,
     name: &str,
@@ -236,6 +269,16 @@ pub(super) async fn load(
             format!("plugin {name:?}: spec.ref: {e}"),
         )
     })?;
+    if matches!(reference, PluginRef::File { .. }) && !catalog.config.allow_file_plugins {
+        return Err(Stop::new(
+            "InvalidSpec",
+            "FilePluginNotAllowed",
+            format!(
+                "plugin {name:?}: spec.ref names a file on the controller's filesystem; \
+                 use oci:// or https://, or start the controller with --allow-file-plugins (development only)"
+            ),
+        ));
+    }
     let own = spec
         .verify
         .as_ref()
@@ -435,6 +478,9 @@ fn plugin_limits(
     }
     if let Some(text) = &limits.timeout {
         out.timeout = crate::units::parse_duration(text).map_err(|_| bad("timeout", text))?;
+        if out.timeout > MAX_PLUGIN_TIMEOUT {
+            return Err(bad("timeout", text));
+        }
     }
     if let Some(text) = &limits.output_size {
         out.output = crate::units::parse_size(text).map_err(|_| bad("outputSize", text))?;

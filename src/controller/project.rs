@@ -48,6 +48,17 @@ fn matches(pattern: &str, value: &str) -> bool {
     pattern == "*" || pattern == value || glob(pattern).is_some_and(|g| g.is_match(value))
 }
 
+/// Whether `text` can be a name or namespace in an API path: not empty,
+/// no `/` or `%`, not `.` or `..`, no control characters (what the API
+/// server's path-segment rule refuses).
+fn path_segment(text: &str) -> bool {
+    !text.is_empty()
+        && text != "."
+        && text != ".."
+        && !text.contains(['/', '%'])
+        && !text.chars().any(char::is_control)
+}
+
 fn kind_listed(list: &[GroupKind], key: &ObjectKey) -> bool {
     list.iter()
         .any(|gk| matches(&gk.group, &key.group) && matches(&gk.kind, &key.kind))
@@ -196,10 +207,27 @@ impl Project {
                 key.group, key.kind
             )));
         }
-        if !namespaced {
-            return Ok(());
+        for part in [Some(key.name.as_str()), key.namespace.as_deref()]
+            .into_iter()
+            .flatten()
+        {
+            if !path_segment(part) {
+                return Err(self.violation(format!(
+                    "{key}: {part:?} is not a valid object name or namespace"
+                )));
+            }
         }
-        let Some(namespace) = key.namespace.as_deref() else {
+        // A Namespace is the namespace it names: held to the same rules as
+        // what is written into it (adopting `kube-system` or the
+        // controller's namespace, then pruning it, would delete it).
+        let namespace = if key.group.is_empty() && key.kind == "Namespace" {
+            Some(key.name.as_str())
+        } else if namespaced {
+            key.namespace.as_deref()
+        } else {
+            return Ok(());
+        };
+        let Some(namespace) = namespace else {
             return Err(self.violation(format!(
                 "{key} is namespaced but names no namespace, and the application's destination names none"
             )));
@@ -365,7 +393,14 @@ mod tests {
         );
         assert!(
             project
-                .admit_object(&key("", "Namespace", None), false, &AT)
+                .admit_object(
+                    &ObjectKey {
+                        name: "team-x".into(),
+                        ..key("", "Namespace", None)
+                    },
+                    false,
+                    &AT
+                )
                 .is_ok()
         );
         let error = project
@@ -418,6 +453,48 @@ mod tests {
                 .admit_object(&key("", "ConfigMap", Some("web")), true, &AT)
                 .is_err()
         );
+    }
+
+    #[test]
+    fn a_namespace_object_is_held_to_the_rules_of_the_namespace_it_names() {
+        let project = team();
+        let namespace = |name: &str| ObjectKey {
+            group: String::new(),
+            kind: "Namespace".into(),
+            namespace: None,
+            name: name.into(),
+        };
+        assert!(
+            project
+                .admit_object(&namespace("team-a"), false, &AT)
+                .is_ok()
+        );
+        for name in ["kube-system", "kiln"] {
+            let error = project
+                .admit_object(&namespace(name), false, &AT)
+                .unwrap_err();
+            assert!(error.to_string().contains(name), "{error}");
+        }
+    }
+
+    #[test]
+    fn names_that_are_not_path_segments_are_refused() {
+        let project = Project::new("default", permissive());
+        for (namespace, name) in [
+            (Some("team-a/../kiln"), "x"),
+            (Some("team-a"), "../x"),
+            (Some("team-a"), "x%2f"),
+            (Some(".."), "x"),
+        ] {
+            let object = ObjectKey {
+                name: name.into(),
+                ..key("", "ConfigMap", namespace)
+            };
+            assert!(
+                project.admit_object(&object, true, &AT).is_err(),
+                "{object}"
+            );
+        }
     }
 
     #[test]

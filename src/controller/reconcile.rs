@@ -128,6 +128,9 @@ pub struct ControllerConfig {
     /// would let any Application read what the controller can read. For
     /// local trials and tests only.
     pub allow_file_repositories: bool,
+    /// How `ignoreDifferences` jq expressions run (worker processes, their
+    /// deadline and memory).
+    pub jq: crate::diff::JqConfig,
 }
 
 impl Default for ControllerConfig {
@@ -145,6 +148,7 @@ impl Default for ControllerConfig {
             self_heal_backoff: SelfHealBackoff::default(),
             catalog: super::plugins::CatalogConfig::default(),
             allow_file_repositories: false,
+            jq: crate::diff::JqConfig::default(),
         }
     }
 }
@@ -176,6 +180,8 @@ pub struct Context {
     pub secrets: ControllerSecrets,
     /// Verified, compiled catalog plugins.
     pub catalog: super::plugins::Catalog,
+    /// The worker processes of `ignoreDifferences` jq expressions.
+    pub jq: crate::diff::Jq,
     reverts: std::sync::Mutex<HashMap<String, Reverts>>,
     refreshes: std::sync::Mutex<HashMap<String, String>>,
 }
@@ -199,6 +205,7 @@ impl Context {
         Self {
             destinations: Destinations::new(local, &config.namespace, secrets.clone()),
             catalog: super::plugins::Catalog::new(config.catalog.clone()),
+            jq: crate::diff::Jq::new(config.jq.clone()),
             secrets,
             live: LiveWatches::new(&config.namespace, &config.manager),
             client,

@@ -63,6 +63,22 @@ pub struct ControllerSecrets {
 }
 
 /// Aborts a watch task when dropped.
+/// A reflector store holding `objects`, ready, that no watch updates (a
+/// one-off read, tests).
+pub(super) fn fixed_store<K>(objects: impl IntoIterator<Item = K>) -> Store<K>
+where
+    K: kube::Resource + Clone + 'static,
+    K::DynamicType: Default + Eq + std::hash::Hash + Clone,
+{
+    let (store, mut writer) = reflector::store();
+    writer.apply_watcher_event(&watcher::Event::Init);
+    for object in objects {
+        writer.apply_watcher_event(&watcher::Event::InitApply(object));
+    }
+    writer.apply_watcher_event(&watcher::Event::InitDone);
+    store
+}
+
 pub(super) struct AbortOnDrop(pub(super) tokio::task::AbortHandle);
 
 impl Drop for AbortOnDrop {
@@ -106,14 +122,8 @@ impl ControllerSecrets {
 
     /// A fixed set (a one-off read, e.g. by the CLI).
     pub fn fixed(secrets: impl IntoIterator<Item = KubeSecret>) -> Self {
-        let (store, mut writer) = reflector::store();
-        writer.apply_watcher_event(&watcher::Event::Init);
-        for secret in secrets {
-            writer.apply_watcher_event(&watcher::Event::InitApply(secret));
-        }
-        writer.apply_watcher_event(&watcher::Event::InitDone);
         Self {
-            store,
+            store: fixed_store(secrets),
             _watch: None,
         }
     }

@@ -693,8 +693,14 @@ fn decode_object(body: &[u8], kind: &str) -> Result<Value> {
                 }
             })?
         }
-        "application/yaml" | "application/apply-patch+yaml" => serde_yaml::from_slice(body)
-            .map_err(|e| ApiError::bad_request(format!("error decoding YAML body: {e}")))?,
+        "application/yaml" | "application/apply-patch+yaml" => {
+            let text = std::str::from_utf8(body)
+                .map_err(|e| ApiError::bad_request(format!("error decoding YAML body: {e}")))?;
+            crate::manifest::check_yaml(text)
+                .map_err(|e| ApiError::bad_request(format!("error decoding YAML body: {e}")))?;
+            serde_yaml::from_str(text)
+                .map_err(|e| ApiError::bad_request(format!("error decoding YAML body: {e}")))?
+        }
         other => return Err(ApiError::unsupported_media_type(other)),
     };
     Ok(value)

@@ -1,38 +1,38 @@
 //! `ignoreDifferences`, as in Argo CD: fields to leave out of the comparison
 //! of some objects, named by JSON pointer, by jq path expression, or by the
-//! field managers that own them.
-
-use std::time::Duration;
+//! field managers that own them. jq expressions run in worker processes
+//! ([`super::jq`]), under a deadline and a memory cap.
 
 use serde::Deserialize;
 use serde_json::Value;
 
+use super::jq::{Jq, JqError};
 use crate::manifest::ObjectKey;
 
 /// Why an ignore rule could not be used.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum IgnoreError {
-    /// A jq expression does not compile.
-    #[error("ignoreDifferences: jq expression {expression:?} is invalid: {message}")]
+    /// A jq expression does not compile (or its compilation was stopped).
+    #[error("ignoreDifferences: jq expression {expression:?} is invalid: {error}")]
     InvalidJq {
         /// The expression.
         expression: String,
-        /// The compiler's complaint.
-        message: String,
+        /// The compiler's complaint, or why the compilation was stopped.
+        error: JqError,
     },
     /// A JSON pointer does not start with `/`.
     #[error("ignoreDifferences: JSON pointer {0:?} must start with '/'")]
     InvalidPointer(String),
-    /// A jq expression failed or ran out of time on an object.
-    #[error("ignoreDifferences: jq expression {expression:?} on {object}: {message}")]
+    /// A jq expression failed, or was stopped, on an object.
+    #[error("ignoreDifferences: jq expression {expression:?} on {object}: {error}")]
     JqFailed {
         /// The expression.
         expression: String,
         /// The object it ran on.
         object: String,
         /// What went wrong.
-        message: String,
+        error: JqError,
     },
 }
 
@@ -84,28 +84,34 @@ impl IgnoreDifferences {
 #[derive(Clone, Debug, Default)]
 pub struct IgnoreRules {
     rules: Vec<IgnoreDifferences>,
-    jq_timeout: Duration,
+    /// Where the jq expressions run; `None` when there are none.
+    jq: Option<Jq>,
 }
 
-/// How long one jq expression may run on one object by default.
-pub const DEFAULT_JQ_TIMEOUT: Duration = Duration::from_secs(1);
-
 impl IgnoreRules {
-    /// Checks every pointer and compiles every jq expression once, so that
-    /// a typo is reported before any comparison.
-    pub fn new(rules: Vec<IgnoreDifferences>, jq_timeout: Duration) -> Result<Self, IgnoreError> {
+    /// Checks every pointer and compiles every jq expression once (in a
+    /// worker of `jq`, like their runs), so that a typo is reported before
+    /// any comparison.
+    pub async fn new(rules: Vec<IgnoreDifferences>, jq: &Jq) -> Result<Self, IgnoreError> {
+        let mut uses_jq = false;
         for rule in &rules {
             if let Some(bad) = rule.json_pointers.iter().find(|p| !p.starts_with('/')) {
                 return Err(IgnoreError::InvalidPointer(bad.clone()));
             }
             for expression in &rule.jq_path_expressions {
-                jq::check(expression).map_err(|message| IgnoreError::InvalidJq {
-                    expression: expression.clone(),
-                    message,
-                })?;
+                uses_jq = true;
+                jq.check(expression)
+                    .await
+                    .map_err(|error| IgnoreError::InvalidJq {
+                        expression: expression.clone(),
+                        error,
+                    })?;
             }
         }
-        Ok(Self { rules, jq_timeout })
+        Ok(Self {
+            rules,
+            jq: uses_jq.then(|| jq.clone()),
+        })
     }
 
     /// True when no rule is set.
@@ -115,7 +121,7 @@ impl IgnoreRules {
 
     /// Removes the ignored fields of `object` (identified by `key`); `live`
     /// provides the managed fields for `managedFieldsManagers`.
-    pub fn apply(
+    pub async fn apply(
         &self,
         key: &ObjectKey,
         live: Option<&Value>,
@@ -126,13 +132,14 @@ impl IgnoreRules {
                 remove_pointer(object, pointer);
             }
             for expression in &rule.jq_path_expressions {
-                *object =
-                    jq::delete(expression, object.clone(), self.jq_timeout).map_err(|message| {
-                        IgnoreError::JqFailed {
-                            expression: expression.clone(),
-                            object: key.to_string(),
-                            message,
-                        }
+                let jq = self.jq.as_ref().expect("set when a rule has an expression");
+                *object = jq
+                    .delete(expression, object.take())
+                    .await
+                    .map_err(|error| IgnoreError::JqFailed {
+                        expression: expression.clone(),
+                        object: key.to_string(),
+                        error,
                     })?;
             }
             if let Some(entries) = live
@@ -216,71 +223,6 @@ pub(crate) fn remove_fields(object: &mut Value, fields: &Value) {
     }
 }
 
-/// jq through jaq: `del(EXPR)` on a copy of the object, on a worker thread
-/// so that a runaway expression is cut off at the deadline.
-mod jq {
-    use std::time::Duration;
-
-    use jaq_core::load::{Arena, File, Loader};
-    use jaq_core::{Compiler, Ctx, RcIter};
-    use jaq_json::Val;
-    use serde_json::Value;
-
-    fn run(expression: &str, input: Option<Value>) -> Result<Option<Value>, String> {
-        let code = format!("del({expression})");
-        let loader = Loader::new(jaq_std::defs().chain(jaq_json::defs()));
-        let arena = Arena::default();
-        let modules = loader
-            .load(
-                &arena,
-                File {
-                    code: code.as_str(),
-                    path: (),
-                },
-            )
-            .map_err(|errors| format!("{} parse error(s)", errors.len()))?;
-        let filter = Compiler::default()
-            .with_funs(jaq_std::funs().chain(jaq_json::funs()))
-            .compile(modules)
-            .map_err(|errors| format!("{} compile error(s)", errors.len()))?;
-        let Some(input) = input else { return Ok(None) };
-        let inputs = RcIter::new(core::iter::empty());
-        let mut out = filter.run((Ctx::new([], &inputs), Val::from(input)));
-        match out.next() {
-            Some(Ok(value)) => Ok(Some(value.into())),
-            Some(Err(e)) => Err(e.to_string()),
-            None => Err("the expression produced no output".into()),
-        }
-    }
-
-    /// Compiles `del(expression)`; the error says why it does not.
-    pub(super) fn check(expression: &str) -> Result<(), String> {
-        run(expression, None).map(|_| ())
-    }
-
-    /// Deletes the paths `expression` selects, within `timeout`.
-    pub(super) fn delete(
-        expression: &str,
-        input: Value,
-        timeout: Duration,
-    ) -> Result<Value, String> {
-        let (tx, rx) = std::sync::mpsc::channel();
-        let expression = expression.to_owned();
-        // A filter that never ends cannot be interrupted: the thread is left
-        // behind and the comparison fails with a clear error instead.
-        std::thread::Builder::new()
-            .name("kiln-jq".into())
-            .spawn(move || {
-                let _ = tx.send(run(&expression, Some(input)));
-            })
-            .map_err(|e| format!("cannot start a jq worker: {e}"))?;
-        match rx.recv_timeout(timeout) {
-            Ok(result) => result.map(|v| v.unwrap_or(Value::Null)),
-            Err(_) => Err(format!("did not finish within {timeout:?}")),
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use serde_json::json;
@@ -296,75 +238,48 @@ mod tests {
         }
     }
 
-    #[test]
-    fn pointers_jq_and_managers_remove_fields() {
+    /// jq expressions need the `kiln` binary as their worker: they are
+    /// tested in `tests/ignore_differences.rs`.
+    #[tokio::test]
+    async fn pointers_and_managers_remove_fields() {
         let rules = IgnoreRules::new(
             vec![IgnoreDifferences {
                 group: Some("apps".into()),
                 kind: "Deployment".into(),
                 json_pointers: vec!["/spec/replicas".into()],
-                jq_path_expressions: vec![
-                    ".spec.template.spec.containers[] | select(.name == \"istio-proxy\")".into(),
-                ],
                 managed_fields_managers: vec!["hpa".into()],
                 ..Default::default()
             }],
-            DEFAULT_JQ_TIMEOUT,
+            &Jq::default(),
         )
+        .await
         .unwrap();
         let live = json!({"metadata": {"managedFields": [{"manager": "hpa", "fieldsV1": {"f:metadata": {"f:labels": {"f:scaled": {}}}}}]}});
-        let mut object = json!({"metadata": {"labels": {"scaled": "yes", "app": "web"}}, "spec": {"replicas": 3, "template": {"spec": {"containers": [
-            {"name": "web"}, {"name": "istio-proxy"}]}}}});
-        rules.apply(&key(), Some(&live), &mut object).unwrap();
+        let mut object = json!({"metadata": {"labels": {"scaled": "yes", "app": "web"}}, "spec": {"replicas": 3}});
+        rules.apply(&key(), Some(&live), &mut object).await.unwrap();
         assert_eq!(
             object,
-            json!({"metadata": {"labels": {"app": "web"}}, "spec": {"template": {"spec": {"containers": [{"name": "web"}]}}}})
+            json!({"metadata": {"labels": {"app": "web"}}, "spec": {}})
         );
         let other = ObjectKey {
             kind: "StatefulSet".into(),
             ..key()
         };
         let mut untouched = json!({"spec": {"replicas": 3}});
-        rules.apply(&other, None, &mut untouched).unwrap();
+        rules.apply(&other, None, &mut untouched).await.unwrap();
         assert_eq!(untouched, json!({"spec": {"replicas": 3}}));
     }
 
-    #[test]
-    fn bad_rules_are_refused_up_front() {
-        let bad_jq = IgnoreDifferences {
-            kind: "*".into(),
-            jq_path_expressions: vec![".spec[".into()],
-            ..Default::default()
-        };
-        assert!(matches!(
-            IgnoreRules::new(vec![bad_jq], DEFAULT_JQ_TIMEOUT),
-            Err(IgnoreError::InvalidJq { .. })
-        ));
+    #[tokio::test]
+    async fn bad_pointers_are_refused_up_front() {
         let bad_pointer = IgnoreDifferences {
             kind: "*".into(),
             json_pointers: vec!["spec".into()],
             ..Default::default()
         };
         assert!(matches!(
-            IgnoreRules::new(vec![bad_pointer], DEFAULT_JQ_TIMEOUT),
+            IgnoreRules::new(vec![bad_pointer], &Jq::default()).await,
             Err(IgnoreError::InvalidPointer(_))
         ));
-    }
-
-    #[test]
-    fn a_runaway_expression_times_out() {
-        let rules = IgnoreRules::new(
-            vec![IgnoreDifferences {
-                kind: "*".into(),
-                jq_path_expressions: vec!["last(range(1e18)) as $x | .spec".into()],
-                ..Default::default()
-            }],
-            Duration::from_millis(100),
-        )
-        .unwrap();
-        let error = rules
-            .apply(&key(), None, &mut json!({"spec": {}}))
-            .unwrap_err();
-        assert!(error.to_string().contains("did not finish"), "{error}");
     }
 }

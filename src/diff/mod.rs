@@ -11,6 +11,7 @@
 //! values are masked ([`secret`]) before anything can be printed.
 
 pub mod ignore;
+pub mod jq;
 pub mod normalize;
 pub mod output;
 pub mod secret;
@@ -20,6 +21,7 @@ use serde_json::Value;
 
 use crate::manifest::ObjectKey;
 pub use ignore::{IgnoreDifferences, IgnoreError, IgnoreRules};
+pub use jq::{Jq, JqConfig, JqError};
 pub use secret::Masker;
 
 /// The result type of the diff stage.
@@ -89,14 +91,15 @@ pub struct ObjectDiff {
     pub live: Option<Value>,
 }
 
-/// Compares one object.
+/// Compares one object. `jqPathExpressions` run in worker processes
+/// ([`jq`]): this awaits them.
 ///
 /// - `desired`: the rendered object (`None` for an extraneous live object);
 /// - `live`: the cluster's object (`None` when missing);
 /// - `predicted`: the result of a `dryRun=All` server-side apply of
 ///   `desired`, when a cluster could be asked; it replaces the structural
 ///   comparison.
-pub fn compare(
+pub async fn compare(
     desired: Option<&Value>,
     live: Option<&Value>,
     predicted: Option<&Value>,
@@ -110,14 +113,22 @@ pub fn compare(
         options.masker.mask(&mut object);
         object
     };
-    let ignore = |mut object: Value| -> Result<Value> {
-        options.ignore.apply(&key, live, &mut object)?;
+    let ignore = async |mut object: Value| -> Result<Value> {
+        options.ignore.apply(&key, live, &mut object).await?;
         Ok(object)
     };
     let (status, desired_view, live_view) = match (desired, live) {
         (None, None) => (SyncStatus::Synced, None, None),
-        (Some(desired), None) => (SyncStatus::Missing, Some(ignore(clean(desired))?), None),
-        (None, Some(live)) => (SyncStatus::Extraneous, None, Some(ignore(clean(live))?)),
+        (Some(desired), None) => (
+            SyncStatus::Missing,
+            Some(ignore(clean(desired)).await?),
+            None,
+        ),
+        (None, Some(live)) => (
+            SyncStatus::Extraneous,
+            None,
+            Some(ignore(clean(live)).await?),
+        ),
         (Some(desired), Some(live)) => {
             let live_clean = clean(live);
             let (target, seen) = match predicted {
@@ -131,7 +142,7 @@ pub fn compare(
                     (target, seen)
                 }
             };
-            let (target, seen) = (ignore(target)?, ignore(seen)?);
+            let (target, seen) = (ignore(target).await?, ignore(seen).await?);
             let status = if target == seen {
                 SyncStatus::Synced
             } else {
@@ -232,8 +243,8 @@ mod tests {
         json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "namespace": "default"}, "data": data})
     }
 
-    #[test]
-    fn defaults_are_not_drift_but_fields_kiln_stopped_setting_are() {
+    #[tokio::test]
+    async fn defaults_are_not_drift_but_fields_kiln_stopped_setting_are() {
         let options = DiffOptions::default();
         let desired = cm(json!({"a": "1"}));
         let mut live = cm(json!({"a": "1", "other": "x"}));
@@ -242,6 +253,7 @@ mod tests {
             {"manager": "someone", "operation": "Update", "fieldsV1": {"f:data": {"f:other": {}}}}]);
         assert_eq!(
             compare(Some(&desired), Some(&live), None, &options)
+                .await
                 .unwrap()
                 .status,
             SyncStatus::Synced
@@ -249,21 +261,29 @@ mod tests {
         live["metadata"]["managedFields"][0]["fieldsV1"] =
             json!({"f:data": {"f:a": {}, "f:gone": {}}});
         live["data"]["gone"] = json!("y");
-        let diff = compare(Some(&desired), Some(&live), None, &options).unwrap();
+        let diff = compare(Some(&desired), Some(&live), None, &options)
+            .await
+            .unwrap();
         assert_eq!(diff.status, SyncStatus::OutOfSync);
         assert_eq!(diff.live.unwrap()["data"], json!({"a": "1", "gone": "y"}));
     }
 
-    #[test]
-    fn missing_and_extraneous() {
+    #[tokio::test]
+    async fn missing_and_extraneous() {
         let options = DiffOptions::default();
         let object = cm(json!({}));
         assert_eq!(
-            compare(Some(&object), None, None, &options).unwrap().status,
+            compare(Some(&object), None, None, &options)
+                .await
+                .unwrap()
+                .status,
             SyncStatus::Missing
         );
         assert_eq!(
-            compare(None, Some(&object), None, &options).unwrap().status,
+            compare(None, Some(&object), None, &options)
+                .await
+                .unwrap()
+                .status,
             SyncStatus::Extraneous
         );
     }

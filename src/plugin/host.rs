@@ -131,14 +131,17 @@ impl PluginHost {
         if config.max_concurrency == 0 {
             return Err(HostError::new("max_concurrency must be at least 1"));
         }
-        if config.memory_budget < config.max_memory {
+        // Calls reserve whole MiB, rounded up; the budget holds whole MiB,
+        // rounded down: the largest call must fit in those terms, or it
+        // would wait for ever.
+        let budget_units =
+            (config.memory_budget / BUDGET_UNIT).min(Semaphore::MAX_PERMITS as u64) as usize;
+        if config.max_memory.div_ceil(BUDGET_UNIT) > budget_units as u64 {
             return Err(HostError::new(format!(
                 "the plugin memory budget ({} bytes) is smaller than the largest memory limit a plugin may have ({} bytes)",
                 config.memory_budget, config.max_memory
             )));
         }
-        let budget_units =
-            (config.memory_budget / BUDGET_UNIT).min(Semaphore::MAX_PERMITS as u64) as usize;
         let mut wasm = Config::new();
         wasm.wasm_component_model(true).epoch_interruption(true);
         if config.pooling {

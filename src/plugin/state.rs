@@ -39,7 +39,13 @@ impl CallState {
             plugin,
             view,
             wasi: empty_wasi(stdout.clone(), stderr.clone()),
-            table: ResourceTable::new(),
+            table: {
+                // Host-side memory a guest can make the host hold, outside
+                // its linear memory: bounded too.
+                let mut table = ResourceTable::new();
+                table.set_max_capacity(MAX_RESOURCES);
+                table
+            },
             stdout,
             stderr,
             limiter: MemoryLimiter::new(limits.memory),
@@ -76,6 +82,10 @@ impl CallState {
                 wit::SourceError::Denied(path)
             }
             SourceError::TooLarge { path, .. } => wit::SourceError::TooLarge(path.to_string()),
+            error @ SourceError::TooManyReads { .. } => {
+                tracing::warn!(plugin = &*self.plugin, error = %error, "plugin read too many paths");
+                wit::SourceError::Io(error.to_string())
+            }
             // I/O details stay on the host: they may name host paths.
             error @ SourceError::Io { .. } => {
                 tracing::warn!(plugin = &*self.plugin, error = %error, "source read failed");
@@ -107,6 +117,7 @@ fn empty_wasi(stdout: MemoryOutputPipe, stderr: MemoryOutputPipe) -> WasiCtx {
             0x6b, 0x69, 0x6c, 0x6e,
         ]))
         .insecure_random_seed(0)
+        .max_random_size(MAX_RANDOM_BYTES)
         .allow_ip_name_lookup(false)
         .allow_tcp(false)
         .allow_udp(false)
@@ -233,6 +244,11 @@ impl MemoryLimiter {
         }
     }
 }
+
+/// Resources (pollables, streams) a call may hold at once on the host.
+const MAX_RESOURCES: usize = 10_000;
+/// Random bytes one WASI call may ask for.
+const MAX_RANDOM_BYTES: u64 = 1 << 20;
 
 /// Table elements a plugin may have: generous for any real component.
 const MAX_TABLE_ELEMENTS: usize = 100_000;

@@ -104,6 +104,16 @@ pub enum SourceError {
         /// The limit.
         limit: u64,
     },
+    /// The render observed more distinct paths than a read set may hold.
+    #[error(
+        "a render may observe at most {reads} paths ({bytes} bytes of paths); this one asked for more"
+    )]
+    TooManyReads {
+        /// The limit on paths.
+        reads: usize,
+        /// The limit on bytes of paths.
+        bytes: usize,
+    },
     /// Any other I/O failure.
     #[error("{path}: {error}")]
     Io {

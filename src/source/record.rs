@@ -108,6 +108,9 @@ impl ReadSet {
 pub struct RecordingView {
     inner: Arc<dyn SourceView>,
     reads: Mutex<ReadSet>,
+    /// Bytes of the paths in `reads` (kept beside it: summing them per read
+    /// would be quadratic).
+    path_bytes: std::sync::atomic::AtomicUsize,
 }
 
 impl RecordingView {
@@ -116,6 +119,7 @@ impl RecordingView {
         RecordingView {
             inner,
             reads: Mutex::new(ReadSet::default()),
+            path_bytes: std::sync::atomic::AtomicUsize::new(0),
         }
     }
 
@@ -128,9 +132,19 @@ impl RecordingView {
     /// it later must invalidate the render.
     fn absent_on_not_found<T>(&self, path: &SourcePath, result: Result<T>) -> Result<T> {
         if let Err(SourceError::NotFound(_)) = &result {
-            self.lock().record(path, Observation::Absent);
+            self.record(path, Observation::Absent);
         }
         result
+    }
+
+    /// Records an observation, counting the bytes of a path new to the set.
+    fn record(&self, path: &SourcePath, observation: Observation) {
+        let mut reads = self.lock();
+        if !reads.0.contains_key(path) {
+            self.path_bytes
+                .fetch_add(path.as_str().len(), std::sync::atomic::Ordering::Relaxed);
+        }
+        reads.record(path, observation);
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, ReadSet> {
@@ -152,10 +166,37 @@ fn listing_digest(entries: &[DirEntry]) -> Digest {
     Digest::from(<[u8; 32]>::from(hasher.finalize()))
 }
 
+/// Distinct paths one render may observe: a renderer asking for more is
+/// refused (its read set would grow without bound in the host's memory,
+/// outside the plugin's memory cap).
+pub const MAX_READS: usize = 100_000;
+/// Bytes of distinct paths one render may observe, together.
+pub const MAX_READ_PATH_BYTES: usize = 16 << 20;
+
+impl RecordingView {
+    /// Refuses a path the read set has no room for: a new path when the
+    /// set is full, in entries or in bytes of paths.
+    fn admit(&self, path: &SourcePath) -> Result<()> {
+        let reads = self.lock();
+        if reads.0.contains_key(path) {
+            return Ok(());
+        }
+        let bytes = self.path_bytes.load(std::sync::atomic::Ordering::Relaxed);
+        if reads.len() >= MAX_READS || bytes + path.as_str().len() > MAX_READ_PATH_BYTES {
+            return Err(SourceError::TooManyReads {
+                reads: MAX_READS,
+                bytes: MAX_READ_PATH_BYTES,
+            });
+        }
+        Ok(())
+    }
+}
+
 impl SourceView for RecordingView {
     fn read_file(&self, path: &SourcePath) -> Result<Vec<u8>> {
+        self.admit(path)?;
         let bytes = self.absent_on_not_found(path, self.inner.read_file(path))?;
-        self.lock().record(
+        self.record(
             path,
             Observation::File {
                 digest: Digest::of(&bytes),
@@ -165,8 +206,9 @@ impl SourceView for RecordingView {
     }
 
     fn read_dir(&self, path: &SourcePath) -> Result<Vec<DirEntry>> {
+        self.admit(path)?;
         let entries = self.absent_on_not_found(path, self.inner.read_dir(path))?;
-        self.lock().record(
+        self.record(
             path,
             Observation::Directory {
                 digest: listing_digest(&entries),
@@ -176,6 +218,7 @@ impl SourceView for RecordingView {
     }
 
     fn stat(&self, path: &SourcePath) -> Result<Option<Metadata>> {
+        self.admit(path)?;
         let metadata = self.inner.stat(path)?;
         let observation = match metadata {
             Some(m) => Observation::Metadata {
@@ -184,7 +227,30 @@ impl SourceView for RecordingView {
             },
             None => Observation::Absent,
         };
-        self.lock().record(path, observation);
+        self.record(path, observation);
         Ok(metadata)
+    }
+}
+
+#[cfg(test)]
+mod limit_tests {
+    use super::*;
+
+    #[test]
+    fn a_render_cannot_record_paths_without_bound() {
+        let view = RecordingView::new(Arc::new(crate::source::EmptyView));
+        let long = "a".repeat(1 << 20);
+        let mut refused = None;
+        for i in 0..64 {
+            let path = SourcePath::parse(&format!("{long}{i}")).unwrap();
+            if let Err(e) = view.stat(&path) {
+                refused = Some(e);
+                break;
+            }
+        }
+        let error = refused.expect("16 MiB of paths is the most a render may record");
+        assert!(matches!(error, SourceError::TooManyReads { .. }), "{error}");
+        let recorded: usize = view.read_set().iter().map(|(p, _)| p.as_str().len()).sum();
+        assert!(recorded <= MAX_READ_PATH_BYTES);
     }
 }

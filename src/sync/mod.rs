@@ -166,6 +166,9 @@ pub struct Engine<'a> {
     app: Application,
     options: SyncOptions,
     interrupt: Option<Arc<AtomicBool>>,
+    /// The kinds the set being diffed or synced defines itself (set by
+    /// [`Engine::prepare`]): only those are waited for when not served yet.
+    defined: std::sync::RwLock<DefinedScopes>,
 }
 
 fn api_error(error: &kube::Error) -> String {
@@ -204,6 +207,7 @@ impl<'a> Engine<'a> {
             app,
             options,
             interrupt: None,
+            defined: std::sync::RwLock::new(DefinedScopes::default()),
         }
     }
 
@@ -233,12 +237,22 @@ impl<'a> Engine<'a> {
             .get("kind")
             .and_then(Value::as_str)
             .unwrap_or_default();
+        let defined_here = self
+            .defined
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .namespaced(&ObjectKey::of(object))
+            .is_some();
         let mut tries = 0;
         loop {
             match self.cluster.resolve(api_version, kind).await {
-                Err(ClusterError::UnknownKind { .. }) if tries < 5 && !self.options.dry_run => {
+                Err(ClusterError::UnknownKind { .. })
+                    if defined_here && tries < 10 && !self.options.dry_run =>
+                {
                     tries += 1;
-                    tokio::time::sleep(Duration::from_millis(200)).await;
+                    // Discovery runs at most once per MIN_REFRESH_INTERVAL:
+                    // wait for the next round a few times.
+                    tokio::time::sleep(Duration::from_millis(400)).await;
                 }
                 other => return other,
             }
@@ -249,6 +263,10 @@ impl<'a> Engine<'a> {
     /// and Kiln's tracking annotation and label on every object.
     pub async fn prepare(&self, objects: Vec<Value>) -> Vec<Value> {
         let defined = DefinedScopes::of(&objects);
+        *self
+            .defined
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = defined.clone();
         let mut out = Vec::with_capacity(objects.len());
         for mut object in objects {
             if let (Some(ns), None) = (&self.app.namespace, object.pointer("/metadata/namespace")) {
@@ -347,7 +365,7 @@ impl<'a> Engine<'a> {
                 Err(ClusterError::UnknownKind { .. }) => {
                     report
                         .objects
-                        .push(diff::compare(Some(object), None, None, options)?);
+                        .push(diff::compare(Some(object), None, None, options).await?);
                     continue;
                 }
                 Err(e) => return Err(e.into()),
@@ -363,18 +381,15 @@ impl<'a> Engine<'a> {
                 }
                 None => None,
             };
-            report.objects.push(diff::compare(
-                Some(object),
-                live.as_ref(),
-                predicted.as_ref(),
-                options,
-            )?);
+            report.objects.push(
+                diff::compare(Some(object), live.as_ref(), predicted.as_ref(), options).await?,
+            );
         }
         for (_, live) in self.tracked().await? {
             if !desired_keys.contains(&ObjectKey::of(&live)) {
                 report
                     .objects
-                    .push(diff::compare(None, Some(&live), None, options)?);
+                    .push(diff::compare(None, Some(&live), None, options).await?);
             }
         }
         Ok(report)
@@ -578,6 +593,7 @@ impl<'a> Engine<'a> {
                     predicted.as_ref(),
                     &DiffOptions::default(),
                 )
+                .await
                 .map_err(|e| e.to_string())?;
                 if compared.status == SyncStatus::Synced {
                     return Ok((Action::Skipped, "already synced".into(), Some(resolved)));
@@ -683,6 +699,7 @@ impl<'a> Engine<'a> {
                     Some(&predicted),
                     &DiffOptions::default(),
                 )
+                .await
                 .map_err(|e| e.to_string())?;
                 if compared.status == SyncStatus::Synced {
                     Action::Unchanged
@@ -951,8 +968,8 @@ fn result_for(planned: &Planned, action: Action, message: String) -> ObjectResul
 
 /// The scopes of the kinds a set of objects defines itself, read from the
 /// CustomResourceDefinitions among them.
-#[derive(Debug, Default)]
-pub struct DefinedScopes(Vec<(String, String, bool)>);
+#[derive(Debug, Default, Clone)]
+pub struct DefinedScopes(std::collections::HashMap<(String, String), bool>);
 
 impl DefinedScopes {
     /// The kinds `objects` define.
@@ -966,8 +983,7 @@ impl DefinedScopes {
                 .filter_map(|crd| {
                     let text = |p: &str| crd.pointer(p).and_then(Value::as_str).map(str::to_owned);
                     Some((
-                        text("/spec/group")?,
-                        text("/spec/names/kind")?,
+                        (text("/spec/group")?, text("/spec/names/kind")?),
                         text("/spec/scope")? == "Namespaced",
                     ))
                 })
@@ -977,9 +993,6 @@ impl DefinedScopes {
 
     /// Whether the kind of `key` is namespaced, if the set defines it.
     pub fn namespaced(&self, key: &ObjectKey) -> Option<bool> {
-        self.0
-            .iter()
-            .find(|(g, k, _)| *g == key.group && *k == key.kind)
-            .map(|(_, _, namespaced)| *namespaced)
+        self.0.get(&(key.group.clone(), key.kind.clone())).copied()
     }
 }

@@ -241,6 +241,7 @@ impl TrustPolicy {
         };
         let text =
             super::read_small(path, super::MAX_SIGNATURE_FILE).map_err(|e| fail(e.to_string()))?;
+        crate::manifest::check_yaml(&text).map_err(|e| fail(e.to_string()))?;
         let file: File = serde_yaml::from_str(&text).map_err(|e| fail(e.to_string()))?;
         let base = path.parent().unwrap_or(Path::new("."));
         let mut rules = Vec::new();

@@ -130,3 +130,15 @@ pub mod require;
 // Not every test binary needs a tool.
 #[allow(unused_imports)]
 pub use require::{Tool, require};
+
+/// A ConfigMap-shaped YAML alias bomb: one anchor of `n` scalars referenced
+/// `n` times, n² values from about 5n bytes (serde_yaml's own limit on alias
+/// jumps lets it through). `n` = 3000 is 15 KB that parse into 9 million
+/// values (hundreds of MB) without a bound.
+pub fn alias_bomb(n: usize) -> String {
+    let items = vec!["1"; n].join(",");
+    let refs = vec!["*a"; n].join(",");
+    format!(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: bomb}}\na: &a [{items}]\nb: [{refs}]\n"
+    )
+}

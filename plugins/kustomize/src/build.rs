@@ -658,6 +658,7 @@ fn transform_all(
             ReplacementEntry::File { path } => {
                 let full = local(dir, file, path, "replacements file")?;
                 let text = read(files, &full)?;
+                crate::check_yaml(&text).map_err(|e| Failure::from((full.as_str(), e)))?;
                 let list: replace::Replacements =
                     serde_yaml::from_str(&text).map_err(|e| Failure {
                         file: full.clone(),
@@ -725,6 +726,7 @@ fn apply_patch_entry(
 /// The objects of a manifest file (`List`s unwrapped).
 fn documents(files: &dyn Files, path: &str) -> Result<Vec<Value>, Failure> {
     let text = files.read(path).map_err(|e| Failure::new(path, e))?;
+    crate::check_yaml(&text).map_err(|e| Failure::from((path, e)))?;
     let mut out = Vec::new();
     for (index, document) in serde_yaml::Deserializer::from_str(&text).enumerate() {
         let read = scalars::Read::resources(&text);

@@ -41,6 +41,7 @@ pub struct CrdConfig {
 impl CrdConfig {
     /// Adds the definitions of one file.
     pub fn load(&mut self, text: &str) -> Result<(), String> {
+        crate::check_yaml_text(text)?;
         let definitions: Map<String, Value> = serde_yaml::from_str(text)
             .map_err(|e| format!("not an OpenAPI definitions map: {e}"))?;
         for (type_name, definition) in &definitions {

@@ -25,6 +25,7 @@ pub struct Op {
 
 /// Parses a list of operations (YAML or JSON).
 pub fn parse(text: &str) -> Result<Vec<Op>, String> {
+    crate::check_yaml_text(text)?;
     let mut ops: Vec<Op> = serde_yaml::from_str(text).map_err(|e| e.to_string())?;
     // kustomize reads a JSON 6902 patch with go-yaml v2 (YAML 1.1): a plain
     // `yes` is `true` there, `017` is 15.

@@ -244,6 +244,7 @@ impl Kustomization {
     /// Parses a kustomization file; refuses unknown and not-yet-supported
     /// fields by name.
     pub fn parse(file: &str, text: &str) -> Result<Self, Failure> {
+        crate::check_yaml(text).map_err(|e| Failure::from((file, e)))?;
         let parsed: Kustomization = serde_yaml::from_str(text).map_err(|e| Failure {
             file: file.to_owned(),
             line: e.location().map(|l| l.line() as u32),

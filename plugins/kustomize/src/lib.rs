@@ -42,6 +42,8 @@ pub mod yaml;
 #[cfg(target_arch = "wasm32")]
 mod plugin;
 
+use kiln_yaml_limits::ExpansionError;
+
 /// A build failure, located in a file where possible.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Failure {
@@ -62,6 +64,31 @@ impl Failure {
             message: message.into(),
         }
     }
+}
+
+impl From<(&str, ExpansionError)> for Failure {
+    /// A YAML text of `file` whose aliases expand too far.
+    fn from((file, error): (&str, ExpansionError)) -> Self {
+        Failure {
+            file: file.to_owned(),
+            line: error.line.and_then(|l| u32::try_from(l).ok()),
+            message: error.to_string(),
+        }
+    }
+}
+
+/// Checks a YAML text from the tree (a file, or a patch written inline)
+/// against Kiln's limits on alias expansion, before it is parsed.
+pub(crate) fn check_yaml(text: &str) -> Result<(), ExpansionError> {
+    kiln_yaml_limits::check(text, &kiln_yaml_limits::YamlLimits::default())
+}
+
+/// [`check_yaml`] for the parsers whose errors are text: `line N: …`.
+pub(crate) fn check_yaml_text(text: &str) -> Result<(), String> {
+    check_yaml(text).map_err(|e| match e.line {
+        Some(line) => format!("line {line}: {e}"),
+        None => e.to_string(),
+    })
 }
 
 impl std::fmt::Display for Failure {

@@ -23,6 +23,7 @@ pub enum Patch {
 /// Parses a patch: a YAML (or JSON) list is a JSON 6902 patch, objects are
 /// strategic merge patches.
 pub fn parse(text: &str) -> Result<Patch, String> {
+    crate::check_yaml_text(text)?;
     // Like kustomize: a patch that starts with `[` is JSON, strictly.
     if text.trim_start().starts_with('[') {
         serde_json::from_str::<Value>(text).map_err(|e| {

@@ -26,8 +26,17 @@ impl core::fmt::Display for YamlError {
 }
 
 /// Parses every document of a (multi-document) YAML text, skipping empty
-/// documents. `file` only labels errors.
+/// documents. `file` only labels errors. A text whose aliases expand beyond
+/// Kiln's limits ([`kiln_yaml_limits::YamlLimits`]) is refused before it is
+/// parsed.
 pub fn documents(text: &str, file: Option<&str>) -> Result<Vec<Value>, YamlError> {
+    kiln_yaml_limits::check(text, &kiln_yaml_limits::YamlLimits::default()).map_err(|e| {
+        YamlError {
+            file: file.map(str::to_owned),
+            line: e.line.and_then(|l| u32::try_from(l).ok()),
+            message: e.to_string(),
+        }
+    })?;
     let mut out = Vec::new();
     for document in serde_yaml::Deserializer::from_str(text) {
         let value =

@@ -35,6 +35,11 @@ impl Failure {
 
 /// Parses every non-empty document of a YAML text.
 pub fn parse_documents(file: &str, text: &str) -> Result<Vec<Value>, Failure> {
+    check_yaml(text).map_err(|e| Failure {
+        file: file.to_owned(),
+        line: e.line.and_then(|l| u32::try_from(l).ok()),
+        message: e.to_string(),
+    })?;
     let mut docs = Vec::new();
     for document in serde_yaml::Deserializer::from_str(text) {
         let value = <Value as serde::Deserialize>::deserialize(document).map_err(|e| Failure {
@@ -47,6 +52,12 @@ pub fn parse_documents(file: &str, text: &str) -> Result<Vec<Value>, Failure> {
         }
     }
     Ok(docs)
+}
+
+/// Checks a YAML text (a file, a parameter, a default) against Kiln's limits
+/// on alias expansion, before it is parsed.
+fn check_yaml(text: &str) -> Result<(), kiln_yaml_limits::ExpansionError> {
+    kiln_yaml_limits::check(text, &kiln_yaml_limits::YamlLimits::default())
 }
 
 /// Deep-merges `overlay` into `base`: mappings merge key by key, anything
@@ -72,6 +83,7 @@ pub fn set_path(values: &mut Value, dotted: &str, raw: &str) -> Result<(), Strin
     if dotted.is_empty() || dotted.split('.').any(str::is_empty) {
         return Err(format!("parameter `{dotted}`: not a dotted value path"));
     }
+    check_yaml(raw).map_err(|e| format!("parameter `{dotted}`: {e}"))?;
     let parsed: Value = serde_yaml::from_str(raw).unwrap_or_else(|_| Value::String(raw.to_owned()));
     let mut overlay = parsed;
     for key in dotted.rsplit('.') {
@@ -188,6 +200,7 @@ fn evaluate(scope: &Scope, expression: &str) -> Result<Value, String> {
                 .filter(|rest| rest.starts_with(char::is_whitespace))
                 .ok_or_else(|| format!("unknown filter `{filter}` (only `default VALUE` exists)"))?
                 .trim();
+            check_yaml(raw).map_err(|e| format!("default `{raw}`: {e}"))?;
             let default: Value =
                 serde_yaml::from_str(raw).map_err(|e| format!("default `{raw}`: {e}"))?;
             (path.trim(), Some(default))
@@ -270,6 +283,33 @@ mod tests {
         assert_eq!(values["image"]["tag"], Value::from(2));
         assert_eq!(values["image"]["name"], Value::from("web"));
         assert!(set_path(&mut values, "a..b", "x").is_err());
+    }
+
+    /// One anchor of 3000 items referenced 3000 times: 9 million values.
+    fn bomb() -> String {
+        let items = vec!["1"; 3000].join(",");
+        let refs = vec!["*a"; 3000].join(",");
+        format!("a: &a [{items}]\nb: [{refs}]\n")
+    }
+
+    #[test]
+    fn alias_bombs_are_refused_naming_the_file() {
+        // Not `unwrap_err`: it would print 9 million values.
+        let Err(err) = parse_documents("values.yaml", &bomb()) else {
+            panic!("the bomb was parsed");
+        };
+        assert_eq!((err.file.as_str(), err.line), ("values.yaml", Some(1)));
+        assert!(
+            err.message.starts_with("YAML aliases expand to more than "),
+            "{err:?}"
+        );
+        let err = set_path(&mut Value::Null, "x", &bomb()).unwrap_err();
+        assert!(
+            err.starts_with("parameter `x`: YAML aliases expand"),
+            "{err}"
+        );
+        let few = parse_documents("v.yaml", "a: &a {b: 1}\nc: *a\n").unwrap();
+        assert_eq!(few[0]["c"]["b"], Value::from(1));
     }
 
     #[test]

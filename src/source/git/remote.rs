@@ -297,10 +297,17 @@ fn connect<'a, 'repo>(
         }
         _ => None,
     };
+    let origin = origin_of(url.as_str());
     let connection =
         connection.with_credentials(move |action| {
             use gix::credentials::helper::Action;
             match action {
+                // Credentials go to the repository's own scheme, host and
+                // port only: never to where a redirect points.
+                Action::Get(context) if !same_origin(&origin, &context) => {
+                    tracing::warn!("a Git server redirected elsewhere; credentials withheld");
+                    Ok(None)
+                }
                 Action::Get(context) => Ok(basic.clone().map(|(username, password)| {
                     gix::credentials::protocol::Outcome {
                         identity: gix::sec::identity::Account {
@@ -315,6 +322,29 @@ fn connect<'a, 'repo>(
             }
         });
     Ok((connection, files))
+}
+
+/// `(scheme, host, port)` of a URL, ports defaulted.
+fn origin_of(url: &str) -> Option<(String, String, u16)> {
+    let parsed = gix::Url::from_bytes(url.as_bytes().into()).ok()?;
+    let scheme = parsed.scheme.as_str().to_ascii_lowercase();
+    let port = parsed.port_or_default()?;
+    Some((scheme, parsed.host()?.to_ascii_lowercase(), port))
+}
+
+/// Whether a credential request is for the repository's own origin. A
+/// request that names no URL or host is taken as the original one (gix asks
+/// for the URL it was given).
+fn same_origin(
+    origin: &Option<(String, String, u16)>,
+    context: &gix::credentials::protocol::Context,
+) -> bool {
+    let asked = match (&context.url, &context.protocol, &context.host) {
+        (Some(url), _, _) => origin_of(&url.to_string()),
+        (None, Some(protocol), Some(host)) => origin_of(&format!("{protocol}://{host}/")),
+        _ => return true,
+    };
+    asked.is_some() && asked == *origin
 }
 
 /// ssh with nothing from the user's configuration or agent: the key Kiln
@@ -447,4 +477,40 @@ fn git_transport(url: &RepoUrl, options: &Options) -> Result<Box<dyn Transport +
         false,
     );
     Ok(Box::new(connection))
+}
+
+#[cfg(test)]
+mod origin_tests {
+    use super::*;
+
+    #[test]
+    fn credentials_go_to_the_repository_origin_only() {
+        let origin = origin_of("https://git.corp.example/team/app.git");
+        let asked = |url: &str| gix::credentials::protocol::Context {
+            url: Some(url.into()),
+            ..Default::default()
+        };
+        assert!(same_origin(
+            &origin,
+            &asked("https://git.corp.example/team/app.git/info/refs")
+        ));
+        assert!(same_origin(
+            &origin,
+            &asked("https://GIT.corp.example:443/other")
+        ));
+        for elsewhere in [
+            "https://git.corp.example.evil.com/team/app.git",
+            "http://git.corp.example/team/app.git",
+            "https://git.corp.example:8443/team/app.git",
+            "https://evil.example/",
+        ] {
+            assert!(!same_origin(&origin, &asked(elsewhere)), "{elsewhere}");
+        }
+        let by_host = gix::credentials::protocol::Context {
+            protocol: Some("https".into()),
+            host: Some("evil.example".into()),
+            ..Default::default()
+        };
+        assert!(!same_origin(&origin, &by_host));
+    }
 }
