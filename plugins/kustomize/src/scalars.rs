@@ -20,9 +20,10 @@
 //!   Off OFF`; timestamps stay strings; a mapping key that reads as a
 //!   boolean or a number becomes its JSON text (`on:` is `"true"`).
 //!
-//! Only *plain* scalars are resolved: [`Read`] tells a plain scalar from a
-//! quoted one by where `serde_yaml` borrowed its text from (a quoted
-//! scalar's text follows its opening quote). Block scalars (`|`, `>`) and
+//! Only *plain*, untagged scalars are resolved: [`Read`] tells a plain
+//! scalar from a quoted one by where `serde_yaml` borrowed its text from (a
+//! quoted scalar's text follows its opening quote), and a tagged one
+//! (`!!str 017`) by the properties written before it. Block scalars (`|`, `>`) and
 //! quoted scalars with escapes are never borrowed, and are strings. The
 //! parse itself — syntax, errors, aliases, nesting — stays `serde_yaml`'s.
 
@@ -103,10 +104,29 @@ impl<'t> Read<'t> {
         offset == 0 || !matches!(self.text.as_bytes()[offset - 1], b'"' | b'\'')
     }
 
+    /// Whether the node properties before `s` (borrowed from the text)
+    /// include a tag (`!!str 017`): a tagged scalar is not resolved.
+    fn tagged(&self, s: &str) -> bool {
+        let offset = s.as_ptr() as usize - self.text.as_ptr() as usize;
+        let mut before = self.text[..offset].trim_end_matches([' ', '\t']);
+        // The properties are `!tag` and `&anchor`, in either order.
+        loop {
+            let start = before
+                .rfind([' ', '\t', '\n', '\r', ',', '[', '{'])
+                .map_or(0, |i| i + 1);
+            match before[start..].as_bytes().first() {
+                Some(b'!') => return true,
+                Some(b'&') => before = before[..start].trim_end_matches([' ', '\t']),
+                _ => return false,
+            }
+        }
+    }
+
     fn string(&self, s: &str, plain: bool) -> Value {
         if plain
             && self.place != Place::Annotation
             && let Some(value) = resolve(s, self.reader)
+            && !self.tagged(s)
         {
             return value;
         }
@@ -499,7 +519,8 @@ mod tests {
         let text = "a: 017\nb: \"017\"\nc: '017'\nd: 1_000\ne: 08\nf: 2024-01-01\n\
                     g: 2024-1-2 3:04:05.50\nh: 2024-01-01T10:00:00+02:00\ni: yes\nj: 190:20:30\n\
                     k: 0o17\nl: |\n  017\nm: [017, \"017\"]\nn: 0x_1F\no: 1e400\np: -017\n\
-                    q: 2023-02-29\nr: 2024-01-01t10:00:00.000Z\ns: 017 x\n";
+                    q: 2023-02-29\nr: 2024-01-01t10:00:00.000Z\ns: 017 x\nt: !!str 017\n\
+                    u: &a !!str 017\nv: !!str &b 1_000\nw: &c 017\nx: [!!str 08, &d 08]\n";
         assert_eq!(
             read(text, Reader::Kyaml),
             json!({
@@ -508,6 +529,7 @@ mod tests {
                 "h": "2024-01-01T10:00:00+02:00", "i": "yes", "j": "190:20:30", "k": 15,
                 "l": "017\n", "m": [15, "017"], "n": 31, "o": "1e400", "p": -15,
                 "q": "2023-02-29", "r": "2024-01-01T10:00:00Z", "s": "017 x",
+                "t": "017", "u": "017", "v": "1_000", "w": 15, "x": ["08", 8.0],
             })
         );
     }
