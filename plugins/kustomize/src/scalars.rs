@@ -114,7 +114,7 @@ impl<'t> Read<'t> {
             let start = before
                 .rfind([' ', '\t', '\n', '\r', ',', '[', '{'])
                 .map_or(0, |i| i + 1);
-            match before[start..].as_bytes().first() {
+            match before.as_bytes().get(start) {
                 Some(b'!') => return true,
                 Some(b'&') => before = before[..start].trim_end_matches([' ', '\t']),
                 _ => return false,
