@@ -264,13 +264,16 @@ fn type_name(value: &Value) -> &'static str {
     }
 }
 
-/// Writes objects as one multi-document YAML stream.
+/// Writes objects as one multi-document YAML stream, as `kubectl` and
+/// `kustomize build` print YAML (go-yaml v2's emitter, [`kiln_goyaml`]): a
+/// string is quoted whenever a YAML 1.1 reader — `kubectl apply -f`, every
+/// Go tool — would read the plain text as something else (`"yes"`, `"on"`,
+/// `"017"`, `"2024-01-01"`), so the text means what the objects mean.
 pub fn to_yaml_stream(objects: &[Object]) -> String {
     let mut out = String::new();
     for object in objects {
         out.push_str("---\n");
-        // A JSON map always serializes to YAML.
-        out.push_str(&serde_yaml::to_string(&object.value).unwrap_or_default());
+        out.push_str(&kiln_goyaml::document(&Value::Object(object.value.clone())));
     }
     out
 }
@@ -287,6 +290,57 @@ mod tests {
         let names: Vec<_> = objects.iter().map(Object::display_name).collect();
         assert_eq!(names, ["ConfigMap/a", "Secret/n/b"]);
         assert_eq!(objects[1].source(), Some("x.yaml"));
+    }
+
+    #[test]
+    fn printed_strings_keep_their_meaning_for_yaml_1_1_readers() {
+        // kubectl and every Go tool read YAML 1.1: a plain `yes` is a
+        // boolean there, `017` the number 15, `1_000` a thousand,
+        // `2024-01-01` a timestamp. Strings like these must come out quoted.
+        let forms = [
+            "y",
+            "Y",
+            "yes",
+            "NO",
+            "on",
+            "Off",
+            "~",
+            "null",
+            "017",
+            "0x1F",
+            "1_000",
+            "1e3",
+            "190:20:30",
+            ".inf",
+            "2024-01-01",
+            "2024-01-01T10:00:00Z",
+        ];
+        let data: Map<String, Value> = forms
+            .iter()
+            .enumerate()
+            .map(|(i, f)| (format!("k{i}"), Value::String((*f).to_owned())))
+            .collect();
+        let object = Object::new(
+            serde_json::json!({
+                "apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"name": "c", "annotations": {"patched": "yes"}},
+                "data": data,
+            })
+            .as_object()
+            .unwrap()
+            .clone(),
+            None,
+        );
+        let text = to_yaml_stream(std::slice::from_ref(&object));
+        for (i, form) in forms.iter().enumerate() {
+            assert!(
+                text.contains(&format!("  k{i}: \"{form}\"\n")),
+                "{form:?} is not double-quoted in:\n{text}"
+            );
+        }
+        assert!(text.contains("    patched: \"yes\"\n"), "{text}");
+        // What was printed reads back as the same object.
+        assert_eq!(parse(&text, None).unwrap()[0].value(), object.value());
     }
 
     #[test]

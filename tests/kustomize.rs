@@ -29,8 +29,8 @@ fn build_path(tree: &Path) -> String {
         .unwrap_or_default()
 }
 
-/// What kustomize gives, as objects.
-fn oracle(kubectl: &Path, dir: &Path) -> Result<Vec<Value>, String> {
+/// What kustomize prints.
+fn oracle_text(kubectl: &Path, dir: &Path) -> Result<String, String> {
     let out = std::process::Command::new(kubectl)
         .arg("kustomize")
         .arg(dir)
@@ -39,11 +39,30 @@ fn oracle(kubectl: &Path, dir: &Path) -> Result<Vec<Value>, String> {
     if !out.status.success() {
         return Err(String::from_utf8_lossy(&out.stderr).into_owned());
     }
-    let text = String::from_utf8(out.stdout).unwrap();
+    Ok(String::from_utf8(out.stdout).unwrap())
+}
+
+/// What kustomize gives, as objects.
+fn oracle(kubectl: &Path, dir: &Path) -> Result<Vec<Value>, String> {
+    let text = oracle_text(kubectl, dir)?;
     Ok(serde_yaml::Deserializer::from_str(&text)
         .map(|d| serde::Deserialize::deserialize(d).unwrap())
         .filter(|v: &Value| !v.is_null())
         .collect())
+}
+
+/// What `kiln render` prints for the tree, rendered by the plugin through
+/// the host.
+async fn printed(plugin: &Plugin, root: &Path, path: &str) -> Result<String, String> {
+    let chain = [kiln::render::Step::Plugin {
+        plugin: plugin.clone(),
+        params: support::params(&[]),
+    }];
+    let context = support::context("app", path);
+    kiln::render::render(support::view(root), &context, &chain)
+        .await
+        .map(|r| kiln::manifest::to_yaml_stream(&r.objects))
+        .map_err(|e| format!("{e:#}"))
 }
 
 /// What the plugin gives through the host, as objects.
@@ -122,6 +141,84 @@ async fn every_tree_renders_as_kustomize_renders_it() {
         }
     }
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+/// What `kiln render` prints must mean, to a YAML 1.1 reader (`kubectl
+/// apply -f`, every Go tool), what `kubectl kustomize` prints: a string
+/// printed plain where kustomize quotes it (`yes`, `on`, `017`,
+/// `2024-01-01`) reads back as a boolean, a number or a timestamp.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_tree_means_to_a_yaml_1_1_reader_what_kustomize_output_means() {
+    let Some(kubectl) = support::require(support::Tool::Kubectl) else {
+        return;
+    };
+    let plugin = plugin();
+    let mut trees: Vec<PathBuf> = std::fs::read_dir(corpus())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.is_dir())
+        .collect();
+    trees.sort();
+    assert!(trees.len() >= 70, "{} trees", trees.len());
+    let mut wrong = Vec::new();
+    for tree in &trees {
+        let name = tree.file_name().unwrap().to_string_lossy().into_owned();
+        let path = build_path(tree);
+        let want = oracle_text(&kubectl, &tree.join(&path))
+            .unwrap_or_else(|e| panic!("{name}: kubectl kustomize failed: {e}"));
+        let want = support::yaml11::read(&want);
+        match printed(&plugin, tree, &path).await {
+            Err(e) => wrong.push(format!("{name}: the plugin failed: {e}")),
+            Ok(got) => {
+                let got = support::yaml11::read(&got);
+                if got.len() != want.len() {
+                    wrong.push(format!("{name}: {} objects, not {}", got.len(), want.len()));
+                }
+                for (w, g) in want.iter().zip(&got) {
+                    if w != g {
+                        wrong.push(format!(
+                            "{name}: {}:\n  kustomize {w}\n  kiln      {g}",
+                            ids(std::slice::from_ref(w))[0]
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+#[test]
+fn the_yaml_1_1_reader_types_every_special_form() {
+    use serde_json::json;
+    let text = "bools: [y, Y, yes, Yes, YES, n, N, no, No, NO, true, True, TRUE, false, False, FALSE, on, On, ON, off, Off, OFF]\n\
+                nulls: [~, null, Null, NULL]\n\
+                empty:\n\
+                ints: [0b1_01, -0b101, 017, 0o17, '017', 0, -12, +12, 1_000, 0x1F, 0x_1F, 190:20:30, 18446744073709551616]\n\
+                floats: [1.5, .5, -.5, +.5, 1., 1e3, 1E+3, 08, 1.25_5, 190:20:30.15, .inf, -.Inf, .NaN, \"1e3\"]\n\
+                times: [2024-01-01, 2024-1-2, 2024-1-2 3:04:05.5, 2001-12-14t21:59:43.10-05:00, \"2024-01-01\"]\n\
+                strings: [yES, nULL, 0x, 1e, e3, 12:60, 2024-13-1x, a:b]\n\
+                block: |\n  yes\n\
+                keys: {on: 1, \"on\": 2, 017: 3}\n";
+    let read = support::yaml11::read(text);
+    assert_eq!(
+        read,
+        [json!({
+            "bools": [true, true, true, true, true, false, false, false, false, false, true, true, true,
+                      false, false, false, true, true, true, false, false, false],
+            "nulls": [null, null, null, null],
+            "empty": null,
+            "ints": [5, -5, 15, 15, "017", 0, -12, 12, 1000, 31, 31, 685230, {"!!int": "18446744073709551616"}],
+            "floats": [1.5, 0.5, -0.5, 0.5, 1.0, 1000.0, 1000.0, 8.0, 1.255, 685230.15,
+                       {"!!float": ".inf"}, {"!!float": "-.inf"}, {"!!float": ".nan"}, "1e3"],
+            "times": [{"!!timestamp": "2024-01-01"}, {"!!timestamp": "2024-1-2"},
+                      {"!!timestamp": "2024-1-2 3:04:05.5"},
+                      {"!!timestamp": "2001-12-14t21:59:43.10-05:00"}, "2024-01-01"],
+            "strings": ["yES", "nULL", "0x", "1e", "e3", "12:60", "2024-13-1x", "a:b"],
+            "block": "yes\n",
+            "keys": {"!!on": 1, "on": 2, "!!017": 3},
+        })]
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -8,6 +8,8 @@ use std::time::Duration;
 use kiln::plugin::{AppContext, HostConfig, Limits, PluginHost};
 use kiln::source::{LocalDir, SourceView};
 
+pub mod yaml11;
+
 /// A component built by `scripts/build-plugins` (the README's test command
 /// runs it first).
 pub fn component(name: &str) -> PathBuf {

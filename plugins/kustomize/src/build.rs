@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use serde::Deserialize as _;
+use serde::de::DeserializeSeed as _;
 use serde_json::Value;
 
 use crate::Failure;
@@ -15,7 +15,7 @@ use crate::generate::{self, GeneratedKind};
 use crate::kustomization::{
     FILE_NAMES, Image, Kustomization, PatchEntry, ReplacementEntry, Replicas,
 };
-use crate::{metadata, order, patch, replace, transform};
+use crate::{metadata, order, patch, replace, scalars, transform};
 
 /// The identity of an object: group, version, kind, name, namespace.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -729,7 +729,8 @@ fn documents(files: &dyn Files, path: &str) -> Result<Vec<Value>, Failure> {
     crate::check_yaml(&text).map_err(|e| Failure::from((path, e)))?;
     let mut out = Vec::new();
     for (index, document) in serde_yaml::Deserializer::from_str(&text).enumerate() {
-        let value = Value::deserialize(document).map_err(|e| Failure {
+        let read = scalars::Read::resources(&text);
+        let value = read.deserialize(document).map_err(|e| Failure {
             file: path.to_owned(),
             line: e.location().map(|l| l.line() as u32),
             message: e.to_string(),

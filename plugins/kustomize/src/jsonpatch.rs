@@ -2,7 +2,10 @@
 //! JSON, applied to one object.
 
 use serde::Deserialize;
+use serde::de::DeserializeSeed as _;
 use serde_json::Value;
+
+use crate::scalars;
 
 /// One operation.
 #[derive(Debug, Clone, Deserialize)]
@@ -23,7 +26,10 @@ pub struct Op {
 /// Parses a list of operations (YAML or JSON).
 pub fn parse(text: &str) -> Result<Vec<Op>, String> {
     crate::check_yaml_text(text)?;
-    let ops: Vec<Op> = serde_yaml::from_str(text).map_err(|e| e.to_string())?;
+    let mut ops: Vec<Op> = serde_yaml::from_str(text).map_err(|e| e.to_string())?;
+    // kustomize reads a JSON 6902 patch with go-yaml v2 (YAML 1.1): a plain
+    // `yes` is `true` there, `017` is 15.
+    read_values_as_go_yaml_v2(text, &mut ops);
     for op in &ops {
         match op.op.as_str() {
             "add" | "replace" | "test" if op.value.is_none() => {
@@ -37,6 +43,24 @@ pub fn parse(text: &str) -> Result<Vec<Op>, String> {
         }
     }
     Ok(ops)
+}
+
+/// Replaces each operation's `value` with the value go-yaml v2 reads.
+fn read_values_as_go_yaml_v2(text: &str, ops: &mut [Op]) {
+    let Some(document) = serde_yaml::Deserializer::from_str(text).next() else {
+        return;
+    };
+    let read = scalars::Read::new(text, scalars::Reader::GoYamlV2);
+    // The text parsed once already: this second read cannot fail.
+    if let Ok(Value::Array(items)) = read.deserialize(document) {
+        for (op, mut item) in ops.iter_mut().zip(items) {
+            if let Some(value) = item.get_mut("value").map(Value::take)
+                && op.value.is_some()
+            {
+                op.value = Some(value);
+            }
+        }
+    }
 }
 
 /// The reference tokens of a JSON pointer (`~1` is `/`, `~0` is `~`).
@@ -207,18 +231,23 @@ mod tests {
              - {op: add, path: /spec/list/-, value: 3}\n\
              - {op: add, path: /spec/list/0, value: 0}\n\
              - {op: remove, path: /spec/list/1}\n\
-             - {op: replace, path: /metadata/name, value: y}\n\
+             - {op: replace, path: /metadata/name, value: z}\n\
              - {op: copy, from: /metadata/name, path: /spec/copied}\n\
              - {op: move, from: /spec/copied, path: /spec/moved}\n\
-             - {op: test, path: /spec/moved, value: y}\n",
+             - {op: test, path: /spec/moved, value: z}\n",
         )
         .unwrap();
         apply(&mut doc, &ops).unwrap();
         assert_eq!(
             doc,
-            json!({"metadata": {"name": "y", "labels": {"a": "b", "app.kubernetes.io/name": "web"}},
-                "spec": {"list": [0, 2, 3], "moved": "y"}})
+            json!({"metadata": {"name": "z", "labels": {"a": "b", "app.kubernetes.io/name": "web"}},
+                "spec": {"list": [0, 2, 3], "moved": "z"}})
         );
+        // Values are read as kustomize reads them, by go-yaml v2 (YAML 1.1).
+        let ops = parse("- {op: add, path: /a, value: y}\n- {op: add, path: /b, value: \"y\"}\n")
+            .unwrap();
+        assert_eq!(ops[0].value, Some(json!(true)));
+        assert_eq!(ops[1].value, Some(json!("y")));
         let bad = parse("- {op: remove, path: /spec/nothing}").unwrap();
         let before = doc.clone();
         assert!(apply(&mut doc, &bad).unwrap_err().contains("nothing"));

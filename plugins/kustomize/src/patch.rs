@@ -1,12 +1,13 @@
 //! Patches: what a patch text is (strategic merge objects or a JSON 6902
 //! operation list) and how it finds the objects it applies to.
 
-use serde::Deserialize as _;
+use serde::de::DeserializeSeed as _;
 use serde_json::Value;
 
 use crate::build::{Id, Res};
 use crate::jsonpatch;
 use crate::kustomization::PatchOptions;
+use crate::scalars;
 use crate::select::Selector;
 use crate::smp::{self, Outcome};
 
@@ -34,7 +35,8 @@ pub fn parse(text: &str) -> Result<Patch, String> {
     }
     let mut documents = Vec::new();
     for document in serde_yaml::Deserializer::from_str(text) {
-        let value = Value::deserialize(document).map_err(|e| match e.location() {
+        let read = scalars::Read::new(text, scalars::Reader::Kyaml);
+        let value = read.deserialize(document).map_err(|e| match e.location() {
             Some(l) => format!("line {}: {e}", l.line()),
             None => e.to_string(),
         })?;
