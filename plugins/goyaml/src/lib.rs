@@ -450,7 +450,7 @@ fn resolves_to_string(s: &str) -> bool {
     match s.as_bytes()[0] {
         b'.' => !go_parse_float(s),
         b'+' | b'-' | b'0'..=b'9' => {
-            if timestamp(s) {
+            if timestamp_rfc3339(s).is_some() {
                 return false;
             }
             let plain = s.replace('_', "");
@@ -553,9 +553,11 @@ fn base60_float(s: &str) -> bool {
     sexagesimal > 0
 }
 
-/// go-yaml's timestamp formats: `2006-1-2`, `2006-1-2 15:4:5.999999999`,
-/// `2006-1-2T15:4:5.999999999Z07:00` (and lower-case `t`).
-fn timestamp(s: &str) -> bool {
+/// A go-yaml timestamp (`2006-1-2`, `2006-1-2 15:4:5.999999999`,
+/// `2006-1-2T15:4:5.999999999Z07:00`, or with a lower-case `t`) as Go's
+/// `time.Time` marshals it to JSON (RFC 3339, fraction without trailing
+/// zeros, `Z` for UTC).
+pub fn timestamp_rfc3339(s: &str) -> Option<String> {
     fn number(s: &str, min: usize, max: usize) -> Option<u32> {
         (s.len() >= min && s.len() <= max && s.bytes().all(|b| b.is_ascii_digit()))
             .then(|| s.parse().ok())
@@ -569,61 +571,72 @@ fn timestamp(s: &str) -> bool {
     let (Some(y), Some(m), Some(d), None) =
         (parts.next(), parts.next(), parts.next(), parts.next())
     else {
-        return false;
+        return None;
     };
-    let (Some(year), Some(month), Some(day)) = (number(y, 4, 4), number(m, 1, 2), number(d, 1, 2))
-    else {
-        return false;
-    };
+    let (year, month, day) = (number(y, 4, 4)?, number(m, 1, 2)?, number(d, 1, 2)?);
     let leap = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0);
     let days = match month {
         1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
         4 | 6 | 9 | 11 => 30,
         2 if leap => 29,
         2 => 28,
-        _ => return false,
+        _ => return None,
     };
     if day == 0 || day > days {
-        return false;
+        return None;
     }
+    let date = format!("{year:04}-{month:02}-{day:02}");
     let Some((separator, time)) = time else {
-        return true;
+        return Some(format!("{date}T00:00:00Z"));
     };
     let (clock, zone) = if separator == " " {
-        (time, None)
+        (time, "Z".to_owned())
     } else {
-        match time.find(['Z', '+', '-']) {
-            Some(i) => (&time[..i], Some(&time[i..])),
-            None => return false,
-        }
+        let i = time.find(['Z', '+', '-'])?;
+        let zone = &time[i..];
+        let zone = if zone == "Z" {
+            "Z".to_owned()
+        } else {
+            let (h, m) = zone[1..].split_once(':')?;
+            let (h, m) = (number(h, 2, 2)?, number(m, 2, 2)?);
+            if h >= 24 || m >= 60 {
+                return None;
+            }
+            if h == 0 && m == 0 {
+                "Z".to_owned()
+            } else {
+                format!("{}{h:02}:{m:02}", &zone[..1])
+            }
+        };
+        (&time[..i], zone)
     };
     let (clock, frac) = match clock.split_once('.') {
         Some((clock, frac)) => (clock, Some(frac)),
         None => (clock, None),
     };
-    if frac.is_some_and(|f| number(f, 1, 9).is_none()) {
-        return false;
-    }
+    let frac = match frac {
+        Some(f) => {
+            number(f, 1, 9)?;
+            let f = f.trim_end_matches('0');
+            if f.is_empty() {
+                String::new()
+            } else {
+                format!(".{f}")
+            }
+        }
+        None => String::new(),
+    };
     let mut fields = clock.split(':');
     let (Some(h), Some(mi), Some(se), None) =
         (fields.next(), fields.next(), fields.next(), fields.next())
     else {
-        return false;
+        return None;
     };
-    let clock_ok = number(h, 1, 2).is_some_and(|h| h < 24)
-        && number(mi, 1, 2).is_some_and(|m| m < 60)
-        && number(se, 1, 2).is_some_and(|s| s < 60);
-    let zone_ok = match zone {
-        None => true,
-        Some("Z") => true,
-        Some(z) => {
-            let z = &z[1..];
-            z.split_once(':').is_some_and(|(h, m)| {
-                number(h, 2, 2).is_some_and(|h| h < 24) && number(m, 2, 2).is_some_and(|m| m < 60)
-            })
-        }
-    };
-    clock_ok && zone_ok
+    let (h, mi, se) = (number(h, 1, 2)?, number(mi, 1, 2)?, number(se, 1, 2)?);
+    if h >= 24 || mi >= 60 || se >= 60 {
+        return None;
+    }
+    Some(format!("{date}T{h:02}:{mi:02}:{se:02}{frac}{zone}"))
 }
 
 /// A JSON number as go-yaml prints it after the JSON round trip: integers

@@ -320,7 +320,7 @@ pub fn resolve(s: &str, reader: Reader) -> Option<Value> {
         b'.' => s.parse::<f64>().ok().filter(|f| f.is_finite()).map(float),
         b'+' | b'-' | b'0'..=b'9' => {
             if reader == Reader::Kyaml
-                && let Some(time) = timestamp(s)
+                && let Some(time) = kiln_goyaml::timestamp_rfc3339(s)
             {
                 return Some(Value::String(time));
             }
@@ -411,92 +411,6 @@ fn yaml_float(s: &str) -> bool {
         None => digits(mantissa),
     };
     mantissa_ok && exponent.is_none_or(|e| digits(e.strip_prefix(['+', '-']).unwrap_or(e)))
-}
-
-/// A go-yaml timestamp (`2006-1-2`, `2006-1-2 15:4:5.999999999`,
-/// `2006-1-2T15:4:5.999999999Z07:00`, or with a lower-case `t`) as Go's
-/// `time.Time` marshals it to JSON (RFC 3339, fraction without trailing
-/// zeros, `Z` for UTC).
-fn timestamp(s: &str) -> Option<String> {
-    fn number(s: &str, min: usize, max: usize) -> Option<u32> {
-        (s.len() >= min && s.len() <= max && s.bytes().all(|b| b.is_ascii_digit()))
-            .then(|| s.parse().ok())
-            .flatten()
-    }
-    let (date, time) = match s.find([' ', 'T', 't']) {
-        Some(i) => (&s[..i], Some((&s[i..i + 1], &s[i + 1..]))),
-        None => (s, None),
-    };
-    let mut parts = date.split('-');
-    let (Some(y), Some(m), Some(d), None) =
-        (parts.next(), parts.next(), parts.next(), parts.next())
-    else {
-        return None;
-    };
-    let (year, month, day) = (number(y, 4, 4)?, number(m, 1, 2)?, number(d, 1, 2)?);
-    let leap = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0);
-    let days = match month {
-        1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
-        4 | 6 | 9 | 11 => 30,
-        2 if leap => 29,
-        2 => 28,
-        _ => return None,
-    };
-    if day == 0 || day > days {
-        return None;
-    }
-    let date = format!("{year:04}-{month:02}-{day:02}");
-    let Some((separator, time)) = time else {
-        return Some(format!("{date}T00:00:00Z"));
-    };
-    let (clock, zone) = if separator == " " {
-        (time, "Z".to_owned())
-    } else {
-        let i = time.find(['Z', '+', '-'])?;
-        let zone = &time[i..];
-        let zone = if zone == "Z" {
-            "Z".to_owned()
-        } else {
-            let (h, m) = zone[1..].split_once(':')?;
-            let (h, m) = (number(h, 2, 2)?, number(m, 2, 2)?);
-            if h >= 24 || m >= 60 {
-                return None;
-            }
-            if h == 0 && m == 0 {
-                "Z".to_owned()
-            } else {
-                format!("{}{h:02}:{m:02}", &zone[..1])
-            }
-        };
-        (&time[..i], zone)
-    };
-    let (clock, frac) = match clock.split_once('.') {
-        Some((clock, frac)) => (clock, Some(frac)),
-        None => (clock, None),
-    };
-    let frac = match frac {
-        Some(f) => {
-            number(f, 1, 9)?;
-            let f = f.trim_end_matches('0');
-            if f.is_empty() {
-                String::new()
-            } else {
-                format!(".{f}")
-            }
-        }
-        None => String::new(),
-    };
-    let mut fields = clock.split(':');
-    let (Some(h), Some(mi), Some(se), None) =
-        (fields.next(), fields.next(), fields.next(), fields.next())
-    else {
-        return None;
-    };
-    let (h, mi, se) = (number(h, 1, 2)?, number(mi, 1, 2)?, number(se, 1, 2)?);
-    if h >= 24 || mi >= 60 || se >= 60 {
-        return None;
-    }
-    Some(format!("{date}T{h:02}:{mi:02}:{se:02}{frac}{zone}"))
 }
 
 #[cfg(test)]
