@@ -179,6 +179,18 @@ async fn live_configmap(cluster: &Cluster, name: &str) -> Option<Value> {
         .ok()
 }
 
+/// The status of Application `name` once it has a condition.
+async fn status_with_a_condition(cluster: &Cluster, what: &str, name: &str) -> Value {
+    eventually(what, async || {
+        let status = app_status(cluster, name).await;
+        status["conditions"]
+            .as_array()
+            .filter(|c| !c.is_empty())
+            .map(|_| status.clone())
+    })
+    .await
+}
+
 async fn app_status(cluster: &Cluster, name: &str) -> Value {
     cluster
         .get(
@@ -305,14 +317,7 @@ async fn project_rules_and_bad_specs_become_conditions_and_nothing_is_applied() 
         ("no-project", "InvalidSpec", "\"missing\" does not exist"),
         ("no-repo", "ComparisonError", "127.0.0.1:1"),
     ] {
-        let status = eventually(kind, async || {
-            let status = app_status(&w.cluster, app).await;
-            status["conditions"]
-                .as_array()
-                .filter(|c| !c.is_empty())
-                .map(|_| status.clone())
-        })
-        .await;
+        let status = status_with_a_condition(&w.cluster, kind, app).await;
         let condition = &status["conditions"][0];
         assert_eq!(condition["type"], kind, "{app}: {status}");
         assert!(
@@ -386,14 +391,7 @@ async fn rendered_objects_are_held_to_the_project_by_their_own_namespace() {
         ("escaping", "\"kube-system\""),
         ("claiming", "allowControllerNamespace"),
     ] {
-        let status = eventually("a ProjectViolation", async || {
-            let status = app_status(&w.cluster, app).await;
-            status["conditions"]
-                .as_array()
-                .filter(|c| !c.is_empty())
-                .map(|_| status.clone())
-        })
-        .await;
+        let status = status_with_a_condition(&w.cluster, "a ProjectViolation", app).await;
         let condition = &status["conditions"][0];
         assert_eq!(condition["type"], "ProjectViolation", "{app}: {status}");
         assert!(
@@ -526,14 +524,7 @@ async fn a_file_repository_is_refused_unless_the_controller_allows_it() {
     .await
     .unwrap();
     // Then it is refused by name, and nothing is applied.
-    let status = eventually("the refusal", async || {
-        let status = app_status(&w.cluster, "local").await;
-        status["conditions"]
-            .as_array()
-            .filter(|c| !c.is_empty())
-            .map(|_| status.clone())
-    })
-    .await;
+    let status = status_with_a_condition(&w.cluster, "the refusal", "local").await;
     let condition = &status["conditions"][0];
     assert_eq!(condition["type"], "InvalidSpec", "{status}");
     assert!(
@@ -690,14 +681,7 @@ async fn conditions_carry_the_whole_cause_of_each_failure() {
             &["required-labels", "setting `labels` is required"][..],
         ),
     ] {
-        let status = eventually(app, async || {
-            let status = app_status(&w.cluster, app).await;
-            status["conditions"]
-                .as_array()
-                .filter(|c| !c.is_empty())
-                .map(|_| status.clone())
-        })
-        .await;
+        let status = status_with_a_condition(&w.cluster, app, app).await;
         let text = status.to_string();
         for word in words {
             assert!(text.contains(word), "{app}: {word:?} not in {text}");
@@ -727,14 +711,7 @@ async fn plugins_naming_controller_files_are_refused_by_default() {
     let mut app = application("snooping", &w.url, "default");
     app.spec.source.plugins = serde_json::from_value(json!([{"name": "snoop"}])).unwrap();
     apps.create(&PostParams::default(), &app).await.unwrap();
-    let status = eventually("FilePluginNotAllowed", async || {
-        let status = app_status(&w.cluster, "snooping").await;
-        status["conditions"]
-            .as_array()
-            .filter(|c| !c.is_empty())
-            .map(|_| status.clone())
-    })
-    .await;
+    let status = status_with_a_condition(&w.cluster, "FilePluginNotAllowed", "snooping").await;
     assert_eq!(
         status["conditions"][0]["reason"], "FilePluginNotAllowed",
         "{status}"
