@@ -59,7 +59,7 @@ fn rich_fixture(root: &std::path::Path) -> Fixture {
         "links",
         &[
             ("shared/base.yaml", "base: true\n"),
-            ("app/link.yaml", "-> ../shared/base.yaml"),
+            ("app/link.yaml", "-> ../shared/base.yaml"), // a symlink inside the fixture
             ("app/shared", "-> ../shared"),
             ("app/out", "-> ../../outside"),
             ("app/abs", "-> /etc/passwd"),

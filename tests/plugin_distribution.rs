@@ -54,7 +54,7 @@ fn oci(s: &str) -> PluginRef {
 /// A registry on loopback, or a return from the test when
 /// `docker-registry` is missing and skipping is allowed (see
 /// `support::require`).
-macro_rules! registry_or_skip {
+macro_rules! require_registry {
     ($auth:expr) => {{
         let Some(binary) = support::require(support::Tool::DockerRegistry) else {
             return;
@@ -65,7 +65,7 @@ macro_rules! registry_or_skip {
 
 #[tokio::test]
 async fn push_pull_tags_resolve_to_digests_and_the_store_serves_repeats() {
-    let registry = registry_or_skip!(None);
+    let registry = require_registry!(None);
     let store = tempfile::tempdir().unwrap();
     let fetcher = fetcher(store.path(), RegistryCredentials::none());
     let component = std::fs::read(support::component("values")).unwrap();
@@ -92,7 +92,7 @@ async fn push_pull_tags_resolve_to_digests_and_the_store_serves_repeats() {
 
 #[tokio::test]
 async fn moving_a_tag_to_another_component_is_detected() {
-    let registry = registry_or_skip!(None);
+    let registry = require_registry!(None);
     let store = tempfile::tempdir().unwrap();
     let fetcher = fetcher(store.path(), RegistryCredentials::none());
     let tag = oci(&format!("oci://{}/kiln/plugin:stable", registry.host()));
@@ -111,7 +111,7 @@ async fn moving_a_tag_to_another_component_is_detected() {
 
 #[tokio::test]
 async fn registry_auth_and_failures_name_the_reference() {
-    let registry = registry_or_skip!(Some(("kiln", "s3cret")));
+    let registry = require_registry!(Some(("kiln", "s3cret")));
     let store = tempfile::tempdir().unwrap();
     let component = std::fs::read(support::component("values")).unwrap();
     let tag = oci(&format!("oci://{}/kiln/private:1", registry.host()));
@@ -187,7 +187,7 @@ async fn a_pinned_file_digest_must_match() {
 
 #[test]
 fn kiln_push_pull_and_render_from_a_registry() {
-    let registry = registry_or_skip!(None);
+    let registry = require_registry!(None);
     let work = tempfile::tempdir().unwrap();
     let home = tempfile::tempdir().unwrap();
     let kiln = |args: &[&str]| support::kiln_as_user(work.path(), home.path(), args);
@@ -254,7 +254,7 @@ fn kiln_push_pull_and_render_from_a_registry() {
 
 #[test]
 fn signed_oci_plugins_verify_and_a_moved_tag_is_refused() {
-    let registry = registry_or_skip!(None);
+    let registry = require_registry!(None);
     let work = tempfile::tempdir().unwrap();
     let home = tempfile::tempdir().unwrap();
     let kiln = |args: &[&str]| support::kiln_as_user(work.path(), home.path(), args);
@@ -381,7 +381,7 @@ fn conformance() -> std::path::PathBuf {
 
 #[test]
 fn a_sigstore_bundle_travels_with_the_plugin_as_an_oci_referrer() {
-    let registry = registry_or_skip!(None);
+    let registry = require_registry!(None);
     let work = tempfile::tempdir().unwrap();
     let home = tempfile::tempdir().unwrap();
     let kiln = |args: &[&str]| support::kiln_as_user(work.path(), home.path(), args);
@@ -549,7 +549,7 @@ async fn downloads_larger_than_their_limit_are_refused() {
     let _ = child.wait();
 
     // OCI: a layer larger than the limit.
-    let registry = registry_or_skip!(None);
+    let registry = require_registry!(None);
     let store = tempfile::tempdir().unwrap();
     let oci_fetcher = fetcher(store.path(), RegistryCredentials::none());
     let tag = oci(&format!("oci://{}/kiln/values:big", registry.host()));
