@@ -224,7 +224,8 @@ pub fn build(files: &dyn Files, dir: &str, overrides: &Overrides) -> Result<Vec<
     };
     let (file, mut root) = load(files, &dir, None)?;
     overrides.apply(&mut root);
-    let mut resources = kustomization(&mut ctx, &dir, &file, &root)?;
+    // The root may be a Component: kustomize builds it like a Kustomization.
+    let mut resources = layer(&mut ctx, &dir, &file, &root)?;
     for res in &mut resources {
         if res.hashed {
             res.remember();
@@ -249,12 +250,16 @@ pub fn build(files: &dyn Files, dir: &str, overrides: &Overrides) -> Result<Vec<
 }
 
 /// kustomize reads annotations back as a string map: every value becomes
-/// its text (`1` → `"1"`, `true` → `"true"`), and an empty map goes away.
+/// its text (`1` → `"1"`, `true` → `"true"`), and an empty or null map
+/// goes away (`labels: null` stays, as in kustomize).
 fn stringify_annotations(object: &mut Value) {
     let Some(metadata) = object.get_mut("metadata").and_then(Value::as_object_mut) else {
         return;
     };
     match metadata.get_mut("annotations") {
+        Some(Value::Null) => {
+            metadata.remove("annotations");
+        }
         Some(Value::Object(map)) if map.is_empty() => {
             metadata.remove("annotations");
         }
@@ -399,6 +404,12 @@ fn kustomization(
             "is a Component: list its directory under `components`, not `resources`",
         ));
     }
+    layer(ctx, dir, file, k)
+}
+
+/// Builds the layer of `dir` whatever its kind (a Component built
+/// directly is built like a Kustomization).
+fn layer(ctx: &mut Ctx<'_>, dir: &str, file: &str, k: &Kustomization) -> Result<Vec<Res>, Failure> {
     ctx.enter(dir, file)?;
     let mut resources = Vec::new();
     accumulate(ctx, dir, file, k, &mut resources)?;

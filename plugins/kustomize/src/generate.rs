@@ -134,9 +134,8 @@ pub fn generate(
         GeneratedKind::Secret => {
             let encoded: BTreeMap<String, String> =
                 data.into_iter().map(|(k, v)| (k, encode(&v))).collect();
-            if !encoded.is_empty() {
-                object["data"] = json!(encoded);
-            }
+            // kustomize writes a Secret's `data` even when it is empty.
+            object["data"] = json!(encoded);
             object["type"] = generator
                 .type_
                 .clone()
@@ -198,9 +197,15 @@ pub fn hash(object: &Value) -> String {
     let mut encoded = Map::new();
     encoded.insert("kind".into(), kind.into());
     encoded.insert("name".into(), "".into());
+    // A ConfigMap without `data` hashes its data as the empty string.
+    let missing = if kind == "Secret" {
+        Value::Null
+    } else {
+        Value::from("")
+    };
     encoded.insert(
         "data".into(),
-        object.get("data").cloned().unwrap_or(Value::Null),
+        object.get("data").cloned().unwrap_or(missing),
     );
     if kind == "Secret" {
         encoded.insert(
