@@ -69,8 +69,9 @@ fn map_at<'a>(
 }
 
 /// Sets the namespace of namespaced objects; a `Namespace` object takes the
-/// namespace's name, and ServiceAccount subjects named `default` of
-/// bindings get it too (kustomize's rules).
+/// namespace's name, and every subject named `default` of a binding gets
+/// it too (kustomize's rule: by name only, any kind; other subjects keep
+/// theirs unless they name a ServiceAccount of the build).
 pub fn namespace(resources: &mut [Res], namespace: &str) {
     for res in resources {
         let object = &mut res.value;
@@ -85,7 +86,9 @@ pub fn namespace(resources: &mut [Res], namespace: &str) {
             && let Some(subjects) = object.get_mut("subjects").and_then(Value::as_array_mut)
         {
             for subject in subjects {
-                if subject["kind"] == "ServiceAccount" && subject["name"] == "default" {
+                // kustomize's rule is the name alone: any subject named
+                // `default`, whatever its kind or earlier namespace.
+                if subject["name"] == "default" {
                     subject["namespace"] = namespace.into();
                 }
             }
