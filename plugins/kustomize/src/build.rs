@@ -11,7 +11,7 @@ use serde_json::Value;
 use crate::Failure;
 use crate::crds::CrdConfig;
 use crate::fs::{self, Files, Kind};
-use crate::generate::{self, GeneratedKind};
+use crate::generate::{self, Behavior, GeneratedKind};
 use crate::kustomization::{
     FILE_NAMES, Image, Kustomization, PatchEntry, ReplacementEntry, Replicas,
 };
@@ -541,16 +541,18 @@ fn generate_all(
         let existing = resources.iter().position(|r| {
             r.value["kind"] == kind.name()
                 && r.orig_name == generator.name
-                && r.value["metadata"]["namespace"].as_str() == generator.namespace.as_deref()
+                // An unset namespace is `default`, as kustomize compares ids.
+                && Id::effective(r.value["metadata"]["namespace"].as_str().unwrap_or_default())
+                    == Id::effective(generator.namespace.as_deref().unwrap_or_default())
         });
-        match (generated.behavior.as_str(), existing) {
-            ("create", None) => {
+        match (generated.behavior, existing) {
+            (Behavior::Create, None) => {
                 let mut res = Res::new(generated.object, file);
                 res.hashed = generated.hashed;
                 res.generated = Some(kind);
                 resources.push(res);
             }
-            ("create", Some(_)) => {
+            (Behavior::Create, Some(_)) => {
                 return Err(Failure::new(
                     file,
                     format!(
@@ -563,7 +565,7 @@ fn generate_all(
             (behavior, Some(index)) => {
                 let target = &mut resources[index];
                 let new = generated.object;
-                if behavior == "replace" {
+                if behavior == Behavior::Replace {
                     target.value["data"] = new.get("data").cloned().unwrap_or(Value::Null);
                     if target.value["data"].is_null() {
                         target.value.as_object_mut().map(|o| o.remove("data"));
@@ -592,9 +594,11 @@ fn generate_all(
                 return Err(Failure::new(
                     file,
                     format!(
-                        "{} {:?} has behavior {behavior}, but no base generates it",
+                        "{} {:?} has behavior {}, but the build has no such object to {}",
                         kind.name(),
-                        generator.name
+                        generator.name,
+                        behavior.name(),
+                        behavior.name()
                     ),
                 ));
             }

@@ -36,8 +36,43 @@ pub struct Generated {
     pub object: Value,
     /// Whether its name gets the content hash suffix.
     pub hashed: bool,
-    /// `create`, `merge` or `replace`.
-    pub behavior: String,
+    /// What it does to an object of the same id already in the build.
+    pub behavior: Behavior,
+}
+
+/// A generator's `behavior`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Behavior {
+    /// `create` (the default): a new object; one with its id already in
+    /// the build is an error.
+    Create,
+    /// `merge`: its data, labels and annotations merged into the object
+    /// with its id.
+    Merge,
+    /// `replace`: its data replaces the object's.
+    Replace,
+}
+
+impl Behavior {
+    /// Reads a `behavior` value as kustomize does: a value other than
+    /// `merge` or `replace` (unset, `create`, or anything else, `add`
+    /// included) behaves like `create`.
+    pub fn parse(value: Option<&str>) -> Behavior {
+        match value {
+            Some("merge") => Behavior::Merge,
+            Some("replace") => Behavior::Replace,
+            _ => Behavior::Create,
+        }
+    }
+
+    /// The name kustomize's messages use.
+    pub fn name(self) -> &'static str {
+        match self {
+            Behavior::Create => "create",
+            Behavior::Merge => "merge",
+            Behavior::Replace => "replace",
+        }
+    }
 }
 
 /// Generates one object. `dir` is the kustomization's directory, `file` the
@@ -146,15 +181,7 @@ pub fn generate(
     if options.immutable == Some(true) {
         object["immutable"] = true.into();
     }
-    let behavior = generator
-        .behavior
-        .clone()
-        .unwrap_or_else(|| "create".into());
-    if !matches!(behavior.as_str(), "create" | "merge" | "replace") {
-        return Err(fail(format!(
-            "behavior {behavior:?} is not one of create, merge, replace"
-        )));
-    }
+    let behavior = Behavior::parse(generator.behavior.as_deref());
     Ok(Generated {
         object,
         hashed: options.disable_name_suffix_hash != Some(true),
