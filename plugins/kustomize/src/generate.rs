@@ -296,4 +296,24 @@ mod tests {
             "data": {"color": "blue", "size": "<10>&"}});
         assert_eq!(hash(&cm), "bbf7248mmf");
     }
+
+    #[test]
+    fn empty_generated_objects_hash_as_kustomize() {
+        // `kubectl kustomize` (v5.5): a ConfigMap without data, a Secret
+        // with `data: {}`.
+        let cm = json!({"kind": "ConfigMap", "metadata": {"name": "empty"}});
+        assert_eq!(hash(&cm), "6ct58987ht");
+        let secret = json!({"kind": "Secret", "metadata": {"name": "emptys"},
+            "data": {}, "type": "Opaque"});
+        assert_eq!(hash(&secret), "46f8b28mk5");
+    }
+
+    #[test]
+    fn behaviors_other_than_merge_and_replace_create() {
+        assert_eq!(Behavior::parse(Some("merge")), Behavior::Merge);
+        assert_eq!(Behavior::parse(Some("replace")), Behavior::Replace);
+        for value in [None, Some("create"), Some("add"), Some(""), Some("Merge")] {
+            assert_eq!(Behavior::parse(value), Behavior::Create, "{value:?}");
+        }
+    }
 }
