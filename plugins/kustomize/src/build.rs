@@ -565,18 +565,19 @@ fn generate_all(
             (behavior, Some(index)) => {
                 let target = &mut resources[index];
                 let new = generated.object;
-                if behavior == Behavior::Replace {
-                    target.value["data"] = new.get("data").cloned().unwrap_or(Value::Null);
-                    if target.value["data"].is_null() {
-                        target.value.as_object_mut().map(|o| o.remove("data"));
+                // `binaryData` (a ConfigMap's non-UTF-8 files) goes as `data` does.
+                for field in ["data", "binaryData"] {
+                    if behavior == Behavior::Replace {
+                        target.value[field] = new.get(field).cloned().unwrap_or(Value::Null);
+                        if target.value[field].is_null() {
+                            target.value.as_object_mut().map(|o| o.remove(field));
+                        }
+                    } else if let Some(data) = new.get(field).and_then(Value::as_object) {
+                        let mut merged =
+                            target.value[field].as_object().cloned().unwrap_or_default();
+                        merged.extend(data.clone());
+                        target.value[field] = Value::Object(merged);
                     }
-                } else if let Some(data) = new.get("data").and_then(Value::as_object) {
-                    let mut merged = target.value["data"]
-                        .as_object()
-                        .cloned()
-                        .unwrap_or_default();
-                    merged.extend(data.clone());
-                    target.value["data"] = Value::Object(merged);
                 }
                 for field in ["labels", "annotations"] {
                     if let Some(extra) = new["metadata"].get(field).and_then(Value::as_object) {

@@ -17,6 +17,9 @@ pub enum Kind {
 pub trait Files {
     /// A file's text.
     fn read(&self, path: &str) -> Result<String, String>;
+    /// A file's bytes, UTF-8 or not (generator files: kustomize stores a
+    /// non-UTF-8 file as `binaryData`).
+    fn read_bytes(&self, path: &str) -> Result<Vec<u8>, String>;
     /// What exists at `path`, if anything.
     fn kind(&self, path: &str) -> Option<Kind>;
 }
@@ -31,6 +34,10 @@ impl Files for MemoryFiles {
             .get(path)
             .cloned()
             .ok_or_else(|| format!("{path}: no such file"))
+    }
+
+    fn read_bytes(&self, path: &str) -> Result<Vec<u8>, String> {
+        self.read(path).map(String::into_bytes)
     }
 
     fn kind(&self, path: &str) -> Option<Kind> {
@@ -58,6 +65,10 @@ pub struct DirFiles(pub std::path::PathBuf);
 impl Files for DirFiles {
     fn read(&self, path: &str) -> Result<String, String> {
         std::fs::read_to_string(self.0.join(path)).map_err(|e| format!("{path}: {e}"))
+    }
+
+    fn read_bytes(&self, path: &str) -> Result<Vec<u8>, String> {
+        std::fs::read(self.0.join(path)).map_err(|e| format!("{path}: {e}"))
     }
 
     fn kind(&self, path: &str) -> Option<Kind> {

@@ -87,11 +87,12 @@ pub fn generate(
 ) -> Result<Generated, Failure> {
     let what = format!("{} {:?}", kind.name(), generator.name);
     let fail = |message: String| Failure::new(file, format!("{what}: {message}"));
-    let mut data: BTreeMap<String, String> = BTreeMap::new();
-    let mut put = |key: String, value: String| -> Result<(), Failure> {
+    let mut data: BTreeMap<String, Entry> = BTreeMap::new();
+    let mut put = |key: String, value: Entry| -> Result<(), Failure> {
         if key.is_empty() {
             return Err(fail("an entry has an empty key".into()));
         }
+        // One key space for `data` and `binaryData`, as in kustomize.
         if data.insert(key.clone(), value).is_some() {
             return Err(fail(format!("key {key:?} is defined twice")));
         }
@@ -101,14 +102,11 @@ pub fn generate(
         let (key, value) = literal
             .split_once('=')
             .ok_or_else(|| fail(format!("literal {literal:?} is not KEY=VALUE")))?;
-        put(key.to_owned(), unquote(value).to_owned())?;
+        put(key.to_owned(), Entry::Text(unquote(value).to_owned()))?;
     }
-    let read = |path: &str| -> Result<String, Failure> {
-        let full = fs::join(dir, path)
-            .ok_or_else(|| fail(format!("{path:?} climbs above the repository root")))?;
-        files
-            .read(&full)
-            .map_err(|e| fail(format!("cannot read {path:?}: {e}")))
+    let full = |path: &str| -> Result<String, Failure> {
+        fs::join(dir, path)
+            .ok_or_else(|| fail(format!("{path:?} climbs above the repository root")))
     };
     for entry in &generator.files {
         let (key, path) = match entry.split_once('=') {
@@ -118,10 +116,16 @@ pub fn generate(
                 entry.as_str(),
             ),
         };
-        put(key, read(path)?)?;
+        let bytes = files
+            .read_bytes(&full(path)?)
+            .map_err(|e| fail(format!("cannot read {path:?}: {e}")))?;
+        put(key, Entry::from_bytes(bytes))?;
     }
     for env in generator.envs.iter().chain(&generator.env) {
-        for (number, line) in read(env)?.lines().enumerate() {
+        let text = files
+            .read(&full(env)?)
+            .map_err(|e| fail(format!("cannot read {env:?}: {e}")))?;
+        for (number, line) in text.lines().enumerate() {
             let line = line.trim_start();
             if line.is_empty() || line.starts_with('#') {
                 continue;
@@ -132,7 +136,7 @@ pub fn generate(
                     number + 1
                 ))
             })?;
-            put(key.to_owned(), value.to_owned())?;
+            put(key.to_owned(), Entry::Text(value.to_owned()))?;
         }
     }
 
@@ -162,13 +166,27 @@ pub fn generate(
     let mut object = json!({"apiVersion": "v1", "kind": kind.name(), "metadata": metadata});
     match kind {
         GeneratedKind::ConfigMap => {
-            if !data.is_empty() {
-                object["data"] = json!(data);
+            // Text goes to `data`, anything else to `binaryData` (base64).
+            let mut text = BTreeMap::new();
+            let mut binary = BTreeMap::new();
+            for (key, value) in data {
+                match value {
+                    Entry::Text(value) => text.insert(key, value),
+                    Entry::Binary(bytes) => binary.insert(key, encode(&bytes)),
+                };
+            }
+            if !binary.is_empty() {
+                object["binaryData"] = json!(binary);
+            }
+            if !text.is_empty() {
+                object["data"] = json!(text);
             }
         }
         GeneratedKind::Secret => {
-            let encoded: BTreeMap<String, String> =
-                data.into_iter().map(|(k, v)| (k, encode(&v))).collect();
+            let encoded: BTreeMap<String, String> = data
+                .into_iter()
+                .map(|(k, v)| (k, encode(v.bytes())))
+                .collect();
             // kustomize writes a Secret's `data` even when it is empty.
             object["data"] = json!(encoded);
             object["type"] = generator
@@ -189,9 +207,37 @@ pub fn generate(
     })
 }
 
-/// Base64 as kustomize writes Secret data: lines of 70 characters, each
-/// ending with a newline, once the encoding is that long.
-fn encode(value: &str) -> String {
+/// A generated entry's value.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Entry {
+    /// UTF-8 text: a ConfigMap's `data`.
+    Text(String),
+    /// Anything else (a `.tar.gz`, an image): a ConfigMap's `binaryData`.
+    Binary(Vec<u8>),
+}
+
+impl Entry {
+    /// A file's content, classified as kustomize does: text when it is
+    /// valid UTF-8.
+    fn from_bytes(bytes: Vec<u8>) -> Entry {
+        match String::from_utf8(bytes) {
+            Ok(text) => Entry::Text(text),
+            Err(e) => Entry::Binary(e.into_bytes()),
+        }
+    }
+
+    fn bytes(&self) -> &[u8] {
+        match self {
+            Entry::Text(text) => text.as_bytes(),
+            Entry::Binary(bytes) => bytes,
+        }
+    }
+}
+
+/// Base64 as kustomize writes Secret data and ConfigMap `binaryData`:
+/// lines of 70 characters, each ending with a newline, once the encoding is
+/// that long.
+fn encode(value: &[u8]) -> String {
     const LINE: usize = 70;
     let encoded = base64::engine::general_purpose::STANDARD.encode(value);
     if encoded.len() < LINE {
@@ -306,6 +352,116 @@ mod tests {
         let secret = json!({"kind": "Secret", "metadata": {"name": "emptys"},
             "data": {}, "type": "Opaque"});
         assert_eq!(hash(&secret), "46f8b28mk5");
+    }
+
+    /// Files with arbitrary bytes ([`fs::MemoryFiles`] holds text only).
+    struct ByteFiles(BTreeMap<String, Vec<u8>>);
+
+    impl Files for ByteFiles {
+        fn read(&self, path: &str) -> Result<String, String> {
+            String::from_utf8(self.read_bytes(path)?).map_err(|e| format!("{path}: {e}"))
+        }
+
+        fn read_bytes(&self, path: &str) -> Result<Vec<u8>, String> {
+            self.0
+                .get(path)
+                .cloned()
+                .ok_or_else(|| format!("{path}: no such file"))
+        }
+
+        fn kind(&self, path: &str) -> Option<fs::Kind> {
+            self.0.contains_key(path).then_some(fs::Kind::File)
+        }
+    }
+
+    const GZIP: &[u8] = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\xff\x00\x01";
+
+    fn binary_files() -> ByteFiles {
+        let long: Vec<u8> = (176..=255u8).rev().chain([0x00, 0xff]).collect();
+        ByteFiles(BTreeMap::from([
+            ("k/bundle.tar.gz".to_owned(), GZIP.to_vec()),
+            ("k/long.bin".to_owned(), long),
+            ("k/notes.txt".to_owned(), b"plain text\n".to_vec()),
+        ]))
+    }
+
+    fn generator(name: &str, files: &[&str], literals: &[&str]) -> Generator {
+        Generator {
+            name: name.into(),
+            files: files.iter().map(|f| (*f).to_owned()).collect(),
+            literals: literals.iter().map(|l| (*l).to_owned()).collect(),
+            ..Generator::default()
+        }
+    }
+
+    #[test]
+    fn non_utf8_files_become_binary_data_as_in_kustomize() {
+        // Figures from `kubectl kustomize` (v5.5) on the same bytes
+        // (tests/kustomize/76-binary-generator-files/base).
+        let files = binary_files();
+        let cm = |g: &Generator| {
+            generate(
+                &files,
+                "k",
+                "k/kustomization.yaml",
+                GeneratedKind::ConfigMap,
+                g,
+                None,
+            )
+            .unwrap()
+            .object
+        };
+        let only = cm(&generator("only-binary", &["bundle.tar.gz"], &[]));
+        assert_eq!(
+            only["binaryData"],
+            json!({"bundle.tar.gz": "H4sIAAAAAAAA/wAB"})
+        );
+        assert_eq!(only.get("data"), None);
+        assert_eq!(hash(&only), "tkmdb787c5");
+
+        let assets = cm(&generator(
+            "assets",
+            &["bundle.tar.gz", "renamed.bin=long.bin", "notes.txt"],
+            &["mode=fast"],
+        ));
+        assert_eq!(
+            assets["binaryData"]["renamed.bin"],
+            "//79/Pv6+fj39vX08/Lx8O/u7ezr6uno5+bl5OPi4eDf3t3c29rZ2NfW1dTT0tHQz87NzM\n\
+             vKycjHxsXEw8LBwL++vby7urm4t7a1tLOysbAA/w==\n"
+        );
+        assert_eq!(
+            assets["data"],
+            json!({"mode": "fast", "notes.txt": "plain text\n"})
+        );
+        assert_eq!(hash(&assets), "2ccfkb94fh");
+
+        let secret = generate(
+            &files,
+            "k",
+            "k/kustomization.yaml",
+            GeneratedKind::Secret,
+            &generator("keys", &["bundle.tar.gz"], &[]),
+            None,
+        )
+        .unwrap()
+        .object;
+        assert_eq!(secret["data"], json!({"bundle.tar.gz": "H4sIAAAAAAAA/wAB"}));
+        assert_eq!(secret.get("binaryData"), None);
+    }
+
+    #[test]
+    fn a_key_in_data_and_binary_data_is_defined_twice() {
+        let g = generator("dup", &["notes.txt=bundle.tar.gz"], &["notes.txt=x"]);
+        let e = generate(
+            &binary_files(),
+            "k",
+            "k/kustomization.yaml",
+            GeneratedKind::ConfigMap,
+            &g,
+            None,
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("defined twice"), "{e}");
     }
 
     #[test]

@@ -15,6 +15,10 @@ impl Files for HostFiles {
         source::read_to_string(path).map_err(|e| source::describe(&e))
     }
 
+    fn read_bytes(&self, path: &str) -> Result<Vec<u8>, String> {
+        source::read(path).map_err(|e| source::describe(&e))
+    }
+
     fn kind(&self, path: &str) -> Option<Kind> {
         let meta = source::stat(path).ok()??;
         Some(match meta.kind {
