@@ -102,18 +102,24 @@ fn ids(objects: &[Value]) -> Vec<String> {
         .collect()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn every_tree_renders_as_kustomize_renders_it() {
-    let Some(kubectl) = support::require(support::Tool::Kubectl) else {
-        return;
-    };
-    let plugin = plugin();
+/// The corpus' trees, in order.
+fn corpus_trees() -> Vec<PathBuf> {
     let mut trees: Vec<PathBuf> = std::fs::read_dir(corpus())
         .unwrap()
         .map(|e| e.unwrap().path())
         .filter(|p| p.is_dir())
         .collect();
     trees.sort();
+    trees
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_tree_renders_as_kustomize_renders_it() {
+    let Some(kubectl) = support::require(support::Tool::Kubectl) else {
+        return;
+    };
+    let plugin = plugin();
+    let trees = corpus_trees();
     assert!(trees.len() >= 60, "{} trees", trees.len());
     let mut wrong = Vec::new();
     for tree in &trees {
@@ -153,12 +159,7 @@ async fn every_tree_means_to_a_yaml_1_1_reader_what_kustomize_output_means() {
         return;
     };
     let plugin = plugin();
-    let mut trees: Vec<PathBuf> = std::fs::read_dir(corpus())
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.is_dir())
-        .collect();
-    trees.sort();
+    let trees = corpus_trees();
     assert!(trees.len() >= 70, "{} trees", trees.len());
     let mut wrong = Vec::new();
     for tree in &trees {

@@ -463,6 +463,17 @@ fn resolves_to_string(s: &str) -> bool {
 /// `strconv.ParseInt(s, 0, 64)` or `ParseUint` would succeed (the range is
 /// not checked: an out-of-range number still is not a string).
 fn go_parse_int(s: &str) -> bool {
+    go_int_parts(s).is_some_and(|(_, digits, radix)| {
+        u128::from_str_radix(&digits, radix).is_ok_and(|n| n <= u64::MAX as u128)
+    })
+}
+
+/// An integer as Go's `strconv.ParseInt(s, 0, 64)` reads it: an optional
+/// sign, then `0x`, `0o`, `0b`, a leading `0` (octal) or decimal. Returns
+/// whether it is negative, its digits (lower case) and their radix; the
+/// range is the caller's to check.
+pub fn go_int_parts(s: &str) -> Option<(bool, String, u32)> {
+    let negative = s.starts_with('-');
     let unsigned = s.strip_prefix(['+', '-']).unwrap_or(s);
     let lower = unsigned.to_ascii_lowercase();
     let (digits, radix) = if let Some(hex) = lower.strip_prefix("0x") {
@@ -476,9 +487,8 @@ fn go_parse_int(s: &str) -> bool {
     } else {
         (lower.as_str(), 10)
     };
-    !digits.is_empty()
-        && digits.chars().all(|c| c.is_digit(radix))
-        && u128::from_str_radix(digits, radix).is_ok_and(|n| n <= u64::MAX as u128)
+    (!digits.is_empty() && digits.chars().all(|c| c.is_digit(radix)))
+        .then(|| (negative, digits.to_owned(), radix))
 }
 
 /// `-0b101` and `0b101` (go-yaml's extra binary rule).

@@ -342,27 +342,8 @@ pub fn resolve(s: &str, reader: Reader) -> Option<Value> {
 /// `strconv.ParseInt(s, 0, 64)`, then `ParseUint`: an optional sign, then
 /// `0x`, `0o`, `0b` or a leading `0` (octal) or decimal.
 fn go_int(s: &str) -> Option<Value> {
-    let (negative, unsigned) = match s.as_bytes().first()? {
-        b'-' => (true, &s[1..]),
-        b'+' => (false, &s[1..]),
-        _ => (false, s),
-    };
-    let lower = unsigned.to_ascii_lowercase();
-    let (digits, radix) = if let Some(d) = lower.strip_prefix("0x") {
-        (d, 16)
-    } else if let Some(d) = lower.strip_prefix("0o") {
-        (d, 8)
-    } else if let Some(d) = lower.strip_prefix("0b") {
-        (d, 2)
-    } else if lower.len() > 1 && lower.starts_with('0') {
-        (&lower[1..], 8)
-    } else {
-        (lower.as_str(), 10)
-    };
-    if digits.is_empty() || !digits.chars().all(|c| c.is_digit(radix)) {
-        return None;
-    }
-    let magnitude = u64::from_str_radix(digits, radix).ok()?;
+    let (negative, digits, radix) = kiln_goyaml::go_int_parts(s)?;
+    let magnitude = u64::from_str_radix(&digits, radix).ok()?;
     if negative {
         // -9223372036854775808 is the smallest.
         let n = i64::try_from(magnitude)
