@@ -7,7 +7,7 @@
 
 use std::time::{Duration, Instant};
 
-use kiln::devcluster::{Config, DevCluster};
+use kiln_devcluster::{Config, DevCluster};
 use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
 use kube::core::{ApiResource, GroupVersionKind};
 use serde_json::json;

@@ -12,9 +12,9 @@
 use std::time::{Duration, Instant};
 
 use kiln::cluster::Cluster;
-use kiln::devcluster::{Config, DevCluster};
 use kiln::diff::{self, DiffOptions};
 use kiln::sync::{Action, Application, Engine, SyncOptions};
+use kiln_devcluster::{Config, DevCluster};
 use serde_json::{Value, json};
 
 fn object(i: usize) -> Value {

@@ -9,7 +9,6 @@ pub mod api;
 pub mod artifact;
 pub mod cluster;
 pub mod controller;
-pub mod devcluster;
 pub mod diff;
 pub mod digest;
 pub mod health;

@@ -8,9 +8,9 @@ use std::time::Duration;
 
 use kiln::api::Application;
 use kiln::controller::{self, Context, ControllerConfig, ControllerSecrets};
-use kiln::devcluster::Config;
 use kiln::plugin::{HostConfig, PluginHost};
 use kiln::source::git::{GitConfig, GitSource};
+use kiln_devcluster::Config;
 use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
 use support::cluster::Cluster;

@@ -5,7 +5,7 @@ mod support;
 use std::path::Path;
 use std::process::Command;
 
-use kiln::devcluster::{Config, DevCluster};
+use kiln_devcluster::{Config, DevCluster};
 
 fn kubectl(kubeconfig: &Path, cache: &Path, args: &[&str]) -> String {
     let binary = std::env::var_os("KILN_KUBECTL").unwrap_or_else(|| "/usr/bin/kubectl".into());

@@ -12,7 +12,7 @@ use std::time::Duration;
 use futures_util::{StreamExt as _, TryStreamExt as _};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
-use kiln::devcluster::{Config, StoreConfig};
+use kiln_devcluster::{Config, StoreConfig};
 use kube::api::{
     Api, DeleteParams, ListParams, Patch, PatchParams, PostParams, WatchEvent, WatchParams,
 };
@@ -1376,7 +1376,7 @@ async fn bad_requests_get_the_api_servers_status_codes() {
         ("wrong patch type", send(reqwest::Method::PATCH, &format!("{cms}/x"), "application/json", b"{}".to_vec()).await.unwrap(), 415),
         ("apply without a manager", send(reqwest::Method::PATCH, &format!("{cms}/x"), "application/apply-patch+yaml", b"apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n".to_vec()).await.unwrap(), 422),
         ("kind mismatch", send(reqwest::Method::POST, cms, "application/json", br#"{"apiVersion":"v1","kind":"Secret","metadata":{"name":"a"}}"#.to_vec()).await.unwrap(), 400),
-        ("oversized body", send(reqwest::Method::POST, cms, "application/json", vec![b' '; kiln::devcluster::MAX_BODY + 1]).await.unwrap(), 413),
+        ("oversized body", send(reqwest::Method::POST, cms, "application/json", vec![b' '; kiln_devcluster::MAX_BODY + 1]).await.unwrap(), 413),
         ("invalid deployment", send(reqwest::Method::POST, "/apis/apps/v1/namespaces/default/deployments", "application/json", br#"{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"d"},"spec":{"template":{"spec":{"containers":[]}}}}"#.to_vec()).await.unwrap(), 422),
     ];
     for (what, response, expected) in cases {
@@ -1462,7 +1462,7 @@ async fn a_data_file_keeps_the_state_across_restarts() {
     assert!(rv(&next) > rv(&before), "resource versions keep increasing");
 
     std::fs::write(&data, "not json").unwrap();
-    let broken = kiln::devcluster::DevCluster::start(Config {
+    let broken = kiln_devcluster::DevCluster::start(Config {
         data: Some(data.clone()),
         ..Config::default()
     })

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
-use kiln::devcluster::{Config, DevCluster};
+use kiln_devcluster::{Config, DevCluster};
 
 struct Kubectl {
     binary: PathBuf,

@@ -6,9 +6,9 @@ mod support;
 use std::time::Duration;
 
 use kiln::cluster::Cluster as KubeCluster;
-use kiln::devcluster::{Config, EventKind};
 use kiln::diff::{self, DiffOptions, SyncStatus};
 use kiln::sync::{Action, Application, Engine, Outcome, SyncOptions};
+use kiln_devcluster::{Config, EventKind};
 use kube::api::{Patch, PatchParams};
 use serde_json::{Value, json};
 use support::cluster::Cluster;

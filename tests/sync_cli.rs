@@ -6,7 +6,7 @@ mod support;
 use std::path::Path;
 use std::process::Output;
 
-use kiln::devcluster::{Config, DevCluster};
+use kiln_devcluster::{Config, DevCluster};
 use support::{component, guestbook};
 
 struct Setup {

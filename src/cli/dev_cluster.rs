@@ -68,14 +68,14 @@ pub(crate) async fn run(args: &DevClusterArgs) -> anyhow::Result<u8> {
             args.address
         );
     }
-    let config = kiln::devcluster::Config {
+    let config = kiln_devcluster::Config {
         address: SocketAddr::new(args.address, args.port),
         tls: args.tls,
         data: args.data.clone(),
         simulate_readiness: args.simulate_readiness,
         ..Default::default()
     };
-    let cluster = kiln::devcluster::DevCluster::start(config).await?;
+    let cluster = kiln_devcluster::DevCluster::start(config).await?;
     cluster
         .write_kubeconfig(&args.kubeconfig)
         .with_context(|| format!("cannot write the kubeconfig {}", args.kubeconfig.display()))?;

@@ -1,7 +1,7 @@
 //! A dev cluster started in-process on a random port, with a `kube::Client`
 //! for it.
 
-use kiln::devcluster::{Config, DevCluster};
+use kiln_devcluster::{Config, DevCluster};
 use kube::api::{Api, DynamicObject, Patch, PatchParams};
 use kube::core::{ApiResource, GroupVersionKind};
 use serde_json::Value;

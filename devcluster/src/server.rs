@@ -696,7 +696,7 @@ fn decode_object(body: &[u8], kind: &str) -> Result<Value> {
         "application/yaml" | "application/apply-patch+yaml" => {
             let text = std::str::from_utf8(body)
                 .map_err(|e| ApiError::bad_request(format!("error decoding YAML body: {e}")))?;
-            crate::manifest::check_yaml(text)
+            kiln_yaml_limits::check(text, &kiln_yaml_limits::YamlLimits::default())
                 .map_err(|e| ApiError::bad_request(format!("error decoding YAML body: {e}")))?;
             serde_yaml::from_str(text)
                 .map_err(|e| ApiError::bad_request(format!("error decoding YAML body: {e}")))?

@@ -191,7 +191,12 @@ pub struct Store {
     changed: Notify,
 }
 
-pub use crate::units::now;
+/// The current time as Kubernetes writes it (RFC 3339, seconds, UTC).
+pub fn now() -> String {
+    jiff::Timestamp::now()
+        .strftime("%Y-%m-%dT%H:%M:%SZ")
+        .to_string()
+}
 
 fn meta<'a>(object: &'a Value, field: &str) -> Option<&'a str> {
     object.get("metadata")?.get(field)?.as_str()

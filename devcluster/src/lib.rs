@@ -11,8 +11,8 @@
 //! what differs from a real cluster.
 //!
 //! ```no_run
-//! # async fn demo() -> Result<(), kiln::devcluster::Error> {
-//! use kiln::devcluster::{Config, DevCluster};
+//! # async fn demo() -> Result<(), kiln_devcluster::Error> {
+//! use kiln_devcluster::{Config, DevCluster};
 //!
 //! let cluster = DevCluster::start(Config::default()).await?;
 //! println!("serving at {}", cluster.url());
