@@ -24,7 +24,9 @@
 //! (repeatable, `KEY=VALUE`), `replicas` (repeatable, `NAME=COUNT`).
 
 pub mod build;
+pub mod config;
 pub mod crds;
+pub mod fieldspec;
 pub mod fs;
 pub mod generate;
 pub mod jsonpatch;
@@ -37,6 +39,7 @@ pub mod scalars;
 pub mod select;
 pub mod smp;
 pub mod transform;
+pub mod vars;
 pub mod yaml;
 
 #[cfg(target_arch = "wasm32")]
