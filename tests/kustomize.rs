@@ -393,10 +393,175 @@ async fn bad_trees_fail_with_the_file_that_is_wrong() {
         (
             &[(
                 "app/kustomization.yaml",
-                "resources: []\nvars:\n- name: X\n",
+                "resources: []\nhelmCharts:\n- name: redis\n",
             )],
             "app",
-            "field `vars` is not supported by Kiln's kustomize plugin",
+            "app/kustomization.yaml: field `helmCharts` is not supported by Kiln's kustomize plugin: it inflates Helm charts",
+        ),
+        (
+            &[(
+                "app/kustomization.yaml",
+                "resources: []\ntransformers: [plugin.yaml]\n",
+            )],
+            "app",
+            "field `transformers` is not supported by Kiln's kustomize plugin: it loads kustomize plugins",
+        ),
+        (
+            &[(
+                "app/kustomization.yaml",
+                "resources: []\nopenapi: {path: schema.json}\n",
+            )],
+            "app",
+            "field `openapi` is not supported by Kiln's kustomize plugin: it replaces the OpenAPI schema",
+        ),
+        // vars: a name declared twice (in one layer, or in a base and its overlay).
+        (
+            &[
+                (
+                    "app/kustomization.yaml",
+                    "resources: [cm.yaml]\nvars:\n- {name: X, objref: {kind: ConfigMap, name: settings, apiVersion: v1}}\n- {name: X, objref: {kind: ConfigMap, name: settings, apiVersion: v1}}\n",
+                ),
+                ("app/cm.yaml", CONFIG_MAP),
+            ],
+            "app",
+            "app/kustomization.yaml: var \"X\" is declared twice in the build (also in app/kustomization.yaml)",
+        ),
+        (
+            &[
+                (
+                    "base/kustomization.yaml",
+                    "resources: [cm.yaml]\nvars:\n- {name: X, objref: {kind: ConfigMap, name: settings, apiVersion: v1}}\n",
+                ),
+                ("base/cm.yaml", CONFIG_MAP),
+                (
+                    "app/kustomization.yaml",
+                    "resources: [../base]\nvars:\n- {name: X, objref: {kind: ConfigMap, name: settings, apiVersion: v1}}\n",
+                ),
+            ],
+            "app",
+            "app/kustomization.yaml: var \"X\" is declared twice in the build (also in base/kustomization.yaml)",
+        ),
+        (
+            &[
+                ("app/kustomization.yaml", "resources: [../a, ../b]\n"),
+                (
+                    "a/kustomization.yaml",
+                    "resources: [cm.yaml]\nvars:\n- {name: X, objref: {kind: ConfigMap, name: settings, apiVersion: v1}}\n",
+                ),
+                ("a/cm.yaml", CONFIG_MAP),
+                (
+                    "b/kustomization.yaml",
+                    "vars:\n- {name: X, objref: {kind: ConfigMap, name: settings, apiVersion: v1}}\n",
+                ),
+            ],
+            "app",
+            "app/kustomization.yaml: var \"X\" is declared twice in the build (also in a/kustomization.yaml)",
+        ),
+        // vars: the object is not in the build (here: no apiVersion, which
+        // kustomize compares exactly).
+        (
+            &[
+                (
+                    "app/kustomization.yaml",
+                    "resources: [cm.yaml]\nvars:\n- {name: X, objref: {kind: ConfigMap, name: settings}}\n",
+                ),
+                ("app/cm.yaml", CONFIG_MAP),
+            ],
+            "app",
+            "app/kustomization.yaml: var \"X\" names ConfigMap settings, which is not in the build",
+        ),
+        (
+            &[
+                (
+                    "app/kustomization.yaml",
+                    "resources: [cm.yaml]\nvars:\n- {name: X, objref: {kind: ConfigMap, name: settings, apiVersion: v1}, fieldref: {fieldPath: data.nope}}\n",
+                ),
+                ("app/cm.yaml", CONFIG_MAP),
+            ],
+            "app",
+            "app/kustomization.yaml: var \"X\": ConfigMap/settings: no field \"data.nope\"",
+        ),
+        (
+            &[
+                (
+                    "app/kustomization.yaml",
+                    "resources: [cm.yaml]\nvars:\n- {name: X, objref: {kind: ConfigMap, name: settings, apiVersion: v1}}\n",
+                ),
+                (
+                    "app/cm.yaml",
+                    "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings}\n---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings, namespace: other}\n",
+                ),
+            ],
+            "app",
+            "app/kustomization.yaml: var \"X\": 2 objects of the build are ConfigMap settings (v1)",
+        ),
+        (
+            &[
+                (
+                    "app/kustomization.yaml",
+                    "resources: [cm.yaml]\nvars:\n- {name: X, objref: {kind: ConfigMap, name: settings, apiVersion: v1}}\n",
+                ),
+                (
+                    "app/cm.yaml",
+                    "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings}\n---\napiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n  - name: a\n    args: [1, $(X)]\n",
+                ),
+            ],
+            "app",
+            "app/kustomization.yaml: var substitution: Pod/p: field \"spec/containers/args\": a list item is not a string",
+        ),
+        // configurations
+        (
+            &[
+                (
+                    "app/kustomization.yaml",
+                    "resources: [cm.yaml]\nconfigurations: [missing.yaml]\n",
+                ),
+                ("app/cm.yaml", CONFIG_MAP),
+            ],
+            "app",
+            "app/kustomization.yaml: configuration \"missing.yaml\": no such file (app/missing.yaml)",
+        ),
+        (
+            &[
+                (
+                    "app/kustomization.yaml",
+                    "resources: [cm.yaml]\nconfigurations: [c.yaml]\n",
+                ),
+                ("app/cm.yaml", CONFIG_MAP),
+                ("app/c.yaml", "nameRefrence: []\n"),
+            ],
+            "app",
+            "app/c.yaml: configurations: line 1: unknown field `nameRefrence`",
+        ),
+        (
+            &[
+                (
+                    "app/kustomization.yaml",
+                    "resources: [cm.yaml]\nconfigurations: [c.yaml]\n",
+                ),
+                ("app/cm.yaml", CONFIG_MAP),
+                (
+                    "app/c.yaml",
+                    "varReference:\n- {kind: Deployment, path: spec/template/spec/containers/args, create: true}\n",
+                ),
+            ],
+            "app",
+            "app/c.yaml: configurations: varReference: conflicting field specs for Deployment spec/template/spec/containers/args",
+        ),
+        (
+            &[
+                (
+                    "app/kustomization.yaml",
+                    "resources: [cm.yaml]\nconfigurations: [c.yaml]\n",
+                ),
+                ("app/cm.yaml", CONFIG_MAP),
+                (
+                    "app/c.yaml",
+                    "templateLabels:\n- {kind: Foo, path: spec/template/labels}\n",
+                ),
+            ],
+            "app",
+            "app/c.yaml: configurations: the `templateLabels` table is not supported by Kiln's kustomize plugin yet",
         ),
         (
             &[
