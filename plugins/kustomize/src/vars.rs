@@ -378,6 +378,21 @@ fn whole_float(f: f64) -> Value {
 
 /// `input` with its `$(NAME)` replaced (kustomize's one-pass scan).
 pub fn expand(input: &str, values: &[(String, Value)]) -> Value {
+    let mut unbounded = usize::MAX;
+    expand_within(input, values, &mut unbounded).unwrap_or_default()
+}
+
+/// [`expand`], refusing to grow the text by more than `budget` bytes
+/// (checked before each value is copied); what it grew by is taken from
+/// `budget`.
+fn expand_within(
+    input: &str,
+    values: &[(String, Value)],
+    budget: &mut usize,
+) -> Result<Value, String> {
+    let limit = input.len().saturating_add(*budget);
+    let too_long =
+        || format!("var substitution adds more than {MAX_EXPANSION_BYTES} bytes to the build");
     let bytes = input.as_bytes();
     let mut out = String::with_capacity(input.len());
     let mut checkpoint = 0;
@@ -398,22 +413,28 @@ pub fn expand(input: &str, values: &[(String, Value)]) -> Value {
                         let replacement = lookup(values, name);
                         if input.len() == name.len() + 3 {
                             // The whole field: the value keeps its type.
-                            return match replacement {
+                            let whole = match replacement {
                                 Some(Value::Number(n)) if n.is_f64() => {
                                     whole_float(n.as_f64().unwrap_or_default())
                                 }
                                 Some(value) => value.clone(),
                                 None => Value::String(input.to_owned()),
                             };
+                            let grown = match &whole {
+                                Value::String(s) => s.len().saturating_sub(input.len()),
+                                _ => 0,
+                            };
+                            *budget = budget.checked_sub(grown).ok_or_else(too_long)?;
+                            return Ok(whole);
                         }
-                        match replacement {
-                            Some(value) => out.push_str(&text(value)),
-                            None => {
-                                out.push_str("$(");
-                                out.push_str(name);
-                                out.push(')');
-                            }
+                        let piece = match replacement {
+                            Some(value) => text(value),
+                            None => format!("$({name})"),
+                        };
+                        if out.len().saturating_add(piece.len()) > limit {
+                            return Err(too_long());
                         }
+                        out.push_str(&piece);
                         close + 2
                     }
                     // An unclosed `$(`: kept.
@@ -433,7 +454,11 @@ pub fn expand(input: &str, values: &[(String, Value)]) -> Value {
         cursor += 1;
     }
     out.push_str(&input[checkpoint.min(input.len())..]);
-    Value::String(out)
+    if out.len() > limit {
+        return Err(too_long());
+    }
+    *budget -= out.len().saturating_sub(input.len());
+    Ok(Value::String(out))
 }
 
 /// Replaces `$(NAME)` in the `varReference` fields of every object.
@@ -467,15 +492,7 @@ fn set(field: &mut Value, values: &[(String, Value)], budget: &mut usize) -> Res
         let Value::String(input) = &*item else {
             return Ok(());
         };
-        let expanded = expand(input, values);
-        let grown = match &expanded {
-            Value::String(s) => s.len().saturating_sub(input.len()),
-            _ => 0,
-        };
-        *budget = budget.checked_sub(grown).ok_or_else(|| {
-            format!("var substitution adds more than {MAX_EXPANSION_BYTES} bytes to the build")
-        })?;
-        *item = expanded;
+        *item = expand_within(input, values, budget)?;
         Ok(())
     };
     match field {
@@ -533,12 +550,39 @@ mod tests {
 
     #[test]
     fn substitution_is_bounded() {
+        // A field naming a 1 MiB value a million times would be 1 TiB: it
+        // fails when the budget runs out, before the text is built.
         let big = "x".repeat(1 << 20);
         let v = vec![("BIG".to_owned(), Value::String(big))];
-        let mut field = Value::String("$(BIG)-".repeat(100));
+        let mut field = Value::String("$(BIG)".repeat(1 << 20));
         let mut budget = MAX_EXPANSION_BYTES;
         let error = set(&mut field, &v, &mut budget).unwrap_err();
         assert!(error.contains("more than"), "{error}");
+        // The budget is the build's: many fields together run it out too.
+        let mut budget = MAX_EXPANSION_BYTES;
+        let mut fields = vec![Value::String("$(BIG)".to_owned()); 100];
+        let error = fields
+            .iter_mut()
+            .try_for_each(|f| set(f, &v, &mut budget))
+            .unwrap_err();
+        assert!(error.contains("more than"), "{error}");
+    }
+
+    #[test]
+    fn the_number_of_vars_is_bounded() {
+        let var = |i: usize| Var {
+            name: format!("V{i}"),
+            objref: ObjRef::default(),
+            fieldref: FieldRef::default(),
+        };
+        let vars: Vec<Var> = (0..=MAX_VARS).map(var).collect();
+        let mut set = VarSet::default();
+        let (file, error) = set.declare("k.yaml", &vars, &mut []).unwrap_err();
+        assert_eq!(file, "k.yaml");
+        assert!(
+            error.contains(&format!("more than {MAX_VARS} vars")),
+            "{error}"
+        );
     }
 
     #[test]
