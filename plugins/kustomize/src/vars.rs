@@ -237,10 +237,7 @@ impl VarSet {
         let mut values = Vec::new();
         for declared in sorted {
             let var = &declared.var;
-            let Some(res) = resources
-                .iter()
-                .find(|r| r.var_names.iter().any(|n| *n == var.name))
-            else {
+            let Some(res) = resources.iter().find(|r| r.var_names.contains(&var.name)) else {
                 return Err((
                     declared.file.clone(),
                     format!(
