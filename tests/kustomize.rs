@@ -317,7 +317,7 @@ async fn alias_bombs_are_refused_naming_the_file() {
     let inline_patch = format!("resources: [cm.yaml]\npatches:\n- patch: |\n{indented}");
     let kustomization = format!("{bomb}resources: [cm.yaml]\n");
     // (files, what the error must start with)
-    let cases: [(&[(&str, &str)], &str); 3] = [
+    let cases: [(&[(&str, &str)], &str); 4] = [
         (
             &[
                 ("app/kustomization.yaml", "resources: [bomb.yaml]\n"),
@@ -339,6 +339,17 @@ async fn alias_bombs_are_refused_naming_the_file() {
             ],
             "app/kustomization.yaml:4: YAML aliases expand to more than ",
         ),
+        (
+            &[
+                (
+                    "app/kustomization.yaml",
+                    "resources: [cm.yaml]\nconfigurations: [config.yaml]\n",
+                ),
+                ("app/cm.yaml", CONFIG_MAP),
+                ("app/config.yaml", &bomb),
+            ],
+            "app/config.yaml: configurations: line 4: YAML aliases expand to more than ",
+        ),
     ];
     for (files, expected) in cases {
         let tree = support::tree(files);
@@ -358,6 +369,46 @@ async fn alias_bombs_are_refused_naming_the_file() {
     ]);
     let objects = rendered(&plugin, tree.path(), "app", &[]).await.unwrap();
     assert_eq!(objects[0]["metadata"]["annotations"]["app"], "web");
+}
+
+#[tokio::test]
+async fn vars_cannot_blow_up_the_output() {
+    // A 64 KiB value named 2000 times in one annotation would add 128 MiB:
+    // the substitution budget (64 MiB per build) stops it, naming the
+    // kustomization, before the text is built.
+    let big = "x".repeat(64 << 10);
+    let config_map = format!(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\n  annotations:\n    blown: \"{}\"\ndata:\n  big: {big}\n",
+        "$(BIG)".repeat(2000)
+    );
+    let kustomization = "resources: [cm.yaml]\nvars:\n- name: BIG\n  objref: {kind: ConfigMap, name: settings, apiVersion: v1}\n  fieldref: {fieldpath: data.big}\n";
+    let tree = support::tree(&[
+        ("app/kustomization.yaml", kustomization),
+        ("app/cm.yaml", &config_map),
+    ]);
+    let Err(error) = rendered(&plugin(), tree.path(), "app", &[]).await else {
+        panic!("a 128 MiB annotation was rendered");
+    };
+    assert!(
+        error.contains(
+            "app/kustomization.yaml: var substitution: ConfigMap/settings: field \"metadata/annotations\": var substitution adds more than 67108864 bytes to the build"
+        ),
+        "{error}"
+    );
+    // A value naming another var is not expanded again (one pass, as in
+    // kustomize): `$(A)` whose value is `$(A)$(A)` stays that text.
+    let tree = support::tree(&[
+        (
+            "app/kustomization.yaml",
+            "resources: [cm.yaml]\nvars:\n- name: A\n  objref: {kind: ConfigMap, name: settings, apiVersion: v1}\n  fieldref: {fieldpath: data.a}\n",
+        ),
+        (
+            "app/cm.yaml",
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\n  annotations: {x: \"<$(A)>\"}\ndata: {a: \"$(A)$(A)\"}\n",
+        ),
+    ]);
+    let objects = rendered(&plugin(), tree.path(), "app", &[]).await.unwrap();
+    assert_eq!(objects[0]["metadata"]["annotations"]["x"], "<$(A)$(A)>");
 }
 
 #[tokio::test]
