@@ -603,6 +603,24 @@ async fn bad_trees_fail_with_the_file_that_is_wrong() {
             &[
                 (
                     "app/kustomization.yaml",
+                    "resources: [w.yaml]\nconfigurations: [c.yaml]\nimages:\n- {name: mailer, newTag: '2'}\n",
+                ),
+                (
+                    "app/w.yaml",
+                    "apiVersion: example.com/v1\nkind: Worker\nmetadata: {name: w}\nspec:\n  images: [mailer:1]\n",
+                ),
+                (
+                    "app/c.yaml",
+                    "images:\n- {kind: Worker, path: spec/images}\n",
+                ),
+            ],
+            "app",
+            "app/kustomization.yaml: configurations: Worker/w: field \"spec/images\": an images field spec must name a scalar",
+        ),
+        (
+            &[
+                (
+                    "app/kustomization.yaml",
                     "resources: [cm.yaml]\nconfigurations: [c.yaml]\n",
                 ),
                 ("app/cm.yaml", CONFIG_MAP),

@@ -661,6 +661,14 @@ pub fn images(
                 })
                 .collect();
             configured(&mut res.value, &specs, Leaf::Scalar, &mut |field| {
+                if field.is_array() || field.is_object() {
+                    // kustomize: "wrong node kind: expected ScalarNode".
+                    return Err(
+                        "an images field spec must name a scalar (an image reference), \
+                                not a list or a map"
+                            .to_owned(),
+                    );
+                }
                 retag(field, rule, &pattern);
                 Ok(())
             })?;
