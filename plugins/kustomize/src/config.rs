@@ -12,6 +12,11 @@ use serde_json::Value;
 
 use crate::fieldspec::{self, FieldSpec};
 
+/// The most field specs a build's configuration may hold, all tables
+/// together (kustomize's built-in tables hold about 300; merging is
+/// quadratic, so a configuration of millions of specs is refused).
+pub const MAX_FIELD_SPECS: usize = 10_000;
+
 /// One configuration file, or the merge of several.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -148,9 +153,31 @@ impl TransformerConfig {
         Ok(config)
     }
 
+    /// The number of field specs, all tables together.
+    fn len(&self) -> usize {
+        self.name_prefix.len()
+            + self.name_suffix.len()
+            + self.namespace.len()
+            + self.common_labels.len()
+            + self.common_annotations.len()
+            + self.var_reference.len()
+            + self.images.len()
+            + self.replicas.len()
+            + self
+                .name_reference
+                .iter()
+                .map(|n| n.field_specs.len() + 1)
+                .sum::<usize>()
+    }
+
     /// Adds `other` (kustomize's merge: a field already listed is kept
     /// once; the same field with another `create` is an error).
     pub fn merge(&mut self, other: &TransformerConfig) -> Result<(), String> {
+        if self.len().saturating_add(other.len()) > MAX_FIELD_SPECS {
+            return Err(format!(
+                "more than {MAX_FIELD_SPECS} field specs in the build's configurations"
+            ));
+        }
         let tables = [
             ("namePrefix", &mut self.name_prefix, &other.name_prefix),
             ("nameSuffix", &mut self.name_suffix, &other.name_suffix),
@@ -274,6 +301,16 @@ mod tests {
             TransformerConfig::parse("templateLabels:\n- path: spec/x\n  kind: Foo\n").unwrap_err();
         assert!(error.contains("`templateLabels`"), "{error}");
         assert!(TransformerConfig::parse("images:\n- kind: Foo\n").is_err());
+    }
+
+    #[test]
+    fn the_number_of_field_specs_is_bounded() {
+        let huge: String = (0..MAX_FIELD_SPECS)
+            .map(|i| format!("- {{kind: K, path: spec/f{i}}}\n"))
+            .collect();
+        let config = TransformerConfig::parse(&format!("images:\n{huge}")).unwrap();
+        let error = TransformerConfig::builtin().merge(&config).unwrap_err();
+        assert!(error.contains("more than 10000 field specs"), "{error}");
     }
 
     #[test]
