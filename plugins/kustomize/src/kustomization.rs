@@ -266,9 +266,9 @@ impl Kustomization {
             (
                 "openapi",
                 parsed.openapi.is_some(),
-                "it replaces the OpenAPI schema kustomize merges patches with (merge keys of \
-                 custom kinds, from a file or a bundled Kubernetes version), and Kiln's plugin \
-                 has its own built-in merge keys and reads no schema",
+                "it replaces the OpenAPI schema kustomize reads strategic merge keys and \
+                 namespace scopes from (a schema file, or a bundled Kubernetes version), and \
+                 Kiln's plugin has its own built-in tables and reads no schema",
             ),
             ("helmCharts", parsed.helm_charts.is_some(), HELM),
             ("helmGlobals", parsed.helm_globals.is_some(), HELM),
