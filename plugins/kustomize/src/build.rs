@@ -260,10 +260,7 @@ fn resolve_vars(root: &str, resources: &mut [Res], acc: &Acc) -> Result<(), Fail
     if acc.vars.is_empty() {
         return Ok(());
     }
-    let values = acc
-        .vars
-        .values(resources)
-        .map_err(|(file, message)| Failure::new(file, message))?;
+    let values = acc.vars.values(resources)?;
     vars::substitute(resources, &acc.config.var_reference, &values)
         .map_err(|e| Failure::new(root, format!("var substitution: {e}")))
 }
@@ -495,11 +492,9 @@ fn accumulate(
                 for res in child_resources {
                     add(res, file, resources, &mut seen)?;
                 }
-                acc.vars
-                    .merge(&child_acc.vars)
-                    .map_err(|(var_file, message)| {
-                        Failure::new(file, format!("{message} (merging {var_file})"))
-                    })?;
+                acc.vars.merge(&child_acc.vars).map_err(|e| {
+                    Failure::new(file, format!("{} (merging {})", e.message, e.file))
+                })?;
                 acc.config.merge(&child_acc.config).map_err(|e| {
                     Failure::new(file, format!("configurations of {child_file}: {e}"))
                 })?;
@@ -560,9 +555,7 @@ fn accumulate(
         ctx.stack.pop();
     }
     transform_all(ctx, dir, file, k, resources, &acc.config)?;
-    acc.vars
-        .declare(file, &k.vars, resources)
-        .map_err(|(file, message)| Failure::new(file, message))
+    acc.vars.declare(file, &k.vars, resources)
 }
 
 /// A path of the kustomization's, inside the repository and not remote.

@@ -12,6 +12,7 @@
 use serde::Deserialize;
 use serde_json::Value;
 
+use crate::Failure;
 use crate::build::{Id, Res};
 use crate::fieldspec::{FieldSpec, Leaf};
 use crate::transform;
@@ -155,7 +156,7 @@ pub struct VarSet {
 
 impl VarSet {
     /// Adds `incoming`, refusing a name already declared.
-    pub fn merge(&mut self, incoming: &VarSet) -> Result<(), (String, String)> {
+    pub fn merge(&mut self, incoming: &VarSet) -> Result<(), Failure> {
         for declared in &incoming.vars {
             self.add(declared.clone())?;
         }
@@ -163,10 +164,10 @@ impl VarSet {
     }
 
     /// Adds one var; on a name already declared, the file and the message.
-    fn add(&mut self, declared: Declared) -> Result<(), (String, String)> {
+    fn add(&mut self, declared: Declared) -> Result<(), Failure> {
         if let Some(existing) = self.vars.iter().find(|d| d.var.name == declared.var.name) {
-            return Err((
-                declared.file.clone(),
+            return Err(Failure::new(
+                &declared.file,
                 format!(
                     "var {:?} is declared twice in the build (also in {}); kustomize: var '{}' already encountered",
                     declared.var.name, existing.file, declared.var.name
@@ -174,8 +175,8 @@ impl VarSet {
             ));
         }
         if self.vars.len() >= MAX_VARS {
-            return Err((
-                declared.file,
+            return Err(Failure::new(
+                &declared.file,
                 format!("more than {MAX_VARS} vars in the build"),
             ));
         }
@@ -191,10 +192,10 @@ impl VarSet {
         file: &str,
         vars: &[Var],
         resources: &mut [Res],
-    ) -> Result<(), (String, String)> {
+    ) -> Result<(), Failure> {
         for var in vars {
             if var.name.is_empty() {
-                return Err((file.to_owned(), "a var has no name".to_owned()));
+                return Err(Failure::new(file, "a var has no name"));
             }
             let matched: Vec<usize> = resources
                 .iter()
@@ -206,8 +207,8 @@ impl VarSet {
                 [] => {}
                 [one] => resources[one].var_names.push(var.name.clone()),
                 _ => {
-                    return Err((
-                        file.to_owned(),
+                    return Err(Failure::new(
+                        file,
                         format!(
                             "var {:?}: {} objects of the build are {} (give objref.namespace to tell them apart)",
                             var.name,
@@ -231,15 +232,15 @@ impl VarSet {
     }
 
     /// The value of every var, read from the object it marked; by name.
-    pub fn values(&self, resources: &[Res]) -> Result<Vec<(String, Value)>, (String, String)> {
+    pub fn values(&self, resources: &[Res]) -> Result<Vec<(String, Value)>, Failure> {
         let mut sorted: Vec<&Declared> = self.vars.iter().collect();
         sorted.sort_by(|a, b| a.var.name.cmp(&b.var.name));
         let mut values = Vec::new();
         for declared in sorted {
             let var = &declared.var;
             let Some(res) = resources.iter().find(|r| r.var_names.contains(&var.name)) else {
-                return Err((
-                    declared.file.clone(),
+                return Err(Failure::new(
+                    &declared.file,
                     format!(
                         "var {:?} names {}, which is not in the build",
                         var.name,
@@ -248,8 +249,8 @@ impl VarSet {
                 ));
             };
             let value = field(&res.value, var.field_path()).map_err(|e| {
-                (
-                    declared.file.clone(),
+                Failure::new(
+                    &declared.file,
                     format!("var {:?}: {}: {e}", var.name, res.describe()),
                 )
             })?;
@@ -574,10 +575,12 @@ mod tests {
         };
         let vars: Vec<Var> = (0..=MAX_VARS).map(var).collect();
         let mut set = VarSet::default();
-        let (file, error) = set.declare("k.yaml", &vars, &mut []).unwrap_err();
-        assert_eq!(file, "k.yaml");
+        let error = set.declare("k.yaml", &vars, &mut []).unwrap_err();
+        assert_eq!(error.file, "k.yaml");
         assert!(
-            error.contains(&format!("more than {MAX_VARS} vars")),
+            error
+                .message
+                .contains(&format!("more than {MAX_VARS} vars")),
             "{error}"
         );
     }
