@@ -626,11 +626,11 @@ async fn bad_trees_fail_with_the_file_that_is_wrong() {
                 ("app/cm.yaml", CONFIG_MAP),
                 (
                     "app/c.yaml",
-                    "templateLabels:\n- {kind: Foo, path: spec/template/labels}\n",
+                    "volumeClaimTemplateLabels:\n- {kind: Foo, path: spec/claims/metadata/labels}\n",
                 ),
             ],
             "app",
-            "app/c.yaml: configurations: the `templateLabels` table is not supported by Kiln's kustomize plugin yet",
+            "app/c.yaml: configurations: line 1: unknown field `volumeClaimTemplateLabels`",
         ),
         (
             &[

@@ -713,18 +713,28 @@ fn transform_all(
             .map_err(configured)?;
     }
     for labels in &k.labels {
+        let extra = config
+            .label_specs(labels.include_selectors, labels.include_templates)
+            .map_err(configured)?;
         transform::labels(
             resources,
             &labels.pairs,
             labels.include_selectors,
             labels.include_templates,
             &ctx.crds,
-            config,
+            &extra,
         )
         .map_err(configured)?;
     }
-    transform::labels(resources, &k.common_labels, true, true, &ctx.crds, config)
-        .map_err(configured)?;
+    transform::labels(
+        resources,
+        &k.common_labels,
+        true,
+        true,
+        &ctx.crds,
+        &config.common_labels,
+    )
+    .map_err(configured)?;
     transform::annotations(resources, &k.common_annotations, &ctx.crds, config)
         .map_err(configured)?;
     for entry in &k.patches_json6902 {

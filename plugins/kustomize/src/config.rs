@@ -48,13 +48,13 @@ pub struct TransformerConfig {
     /// Fields holding replica counts.
     #[serde(default)]
     pub replicas: Vec<FieldSpec>,
-    // kustomize's `labels` tables: refused by name (see `check`).
+    /// Maps that take the pairs of every `labels` entry.
     #[serde(default)]
-    labels: Vec<FieldSpec>,
+    pub labels: Vec<FieldSpec>,
+    /// Maps that take the pairs of `labels` entries with
+    /// `includeTemplates` (and without `includeSelectors`).
     #[serde(default)]
-    template_labels: Vec<FieldSpec>,
-    #[serde(default)]
-    volume_claim_template_labels: Vec<FieldSpec>,
+    pub template_labels: Vec<FieldSpec>,
 }
 
 /// The fields that name objects of one kind (kustomize's
@@ -100,8 +100,7 @@ impl TransformerConfig {
         }
     }
 
-    /// Parses a configuration file, refusing unknown fields and the
-    /// tables Kiln does not apply yet.
+    /// Parses a configuration file, refusing unknown fields.
     pub fn parse(text: &str) -> Result<TransformerConfig, String> {
         crate::check_yaml_text(text)?;
         if text.trim().is_empty() {
@@ -112,22 +111,6 @@ impl TransformerConfig {
                 Some(at) => format!("line {}: {e}", at.line()),
                 None => e.to_string(),
             })?;
-        for (field, specs) in [
-            ("labels", &config.labels),
-            ("templateLabels", &config.template_labels),
-            (
-                "volumeClaimTemplateLabels",
-                &config.volume_claim_template_labels,
-            ),
-        ] {
-            if !specs.is_empty() {
-                return Err(format!(
-                    "the `{field}` table is not supported by Kiln's kustomize plugin yet \
-                     (nameReference, varReference, commonLabels, commonAnnotations, namePrefix, \
-                     nameSuffix, namespace, images and replicas are)"
-                ));
-            }
-        }
         let all = config
             .name_prefix
             .iter()
@@ -138,6 +121,8 @@ impl TransformerConfig {
             .chain(&config.var_reference)
             .chain(&config.images)
             .chain(&config.replicas)
+            .chain(&config.labels)
+            .chain(&config.template_labels)
             .chain(config.name_reference.iter().flat_map(|n| &n.field_specs));
         for spec in all {
             if spec.path.split('/').all(str::is_empty) {
@@ -153,6 +138,20 @@ impl TransformerConfig {
         Ok(config)
     }
 
+    /// The configured fields a `labels` entry adds its pairs to, as
+    /// kustomize merges them: the `labels` table, then `commonLabels` with
+    /// `includeSelectors`, else `templateLabels` with `includeTemplates`.
+    pub fn label_specs(&self, selectors: bool, templates: bool) -> Result<Vec<FieldSpec>, String> {
+        let mut specs = Vec::new();
+        fieldspec::merge(&mut specs, &self.labels)?;
+        if selectors {
+            fieldspec::merge(&mut specs, &self.common_labels)?;
+        } else if templates {
+            fieldspec::merge(&mut specs, &self.template_labels)?;
+        }
+        Ok(specs)
+    }
+
     /// The number of field specs, all tables together.
     fn len(&self) -> usize {
         self.name_prefix.len()
@@ -163,6 +162,8 @@ impl TransformerConfig {
             + self.var_reference.len()
             + self.images.len()
             + self.replicas.len()
+            + self.labels.len()
+            + self.template_labels.len()
             + self
                 .name_reference
                 .iter()
@@ -199,6 +200,12 @@ impl TransformerConfig {
             ),
             ("images", &mut self.images, &other.images),
             ("replicas", &mut self.replicas, &other.replicas),
+            ("labels", &mut self.labels, &other.labels),
+            (
+                "templateLabels",
+                &mut self.template_labels,
+                &other.template_labels,
+            ),
         ];
         for (name, mine, theirs) in tables {
             fieldspec::merge(mine, theirs).map_err(|e| format!("{name}: {e}"))?;
@@ -297,9 +304,8 @@ mod tests {
     #[test]
     fn unknown_tables_and_fields_are_refused() {
         assert!(TransformerConfig::parse("nameRefrence: []\n").is_err());
-        let error =
-            TransformerConfig::parse("templateLabels:\n- path: spec/x\n  kind: Foo\n").unwrap_err();
-        assert!(error.contains("`templateLabels`"), "{error}");
+        // Not in kustomize v5.5 (added later): unknown, as kubectl's kustomize says.
+        assert!(TransformerConfig::parse("volumeClaimTemplateLabels: []\n").is_err());
         assert!(TransformerConfig::parse("images:\n- kind: Foo\n").is_err());
     }
 

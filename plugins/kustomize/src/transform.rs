@@ -402,27 +402,24 @@ fn template_paths(kind: &str) -> &'static [&'static [&'static str]] {
 }
 
 /// Adds labels: always to `metadata.labels`; to selectors with
-/// `selectors`; to pod templates with `templates`.
+/// `selectors`; to pod templates with `templates`; and to the fields
+/// `configured` (the `configurations` tables that apply: see
+/// [`TransformerConfig::label_specs`]).
 pub fn labels(
     resources: &mut [Res],
     labels: &BTreeMap<String, String>,
     selectors: bool,
     templates: bool,
     crds: &CrdConfig,
-    config: &TransformerConfig,
+    extra: &[FieldSpec],
 ) -> Result<(), String> {
     if labels.is_empty() {
         return Ok(());
     }
     for res in resources {
-        if selectors {
-            configured(
-                &mut res.value,
-                &config.common_labels,
-                Leaf::Map,
-                &mut |field| add_pairs(field, labels),
-            )?;
-        }
+        configured(&mut res.value, extra, Leaf::Map, &mut |field| {
+            add_pairs(field, labels)
+        })?;
         let object = &mut res.value;
         let kind = kind(object).to_owned();
         let mut targets: Vec<(Vec<&str>, bool)> = vec![(vec!["metadata", "labels"], true)];
