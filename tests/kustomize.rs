@@ -621,6 +621,24 @@ async fn bad_trees_fail_with_the_file_that_is_wrong() {
             &[
                 (
                     "app/kustomization.yaml",
+                    "namePrefix: p-\nresources: [r.yaml]\nconfigurations: [c.yaml]\n",
+                ),
+                (
+                    "app/r.yaml",
+                    "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm}\n---\napiVersion: x.io/v1\nkind: Foo\nmetadata: {name: f}\nspec: {ref: cm}\n",
+                ),
+                (
+                    "app/c.yaml",
+                    "nameReference:\n- kind: ConfigMap\n  fieldSpecs:\n  - {kind: Foo, path: spec/ref/name}\n",
+                ),
+            ],
+            "app",
+            "app/kustomization.yaml: configurations: nameReference to ConfigMap: Foo/p-f: field \"spec/ref/name\": \"name\" is under a scalar",
+        ),
+        (
+            &[
+                (
+                    "app/kustomization.yaml",
                     "resources: [cm.yaml]\nconfigurations: [c.yaml]\n",
                 ),
                 ("app/cm.yaml", CONFIG_MAP),

@@ -239,7 +239,8 @@ pub fn build(files: &dyn Files, dir: &str, overrides: &Overrides) -> Result<Vec<
             res.value["metadata"]["name"] = format!("{name}-{suffix}").into();
         }
     }
-    transform::fix_references(&mut resources, &ctx.crds, &acc.config);
+    transform::fix_references(&mut resources, &ctx.crds, &acc.config)
+        .map_err(|e| Failure::new(&file, format!("configurations: {e}")))?;
     resolve_vars(&file, &mut resources, &acc)?;
     metadata::apply(&mut resources, &root.build_metadata, &dir);
     let mut objects: Vec<Value> = resources.into_iter().map(|r| r.value).collect();

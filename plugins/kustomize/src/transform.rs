@@ -881,7 +881,11 @@ struct Candidate {
 /// hash): a field naming an object of the build by one of its earlier names
 /// now names it by its final name. Among several candidates, kustomize's
 /// sieve: the referrer's namespace, then the same prefixes and suffixes.
-pub fn fix_references(resources: &mut [Res], crds: &CrdConfig, config: &TransformerConfig) {
+pub fn fix_references(
+    resources: &mut [Res],
+    crds: &CrdConfig,
+    config: &TransformerConfig,
+) -> Result<(), String> {
     let candidates: Vec<Candidate> = resources
         .iter()
         .map(|res| {
@@ -987,14 +991,17 @@ pub fn fix_references(resources: &mut [Res], crds: &CrdConfig, config: &Transfor
                         *field = new.into();
                     }
                 };
-                // A field that is not there, or not a name, is left alone.
-                let _ = spec.visit(&mut res.value, Leaf::Scalar, &mut |field| {
+                // A field that is not there, or not a name, is left alone; a
+                // scalar on the way is an error, as in kustomize.
+                let described = describe(&res.value);
+                spec.visit(&mut res.value, Leaf::Scalar, &mut |field| {
                     match field {
                         Value::Array(list) => list.iter_mut().for_each(&mut rename_one),
                         other => rename_one(other),
                     }
                     Ok(())
-                });
+                })
+                .map_err(|e| format!("nameReference to {}: {described}: {e}", references.kind))?;
             }
         }
         for reference in OTHER_REFERENCES {
@@ -1033,6 +1040,7 @@ pub fn fix_references(resources: &mut [Res], crds: &CrdConfig, config: &Transfor
             });
         }
     }
+    Ok(())
 }
 
 /// Replaces every string at `path` with what `rename` gives for it.
