@@ -254,6 +254,13 @@ impl VarSet {
                     format!("var {:?}: {}: {e}", var.name, res.describe()),
                 )
             })?;
+            // kustomize reads a null field as its text: `null` as written
+            // so (an empty value would be `""`; the plugin cannot tell).
+            let value = if value.is_null() {
+                Value::String("null".to_owned())
+            } else {
+                value
+            };
             values.push((var.name.clone(), value));
         }
         Ok(values)
@@ -345,7 +352,7 @@ fn lookup<'a>(values: &'a [(String, Value)], name: &str) -> Option<&'a Value> {
 fn text(value: &Value) -> String {
     match value {
         Value::String(s) => s.clone(),
-        Value::Null => "<nil>".to_owned(),
+        Value::Null => "null".to_owned(),
         Value::Number(n) if n.is_f64() => go_float(n.as_f64().unwrap_or_default()),
         other => other.to_string(),
     }
