@@ -125,7 +125,12 @@ pub fn namespace(
         let object = &mut res.value;
         let kind = kind(object).to_owned();
         if kind == "Namespace" {
-            if let Some(meta) = map_at(object, &["metadata"], true) {
+            // Renamed: its earlier name still identifies it (a var's
+            // `objref`, a patch), as in kustomize.
+            if object["metadata"]["name"].as_str() != Some(namespace) {
+                res.remember();
+            }
+            if let Some(meta) = map_at(&mut res.value, &["metadata"], true) {
                 meta.insert("name".into(), namespace.into());
             }
             continue;
