@@ -317,7 +317,7 @@ async fn alias_bombs_are_refused_naming_the_file() {
     let inline_patch = format!("resources: [cm.yaml]\npatches:\n- patch: |\n{indented}");
     let kustomization = format!("{bomb}resources: [cm.yaml]\n");
     // (files, what the error must start with)
-    let cases: [(&[(&str, &str)], &str); 3] = [
+    let cases: [(&[(&str, &str)], &str); 4] = [
         (
             &[
                 ("app/kustomization.yaml", "resources: [bomb.yaml]\n"),
@@ -339,6 +339,17 @@ async fn alias_bombs_are_refused_naming_the_file() {
             ],
             "app/kustomization.yaml:4: YAML aliases expand to more than ",
         ),
+        (
+            &[
+                (
+                    "app/kustomization.yaml",
+                    "resources: [cm.yaml]\nconfigurations: [config.yaml]\n",
+                ),
+                ("app/cm.yaml", CONFIG_MAP),
+                ("app/config.yaml", &bomb),
+            ],
+            "app/config.yaml: configurations: line 4: YAML aliases expand to more than ",
+        ),
     ];
     for (files, expected) in cases {
         let tree = support::tree(files);
@@ -358,6 +369,46 @@ async fn alias_bombs_are_refused_naming_the_file() {
     ]);
     let objects = rendered(&plugin, tree.path(), "app", &[]).await.unwrap();
     assert_eq!(objects[0]["metadata"]["annotations"]["app"], "web");
+}
+
+#[tokio::test]
+async fn vars_cannot_blow_up_the_output() {
+    // A 64 KiB value named 2000 times in one annotation would add 128 MiB:
+    // the substitution budget (64 MiB per build) stops it, naming the
+    // kustomization, before the text is built.
+    let big = "x".repeat(64 << 10);
+    let config_map = format!(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\n  annotations:\n    blown: \"{}\"\ndata:\n  big: {big}\n",
+        "$(BIG)".repeat(2000)
+    );
+    let kustomization = "resources: [cm.yaml]\nvars:\n- name: BIG\n  objref: {kind: ConfigMap, name: settings, apiVersion: v1}\n  fieldref: {fieldpath: data.big}\n";
+    let tree = support::tree(&[
+        ("app/kustomization.yaml", kustomization),
+        ("app/cm.yaml", &config_map),
+    ]);
+    let Err(error) = rendered(&plugin(), tree.path(), "app", &[]).await else {
+        panic!("a 128 MiB annotation was rendered");
+    };
+    assert!(
+        error.contains(
+            "app/kustomization.yaml: var substitution: ConfigMap/settings: field \"metadata/annotations\": var substitution adds more than 67108864 bytes to the build"
+        ),
+        "{error}"
+    );
+    // A value naming another var is not expanded again (one pass, as in
+    // kustomize): `$(A)` whose value is `$(A)$(A)` stays that text.
+    let tree = support::tree(&[
+        (
+            "app/kustomization.yaml",
+            "resources: [cm.yaml]\nvars:\n- name: A\n  objref: {kind: ConfigMap, name: settings, apiVersion: v1}\n  fieldref: {fieldpath: data.a}\n",
+        ),
+        (
+            "app/cm.yaml",
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\n  annotations: {x: \"<$(A)>\"}\ndata: {a: \"$(A)$(A)\"}\n",
+        ),
+    ]);
+    let objects = rendered(&plugin(), tree.path(), "app", &[]).await.unwrap();
+    assert_eq!(objects[0]["metadata"]["annotations"]["x"], "<$(A)$(A)>");
 }
 
 #[tokio::test]
@@ -393,10 +444,211 @@ async fn bad_trees_fail_with_the_file_that_is_wrong() {
         (
             &[(
                 "app/kustomization.yaml",
-                "resources: []\nvars:\n- name: X\n",
+                "resources: []\nhelmCharts:\n- name: redis\n",
             )],
             "app",
-            "field `vars` is not supported by Kiln's kustomize plugin",
+            "app/kustomization.yaml: field `helmCharts` is not supported by Kiln's kustomize plugin: it inflates Helm charts",
+        ),
+        (
+            &[(
+                "app/kustomization.yaml",
+                "resources: []\ntransformers: [plugin.yaml]\n",
+            )],
+            "app",
+            "field `transformers` is not supported by Kiln's kustomize plugin: it loads kustomize plugins",
+        ),
+        (
+            &[(
+                "app/kustomization.yaml",
+                "resources: []\nopenapi: {path: schema.json}\n",
+            )],
+            "app",
+            "field `openapi` is not supported by Kiln's kustomize plugin: it replaces the OpenAPI schema",
+        ),
+        // vars: a name declared twice (in one layer, or in a base and its overlay).
+        (
+            &[
+                (
+                    "app/kustomization.yaml",
+                    "resources: [cm.yaml]\nvars:\n- {name: X, objref: {kind: ConfigMap, name: settings, apiVersion: v1}}\n- {name: X, objref: {kind: ConfigMap, name: settings, apiVersion: v1}}\n",
+                ),
+                ("app/cm.yaml", CONFIG_MAP),
+            ],
+            "app",
+            "app/kustomization.yaml: var \"X\" is declared twice in the build (also in app/kustomization.yaml)",
+        ),
+        (
+            &[
+                (
+                    "base/kustomization.yaml",
+                    "resources: [cm.yaml]\nvars:\n- {name: X, objref: {kind: ConfigMap, name: settings, apiVersion: v1}}\n",
+                ),
+                ("base/cm.yaml", CONFIG_MAP),
+                (
+                    "app/kustomization.yaml",
+                    "resources: [../base]\nvars:\n- {name: X, objref: {kind: ConfigMap, name: settings, apiVersion: v1}}\n",
+                ),
+            ],
+            "app",
+            "app/kustomization.yaml: var \"X\" is declared twice in the build (also in base/kustomization.yaml)",
+        ),
+        (
+            &[
+                ("app/kustomization.yaml", "resources: [../a, ../b]\n"),
+                (
+                    "a/kustomization.yaml",
+                    "resources: [cm.yaml]\nvars:\n- {name: X, objref: {kind: ConfigMap, name: settings, apiVersion: v1}}\n",
+                ),
+                ("a/cm.yaml", CONFIG_MAP),
+                (
+                    "b/kustomization.yaml",
+                    "vars:\n- {name: X, objref: {kind: ConfigMap, name: settings, apiVersion: v1}}\n",
+                ),
+            ],
+            "app",
+            "app/kustomization.yaml: var \"X\" is declared twice in the build (also in a/kustomization.yaml)",
+        ),
+        // vars: the object is not in the build (here: no apiVersion, which
+        // kustomize compares exactly).
+        (
+            &[
+                (
+                    "app/kustomization.yaml",
+                    "resources: [cm.yaml]\nvars:\n- {name: X, objref: {kind: ConfigMap, name: settings}}\n",
+                ),
+                ("app/cm.yaml", CONFIG_MAP),
+            ],
+            "app",
+            "app/kustomization.yaml: var \"X\" names ConfigMap settings, which is not in the build",
+        ),
+        (
+            &[
+                (
+                    "app/kustomization.yaml",
+                    "resources: [cm.yaml]\nvars:\n- {name: X, objref: {kind: ConfigMap, name: settings, apiVersion: v1}, fieldref: {fieldPath: data.nope}}\n",
+                ),
+                ("app/cm.yaml", CONFIG_MAP),
+            ],
+            "app",
+            "app/kustomization.yaml: var \"X\": ConfigMap/settings: no field \"data.nope\"",
+        ),
+        (
+            &[
+                (
+                    "app/kustomization.yaml",
+                    "resources: [cm.yaml]\nvars:\n- {name: X, objref: {kind: ConfigMap, name: settings, apiVersion: v1}}\n",
+                ),
+                (
+                    "app/cm.yaml",
+                    "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings}\n---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings, namespace: other}\n",
+                ),
+            ],
+            "app",
+            "app/kustomization.yaml: var \"X\": 2 objects of the build are ConfigMap settings (v1)",
+        ),
+        (
+            &[
+                (
+                    "app/kustomization.yaml",
+                    "resources: [cm.yaml]\nvars:\n- {name: X, objref: {kind: ConfigMap, name: settings, apiVersion: v1}}\n",
+                ),
+                (
+                    "app/cm.yaml",
+                    "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings}\n---\napiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n  - name: a\n    args: [1, $(X)]\n",
+                ),
+            ],
+            "app",
+            "app/kustomization.yaml: var substitution: Pod/p: field \"spec/containers/args\": a list item is not a string",
+        ),
+        // configurations
+        (
+            &[
+                (
+                    "app/kustomization.yaml",
+                    "resources: [cm.yaml]\nconfigurations: [missing.yaml]\n",
+                ),
+                ("app/cm.yaml", CONFIG_MAP),
+            ],
+            "app",
+            "app/kustomization.yaml: configuration \"missing.yaml\": no such file (app/missing.yaml)",
+        ),
+        (
+            &[
+                (
+                    "app/kustomization.yaml",
+                    "resources: [cm.yaml]\nconfigurations: [c.yaml]\n",
+                ),
+                ("app/cm.yaml", CONFIG_MAP),
+                ("app/c.yaml", "nameRefrence: []\n"),
+            ],
+            "app",
+            "app/c.yaml: configurations: line 1: unknown field `nameRefrence`",
+        ),
+        (
+            &[
+                (
+                    "app/kustomization.yaml",
+                    "resources: [cm.yaml]\nconfigurations: [c.yaml]\n",
+                ),
+                ("app/cm.yaml", CONFIG_MAP),
+                (
+                    "app/c.yaml",
+                    "varReference:\n- {kind: Deployment, path: spec/template/spec/containers/args, create: true}\n",
+                ),
+            ],
+            "app",
+            "app/c.yaml: configurations: varReference: conflicting field specs for Deployment spec/template/spec/containers/args",
+        ),
+        (
+            &[
+                (
+                    "app/kustomization.yaml",
+                    "resources: [w.yaml]\nconfigurations: [c.yaml]\nimages:\n- {name: mailer, newTag: '2'}\n",
+                ),
+                (
+                    "app/w.yaml",
+                    "apiVersion: example.com/v1\nkind: Worker\nmetadata: {name: w}\nspec:\n  images: [mailer:1]\n",
+                ),
+                (
+                    "app/c.yaml",
+                    "images:\n- {kind: Worker, path: spec/images}\n",
+                ),
+            ],
+            "app",
+            "app/kustomization.yaml: configurations: Worker/w: field \"spec/images\": an images field spec must name a scalar",
+        ),
+        (
+            &[
+                (
+                    "app/kustomization.yaml",
+                    "namePrefix: p-\nresources: [r.yaml]\nconfigurations: [c.yaml]\n",
+                ),
+                (
+                    "app/r.yaml",
+                    "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm}\n---\napiVersion: x.io/v1\nkind: Foo\nmetadata: {name: f}\nspec: {ref: cm}\n",
+                ),
+                (
+                    "app/c.yaml",
+                    "nameReference:\n- kind: ConfigMap\n  fieldSpecs:\n  - {kind: Foo, path: spec/ref/name}\n",
+                ),
+            ],
+            "app",
+            "app/kustomization.yaml: configurations: nameReference to ConfigMap: Foo/p-f: field \"spec/ref/name\": \"name\" is under a scalar",
+        ),
+        (
+            &[
+                (
+                    "app/kustomization.yaml",
+                    "resources: [cm.yaml]\nconfigurations: [c.yaml]\n",
+                ),
+                ("app/cm.yaml", CONFIG_MAP),
+                (
+                    "app/c.yaml",
+                    "volumeClaimTemplateLabels:\n- {kind: Foo, path: spec/claims/metadata/labels}\n",
+                ),
+            ],
+            "app",
+            "app/c.yaml: configurations: line 1: unknown field `volumeClaimTemplateLabels`",
         ),
         (
             &[

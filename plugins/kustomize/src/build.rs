@@ -9,13 +9,15 @@ use serde::de::DeserializeSeed as _;
 use serde_json::Value;
 
 use crate::Failure;
+use crate::config::TransformerConfig;
 use crate::crds::CrdConfig;
 use crate::fs::{self, Files, Kind};
 use crate::generate::{self, Behavior, GeneratedKind};
 use crate::kustomization::{
     FILE_NAMES, Image, Kustomization, PatchEntry, ReplacementEntry, Replicas,
 };
-use crate::{metadata, order, patch, replace, scalars, transform};
+use crate::vars::VarSet;
+use crate::{metadata, order, patch, replace, scalars, transform, vars};
 
 /// The identity of an object: group, version, kind, name, namespace.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -111,6 +113,8 @@ pub struct Res {
     pub generated: Option<GeneratedKind>,
     /// The file it was read from, or the kustomization that generated it.
     pub origin: String,
+    /// The vars that read a field of it (kustomize's refvar names).
+    pub var_names: Vec<String>,
 }
 
 impl Res {
@@ -129,6 +133,7 @@ impl Res {
             hashed: false,
             generated: None,
             origin: origin.to_owned(),
+            var_names: Vec::new(),
         }
     }
 
@@ -225,7 +230,7 @@ pub fn build(files: &dyn Files, dir: &str, overrides: &Overrides) -> Result<Vec<
     let (file, mut root) = load(files, &dir, None)?;
     overrides.apply(&mut root);
     // The root may be a Component: kustomize builds it like a Kustomization.
-    let mut resources = layer(&mut ctx, &dir, &file, &root)?;
+    let (mut resources, acc) = layer(&mut ctx, &dir, &file, &root)?;
     for res in &mut resources {
         if res.hashed {
             res.remember();
@@ -234,7 +239,9 @@ pub fn build(files: &dyn Files, dir: &str, overrides: &Overrides) -> Result<Vec<
             res.value["metadata"]["name"] = format!("{name}-{suffix}").into();
         }
     }
-    transform::fix_references(&mut resources, &ctx.crds);
+    transform::fix_references(&mut resources, &ctx.crds, &acc.config)
+        .map_err(|e| Failure::new(&file, format!("configurations: {e}")))?;
+    resolve_vars(&file, &mut resources, &acc)?;
     metadata::apply(&mut resources, &root.build_metadata, &dir);
     let mut objects: Vec<Value> = resources.into_iter().map(|r| r.value).collect();
     let sort = root.sort_options.unwrap_or_default();
@@ -247,6 +254,33 @@ pub fn build(files: &dyn Files, dir: &str, overrides: &Overrides) -> Result<Vec<
         normalize_numbers(object);
     }
     Ok(objects)
+}
+
+/// Replaces `$(NAME)` once names are final (kustomize's `ResolveVars`).
+fn resolve_vars(root: &str, resources: &mut [Res], acc: &Acc) -> Result<(), Failure> {
+    if acc.vars.is_empty() {
+        return Ok(());
+    }
+    let values = acc.vars.values(resources)?;
+    vars::substitute(resources, &acc.config.var_reference, &values)
+        .map_err(|e| Failure::new(root, format!("var substitution: {e}")))
+}
+
+/// What a layer gathers besides its objects: the vars it and its bases
+/// declare, and their merged transformer configuration.
+#[derive(Debug, Clone)]
+struct Acc {
+    vars: VarSet,
+    config: TransformerConfig,
+}
+
+impl Default for Acc {
+    fn default() -> Self {
+        Acc {
+            vars: VarSet::default(),
+            config: TransformerConfig::builtin(),
+        }
+    }
 }
 
 /// kustomize reads annotations back as a string map: every value becomes
@@ -397,7 +431,7 @@ fn kustomization(
     dir: &str,
     file: &str,
     k: &Kustomization,
-) -> Result<Vec<Res>, Failure> {
+) -> Result<(Vec<Res>, Acc), Failure> {
     if k.kind.as_deref() == Some("Component") {
         return Err(Failure::new(
             file,
@@ -409,12 +443,18 @@ fn kustomization(
 
 /// Builds the layer of `dir` whatever its kind (a Component built
 /// directly is built like a Kustomization).
-fn layer(ctx: &mut Ctx<'_>, dir: &str, file: &str, k: &Kustomization) -> Result<Vec<Res>, Failure> {
+fn layer(
+    ctx: &mut Ctx<'_>,
+    dir: &str,
+    file: &str,
+    k: &Kustomization,
+) -> Result<(Vec<Res>, Acc), Failure> {
     ctx.enter(dir, file)?;
     let mut resources = Vec::new();
-    accumulate(ctx, dir, file, k, &mut resources)?;
+    let mut acc = Acc::default();
+    accumulate(ctx, dir, file, k, &mut resources, &mut acc)?;
     ctx.stack.pop();
-    Ok(resources)
+    Ok((resources, acc))
 }
 
 /// The identities of a layer's objects, to refuse one defined twice.
@@ -440,6 +480,7 @@ fn accumulate(
     file: &str,
     k: &Kustomization,
     resources: &mut Vec<Res>,
+    acc: &mut Acc,
 ) -> Result<(), Failure> {
     let files = ctx.files;
     let mut seen: Seen = resources.iter().map(|r| identity(&r.value)).collect();
@@ -448,9 +489,16 @@ fn accumulate(
         match files.kind(&path) {
             Some(Kind::Directory) => {
                 let (child_file, child) = load(files, &path, Some(file))?;
-                for res in kustomization(ctx, &path, &child_file, &child)? {
+                let (child_resources, child_acc) = kustomization(ctx, &path, &child_file, &child)?;
+                for res in child_resources {
                     add(res, file, resources, &mut seen)?;
                 }
+                acc.vars.merge(&child_acc.vars).map_err(|e| {
+                    Failure::new(file, format!("{} (merging {})", e.message, e.file))
+                })?;
+                acc.config.merge(&child_acc.config).map_err(|e| {
+                    Failure::new(file, format!("configurations of {child_file}: {e}"))
+                })?;
             }
             Some(Kind::File) => {
                 for value in documents(files, &path)? {
@@ -464,6 +512,21 @@ fn accumulate(
                 ));
             }
         }
+    }
+    for entry in &k.configurations {
+        let path = local(dir, file, entry, "configuration")?;
+        if files.kind(&path) != Some(Kind::File) {
+            return Err(Failure::new(
+                file,
+                format!("configuration {entry:?}: no such file ({path})"),
+            ));
+        }
+        let text = read(files, &path)?;
+        let config = TransformerConfig::parse(&text)
+            .map_err(|e| Failure::new(&path, format!("configurations: {e}")))?;
+        acc.config
+            .merge(&config)
+            .map_err(|e| Failure::new(&path, format!("configurations: {e}")))?;
     }
     for entry in &k.crds {
         let path = local(dir, file, entry, "crd")?;
@@ -489,10 +552,11 @@ fn accumulate(
             ));
         }
         ctx.enter(&path, &component_file)?;
-        accumulate(ctx, &path, &component_file, &component, resources)?;
+        accumulate(ctx, &path, &component_file, &component, resources, acc)?;
         ctx.stack.pop();
     }
-    transform_all(ctx, dir, file, k, resources)
+    transform_all(ctx, dir, file, k, resources, &acc.config)?;
+    acc.vars.declare(file, &k.vars, resources)
 }
 
 /// A path of the kustomization's, inside the repository and not remote.
@@ -615,8 +679,10 @@ fn transform_all(
     file: &str,
     k: &Kustomization,
     resources: &mut Vec<Res>,
+    config: &TransformerConfig,
 ) -> Result<(), Failure> {
     let files = ctx.files;
+    let configured = |e: String| Failure::new(file, format!("configurations: {e}"));
     for entry in &k.patches_strategic_merge {
         // A path, or the patch itself.
         let (text, source) = match fs::join(dir, entry)
@@ -639,24 +705,39 @@ fn transform_all(
         apply_patch_entry(ctx, dir, file, entry, "patches", resources)?;
     }
     if let Some(namespace) = &k.namespace {
-        transform::namespace(resources, namespace);
+        transform::namespace(resources, namespace, config).map_err(configured)?;
     }
     let prefix = k.name_prefix.as_deref().unwrap_or_default();
     let suffix = k.name_suffix.as_deref().unwrap_or_default();
     if !prefix.is_empty() || !suffix.is_empty() {
-        transform::prefix_suffix(resources, prefix, suffix, &ctx.crds);
+        transform::prefix_suffix(resources, prefix, suffix, &ctx.crds, config)
+            .map_err(configured)?;
     }
     for labels in &k.labels {
+        let extra = config
+            .label_specs(labels.include_selectors, labels.include_templates)
+            .map_err(configured)?;
         transform::labels(
             resources,
             &labels.pairs,
             labels.include_selectors,
             labels.include_templates,
             &ctx.crds,
-        );
+            &extra,
+        )
+        .map_err(configured)?;
     }
-    transform::labels(resources, &k.common_labels, true, true, &ctx.crds);
-    transform::annotations(resources, &k.common_annotations, &ctx.crds);
+    transform::labels(
+        resources,
+        &k.common_labels,
+        true,
+        true,
+        &ctx.crds,
+        &config.common_labels,
+    )
+    .map_err(configured)?;
+    transform::annotations(resources, &k.common_annotations, &ctx.crds, config)
+        .map_err(configured)?;
     for entry in &k.patches_json6902 {
         if entry.target.is_none() {
             return Err(Failure::new(
@@ -666,8 +747,8 @@ fn transform_all(
         }
         apply_patch_entry(ctx, dir, file, entry, "patchesJson6902", resources)?;
     }
-    transform::replicas(resources, &k.replicas);
-    transform::images(resources, &k.images);
+    transform::replicas(resources, &k.replicas, config).map_err(configured)?;
+    transform::images(resources, &k.images, config).map_err(configured)?;
     for entry in &k.replacements {
         let (list, source) = match entry {
             ReplacementEntry::Inline(r) => (vec![r.clone()], file.to_owned()),

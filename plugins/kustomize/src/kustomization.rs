@@ -83,8 +83,15 @@ pub struct Kustomization {
     #[serde(default)]
     pub build_metadata: Vec<String>,
 
+    /// `$(NAME)` variables: a field of an object of the build.
+    #[serde(default)]
+    pub vars: Vec<crate::vars::Var>,
+    /// Transformer configuration files (field specs extending the
+    /// built-in transformations).
+    #[serde(default)]
+    pub configurations: Vec<String>,
+
     // Not supported: refused by name rather than ignored.
-    vars: Option<serde_yaml::Value>,
     openapi: Option<serde_yaml::Value>,
     helm_charts: Option<serde_yaml::Value>,
     helm_globals: Option<serde_yaml::Value>,
@@ -92,7 +99,6 @@ pub struct Kustomization {
     transformers: Option<serde_yaml::Value>,
     generators: Option<serde_yaml::Value>,
     validators: Option<serde_yaml::Value>,
-    configurations: Option<serde_yaml::Value>,
 }
 
 /// An entry of `patches` (or `patchesJson6902`).
@@ -250,27 +256,35 @@ impl Kustomization {
             line: e.location().map(|l| l.line() as u32),
             message: e.to_string(),
         })?;
+        const HELM: &str = "it inflates Helm charts: that needs the helm program (a process) \
+                            and usually a chart fetched from a repository (a network), and the \
+                            sandbox has neither; render the chart with a Helm renderer instead";
+        const PLUGINS: &str = "it loads kustomize plugins: exec and container (KRM function) \
+                               plugins need a process, which the sandbox cannot start, and \
+                               configurations of built-in plugins are not read yet";
         let unsupported = [
-            ("vars", parsed.vars.is_some()),
-            ("openapi", parsed.openapi.is_some()),
-            ("helmCharts", parsed.helm_charts.is_some()),
-            ("helmGlobals", parsed.helm_globals.is_some()),
+            (
+                "openapi",
+                parsed.openapi.is_some(),
+                "it replaces the OpenAPI schema kustomize reads strategic merge keys and \
+                 namespace scopes from (a schema file, or a bundled Kubernetes version), and \
+                 Kiln's plugin has its own built-in tables and reads no schema",
+            ),
+            ("helmCharts", parsed.helm_charts.is_some(), HELM),
+            ("helmGlobals", parsed.helm_globals.is_some(), HELM),
             (
                 "helmChartInflationGenerator",
                 parsed.helm_chart_inflation_generator.is_some(),
+                HELM,
             ),
-            ("transformers", parsed.transformers.is_some()),
-            ("generators", parsed.generators.is_some()),
-            ("validators", parsed.validators.is_some()),
-            ("configurations", parsed.configurations.is_some()),
+            ("transformers", parsed.transformers.is_some(), PLUGINS),
+            ("generators", parsed.generators.is_some(), PLUGINS),
+            ("validators", parsed.validators.is_some(), PLUGINS),
         ];
-        if let Some((field, _)) = unsupported.iter().find(|(_, set)| *set) {
+        if let Some((field, _, reason)) = unsupported.iter().find(|(_, set, _)| *set) {
             return Err(Failure::new(
                 file,
-                format!(
-                    "field `{field}` is not supported by Kiln's kustomize plugin (it needs \
-                     plugins, a network or schemas the sandbox does not have)"
-                ),
+                format!("field `{field}` is not supported by Kiln's kustomize plugin: {reason}"),
             ));
         }
         if let Some(kind) = parsed.kind.as_deref()

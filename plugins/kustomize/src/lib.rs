@@ -7,16 +7,14 @@
 //! `kustomize build` gives: same names (generator hash suffixes included),
 //! same fields, same order (kustomize's legacy order).
 //!
-//! Supported so far: `resources` (and the deprecated `bases`), `namespace`,
-//! `namePrefix`/`nameSuffix` with name-reference updates (ConfigMaps,
-//! Secrets, ServiceAccounts, Roles, Services, PersistentVolumeClaims
-//! referenced from pod specs, bindings and Ingresses), `commonLabels` and
-//! `labels` (with `includeSelectors`/`includeTemplates`),
-//! `commonAnnotations`, `images`, `replicas`, `configMapGenerator` /
-//! `secretGenerator` (literals, files, envs; `behavior`; options) with
-//! kustomize's content hash, and `generatorOptions`. Fields not supported
-//! yet (`patches`, `components`, `replacements`, ...) are refused by name,
-//! never ignored. Remote resources are refused: the sandbox has no network.
+//! Supported: resources and bases, components, generators, patches,
+//! replacements, the built-in transformations with kustomize's
+//! name-reference updates, `crds`, `vars` (`$(NAME)` substitution, see
+//! [`vars`]) and `configurations` (transformer field specs, see
+//! [`config`]); `docs/kustomize.md` lists it all. Fields that need a
+//! process, a network or a schema (`helmCharts`, plugins, `openapi`) are
+//! refused by name with the reason, never ignored. Remote resources are
+//! refused: the sandbox has no network.
 //!
 //! Parameters (what Argo CD offers for Kustomize applications): `image`
 //! (repeatable, `[NAME=]NEWNAME[:TAG][@DIGEST]`), `namePrefix`,
@@ -24,7 +22,9 @@
 //! (repeatable, `KEY=VALUE`), `replicas` (repeatable, `NAME=COUNT`).
 
 pub mod build;
+pub mod config;
 pub mod crds;
+pub mod fieldspec;
 pub mod fs;
 pub mod generate;
 pub mod jsonpatch;
@@ -37,6 +37,7 @@ pub mod scalars;
 pub mod select;
 pub mod smp;
 pub mod transform;
+pub mod vars;
 pub mod yaml;
 
 #[cfg(target_arch = "wasm32")]

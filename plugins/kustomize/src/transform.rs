@@ -9,8 +9,52 @@ use std::collections::BTreeMap;
 use serde_json::{Map, Value};
 
 use crate::build::Res;
+use crate::config::TransformerConfig;
 use crate::crds::{self, CrdConfig};
+use crate::fieldspec::{FieldSpec, Leaf};
 use crate::kustomization::{Image, Replicas};
+
+/// Calls `set` on every field the configured `specs` select in `object`.
+fn configured(
+    object: &mut Value,
+    specs: &[FieldSpec],
+    leaf: Leaf,
+    set: &mut dyn FnMut(&mut Value) -> Result<(), String>,
+) -> Result<(), String> {
+    for spec in specs {
+        if !spec.selects(object) {
+            continue;
+        }
+        let described = describe(object);
+        spec.visit(object, leaf, set)
+            .map_err(|e| format!("{described}: {e}"))?;
+    }
+    Ok(())
+}
+
+fn describe(object: &Value) -> String {
+    let kind = kind(object);
+    let name = object["metadata"]["name"].as_str().unwrap_or_default();
+    match object["metadata"]["namespace"].as_str() {
+        Some(namespace) => format!("{kind}/{namespace}/{name}"),
+        None => format!("{kind}/{name}"),
+    }
+}
+
+/// Adds `pairs` to the map at a configured field (created as the spec
+/// says).
+fn add_pairs(field: &mut Value, pairs: &BTreeMap<String, String>) -> Result<(), String> {
+    if field.is_null() {
+        *field = Value::Object(Map::new());
+    }
+    let Some(map) = field.as_object_mut() else {
+        return Err("the field is not a map".to_owned());
+    };
+    for (k, v) in pairs {
+        map.insert(k.clone(), v.clone().into());
+    }
+    Ok(())
+}
 
 /// Kinds without a namespace (the built-in ones kustomize knows).
 const CLUSTER_SCOPED: &[&str] = &[
@@ -72,12 +116,21 @@ fn map_at<'a>(
 /// namespace's name, and every subject named `default` of a binding gets
 /// it too (kustomize's rule: by name only, any kind; other subjects keep
 /// theirs unless they name a ServiceAccount of the build).
-pub fn namespace(resources: &mut [Res], namespace: &str) {
-    for res in resources {
+pub fn namespace(
+    resources: &mut [Res],
+    namespace: &str,
+    config: &TransformerConfig,
+) -> Result<(), String> {
+    for res in resources.iter_mut() {
         let object = &mut res.value;
         let kind = kind(object).to_owned();
         if kind == "Namespace" {
-            if let Some(meta) = map_at(object, &["metadata"], true) {
+            // Renamed: its earlier name still identifies it (a var's
+            // `objref`, a patch), as in kustomize.
+            if object["metadata"]["name"].as_str() != Some(namespace) {
+                res.remember();
+            }
+            if let Some(meta) = map_at(&mut res.value, &["metadata"], true) {
                 meta.insert("name".into(), namespace.into());
             }
             continue;
@@ -103,11 +156,74 @@ pub fn namespace(resources: &mut [Res], namespace: &str) {
             meta.insert("namespace".into(), namespace.into());
         }
     }
+    // Configured fields (`metadata/namespace` is the transformation itself).
+    let specs: Vec<FieldSpec> = config
+        .namespace
+        .iter()
+        .filter(|s| s.path != "metadata/namespace")
+        .cloned()
+        .collect();
+    for res in resources {
+        configured(&mut res.value, &specs, Leaf::Scalar, &mut |field| {
+            if field.is_null() || field.is_string() {
+                *field = namespace.into();
+                Ok(())
+            } else {
+                Err("a namespace field spec must name a scalar".to_owned())
+            }
+        })?;
+    }
+    Ok(())
 }
 
 /// Adds the prefix and suffix to names (not of Namespaces and CRDs, whose
 /// names mean something to the API server).
-pub fn prefix_suffix(resources: &mut [Res], prefix: &str, suffix: &str, crds: &CrdConfig) {
+pub fn prefix_suffix(
+    resources: &mut [Res],
+    prefix: &str,
+    suffix: &str,
+    crds: &CrdConfig,
+    config: &TransformerConfig,
+) -> Result<(), String> {
+    // Configured fields (`metadata/name` is the renaming itself), on every
+    // object but those kustomize never renames.
+    let extra = |specs: &[FieldSpec]| -> Vec<FieldSpec> {
+        specs
+            .iter()
+            .filter(|s| s.path != "metadata/name")
+            .cloned()
+            .collect()
+    };
+    for (specs, affix, is_prefix) in [
+        (extra(&config.name_prefix), prefix, true),
+        (extra(&config.name_suffix), suffix, false),
+    ] {
+        if affix.is_empty() {
+            continue;
+        }
+        for res in resources.iter_mut() {
+            let original = res.original();
+            let skipped = matches!(
+                original.kind.as_str(),
+                "CustomResourceDefinition" | "Namespace"
+            ) || (original.kind == "APIService"
+                && original.group == "apiregistration.k8s.io");
+            if skipped {
+                continue;
+            }
+            configured(&mut res.value, &specs, Leaf::Scalar, &mut |field| {
+                if let Some(name) = field.as_str() {
+                    *field = if is_prefix {
+                        format!("{affix}{name}")
+                    } else {
+                        format!("{name}{affix}")
+                    }
+                    .into();
+                }
+                Ok(())
+            })?;
+        }
+    }
     for res in resources {
         if !prefix.is_empty() {
             let object_kind = kind(&res.value).to_owned();
@@ -133,6 +249,7 @@ pub fn prefix_suffix(resources: &mut [Res], prefix: &str, suffix: &str, crds: &C
             }
         }
     }
+    Ok(())
 }
 
 /// Where labels go besides `metadata.labels`: (kind, path, create when
@@ -290,18 +407,24 @@ fn template_paths(kind: &str) -> &'static [&'static [&'static str]] {
 }
 
 /// Adds labels: always to `metadata.labels`; to selectors with
-/// `selectors`; to pod templates with `templates`.
+/// `selectors`; to pod templates with `templates`; and to the fields
+/// `configured` (the `configurations` tables that apply: see
+/// [`TransformerConfig::label_specs`]).
 pub fn labels(
     resources: &mut [Res],
     labels: &BTreeMap<String, String>,
     selectors: bool,
     templates: bool,
     crds: &CrdConfig,
-) {
+    extra: &[FieldSpec],
+) -> Result<(), String> {
     if labels.is_empty() {
-        return;
+        return Ok(());
     }
     for res in resources {
+        configured(&mut res.value, extra, Leaf::Map, &mut |field| {
+            add_pairs(field, labels)
+        })?;
         let object = &mut res.value;
         let kind = kind(object).to_owned();
         let mut targets: Vec<(Vec<&str>, bool)> = vec![(vec!["metadata", "labels"], true)];
@@ -337,6 +460,7 @@ pub fn labels(
             }
         }
     }
+    Ok(())
 }
 
 /// Adds annotations to `metadata.annotations` and pod templates.
@@ -344,11 +468,18 @@ pub fn annotations(
     resources: &mut [Res],
     annotations: &BTreeMap<String, String>,
     crds: &CrdConfig,
-) {
+    config: &TransformerConfig,
+) -> Result<(), String> {
     if annotations.is_empty() {
-        return;
+        return Ok(());
     }
     for res in resources {
+        configured(
+            &mut res.value,
+            &config.common_annotations,
+            Leaf::Map,
+            &mut |field| add_pairs(field, annotations),
+        )?;
         let object = &mut res.value;
         let kind = kind(object).to_owned();
         let mut targets: Vec<Vec<&str>> = vec![vec!["metadata", "annotations"]];
@@ -372,12 +503,30 @@ pub fn annotations(
             }
         }
     }
+    Ok(())
 }
 
 /// Sets replica counts of workloads by name.
-pub fn replicas(resources: &mut [Res], replicas: &[Replicas]) {
+pub fn replicas(
+    resources: &mut [Res],
+    replicas: &[Replicas],
+    config: &TransformerConfig,
+) -> Result<(), String> {
     for wanted in replicas {
         for res in resources.iter_mut() {
+            let named = res.value["metadata"]["name"].as_str() == Some(wanted.name.as_str())
+                || res.orig_name == wanted.name;
+            if named {
+                configured(
+                    &mut res.value,
+                    &config.replicas,
+                    Leaf::Scalar,
+                    &mut |field| {
+                        *field = wanted.count.into();
+                        Ok(())
+                    },
+                )?;
+            }
             let scalable = matches!(
                 kind(&res.value),
                 "Deployment" | "ReplicaSet" | "StatefulSet" | "ReplicationController"
@@ -391,6 +540,7 @@ pub fn replicas(resources: &mut [Res], replicas: &[Replicas]) {
             }
         }
     }
+    Ok(())
 }
 
 /// The pod specs of a workload.
@@ -482,7 +632,11 @@ fn image_fields<'a>(value: &'a mut Value, out: &mut Vec<&'a mut Value>) {
 
 /// Applies `images` overrides, one rule after the other. A rule's name is a
 /// regular expression, as kustomize uses it: `^NAME(:TAG)?(@sha256:DIGEST)?$`.
-pub fn images(resources: &mut [Res], images: &[Image]) {
+pub fn images(
+    resources: &mut [Res],
+    images: &[Image],
+    config: &TransformerConfig,
+) -> Result<(), String> {
     for rule in images {
         let Ok(pattern) = regex_lite::Regex::new(&format!(
             "^{}(:[a-zA-Z0-9_.{{}}-]*)?(@sha256:[a-zA-Z0-9_.{{}}-]*)?$",
@@ -497,33 +651,60 @@ pub fn images(resources: &mut [Res], images: &[Image]) {
             let mut fields = Vec::new();
             image_fields(&mut res.value, &mut fields);
             for field in fields {
-                let Some(current) = field.as_str() else {
-                    continue;
-                };
-                if !pattern.is_match(current) {
-                    continue;
-                }
-                let (name, tag, digest) = split_image(current);
-                let name = rule.new_name.as_deref().unwrap_or(name);
-                let (tag, digest) = match (&rule.new_tag, &rule.digest) {
-                    (Some(t), Some(d)) => (Some(t.as_str()), Some(d.as_str())),
-                    (Some(t), None) => (Some(t.as_str()), None),
-                    (None, Some(d)) => (None, Some(d.as_str())),
-                    (None, None) => (tag, digest),
-                };
-                let mut image = name.to_owned();
-                if let Some(tag) = tag {
-                    image.push(':');
-                    image.push_str(tag);
-                }
-                if let Some(digest) = digest {
-                    image.push('@');
-                    image.push_str(digest);
-                }
-                *field = image.into();
+                retag(field, rule, &pattern);
             }
+            // Configured image fields (never created).
+            let specs: Vec<FieldSpec> = config
+                .images
+                .iter()
+                .map(|s| FieldSpec {
+                    create: false,
+                    ..s.clone()
+                })
+                .collect();
+            configured(&mut res.value, &specs, Leaf::Scalar, &mut |field| {
+                if field.is_array() || field.is_object() {
+                    // kustomize: "wrong node kind: expected ScalarNode".
+                    return Err(
+                        "an images field spec must name a scalar (an image reference), \
+                                not a list or a map"
+                            .to_owned(),
+                    );
+                }
+                retag(field, rule, &pattern);
+                Ok(())
+            })?;
         }
     }
+    Ok(())
+}
+
+/// Applies one `images` rule to an image reference it matches.
+fn retag(field: &mut Value, rule: &Image, pattern: &regex_lite::Regex) {
+    let Some(current) = field.as_str() else {
+        return;
+    };
+    if !pattern.is_match(current) {
+        return;
+    }
+    let (name, tag, digest) = split_image(current);
+    let name = rule.new_name.as_deref().unwrap_or(name);
+    let (tag, digest) = match (&rule.new_tag, &rule.digest) {
+        (Some(t), Some(d)) => (Some(t.as_str()), Some(d.as_str())),
+        (Some(t), None) => (Some(t.as_str()), None),
+        (None, Some(d)) => (None, Some(d.as_str())),
+        (None, None) => (tag, digest),
+    };
+    let mut image = name.to_owned();
+    if let Some(tag) = tag {
+        image.push(':');
+        image.push_str(tag);
+    }
+    if let Some(digest) = digest {
+        image.push('@');
+        image.push_str(digest);
+    }
+    *field = image.into();
 }
 
 /// A field that names another object: where it is, in which referring
@@ -705,7 +886,11 @@ struct Candidate {
 /// hash): a field naming an object of the build by one of its earlier names
 /// now names it by its final name. Among several candidates, kustomize's
 /// sieve: the referrer's namespace, then the same prefixes and suffixes.
-pub fn fix_references(resources: &mut [Res], crds: &CrdConfig) {
+pub fn fix_references(
+    resources: &mut [Res],
+    crds: &CrdConfig,
+    config: &TransformerConfig,
+) -> Result<(), String> {
     let candidates: Vec<Candidate> = resources
         .iter()
         .map(|res| {
@@ -794,6 +979,36 @@ pub fn fix_references(resources: &mut [Res], crds: &CrdConfig) {
                 lookup(referrer, &reference.target, name, namespace.as_deref())
             });
         }
+        // Configured name references (strings, or lists of strings).
+        for references in &config.name_reference {
+            for spec in &references.field_specs {
+                if !spec.selects(&res.value) {
+                    continue;
+                }
+                let spec = FieldSpec {
+                    create: false,
+                    ..spec.clone()
+                };
+                let mut rename_one = |field: &mut Value| {
+                    if let Some(new) = field.as_str().and_then(|name| {
+                        lookup(referrer, &references.kind, name, namespace.as_deref())
+                    }) {
+                        *field = new.into();
+                    }
+                };
+                // A field that is not there, or not a name, is left alone; a
+                // scalar on the way is an error, as in kustomize.
+                let described = describe(&res.value);
+                spec.visit(&mut res.value, Leaf::Scalar, &mut |field| {
+                    match field {
+                        Value::Array(list) => list.iter_mut().for_each(&mut rename_one),
+                        other => rename_one(other),
+                    }
+                    Ok(())
+                })
+                .map_err(|e| format!("nameReference to {}: {described}: {e}", references.kind))?;
+            }
+        }
         for reference in OTHER_REFERENCES {
             if !reference.kinds.contains(&object_kind.as_str()) {
                 continue;
@@ -830,6 +1045,7 @@ pub fn fix_references(resources: &mut [Res], crds: &CrdConfig) {
             });
         }
     }
+    Ok(())
 }
 
 /// Replaces every string at `path` with what `rename` gives for it.
