@@ -4,6 +4,14 @@
 //! through the plugin host) and by the kustomize built into kubectl (one
 //! process per render, as Argo CD runs it).
 //!
+//! Then a whole set of builds: every build once by the plugin (loaded once)
+//! and once by a `kubectl kustomize` process each, total time side by side.
+//! The set is every kustomization both build in the checkouts under
+//! `KILN_KUSTOMIZE_REAL_WORLD` (a folder of repositories, e.g. the ones
+//! `scripts/kustomize-survey` ran on; they are other projects' code and are
+//! not kept in this repository), or the project's own corpus
+//! (`tests/kustomize/`) without it.
+//!
 //! Run with `cargo bench --bench kustomize` after `scripts/build-plugins`;
 //! results are recorded in `docs/benchmarks.md`.
 
@@ -138,12 +146,160 @@ fn oracle(dir: &Path) -> usize {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    // Objects: documents of the stream.
-    String::from_utf8(out.stdout)
+    // Objects: documents of the stream (none when it is empty).
+    let text = String::from_utf8(out.stdout).unwrap();
+    if text.trim().is_empty() {
+        return 0;
+    }
+    text.matches("\n---\n").count() + 1
+}
+
+/// Whether `kubectl kustomize` builds `dir`.
+fn kubectl_builds(dir: &Path) -> bool {
+    Command::new(kubectl())
+        .arg("kustomize")
+        .arg(dir)
+        .output()
+        .is_ok_and(|out| out.status.success())
+}
+
+/// Every (repository root, build path) of the set: the kustomizations of
+/// the checkouts under `KILN_KUSTOMIZE_REAL_WORLD` that both the plugin and
+/// kubectl build, else the corpus trees. Returns the set's name too.
+fn build_set(plugin: &Plugin) -> (String, Vec<(PathBuf, String)>) {
+    let Some(root) = std::env::var_os("KILN_KUSTOMIZE_REAL_WORLD") else {
+        let corpus = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/kustomize");
+        let mut trees: Vec<PathBuf> = std::fs::read_dir(&corpus)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.is_dir())
+            .collect();
+        trees.sort();
+        let builds = trees
+            .into_iter()
+            .map(|tree| {
+                let path = std::fs::read_to_string(tree.join("BUILD"))
+                    .map(|b| b.trim().to_owned())
+                    .unwrap_or_else(|_| ".".to_owned());
+                (tree, path)
+            })
+            .collect();
+        return ("the corpus".to_owned(), builds);
+    };
+    let root = PathBuf::from(root);
+    let mut repos: Vec<PathBuf> = std::fs::read_dir(&root)
         .unwrap()
-        .matches("\n---\n")
-        .count()
-        + 1
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.is_dir())
+        .collect();
+    repos.sort();
+    let mut builds = Vec::new();
+    for repo in repos {
+        let mut dirs = Vec::new();
+        kustomization_dirs(&repo, &mut dirs);
+        dirs.sort();
+        for dir in dirs {
+            let path = dir.strip_prefix(&repo).unwrap().to_string_lossy();
+            let path = if path.is_empty() {
+                ".".to_owned()
+            } else {
+                path.into_owned()
+            };
+            let view: Arc<dyn SourceView> = Arc::new(LocalDir::open(&repo).unwrap());
+            let context = AppContext {
+                name: "bench".into(),
+                path: path.clone(),
+                ..AppContext::default()
+            };
+            if plugin
+                .render_blocking(view, &context, &Vec::new(), &[])
+                .is_ok()
+                && kubectl_builds(&dir)
+            {
+                builds.push((repo.clone(), path));
+            }
+        }
+    }
+    (format!("the checkouts under {}", root.display()), builds)
+}
+
+/// Directories below `dir` holding a kustomization (not `.git`).
+fn kustomization_dirs(dir: &Path, out: &mut Vec<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let mut has = false;
+    for entry in entries.flatten() {
+        let path = entry.path();
+        let name = entry.file_name();
+        if entry.file_type().is_ok_and(|t| t.is_dir()) {
+            if name != ".git" {
+                kustomization_dirs(&path, out);
+            }
+        } else if matches!(
+            name.to_str(),
+            Some("kustomization.yaml" | "kustomization.yml" | "Kustomization")
+        ) {
+            has = true;
+        }
+    }
+    if has {
+        out.push(dir.to_owned());
+    }
+}
+
+/// A whole set of builds, rendered by the plugin (one instance per
+/// build, through the host) and by one `kubectl kustomize` process per
+/// build: total times, medians of interleaved rounds.
+fn whole_set(plugin: &Plugin) {
+    let (name, builds) = build_set(plugin);
+    let views: Vec<(Arc<dyn SourceView>, AppContext)> = builds
+        .iter()
+        .map(|(repo, path)| {
+            let view: Arc<dyn SourceView> = Arc::new(LocalDir::open(repo).unwrap());
+            let context = AppContext {
+                name: "bench".into(),
+                path: path.clone(),
+                ..AppContext::default()
+            };
+            (view, context)
+        })
+        .collect();
+    let render_all = || {
+        views
+            .iter()
+            .map(|(view, context)| {
+                plugin
+                    .render_blocking(view.clone(), context, &Vec::new(), &[])
+                    .unwrap()
+                    .len()
+            })
+            .sum::<usize>()
+    };
+    let kubectl_all = || {
+        builds
+            .iter()
+            .map(|(repo, path)| oracle(&repo.join(path)))
+            .sum::<usize>()
+    };
+    let objects = render_all();
+    assert_eq!(objects, kubectl_all(), "the plugin and kustomize disagree");
+    let (mut wasm, mut process) = (Vec::new(), Vec::new());
+    for _ in 0..5 {
+        let t = Instant::now();
+        std::hint::black_box(render_all());
+        wasm.push(t.elapsed());
+        let t = Instant::now();
+        std::hint::black_box(kubectl_all());
+        process.push(t.elapsed());
+    }
+    let (w, p) = (median(wasm), median(process));
+    println!(
+        "{name} ({} builds, {objects} objects): plugin {w:?} in all, kubectl kustomize {p:?} in all, \
+         kubectl/plugin ratio {:.1}x (medians of 5 interleaved rounds)",
+        builds.len(),
+        p.as_secs_f64() / w.as_secs_f64()
+    );
 }
 
 fn median(mut samples: Vec<Duration>) -> Duration {
@@ -199,4 +355,5 @@ fn main() {
             p.as_secs_f64() / w.as_secs_f64()
         );
     }
+    whole_set(&plugin);
 }

@@ -371,6 +371,69 @@ async fn alias_bombs_are_refused_naming_the_file() {
     assert_eq!(objects[0]["metadata"]["annotations"]["app"], "web");
 }
 
+/// `loadRestrictor=LoadRestrictionsNone` reads files outside the
+/// kustomization's directory, as `kubectl kustomize --load-restrictor
+/// LoadRestrictionsNone` does (the default refuses them: see
+/// `bad_trees_fail_with_the_file_that_is_wrong`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_load_restrictor_can_be_lifted_like_kustomize_flag() {
+    let Some(kubectl) = support::require(support::Tool::Kubectl) else {
+        return;
+    };
+    let tree = support::tree(&[
+        (
+            "app/kustomization.yaml",
+            "resources: [../shared/cm.yaml, ../base]\npatches:\n- path: ../shared/patch.yaml\nconfigMapGenerator:\n- name: gen\n  files: [../shared/a.txt]\n  envs: [../shared/b.env]\n",
+        ),
+        ("shared/cm.yaml", CONFIG_MAP),
+        (
+            "shared/patch.yaml",
+            "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings}\ndata: {c: d}\n",
+        ),
+        ("shared/a.txt", "alpha\n"),
+        ("shared/b.env", "B=2\n"),
+        ("base/kustomization.yaml", "resources: [sa.yaml]\n"),
+        (
+            "base/sa.yaml",
+            "apiVersion: v1\nkind: ServiceAccount\nmetadata: {name: runner}\n",
+        ),
+    ]);
+    let out = std::process::Command::new(&kubectl)
+        .args(["kustomize", "--load-restrictor", "LoadRestrictionsNone"])
+        .arg(tree.path().join("app"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let want: Vec<Value> =
+        serde_yaml::Deserializer::from_str(std::str::from_utf8(&out.stdout).unwrap())
+            .map(|d| serde::Deserialize::deserialize(d).unwrap())
+            .collect();
+    let got = rendered(
+        &plugin(),
+        tree.path(),
+        "app",
+        &[("loadRestrictor", "LoadRestrictionsNone")],
+    )
+    .await
+    .unwrap();
+    assert_eq!(got, want);
+    let error = rendered(&plugin(), tree.path(), "app", &[])
+        .await
+        .unwrap_err();
+    assert!(
+        error.contains("security: file shared/cm.yaml is not in or below app"),
+        "{error}"
+    );
+    let error = rendered(&plugin(), tree.path(), "app", &[("loadRestrictor", "none")])
+        .await
+        .unwrap_err();
+    assert!(error.contains("loadRestrictor: \"none\" is not"), "{error}");
+}
+
 #[tokio::test]
 async fn vars_cannot_blow_up_the_output() {
     // A 64 KiB value named 2000 times in one annotation would add 128 MiB:
@@ -703,7 +766,7 @@ async fn bad_trees_fail_with_the_file_that_is_wrong() {
                 ("app/kustomization.yaml", "resources: [../c]\n"),
                 (
                     "c/kustomization.yaml",
-                    "apiVersion: kustomize.config.k8s.io/v1alpha1\nkind: Component\n",
+                    "apiVersion: kustomize.config.k8s.io/v1alpha1\nkind: Component\nnamePrefix: c-\n",
                 ),
             ],
             "app",
@@ -745,6 +808,67 @@ async fn bad_trees_fail_with_the_file_that_is_wrong() {
             &[("app/deploy.yaml", "kind: ConfigMap\n")],
             "app",
             "no kustomization.yaml, kustomization.yml or Kustomization",
+        ),
+        // kustomize refuses a kustomization that sets nothing (comments,
+        // `---`, `{}`, only apiVersion and kind, only empty values).
+        (
+            &[("app/kustomization.yaml", "# nothing yet\n")],
+            "app",
+            "app/kustomization.yaml: kustomization.yaml is empty",
+        ),
+        (
+            &[(
+                "app/kustomization.yaml",
+                "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nnamePrefix: ''\nresources:\n",
+            )],
+            "app",
+            "app/kustomization.yaml: kustomization.yaml is empty",
+        ),
+        // kustomize's ids: an unset namespace is `default`.
+        (
+            &[
+                ("app/kustomization.yaml", "resources: [cm.yaml]\n"),
+                (
+                    "app/cm.yaml",
+                    "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: x, namespace: default}\n",
+                ),
+            ],
+            "app",
+            "ConfigMap/default/x is defined twice in the build",
+        ),
+        // kustomize's default load restrictor: a kustomization reads files
+        // only in or below its directory (directories, i.e. bases, may be
+        // anywhere in the repository).
+        (
+            &[
+                ("app/kustomization.yaml", "resources: [../shared/cm.yaml]\n"),
+                ("shared/cm.yaml", CONFIG_MAP),
+            ],
+            "app",
+            "app/kustomization.yaml: resource \"../shared/cm.yaml\": security: file shared/cm.yaml is not in or below app",
+        ),
+        (
+            &[
+                (
+                    "app/kustomization.yaml",
+                    "resources: [cm.yaml]\npatches:\n- path: ../shared/p.yaml\n",
+                ),
+                ("app/cm.yaml", CONFIG_MAP),
+                ("shared/p.yaml", CONFIG_MAP),
+            ],
+            "app",
+            "security: file shared/p.yaml is not in or below app",
+        ),
+        (
+            &[
+                (
+                    "app/kustomization.yaml",
+                    "configMapGenerator:\n- name: x\n  files: [../shared/a.txt]\n",
+                ),
+                ("shared/a.txt", "a"),
+            ],
+            "app",
+            "security: file shared/a.txt is not in or below app",
         ),
     ];
     for (files, path, expected) in cases {

@@ -3,6 +3,7 @@
 //! transformed by its built-in transformations; at the end generated names
 //! get their content hash and references follow renamed objects.
 
+use std::cell::RefCell;
 use std::collections::BTreeMap;
 
 use serde::de::DeserializeSeed as _;
@@ -16,6 +17,8 @@ use crate::generate::{self, Behavior, GeneratedKind};
 use crate::kustomization::{
     FILE_NAMES, Image, Kustomization, PatchEntry, ReplacementEntry, Replicas,
 };
+use crate::restrict::LoadRestrictor;
+use crate::scalars::{Blanks, Step};
 use crate::vars::VarSet;
 use crate::{metadata, order, patch, replace, scalars, transform, vars};
 
@@ -61,7 +64,12 @@ impl Id {
     /// This id's namespace as kustomize compares them (`""` for
     /// cluster-scoped kinds).
     pub fn effective_namespace(&self) -> &str {
-        if transform::cluster_scoped(&self.kind) {
+        let api_version = if self.group.is_empty() {
+            self.version.clone()
+        } else {
+            format!("{}/{}", self.group, self.version)
+        };
+        if transform::cluster_scoped(&api_version, &self.kind) {
             ""
         } else {
             Id::effective(&self.namespace)
@@ -115,6 +123,10 @@ pub struct Res {
     pub origin: String,
     /// The vars that read a field of it (kustomize's refvar names).
     pub var_names: Vec<String>,
+    /// Its fields written without a value (`key:`), which the first
+    /// strategic merge patch on it drops where kustomize's merge walks
+    /// (see [`crate::smp::drop_blank_nulls`]).
+    pub blank_nulls: Vec<Vec<Step>>,
 }
 
 impl Res {
@@ -134,6 +146,7 @@ impl Res {
             generated: None,
             origin: origin.to_owned(),
             var_names: Vec::new(),
+            blank_nulls: Vec::new(),
         }
     }
 
@@ -192,6 +205,9 @@ pub struct Overrides {
     /// A patch whose `target` selects nothing is an error (kustomize
     /// ignores it).
     pub strict_patch_targets: bool,
+    /// Which files a kustomization may read (default: only in or below
+    /// its directory, as kustomize).
+    pub load_restrictor: LoadRestrictor,
 }
 
 impl Overrides {
@@ -226,6 +242,7 @@ pub fn build(files: &dyn Files, dir: &str, overrides: &Overrides) -> Result<Vec<
         stack: Vec::new(),
         strict_targets: overrides.strict_patch_targets,
         crds: CrdConfig::default(),
+        restrictor: overrides.load_restrictor,
     };
     let (file, mut root) = load(files, &dir, None)?;
     overrides.apply(&mut root);
@@ -337,6 +354,8 @@ struct Ctx<'a> {
     strict_targets: bool,
     /// What the `crds` files read so far add to the field tables.
     crds: CrdConfig,
+    /// Which files a kustomization may read.
+    restrictor: LoadRestrictor,
 }
 
 fn is_remote(entry: &str) -> bool {
@@ -355,25 +374,24 @@ fn find(files: &dyn Files, dir: &str) -> Option<String> {
         .find(|path| files.kind(path) == Some(Kind::File))
 }
 
+/// An object's id as kustomize compares them to refuse duplicates: group,
+/// version, kind, name and namespace (unset is `default`, as is any
+/// namespace of a cluster-scoped kind). The same kind and name in two API
+/// versions are two objects.
 fn identity(object: &Value) -> (String, String, String, String) {
-    let api_version = object["apiVersion"].as_str().unwrap_or_default();
-    let group = api_version.rsplit_once('/').map_or("", |(g, _)| g);
+    let id = Id::of(object);
+    let namespace = id.effective_namespace().to_owned();
     (
-        group.to_owned(),
-        object["kind"].as_str().unwrap_or_default().to_owned(),
-        object["metadata"]["namespace"]
-            .as_str()
-            .unwrap_or_default()
-            .to_owned(),
-        object["metadata"]["name"]
-            .as_str()
-            .unwrap_or_default()
-            .to_owned(),
+        format!("{}/{}", id.group, id.version),
+        id.kind,
+        namespace,
+        id.name,
     )
 }
 
 fn describe(object: &Value) -> String {
-    let (_, kind, namespace, name) = identity(object);
+    let id = Id::of(object);
+    let (kind, namespace, name) = (id.kind, id.namespace, id.name);
     if namespace.is_empty() {
         format!("{kind}/{name}")
     } else {
@@ -398,6 +416,9 @@ fn load(
     };
     let text = files.read(&file).map_err(|e| Failure::new(&file, e))?;
     let k = Kustomization::parse(&file, &text)?;
+    if crate::kustomization::is_empty(&text) {
+        return Err(Failure::new(&file, "kustomization.yaml is empty"));
+    }
     Ok((file, k))
 }
 
@@ -501,8 +522,11 @@ fn accumulate(
                 })?;
             }
             Some(Kind::File) => {
-                for value in documents(files, &path)? {
-                    add(Res::new(value, &path), &path, resources, &mut seen)?;
+                ctx.restrictor.check(dir, file, "resource", entry, &path)?;
+                for (value, blank_nulls) in documents(files, &path)? {
+                    let mut res = Res::new(value, &path);
+                    res.blank_nulls = blank_nulls;
+                    add(res, &path, resources, &mut seen)?;
                 }
             }
             None => {
@@ -530,12 +554,13 @@ fn accumulate(
     }
     for entry in &k.crds {
         let path = local(dir, file, entry, "crd")?;
+        ctx.restrictor.check(dir, file, "crd", entry, &path)?;
         let text = read(files, &path)?;
         ctx.crds
             .load(&text)
             .map_err(|e| Failure::new(&path, format!("crds: {e}")))?;
     }
-    generate_all(files, dir, file, k, resources)?;
+    generate_all(files, dir, file, k, resources, ctx.restrictor)?;
     for entry in &k.components {
         let path = local(dir, file, entry, "component")?;
         if files.kind(&path) != Some(Kind::Directory) {
@@ -583,6 +608,7 @@ fn generate_all(
     file: &str,
     k: &Kustomization,
     resources: &mut Vec<Res>,
+    restrictor: LoadRestrictor,
 ) -> Result<(), Failure> {
     let generators = k
         .config_map_generator
@@ -601,13 +627,19 @@ fn generate_all(
             kind,
             generator,
             k.generator_options.as_ref(),
+            restrictor,
         )?;
+        // kustomize matches the generated object's id against every id an
+        // object had (current or earlier, e.g. before a base set its
+        // namespace); an unset namespace is `default`.
+        let namespace = Id::effective(generator.namespace.as_deref().unwrap_or_default());
         let existing = resources.iter().position(|r| {
             r.value["kind"] == kind.name()
-                && r.orig_name == generator.name
-                // An unset namespace is `default`, as kustomize compares ids.
-                && Id::effective(r.value["metadata"]["namespace"].as_str().unwrap_or_default())
-                    == Id::effective(generator.namespace.as_deref().unwrap_or_default())
+                && r.ids().iter().any(|id| {
+                    id.kind == kind.name()
+                        && id.name == generator.name
+                        && Id::effective(&id.namespace) == namespace
+                })
         });
         match (generated.behavior, existing) {
             (Behavior::Create, None) => {
@@ -688,7 +720,11 @@ fn transform_all(
         let (text, source) = match fs::join(dir, entry)
             .filter(|p| !entry.contains('\n') && files.kind(p) == Some(Kind::File))
         {
-            Some(path) => (read(files, &path)?, path),
+            Some(path) => {
+                ctx.restrictor
+                    .check(dir, file, "patchesStrategicMerge", entry, &path)?;
+                (read(files, &path)?, path)
+            }
             None => (entry.clone(), file.to_owned()),
         };
         let patch = patch::parse(&text).map_err(|e| Failure::new(&source, e))?;
@@ -754,6 +790,8 @@ fn transform_all(
             ReplacementEntry::Inline(r) => (vec![r.clone()], file.to_owned()),
             ReplacementEntry::File { path } => {
                 let full = local(dir, file, path, "replacements file")?;
+                ctx.restrictor
+                    .check(dir, file, "replacements file", path, &full)?;
                 let text = read(files, &full)?;
                 crate::check_yaml(&text).map_err(|e| Failure::from((full.as_str(), e)))?;
                 let list: replace::Replacements =
@@ -799,6 +837,7 @@ fn apply_patch_entry(
                     format!("{field}: patch file {path:?} does not exist ({full})"),
                 ));
             }
+            ctx.restrictor.check(dir, file, "patch", path, &full)?;
             (read(ctx.files, &full)?, full)
         }
         (None, Some(patch)) => (patch.clone(), file.to_owned()),
@@ -821,12 +860,18 @@ fn apply_patch_entry(
 }
 
 /// The objects of a manifest file (`List`s unwrapped).
-fn documents(files: &dyn Files, path: &str) -> Result<Vec<Value>, Failure> {
+/// An object read from a file, with the paths of its fields written
+/// without a value.
+type Document = (Value, Vec<Vec<Step>>);
+
+/// The objects of a resource file (the items of a `List`).
+fn documents(files: &dyn Files, path: &str) -> Result<Vec<Document>, Failure> {
     let text = files.read(path).map_err(|e| Failure::new(path, e))?;
     crate::check_yaml(&text).map_err(|e| Failure::from((path, e)))?;
     let mut out = Vec::new();
     for (index, document) in serde_yaml::Deserializer::from_str(&text).enumerate() {
-        let read = scalars::Read::resources(&text);
+        let blanks = RefCell::new(Blanks::default());
+        let read = scalars::Read::resources_recording(&text, &blanks);
         let value = read.deserialize(document).map_err(|e| Failure {
             file: path.to_owned(),
             line: e.location().map(|l| l.line() as u32),
@@ -835,14 +880,34 @@ fn documents(files: &dyn Files, path: &str) -> Result<Vec<Value>, Failure> {
         if value.is_null() {
             continue;
         }
-        let items = if value["kind"].as_str().is_some_and(|k| k.ends_with("List"))
+        let blanks = blanks.into_inner().found;
+        let items: Vec<Document> = if value["kind"].as_str().is_some_and(|k| k.ends_with("List"))
             && value.get("items").is_some()
         {
-            value["items"].as_array().cloned().unwrap_or_default()
+            // Each item's paths, from the item.
+            let items = value["items"].as_array().cloned().unwrap_or_default();
+            items
+                .into_iter()
+                .enumerate()
+                .map(|(i, item)| {
+                    let within = blanks
+                        .iter()
+                        .filter_map(|p| match p.as_slice() {
+                            [Step::Key(k), Step::Index(j), rest @ ..]
+                                if k == "items" && *j == i =>
+                            {
+                                Some(rest.to_vec())
+                            }
+                            _ => None,
+                        })
+                        .collect();
+                    (item, within)
+                })
+                .collect()
         } else {
-            vec![value]
+            vec![(value, blanks)]
         };
-        for item in items {
+        for (item, blank_nulls) in items {
             if !item.is_object() || item["kind"].as_str().is_none_or(str::is_empty) {
                 return Err(Failure::new(
                     path,
@@ -862,7 +927,7 @@ fn documents(files: &dyn Files, path: &str) -> Result<Vec<Value>, Failure> {
                     ),
                 ));
             }
-            out.push(item);
+            out.push((item, blank_nulls));
         }
     }
     Ok(out)

@@ -9,6 +9,7 @@ use sha2::{Digest as _, Sha256};
 use crate::Failure;
 use crate::fs::{self, Files};
 use crate::kustomization::{Generator, GeneratorOptions};
+use crate::restrict::LoadRestrictor;
 
 /// ConfigMap or Secret.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -84,6 +85,7 @@ pub fn generate(
     kind: GeneratedKind,
     generator: &Generator,
     global: Option<&GeneratorOptions>,
+    restrictor: LoadRestrictor,
 ) -> Result<Generated, Failure> {
     let what = format!("{} {:?}", kind.name(), generator.name);
     let fail = |message: String| Failure::new(file, format!("{what}: {message}"));
@@ -105,8 +107,10 @@ pub fn generate(
         put(key.to_owned(), Entry::Text(unquote(value).to_owned()))?;
     }
     let full = |path: &str| -> Result<String, Failure> {
-        fs::join(dir, path)
-            .ok_or_else(|| fail(format!("{path:?} climbs above the repository root")))
+        let full = fs::join(dir, path)
+            .ok_or_else(|| fail(format!("{path:?} climbs above the repository root")))?;
+        restrictor.check(dir, file, &what, path, &full)?;
+        Ok(full)
     };
     for entry in &generator.files {
         let (key, path) = match entry.split_once('=') {
@@ -407,6 +411,7 @@ mod tests {
                 GeneratedKind::ConfigMap,
                 g,
                 None,
+                LoadRestrictor::default(),
             )
             .unwrap()
             .object
@@ -442,6 +447,7 @@ mod tests {
             GeneratedKind::Secret,
             &generator("keys", &["bundle.tar.gz"], &[]),
             None,
+            LoadRestrictor::default(),
         )
         .unwrap()
         .object;
@@ -459,6 +465,7 @@ mod tests {
             GeneratedKind::ConfigMap,
             &g,
             None,
+            LoadRestrictor::default(),
         )
         .unwrap_err();
         assert!(e.to_string().contains("defined twice"), "{e}");

@@ -171,6 +171,24 @@ fn remove(doc: &mut Value, pointer: &str) -> Result<Value, String> {
     }
 }
 
+/// `replace`, as kustomize's JSON patch library (evanphx/json-patch v4)
+/// does it: the parent must exist; an array element must exist, while a
+/// key an object lacks is set.
+fn replace(doc: &mut Value, pointer: &str, value: Value) -> Result<(), String> {
+    let (parent, last) = parent(doc, pointer)?;
+    match parent {
+        Value::Object(map) => {
+            map.insert(last, value);
+        }
+        Value::Array(list) => {
+            let i = index(&last, list.len(), false, pointer)?;
+            list[i] = value;
+        }
+        _ => return Err(format!("{pointer:?}: the parent is not an object or array")),
+    }
+    Ok(())
+}
+
 /// Applies the operations in order; the object is unchanged on error.
 pub fn apply(doc: &mut Value, ops: &[Op]) -> Result<(), String> {
     let mut work = doc.clone();
@@ -183,12 +201,11 @@ pub fn apply(doc: &mut Value, ops: &[Op]) -> Result<(), String> {
                 remove(&mut work, path).map_err(fail)?;
             }
             "replace" => {
-                get(&work, path).map_err(fail)?;
+                let value = op.value.clone().unwrap_or_default();
                 if path.is_empty() {
-                    work = op.value.clone().unwrap_or_default();
+                    work = value;
                 } else {
-                    remove(&mut work, path).map_err(fail)?;
-                    add(&mut work, path, op.value.clone().unwrap_or_default()).map_err(fail)?;
+                    replace(&mut work, path, value).map_err(fail)?;
                 }
             }
             "move" => {

@@ -168,6 +168,9 @@ pub struct Image {
     pub new_tag: Option<String>,
     /// A digest (replaces the tag).
     pub digest: Option<String>,
+    /// Appended to the tag (when neither `newTag` nor `digest` is given;
+    /// drops the digest).
+    pub tag_suffix: Option<String>,
 }
 
 /// An entry of `replicas`.
@@ -317,5 +320,63 @@ impl Kustomization {
             }
         }
         Ok(parsed)
+    }
+}
+
+/// Whether a kustomization's text sets nothing, which kustomize refuses
+/// (`kustomization.yaml is empty`): no document, or only `apiVersion` and
+/// `kind` and fields at Go's zero values (`null`, `""`, `false`, `0`). An
+/// explicitly empty list or map (`[]`, `{}`, `metadata: {}`) is a value,
+/// as for kustomize.
+pub fn is_empty(text: &str) -> bool {
+    fn zero(value: &serde_yaml::Value) -> bool {
+        use serde_yaml::Value;
+        match value {
+            Value::Null => true,
+            Value::Bool(b) => !b,
+            Value::String(s) => s.is_empty(),
+            Value::Number(n) => n.as_f64() == Some(0.0),
+            _ => false,
+        }
+    }
+    let Ok(value) = serde_yaml::from_str::<serde_yaml::Value>(text) else {
+        return false;
+    };
+    match value {
+        serde_yaml::Value::Null => true,
+        serde_yaml::Value::Mapping(map) => map
+            .iter()
+            .all(|(key, value)| matches!(key.as_str(), Some("apiVersion" | "kind")) || zero(value)),
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod empty_tests {
+    use super::is_empty;
+
+    #[test]
+    fn empty_as_kustomize_sees_it() {
+        // Each checked with `kubectl kustomize` (v5.5).
+        for text in [
+            "",
+            "# a comment\n",
+            "---\n",
+            "{}\n",
+            "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n",
+            "namePrefix: ''\nresources:\n",
+            "metadata:\n",
+        ] {
+            assert!(is_empty(text), "{text:?}");
+        }
+        for text in [
+            "resources: []\n",
+            "commonLabels: {}\n",
+            "namePrefix: p-\n",
+            "metadata: {}\n",
+            "buildMetadata: []\n",
+        ] {
+            assert!(!is_empty(text), "{text:?}");
+        }
     }
 }

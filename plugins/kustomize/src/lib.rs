@@ -33,6 +33,7 @@ pub mod metadata;
 pub mod order;
 pub mod patch;
 pub mod replace;
+pub mod restrict;
 pub mod scalars;
 pub mod select;
 pub mod smp;

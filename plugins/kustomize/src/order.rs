@@ -72,14 +72,39 @@ fn key(object: &Value) -> (String, String) {
 }
 
 /// Sorts objects into the legacy order (stable); `options` replaces the
-/// kinds that go first and last.
-pub fn legacy(objects: &mut [Value], options: Option<&LegacySortOptions>) {
-    objects.sort_by_cached_key(|object| {
-        let kind = object["kind"].as_str().unwrap_or_default();
-        let rank = match options {
-            Some(o) => rank(kind, &o.order_first, &o.order_last),
-            None => rank(kind, FIRST, LAST),
-        };
-        (rank, key(object))
+/// kinds that go first and last. Like kustomize, two `Namespace` kinds of
+/// which one is the core group's compare their group, version and kind in
+/// reverse (the core `v1` Namespace before another group's).
+pub fn legacy(objects: &mut Vec<Value>, options: Option<&LegacySortOptions>) {
+    let keys: Vec<(i64, String, String, bool)> = objects
+        .iter()
+        .map(|object| {
+            let kind = object["kind"].as_str().unwrap_or_default();
+            let rank = match options {
+                Some(o) => rank(kind, &o.order_first, &o.order_last),
+                None => rank(kind, FIRST, LAST),
+            };
+            let (gvk, id) = key(object);
+            let core_namespace = kind == "Namespace" && gvk.starts_with("~G_");
+            (rank, gvk, id, core_namespace)
+        })
+        .collect();
+    let mut order: Vec<usize> = (0..objects.len()).collect();
+    order.sort_by(|&a, &b| {
+        let ((rank_a, gvk_a, id_a, core_a), (rank_b, gvk_b, id_b, core_b)) = (&keys[a], &keys[b]);
+        rank_a.cmp(rank_b).then_with(|| {
+            if gvk_a == gvk_b {
+                id_a.cmp(id_b)
+            } else if gvk_a.ends_with("_Namespace")
+                && gvk_b.ends_with("_Namespace")
+                && (*core_a || *core_b)
+            {
+                gvk_b.cmp(gvk_a)
+            } else {
+                gvk_a.cmp(gvk_b)
+            }
+        })
     });
+    let mut taken: Vec<Option<Value>> = objects.drain(..).map(Some).collect();
+    objects.extend(order.into_iter().filter_map(|i| taken[i].take()));
 }

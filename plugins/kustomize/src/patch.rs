@@ -117,6 +117,9 @@ pub fn apply(
                 let res = &mut resources[index];
                 jsonpatch::apply(&mut res.value, ops)
                     .map_err(|e| format!("{}: {e}", res.describe()))?;
+                // kustomize applies it to the object's JSON: the nulls it
+                // reads back are written `null`, which a merge keeps.
+                res.blank_nulls.clear();
             }
             Patch::Strategic(documents) => {
                 for document in documents {
@@ -149,6 +152,9 @@ fn strategic(
         // The target's group and version; the patch's kind.
         map.insert("apiVersion".into(), before["apiVersion"].clone());
     }
+    // kyaml's merge walks the whole object: fields written without a
+    // value go (once; after it the object no longer has any it walks).
+    smp::drop_blank_nulls(&mut res.value, &std::mem::take(&mut res.blank_nulls));
     if smp::apply(&mut res.value, &patch) == Outcome::Deleted {
         res.value = Value::Null;
         return;

@@ -7,6 +7,7 @@ use crate::Failure;
 use crate::build::{self, Overrides};
 use crate::fs::{Files, Kind};
 use crate::kustomization::{Image, Replicas};
+use crate::restrict::LoadRestrictor;
 
 struct HostFiles;
 
@@ -37,6 +38,7 @@ const KNOWN: &[&str] = &[
     "commonAnnotation",
     "replicas",
     "strictPatchTargets",
+    "loadRestrictor",
 ];
 
 fn pair<'a>(key: &str, value: &'a str) -> Result<(&'a str, &'a str), RenderError> {
@@ -69,6 +71,7 @@ fn image(value: &str) -> Image {
         new_name: (new_name != name).then(|| new_name.to_owned()),
         new_tag: tag,
         digest,
+        tag_suffix: None,
     }
 }
 
@@ -92,6 +95,14 @@ fn overrides(params: &Params<'_>) -> Result<Overrides, RenderError> {
                     "strictPatchTargets: {other:?} is not true or false"
                 )));
             }
+        },
+        load_restrictor: match params.get("loadRestrictor") {
+            None => LoadRestrictor::default(),
+            Some(value) => LoadRestrictor::parse(value).ok_or_else(|| {
+                RenderError::InvalidParameters(format!(
+                    "loadRestrictor: {value:?} is not LoadRestrictionsRootOnly or LoadRestrictionsNone"
+                ))
+            })?,
         },
         ..Overrides::default()
     };

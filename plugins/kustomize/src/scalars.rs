@@ -27,6 +27,7 @@
 //! quoted scalars with escapes are never borrowed, and are strings. The
 //! parse itself — syntax, errors, aliases, nesting — stays `serde_yaml`'s.
 
+use std::cell::RefCell;
 use std::fmt;
 
 use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
@@ -66,6 +67,28 @@ pub struct Read<'t> {
     /// Annotation values are read as their text (resources; in a patch a
     /// `null` annotation deletes).
     annotation_text: bool,
+    /// Where fields written without a value are recorded (resources).
+    blanks: Option<&'t RefCell<Blanks>>,
+}
+
+/// One step of a path into a document: a mapping key or a list index.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Step {
+    /// A mapping key.
+    Key(String),
+    /// A list index.
+    Index(usize),
+}
+
+/// The fields of a document written without a value (`key:` with nothing
+/// after it), which kyaml reads as a null it drops when a strategic merge
+/// walks the object (a null written `null` or `~` it keeps).
+#[derive(Debug, Default)]
+pub struct Blanks {
+    /// Where the reader is.
+    path: Vec<Step>,
+    /// The paths of the fields found so far.
+    pub found: Vec<Vec<Step>>,
 }
 
 impl<'t> Read<'t> {
@@ -77,7 +100,26 @@ impl<'t> Read<'t> {
             reader,
             place: Place::Object,
             annotation_text: false,
+            blanks: None,
         }
+    }
+
+    /// [`Read::resources`], also recording into `blanks` the fields
+    /// written without a value.
+    pub fn resources_recording(text: &'t str, blanks: &'t RefCell<Blanks>) -> Self {
+        Read {
+            blanks: Some(blanks),
+            ..Read::resources(text)
+        }
+    }
+
+    /// The byte range of `s` in the text, if `serde_yaml` borrowed it from
+    /// there.
+    fn span(&self, s: &str) -> Option<(usize, usize)> {
+        let start = self.text.as_ptr() as usize;
+        let at = s.as_ptr() as usize;
+        (at >= start && at + s.len() <= start + self.text.len())
+            .then(|| (at - start, at - start + s.len()))
     }
 
     /// Reads resources of `text` with [`Reader::Kyaml`], annotation values
@@ -153,11 +195,14 @@ impl<'de: 't, 't> DeserializeSeed<'de> for Read<'t> {
     }
 }
 
-/// A mapping key: its text, and whether it was plain.
+/// A mapping key: its text, whether it was plain, and where it is in the
+/// text (when `serde_yaml` borrowed it).
 struct Key<'t>(Read<'t>);
 
+type KeyRead = (String, bool, Option<(usize, usize)>);
+
 impl<'de: 't, 't> DeserializeSeed<'de> for Key<'t> {
-    type Value = (String, bool);
+    type Value = KeyRead;
 
     fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
         d.deserialize_str(self)
@@ -165,18 +210,69 @@ impl<'de: 't, 't> DeserializeSeed<'de> for Key<'t> {
 }
 
 impl<'de: 't, 't> Visitor<'de> for Key<'t> {
-    type Value = (String, bool);
+    type Value = KeyRead;
 
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
         f.write_str("a mapping key")
     }
 
     fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Self::Value, E> {
-        Ok((v.to_owned(), self.0.plain(v)))
+        Ok((v.to_owned(), self.0.plain(v), self.0.span(v)))
     }
 
     fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
-        Ok((v.to_owned(), false))
+        Ok((v.to_owned(), false, None))
+    }
+}
+
+/// Whether the null value of the key at `key` (its byte range in `text`)
+/// was written without any value: nothing but spaces and comments after
+/// the colon on its line, and on the lines after it nothing indented
+/// further than the key (or, in a flow mapping, a `,` or `}` next). A
+/// value written `null` or `~`, or an alias, is not blank.
+fn blank_after(text: &str, (start, end): (usize, usize)) -> bool {
+    let bytes = text.as_bytes();
+    let skip_spaces = |mut i: usize| {
+        while i < bytes.len() && matches!(bytes[i], b' ' | b'\t') {
+            i += 1;
+        }
+        i
+    };
+    let mut i = end;
+    // The closing quote of a quoted key.
+    if i < bytes.len() && matches!(bytes[i], b'"' | b'\'') {
+        i += 1;
+    }
+    i = skip_spaces(i);
+    if i >= bytes.len() || bytes[i] != b':' {
+        // `{a}`, `{a, b: 1}`: a key without a colon.
+        return true;
+    }
+    i = skip_spaces(i + 1);
+    // A tag or an anchor (`!!null`, `&a`) says nothing of the value.
+    while i < bytes.len() && matches!(bytes[i], b'!' | b'&') {
+        while i < bytes.len() && !matches!(bytes[i], b' ' | b'\t' | b'\n' | b'\r') {
+            i += 1;
+        }
+        i = skip_spaces(i);
+    }
+    match bytes.get(i) {
+        None | Some(b',' | b'}' | b']') => true,
+        Some(b'#' | b'\n' | b'\r') => {
+            let line_start = text[..start].rfind('\n').map_or(0, |n| n + 1);
+            let column = start - line_start;
+            // The next line with content: a value when indented further.
+            text[i..]
+                .split('\n')
+                .skip(1)
+                .map(|line| line.trim_end_matches('\r'))
+                .find(|line| {
+                    let content = line.trim_start_matches([' ', '\t']);
+                    !content.is_empty() && !content.starts_with('#')
+                })
+                .is_none_or(|line| line.len() - line.trim_start_matches(' ').len() <= column)
+        }
+        Some(_) => false,
     }
 }
 
@@ -239,15 +335,25 @@ impl<'de: 't, 't> Visitor<'de> for Read<'t> {
             Place::Other
         };
         let mut out = Vec::new();
-        while let Some(item) = seq.next_element_seed(self.at(place))? {
-            out.push(item);
+        loop {
+            if let Some(blanks) = self.blanks {
+                blanks.borrow_mut().path.push(Step::Index(out.len()));
+            }
+            let item = seq.next_element_seed(self.at(place));
+            if let Some(blanks) = self.blanks {
+                blanks.borrow_mut().path.pop();
+            }
+            match item? {
+                Some(item) => out.push(item),
+                None => break,
+            }
         }
         Ok(Value::Array(out))
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
         let mut out = Map::new();
-        while let Some((key, plain)) = map.next_key_seed(Key(self))? {
+        while let Some((key, plain, span)) = map.next_key_seed(Key(self))? {
             let place = match (self.place, key.as_str()) {
                 (Place::Object, "metadata") => Place::Metadata,
                 (Place::Object, "items") => Place::Object,
@@ -260,6 +366,18 @@ impl<'de: 't, 't> Visitor<'de> for Read<'t> {
                     Some(text) => Value::String(text),
                     None => continue,
                 }
+            } else if let Some(blanks) = self.blanks {
+                blanks.borrow_mut().path.push(Step::Key(key.clone()));
+                let value = map.next_value_seed(self.at(place));
+                let mut blanks = blanks.borrow_mut();
+                if let Ok(Value::Null) = value
+                    && span.is_some_and(|span| blank_after(self.text, span))
+                {
+                    let path = blanks.path.clone();
+                    blanks.found.push(path);
+                }
+                blanks.path.pop();
+                value?
             } else {
                 map.next_value_seed(self.at(place))?
             };
@@ -407,6 +525,51 @@ mod tests {
     fn read_resources(text: &str) -> Value {
         let d = serde_yaml::Deserializer::from_str(text).next().unwrap();
         Read::resources(text).deserialize(d).unwrap()
+    }
+
+    /// The paths of the fields written without a value, as `a.b.0.c`.
+    fn blanks(text: &str) -> Vec<String> {
+        let d = serde_yaml::Deserializer::from_str(text).next().unwrap();
+        let found = RefCell::new(Blanks::default());
+        Read::resources_recording(text, &found)
+            .deserialize(d)
+            .unwrap();
+        found
+            .into_inner()
+            .found
+            .iter()
+            .map(|path| {
+                path.iter()
+                    .map(|step| match step {
+                        Step::Key(k) => k.clone(),
+                        Step::Index(i) => i.to_string(),
+                    })
+                    .collect::<Vec<_>>()
+                    .join(".")
+            })
+            .collect()
+    }
+
+    #[test]
+    fn fields_written_without_a_value_are_told_from_written_nulls() {
+        let text = "a:\nb: null\nc: ~\nd: # a comment\n\n  # another\ne:\n  null\nf:\n  g:\n  h: NULL\n\
+                    i:\n- j:\n  k: 1\n- {l: , m, n: ~}\np: \"\"\nq: [a, ~, ]\n'r':\ns: *x\n";
+        let text = format!("x: &x\n{text}");
+        assert_eq!(
+            blanks(&text),
+            ["x", "a", "d", "f.g", "i.0.j", "i.1.l", "i.1.m", "r"]
+        );
+        // And the document reads as before.
+        let d = serde_yaml::Deserializer::from_str("a:\nb: null\n")
+            .next()
+            .unwrap();
+        let found = RefCell::new(Blanks::default());
+        assert_eq!(
+            Read::resources_recording("a:\nb: null\n", &found)
+                .deserialize(d)
+                .unwrap(),
+            json!({"a": null, "b": null})
+        );
     }
 
     #[test]

@@ -7,6 +7,8 @@
 
 use serde_json::{Map, Value};
 
+use crate::scalars::Step;
+
 /// A type of the built-in Kubernetes schema, as far as merging needs it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Ty {
@@ -148,6 +150,54 @@ pub fn apply(object: &mut Value, patch: &Value) -> Outcome {
     }
     merge_value(object, patch, ty, None);
     Outcome::Merged
+}
+
+/// Drops the fields written without a value (`key:`, at `paths`) that
+/// kustomize's strategic merge drops: kyaml walks the whole object it
+/// merges into — every map, and the elements of lists merged by key — and
+/// clears such a null wherever it passes, whatever the patch says. Nulls in
+/// lists it replaces whole (custom resources' lists, atomic lists) stay.
+pub fn drop_blank_nulls(object: &mut Value, paths: &[Vec<Step>]) {
+    let ty = root(
+        object["kind"].as_str().unwrap_or_default(),
+        object["apiVersion"].as_str().unwrap_or_default(),
+    );
+    for path in paths {
+        let Some((Step::Key(last), parents)) = path.split_last() else {
+            continue;
+        };
+        if let Some(map) = walked(object, ty, None, parents)
+            && map.get(last).is_some_and(Value::is_null)
+        {
+            map.remove(last);
+        }
+    }
+}
+
+/// The map at `path` below `value` (of type `ty`; `list`: how `value`
+/// merges, if it is a list), if kyaml's merge walks there.
+fn walked<'a>(
+    value: &'a mut Value,
+    ty: Ty,
+    list: Option<ListMerge>,
+    path: &[Step],
+) -> Option<&'a mut Map<String, Value>> {
+    let Some((step, rest)) = path.split_first() else {
+        return value.as_object_mut();
+    };
+    match (step, value) {
+        (Step::Key(key), Value::Object(map)) => {
+            let (child, list) = field(ty, key);
+            walked(map.get_mut(key)?, child, list, rest)
+        }
+        // Only the elements of a list merged by key are walked.
+        (Step::Index(i), Value::Array(items))
+            if matches!(list, Some(ListMerge::Key(_) | ListMerge::Keys(..))) =>
+        {
+            walked(items.get_mut(*i)?, ty, None, rest)
+        }
+        _ => None,
+    }
 }
 
 /// A patch value without its directives (what is written when the object

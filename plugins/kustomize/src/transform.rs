@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 
 use serde_json::{Map, Value};
 
-use crate::build::Res;
+use crate::build::{Id, Res};
 use crate::config::TransformerConfig;
 use crate::crds::{self, CrdConfig};
 use crate::fieldspec::{FieldSpec, Leaf};
@@ -56,36 +56,68 @@ fn add_pairs(field: &mut Value, pairs: &BTreeMap<String, String>) -> Result<(), 
     Ok(())
 }
 
-/// Kinds without a namespace (the built-in ones kustomize knows).
-const CLUSTER_SCOPED: &[&str] = &[
-    "APIService",
-    "CertificateSigningRequest",
-    "ClusterRole",
-    "ClusterRoleBinding",
-    "ComponentStatus",
-    "CSIDriver",
-    "CSINode",
-    "CustomResourceDefinition",
-    "FlowSchema",
-    "IngressClass",
-    "MutatingWebhookConfiguration",
-    "Namespace",
-    "Node",
-    "PersistentVolume",
-    "PodSecurityPolicy",
-    "PriorityClass",
-    "PriorityLevelConfiguration",
-    "RuntimeClass",
-    "StorageClass",
-    "ValidatingAdmissionPolicy",
-    "ValidatingAdmissionPolicyBinding",
-    "ValidatingWebhookConfiguration",
-    "VolumeAttachment",
+/// The cluster-scoped types of kustomize v5.5's built-in schema (Kubernetes
+/// 1.21's, kyaml's `precomputedIsNamespaceScoped`), by apiVersion and kind:
+/// any other type — a newer version of one of these included — is
+/// namespaced to kustomize.
+const CLUSTER_SCOPED: &[(&str, &str)] = &[
+    (
+        "admissionregistration.k8s.io/v1",
+        "MutatingWebhookConfiguration",
+    ),
+    (
+        "admissionregistration.k8s.io/v1",
+        "ValidatingWebhookConfiguration",
+    ),
+    (
+        "admissionregistration.k8s.io/v1beta1",
+        "MutatingWebhookConfiguration",
+    ),
+    (
+        "admissionregistration.k8s.io/v1beta1",
+        "ValidatingWebhookConfiguration",
+    ),
+    ("apiextensions.k8s.io/v1", "CustomResourceDefinition"),
+    ("apiextensions.k8s.io/v1beta1", "CustomResourceDefinition"),
+    ("apiregistration.k8s.io/v1", "APIService"),
+    ("apiregistration.k8s.io/v1beta1", "APIService"),
+    ("certificates.k8s.io/v1", "CertificateSigningRequest"),
+    ("certificates.k8s.io/v1beta1", "CertificateSigningRequest"),
+    ("flowcontrol.apiserver.k8s.io/v1beta1", "FlowSchema"),
+    (
+        "flowcontrol.apiserver.k8s.io/v1beta1",
+        "PriorityLevelConfiguration",
+    ),
+    ("networking.k8s.io/v1", "IngressClass"),
+    ("networking.k8s.io/v1beta1", "IngressClass"),
+    ("node.k8s.io/v1", "RuntimeClass"),
+    ("node.k8s.io/v1beta1", "RuntimeClass"),
+    ("policy/v1beta1", "PodSecurityPolicy"),
+    ("rbac.authorization.k8s.io/v1", "ClusterRole"),
+    ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"),
+    ("rbac.authorization.k8s.io/v1beta1", "ClusterRole"),
+    ("rbac.authorization.k8s.io/v1beta1", "ClusterRoleBinding"),
+    ("scheduling.k8s.io/v1", "PriorityClass"),
+    ("scheduling.k8s.io/v1beta1", "PriorityClass"),
+    ("storage.k8s.io/v1", "CSIDriver"),
+    ("storage.k8s.io/v1", "CSINode"),
+    ("storage.k8s.io/v1", "StorageClass"),
+    ("storage.k8s.io/v1", "VolumeAttachment"),
+    ("storage.k8s.io/v1beta1", "CSIDriver"),
+    ("storage.k8s.io/v1beta1", "CSINode"),
+    ("storage.k8s.io/v1beta1", "StorageClass"),
+    ("storage.k8s.io/v1beta1", "VolumeAttachment"),
+    ("v1", "ComponentStatus"),
+    ("v1", "Namespace"),
+    ("v1", "Node"),
+    ("v1", "NodeProxyOptions"),
+    ("v1", "PersistentVolume"),
 ];
 
-/// Whether `kind` is cluster-scoped.
-pub fn cluster_scoped(kind: &str) -> bool {
-    CLUSTER_SCOPED.contains(&kind)
+/// Whether objects of `api_version` and `kind` are cluster-scoped, as
+/// kustomize decides it ([`CLUSTER_SCOPED`]).
+pub fn cluster_scoped(api_version: &str, kind: &str) -> bool {
+    CLUSTER_SCOPED.contains(&(api_version, kind))
 }
 
 fn kind(object: &Value) -> &str {
@@ -122,15 +154,19 @@ pub fn namespace(
     config: &TransformerConfig,
 ) -> Result<(), String> {
     for res in resources.iter_mut() {
+        // kustomize stores every object's id before the namespace
+        // transformer runs, changed or not: it is then an object the
+        // build renamed, whose references (binding subjects naming a
+        // ServiceAccount) get its name and namespace written, and whose
+        // earlier id still identifies it (a var's `objref`, a patch).
+        res.remember();
         let object = &mut res.value;
         let kind = kind(object).to_owned();
-        if kind == "Namespace" {
-            // Renamed: its earlier name still identifies it (a var's
-            // `objref`, a patch), as in kustomize.
-            if object["metadata"]["name"].as_str() != Some(namespace) {
-                res.remember();
-            }
-            if let Some(meta) = map_at(&mut res.value, &["metadata"], true) {
+        let api_version = object["apiVersion"].as_str().unwrap_or_default().to_owned();
+        // Only a `v1` Namespace is renamed (another group's `Namespace`
+        // kind is an object like any other).
+        if kind == "Namespace" && api_version == "v1" {
+            if let Some(meta) = map_at(object, &["metadata"], true) {
                 meta.insert("name".into(), namespace.into());
             }
             continue;
@@ -146,11 +182,24 @@ pub fn namespace(
                 }
             }
         }
-        if cluster_scoped(&kind) {
-            continue;
+        // kustomize's other namespace field specs: the Service an
+        // APIService names (created if absent) and a CRD's conversion
+        // webhook Service (if present).
+        let group = api_version.rsplit_once('/').map_or("", |(g, _)| g);
+        let service = match (group, kind.as_str()) {
+            ("apiregistration.k8s.io", "APIService") => map_at(object, &["spec", "service"], true),
+            ("apiextensions.k8s.io", "CustomResourceDefinition") => map_at(
+                object,
+                &["spec", "conversion", "webhook", "clientConfig", "service"],
+                false,
+            ),
+            _ => None,
+        };
+        if let Some(service) = service {
+            service.insert("namespace".into(), namespace.into());
         }
-        if res.value["metadata"]["namespace"].as_str() != Some(namespace) {
-            res.remember();
+        if cluster_scoped(&api_version, &kind) {
+            continue;
         }
         if let Some(meta) = map_at(&mut res.value, &["metadata"], true) {
             meta.insert("namespace".into(), namespace.into());
@@ -176,8 +225,9 @@ pub fn namespace(
     Ok(())
 }
 
-/// Adds the prefix and suffix to names (not of Namespaces and CRDs, whose
-/// names mean something to the API server).
+/// Adds the prefix and suffix to names (not of Namespaces, CRDs and
+/// APIServices, whose names mean something to the API server; any version,
+/// as kustomize skips them).
 pub fn prefix_suffix(
     resources: &mut [Res],
     prefix: &str,
@@ -234,7 +284,13 @@ pub fn prefix_suffix(
                 });
             }
         }
-        if matches!(kind(&res.value), "Namespace" | "CustomResourceDefinition") {
+        let group = res.value["apiVersion"]
+            .as_str()
+            .and_then(|v| v.rsplit_once('/'))
+            .map_or("", |(group, _)| group);
+        if matches!(kind(&res.value), "Namespace" | "CustomResourceDefinition")
+            || (kind(&res.value) == "APIService" && group == "apiregistration.k8s.io")
+        {
             continue;
         }
         if let Some(name) = res.value["metadata"]["name"].as_str() {
@@ -630,8 +686,74 @@ fn image_fields<'a>(value: &'a mut Value, out: &mut Vec<&'a mut Value>) {
     }
 }
 
+/// The pod specs' image fields of kustomize's image field specs:
+/// `spec/containers[]/image`, `spec/initContainers[]/image` and the same
+/// under `spec/template/spec`.
+fn spec_image_fields(value: &mut Value) -> Vec<&mut Value> {
+    let mut out = Vec::new();
+    let Some(spec) = value.get_mut("spec").and_then(Value::as_object_mut) else {
+        return out;
+    };
+    for (key, child) in spec.iter_mut() {
+        match key.as_str() {
+            "containers" | "initContainers" => out.extend(container_images(child)),
+            "template" => {
+                let pod = child.get_mut("spec").and_then(Value::as_object_mut);
+                for (key, list) in pod.into_iter().flatten() {
+                    if matches!(key.as_str(), "containers" | "initContainers") {
+                        out.extend(container_images(list));
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+fn container_images(list: &mut Value) -> impl Iterator<Item = &mut Value> {
+    list.as_array_mut()
+        .into_iter()
+        .flatten()
+        .filter_map(|c| c.get_mut("image"))
+}
+
+/// What `rule` makes of the image reference `current`, if it matches.
+fn rewrite_image(rule: &Image, pattern: &regex_lite::Regex, current: &str) -> Option<String> {
+    if !pattern.is_match(current) {
+        return None;
+    }
+    let (name, tag, digest) = split_image(current);
+    let name = rule.new_name.as_deref().unwrap_or(name);
+    let suffixed;
+    let (tag, digest) = match (&rule.new_tag, &rule.digest, &rule.tag_suffix) {
+        (Some(t), Some(d), _) => (Some(t.as_str()), Some(d.as_str())),
+        (Some(t), None, _) => (Some(t.as_str()), None),
+        (None, Some(d), _) => (None, Some(d.as_str())),
+        (None, None, Some(suffix)) if !suffix.is_empty() => {
+            suffixed = format!("{}{suffix}", tag.unwrap_or_default());
+            (Some(suffixed.as_str()), None)
+        }
+        (None, None, _) => (tag, digest),
+    };
+    let mut image = name.to_owned();
+    if let Some(tag) = tag.filter(|t| !t.is_empty()) {
+        image.push(':');
+        image.push_str(tag);
+    }
+    if let Some(digest) = digest.filter(|d| !d.is_empty()) {
+        image.push('@');
+        image.push_str(digest);
+    }
+    Some(image)
+}
+
 /// Applies `images` overrides, one rule after the other. A rule's name is a
 /// regular expression, as kustomize uses it: `^NAME(:TAG)?(@sha256:DIGEST)?$`.
+/// Like kustomize v5.5, each rule runs over every `containers` and
+/// `initContainers` list at any depth, then once more over the pod specs
+/// its field specs name ([`spec_image_fields`]): idempotent for new names,
+/// tags and digests, while a `tagSuffix` is appended twice there.
 pub fn images(
     resources: &mut [Res],
     images: &[Image],
@@ -651,6 +773,9 @@ pub fn images(
             let mut fields = Vec::new();
             image_fields(&mut res.value, &mut fields);
             for field in fields {
+                retag(field, rule, &pattern);
+            }
+            for field in spec_image_fields(&mut res.value) {
                 retag(field, rule, &pattern);
             }
             // Configured image fields (never created).
@@ -681,30 +806,12 @@ pub fn images(
 
 /// Applies one `images` rule to an image reference it matches.
 fn retag(field: &mut Value, rule: &Image, pattern: &regex_lite::Regex) {
-    let Some(current) = field.as_str() else {
-        return;
-    };
-    if !pattern.is_match(current) {
-        return;
+    if let Some(new) = field
+        .as_str()
+        .and_then(|current| rewrite_image(rule, pattern, current))
+    {
+        *field = new.into();
     }
-    let (name, tag, digest) = split_image(current);
-    let name = rule.new_name.as_deref().unwrap_or(name);
-    let (tag, digest) = match (&rule.new_tag, &rule.digest) {
-        (Some(t), Some(d)) => (Some(t.as_str()), Some(d.as_str())),
-        (Some(t), None) => (Some(t.as_str()), None),
-        (None, Some(d)) => (None, Some(d.as_str())),
-        (None, None) => (tag, digest),
-    };
-    let mut image = name.to_owned();
-    if let Some(tag) = tag {
-        image.push(':');
-        image.push_str(tag);
-    }
-    if let Some(digest) = digest {
-        image.push('@');
-        image.push_str(digest);
-    }
-    *field = image.into();
 }
 
 /// A field that names another object: where it is, in which referring
@@ -765,6 +872,18 @@ const CONTAINER_REFERENCES: &[(&str, &[&str])] = &[
 ];
 
 const OTHER_REFERENCES: &[Reference] = &[
+    // kustomize renames a Role's `resourceNames` naming a ConfigMap or a
+    // Secret of the build, whatever `resources` the rule lists.
+    Reference {
+        target: "ConfigMap",
+        kinds: &["Role", "ClusterRole"],
+        path: &["rules", "*", "resourceNames", "*"],
+    },
+    Reference {
+        target: "Secret",
+        kinds: &["Role", "ClusterRole"],
+        path: &["rules", "*", "resourceNames", "*"],
+    },
     Reference {
         target: "Deployment",
         kinds: &["HorizontalPodAutoscaler"],
@@ -877,6 +996,12 @@ struct Candidate {
     /// Every name it had.
     names: Vec<String>,
     namespace: Option<String>,
+    /// Its first namespace, as kustomize compares them (`default` if
+    /// unset).
+    original_namespace: String,
+    /// Its namespace as kustomize compares them: `default` if unset, `""`
+    /// if cluster-scoped.
+    effective_namespace: String,
     name: String,
     prefixes: Vec<String>,
     suffixes: Vec<String>,
@@ -903,6 +1028,8 @@ pub fn fix_references(
                 namespace: res.value["metadata"]["namespace"]
                     .as_str()
                     .map(str::to_owned),
+                original_namespace: res.original().effective_namespace().to_owned(),
+                effective_namespace: res.current().effective_namespace().to_owned(),
                 name: res.value["metadata"]["name"]
                     .as_str()
                     .unwrap_or_default()
@@ -912,27 +1039,36 @@ pub fn fix_references(
             }
         })
         .collect();
-    let referrers: Vec<(Vec<String>, Vec<String>)> = resources
+    let referrers: Vec<(Vec<String>, Vec<String>, String)> = resources
         .iter()
-        .map(|r| (r.prefixes.clone(), r.suffixes.clone()))
+        .map(|r| {
+            let namespace = r.current().effective_namespace().to_owned();
+            (r.prefixes.clone(), r.suffixes.clone(), namespace)
+        })
         .collect();
     let find = |referrer: usize,
                 target: &str,
                 name: &str,
-                namespace: Option<&str>|
+                among: &dyn Fn(&Candidate) -> bool|
      -> Option<(Option<String>, String)> {
+        let (_, _, referrer_namespace) = &referrers[referrer];
         let sieved: Vec<&Candidate> = candidates
             .iter()
+            .filter(|c| among(c))
             .filter(|c| c.kind == target && c.names.iter().any(|n| n == name))
+            // kustomize's `sameCurrentNamespaceAsReferrer`: the referrer's
+            // namespace (unset is `default`), unless the referrer or the
+            // candidate is cluster-scoped, or the candidate a
+            // ServiceAccount (bindings name them across namespaces).
             .filter(|c| {
-                c.namespace.as_deref() == namespace
-                    || c.namespace.is_none()
-                    || namespace.is_none()
+                referrer_namespace.is_empty()
+                    || c.effective_namespace.is_empty()
                     || c.kind == "ServiceAccount"
+                    || &c.effective_namespace == referrer_namespace
             })
             .collect();
         let chosen = if sieved.len() > 1 {
-            let (prefixes, suffixes) = &referrers[referrer];
+            let (prefixes, suffixes, _) = &referrers[referrer];
             let same: Vec<&Candidate> = sieved
                 .iter()
                 .copied()
@@ -948,19 +1084,14 @@ pub fn fix_references(
         };
         Some((chosen.namespace.clone(), chosen.name.clone()))
     };
-    let lookup = |referrer: usize, target: &str, name: &str, namespace: Option<&str>| {
-        find(referrer, target, name, namespace).map(|(_, name)| name)
+    let lookup = |referrer: usize, target: &str, name: &str| {
+        find(referrer, target, name, &|_| true).map(|(_, name)| name)
     };
     for (referrer, res) in resources.iter_mut().enumerate() {
-        let namespace = res.value["metadata"]["namespace"]
-            .as_str()
-            .map(str::to_owned);
         let object_kind = kind(&res.value).to_owned();
         let rename = |value: &mut Value, references: &[(&str, &[&str])]| {
             for (target, path) in references {
-                rename_at(value, path, |name| {
-                    lookup(referrer, target, name, namespace.as_deref())
-                });
+                rename_at(value, path, |name| lookup(referrer, target, name));
             }
         };
         for pod in pod_specs(&mut res.value) {
@@ -976,7 +1107,7 @@ pub fn fix_references(
         {
             let path: Vec<&str> = reference.field.path.iter().map(String::as_str).collect();
             rename_at(&mut res.value, &path, |name| {
-                lookup(referrer, &reference.target, name, namespace.as_deref())
+                lookup(referrer, &reference.target, name)
             });
         }
         // Configured name references (strings, or lists of strings).
@@ -991,7 +1122,7 @@ pub fn fix_references(
                 };
                 let mut rename_one = |field: &mut Value| {
                     if let Some(new) = field.as_str().and_then(|name| {
-                        lookup(referrer, &references.kind, name, namespace.as_deref())
+                        lookup(referrer, &references.kind, name)
                     }) {
                         *field = new.into();
                     }
@@ -1022,15 +1153,23 @@ pub fn fix_references(
             if reference.path.first() == Some(&"subjects") {
                 let subjects = res.value.get_mut("subjects").and_then(Value::as_array_mut);
                 for subject in subjects.into_iter().flatten() {
-                    if subject["kind"] != "ServiceAccount" {
-                        continue;
-                    }
                     // A subject naming a ServiceAccount of the build follows its
-                    // name and namespace.
+                    // name and namespace. kustomize looks at the name (and
+                    // namespace) only, whatever the subject's kind.
                     let subject_ns = subject["namespace"].as_str().map(str::to_owned);
+                    // A subject with a namespace names the objects first in
+                    // that namespace, else those now in it (kustomize's
+                    // `filterMapCandidatesByNamespace`).
+                    let in_namespace = |c: &Candidate| match subject_ns.as_deref() {
+                        None => true,
+                        Some(ns) if candidates.iter().any(|c| c.original_namespace == ns) => {
+                            c.original_namespace == ns
+                        }
+                        Some(ns) => Id::effective(c.namespace.as_deref().unwrap_or_default()) == ns,
+                    };
                     if let Some(name) = subject["name"].as_str()
                         && let Some((ns, new)) =
-                            find(referrer, "ServiceAccount", name, subject_ns.as_deref())
+                            find(referrer, "ServiceAccount", name, &in_namespace)
                     {
                         subject["name"] = new.into();
                         if let Some(ns) = ns {
@@ -1041,7 +1180,7 @@ pub fn fix_references(
                 continue;
             }
             rename_at(&mut res.value, reference.path, |name| {
-                lookup(referrer, reference.target, name, namespace.as_deref())
+                lookup(referrer, reference.target, name)
             });
         }
     }

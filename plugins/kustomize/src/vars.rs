@@ -104,7 +104,12 @@ impl ObjRef {
             && id.version == wanted.version
             && id.kind == wanted.kind
             && id.name == wanted.name;
-        if self.namespace.is_empty() && !transform::cluster_scoped(&self.kind) {
+        let api_version = if wanted.group.is_empty() {
+            wanted.version.clone()
+        } else {
+            format!("{}/{}", wanted.group, wanted.version)
+        };
+        if self.namespace.is_empty() && !transform::cluster_scoped(&api_version, &self.kind) {
             gvkn
         } else {
             gvkn && id.effective_namespace() == wanted.effective_namespace()
