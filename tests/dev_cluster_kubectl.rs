@@ -544,3 +544,134 @@ async fn kubectl_create_generators_that_send_protobuf() {
         "a clear 415"
     );
 }
+
+// ------------------------------------------- the built-in API of 1.32
+
+/// `kubectl api-resources -o wide` lists what a real Kubernetes 1.32 cluster
+/// lists: every built-in resource, with its short names, version, scope,
+/// kind, verbs and categories. The expectation
+/// (`tests/data/k8s-1.32-api-resources.txt`) is written from Kubernetes'
+/// published API description and registry sources (see
+/// `devcluster/data/k8s-1.32/SOURCE.md`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_api_resources_match_kubernetes_1_32() {
+    let k = Kubectl::start().await;
+    let expected = include_str!("data/k8s-1.32-api-resources.txt");
+    let listed = k.ok(&["api-resources", "-o", "wide"]);
+    let normalize = |text: &str| -> Vec<String> {
+        text.lines()
+            .map(|line| line.split_whitespace().collect::<Vec<_>>().join(" "))
+            .filter(|line| !line.is_empty())
+            .collect()
+    };
+    assert_eq!(
+        normalize(&listed),
+        normalize(expected),
+        "kubectl api-resources -o wide printed:\n{listed}"
+    );
+}
+
+/// `kubectl explain` reads the published schemas from `/openapi/v3`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_explain_reads_the_builtin_schemas() {
+    let k = Kubectl::start().await;
+    for (path, fields) in [
+        ("deployment.spec.strategy", &["rollingUpdate", "type"][..]),
+        (
+            "deployment.spec.template.spec.containers.ports",
+            &["containerPort", "protocol"][..],
+        ),
+        (
+            "pdb.spec",
+            &[
+                "maxUnavailable",
+                "minAvailable",
+                "selector",
+                "unhealthyPodEvictionPolicy",
+            ][..],
+        ),
+        (
+            "hpa.spec.metrics",
+            &[
+                "containerResource",
+                "external",
+                "object",
+                "pods",
+                "resource",
+                "type",
+            ][..],
+        ),
+        (
+            "validatingadmissionpolicy.spec",
+            &["matchConstraints", "validations", "paramKind"][..],
+        ),
+    ] {
+        let text = k.ok(&["explain", path]);
+        for field in fields {
+            assert!(
+                text.contains(field),
+                "`{field}` in kubectl explain {path}:\n{text}"
+            );
+        }
+    }
+    // autoscaling/v2 is the preferred version, as in 1.32.
+    assert!(k.ok(&["explain", "hpa"]).contains("VERSION:    v2"));
+}
+
+/// Group versions 1.32 no longer serves answer 404, as 1.32 does.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn removed_api_versions_are_not_found() {
+    let k = Kubectl::start().await;
+    for path in [
+        "/apis/extensions/v1beta1",
+        "/apis/extensions/v1beta1/namespaces/default/ingresses",
+        "/apis/policy/v1beta1/podsecuritypolicies",
+        "/apis/apiextensions.k8s.io/v1beta1/customresourcedefinitions",
+        "/apis/flowcontrol.apiserver.k8s.io/v1beta3",
+        "/apis/autoscaling/v2beta2",
+        "/apis/batch/v1beta1/namespaces/default/cronjobs",
+    ] {
+        let output = k.run(&["get", "--raw", path]);
+        assert!(!output.status.success(), "{path} is served");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(
+            stderr.contains(
+                "Error from server (NotFound): the server could not find the requested resource"
+            ),
+            "{path}: {stderr}"
+        );
+    }
+    let output = k.run(&["get", "podsecuritypolicies"]);
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("the server doesn't have a resource type \"podsecuritypolicies\""),
+        "{stderr}"
+    );
+}
+
+/// The access and token reviews answer (every request is allowed, as the
+/// dev cluster has no authorization) and store nothing; their other verbs
+/// are not allowed, as on a real cluster.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reviews_answer_and_are_create_only() {
+    let k = Kubectl::start().await;
+    assert_eq!(
+        k.ok(&["auth", "can-i", "create", "deployments"]).trim(),
+        "yes"
+    );
+    assert!(k.ok(&["auth", "can-i", "--list"]).contains("*.*"));
+    assert!(k.ok(&["auth", "whoami"]).contains("kiln-dev"));
+    for path in [
+        "/apis/authentication.k8s.io/v1/tokenreviews",
+        "/apis/authorization.k8s.io/v1/subjectaccessreviews",
+        "/api/v1/namespaces/default/bindings",
+    ] {
+        let output = k.run(&["get", "--raw", path]);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(
+            stderr.contains("(MethodNotAllowed)"),
+            "GET {path}: {stderr}"
+        );
+    }
+}

@@ -165,3 +165,136 @@ async fn an_enforced_policy_stops_the_sync_before_anything_is_applied() {
         "not a single write"
     );
 }
+
+/// What real charts ship beside their workloads: kinds the dev cluster did
+/// not serve before it served all of Kubernetes 1.32's ("the cluster does
+/// not serve PodDisruptionBudget in policy/v1" stopped the sync).
+const PLATFORM: &str = r#"
+apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata: {name: web}
+spec:
+  minAvailable: 1
+  selector: {matchLabels: {app: web}}
+---
+apiVersion: autoscaling/v2
+kind: HorizontalPodAutoscaler
+metadata: {name: web}
+spec:
+  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: web}
+  minReplicas: 2
+  maxReplicas: 5
+  metrics:
+  - type: Resource
+    resource: {name: cpu, target: {type: Utilization, averageUtilization: 70}}
+---
+apiVersion: scheduling.k8s.io/v1
+kind: PriorityClass
+metadata: {name: shop-critical}
+value: 100000
+---
+apiVersion: networking.k8s.io/v1
+kind: IngressClass
+metadata: {name: shop}
+spec: {controller: example.com/ingress}
+---
+apiVersion: storage.k8s.io/v1
+kind: StorageClass
+metadata: {name: shop-fast}
+provisioner: example.com/csi
+---
+apiVersion: v1
+kind: ResourceQuota
+metadata: {name: shop}
+spec: {hard: {pods: "50"}}
+---
+apiVersion: v1
+kind: LimitRange
+metadata: {name: shop}
+spec:
+  limits: [{type: Container, default: {cpu: 200m}}]
+---
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata: {name: web-extra, labels: {kubernetes.io/service-name: web}}
+addressType: IPv4
+endpoints: [{addresses: [10.0.0.9]}]
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingWebhookConfiguration
+metadata: {name: shop}
+webhooks:
+- name: shop.example.com
+  admissionReviewVersions: [v1]
+  sideEffects: None
+  clientConfig: {url: "https://shop.example.com/validate"}
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata: {name: shop-replicas}
+spec:
+  matchConstraints:
+    resourceRules:
+    - {operations: [CREATE, UPDATE], apiGroups: [apps], apiVersions: [v1], resources: [deployments]}
+  validations: [{expression: "object.spec.replicas <= 5"}]
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata: {name: shop-replicas}
+spec: {policyName: shop-replicas, validationActions: [Deny]}
+---
+apiVersion: apiregistration.k8s.io/v1
+kind: APIService
+metadata: {name: v1beta1.metrics.example.com}
+spec:
+  group: metrics.example.com
+  version: v1beta1
+  groupPriorityMinimum: 100
+  versionPriority: 100
+  service: {name: metrics, namespace: shop}
+"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sync_applies_the_platform_kinds_charts_ship() {
+    let setup = Setup::start().await;
+    let app = setup.dir.path().join("shop");
+    std::fs::create_dir(&app).unwrap();
+    std::fs::write(app.join("values.yaml"), "team: shop\n").unwrap();
+    std::fs::write(app.join("platform.yaml"), PLATFORM).unwrap();
+    let kubeconfig = setup.dir.path().join("kubeconfig");
+    let values = component("values");
+    let args: Vec<String> = [
+        "sync",
+        app.to_str().unwrap(),
+        "--plugin",
+        values.to_str().unwrap(),
+        "--namespace",
+        "shop",
+        "--kubeconfig",
+        kubeconfig.to_str().unwrap(),
+        "--sync-option",
+        "CreateNamespace=true",
+    ]
+    .iter()
+    .map(|a| (*a).to_owned())
+    .collect();
+    let home = setup.dir.path().to_owned();
+    let synced = tokio::task::spawn_blocking(move || {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        support::kiln_as_user(Path::new(env!("CARGO_MANIFEST_DIR")), &home, &args)
+    })
+    .await
+    .unwrap();
+    assert_eq!(synced.status.code(), Some(0), "{}", text(&synced));
+    let stdout = String::from_utf8_lossy(&synced.stdout);
+    assert!(stdout.contains("sync succeeded: 12 created"), "{stdout}");
+    for line in [
+        "policy/PodDisruptionBudget shop/web",
+        "autoscaling/HorizontalPodAutoscaler shop/web",
+        "scheduling.k8s.io/PriorityClass shop-critical",
+        "admissionregistration.k8s.io/ValidatingAdmissionPolicyBinding shop-replicas",
+        "apiregistration.k8s.io/APIService v1beta1.metrics.example.com",
+    ] {
+        assert!(stdout.contains(line), "`{line}` in:\n{stdout}");
+    }
+}

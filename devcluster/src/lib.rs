@@ -22,6 +22,8 @@
 //! # Ok(()) }
 //! ```
 
+pub mod builtin;
+mod decode;
 mod defaults;
 mod fields;
 mod managed;
@@ -29,6 +31,7 @@ mod merge;
 mod protobuf;
 mod readiness;
 mod resources;
+mod reviews;
 mod schema;
 mod selector;
 mod server;
@@ -68,6 +71,9 @@ pub enum Error {
     /// The self-signed certificate could not be made.
     #[error("cannot set up TLS: {0}")]
     Tls(String),
+    /// The embedded built-in API data is broken (a bad data change).
+    #[error("cannot serve the built-in kinds")]
+    BuiltinApi(#[source] &'static builtin::LoadError),
     /// The data file could not be read, parsed or written.
     #[error("data file {}: {message}", path.display())]
     Data {
@@ -127,6 +133,7 @@ pub struct DevCluster {
 impl DevCluster {
     /// Starts serving.
     pub async fn start(config: Config) -> Result<Self> {
+        builtin::catalog().map_err(Error::BuiltinApi)?;
         let store = Store::new(config.store.clone());
         if let Some(path) = &config.data {
             load(&store, path)?;

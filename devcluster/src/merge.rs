@@ -257,7 +257,7 @@ fn smp_list(
         Some(Value::Array(items)) => items.clone(),
         _ => Vec::new(),
     };
-    match schema.list_type(spath) {
+    match schema.patch_list_type(spath) {
         ListType::Map(keys) => {
             // A `{"$patch": "replace"}` item replaces the whole list.
             if patch

@@ -1,7 +1,8 @@
 //! The little of Kubernetes' protobuf encoding that `kubectl create
-//! namespace|configmap|secret|serviceaccount` sends: those generators post
-//! protobuf bodies, and a newcomer's first command should work. Other kinds
-//! in protobuf get a 415 that says to send JSON.
+//! namespace|configmap|secret|serviceaccount` and `kubectl auth
+//! can-i|whoami` send: those commands post protobuf bodies, and a
+//! newcomer's first command should work. Other kinds in protobuf get a 415
+//! that says to send JSON.
 
 use base64::Engine as _;
 use serde_json::{Map, Value, json};
@@ -138,6 +139,79 @@ fn object_meta(bytes: &[u8]) -> Result<Value, String> {
     Ok(Value::Object(meta))
 }
 
+/// The reviews `kubectl auth can-i|whoami` and client-go's typed clients
+/// post in protobuf.
+const REVIEWS: [&str; 6] = [
+    "SelfSubjectAccessReview",
+    "SubjectAccessReview",
+    "LocalSubjectAccessReview",
+    "SelfSubjectRulesReview",
+    "SelfSubjectReview",
+    "TokenReview",
+];
+
+/// The string fields of a message, by field number, as JSON fields (a
+/// repeated field becomes a list).
+fn strings(bytes: &[u8], names: &[(u64, &str, bool)]) -> Result<Map<String, Value>, String> {
+    let mut out = Map::new();
+    for (number, field) in fields(bytes)? {
+        let Field::Bytes(b) = field else { continue };
+        if let Some(&(_, name, repeated)) = names.iter().find(|(n, _, _)| *n == number) {
+            let value = Value::String(text(b)?);
+            if repeated {
+                if let Some(list) = out.entry(name).or_insert_with(|| json!([])).as_array_mut() {
+                    list.push(value);
+                }
+            } else {
+                out.insert(name.into(), value);
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// The `spec` of an access or token review (authorization.k8s.io/v1 and
+/// authentication.k8s.io/v1 `generated.proto`).
+fn review_spec(kind: &str, bytes: &[u8]) -> Result<Value, String> {
+    const RESOURCE: [(u64, &str, bool); 7] = [
+        (1, "namespace", false),
+        (2, "verb", false),
+        (3, "group", false),
+        (4, "version", false),
+        (5, "resource", false),
+        (6, "subresource", false),
+        (7, "name", false),
+    ];
+    const NON_RESOURCE: [(u64, &str, bool); 2] = [(1, "path", false), (2, "verb", false)];
+    let spec = match kind {
+        "TokenReview" => strings(bytes, &[(1, "token", false), (2, "audiences", true)])?,
+        "SelfSubjectRulesReview" => strings(bytes, &[(1, "namespace", false)])?,
+        "SelfSubjectReview" => Map::new(),
+        _ => {
+            let mut spec = strings(
+                bytes,
+                &[(3, "user", false), (4, "groups", true), (6, "uid", false)],
+            )?;
+            for (number, field) in fields(bytes)? {
+                match (number, field) {
+                    (1, Field::Bytes(b)) => {
+                        spec.insert("resourceAttributes".into(), strings(b, &RESOURCE)?.into());
+                    }
+                    (2, Field::Bytes(b)) => {
+                        spec.insert(
+                            "nonResourceAttributes".into(),
+                            strings(b, &NON_RESOURCE)?.into(),
+                        );
+                    }
+                    _ => {}
+                }
+            }
+            spec
+        }
+    };
+    Ok(Value::Object(spec))
+}
+
 /// Decodes a protobuf request body into the JSON object it stands for.
 pub fn decode(body: &[u8]) -> Result<Value, String> {
     let unknown = body
@@ -204,10 +278,14 @@ pub fn decode(body: &[u8]) -> Result<Value, String> {
             ("ServiceAccount", 4, Field::Varint(v)) => {
                 object.insert("automountServiceAccountToken".into(), (v != 0).into());
             }
+            (kind, 2, Field::Bytes(spec)) if REVIEWS.contains(&kind) => {
+                object.insert("spec".into(), review_spec(kind, spec)?);
+            }
             ("Namespace" | "ConfigMap" | "Secret" | "ServiceAccount", _, _) => {}
+            (kind, _, _) if REVIEWS.contains(&kind) => {}
             _ => {
                 return Err(format!(
-                    "protobuf bodies are decoded for Namespace, ConfigMap, Secret and ServiceAccount only, not {kind} ({api_version}); send JSON or YAML (kubectl create -f, kubectl apply)"
+                    "protobuf bodies are decoded for Namespace, ConfigMap, Secret, ServiceAccount and the access and token reviews only, not {kind} ({api_version}); send JSON or YAML (kubectl create -f, kubectl apply)"
                 ));
             }
         }
@@ -247,6 +325,29 @@ mod tests {
         ]
         .concat();
         assert!(decode(&deployment).unwrap_err().contains("send JSON"));
+        let attributes = [
+            field(2, b"create"),
+            field(3, b"apps"),
+            field(5, b"deployments"),
+        ]
+        .concat();
+        let review = [
+            MAGIC.to_vec(),
+            field(
+                1,
+                &[
+                    field(1, b"authorization.k8s.io/v1"),
+                    field(2, b"SelfSubjectAccessReview"),
+                ]
+                .concat(),
+            ),
+            field(2, &field(2, &field(1, &attributes))),
+        ]
+        .concat();
+        assert_eq!(
+            decode(&review).unwrap()["spec"],
+            json!({"resourceAttributes": {"verb": "create", "group": "apps", "resource": "deployments"}})
+        );
         assert!(decode(b"{}").is_err());
     }
 }

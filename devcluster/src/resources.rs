@@ -1,10 +1,12 @@
-//! The resource types the server serves: the built-in kinds a GitOps tool
-//! meets daily, and every version of every established CRD.
+//! The resource types the server serves: the built-in kinds of Kubernetes
+//! 1.32 (from [`crate::builtin`]), and every version of every established
+//! CRD.
 
 use std::sync::Arc;
 
 use serde_json::Value;
 
+use super::builtin;
 use super::schema::Schema;
 
 /// One served resource type at one version.
@@ -22,6 +24,8 @@ pub struct ResourceType {
     pub singular: String,
     /// Namespaced or cluster-scoped.
     pub namespaced: bool,
+    /// The verbs it supports, as discovery lists them.
+    pub verbs: Vec<String>,
     /// `kubectl` short names.
     pub short_names: Vec<String>,
     /// Categories (`all`).
@@ -34,7 +38,8 @@ pub struct ResourceType {
     pub schema: Schema,
     /// For custom resources: the version's `openAPIV3Schema`.
     pub openapi: Option<Arc<Value>>,
-    /// For custom resources with a `scale` subresource: its definition.
+    /// With a `scale` subresource: where the replicas are
+    /// (`specReplicasPath`, `statusReplicasPath`, as in a CRD).
     pub scale: Option<Value>,
     /// For custom resources: `additionalPrinterColumns` (`kubectl get` columns).
     pub printer_columns: Vec<Value>,
@@ -55,247 +60,66 @@ impl ResourceType {
         (self.group.clone(), self.plural.clone())
     }
 
+    /// True when the type can only be created (access and token reviews,
+    /// pod bindings): the answer is computed, nothing is stored.
+    pub fn create_only(&self) -> bool {
+        self.verbs.iter().all(|verb| verb == "create")
+    }
+
     /// True for custom resources.
     pub fn is_custom(&self) -> bool {
         self.openapi.is_some()
     }
 }
 
-struct Builtin {
-    group: &'static str,
-    kind: &'static str,
-    plural: &'static str,
-    namespaced: bool,
-    short: &'static [&'static str],
-    status: bool,
-    generation: bool,
-    all: bool,
-}
-
-#[allow(clippy::too_many_arguments)] // one row of the table below
-const fn b(
-    group: &'static str,
-    kind: &'static str,
-    plural: &'static str,
-    namespaced: bool,
-    short: &'static [&'static str],
-    status: bool,
-    generation: bool,
-    all: bool,
-) -> Builtin {
-    Builtin {
-        group,
-        kind,
-        plural,
-        namespaced,
-        short,
-        status,
-        generation,
-        all,
-    }
-}
-
-const BUILTINS: &[Builtin] = &[
-    b(
-        "",
-        "Namespace",
-        "namespaces",
-        false,
-        &["ns"],
-        true,
-        false,
-        false,
-    ),
-    b(
-        "",
-        "ConfigMap",
-        "configmaps",
-        true,
-        &["cm"],
-        false,
-        false,
-        false,
-    ),
-    b("", "Secret", "secrets", true, &[], false, false, false),
-    b("", "Service", "services", true, &["svc"], true, false, true),
-    b(
-        "",
-        "ServiceAccount",
-        "serviceaccounts",
-        true,
-        &["sa"],
-        false,
-        false,
-        false,
-    ),
-    b("", "Pod", "pods", true, &["po"], true, false, true),
-    b(
-        "",
-        "PersistentVolumeClaim",
-        "persistentvolumeclaims",
-        true,
-        &["pvc"],
-        true,
-        false,
-        false,
-    ),
-    b("", "Event", "events", true, &["ev"], false, false, false),
-    b(
-        "apps",
-        "Deployment",
-        "deployments",
-        true,
-        &["deploy"],
-        true,
-        true,
-        true,
-    ),
-    b(
-        "apps",
-        "StatefulSet",
-        "statefulsets",
-        true,
-        &["sts"],
-        true,
-        true,
-        true,
-    ),
-    b(
-        "apps",
-        "DaemonSet",
-        "daemonsets",
-        true,
-        &["ds"],
-        true,
-        true,
-        true,
-    ),
-    b(
-        "apps",
-        "ReplicaSet",
-        "replicasets",
-        true,
-        &["rs"],
-        true,
-        true,
-        true,
-    ),
-    b("batch", "Job", "jobs", true, &[], true, true, true),
-    b(
-        "batch",
-        "CronJob",
-        "cronjobs",
-        true,
-        &["cj"],
-        true,
-        true,
-        true,
-    ),
-    b(
-        "networking.k8s.io",
-        "Ingress",
-        "ingresses",
-        true,
-        &["ing"],
-        true,
-        true,
-        false,
-    ),
-    b(
-        "networking.k8s.io",
-        "NetworkPolicy",
-        "networkpolicies",
-        true,
-        &["netpol"],
-        false,
-        true,
-        false,
-    ),
-    b(
-        "rbac.authorization.k8s.io",
-        "Role",
-        "roles",
-        true,
-        &[],
-        false,
-        false,
-        false,
-    ),
-    b(
-        "rbac.authorization.k8s.io",
-        "RoleBinding",
-        "rolebindings",
-        true,
-        &[],
-        false,
-        false,
-        false,
-    ),
-    b(
-        "rbac.authorization.k8s.io",
-        "ClusterRole",
-        "clusterroles",
-        false,
-        &[],
-        false,
-        false,
-        false,
-    ),
-    b(
-        "rbac.authorization.k8s.io",
-        "ClusterRoleBinding",
-        "clusterrolebindings",
-        false,
-        &[],
-        false,
-        false,
-        false,
-    ),
-    b(
-        "coordination.k8s.io",
-        "Lease",
-        "leases",
-        true,
-        &[],
-        false,
-        false,
-        false,
-    ),
-    b(
-        "apiextensions.k8s.io",
-        "CustomResourceDefinition",
-        "customresourcedefinitions",
-        false,
-        &["crd", "crds"],
-        true,
-        true,
-        false,
-    ),
+/// The verbs of every custom resource (and of most built-in ones).
+pub const STANDARD_VERBS: [&str; 8] = [
+    "create",
+    "delete",
+    "deletecollection",
+    "get",
+    "list",
+    "patch",
+    "update",
+    "watch",
 ];
 
-/// The built-in resource types, all at their `v1` version.
+/// The built-in resource types: every resource Kubernetes 1.32 serves by
+/// default, from the embedded catalog ([`crate::builtin`]). None when the
+/// embedded data is broken (which [`crate::DevCluster::start`] reports).
 pub fn builtins() -> Vec<Arc<ResourceType>> {
-    BUILTINS
+    let catalog = match builtin::catalog() {
+        Ok(catalog) => catalog,
+        Err(error) => {
+            tracing::error!(%error, "the built-in API data is broken: serving no built-in kinds");
+            return Vec::new();
+        }
+    };
+    catalog
+        .resources()
         .iter()
         .map(|b| {
+            let scale = b.subresource("scale").map(|scale| {
+                serde_json::json!({
+                    "specReplicasPath": scale.spec_replicas_path,
+                    "statusReplicasPath": scale.status_replicas_path,
+                })
+            });
             Arc::new(ResourceType {
-                group: b.group.to_owned(),
-                version: "v1".to_owned(),
-                kind: b.kind.to_owned(),
-                plural: b.plural.to_owned(),
-                singular: b.kind.to_lowercase(),
+                group: b.group.clone(),
+                version: b.version.clone(),
+                kind: b.kind.clone(),
+                plural: b.name.clone(),
+                singular: b.singular(),
                 namespaced: b.namespaced,
-                short_names: b.short.iter().map(|&s| s.to_owned()).collect(),
-                categories: if b.all {
-                    vec!["all".to_owned()]
-                } else {
-                    Vec::new()
-                },
-                status: b.status,
+                verbs: b.verbs.clone(),
+                short_names: b.short_names.clone(),
+                categories: b.categories.clone(),
+                status: b.subresource("status").is_some(),
                 generation: b.generation,
-                schema: Schema::builtin(b.group, b.kind),
+                schema: Schema::builtin_at(&b.group, &b.version, &b.kind),
                 openapi: None,
-                scale: None,
+                scale,
                 printer_columns: Vec::new(),
             })
         })
@@ -409,6 +233,7 @@ pub fn from_crd(crd: &Value) -> Result<Vec<Arc<ResourceType>>, CrdProblems> {
                 plural: plural.clone(),
                 singular: singular.clone(),
                 namespaced,
+                verbs: STANDARD_VERBS.iter().map(|&v| v.to_owned()).collect(),
                 short_names: strings("/spec/names/shortNames"),
                 categories: strings("/spec/names/categories"),
                 status: version.pointer("/subresources/status").is_some(),

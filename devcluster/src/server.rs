@@ -16,11 +16,14 @@ use tokio::sync::broadcast::error::RecvError;
 use tokio_stream::wrappers::ReceiverStream;
 use tokio_util::sync::CancellationToken;
 
+use super::builtin;
 use super::resources::ResourceType;
+use super::reviews;
 use super::selector::{FieldSelector, LabelSelector};
 use super::status::{ApiError, Result};
 use super::store::{
-    DeleteOptions, Filter, PatchKind, PatchRequest, Propagation, Store, WriteOptions, translate,
+    DeleteOptions, FieldValidation, Filter, PatchKind, PatchRequest, Propagation, Store, Warnings,
+    WriteOptions, translate,
 };
 
 /// The largest request body accepted, as the real API server (3 MiB).
@@ -79,6 +82,17 @@ async fn handle(State(app): State<Arc<App>>, request: Request) -> Response {
         body,
     ) {
         Ok(Reply::Json(code, value)) => json_response(code, &value),
+        Ok(Reply::Written(code, value, warnings)) => {
+            let mut response = json_response(code, &value);
+            for warning in warnings {
+                // RFC 7234 warn-code 299, agent "-", the text quoted.
+                let text = format!("299 - {}", Value::String(warning));
+                if let Ok(value) = HeaderValue::from_str(&text) {
+                    response.headers_mut().append(header::WARNING, value);
+                }
+            }
+            response
+        }
         Ok(Reply::Text(text)) => (StatusCode::OK, text).into_response(),
         Ok(Reply::Aggregated(value)) => {
             let mut response = json_response(StatusCode::OK, &value);
@@ -97,6 +111,8 @@ async fn handle(State(app): State<Arc<App>>, request: Request) -> Response {
 
 enum Reply {
     Json(StatusCode, Value),
+    /// A write's result, with the warnings it collected.
+    Written(StatusCode, Value, Vec<String>),
     /// Aggregated discovery, with its own content type.
     Aggregated(Value),
     Text(&'static str),
@@ -265,8 +281,9 @@ fn openapi_index(store: &Store) -> Value {
 }
 
 /// A group version's OpenAPI v3 document: enough for clients to see that
-/// PATCH takes `fieldValidation` (so `kubectl apply` validates on the server)
-/// and, for custom resources, the CRD's schema.
+/// PATCH takes `fieldValidation` (so `kubectl apply` validates on the server),
+/// and the schemas of its kinds (the published ones of built-in kinds, the
+/// CRD's of custom resources), so that `kubectl explain` works.
 fn openapi_group(store: &Store, group: &str, version: &str, path: &str) -> Result<Value> {
     let types: Vec<Arc<ResourceType>> = store
         .types()
@@ -311,9 +328,15 @@ fn openapi_group(store: &Store, group: &str, version: &str, path: &str) -> Resul
             schemas.insert(id, schema);
         }
     }
+    // The built-in kinds' published schemas, and all they refer to.
+    if let Ok(catalog) = builtin::catalog() {
+        for (name, schema) in catalog.components(group, version) {
+            schemas.entry(name).or_insert(schema);
+        }
+    }
     Ok(json!({
         "openapi": "3.0.0",
-        "info": {"title": "Kubernetes", "version": "v1.32.0"},
+        "info": {"title": "Kubernetes", "version": builtin::KUBERNETES_VERSION},
         "paths": paths,
         "components": {"schemas": schemas},
     }))
@@ -353,7 +376,7 @@ fn aggregated(store: &Store, core: bool) -> Value {
         }
         let resource = json!({
             "resource": rt.plural, "responseKind": kind, "scope": if rt.namespaced { "Namespaced" } else { "Cluster" },
-            "singularResource": rt.singular, "verbs": VERBS, "shortNames": rt.short_names, "categories": rt.categories,
+            "singularResource": rt.singular, "verbs": rt.verbs, "shortNames": rt.short_names, "categories": rt.categories,
             "subresources": subresources,
         });
         let index = match groups.iter().position(|(name, _)| *name == rt.group) {
@@ -383,17 +406,6 @@ fn aggregated(store: &Store, core: bool) -> Value {
     json!({"kind": "APIGroupDiscoveryList", "apiVersion": "apidiscovery.k8s.io/v2", "metadata": {}, "items": items})
 }
 
-const VERBS: [&str; 8] = [
-    "create",
-    "delete",
-    "deletecollection",
-    "get",
-    "list",
-    "patch",
-    "update",
-    "watch",
-];
-
 fn resource_list(store: &Store, group: &str, version: &str) -> Result<Value> {
     let types: Vec<Arc<ResourceType>> = store
         .types()
@@ -407,7 +419,7 @@ fn resource_list(store: &Store, group: &str, version: &str) -> Result<Value> {
     for rt in types {
         resources.push(json!({
             "name": rt.plural, "singularName": rt.singular, "namespaced": rt.namespaced, "kind": rt.kind,
-            "verbs": VERBS, "shortNames": rt.short_names, "categories": rt.categories,
+            "verbs": rt.verbs, "shortNames": rt.short_names, "categories": rt.categories,
         }));
         if rt.status {
             resources.push(json!({
@@ -493,14 +505,6 @@ fn locate<'a>(
 /// Where the `scale` subresource reads and writes replicas: `(spec replicas,
 /// status replicas)` as JSON pointers.
 fn scale_paths(rt: &ResourceType) -> Option<(String, String)> {
-    if rt.group == "apps"
-        && matches!(
-            rt.kind.as_str(),
-            "Deployment" | "StatefulSet" | "ReplicaSet"
-        )
-    {
-        return Some(("/spec/replicas".into(), "/status/replicas".into()));
-    }
     let scale = rt.scale.as_ref()?;
     let pointer = |path: &str| path.trim_start_matches('.').replace('.', "/");
     Some((
@@ -649,9 +653,10 @@ fn write_options(
             .take(128)
             .collect(),
     };
-    let strict = match query.get("fieldValidation").map(String::as_str) {
-        Some("Strict") => true,
-        None | Some("" | "Warn" | "Ignore") => false,
+    let field_validation = match query.get("fieldValidation").map(String::as_str) {
+        Some("Strict") => FieldValidation::Strict,
+        Some("Ignore") => FieldValidation::Ignore,
+        None | Some("" | "Warn") => FieldValidation::Warn,
         Some(other) => {
             return Err(ApiError::bad_request(format!(
                 "fieldValidation: Unsupported value: {other:?}: supported values: \"Ignore\", \"Strict\", \"Warn\""
@@ -662,7 +667,8 @@ fn write_options(
         dry_run,
         manager,
         force: flag(query, "force"),
-        strict,
+        field_validation,
+        warnings: Warnings::default(),
     })
 }
 
@@ -776,6 +782,22 @@ fn delete_options(query: &HashMap<String, String>, body: &[u8]) -> Result<Delete
     })
 }
 
+/// The discovery verb a request needs: `None` for a method the API has no
+/// verb for.
+fn verb(method: &Method, named: bool, watch: bool) -> Option<&'static str> {
+    Some(match (method.clone(), named) {
+        (Method::GET, _) if watch => "watch",
+        (Method::GET, false) => "list",
+        (Method::GET, true) => "get",
+        (Method::POST, false) => "create",
+        (Method::PUT, true) => "update",
+        (Method::PATCH, true) => "patch",
+        (Method::DELETE, true) => "delete",
+        (Method::DELETE, false) => "deletecollection",
+        _ => return None,
+    })
+}
+
 #[allow(clippy::too_many_arguments)]
 fn resource(
     app: &App,
@@ -798,6 +820,22 @@ fn resource(
     let ok = |value| Ok(Reply::Json(StatusCode::OK, value));
     if let (true, Some(name)) = (at.scale, at.name) {
         return scale(app, method, &at, name, headers, query, &body);
+    }
+    if !at.status {
+        let verb = verb(
+            method,
+            at.name.is_some(),
+            legacy_watch || flag(query, "watch"),
+        );
+        if !verb.is_some_and(|verb| rt.verbs.iter().any(|v| v == verb)) {
+            return Err(ApiError::method_not_allowed(method.as_str()));
+        }
+    }
+    if *method == Method::POST && at.name.is_none() && !rt.is_custom() && rt.create_only() {
+        let object = decode_object(&body, &content_type(headers))?;
+        let options = write_options(query, headers, false)?;
+        let answer = reviews::answer(store, rt, at.namespace, object, &options)?;
+        return Ok(Reply::Json(StatusCode::CREATED, answer));
     }
     match (method.clone(), at.name) {
         (Method::GET, None) | (Method::GET, Some(_)) if legacy_watch || flag(query, "watch") => {
@@ -852,24 +890,23 @@ fn resource(
         )),
         (Method::POST, None) => {
             let object = decode_object(&body, &content_type(headers))?;
-            let created = store.create(
-                rt,
-                at.namespace,
-                object,
-                &write_options(query, headers, false)?,
-            )?;
-            Ok(Reply::Json(StatusCode::CREATED, created))
+            let options = write_options(query, headers, false)?;
+            let created = store.create(rt, at.namespace, object, &options)?;
+            Ok(Reply::Written(
+                StatusCode::CREATED,
+                created,
+                options.warnings.take(),
+            ))
         }
         (Method::PUT, Some(name)) => {
             let object = decode_object(&body, &content_type(headers))?;
-            ok(store.replace(
-                rt,
-                at.namespace,
-                name,
-                object,
-                &write_options(query, headers, false)?,
-                at.status,
-            )?)
+            let options = write_options(query, headers, false)?;
+            let replaced = store.replace(rt, at.namespace, name, object, &options, at.status)?;
+            Ok(Reply::Written(
+                StatusCode::OK,
+                replaced,
+                options.warnings.take(),
+            ))
         }
         (Method::PATCH, Some(name)) => {
             let kind = match content_type(headers).as_str() {
@@ -893,13 +930,14 @@ fn resource(
                 &options,
                 at.status,
             )?;
-            Ok(Reply::Json(
+            Ok(Reply::Written(
                 if created {
                     StatusCode::CREATED
                 } else {
                     StatusCode::OK
                 },
                 object,
+                options.warnings.take(),
             ))
         }
         (Method::DELETE, Some(name)) if !at.status => {

@@ -14,6 +14,7 @@ use base64::Engine as _;
 use serde_json::{Map, Value, json};
 use tokio::sync::{Notify, broadcast};
 
+use super::decode;
 use super::defaults;
 use super::managed::{self, Writer};
 use super::merge;
@@ -90,9 +91,50 @@ pub struct WriteOptions {
     pub manager: String,
     /// `force=true` for server-side apply.
     pub force: bool,
-    /// `fieldValidation=Strict`: unknown fields of custom resources are an
-    /// error instead of being dropped.
-    pub strict: bool,
+    /// `fieldValidation`: what becomes of fields the kind's schema does not
+    /// declare.
+    pub field_validation: FieldValidation,
+    /// Warnings for the response's `Warning` headers.
+    pub warnings: Warnings,
+}
+
+/// `fieldValidation`: fields a built-in kind or a CRD's schema does not
+/// declare are dropped in every case; `Strict` refuses the request instead,
+/// `Warn` (the API server's default since 1.27) also says so in a `Warning`
+/// header.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum FieldValidation {
+    /// Drop them silently.
+    Ignore,
+    /// Drop them and warn.
+    #[default]
+    Warn,
+    /// Refuse the request (400).
+    Strict,
+}
+
+/// Warnings collected while a request is handled (`Warning: 299 - "…"`).
+#[derive(Clone, Debug, Default)]
+pub struct Warnings(Arc<Mutex<Vec<String>>>);
+
+impl Warnings {
+    /// Adds one.
+    pub fn push(&self, warning: String) {
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .push(warning);
+    }
+
+    /// Takes the warnings collected so far.
+    pub fn take(&self) -> Vec<String> {
+        std::mem::take(
+            &mut *self
+                .0
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        )
+    }
 }
 
 /// How dependents are handled when their owner is deleted.
@@ -603,10 +645,11 @@ impl Store {
                     skeleton
                 });
                 let mut body = body;
-                if let Some(schema) = &rt.openapi {
-                    let dropped = defaults::custom(schema, &mut body, false);
-                    strict_check(rt, options, &dropped)?;
-                }
+                let dropped = match &rt.openapi {
+                    Some(schema) => defaults::custom(schema, &mut body, false),
+                    None => decode_builtin(rt, &mut body)?,
+                };
+                strict_check(rt, options, &dropped)?;
                 let merged =
                     managed::apply(&live, &body, &writer, options.force, &rt.schema, &now())
                         .map_err(|conflicts| {
@@ -954,12 +997,28 @@ impl Store {
                 strict_check(rt, options, &dropped)?;
             }
             None => {
-                let next_ip = &mut state.next_ip;
-                let mut allocate = || {
-                    *next_ip += 1;
-                    format!("10.96.{}.{}", *next_ip / 250, *next_ip % 250 + 1)
+                let dropped = decode_builtin(rt, &mut new)?;
+                strict_check(rt, options, &dropped)?;
+                // One counter numbers cluster IPs and node ports (30000-32767).
+                let counter = std::cell::Cell::new(state.next_ip);
+                let mut cluster_ip = || {
+                    counter.set(counter.get() + 1);
+                    let n = counter.get();
+                    format!("10.96.{}.{}", n / 250, n % 250 + 1)
                 };
-                defaults::builtin(&rt.kind, &mut new, &mut allocate);
+                let mut node_port = || {
+                    counter.set(counter.get() + 1);
+                    30000 + counter.get() % 2768
+                };
+                defaults::builtin(
+                    &rt.kind,
+                    &mut new,
+                    &mut defaults::Allocator {
+                        cluster_ip: &mut cluster_ip,
+                        node_port: &mut node_port,
+                    },
+                );
+                state.next_ip = counter.get();
             }
         }
         if rt.kind == "CustomResourceDefinition" && rt.group == "apiextensions.k8s.io" {
@@ -1454,19 +1513,44 @@ impl Store {
     }
 }
 
-/// `fieldValidation=Strict` turns dropped unknown fields into an error.
-fn strict_check(rt: &ResourceType, options: &WriteOptions, dropped: &[String]) -> Result<()> {
-    if options.strict && !dropped.is_empty() {
-        let fields: Vec<String> = dropped
-            .iter()
-            .map(|f| format!("unknown field \"{f}\""))
-            .collect();
-        return Err(ApiError::bad_request(format!(
-            "{kind} in version \"{version}\" cannot be handled as a {kind}: strict decoding error: {}",
-            fields.join(", "),
+/// Decodes a built-in object as the API server's typed decoding does
+/// ([`decode`]): a body that cannot be decoded is a 400.
+fn decode_builtin(rt: &ResourceType, object: &mut Value) -> Result<Vec<String>> {
+    let schema = decode::OpenApi::of(&rt.group, &rt.version, &rt.kind);
+    let types: &dyn decode::FieldTypes = match &schema {
+        Some(schema) => schema,
+        // A CRD's schema names fields (`limits`) that hold no quantities.
+        None if rt.kind == "CustomResourceDefinition" => &decode::Untyped,
+        None => &decode::ByName,
+    };
+    decode::decode(object, types).map_err(|e| {
+        ApiError::bad_request(format!(
+            "{kind} in version \"{version}\" cannot be handled as a {kind}: {e}",
             kind = rt.kind,
             version = rt.version,
-        )));
+        ))
+    })
+}
+
+/// What `fieldValidation` makes of the fields decoding dropped: with
+/// `Strict` a 400 (`strict decoding error: unknown field "spec.foo"`, the
+/// API server's words), with `Warn` one warning per field.
+fn strict_check(rt: &ResourceType, options: &WriteOptions, dropped: &[String]) -> Result<()> {
+    if dropped.is_empty() {
+        return Ok(());
+    }
+    let fields = dropped.iter().map(|f| format!("unknown field \"{f}\""));
+    match options.field_validation {
+        FieldValidation::Ignore => {}
+        FieldValidation::Warn => fields.for_each(|w| options.warnings.push(w)),
+        FieldValidation::Strict => {
+            return Err(ApiError::bad_request(format!(
+                "{kind} in version \"{version}\" cannot be handled as a {kind}: strict decoding error: {}",
+                fields.collect::<Vec<_>>().join(", "),
+                kind = rt.kind,
+                version = rt.version,
+            )));
+        }
     }
     Ok(())
 }

@@ -134,7 +134,8 @@ pub async fn compare(
             let (target, seen) = match predicted {
                 Some(predicted) => (clean(predicted), live_clean),
                 None => {
-                    let target = clean(desired);
+                    let mut target = clean(desired);
+                    normalize::prune_unset(&mut target, &live_clean);
                     let mut seen = normalize::project(&live_clean, &target);
                     if let Some(fields) = owned_fields(live, &options.manager) {
                         add_stale(&mut seen, &live_clean, &target, fields);
@@ -197,6 +198,14 @@ fn add_stale(seen: &mut Value, live: &Value, desired: &Value, fields: &Value) {
                 continue;
             };
             let matches = |item: &&Value| key.iter().all(|(k, v)| item.get(k) == Some(v));
+            // The server computes list keys after defaulting: a port without
+            // `protocol` is keyed as TCP (`+listMapKey=protocol`, defaulted
+            // by `SetDefaults_ContainerPort`/`SetDefaults_ServicePort`).
+            let matches_desired = |item: &&Value| {
+                key.iter().all(|(k, v)| {
+                    item.get(k) == Some(v) || k == "protocol" && item.get(k).is_none() && v == "TCP"
+                })
+            };
             let (Some(live_items), Some(view_items)) = (live.as_array(), seen.as_array_mut())
             else {
                 continue;
@@ -206,7 +215,7 @@ fn add_stale(seen: &mut Value, live: &Value, desired: &Value, fields: &Value) {
             };
             let wanted = desired
                 .as_array()
-                .and_then(|items| items.iter().find(matches));
+                .and_then(|items| items.iter().find(matches_desired));
             if wanted.is_none() {
                 view_items.push(live_item.clone());
             }
@@ -286,5 +295,87 @@ mod tests {
                 .status,
             SyncStatus::Extraneous
         );
+    }
+
+    async fn status_of(desired: &Value, live: &Value) -> SyncStatus {
+        compare(Some(desired), Some(live), None, &DiffOptions::default())
+            .await
+            .unwrap()
+            .status
+    }
+
+    fn daemonset(container: Value) -> Value {
+        json!({"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "d", "namespace": "default"},
+            "spec": {"template": {"spec": {"containers": [container]}}}})
+    }
+
+    #[tokio::test]
+    async fn an_explicit_null_in_git_is_the_field_unset() {
+        // prometheus-node-exporter renders `httpHeaders: null`; the API
+        // server stores the probe without it.
+        let probe = |headers: bool| {
+            let mut get = json!({"path": "/", "port": "metrics", "scheme": "HTTP"});
+            if headers {
+                get["httpHeaders"] = Value::Null;
+            }
+            json!({"name": "exporter", "image": "node-exporter:v1", "livenessProbe": {"httpGet": get}})
+        };
+        let desired = daemonset(probe(true));
+        let live = daemonset(probe(false));
+        assert_eq!(status_of(&desired, &live).await, SyncStatus::Synced);
+        // A value where Git says null is still not drift (the server
+        // allocated it: `nodePort: null`), but a real change is.
+        let mut changed = live.clone();
+        changed["spec"]["template"]["spec"]["containers"][0]["livenessProbe"]["httpGet"]["path"] =
+            json!("/other");
+        assert_eq!(status_of(&desired, &changed).await, SyncStatus::OutOfSync);
+    }
+
+    #[tokio::test]
+    async fn quantity_spellings_the_server_canonicalizes_are_equal() {
+        let with = |limits: Value, volume: Value| {
+            let mut object = daemonset(
+                json!({"name": "a", "image": "a:1", "resources": {"limits": limits, "requests": {"memory": "128Mi"}}}),
+            );
+            object["spec"]["template"]["spec"]["volumes"] =
+                json!([{"name": "t", "emptyDir": {"sizeLimit": volume}}]);
+            object
+        };
+        let desired = with(json!({"cpu": 0.5, "memory": "1024Mi"}), json!("0.5Gi"));
+        let live = with(json!({"cpu": "500m", "memory": "1Gi"}), json!("512Mi"));
+        assert_eq!(status_of(&desired, &live).await, SyncStatus::Synced);
+        let more = with(json!({"cpu": "600m", "memory": "1Gi"}), json!("512Mi"));
+        assert_eq!(status_of(&desired, &more).await, SyncStatus::OutOfSync);
+        // Outside quantity fields, "1000" and "1k" stay different strings.
+        let desired = cm(json!({"size": "1000"}));
+        assert_eq!(
+            status_of(&desired, &cm(json!({"size": "1k"}))).await,
+            SyncStatus::OutOfSync
+        );
+    }
+
+    #[tokio::test]
+    async fn zero_values_the_server_omits_are_not_drift() {
+        let desired = daemonset(
+            json!({"name": "a", "image": "a:1", "args": [], "env": [], "workingDir": "", "stdin": false}),
+        );
+        let mut live = daemonset(json!({"name": "a", "image": "a:1"}));
+        assert_eq!(status_of(&desired, &live).await, SyncStatus::Synced);
+        // A zero value the server kept is compared as any other.
+        live["spec"]["template"]["spec"]["containers"][0]["stdin"] = json!(true);
+        assert_eq!(status_of(&desired, &live).await, SyncStatus::OutOfSync);
+    }
+
+    #[tokio::test]
+    async fn a_port_without_protocol_is_the_tcp_port_kiln_applied() {
+        // Server-side apply keys Service ports by port and protocol, after
+        // defaulting the protocol to TCP.
+        let desired = json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s", "namespace": "default"},
+            "spec": {"ports": [{"port": 2746, "targetPort": 2746}]}});
+        let mut live = desired.clone();
+        live["spec"]["ports"][0]["protocol"] = json!("TCP");
+        live["metadata"]["managedFields"] = json!([{"manager": "kiln", "operation": "Apply", "fieldsV1":
+            {"f:spec": {"f:ports": {"k:{\"port\":2746,\"protocol\":\"TCP\"}": {".": {}, "f:port": {}, "f:targetPort": {}}}}}}]);
+        assert_eq!(status_of(&desired, &live).await, SyncStatus::Synced);
     }
 }
