@@ -41,8 +41,9 @@ fn write_certs(dir: &Path) -> Issued {
 }
 
 /// Starts the real `kiln render-server` on `port` with nothing in its
-/// environment but PATH (no HOME, no KUBECONFIG) plus `env`.
-fn render_server(dir: &Path, port: u16, env: &[(&str, &str)]) -> Child {
+/// environment but PATH (no HOME, no KUBECONFIG) plus `env`, its standard
+/// error to `stderr`.
+fn render_server(dir: &Path, port: u16, env: &[(&str, &str)], stderr: Stdio) -> Child {
     let certs = dir.join("certs");
     let cache = dir.join("render-cache");
     let mut command = Command::new(env!("CARGO_BIN_EXE_kiln"));
@@ -62,7 +63,7 @@ fn render_server(dir: &Path, port: u16, env: &[(&str, &str)]) -> Child {
         ))
         .arg("--allow-file-plugins")
         .stdout(Stdio::null())
-        .stderr(Stdio::piped());
+        .stderr(stderr);
     command.spawn().unwrap()
 }
 
@@ -215,7 +216,7 @@ async fn the_readme_loop_runs_through_a_render_server_without_credentials() {
     // When the render server runs with no credentials reachable, and a
     // controller renders through it.
     let port = free_port();
-    let mut server = render_server(dir.path(), port, &[]);
+    let mut server = render_server(dir.path(), port, &[], Stdio::null());
     wait_listening(port).await;
     let env = environment(server.id());
     assert!(
@@ -247,6 +248,7 @@ async fn the_readme_loop_runs_through_a_render_server_without_credentials() {
             certs.join("client.key").display()
         ))
         .arg("--render-deadline=20s")
+        .env("KILN_LOG", "kiln=debug")
         .arg(format!(
             "--git-cache={}",
             dir.path().join("controller-git").display()
@@ -256,7 +258,10 @@ async fn the_readme_loop_runs_through_a_render_server_without_credentials() {
             dir.path().join("controller-plugins").display()
         ))
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
+        .stderr(match std::env::var_os("KILN_TEST_CONTROLLER_LOG") {
+            Some(path) => Stdio::from(std::fs::File::create(path).unwrap()),
+            None => Stdio::null(),
+        })
         .spawn()
         .unwrap();
 
@@ -266,19 +271,26 @@ async fn the_readme_loop_runs_through_a_render_server_without_credentials() {
         live["metadata"]["labels"]["rendered-for"], "guestbook",
         "{live}"
     );
+    let status = eventually("Synced", async || {
+        let status = app_status(&cluster, "guestbook").await;
+        (status["sync"]["status"] == "Synced").then_some(status)
+    })
+    .await;
+    assert_eq!(status["sync"]["revision"], repo.rev_parse("HEAD").as_str());
     push_color(&repo, "green");
     wait_for_color(&cluster, "green").await;
-    cluster
-        .apply(
-            "configmaps",
-            json!({"apiVersion": "v1", "kind": "ConfigMap",
-                "metadata": {"name": "settings", "namespace": "guestbook"},
-                "data": {"color": "red"}}),
-            "intruder",
-            true,
-        )
-        .await
-        .unwrap();
+    let cms = cluster.api("v1", "ConfigMap", "configmaps", Some("guestbook"));
+    let edit = kube::api::PatchParams {
+        field_manager: Some("kubectl-edit".into()),
+        ..Default::default()
+    };
+    cms.patch(
+        "settings",
+        &edit,
+        &kube::api::Patch::Merge(json!({"data": {"color": "red"}})),
+    )
+    .await
+    .unwrap();
     wait_for_color(&cluster, "green").await;
 
     // And the controller rendered nothing and called no plugin itself.
@@ -324,7 +336,7 @@ async fn the_readme_loop_runs_through_a_render_server_without_credentials() {
     assert!(message.contains("unreachable"), "{message}");
 
     // And when it comes back, the Application recovers.
-    let mut server = render_server(dir.path(), port, &[]);
+    let mut server = render_server(dir.path(), port, &[], Stdio::null());
     wait_listening(port).await;
     wait_for_color(&cluster, "yellow").await;
     eventually("the condition to clear", async || {
@@ -357,7 +369,7 @@ async fn the_render_server_refuses_to_start_with_kubernetes_credentials() {
         ),
         (vec![("HOME", home.as_str())], "a kubeconfig at"),
     ] {
-        let child = render_server(dir.path(), free_port(), &env);
+        let child = render_server(dir.path(), free_port(), &env, Stdio::piped());
         let output = child.wait_with_output().unwrap();
         assert!(!output.status.success());
         let stderr = String::from_utf8_lossy(&output.stderr);
@@ -541,16 +553,21 @@ async fn an_oversized_answer_is_not_read() {
     );
 }
 
-/// A TCP server that accepts connections and never answers.
+/// A TCP server that accepts connections and answers nothing for 5 s,
+/// then closes them.
 fn silent_server() -> (std::net::SocketAddr, std::thread::JoinHandle<()>) {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
     let address = listener.local_addr().unwrap();
     let handle = std::thread::spawn(move || {
+        let until = std::time::Instant::now() + Duration::from_secs(5);
         let mut held = Vec::new();
-        for stream in listener.incoming().take(4) {
-            held.push(stream);
+        while std::time::Instant::now() < until {
+            if let Ok(stream) = listener.accept() {
+                held.push(stream);
+            }
+            std::thread::sleep(Duration::from_millis(20));
         }
-        std::thread::sleep(Duration::from_secs(30));
     });
     (address, handle)
 }

@@ -21,7 +21,6 @@ use crate::manifest::ObjectKey;
 use crate::plugin::World;
 use crate::policy::{self, Mode};
 use crate::render::remote::{AppRef, PolicyStepRef, RenderRequest, RenderStep, WireSecret};
-use crate::source::git::KnownHostsSource as _;
 use crate::source::git::{CredentialProvider as _, RepoUrl};
 use crate::sync::{
     Application as SyncApp, DefinedScopes, Engine, PruneGuard, RetryPolicy, SyncOptions,
