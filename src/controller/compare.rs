@@ -517,6 +517,33 @@ fn sync_options(app: &Application, ctx: &Context) -> Result<SyncOptions, Stop> {
     Ok(options)
 }
 
+fn world_label(world: World) -> &'static str {
+    match world {
+        World::Renderer => "renderer",
+        _ => "policy",
+    }
+}
+
+/// The condition of a remote render that failed: the server's own when it
+/// refused, `RenderServerUnavailable` naming the URL and the cause chain
+/// when it could not be used.
+fn remote_stop(url: &str, error: crate::render::remote::ClientError) -> Stop {
+    use crate::render::remote::ClientError;
+    match error {
+        ClientError::Refused(failure) => Stop::owned(failure.kind, failure.reason, failure.message),
+        ClientError::ResponseTooLarge { .. } | ClientError::RequestTooLarge { .. } => Stop::new(
+            "ComparisonError",
+            "RenderTooLarge",
+            crate::text::chain(&error),
+        ),
+        other => Stop::new(
+            "ComparisonError",
+            "RenderServerUnavailable",
+            format!("render server {url}: {}", crate::text::chain(&other)),
+        ),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -566,32 +593,5 @@ mod tests {
         );
         assert!(status.findings[2].message.len() <= MAX_FINDING_MESSAGE + 40);
         assert!(status.findings[2].message.ends_with("bytes cut)"));
-    }
-}
-
-fn world_label(world: World) -> &'static str {
-    match world {
-        World::Renderer => "renderer",
-        _ => "policy",
-    }
-}
-
-/// The condition of a remote render that failed: the server's own when it
-/// refused, `RenderServerUnavailable` naming the URL and the cause chain
-/// when it could not be used.
-fn remote_stop(url: &str, error: crate::render::remote::ClientError) -> Stop {
-    use crate::render::remote::ClientError;
-    match error {
-        ClientError::Refused(failure) => Stop::owned(failure.kind, failure.reason, failure.message),
-        ClientError::ResponseTooLarge { .. } | ClientError::RequestTooLarge { .. } => Stop::new(
-            "ComparisonError",
-            "RenderTooLarge",
-            crate::text::chain(&error),
-        ),
-        other => Stop::new(
-            "ComparisonError",
-            "RenderServerUnavailable",
-            format!("render server {url}: {}", crate::text::chain(&other)),
-        ),
     }
 }
