@@ -37,6 +37,8 @@ async fn deploy_applies_with_kustomize_and_with_plain_files() {
             "deploy/crds/",
             "-f",
             "deploy/controller/",
+            "-f",
+            "deploy/render-server/",
         ],
     ] {
         let server = DevCluster::start(Config::default()).await.unwrap();
@@ -53,6 +55,9 @@ async fn deploy_applies_with_kustomize_and_with_plain_files() {
             "namespace/kiln",
             "deployment.apps/kiln-controller",
             "clusterrole.rbac.authorization.k8s.io/kiln-controller-apply",
+            "deployment.apps/kiln-render-server",
+            "service/kiln-render-server",
+            "networkpolicy.networking.k8s.io/kiln-render-server",
         ] {
             assert!(applied.contains(expected), "{expected} in:\n{applied}");
         }
@@ -75,10 +80,127 @@ async fn deploy_applies_with_kustomize_and_with_plain_files() {
         .await
         .unwrap();
         assert_eq!(image, "kiln-controller");
+        render_server_is_isolated(&kubeconfig, &cache).await;
         assert!(
             Path::new(env!("CARGO_MANIFEST_DIR"))
                 .join("deploy/kustomization.yaml")
                 .exists()
         );
     }
+}
+
+/// What `kubectl get` says at `jsonpath` of `resource` in namespace kiln.
+async fn get(kubeconfig: &Path, cache: &Path, resource: &[&str], jsonpath: &str) -> String {
+    let mut args: Vec<String> = vec!["-n".into(), "kiln".into(), "get".into()];
+    args.extend(resource.iter().map(|s| s.to_string()));
+    args.push("-o".into());
+    args.push(format!("jsonpath={jsonpath}"));
+    let (k, c) = (kubeconfig.to_owned(), cache.to_owned());
+    tokio::task::spawn_blocking(move || {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        kubectl(&k, &c, &args)
+    })
+    .await
+    .unwrap()
+}
+
+/// The render server as applied: no token, no RBAC, locked down, reachable
+/// only from the controller; the controller uses it with a client
+/// certificate.
+async fn render_server_is_isolated(kubeconfig: &Path, cache: &Path) {
+    let deploy = ["deploy", "kiln-render-server"];
+    let pod = "{.spec.template.spec";
+    let container = "{.spec.template.spec.containers[0]";
+    for (path, expected) in [
+        (format!("{pod}.automountServiceAccountToken}}"), "false"),
+        (format!("{pod}.securityContext.runAsNonRoot}}"), "true"),
+        (
+            format!("{pod}.securityContext.seccompProfile.type}}"),
+            "RuntimeDefault",
+        ),
+        (
+            format!("{container}.securityContext.readOnlyRootFilesystem}}"),
+            "true",
+        ),
+        (
+            format!("{container}.securityContext.allowPrivilegeEscalation}}"),
+            "false",
+        ),
+        (
+            format!("{container}.securityContext.capabilities.drop[0]}}"),
+            "ALL",
+        ),
+        (format!("{pod}.volumes[0].emptyDir.sizeLimit}}"), "8Gi"),
+    ] {
+        assert_eq!(
+            get(kubeconfig, cache, &deploy, &path).await,
+            expected,
+            "{path}"
+        );
+    }
+    let args = get(kubeconfig, cache, &deploy, &format!("{container}.args}}")).await;
+    assert!(
+        args.contains("render-server") && args.contains("--client-ca"),
+        "{args}"
+    );
+    let policy = ["networkpolicy", "kiln-render-server"];
+    assert_eq!(
+        get(kubeconfig, cache, &policy, "{.spec.policyTypes}").await,
+        r#"["Ingress","Egress"]"#
+    );
+    assert_eq!(
+        get(
+            kubeconfig,
+            cache,
+            &policy,
+            "{.spec.ingress[0].from[0].podSelector.matchLabels.app\\.kubernetes\\.io/name}"
+        )
+        .await,
+        "kiln-controller"
+    );
+    let egress = get(
+        kubeconfig,
+        cache,
+        &policy,
+        "{.spec.egress[*].ports[*].port}",
+    )
+    .await;
+    let mut ports: Vec<&str> = egress.split_whitespace().collect();
+    ports.sort();
+    assert_eq!(ports, ["22", "443", "53", "53", "9418"]);
+    // No binding names the render server's service account.
+    for kind in ["rolebindings", "clusterrolebindings"] {
+        let (k, c) = (kubeconfig.to_owned(), cache.to_owned());
+        let subjects = tokio::task::spawn_blocking(move || {
+            kubectl(
+                &k,
+                &c,
+                &[
+                    "get",
+                    kind,
+                    "-A",
+                    "-o",
+                    "jsonpath={.items[*].subjects[*].name}",
+                ],
+            )
+        })
+        .await
+        .unwrap();
+        assert!(
+            !subjects.split_whitespace().any(|s| s == "default"),
+            "{kind}: {subjects}"
+        );
+    }
+    let controller = get(
+        kubeconfig,
+        cache,
+        &["deploy", "kiln-controller"],
+        "{.spec.template.spec.containers[0].args}",
+    )
+    .await;
+    assert!(
+        controller.contains("--render-server=https://kiln-render-server.kiln.svc:8443")
+            && controller.contains("--render-client-cert="),
+        "{controller}"
+    );
 }

@@ -124,11 +124,70 @@ pub(crate) struct ControllerArgs {
     #[arg(long)]
     webhook_allow_unsigned: bool,
 
+    /// Send every render to this `kiln render-server` (https://host:port)
+    /// instead of rendering in this process: Git, plugins and the render
+    /// cache then live there, away from this process's cluster
+    /// credentials (docs/controller.md). Needs --render-ca,
+    /// --render-client-cert and --render-client-key.
+    #[arg(long, value_name = "URL", requires_all = ["render_ca", "render_client_cert", "render_client_key"])]
+    render_server: Option<String>,
+
+    /// The CA the render server's certificate must chain to (PEM).
+    #[arg(long, value_name = "FILE")]
+    render_ca: Option<PathBuf>,
+
+    /// The controller's client certificate for the render server (PEM).
+    #[arg(long, value_name = "FILE")]
+    render_client_cert: Option<PathBuf>,
+
+    /// The key of --render-client-cert (PEM).
+    #[arg(long, value_name = "FILE")]
+    render_client_key: Option<PathBuf>,
+
+    /// Deadline of one remote render (from sending it to the last byte of
+    /// the answer).
+    #[arg(long, value_name = "DURATION", default_value = "5m", value_parser = parse_duration)]
+    render_deadline: Duration,
+
+    /// Largest render request sent.
+    #[arg(long, value_name = "SIZE", default_value = "8Mi", value_parser = super::args::parse_size)]
+    render_max_request: u64,
+
+    /// Largest render answer read.
+    #[arg(long, value_name = "SIZE", default_value = "64Mi", value_parser = super::args::parse_size)]
+    render_max_response: u64,
+
     #[command(flatten)]
     host: HostArgs,
 
     #[command(flatten)]
     jq: super::JqArgs,
+}
+
+/// The render-server client the flags ask for, if any.
+fn render_client(args: &ControllerArgs) -> anyhow::Result<Option<kiln::render::remote::Client>> {
+    let Some(url) = &args.render_server else {
+        return Ok(None);
+    };
+    let (Some(ca), Some(cert), Some(key)) = (
+        &args.render_ca,
+        &args.render_client_cert,
+        &args.render_client_key,
+    ) else {
+        anyhow::bail!(
+            "--render-server needs --render-ca, --render-client-cert and --render-client-key"
+        );
+    };
+    let identity = kiln::render::remote::tls::Identity::from_files(cert, key, ca)?;
+    let limits = kiln::render::remote::Limits {
+        max_request: usize::try_from(args.render_max_request).unwrap_or(usize::MAX),
+        max_response: usize::try_from(args.render_max_response).unwrap_or(usize::MAX),
+        deadline: args.render_deadline,
+        ..kiln::render::remote::Limits::default()
+    };
+    Ok(Some(kiln::render::remote::Client::new(
+        url, &identity, limits,
+    )?))
 }
 
 pub(crate) async fn run(args: &ControllerArgs) -> anyhow::Result<u8> {
@@ -181,13 +240,18 @@ pub(crate) async fn run(args: &ControllerArgs) -> anyhow::Result<u8> {
             "--allow-file-repositories: Applications may read the controller's filesystem"
         );
     }
-    let ctx = Arc::new(Context::new(
+    let mut ctx = Context::new(
         cluster.client().clone(),
         git,
         args.host.host()?,
         config,
         secrets.clone(),
-    ));
+    );
+    if let Some(client) = render_client(args)? {
+        tracing::info!(url = client.url(), "rendering on the render server");
+        ctx = ctx.with_render_server(client, Some(Arc::new(known_hosts.clone())));
+    }
+    let ctx = Arc::new(ctx);
     let state = Arc::new(controller::http::HttpState {
         ctx: ctx.clone(),
         webhook: controller::http::WebhookAuth::new(

@@ -10,6 +10,7 @@ mod dev_cluster;
 mod load;
 mod plugin;
 mod render;
+mod render_server;
 mod source;
 
 use std::path::PathBuf;
@@ -53,6 +54,8 @@ enum Command {
     Sync(Box<cluster::SyncArgs>),
     Crds(crds::CrdsArgs),
     Controller(Box<controller::ControllerArgs>),
+    RenderServer(Box<render_server::RenderServerArgs>),
+    Certs(render_server::CertsArgs),
     #[command(subcommand)]
     App(app::AppCommand),
     #[command(subcommand)]
@@ -229,6 +232,8 @@ pub(crate) fn main() -> ExitCode {
             }
             Command::Crds(args) => crds::run(args),
             Command::Controller(args) => controller::run(args).await,
+            Command::RenderServer(args) => render_server::run(args).await,
+            Command::Certs(args) => render_server::certs(args),
             Command::App(command) => app::run(command).await,
             Command::Plugin(command) => plugin::run(command).await,
             Command::Source(command) => source::run(command).await,

@@ -2,6 +2,7 @@
 //! revision → render → policy → kinds → diff. It changes nothing anywhere,
 //! so `kiln app diff` runs exactly what the controller runs.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
@@ -13,14 +14,14 @@ use super::destination::Target;
 use super::plugins;
 use super::project::{self, Placement, Project};
 use super::reconcile::Context;
+use crate::api::PolicyMode;
 use crate::api::{AppProject, Application, PolicyFinding, PolicyStatus};
 use crate::diff::{DiffOptions, IgnoreRules, Report};
 use crate::manifest::ObjectKey;
-use crate::plugin::{AppContext, World};
-use crate::policy;
-use crate::render::{self, Step};
-use crate::source::SourceView;
-use crate::source::git::{RepoUrl, Revision};
+use crate::plugin::World;
+use crate::policy::{self, Mode};
+use crate::render::remote::{AppRef, PolicyStepRef, RenderRequest, RenderStep, WireSecret};
+use crate::source::git::{CredentialProvider as _, RepoUrl};
 use crate::sync::{
     Application as SyncApp, DefinedScopes, Engine, PruneGuard, RetryPolicy, SyncOptions,
 };
@@ -30,9 +31,9 @@ use crate::sync::{
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Stop {
     /// The condition type, e.g. `ProjectViolation`.
-    pub kind: &'static str,
+    pub kind: Cow<'static, str>,
     /// The reason, e.g. `PluginNotFound`.
-    pub reason: &'static str,
+    pub reason: Cow<'static, str>,
     /// What happened, naming the file, object or plugin.
     pub message: String,
 }
@@ -42,8 +43,18 @@ impl Stop {
     /// the Application's status.
     pub fn new(kind: &'static str, reason: &'static str, message: impl Into<String>) -> Self {
         Self {
-            kind,
-            reason,
+            kind: Cow::Borrowed(kind),
+            reason: Cow::Borrowed(reason),
+            message: crate::text::bounded(&message.into(), crate::text::MAX_MESSAGE),
+        }
+    }
+
+    /// A stop whose kind and reason were decided elsewhere (a render
+    /// server's answer).
+    pub fn owned(kind: String, reason: String, message: impl Into<String>) -> Self {
+        Self {
+            kind: Cow::Owned(kind),
+            reason: Cow::Owned(reason),
             message: crate::text::bounded(&message.into(), crate::text::MAX_MESSAGE),
         }
     }
@@ -135,124 +146,123 @@ pub async fn compare(app: &Application, ctx: &Context, to: &CompareTo) -> Result
             )
         })?;
 
-    // Revision.
-    let revision = Revision::parse(
-        to.revision
-            .as_deref()
-            .unwrap_or(&app.spec.source.target_revision),
-    );
-    let tree = ctx.git.poll(&url, &revision).await.map_err(|e| {
-        Stop::new(
-            "ComparisonError",
-            "SourceUnavailable",
-            crate::text::chain(&e),
-        )
-    })?;
-    let commit = tree.commit().to_string();
-    tracing::Span::current().record("revision", commit.as_str());
-
-    // Render.
-    let mut chain = Vec::new();
+    // Plugins and policies, as the catalog describes them.
     let mut insecure = Vec::new();
+    let mut chain = Vec::new();
     for used in &app.spec.source.plugins {
-        let loaded = plugins::load(ctx, &project, &used.name, World::Renderer).await?;
-        if loaded.insecure {
+        let described = plugins::describe(ctx, &project, &used.name, World::Renderer).await?;
+        if described.insecure {
             insecure.push(used.name.clone());
         }
-        let mut params: BTreeMap<String, String> = loaded.defaults;
+        let mut params: BTreeMap<String, String> = described.defaults;
         params.extend(used.parameters.clone());
-        chain.push(Step::Plugin {
-            plugin: loaded.plugin,
+        chain.push(RenderStep {
+            plugin: described.description,
             params: params.into_iter().collect(),
         });
     }
-    let context = AppContext {
-        name: name.clone(),
-        namespace: destination_namespace.clone(),
-        project: app.spec.project.clone(),
-        repo_url: app.spec.source.repo_url.clone(),
-        revision: commit.clone(),
-        path: app
-            .spec
-            .source
-            .path
-            .trim_start_matches("./")
-            .trim_matches('/')
-            .trim_start_matches('.')
-            .to_owned(),
-    };
-    let view: Arc<dyn SourceView> = Arc::new(tree);
-    // What shapes the render besides the source: plugins, parameters, the
-    // application's path and destination.
-    let mut shape = vec![
-        context.path.clone(),
-        context.namespace.clone(),
-        context.name.clone(),
-        context.project.clone(),
-        context.repo_url.clone(),
-    ];
-    for step in &chain {
-        if let Step::Plugin { plugin, params } = step {
-            shape.push(plugin.digest().to_string());
-            shape.push(format!("{params:?}"));
+    let mut policies = Vec::new();
+    for used in project.policies().iter().chain(&app.spec.policies) {
+        let described = plugins::describe(ctx, &project, &used.name, World::Policy).await?;
+        if described.insecure {
+            insecure.push(used.name.clone());
         }
+        let mut settings = described.defaults;
+        settings.extend(used.settings.clone());
+        let mode = match used.mode.unwrap_or(PolicyMode::Enforce) {
+            PolicyMode::Enforce => Mode::Enforce,
+            PolicyMode::Warn => Mode::Warn,
+            PolicyMode::Audit => Mode::Audit,
+        };
+        policies.push(PolicyStepRef {
+            plugin: described.description,
+            settings: settings.into_iter().collect(),
+            mode,
+        });
     }
-    let key = super::cache::RenderCache::key(&shape.iter().map(String::as_str).collect::<Vec<_>>());
-    let rendered_objects = match ctx.render_cache.get(&key, view.clone()).await {
-        Some(cached) => {
-            tracing::debug!("render cache hit");
-            ctx.read_paths.record(&name, &cached.read_set);
-            cached.objects
+    let mut request = RenderRequest {
+        app: AppRef {
+            name: name.clone(),
+            namespace: destination_namespace.clone(),
+            project: app.spec.project.clone(),
+            repo_url: app.spec.source.repo_url.clone(),
+            path: app
+                .spec
+                .source
+                .path
+                .trim_start_matches("./")
+                .trim_matches('/')
+                .trim_start_matches('.')
+                .to_owned(),
+        },
+        revision: to
+            .revision
+            .clone()
+            .unwrap_or_else(|| app.spec.source.target_revision.clone()),
+        chain,
+        policies,
+        refresh: false,
+        ssh_known_hosts: None,
+        repository_credentials: None,
+        registry_credentials: Vec::new(),
+    };
+    // Checked here, so that a malformed Secret is named in the condition.
+    plugins::controller_registry_credentials(ctx)?;
+    request.registry_credentials = plugins::registry_secrets(ctx)
+        .into_iter()
+        .map(WireSecret)
+        .collect();
+
+    // Revision, render and policies: here, or on the render server.
+    let rendered = match &ctx.render_server {
+        Some(server) => {
+            request.refresh = ctx.take_forget(&url);
+            request.ssh_known_hosts = ctx.ssh_known_hosts.as_ref().and_then(|k| k.known_hosts());
+            request.repository_credentials = ctx
+                .secrets
+                .repo_credentials()
+                .credentials(&url)
+                .map(Into::into);
+            server
+                .render(&request)
+                .await
+                .map_err(|e| remote_stop(server.url(), e))?
         }
         None => {
-            let rendered = render::render(view.clone(), &context, &chain)
-                .await
-                .map_err(|e| {
-                    Stop::new("ComparisonError", "RenderFailed", crate::text::chain(&e))
-                })?;
-            ctx.metrics.renders.inc();
-            for (plugin, took) in &rendered.timings {
+            let shop = super::work::Workshop {
+                git: &ctx.git,
+                host: &ctx.host,
+                catalog: &ctx.catalog,
+                cache: &ctx.render_cache,
+                allow_file_repositories: config.allow_file_repositories,
+            };
+            let worked = super::work::work(shop, &request).await?;
+            for (plugin, world, took) in &worked.timings {
                 ctx.metrics
                     .plugin_call_seconds
                     .get_or_create(&vec![
                         ("plugin".into(), plugin.clone()),
-                        ("world".into(), "renderer".into()),
+                        ("world".into(), world_label(*world).into()),
                     ])
                     .observe(took.as_secs_f64());
             }
-            ctx.read_paths.record(&name, &rendered.read_set);
-            ctx.render_cache
-                .put(key, rendered.read_set, &rendered.objects)
-                .await;
-            rendered.objects
+            worked.response
         }
     };
-
-    // Policies: the project's (mandatory) and the application's own.
-    let mut steps = Vec::new();
-    for used in project.policies().iter().chain(&app.spec.policies) {
-        let (step, unverified) = plugins::policy_step(ctx, &project, used).await?;
-        if unverified {
-            insecure.push(used.name.clone());
-        }
-        steps.push(step);
+    if !rendered.cached {
+        ctx.metrics.renders.inc();
     }
-    let report = policy::evaluate(view, &context, rendered_objects.clone(), &steps).await;
-    for result in &report.results {
-        ctx.metrics
-            .plugin_call_seconds
-            .get_or_create(&vec![
-                ("plugin".into(), result.policy.clone()),
-                ("world".into(), "policy".into()),
-            ])
-            .observe(result.duration.as_secs_f64());
-    }
-    let policy = policy_status(&report);
+    ctx.read_paths.record(&name, &rendered.read_set);
+    let commit = rendered.commit;
+    tracing::Span::current().record("revision", commit.as_str());
+    let policy = rendered.policy;
+    let blocked = rendered.blocked;
+    let rendered_objects = rendered.objects;
 
     // Kinds and namespaces allowed by the project.
     let objects: Vec<Value> = rendered_objects
-        .iter()
-        .map(|o| Value::Object(o.value().clone()))
+        .into_iter()
+        .map(|o| Value::Object(o.value))
         .collect();
     admit_objects(&project, &target, &objects, &destination_namespace, config).await?;
 
@@ -284,7 +294,7 @@ pub async fn compare(app: &Application, ctx: &Context, to: &CompareTo) -> Result
         commit,
         target,
         objects,
-        blocked: report.blocked(),
+        blocked,
         policy,
         diff,
         sync_app,
@@ -351,7 +361,8 @@ pub const MAX_FINDING_MESSAGE: usize = 1024;
 /// policy reporting the same thing twice is shown once), at most
 /// [`MAX_FINDINGS`] of them, each message bounded, and a count of what was
 /// left out.
-fn policy_status(report: &policy::Report) -> PolicyStatus {
+/// The status form of a policy report (bounded).
+pub(super) fn policy_status(report: &policy::Report) -> PolicyStatus {
     let mut findings: Vec<PolicyFinding> = Vec::new();
     let mut omitted = 0u32;
     let mut seen = std::collections::HashSet::new();
@@ -504,6 +515,33 @@ fn sync_options(app: &Application, ctx: &Context) -> Result<SyncOptions, Stop> {
         };
     }
     Ok(options)
+}
+
+fn world_label(world: World) -> &'static str {
+    match world {
+        World::Renderer => "renderer",
+        _ => "policy",
+    }
+}
+
+/// The condition of a remote render that failed: the server's own when it
+/// refused, `RenderServerUnavailable` naming the URL and the cause chain
+/// when it could not be used.
+fn remote_stop(url: &str, error: crate::render::remote::ClientError) -> Stop {
+    use crate::render::remote::ClientError;
+    match error {
+        ClientError::Refused(failure) => Stop::owned(failure.kind, failure.reason, failure.message),
+        ClientError::ResponseTooLarge { .. } | ClientError::RequestTooLarge { .. } => Stop::new(
+            "ComparisonError",
+            "RenderTooLarge",
+            crate::text::chain(&error),
+        ),
+        other => Stop::new(
+            "ComparisonError",
+            "RenderServerUnavailable",
+            format!("render server {url}: {}", crate::text::chain(&other)),
+        ),
+    }
 }
 
 #[cfg(test)]

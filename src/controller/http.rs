@@ -403,7 +403,7 @@ async fn webhook(State(state): State<Arc<HttpState>>, headers: HeaderMap, body: 
         }
         if let Ok(url) = RepoUrl::parse(&source.repo_url) {
             // The next poll must ask the server, not a cached advertisement.
-            state.ctx.git.forget_refs(&url).await;
+            state.ctx.forget_refs(&url).await;
         }
         let patch = json!({"metadata": {"annotations": {REFRESH_ANNOTATION: crate::units::now()}}});
         if apps

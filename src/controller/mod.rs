@@ -18,6 +18,7 @@ pub mod project;
 pub mod read_paths;
 pub mod reconcile;
 pub mod secrets;
+pub mod work;
 
 use std::sync::Arc;
 

@@ -27,11 +27,11 @@ use super::compare::Stop;
 use super::project::Project;
 use super::reconcile::Context;
 use super::secrets::{self, SecretType};
-use crate::api::{Plugin as PluginResource, PluginKind, PolicyMode, PolicyUse};
+use crate::api::{Plugin as PluginResource, PluginKind};
 use crate::artifact::{Fetcher, PluginRef, RegistryCredentials, Store};
 use crate::digest::Digest;
-use crate::plugin::{Limits, Plugin, World};
-use crate::policy::{Mode, PolicyStep};
+use crate::plugin::{Limits, Plugin, PluginHost, World};
+use crate::render::remote::PluginDescription;
 use crate::trust::{self, Requirement, Signatures, TrustRoot, Verified};
 
 /// Where plugins come from and how they are trusted.
@@ -93,17 +93,6 @@ pub struct Catalog {
     root: OnceCell<Arc<TrustRoot>>,
     slots: std::sync::Mutex<CLruCache<String, Slot>>,
     verified: std::sync::Mutex<CLruCache<(Digest, String), Verified>>,
-}
-
-/// A plugin ready to run, with what the Application should know about it.
-pub struct Loaded {
-    /// The compiled plugin.
-    pub plugin: Plugin,
-    /// The Plugin resource's default parameters or settings.
-    pub defaults: BTreeMap<String, String>,
-    /// Runs unverified (`verify.insecure: true`): reported on the
-    /// Application.
-    pub insecure: bool,
 }
 
 impl Catalog {
@@ -176,19 +165,48 @@ fn immutable(reference: &PluginRef) -> bool {
     }
 }
 
-/// Registry credentials from the controller's `registry` Secrets (each a
-/// `kubernetes.io/dockerconfigjson` with a `.dockerconfigjson` key).
-fn registry_credentials(ctx: &Context) -> Result<RegistryCredentials, Stop> {
+/// The `.dockerconfigjson` texts of the controller's `registry` Secrets,
+/// with the Secret each came from.
+fn registry_configs(ctx: &Context) -> Vec<(String, String)> {
+    ctx.secrets
+        .of_type(SecretType::Registry)
+        .iter()
+        .filter_map(|secret| {
+            secrets::value(secret, ".dockerconfigjson")
+                .map(|json| (secrets::name(secret).to_owned(), json))
+        })
+        .collect()
+}
+
+/// The `.dockerconfigjson` texts of the controller's `registry` Secrets
+/// (sent to a render server with each request).
+pub(super) fn registry_secrets(ctx: &Context) -> Vec<String> {
+    registry_configs(ctx)
+        .into_iter()
+        .map(|(_, json)| json)
+        .collect()
+}
+
+/// The controller's registry credentials, checked (a malformed Secret is
+/// a condition, even when a render server does the fetching).
+pub(super) fn controller_registry_credentials(ctx: &Context) -> Result<RegistryCredentials, Stop> {
+    let configs = registry_configs(ctx);
+    registry_credentials(configs.iter().map(|(n, j)| (n.as_str(), j.as_str())))
+}
+
+/// Registry credentials from Docker config texts (each a
+/// `kubernetes.io/dockerconfigjson` Secret's `.dockerconfigjson`), named
+/// for messages.
+pub fn registry_credentials<'a>(
+    configs: impl IntoIterator<Item = (&'a str, &'a str)>,
+) -> Result<RegistryCredentials, Stop> {
     let mut all = RegistryCredentials::none();
-    for secret in ctx.secrets.of_type(SecretType::Registry) {
-        let Some(json) = secrets::value(&secret, ".dockerconfigjson") else {
-            continue;
-        };
-        let found = RegistryCredentials::from_docker_config(&json).map_err(|e| {
+    for (name, json) in configs {
+        let found = RegistryCredentials::from_docker_config(json).map_err(|e| {
             Stop::new(
                 "InvalidSpec",
                 "InvalidRegistrySecret",
-                format!("registry Secret {}: {e}", secrets::name(&secret)),
+                format!("registry Secret {name}: {e}"),
             )
         })?;
         all.merge(found);
@@ -199,33 +217,27 @@ fn registry_credentials(ctx: &Context) -> Result<RegistryCredentials, Stop> {
 /// The longest CPU deadline a Plugin resource may give its calls.
 pub const MAX_PLUGIN_TIMEOUT: Duration = Duration::from_secs(300);
 
-/// Loads a catalog plugin for an application of `project`, within the
-/// catalog's [`CatalogConfig::load_timeout`].
-pub(super) async fn load(
-    ctx: &Context,
-    project: &Project,
-    name: &str,
-    world: World,
-) -> Result<Loaded, Stop> {
-    let deadline = ctx.catalog.config.load_timeout;
-    tokio::time::timeout(deadline, load_unbounded(ctx, project, name, world))
-        .await
-        .map_err(|_| {
-            Stop::new(
-                "ComparisonError",
-                "PluginFetchFailed",
-                format!("plugin {name:?}: loading it took longer than {deadline:?}"),
-            )
-        })?
+/// A Plugin resource read and checked: what a renderer needs to fetch,
+/// verify and compile it.
+pub struct Described {
+    /// Reference, world, verifications and limits.
+    pub description: PluginDescription,
+    /// The Plugin resource's default parameters or settings.
+    pub defaults: BTreeMap<String, String>,
+    /// Runs unverified (`verify.insecure: true`).
+    pub insecure: bool,
 }
 
-async fn load_unbounded(
+/// Reads the Plugin resource `name` and checks it against its use (world)
+/// and the project's verification rules. Touches no registry and no
+/// plugin code: the controller does this even when a render server runs
+/// the plugins.
+pub(super) async fn describe(
     ctx: &Context,
     project: &Project,
     name: &str,
     world: World,
-) -> Result<Loaded, Stop> {
-    let catalog = &ctx.catalog;
+) -> Result<Described, Stop> {
     let plugins: Api<PluginResource> = Api::namespaced(ctx.client.clone(), &ctx.config.namespace);
     let resource = plugins
         .get_opt(name)
@@ -262,46 +274,25 @@ async fn load_unbounded(
             ),
         ));
     }
-    let reference = PluginRef::parse(&spec.reference).map_err(|e| {
+    let own_spec = spec.verify.clone().ok_or_else(|| {
         Stop::new(
-            "InvalidSpec",
-            "InvalidPluginReference",
-            format!("plugin {name:?}: spec.ref: {e}"),
+            "PluginNotTrusted",
+            "VerificationNotConfigured",
+            format!(
+                "plugin {name:?} has no spec.verify: every plugin must name who signs it (or say `insecure: true`, for development only)"
+            ),
         )
     })?;
-    if matches!(reference, PluginRef::File { .. }) && !catalog.config.allow_file_plugins {
-        return Err(Stop::new(
+    let own = own_spec.requirement(Path::new("/")).map_err(|e| {
+        Stop::new(
             "InvalidSpec",
-            "FilePluginNotAllowed",
-            format!(
-                "plugin {name:?}: spec.ref names a file on the controller's filesystem; \
-                 use oci:// or https://, or start the controller with --allow-file-plugins (development only)"
-            ),
-        ));
-    }
-    let own = spec
-        .verify
-        .as_ref()
-        .ok_or_else(|| {
-            Stop::new(
-                "PluginNotTrusted",
-                "VerificationNotConfigured",
-                format!(
-                    "plugin {name:?} has no spec.verify: every plugin must name who signs it (or say `insecure: true`, for development only)"
-                ),
-            )
-        })?
-        .requirement(Path::new("/"))
-        .map_err(|e| {
-            Stop::new(
-                "InvalidSpec",
-                "InvalidPluginVerification",
-                format!("plugin {name:?}: spec.verify: {e}"),
-            )
-        })?;
-    let mut requirements = vec![own.clone()];
-    if let Some(extra) = project.plugin_verification() {
-        let extra = extra.requirement(Path::new("/")).map_err(|e| {
+            "InvalidPluginVerification",
+            format!("plugin {name:?}: spec.verify: {e}"),
+        )
+    })?;
+    let mut verify = vec![own_spec];
+    if let Some(extra_spec) = project.plugin_verification() {
+        let extra = extra_spec.requirement(Path::new("/")).map_err(|e| {
             Stop::new(
                 "InvalidSpec",
                 "InvalidPluginVerification",
@@ -318,128 +309,204 @@ async fn load_unbounded(
                 ),
             ));
         }
-        requirements.push(extra);
+        verify.push(extra_spec.clone());
     }
-    let limits = plugin_limits(ctx, name, spec.limits.as_ref())?;
-    let key = format!("{}|{world:?}|{limits:?}|{requirements:?}", spec.reference);
-
-    let slot = catalog.slot(&key);
-    let mut entry_slot = slot.lock().await;
-    let previous = entry_slot.as_ref().map(|e| e.digest);
-    if let Some(entry) = entry_slot.as_ref()
-        && (immutable(&reference) || entry.at.elapsed() < catalog.config.resolve_interval)
-    {
-        return Ok(Loaded {
-            plugin: entry.plugin.clone(),
-            defaults: spec.defaults.clone(),
-            insecure: own.insecure,
-        });
-    }
-    let store_dir = &catalog.config.store;
-    let store = Store::open(store_dir).map_err(|e| {
-        Stop::new(
-            "ComparisonError",
-            "PluginStoreUnavailable",
-            format!(
-                "plugin store {}: {}",
-                store_dir.display(),
-                crate::text::chain(&e)
-            ),
-        )
-    })?;
-    let fetcher = Fetcher::new(store, registry_credentials(ctx)?, catalog.config.timeout);
-    let fetched = fetcher.fetch(&reference).await.map_err(|e| {
-        Stop::new(
-            "ComparisonError",
-            "PluginFetchFailed",
-            format!("plugin {name:?}: {}", crate::text::chain(&e)),
-        )
-    })?;
-    if let (Some(entry), Some(was)) = (entry_slot.as_mut(), previous)
-        && was == fetched.digest
-    {
-        entry.at = Instant::now();
-        return Ok(Loaded {
-            plugin: entry.plugin.clone(),
-            defaults: spec.defaults.clone(),
-            insecure: own.insecure,
-        });
-    }
-    if let Some(was) = previous {
-        tracing::warn!(plugin = name, reference = %spec.reference, %was, now = %fetched.digest,
-            "the plugin's reference now names another component; verifying it");
-    }
-
-    // Verify before the first compile.
-    let mut signatures: Option<Signatures> = None;
-    for requirement in &requirements {
-        let requirement_key = format!("{requirement:?}");
-        if catalog.remembered(&fetched.digest, &requirement_key) {
-            continue;
-        }
-        if signatures.is_none() && !requirement.insecure {
-            signatures = Some(
-                Signatures::beside(&fetcher, &reference, &fetched)
-                    .await
-                    .map_err(|e| {
-                        Stop::new(
-                            "ComparisonError",
-                            "PluginFetchFailed",
-                            format!("plugin {name:?}: signatures: {}", crate::text::chain(&e)),
-                        )
-                    })?,
-            );
-        }
-        let verified = verify(
-            catalog,
-            &fetched.bytes,
-            signatures.clone().unwrap_or_default(),
-            requirement.clone(),
-        )
-        .await
-        .map_err(|e| {
-            Stop::new(
-                "PluginNotTrusted",
-                "SignatureVerificationFailed",
-                format!(
-                    "plugin {name:?} ({} = component {}) refused: {e}",
-                    fetched.resolved, fetched.digest
-                ),
-            )
-        })?;
-        if let Verified::Insecure { digest } = &verified {
-            tracing::warn!(plugin = name, %digest, "plugin runs UNVERIFIED (spec.verify.insecure: true)");
-        }
-        catalog.remember(fetched.digest, requirement_key, verified);
-    }
-
-    let host = ctx.host.clone();
-    let plugin_name = name.to_owned();
-    let bytes = fetched.bytes;
-    let plugin =
-        tokio::task::spawn_blocking(move || host.load(&plugin_name, &bytes, world, Some(limits)))
-            .await
-            .map_err(|e| Stop::new("ComparisonError", "PluginLoadFailed", e.to_string()))?
-            .map_err(|e| {
-                Stop::new(
-                    "ComparisonError",
-                    "PluginLoadFailed",
-                    format!("plugin {name:?}: {}", crate::text::chain(&e)),
-                )
-            })?;
-    *entry_slot = Some(Entry {
-        at: Instant::now(),
-        digest: fetched.digest,
-        plugin: plugin.clone(),
-    });
-    Ok(Loaded {
-        plugin,
+    let limits = plugin_limits(ctx.host.config().default_limits, name, spec.limits.as_ref())?;
+    Ok(Described {
+        description: PluginDescription {
+            name: name.to_owned(),
+            reference: spec.reference.clone(),
+            world,
+            verify,
+            limits: limits.into(),
+        },
         defaults: spec.defaults.clone(),
         insecure: own.insecure,
     })
 }
 
-/// Verification is CPU work (bundle chains and proofs): off the runtime.
+impl Catalog {
+    /// Fetches, verifies (before the first compile) and compiles the
+    /// plugin `described`, within [`CatalogConfig::load_timeout`]. Loads
+    /// of one reference are a single flight.
+    pub async fn materialize(
+        &self,
+        host: &PluginHost,
+        registry: &RegistryCredentials,
+        described: &PluginDescription,
+    ) -> Result<Plugin, Stop> {
+        let deadline = self.config.load_timeout;
+        let name = &described.name;
+        tokio::time::timeout(
+            deadline,
+            self.materialize_unbounded(host, registry, described),
+        )
+        .await
+        .map_err(|_| {
+            Stop::new(
+                "ComparisonError",
+                "PluginFetchFailed",
+                format!("plugin {name:?}: loading it took longer than {deadline:?}"),
+            )
+        })?
+    }
+
+    async fn materialize_unbounded(
+        &self,
+        host: &PluginHost,
+        registry: &RegistryCredentials,
+        described: &PluginDescription,
+    ) -> Result<Plugin, Stop> {
+        let catalog = self;
+        let name = described.name.as_str();
+        let world = described.world;
+        let reference = PluginRef::parse(&described.reference).map_err(|e| {
+            Stop::new(
+                "InvalidSpec",
+                "InvalidPluginReference",
+                format!("plugin {name:?}: spec.ref: {e}"),
+            )
+        })?;
+        if matches!(reference, PluginRef::File { .. }) && !catalog.config.allow_file_plugins {
+            return Err(Stop::new(
+                "InvalidSpec",
+                "FilePluginNotAllowed",
+                format!(
+                    "plugin {name:?}: spec.ref names a file on the renderer's filesystem; \
+                     use oci:// or https://, or start the controller (or render server) with --allow-file-plugins (development only)"
+                ),
+            ));
+        }
+        let mut requirements = Vec::new();
+        for spec in &described.verify {
+            requirements.push(spec.requirement(Path::new("/")).map_err(|e| {
+                Stop::new(
+                    "InvalidSpec",
+                    "InvalidPluginVerification",
+                    format!("plugin {name:?}: verify: {e}"),
+                )
+            })?);
+        }
+        if requirements.is_empty() {
+            return Err(Stop::new(
+                "PluginNotTrusted",
+                "VerificationNotConfigured",
+                format!("plugin {name:?} names no verification"),
+            ));
+        }
+        let mut limits: Limits = described.limits.into();
+        limits.timeout = limits.timeout.min(MAX_PLUGIN_TIMEOUT);
+        let key = format!(
+            "{}|{world:?}|{limits:?}|{requirements:?}",
+            described.reference
+        );
+
+        let slot = catalog.slot(&key);
+        let mut entry_slot = slot.lock().await;
+        let previous = entry_slot.as_ref().map(|e| e.digest);
+        if let Some(entry) = entry_slot.as_ref()
+            && (immutable(&reference) || entry.at.elapsed() < catalog.config.resolve_interval)
+        {
+            return Ok(entry.plugin.clone());
+        }
+        let store_dir = &catalog.config.store;
+        let store = Store::open(store_dir).map_err(|e| {
+            Stop::new(
+                "ComparisonError",
+                "PluginStoreUnavailable",
+                format!(
+                    "plugin store {}: {}",
+                    store_dir.display(),
+                    crate::text::chain(&e)
+                ),
+            )
+        })?;
+        let fetcher = Fetcher::new(store, registry.clone(), catalog.config.timeout);
+        let fetched = fetcher.fetch(&reference).await.map_err(|e| {
+            Stop::new(
+                "ComparisonError",
+                "PluginFetchFailed",
+                format!("plugin {name:?}: {}", crate::text::chain(&e)),
+            )
+        })?;
+        if let (Some(entry), Some(was)) = (entry_slot.as_mut(), previous)
+            && was == fetched.digest
+        {
+            entry.at = Instant::now();
+            return Ok(entry.plugin.clone());
+        }
+        if let Some(was) = previous {
+            tracing::warn!(plugin = name, reference = %described.reference, %was, now = %fetched.digest,
+                "the plugin's reference now names another component; verifying it");
+        }
+
+        // Verify before the first compile.
+        let mut signatures: Option<Signatures> = None;
+        for requirement in &requirements {
+            let requirement_key = format!("{requirement:?}");
+            if catalog.remembered(&fetched.digest, &requirement_key) {
+                continue;
+            }
+            if signatures.is_none() && !requirement.insecure {
+                signatures = Some(
+                    Signatures::beside(&fetcher, &reference, &fetched)
+                        .await
+                        .map_err(|e| {
+                            Stop::new(
+                                "ComparisonError",
+                                "PluginFetchFailed",
+                                format!("plugin {name:?}: signatures: {}", crate::text::chain(&e)),
+                            )
+                        })?,
+                );
+            }
+            let verified = verify(
+                catalog,
+                &fetched.bytes,
+                signatures.clone().unwrap_or_default(),
+                requirement.clone(),
+            )
+            .await
+            .map_err(|e| {
+                Stop::new(
+                    "PluginNotTrusted",
+                    "SignatureVerificationFailed",
+                    format!(
+                        "plugin {name:?} ({} = component {}) refused: {e}",
+                        fetched.resolved, fetched.digest
+                    ),
+                )
+            })?;
+            if let Verified::Insecure { digest } = &verified {
+                tracing::warn!(plugin = name, %digest, "plugin runs UNVERIFIED (spec.verify.insecure: true)");
+            }
+            catalog.remember(fetched.digest, requirement_key, verified);
+        }
+
+        let host = host.clone();
+        let plugin_name = name.to_owned();
+        let bytes = fetched.bytes;
+        let plugin = tokio::task::spawn_blocking(move || {
+            host.load(&plugin_name, &bytes, world, Some(limits))
+        })
+        .await
+        .map_err(|e| Stop::new("ComparisonError", "PluginLoadFailed", e.to_string()))?
+        .map_err(|e| {
+            Stop::new(
+                "ComparisonError",
+                "PluginLoadFailed",
+                format!("plugin {name:?}: {}", crate::text::chain(&e)),
+            )
+        })?;
+        *entry_slot = Some(Entry {
+            at: Instant::now(),
+            digest: fetched.digest,
+            plugin: plugin.clone(),
+        });
+        Ok(plugin)
+    }
+}
+
 async fn verify(
     catalog: &Catalog,
     bytes: &[u8],
@@ -460,11 +527,11 @@ async fn verify(
 }
 
 fn plugin_limits(
-    ctx: &Context,
+    defaults: Limits,
     name: &str,
     limits: Option<&crate::api::PluginLimits>,
 ) -> Result<Limits, Stop> {
-    let mut out = ctx.host.config().default_limits;
+    let mut out = defaults;
     let Some(limits) = limits else { return Ok(out) };
     let bad = |field: &str, text: &str| {
         Stop::new(
@@ -486,28 +553,4 @@ fn plugin_limits(
         out.output = crate::units::parse_size(text).map_err(|_| bad("outputSize", text))?;
     }
     Ok(out)
-}
-
-/// A policy use, loaded.
-pub(super) async fn policy_step(
-    ctx: &Context,
-    project: &Project,
-    used: &PolicyUse,
-) -> Result<(PolicyStep, bool), Stop> {
-    let loaded = load(ctx, project, &used.name, World::Policy).await?;
-    let mut settings = loaded.defaults;
-    settings.extend(used.settings.clone());
-    let mode = match used.mode.unwrap_or(PolicyMode::Enforce) {
-        PolicyMode::Enforce => Mode::Enforce,
-        PolicyMode::Warn => Mode::Warn,
-        PolicyMode::Audit => Mode::Audit,
-    };
-    Ok((
-        PolicyStep {
-            plugin: loaded.plugin,
-            settings: settings.into_iter().collect(),
-            mode,
-        },
-        loaded.insecure,
-    ))
 }

@@ -182,6 +182,12 @@ pub struct Context {
     pub catalog: super::plugins::Catalog,
     /// The worker processes of `ignoreDifferences` jq expressions.
     pub jq: crate::diff::Jq,
+    /// The render server doing the source work, if any; `None`: this
+    /// process renders ([`Context::with_render_server`]).
+    pub render_server: Option<crate::render::remote::Client>,
+    /// The SSH known hosts sent with remote renders.
+    pub ssh_known_hosts: Option<Arc<dyn crate::source::git::KnownHostsSource>>,
+    forget: std::sync::Mutex<std::collections::HashSet<String>>,
     reverts: std::sync::Mutex<HashMap<String, Reverts>>,
     refreshes: std::sync::Mutex<HashMap<String, String>>,
 }
@@ -216,9 +222,47 @@ impl Context {
             render_cache,
             read_paths: super::read_paths::ReadPaths::default(),
             shutdown: Arc::new(AtomicBool::new(false)),
+            render_server: None,
+            ssh_known_hosts: None,
+            forget: std::sync::Mutex::new(std::collections::HashSet::new()),
             reverts: std::sync::Mutex::new(HashMap::new()),
             refreshes: std::sync::Mutex::new(HashMap::new()),
         }
+    }
+
+    /// Forgets what the refs of `url` named (a hard refresh, a webhook):
+    /// in this process's Git cache, and on the render server with the next
+    /// request for that repository.
+    pub async fn forget_refs(&self, url: &RepoUrl) {
+        self.git.forget_refs(url).await;
+        if self.render_server.is_some() {
+            self.forget
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .insert(url.to_string());
+        }
+    }
+
+    /// Whether the refs of `url` are to be resolved afresh (once).
+    pub(super) fn take_forget(&self, url: &RepoUrl) -> bool {
+        self.forget
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&url.to_string())
+    }
+
+    /// Sends every render to `server` instead of rendering in this
+    /// process: Git, plugins and the render cache are then the render
+    /// server's, and this process never loads a plugin.
+    /// `known_hosts` (the configured SSH host keys) go with every request.
+    pub fn with_render_server(
+        mut self,
+        server: crate::render::remote::Client,
+        known_hosts: Option<Arc<dyn crate::source::git::KnownHostsSource>>,
+    ) -> Self {
+        self.render_server = Some(server);
+        self.ssh_known_hosts = known_hosts;
+        self
     }
 }
 
@@ -235,9 +279,9 @@ pub struct ReconcileError {
 
 fn condition(stop: &Stop) -> Condition {
     Condition {
-        type_: stop.kind.into(),
+        type_: stop.kind.to_string(),
         status: "True".into(),
-        reason: Some(stop.reason.into()),
+        reason: Some(stop.reason.to_string()),
         message: Some(stop.message.clone()),
         last_transition_time: Some(crate::units::now()),
     }
@@ -335,7 +379,7 @@ pub async fn reconcile(app: Arc<Application>, ctx: Arc<Context>) -> Result<Actio
             .as_ref()
             != Some(value);
         if new && let Ok(url) = RepoUrl::parse(&app.spec.source.repo_url) {
-            ctx.git.forget_refs(&url).await;
+            ctx.forget_refs(&url).await;
         }
     }
     let mut status = app.status.clone().unwrap_or_default();
@@ -381,7 +425,7 @@ pub async fn reconcile(app: Arc<Application>, ctx: Arc<Context>) -> Result<Actio
         Ok(wait) => after = wait,
         Err(stop) => {
             span.in_scope(|| {
-                tracing::warn!(reason = stop.reason, message = %stop.message, "reconcile stopped");
+                tracing::warn!(reason = %stop.reason, message = %stop.message, "reconcile stopped");
             });
             status.conditions.push(condition(&stop));
             if status.sync.is_none() {

@@ -21,7 +21,7 @@ pub const VERSION: ContractVersion = ContractVersion {
 };
 
 /// The worlds of the contract.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 #[non_exhaustive]
 pub enum World {

@@ -17,7 +17,9 @@ use crate::plugin::{AppContext, Finding, Params, Plugin, Severity};
 use crate::source::SourceView;
 
 /// How a policy's findings affect a sync.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, serde::Serialize)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize,
+)]
 #[serde(rename_all = "lowercase")]
 #[non_exhaustive]
 pub enum Mode {

@@ -1,0 +1,230 @@
+//! `kiln render-server`: the source work, away from cluster credentials;
+//! `kiln certs`: the certificates it and the controller use.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context as _;
+
+use kiln::controller::CatalogConfig;
+use kiln::controller::cache::RenderCache;
+use kiln::controller::plugins::Catalog;
+use kiln::render::remote::server::{RenderServer, RequestCredentials};
+use kiln::render::remote::tls::{Identity, Issued};
+use kiln::render::remote::{self, Limits};
+use kiln::source::git::{GitConfig, GitSource};
+
+use super::args::{parse_duration, parse_size};
+use super::{HostArgs, default_cache_dir, exit};
+
+/// Where Kubernetes mounts a Pod's service-account token.
+pub(crate) const SERVICE_ACCOUNT_TOKEN: &str =
+    "/var/run/secrets/kubernetes.io/serviceaccount/token";
+
+/// Serve renders for `kiln controller --render-server`: Git polling and
+/// fetching, plugin fetching and verification, the compile and render
+/// caches, plugin calls. Holds no Kubernetes credentials: it refuses to
+/// start when it finds some (a service-account token at the default path,
+/// KUBECONFIG, ~/.kube/config), and never reads them. Repository and
+/// registry credentials arrive with each request, for that request.
+///
+/// HTTP/2 with mutual TLS only: clients must present a certificate from
+/// --client-ca (see `kiln certs`).
+#[derive(Debug, clap::Args)]
+pub(crate) struct RenderServerArgs {
+    /// Address to listen on.
+    #[arg(long, value_name = "ADDR", default_value = "0.0.0.0:8443")]
+    listen: std::net::SocketAddr,
+
+    /// The server's certificate chain (PEM).
+    #[arg(long, value_name = "FILE")]
+    tls_cert: PathBuf,
+
+    /// The server's private key (PEM).
+    #[arg(long, value_name = "FILE")]
+    tls_key: PathBuf,
+
+    /// The CA that issues client (controller) certificates (PEM).
+    #[arg(long, value_name = "FILE")]
+    client_ca: PathBuf,
+
+    /// Directory of the Git, plugin and render caches. Default:
+    /// $XDG_CACHE_HOME/kiln or ~/.cache/kiln.
+    #[arg(long, value_name = "DIR")]
+    cache_dir: Option<PathBuf>,
+
+    /// Bytes of serialized renders the render cache keeps in memory (and at
+    /// most as much again on disk).
+    #[arg(long, value_name = "SIZE", default_value = "256Mi", value_parser = parse_size)]
+    render_cache_size: u64,
+
+    /// Largest request body accepted.
+    #[arg(long, value_name = "SIZE", default_value = "8Mi", value_parser = parse_size)]
+    max_request: u64,
+
+    /// Largest render answered (larger ones fail with RenderTooLarge).
+    #[arg(long, value_name = "SIZE", default_value = "64Mi", value_parser = parse_size)]
+    max_response: u64,
+
+    /// Deadline of one render; past it the work stops and the controller
+    /// gets RenderDeadlineExceeded.
+    #[arg(long, value_name = "DURATION", default_value = "5m", value_parser = parse_duration)]
+    deadline: Duration,
+
+    /// Requests one connection may have in flight.
+    #[arg(long, value_name = "N", default_value_t = remote::DEFAULT_MAX_STREAMS)]
+    max_streams: u32,
+
+    /// Accept requests for repositories on this filesystem (file:// URLs,
+    /// plain paths). For local trials and tests only.
+    #[arg(long)]
+    allow_file_repositories: bool,
+
+    /// Let Plugin references name files on this filesystem. For local
+    /// trials and tests only.
+    #[arg(long)]
+    allow_file_plugins: bool,
+
+    /// Sigstore trusted_root.json for keyless plugin signatures.
+    #[arg(long, value_name = "FILE")]
+    trusted_root: Option<PathBuf>,
+
+    /// How often a plugin tag (or unpinned file) is resolved again.
+    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = parse_duration)]
+    plugin_resolve_interval: Duration,
+
+    /// The file in which SSH hosts are recorded on first use, when the
+    /// controller sends no known hosts (its ConfigMap kiln-ssh-known-hosts
+    /// lists none). Default: known_hosts in the Git cache.
+    #[arg(long, value_name = "FILE")]
+    ssh_known_hosts_store: Option<PathBuf>,
+
+    #[command(flatten)]
+    host: HostArgs,
+}
+
+/// Kubernetes credentials this process can reach, if any.
+fn credentials_found() -> Vec<String> {
+    let mut found = Vec::new();
+    if Path::new(SERVICE_ACCOUNT_TOKEN).exists() {
+        found.push(format!(
+            "a service-account token at {SERVICE_ACCOUNT_TOKEN} (set automountServiceAccountToken: false)"
+        ));
+    }
+    if std::env::var_os("KUBECONFIG").is_some_and(|v| !v.is_empty()) {
+        found.push("KUBECONFIG is set".into());
+    }
+    if let Some(home) = std::env::var_os("HOME") {
+        let config = PathBuf::from(home).join(".kube/config");
+        if config.exists() {
+            found.push(format!("a kubeconfig at {}", config.display()));
+        }
+    }
+    found
+}
+
+pub(crate) async fn run(args: &RenderServerArgs) -> anyhow::Result<u8> {
+    let found = credentials_found();
+    if !found.is_empty() {
+        anyhow::bail!(
+            "the render server must hold no Kubernetes credentials, and found: {}",
+            found.join("; ")
+        );
+    }
+    let identity = Identity::from_files(&args.tls_cert, &args.tls_key, &args.client_ca)?;
+    let tls = remote::tls::server_config(&identity)?;
+    let cache = args
+        .cache_dir
+        .clone()
+        .or_else(default_cache_dir)
+        .context("no cache directory: set --cache-dir or HOME")?;
+    let credentials = Arc::new(RequestCredentials::default());
+    let mut git_config = GitConfig::new(cache.join("repos"));
+    git_config.ssh_known_hosts = Some(credentials.clone());
+    git_config.ssh_known_hosts_store = args.ssh_known_hosts_store.clone();
+    let git = GitSource::new(git_config, credentials.clone())?;
+    let catalog = Catalog::new(CatalogConfig {
+        store: cache.join("plugins"),
+        trusted_root: args.trusted_root.clone(),
+        resolve_interval: args.plugin_resolve_interval,
+        allow_file_plugins: args.allow_file_plugins,
+        ..CatalogConfig::default()
+    });
+    let limits = Limits {
+        max_request: usize::try_from(args.max_request).unwrap_or(usize::MAX),
+        max_response: usize::try_from(args.max_response).unwrap_or(usize::MAX),
+        deadline: args.deadline,
+        max_streams: args.max_streams,
+        ..Limits::default()
+    };
+    let server = Arc::new(RenderServer {
+        git,
+        credentials,
+        host: args.host.host()?,
+        catalog,
+        cache: RenderCache::new(args.render_cache_size).with_dir(cache.join("renders")),
+        allow_file_repositories: args.allow_file_repositories,
+        limits,
+    });
+    let listener = tokio::net::TcpListener::bind(args.listen)
+        .await
+        .with_context(|| format!("cannot listen on {}", args.listen))?;
+    let address = listener.local_addr()?;
+    eprintln!("kiln render-server listening on {address} (HTTP/2, mutual TLS)");
+    let shutdown = tokio_util::sync::CancellationToken::new();
+    let stop = shutdown.clone();
+    tokio::spawn(async move {
+        super::stop_signal().await;
+        stop.cancel();
+    });
+    server
+        .serve(
+            listener,
+            tokio_rustls::TlsAcceptor::from(Arc::new(tls)),
+            shutdown,
+        )
+        .await?;
+    Ok(exit::OK)
+}
+
+/// Make the certificates of a render server and its controller: a CA, a
+/// server certificate for the given names, and a client certificate,
+/// written as PEM files into a directory (ca.crt, server.crt, server.key,
+/// client.crt, client.key). deploy/README.md shows how to put them in the
+/// Secrets the Deployments mount.
+#[derive(Debug, clap::Args)]
+pub(crate) struct CertsArgs {
+    /// Directory to write into (created).
+    #[arg(long, value_name = "DIR")]
+    out: PathBuf,
+
+    /// DNS names (or IP addresses) of the render server.
+    #[arg(long = "server-name", value_name = "NAME", default_values_t = [
+        "kiln-render-server".to_owned(),
+        "kiln-render-server.kiln.svc".to_owned(),
+        "kiln-render-server.kiln.svc.cluster.local".to_owned(),
+    ])]
+    server_names: Vec<String>,
+}
+
+pub(crate) fn certs(args: &CertsArgs) -> anyhow::Result<u8> {
+    let issued = Issued::new(&args.server_names)?;
+    kiln::private_dir::ensure(&args.out)
+        .with_context(|| format!("cannot create {}", args.out.display()))?;
+    for (name, text) in [
+        ("ca.crt", &issued.ca),
+        ("server.crt", &issued.server.0),
+        ("server.key", &issued.server.1),
+        ("client.crt", &issued.client.0),
+        ("client.key", &issued.client.1),
+    ] {
+        let path = args.out.join(name);
+        std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    println!(
+        "wrote ca.crt, server.crt, server.key, client.crt, client.key to {}",
+        args.out.display()
+    );
+    Ok(exit::OK)
+}

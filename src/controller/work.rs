@@ -1,0 +1,178 @@
+//! The source work of one render: revision → plugins → render (through the
+//! render cache) → policies. The same code runs in the controller (no
+//! `--render-server`) and in `kiln render-server`; the request
+//! ([`RenderRequest`]) is all it needs to know about the Application, so a
+//! remote render and an in-process one cannot differ.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::cache::RenderCache;
+use super::compare::Stop;
+use super::plugins::{self, Catalog};
+use crate::plugin::{AppContext, PluginHost, World};
+use crate::policy::{self, PolicyStep};
+use crate::render::remote::{RenderRequest, RenderResponse, WireObject};
+use crate::render::{self, Step};
+use crate::source::SourceView;
+use crate::source::git::{GitSource, RepoUrl, Revision};
+
+/// What the source work uses: Git, the plugin host and catalog, and the
+/// render cache.
+#[derive(Clone, Copy)]
+pub struct Workshop<'a> {
+    /// Git (its credential provider answers for the request's repository).
+    pub git: &'a GitSource,
+    /// The plugin host.
+    pub host: &'a PluginHost,
+    /// Verified, compiled plugins.
+    pub catalog: &'a Catalog,
+    /// Renders reused while what they read holds.
+    pub cache: &'a RenderCache,
+    /// Whether repositories on this process's filesystem may be read.
+    pub allow_file_repositories: bool,
+}
+
+/// The answer, and how long each plugin call took (for metrics).
+pub struct Worked {
+    /// The answer.
+    pub response: RenderResponse,
+    /// Plugin, world and duration of each call that ran.
+    pub timings: Vec<(String, World, Duration)>,
+}
+
+/// Does the source work of `request`.
+pub async fn work(shop: Workshop<'_>, request: &RenderRequest) -> Result<Worked, Stop> {
+    let url = RepoUrl::parse(&request.app.repo_url).map_err(|e| {
+        Stop::new(
+            "InvalidSpec",
+            "InvalidRepoURL",
+            format!("spec.source.repoURL: {e}"),
+        )
+    })?;
+    if url.is_local() && !shop.allow_file_repositories {
+        return Err(Stop::new(
+            "InvalidSpec",
+            "FileRepositoryNotAllowed",
+            format!(
+                "spec.source.repoURL {url}: repositories on the renderer's filesystem are refused; \
+                 start it with --allow-file-repositories to allow them (development only)"
+            ),
+        ));
+    }
+    if request.refresh {
+        shop.git.forget_refs(&url).await;
+    }
+    let revision = Revision::parse(&request.revision);
+    let tree = shop.git.poll(&url, &revision).await.map_err(|e| {
+        Stop::new(
+            "ComparisonError",
+            "SourceUnavailable",
+            crate::text::chain(&e),
+        )
+    })?;
+    let commit = tree.commit().to_string();
+    tracing::Span::current().record("revision", commit.as_str());
+    let names: Vec<String> = (0..request.registry_credentials.len())
+        .map(|i| format!("#{i} of the request"))
+        .collect();
+    let registry = plugins::registry_credentials(
+        names
+            .iter()
+            .zip(&request.registry_credentials)
+            .map(|(name, json)| (name.as_str(), json.0.as_str())),
+    )?;
+
+    let mut chain = Vec::new();
+    for step in &request.chain {
+        let plugin = shop
+            .catalog
+            .materialize(shop.host, &registry, &step.plugin)
+            .await?;
+        chain.push(Step::Plugin {
+            plugin,
+            params: step.params.clone(),
+        });
+    }
+    let app = &request.app;
+    let context = AppContext {
+        name: app.name.clone(),
+        namespace: app.namespace.clone(),
+        project: app.project.clone(),
+        repo_url: app.repo_url.clone(),
+        revision: commit.clone(),
+        path: app.path.clone(),
+    };
+    let view: Arc<dyn SourceView> = Arc::new(tree);
+    // What shapes the render besides the source: plugins, parameters, the
+    // application's path and destination.
+    let mut shape = vec![
+        context.path.clone(),
+        context.namespace.clone(),
+        context.name.clone(),
+        context.project.clone(),
+        context.repo_url.clone(),
+    ];
+    for step in &chain {
+        if let Step::Plugin { plugin, params } = step {
+            shape.push(plugin.digest().to_string());
+            shape.push(format!("{params:?}"));
+        }
+    }
+    let key = RenderCache::key(&shape.iter().map(String::as_str).collect::<Vec<_>>());
+    let mut timings = Vec::new();
+    let (objects, read_set, cached) = match shop.cache.get(&key, view.clone()).await {
+        Some(hit) => {
+            tracing::debug!("render cache hit");
+            (hit.objects, hit.read_set, true)
+        }
+        None => {
+            let rendered = render::render(view.clone(), &context, &chain)
+                .await
+                .map_err(|e| {
+                    Stop::new("ComparisonError", "RenderFailed", crate::text::chain(&e))
+                })?;
+            for (plugin, took) in &rendered.timings {
+                timings.push((plugin.clone(), World::Renderer, *took));
+            }
+            shop.cache
+                .put(key, rendered.read_set.clone(), &rendered.objects)
+                .await;
+            (rendered.objects, rendered.read_set, false)
+        }
+    };
+
+    let mut steps = Vec::new();
+    for used in &request.policies {
+        let plugin = shop
+            .catalog
+            .materialize(shop.host, &registry, &used.plugin)
+            .await?;
+        steps.push(PolicyStep {
+            plugin,
+            settings: used.settings.clone(),
+            mode: used.mode,
+        });
+    }
+    let report = policy::evaluate(view, &context, objects.clone(), &steps).await;
+    for result in &report.results {
+        timings.push((result.policy.clone(), World::Policy, result.duration));
+    }
+    Ok(Worked {
+        response: RenderResponse {
+            commit,
+            objects: objects
+                .into_iter()
+                .map(|o| WireObject {
+                    source: o.source().map(str::to_owned),
+                    value: o.value().clone(),
+                })
+                .collect(),
+            read_set,
+            policy: super::compare::policy_status(&report),
+            blocked: report.blocked(),
+            cached,
+        },
+        timings,
+    })
+}

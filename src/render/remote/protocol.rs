@@ -1,0 +1,245 @@
+//! The messages between the controller and `kiln render-server`.
+//!
+//! JSON bodies over HTTP/2 (`POST /v1/render`), see docs/controller.md for
+//! why not gRPC. A request carries everything one render needs, including
+//! the credentials of that one repository; the answer carries the objects,
+//! what the render read, the commit and the policy report. A refusal is a
+//! [`RenderFailure`]: the condition the Application should show.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::api::PolicyStatus;
+use crate::plugin::World;
+use crate::policy::Mode;
+use crate::source::ReadSet;
+use crate::trust::VerificationSpec;
+
+/// The path of the render endpoint.
+pub const RENDER_PATH: &str = "/v1/render";
+
+/// The Application a render is for (the commit is resolved by the server).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AppRef {
+    /// Application name.
+    pub name: String,
+    /// Destination namespace.
+    pub namespace: String,
+    /// Project name.
+    pub project: String,
+    /// Repository URL, as in the Application's spec.
+    pub repo_url: String,
+    /// The application's path inside the repository (normalized).
+    pub path: String,
+}
+
+/// One plugin as its catalog entry describes it: where it comes from, who
+/// must have signed it, and what one call may use. The controller reads the
+/// Plugin resource; whoever renders fetches, verifies and compiles it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PluginDescription {
+    /// The catalog name.
+    pub name: String,
+    /// `spec.ref`: `oci://…`, `https://…#sha256=…` or a file.
+    pub reference: String,
+    /// Renderer or policy.
+    pub world: World,
+    /// Every verification it must pass: the Plugin's own, then the
+    /// project's `pluginVerification`.
+    pub verify: Vec<VerificationSpec>,
+    /// Limits of one call.
+    pub limits: WireLimits,
+}
+
+/// [`crate::plugin::Limits`] on the wire.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WireLimits {
+    /// Bytes of linear memory.
+    pub memory: u64,
+    /// CPU deadline of one call, in milliseconds.
+    pub timeout_ms: u64,
+    /// Bytes of manifests one call may return.
+    pub output: u64,
+    /// Bytes of log one call may emit.
+    pub log: u64,
+}
+
+impl From<crate::plugin::Limits> for WireLimits {
+    fn from(l: crate::plugin::Limits) -> Self {
+        Self {
+            memory: l.memory,
+            timeout_ms: u64::try_from(l.timeout.as_millis()).unwrap_or(u64::MAX),
+            output: l.output,
+            log: l.log as u64,
+        }
+    }
+}
+
+impl From<WireLimits> for crate::plugin::Limits {
+    fn from(l: WireLimits) -> Self {
+        Self {
+            memory: l.memory,
+            timeout: std::time::Duration::from_millis(l.timeout_ms),
+            output: l.output,
+            log: usize::try_from(l.log).unwrap_or(usize::MAX),
+        }
+    }
+}
+
+/// A renderer of the chain with its parameters (defaults merged).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RenderStep {
+    /// The plugin.
+    pub plugin: PluginDescription,
+    /// Its parameters, in order.
+    pub params: Vec<(String, String)>,
+}
+
+/// A policy with its settings (defaults merged) and mode.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PolicyStepRef {
+    /// The plugin.
+    pub plugin: PluginDescription,
+    /// Its settings, in order.
+    pub settings: Vec<(String, String)>,
+    /// Enforce, warn or audit.
+    pub mode: Mode,
+}
+
+/// A secret string on the wire: `Debug` prints `***`.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct WireSecret(pub String);
+
+impl fmt::Debug for WireSecret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("***")
+    }
+}
+
+/// The credentials of the request's repository (and nothing else).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", tag = "type")]
+pub enum WireCredentials {
+    /// HTTP(S) basic authentication.
+    Basic {
+        /// User name.
+        username: String,
+        /// Password or token.
+        password: WireSecret,
+    },
+    /// An SSH private key.
+    SshKey {
+        /// The key, OpenSSH text.
+        private_key: WireSecret,
+    },
+}
+
+impl From<crate::source::git::Credentials> for WireCredentials {
+    fn from(c: crate::source::git::Credentials) -> Self {
+        use crate::source::git::Credentials;
+        match c {
+            Credentials::Basic { username, password } => Self::Basic {
+                username,
+                password: WireSecret(password.expose().to_owned()),
+            },
+            Credentials::SshKey { private_key } => Self::SshKey {
+                private_key: WireSecret(private_key.expose().to_owned()),
+            },
+            // Credentials is non_exhaustive; a kind the wire does not know
+            // is not sent (the render fails as unauthenticated).
+            #[allow(unreachable_patterns)]
+            _ => Self::Basic {
+                username: String::new(),
+                password: WireSecret(String::new()),
+            },
+        }
+    }
+}
+
+impl From<WireCredentials> for crate::source::git::Credentials {
+    fn from(c: WireCredentials) -> Self {
+        use crate::source::git::{Credentials, Secret};
+        match c {
+            WireCredentials::Basic { username, password } => Credentials::Basic {
+                username,
+                password: Secret::new(password.0),
+            },
+            WireCredentials::SshKey { private_key } => Credentials::SshKey {
+                private_key: Secret::new(private_key.0),
+            },
+        }
+    }
+}
+
+/// One render: everything the render server needs, nothing more.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RenderRequest {
+    /// The Application.
+    pub app: AppRef,
+    /// The revision to resolve (branch, tag, commit, `HEAD`).
+    pub revision: String,
+    /// The render chain; empty: the built-in directory renderer.
+    pub chain: Vec<RenderStep>,
+    /// The policies (the project's, then the application's).
+    pub policies: Vec<PolicyStepRef>,
+    /// Resolve the repository's refs afresh (a hard refresh or a webhook
+    /// delivery reached the controller).
+    #[serde(default)]
+    pub refresh: bool,
+    /// The credentials of `app.repo_url`, if it needs some.
+    pub repository_credentials: Option<WireCredentials>,
+    /// Docker config JSON texts of the registry Secrets (for plugins).
+    pub registry_credentials: Vec<WireSecret>,
+    /// The SSH known hosts the controller is configured with (OpenSSH
+    /// `known_hosts` lines); `None`: trust on first use, recorded by the
+    /// render server.
+    #[serde(default)]
+    pub ssh_known_hosts: Option<String>,
+}
+
+/// The result of a render.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RenderResponse {
+    /// The commit rendered.
+    pub commit: String,
+    /// The objects, in order, with the file each came from.
+    pub objects: Vec<WireObject>,
+    /// Everything the render read.
+    pub read_set: ReadSet,
+    /// The policy findings.
+    pub policy: PolicyStatus,
+    /// Whether an enforced policy blocks the sync.
+    pub blocked: bool,
+    /// Whether this answer came from the render cache.
+    pub cached: bool,
+}
+
+/// A rendered object.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct WireObject {
+    /// The object.
+    pub value: Map<String, Value>,
+    /// The file it came from, relative to the repository.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+}
+
+/// Why the render server did not render: the condition the Application
+/// shows (the same kinds and reasons as an in-process render).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RenderFailure {
+    /// The condition type, e.g. `ComparisonError`.
+    pub kind: String,
+    /// The reason, e.g. `SourceUnavailable`.
+    pub reason: String,
+    /// What happened.
+    pub message: String,
+}

@@ -1,0 +1,622 @@
+//! `kiln render-server`: the source work in a process without Kubernetes
+//! credentials. End to end with the real binaries (render server and
+//! controller), a real `git daemon` and the dev cluster; and the protocol's
+//! defences (mutual TLS, bounded bodies, deadlines) against hostile peers.
+
+mod support;
+
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::Duration;
+
+use kiln::controller::CatalogConfig;
+use kiln::controller::cache::RenderCache;
+use kiln::controller::plugins::Catalog;
+use kiln::plugin::{HostConfig, PluginHost};
+use kiln::render::remote::server::{RenderServer, RequestCredentials};
+use kiln::render::remote::tls::Issued;
+use kiln::render::remote::{AppRef, Client, ClientError, Limits, RenderRequest, RenderStep, tls};
+use kiln::source::git::{GitConfig, GitSource};
+use kiln_devcluster::Config;
+use serde_json::{Value, json};
+use support::cluster::Cluster;
+use support::git::{Fixture, GitDaemon, free_port};
+
+const CONFIGMAP: &str = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\n  labels:\n    rendered-for: \"{{ .App.Name }}\"\ndata:\n  color: blue\n";
+
+/// Writes the certificates of a render server reachable at 127.0.0.1.
+fn write_certs(dir: &Path) -> Issued {
+    let issued = Issued::new(&["127.0.0.1".to_owned(), "localhost".to_owned()]).unwrap();
+    for (name, text) in [
+        ("ca.crt", &issued.ca),
+        ("server.crt", &issued.server.0),
+        ("server.key", &issued.server.1),
+        ("client.crt", &issued.client.0),
+        ("client.key", &issued.client.1),
+    ] {
+        std::fs::write(dir.join(name), text).unwrap();
+    }
+    issued
+}
+
+/// Starts the real `kiln render-server` on `port` with nothing in its
+/// environment but PATH (no HOME, no KUBECONFIG) plus `env`, its standard
+/// error to `stderr`.
+fn render_server(dir: &Path, port: u16, env: &[(&str, &str)], stderr: Stdio) -> Child {
+    let certs = dir.join("certs");
+    let cache = dir.join("render-cache");
+    let mut command = Command::new(env!("CARGO_BIN_EXE_kiln"));
+    command
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .envs(env.iter().copied())
+        .arg("render-server")
+        .arg(format!("--listen=127.0.0.1:{port}"))
+        .arg(format!("--tls-cert={}", certs.join("server.crt").display()))
+        .arg(format!("--tls-key={}", certs.join("server.key").display()))
+        .arg(format!("--client-ca={}", certs.join("ca.crt").display()))
+        .arg(format!("--cache-dir={}", cache.display()))
+        .arg(format!(
+            "--compile-cache={}",
+            cache.join("compiled").display()
+        ))
+        .arg("--allow-file-plugins")
+        .stdout(Stdio::null())
+        .stderr(stderr);
+    command.spawn().unwrap()
+}
+
+async fn wait_listening(port: u16) {
+    for _ in 0..300 {
+        if tokio::net::TcpStream::connect(("127.0.0.1", port))
+            .await
+            .is_ok()
+        {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("the render server never listened on {port}");
+}
+
+async fn eventually<T>(what: &str, mut check: impl AsyncFnMut() -> Option<T>) -> T {
+    for _ in 0..600 {
+        if let Some(value) = check().await {
+            return value;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("timed out waiting for {what}");
+}
+
+async fn live_settings(cluster: &Cluster) -> Option<Value> {
+    cluster
+        .get(
+            "v1",
+            "ConfigMap",
+            "configmaps",
+            Some("guestbook"),
+            "settings",
+        )
+        .await
+        .ok()
+}
+
+async fn wait_for_color(cluster: &Cluster, color: &str) -> Value {
+    eventually(&format!("the color {color}"), async || {
+        live_settings(cluster)
+            .await
+            .filter(|cm| cm["data"]["color"] == color)
+    })
+    .await
+}
+
+async fn app_status(cluster: &Cluster, name: &str) -> Value {
+    cluster
+        .get(
+            "kiln.dev/v1alpha1",
+            "Application",
+            "applications",
+            Some("kiln"),
+            name,
+        )
+        .await
+        .map(|app| app["status"].clone())
+        .unwrap_or_default()
+}
+
+fn push_color(repo: &Fixture, color: &str) {
+    repo.commit(
+        color,
+        &[("guestbook/settings.yaml", &CONFIGMAP.replace("blue", color))],
+    );
+    repo.publish();
+}
+
+/// The environment variables of process `pid`.
+fn environment(pid: u32) -> Vec<String> {
+    std::fs::read(format!("/proc/{pid}/environ"))
+        .unwrap()
+        .split(|b| *b == 0)
+        .filter(|v| !v.is_empty())
+        .map(|v| String::from_utf8_lossy(v).into_owned())
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_readme_loop_runs_through_a_render_server_without_credentials() {
+    // Given the dev cluster with Kiln's CRDs, a Git repository behind a
+    // git daemon, and the `values` renderer in the catalog.
+    let cluster = Cluster::with(Config {
+        simulate_readiness: Some(Duration::from_millis(20)),
+        ..Config::default()
+    })
+    .await;
+    for (_, yaml) in kiln::api::crds() {
+        cluster
+            .apply(
+                "customresourcedefinitions",
+                serde_yaml::from_str(&yaml).unwrap(),
+                "kiln",
+                false,
+            )
+            .await
+            .unwrap();
+    }
+    for ns in ["kiln", "guestbook"] {
+        cluster
+            .apply(
+                "namespaces",
+                json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}),
+                "test",
+                false,
+            )
+            .await
+            .unwrap();
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let repo = Fixture::new(dir.path(), "apps");
+    repo.commit("first", &[("guestbook/settings.yaml", CONFIGMAP)]);
+    repo.publish();
+    let daemon = GitDaemon::start(dir.path());
+    let url = daemon.url("apps");
+    std::fs::create_dir(dir.path().join("certs")).unwrap();
+    write_certs(&dir.path().join("certs"));
+    cluster
+        .apply(
+            "plugins",
+            json!({"apiVersion": "kiln.dev/v1alpha1", "kind": "Plugin",
+                "metadata": {"name": "values", "namespace": "kiln"},
+                "spec": {"kind": "renderer",
+                    "ref": support::component("values").display().to_string(),
+                    "verify": {"insecure": true}}}),
+            "operator",
+            false,
+        )
+        .await
+        .unwrap();
+    cluster
+        .apply(
+            "applications",
+            json!({"apiVersion": "kiln.dev/v1alpha1", "kind": "Application",
+                "metadata": {"name": "guestbook", "namespace": "kiln"},
+                "spec": {
+                    "project": "default",
+                    "source": {"repoURL": url, "path": "guestbook",
+                        "plugins": [{"name": "values"}]},
+                    "destination": {"namespace": "guestbook"},
+                    "syncPolicy": {"automated": {"prune": true, "selfHeal": true}}}}),
+            "operator",
+            false,
+        )
+        .await
+        .unwrap();
+
+    // When the render server runs with no credentials reachable, and a
+    // controller renders through it.
+    let port = free_port();
+    let mut server = render_server(dir.path(), port, &[], Stdio::null());
+    wait_listening(port).await;
+    let env = environment(server.id());
+    assert!(
+        env.iter()
+            .all(|v| !v.starts_with("KUBECONFIG=") && !v.starts_with("HOME=")),
+        "{env:?}"
+    );
+    assert!(!Path::new("/var/run/secrets/kubernetes.io/serviceaccount/token").exists());
+    let kubeconfig = dir.path().join("kubeconfig");
+    cluster.server.write_kubeconfig(&kubeconfig).unwrap();
+    let metrics_port = free_port();
+    let certs = dir.path().join("certs");
+    let server_url = format!("https://127.0.0.1:{port}");
+    let mut controller = Command::new(env!("CARGO_BIN_EXE_kiln"))
+        .env_remove("KUBECONFIG")
+        .env("HOME", dir.path())
+        .arg("controller")
+        .arg(format!("--kubeconfig={}", kubeconfig.display()))
+        .args(["--namespace=kiln", "--no-leader-election", "--resync=1s"])
+        .arg(format!("--listen=127.0.0.1:{metrics_port}"))
+        .arg(format!("--render-server={server_url}"))
+        .arg(format!("--render-ca={}", certs.join("ca.crt").display()))
+        .arg(format!(
+            "--render-client-cert={}",
+            certs.join("client.crt").display()
+        ))
+        .arg(format!(
+            "--render-client-key={}",
+            certs.join("client.key").display()
+        ))
+        .arg("--render-deadline=20s")
+        .env("KILN_LOG", "kiln=debug")
+        .arg(format!(
+            "--git-cache={}",
+            dir.path().join("controller-git").display()
+        ))
+        .arg(format!(
+            "--plugin-store={}",
+            dir.path().join("controller-plugins").display()
+        ))
+        .stdout(Stdio::null())
+        .stderr(match std::env::var_os("KILN_TEST_CONTROLLER_LOG") {
+            Some(path) => Stdio::from(std::fs::File::create(path).unwrap()),
+            None => Stdio::null(),
+        })
+        .spawn()
+        .unwrap();
+
+    // Then the plugin's render is applied, a push is synced, drift reverted.
+    let live = wait_for_color(&cluster, "blue").await;
+    assert_eq!(
+        live["metadata"]["labels"]["rendered-for"], "guestbook",
+        "{live}"
+    );
+    let status = eventually("Synced", async || {
+        let status = app_status(&cluster, "guestbook").await;
+        (status["sync"]["status"] == "Synced").then_some(status)
+    })
+    .await;
+    assert_eq!(status["sync"]["revision"], repo.rev_parse("HEAD").as_str());
+    push_color(&repo, "green");
+    wait_for_color(&cluster, "green").await;
+    let cms = cluster.api("v1", "ConfigMap", "configmaps", Some("guestbook"));
+    let edit = kube::api::PatchParams {
+        field_manager: Some("kubectl-edit".into()),
+        ..Default::default()
+    };
+    cms.patch(
+        "settings",
+        &edit,
+        &kube::api::Patch::Merge(json!({"data": {"color": "red"}})),
+    )
+    .await
+    .unwrap();
+    wait_for_color(&cluster, "green").await;
+
+    // And the controller rendered nothing and called no plugin itself.
+    let metrics = reqwest::get(format!("http://127.0.0.1:{metrics_port}/metrics"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        !metrics
+            .lines()
+            .any(|l| l.starts_with("kiln_plugin_call_duration_seconds_count")),
+        "{metrics}"
+    );
+    assert!(
+        !dir.path().join("controller-plugins").exists(),
+        "the controller fetched a plugin"
+    );
+
+    // When the render server goes away, the Application says so, naming it.
+    server.kill().unwrap();
+    server.wait().unwrap();
+    push_color(&repo, "yellow");
+    let status = eventually("the RenderServerUnavailable condition", async || {
+        let status = app_status(&cluster, "guestbook").await;
+        status["conditions"]
+            .as_array()
+            .is_some_and(|c| c.iter().any(|c| c["reason"] == "RenderServerUnavailable"))
+            .then_some(status)
+    })
+    .await;
+    let message = status["conditions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["reason"] == "RenderServerUnavailable")
+        .unwrap()["message"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(message.contains(&server_url), "{message}");
+    assert!(message.contains("unreachable"), "{message}");
+
+    // And when it comes back, the Application recovers.
+    let mut server = render_server(dir.path(), port, &[], Stdio::null());
+    wait_listening(port).await;
+    wait_for_color(&cluster, "yellow").await;
+    eventually("the condition to clear", async || {
+        let status = app_status(&cluster, "guestbook").await;
+        (!status["conditions"]
+            .as_array()
+            .is_some_and(|c| c.iter().any(|c| c["reason"] == "RenderServerUnavailable")))
+        .then_some(())
+    })
+    .await;
+    controller.kill().unwrap();
+    controller.wait().unwrap();
+    server.kill().unwrap();
+    server.wait().unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_render_server_refuses_to_start_with_kubernetes_credentials() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("certs")).unwrap();
+    write_certs(&dir.path().join("certs"));
+    let home = dir.path().join("home");
+    std::fs::create_dir_all(home.join(".kube")).unwrap();
+    std::fs::write(home.join(".kube/config"), "apiVersion: v1\n").unwrap();
+    let home = home.display().to_string();
+    for (env, expected) in [
+        (
+            vec![("KUBECONFIG", "/somewhere/kubeconfig")],
+            "KUBECONFIG is set",
+        ),
+        (vec![("HOME", home.as_str())], "a kubeconfig at"),
+    ] {
+        let child = render_server(dir.path(), free_port(), &env, Stdio::piped());
+        let output = child.wait_with_output().unwrap();
+        assert!(!output.status.success());
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(
+            stderr.contains("must hold no Kubernetes credentials") && stderr.contains(expected),
+            "{stderr}"
+        );
+    }
+}
+
+/// An in-process render server on a free port, with `limits`.
+async fn serve(dir: &Path, issued: &Issued, limits: Limits) -> String {
+    let credentials = Arc::new(RequestCredentials::default());
+    let server = Arc::new(RenderServer {
+        git: GitSource::new(GitConfig::new(dir.join("repos")), credentials.clone()).unwrap(),
+        credentials,
+        host: PluginHost::new(HostConfig::default()).unwrap(),
+        catalog: Catalog::new(CatalogConfig {
+            store: dir.join("plugins"),
+            ..CatalogConfig::default()
+        }),
+        cache: RenderCache::new(1 << 20),
+        allow_file_repositories: false,
+        limits,
+    });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(
+        tls::server_config(&issued.server_identity()).unwrap(),
+    ));
+    tokio::spawn(server.serve(
+        listener,
+        acceptor,
+        tokio_util::sync::CancellationToken::new(),
+    ));
+    format!("https://{address}")
+}
+
+fn request(repo_url: &str, padding: usize) -> RenderRequest {
+    RenderRequest {
+        app: AppRef {
+            name: "app".into(),
+            namespace: "default".into(),
+            project: "default".into(),
+            repo_url: repo_url.into(),
+            path: String::new(),
+        },
+        revision: "main".into(),
+        chain: vec![RenderStep {
+            plugin: kiln::render::remote::PluginDescription {
+                name: "big".into(),
+                reference: "oci://registry.invalid/x:1".into(),
+                world: kiln::plugin::World::Renderer,
+                verify: Vec::new(),
+                limits: kiln::plugin::Limits::default().into(),
+            },
+            params: vec![("padding".into(), "x".repeat(padding))],
+        }],
+        policies: Vec::new(),
+        refresh: false,
+        repository_credentials: None,
+        registry_credentials: Vec::new(),
+        ssh_known_hosts: None,
+    }
+}
+
+fn issued() -> Issued {
+    Issued::new(&["127.0.0.1".to_owned()]).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_without_the_client_certificate_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let issued = issued();
+    let url = serve(dir.path(), &issued, Limits::default()).await;
+    // The server's CA, but no client certificate.
+    let mut roots = tokio_rustls::rustls::RootCertStore::empty();
+    for cert in rustls_pem(&issued.ca) {
+        roots.add(cert).unwrap();
+    }
+    let provider = Arc::new(tokio_rustls::rustls::crypto::aws_lc_rs::default_provider());
+    let mut config = tokio_rustls::rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    config.alpn_protocols = vec![b"h2".to_vec()];
+    let anonymous = Client::with_tls(&url, config, Limits::default()).unwrap();
+    let error = anonymous
+        .render(&request("https://git.invalid/x", 0))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(error, ClientError::Unreachable { .. }),
+        "{error:?}"
+    );
+
+    // A certificate from another CA is refused too.
+    let stranger = Issued::new(&["127.0.0.1".to_owned()]).unwrap();
+    let mut identity = stranger.client_identity();
+    identity.ca = issued.ca.clone().into_bytes();
+    let other = Client::new(&url, &identity, Limits::default()).unwrap();
+    let error = other
+        .render(&request("https://git.invalid/x", 0))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(error, ClientError::Unreachable { .. }),
+        "{error:?}"
+    );
+
+    // The right certificate gets an answer (here: the server's refusal of
+    // a file repository).
+    let client = Client::new(&url, &issued.client_identity(), Limits::default()).unwrap();
+    let error = client.render(&request("/etc", 0)).await.unwrap_err();
+    match error {
+        ClientError::Refused(failure) => {
+            assert_eq!(failure.reason, "FileRepositoryNotAllowed", "{failure:?}")
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+fn rustls_pem(pem: &str) -> Vec<tokio_rustls::rustls::pki_types::CertificateDer<'static>> {
+    use tokio_rustls::rustls::pki_types::pem::PemObject as _;
+    tokio_rustls::rustls::pki_types::CertificateDer::pem_slice_iter(pem.as_bytes())
+        .collect::<Result<_, _>>()
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_oversized_request_is_refused_on_both_sides() {
+    let dir = tempfile::tempdir().unwrap();
+    let issued = issued();
+    let small = Limits {
+        max_request: 4 << 10,
+        ..Limits::default()
+    };
+    let url = serve(dir.path(), &issued, small).await;
+    // The server reads no more than its limit.
+    let client = Client::new(&url, &issued.client_identity(), Limits::default()).unwrap();
+    let error = client
+        .render(&request("https://git.invalid/x", 64 << 10))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(error, ClientError::Status { status: 413, .. }),
+        "{error:?}"
+    );
+    // The client sends none past its own.
+    let client = Client::new(&url, &issued.client_identity(), small).unwrap();
+    let error = client
+        .render(&request("https://git.invalid/x", 64 << 10))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(error, ClientError::RequestTooLarge { limit: 4096, .. }),
+        "{error:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_oversized_answer_is_not_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let issued = issued();
+    let url = serve(dir.path(), &issued, Limits::default()).await;
+    let client = Client::new(
+        &url,
+        &issued.client_identity(),
+        Limits {
+            max_response: 16,
+            ..Limits::default()
+        },
+    )
+    .unwrap();
+    // Any answer (here a refusal) is longer than 16 bytes.
+    let error = client.render(&request("/etc", 0)).await.unwrap_err();
+    assert!(
+        matches!(error, ClientError::ResponseTooLarge { limit: 16, .. }),
+        "{error:?}"
+    );
+}
+
+/// A TCP server that accepts connections and answers nothing for 5 s,
+/// then closes them.
+fn silent_server() -> (std::net::SocketAddr, std::thread::JoinHandle<()>) {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let address = listener.local_addr().unwrap();
+    let handle = std::thread::spawn(move || {
+        let until = std::time::Instant::now() + Duration::from_secs(5);
+        let mut held = Vec::new();
+        while std::time::Instant::now() < until {
+            if let Ok(stream) = listener.accept() {
+                held.push(stream);
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    });
+    (address, handle)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deadlines_hold_on_both_sides() {
+    // The client stops waiting for a server that does not answer.
+    let issued = issued();
+    let (address, _server) = silent_server();
+    let client = Client::new(
+        &format!("https://{address}"),
+        &issued.client_identity(),
+        Limits {
+            deadline: Duration::from_secs(1),
+            connect_timeout: Duration::from_secs(1),
+            ..Limits::default()
+        },
+    )
+    .unwrap();
+    let error = client
+        .render(&request("https://git.invalid/x", 0))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(error, ClientError::DeadlineExceeded { .. }),
+        "{error:?}"
+    );
+
+    // The server stops working on a render past its deadline (here a Git
+    // server that never answers) and says so.
+    let dir = tempfile::tempdir().unwrap();
+    let (git, _git) = silent_server();
+    let url = serve(
+        dir.path(),
+        &issued,
+        Limits {
+            deadline: Duration::from_secs(1),
+            ..Limits::default()
+        },
+    )
+    .await;
+    let client = Client::new(&url, &issued.client_identity(), Limits::default()).unwrap();
+    let mut slow = request(&format!("git://{git}/repo"), 0);
+    slow.chain.clear();
+    let error = client.render(&slow).await.unwrap_err();
+    match error {
+        ClientError::Refused(failure) => {
+            assert_eq!(failure.reason, "RenderDeadlineExceeded", "{failure:?}")
+        }
+        other => panic!("{other:?}"),
+    }
+}
