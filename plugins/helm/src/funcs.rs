@@ -200,14 +200,6 @@ pub fn call(st: &mut State<'_>, name: &str, args: Vec<Value>, pos: &Pos) -> R {
             }
             let idx: Vec<i64> = a[1..].iter().map(|x| x.as_int().unwrap_or(-1)).collect();
             match &a[0] {
-                Value::Str(s) => {
-                    let lo = idx.first().copied().unwrap_or(0);
-                    let hi = idx.get(1).copied().unwrap_or(s.len() as i64);
-                    if lo < 0 || hi < lo || hi as usize > s.len() {
-                        return Err(format!("index out of range: {hi}").into());
-                    }
-                    Value::str(s.get(lo as usize..hi as usize).ok_or("slice of string splits a character")?)
-                }
                 Value::List(l) | Value::Strings(l) => {
                     let lo = idx.first().copied().unwrap_or(0);
                     let hi = idx.get(1).copied().unwrap_or(l.len() as i64);
@@ -216,7 +208,10 @@ pub fn call(st: &mut State<'_>, name: &str, args: Vec<Value>, pos: &Pos) -> R {
                     }
                     Value::list(l[lo as usize..hi as usize].to_vec())
                 }
-                other => return Err(format!("can't slice item of type {}", other.type_name()).into()),
+                // Sprig's `slice` replaces Go's: lists only.
+                other => {
+                    return Err(format!("list should be type of slice or array but {}", other.type_name()).into());
+                }
             }
         }
         "print" => Value::str(go_sprint(a)),

@@ -290,6 +290,17 @@ fn coalesce(chart: &Chart, vals: Map) -> Map {
     v
 }
 
+/// The values without null entries (Helm drops them once coalesced).
+fn without_nulls(m: Map) -> Map {
+    m.into_iter()
+        .filter(|(_, v)| !matches!(v, Value::Nil))
+        .map(|(k, v)| match v {
+            Value::Map(inner) => (k, Value::map(without_nulls((*inner).clone()))),
+            other => (k, other),
+        })
+        .collect()
+}
+
 /// Looks `path` (`a.b.c`) up in `vals`.
 fn lookup_path<'a>(vals: &'a Map, path: &str) -> Option<&'a Value> {
     let mut parts = path.split('.');
@@ -455,7 +466,7 @@ pub fn render(src: &dyn Source, chart_dir: &str, opts: &Options) -> Result<Vec<D
     let user = user_values(src, chart_dir, opts)?;
     let cvals = coalesce(&chart, user.clone());
     process_dependencies(&mut chart, &cvals, "");
-    let vals = coalesce(&chart, user);
+    let vals = without_nulls(coalesce(&chart, user));
 
     let root = chart.name();
     let mut renderables = Vec::new();
