@@ -19,7 +19,7 @@ pub struct Limits {
     /// [`Limits::DEFAULT_OUTPUT`].
     pub max_output: usize,
     /// Nesting of `template`/`include`/`tpl` calls. Default
-    /// [`Limits::DEFAULT_DEPTH`] (Helm's own limit for `include`).
+    /// [`Limits::DEFAULT_DEPTH`].
     pub max_depth: usize,
 }
 
@@ -28,8 +28,9 @@ impl Limits {
     pub const DEFAULT_STEPS: u64 = 50_000_000;
     /// Default output budget: 64 MiB.
     pub const DEFAULT_OUTPUT: usize = 64 << 20;
-    /// Default call depth: 1000 (Helm's recursion limit for `include`).
-    pub const DEFAULT_DEPTH: usize = 1000;
+    /// Default call depth: 100. (Helm allows 1000 `include`s deep; the
+    /// sandbox's stack does not, and real charts nest a handful.)
+    pub const DEFAULT_DEPTH: usize = 100;
 }
 
 impl Default for Limits {
@@ -606,7 +607,11 @@ impl State<'_> {
             return Ok(v);
         }
         let values = self.eval_args(dot, args, last)?;
-        let result = funcs::call(self, name, values, pos);
+        let result = if name == "include" || name == "tpl" {
+            funcs::call_nested(self, name, values, pos)
+        } else {
+            funcs::call(self, name, values, pos)
+        };
         match result {
             Ok(v) => {
                 if let Value::Str(s) = &v

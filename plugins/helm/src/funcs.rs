@@ -259,19 +259,6 @@ pub fn call(st: &mut State<'_>, name: &str, args: Vec<Value>, pos: &Pos) -> R {
         "call" => return Err("call is not supported: no function values in Helm charts".into()),
 
         // ---- Helm
-        "include" => {
-            if a.len() != 2 {
-                return Err(format!("wrong number of args for include: want 2 got {}", a.len()).into());
-            }
-            let Value::Str(n) = &a[0] else {
-                return Err("include: the template name must be a string".into());
-            };
-            Value::str(st.call_template(n, a[1].clone(), pos).map_err(include_error(n))?)
-        }
-        "tpl" => {
-            arity(name, a, 2)?;
-            Value::str(tpl(st, &s(0), a[1].clone(), pos)?)
-        }
         "required" => {
             arity(name, a, 2)?;
             match &a[1] {
@@ -775,6 +762,21 @@ fn include_error(name: &str) -> impl Fn(ExecError) -> FnError + '_ {
         }
         other => FnError::Nested(other),
     }
+}
+
+/// `include` and `tpl`, kept out of [`call`] so that template recursion
+/// does not carry its large stack frame.
+pub fn call_nested(st: &mut State<'_>, name: &str, a: Vec<Value>, pos: &Pos) -> R {
+    if a.len() != 2 {
+        return Err(format!("wrong number of args for {name}: want 2 got {}", a.len()).into());
+    }
+    if name == "tpl" {
+        return Ok(Value::str(tpl(st, &strval(&a[0]), a[1].clone(), pos)?));
+    }
+    let Value::Str(n) = &a[0] else {
+        return Err("include: the template name must be a string".into());
+    };
+    Ok(Value::str(st.call_template(n, a[1].clone(), pos).map_err(include_error(n))?))
 }
 
 /// Helm's `tpl`: the text parsed as a template among the chart's, run with `dot`.
