@@ -6,7 +6,9 @@ use kiln_helm::{Options, render, stream};
 
 fn main() {
     let mut args = std::env::args().skip(1);
-    let dir = args.next().expect("usage: render CHART_DIR [--set K=V|--set-string K=V|-f FILE]...");
+    let dir = args
+        .next()
+        .expect("usage: render CHART_DIR [--set K=V|--set-string K=V|-f FILE]...");
     let mut opts = Options::default();
     while let Some(flag) = args.next() {
         let value = args.next().expect("a value after the flag");

@@ -31,7 +31,10 @@ impl Source for DirSource {
             .ok()?
             .filter_map(|e| {
                 let e = e.ok()?;
-                Some((e.file_name().to_string_lossy().into_owned(), e.file_type().ok()?.is_dir()))
+                Some((
+                    e.file_name().to_string_lossy().into_owned(),
+                    e.file_type().ok()?.is_dir(),
+                ))
             })
             .collect();
         out.sort();
@@ -100,12 +103,20 @@ pub struct Chart {
 impl Chart {
     /// The chart's name (`.Chart.Name`).
     pub fn name(&self) -> String {
-        self.metadata.get("Name").and_then(Value::as_str).unwrap_or_default().to_owned()
+        self.metadata
+            .get("Name")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned()
     }
 }
 
 fn join(dir: &str, name: &str) -> String {
-    if dir.is_empty() || dir == "." { name.to_owned() } else { format!("{dir}/{name}") }
+    if dir.is_empty() || dir == "." {
+        name.to_owned()
+    } else {
+        format!("{dir}/{name}")
+    }
 }
 
 fn text(src: &dyn Source, path: &str) -> Result<String, LoadError> {
@@ -166,7 +177,12 @@ pub fn load(src: &dyn Source, dir: &str) -> Result<Chart, LoadError> {
     })?;
     let raw = raw.as_map().cloned().unwrap_or_default();
     let metadata = metadata(&raw);
-    if metadata.get("Name").and_then(Value::as_str).unwrap_or("").is_empty() {
+    if metadata
+        .get("Name")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .is_empty()
+    {
         return Err(LoadError::Unsupported {
             file: chart_yaml,
             message: "validation: chart.metadata.name is required".into(),
@@ -179,9 +195,16 @@ pub fn load(src: &dyn Source, dir: &str) -> Result<Chart, LoadError> {
         .iter()
         .filter_map(Value::as_map)
         .map(|d| Dependency {
-            name: d.get("name").and_then(Value::as_str).unwrap_or_default().to_owned(),
+            name: d
+                .get("name")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned(),
             alias: d.get("alias").and_then(Value::as_str).map(str::to_owned),
-            condition: d.get("condition").and_then(Value::as_str).map(str::to_owned),
+            condition: d
+                .get("condition")
+                .and_then(Value::as_str)
+                .map(str::to_owned),
             tags: d
                 .get("tags")
                 .and_then(Value::as_list)
@@ -196,9 +219,11 @@ pub fn load(src: &dyn Source, dir: &str) -> Result<Chart, LoadError> {
     let values = match src.read(&values_path) {
         Ok(bytes) => {
             let t = String::from_utf8_lossy(&bytes);
-            kiln_yaml_limits::check(&t, &kiln_yaml_limits::YamlLimits::default()).map_err(|e| LoadError::Yaml {
-                file: values_path.clone(),
-                message: e.to_string(),
+            kiln_yaml_limits::check(&t, &kiln_yaml_limits::YamlLimits::default()).map_err(|e| {
+                LoadError::Yaml {
+                    file: values_path.clone(),
+                    message: e.to_string(),
+                }
             })?;
             from_yaml(&t)
                 .map_err(|message| LoadError::Yaml {
@@ -241,7 +266,11 @@ fn walk(src: &dyn Source, root: &str, rel: &str, chart: &mut Chart) -> Result<()
         return Ok(());
     };
     for (name, is_dir) in entries {
-        let path = if rel.is_empty() { name.clone() } else { format!("{rel}/{name}") };
+        let path = if rel.is_empty() {
+            name.clone()
+        } else {
+            format!("{rel}/{name}")
+        };
         if rel.is_empty() && name == "charts" && is_dir {
             for (sub, sub_is_dir) in src.list(&join(root, "charts")).unwrap_or_default() {
                 let sub_path = join(&join(root, "charts"), &sub);
@@ -270,7 +299,9 @@ fn walk(src: &dyn Source, root: &str, rel: &str, chart: &mut Chart) -> Result<()
         } else if path.starts_with("crds/") {
             chart.crds.push((path.clone(), text(src, &full)?));
         } else {
-            chart.files.insert(path, src.read(&full).map_err(LoadError::Read)?);
+            chart
+                .files
+                .insert(path, src.read(&full).map_err(LoadError::Read)?);
         }
     }
     Ok(())

@@ -12,7 +12,8 @@ pub fn from_yaml(text: &str) -> Result<Value, String> {
     if text.trim().is_empty() {
         return Ok(Value::Nil);
     }
-    let v: serde_yaml::Value = serde_yaml::from_str(text).map_err(|e| format!("error converting YAML to JSON: {e}"))?;
+    let v: serde_yaml::Value =
+        serde_yaml::from_str(text).map_err(|e| format!("error converting YAML to JSON: {e}"))?;
     Ok(from_yaml_value(&v))
 }
 
@@ -22,7 +23,10 @@ fn key_text(k: &serde_yaml::Value) -> String {
         serde_yaml::Value::Bool(b) => b.to_string(),
         serde_yaml::Value::Null => "null".to_owned(),
         serde_yaml::Value::Number(n) => n.to_string(),
-        other => serde_yaml::to_string(other).unwrap_or_default().trim().to_owned(),
+        other => serde_yaml::to_string(other)
+            .unwrap_or_default()
+            .trim()
+            .to_owned(),
     }
 }
 
@@ -34,9 +38,11 @@ pub fn from_yaml_value(v: &serde_yaml::Value) -> Value {
         serde_yaml::Value::Number(n) => Value::Float(n.as_f64().unwrap_or(0.0)),
         serde_yaml::Value::String(s) => Value::str(s),
         serde_yaml::Value::Sequence(l) => Value::list(l.iter().map(from_yaml_value).collect()),
-        serde_yaml::Value::Mapping(m) => {
-            Value::map(m.iter().map(|(k, v)| (key_text(k), from_yaml_value(v))).collect())
-        }
+        serde_yaml::Value::Mapping(m) => Value::map(
+            m.iter()
+                .map(|(k, v)| (key_text(k), from_yaml_value(v)))
+                .collect(),
+        ),
         serde_yaml::Value::Tagged(t) => from_yaml_value(&t.value),
     }
 }
@@ -49,7 +55,9 @@ pub fn from_json(v: &serde_json::Value) -> Value {
         serde_json::Value::Number(n) => Value::Float(n.as_f64().unwrap_or(0.0)),
         serde_json::Value::String(s) => Value::str(s),
         serde_json::Value::Array(l) => Value::list(l.iter().map(from_json).collect()),
-        serde_json::Value::Object(m) => Value::map(m.iter().map(|(k, v)| (k.clone(), from_json(v))).collect()),
+        serde_json::Value::Object(m) => {
+            Value::map(m.iter().map(|(k, v)| (k.clone(), from_json(v))).collect())
+        }
     }
 }
 
@@ -64,22 +72,34 @@ pub fn to_json_value(v: &Value) -> serde_json::Value {
                 if f.abs() < 9.2e18 {
                     serde_json::Value::from(*f as i64)
                 } else {
-                    serde_json::Number::from_f64(*f).map_or(serde_json::Value::Null, serde_json::Value::Number)
+                    serde_json::Number::from_f64(*f)
+                        .map_or(serde_json::Value::Null, serde_json::Value::Number)
                 }
             } else {
-                serde_json::Number::from_f64(*f).map_or(serde_json::Value::Null, serde_json::Value::Number)
+                serde_json::Number::from_f64(*f)
+                    .map_or(serde_json::Value::Null, serde_json::Value::Number)
             }
         }
         Value::Str(s) => serde_json::Value::String(s.to_string()),
-        Value::List(l) | Value::Strings(l) => serde_json::Value::Array(l.iter().map(to_json_value).collect()),
-        Value::Map(m) => serde_json::Value::Object(m.iter().map(|(k, v)| (k.clone(), to_json_value(v))).collect()),
+        Value::List(l) | Value::Strings(l) => {
+            serde_json::Value::Array(l.iter().map(to_json_value).collect())
+        }
+        Value::Map(m) => serde_json::Value::Object(
+            m.iter()
+                .map(|(k, v)| (k.clone(), to_json_value(v)))
+                .collect(),
+        ),
         Value::Files(f) => serde_json::Value::Object(
             f.entries()
                 .iter()
                 .map(|(k, b)| (k.clone(), serde_json::Value::String(base64_std(b))))
                 .collect(),
         ),
-        Value::ApiVersions(l) => serde_json::Value::Array(l.iter().map(|s| serde_json::Value::String(s.clone())).collect()),
+        Value::ApiVersions(l) => serde_json::Value::Array(
+            l.iter()
+                .map(|s| serde_json::Value::String(s.clone()))
+                .collect(),
+        ),
     }
 }
 
@@ -125,7 +145,11 @@ fn toml_scalar(v: &Value) -> Option<String> {
         Value::Bool(b) => b.to_string(),
         Value::Int(i) | Value::Int64(i) => i.to_string(),
         Value::Float(f) => {
-            if f.fract() == 0.0 { format!("{f:.1}") } else { f.to_string() }
+            if f.fract() == 0.0 {
+                format!("{f:.1}")
+            } else {
+                f.to_string()
+            }
         }
         Value::Str(s) => crate::gofmt::quote(s),
         Value::List(l) | Value::Strings(l) => {
@@ -137,7 +161,10 @@ fn toml_scalar(v: &Value) -> Option<String> {
 }
 
 fn toml_key(k: &str) -> String {
-    if !k.is_empty() && k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-') {
+    if !k.is_empty()
+        && k.chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+    {
         k.to_owned()
     } else {
         crate::gofmt::quote(k)
@@ -153,7 +180,11 @@ fn toml_table(out: &mut String, m: &Map, prefix: &str) {
     }
     for (k, v) in m {
         if let Value::Map(sub) = v {
-            let name = if prefix.is_empty() { toml_key(k) } else { format!("{prefix}.{}", toml_key(k)) };
+            let name = if prefix.is_empty() {
+                toml_key(k)
+            } else {
+                format!("{prefix}.{}", toml_key(k))
+            };
             out.push_str(&format!("\n{indent}[{name}]\n"));
             toml_table(out, sub, &name);
         }
@@ -162,7 +193,9 @@ fn toml_table(out: &mut String, m: &Map, prefix: &str) {
 
 /// Helper: a map value from pairs.
 pub fn map_of(pairs: impl IntoIterator<Item = (&'static str, Value)>) -> Value {
-    Value::Map(Rc::new(pairs.into_iter().map(|(k, v)| (k.to_owned(), v)).collect()))
+    Value::Map(Rc::new(
+        pairs.into_iter().map(|(k, v)| (k.to_owned(), v)).collect(),
+    ))
 }
 
 #[cfg(test)]
@@ -173,7 +206,13 @@ mod tests {
     #[test]
     fn json_and_yaml_as_helm() {
         let v = from_yaml("b: <x&y>\na: 1000000\nc: [1.5, true, null]\n").unwrap();
-        assert_eq!(to_json(&v), r#"{"a":1000000,"b":"\u003cx\u0026y\u003e","c":[1.5,true,null]}"#);
-        assert_eq!(to_yaml(&v), "a: 1000000\nb: <x&y>\nc:\n- 1.5\n- true\n- null\n");
+        assert_eq!(
+            to_json(&v),
+            r#"{"a":1000000,"b":"\u003cx\u0026y\u003e","c":[1.5,true,null]}"#
+        );
+        assert_eq!(
+            to_yaml(&v),
+            "a: 1000000\nb: <x&y>\nc:\n- 1.5\n- true\n- null\n"
+        );
     }
 }

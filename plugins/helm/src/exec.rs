@@ -267,7 +267,11 @@ impl State<'_> {
                     BranchKind::If | BranchKind::With => {
                         let v = self.eval_pipe(dot, pipe)?;
                         if v.truth() {
-                            let inner = if *kind == BranchKind::With { v } else { dot.clone() };
+                            let inner = if *kind == BranchKind::With {
+                                v
+                            } else {
+                                dot.clone()
+                            };
                             self.walk_list(&inner, list)?
                         } else if let Some(e) = else_list {
                             self.walk_list(dot, e)?
@@ -301,9 +305,18 @@ impl State<'_> {
     }
 
     /// Runs template `name` with `dot` in its own variable scope.
-    pub fn call_template(&mut self, name: &str, dot: Value, pos: &Pos) -> Result<String, ExecError> {
+    pub fn call_template(
+        &mut self,
+        name: &str,
+        dot: Value,
+        pos: &Pos,
+    ) -> Result<String, ExecError> {
         let Some(tree) = self.rt.trees.get(name).cloned() else {
-            return Err(self.err(pos, &format!("template {name:?}"), format!("template {name:?} not defined")));
+            return Err(self.err(
+                pos,
+                &format!("template {name:?}"),
+                format!("template {name:?} not defined"),
+            ));
         };
         if self.rt.depth >= self.rt.limits.max_depth {
             return Err(ExecError::Limit {
@@ -342,26 +355,40 @@ impl State<'_> {
         let v = self.eval_pipe(dot, &plain)?;
         let items: Vec<(Value, Value)> = match &v {
             Value::Nil => Vec::new(),
-            Value::List(l) | Value::Strings(l) => {
-                l.iter().enumerate().map(|(i, x)| (Value::Int(i as i64), x.clone())).collect()
-            }
+            Value::List(l) | Value::Strings(l) => l
+                .iter()
+                .enumerate()
+                .map(|(i, x)| (Value::Int(i as i64), x.clone()))
+                .collect(),
             Value::Map(m) => m.iter().map(|(k, x)| (Value::str(k), x.clone())).collect(),
             Value::Files(f) => f
                 .entries()
                 .iter()
                 .map(|(k, x)| (Value::str(k), Value::str(String::from_utf8_lossy(x))))
                 .collect(),
-            Value::ApiVersions(l) => l.iter().enumerate().map(|(i, x)| (Value::Int(i as i64), Value::str(x))).collect(),
+            Value::ApiVersions(l) => l
+                .iter()
+                .enumerate()
+                .map(|(i, x)| (Value::Int(i as i64), Value::str(x)))
+                .collect(),
             Value::Int(n) | Value::Int64(n) => {
                 if decl.len() > 1 {
-                    return Err(self.err(&pipe.pos, "range", format!("can't use {n} to iterate over more than one variable")));
+                    return Err(self.err(
+                        &pipe.pos,
+                        "range",
+                        format!("can't use {n} to iterate over more than one variable"),
+                    ));
                 }
                 // Iterate lazily: a huge count is stopped by the step budget.
                 let mark = self.vars.len();
                 let mut i = 0i64;
                 while i < *n {
                     self.rt.step(&pipe.pos)?;
-                    let item = if matches!(v, Value::Int(_)) { Value::Int(i) } else { Value::Int64(i) };
+                    let item = if matches!(v, Value::Int(_)) {
+                        Value::Int(i)
+                    } else {
+                        Value::Int64(i)
+                    };
                     if let Some(d) = decl.first() {
                         self.vars.push((d.clone(), item.clone()));
                     }
@@ -380,7 +407,11 @@ impl State<'_> {
                 return Ok(Flow::Normal);
             }
             other => {
-                return Err(self.err(&pipe.pos, "range", format!("range can't iterate over {}", other.to_go_string())));
+                return Err(self.err(
+                    &pipe.pos,
+                    "range",
+                    format!("range can't iterate over {}", other.to_go_string()),
+                ));
             }
         };
         if items.is_empty() {
@@ -437,7 +468,12 @@ impl State<'_> {
             .unwrap_or_default()
     }
 
-    fn eval_cmd(&mut self, dot: &Value, cmd: &Cmd, last: Option<Value>) -> Result<Value, ExecError> {
+    fn eval_cmd(
+        &mut self,
+        dot: &Value,
+        cmd: &Cmd,
+        last: Option<Value>,
+    ) -> Result<Value, ExecError> {
         let first = &cmd.args[0];
         let has_more = cmd.args.len() > 1 || last.is_some();
         match first {
@@ -450,7 +486,11 @@ impl State<'_> {
                 let base = self.var(v);
                 if fields.is_empty() {
                     if has_more {
-                        return Err(self.err(&cmd.pos, v, format!("can't give argument to non-function {v}")));
+                        return Err(self.err(
+                            &cmd.pos,
+                            v,
+                            format!("can't give argument to non-function {v}"),
+                        ));
                     }
                     return Ok(base);
                 }
@@ -462,7 +502,11 @@ impl State<'_> {
                 let base = self.eval_pipe(dot, p)?;
                 if fields.is_empty() {
                     if has_more {
-                        return Err(self.err(&cmd.pos, "(...)", "can't give argument to non-function"));
+                        return Err(self.err(
+                            &cmd.pos,
+                            "(...)",
+                            "can't give argument to non-function",
+                        ));
                     }
                     return Ok(base);
                 }
@@ -472,14 +516,23 @@ impl State<'_> {
             Arg::Nil => Err(self.err(&cmd.pos, "nil", "nil is not a command")),
             other => {
                 if has_more {
-                    return Err(self.err(&cmd.pos, "", format!("can't give argument to non-function {}", arg_text(other))));
+                    return Err(self.err(
+                        &cmd.pos,
+                        "",
+                        format!("can't give argument to non-function {}", arg_text(other)),
+                    ));
                 }
                 self.eval_arg(dot, other)
             }
         }
     }
 
-    fn eval_args(&mut self, dot: &Value, args: &[Arg], last: Option<Value>) -> Result<Vec<Value>, ExecError> {
+    fn eval_args(
+        &mut self,
+        dot: &Value,
+        args: &[Arg],
+        last: Option<Value>,
+    ) -> Result<Vec<Value>, ExecError> {
         let mut out = Vec::with_capacity(args.len() + 1);
         for a in args {
             out.push(self.eval_arg(dot, a)?);
@@ -549,11 +602,19 @@ impl State<'_> {
         let n = fields.len();
         let mut args = Some(args);
         for (i, f) in fields.iter().enumerate() {
-            let call_args = if i + 1 == n { args.take().unwrap_or_default() } else { Vec::new() };
+            let call_args = if i + 1 == n {
+                args.take().unwrap_or_default()
+            } else {
+                Vec::new()
+            };
             v = match &v {
                 Value::Map(m) => {
                     if !call_args.is_empty() {
-                        return Err(self.err(pos, context, format!("{f} is not a method but has arguments")));
+                        return Err(self.err(
+                            pos,
+                            context,
+                            format!("{f} is not a method but has arguments"),
+                        ));
                     }
                     m.get(f.as_str()).cloned().unwrap_or_default()
                 }
@@ -562,17 +623,35 @@ impl State<'_> {
                 Value::ApiVersions(list) => match f.as_str() {
                     "Has" => {
                         let [Value::Str(s)] = call_args.as_slice() else {
-                            return Err(self.err(pos, context, "wrong number of args for Has: want 1"));
+                            return Err(self.err(
+                                pos,
+                                context,
+                                "wrong number of args for Has: want 1",
+                            ));
                         };
                         Value::Bool(list.iter().any(|x| **x == **s))
                     }
-                    _ => return Err(self.err(pos, context, format!("can't evaluate field {f} in type chartutil.VersionSet"))),
+                    _ => {
+                        return Err(self.err(
+                            pos,
+                            context,
+                            format!("can't evaluate field {f} in type chartutil.VersionSet"),
+                        ));
+                    }
                 },
                 Value::Nil => {
-                    return Err(self.err(pos, context, format!("nil pointer evaluating interface {{}}.{f}")));
+                    return Err(self.err(
+                        pos,
+                        context,
+                        format!("nil pointer evaluating interface {{}}.{f}"),
+                    ));
                 }
                 other => {
-                    return Err(self.err(pos, context, format!("can't evaluate field {f} in type {}", other.type_name())));
+                    return Err(self.err(
+                        pos,
+                        context,
+                        format!("can't evaluate field {f} in type {}", other.type_name()),
+                    ));
                 }
             };
         }
@@ -593,7 +672,11 @@ impl State<'_> {
             let want = name == "or";
             let mut v = Value::Nil;
             if args.is_empty() && last.is_none() {
-                return Err(self.err(pos, name, format!("wrong number of args for {name}: want at least 1 got 0")));
+                return Err(self.err(
+                    pos,
+                    name,
+                    format!("wrong number of args for {name}: want at least 1 got 0"),
+                ));
             }
             for a in args {
                 v = self.eval_arg(dot, a)?;
@@ -620,7 +703,10 @@ impl State<'_> {
                     return Err(ExecError::Limit {
                         name: pos.name.to_string(),
                         line: pos.line,
-                        what: format!("{name} built a string over {} bytes", self.rt.limits.max_output),
+                        what: format!(
+                            "{name} built a string over {} bytes",
+                            self.rt.limits.max_output
+                        ),
                     });
                 }
                 Ok(v)

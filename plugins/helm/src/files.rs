@@ -24,7 +24,10 @@ impl Files {
     }
 
     fn get(&self, path: &str) -> String {
-        self.0.get(path).map(|b| String::from_utf8_lossy(b).into_owned()).unwrap_or_default()
+        self.0
+            .get(path)
+            .map(|b| String::from_utf8_lossy(b).into_owned())
+            .unwrap_or_default()
     }
 
     fn glob(&self, pattern: &str) -> Files {
@@ -41,12 +44,19 @@ impl Files {
         let m: Map = self
             .0
             .iter()
-            .map(|(k, v)| (k.rsplit('/').next().unwrap_or(k).to_owned(), Value::str(f(v))))
+            .map(|(k, v)| {
+                (
+                    k.rsplit('/').next().unwrap_or(k).to_owned(),
+                    Value::str(f(v)),
+                )
+            })
             .collect();
         if m.is_empty() {
             return String::new();
         }
-        crate::convert::to_yaml(&Value::map(m)).trim_end_matches('\n').to_owned()
+        crate::convert::to_yaml(&Value::map(m))
+            .trim_end_matches('\n')
+            .to_owned()
     }
 }
 
@@ -55,7 +65,10 @@ pub fn method(files: &Rc<Files>, name: &str, args: &[Value]) -> Result<Value, St
     let arg = |i: usize| -> Result<String, String> {
         match args.get(i) {
             Some(Value::Str(s)) => Ok(s.to_string()),
-            _ => Err(format!("wrong number of args for {name}: want 1 got {}", args.len())),
+            _ => Err(format!(
+                "wrong number of args for {name}: want 1 got {}",
+                args.len()
+            )),
         }
     };
     Ok(match name {
@@ -71,7 +84,9 @@ pub fn method(files: &Rc<Files>, name: &str, args: &[Value]) -> Result<Value, St
             Value::Strings(Rc::new(text.split('\n').map(Value::str).collect()))
         }
         "AsConfig" => Value::str(files.by_base(|b| String::from_utf8_lossy(b).into_owned())),
-        "AsSecrets" => Value::str(files.by_base(|b| base64::engine::general_purpose::STANDARD.encode(b))),
+        "AsSecrets" => {
+            Value::str(files.by_base(|b| base64::engine::general_purpose::STANDARD.encode(b)))
+        }
         other => return Err(format!("can't evaluate field {other} in type chart.Files")),
     })
 }
@@ -92,13 +107,11 @@ pub fn glob_match(p: &[u8], s: &[u8]) -> bool {
             let Some(end) = p.iter().position(|&c| c == b'}') else {
                 return !s.is_empty() && s[0] == b'{' && glob_match(&p[1..], &s[1..]);
             };
-            p[1..end]
-                .split(|&c| c == b',')
-                .any(|alt| {
-                    let mut q = alt.to_vec();
-                    q.extend_from_slice(&p[end + 1..]);
-                    glob_match(&q, s)
-                })
+            p[1..end].split(|&c| c == b',').any(|alt| {
+                let mut q = alt.to_vec();
+                q.extend_from_slice(&p[end + 1..]);
+                glob_match(&q, s)
+            })
         }
         b'[' => {
             let Some(end) = p.iter().position(|&c| c == b']') else {

@@ -16,40 +16,197 @@ type R = Result<Value, FnError>;
 /// Every function name a template may call (Go checks names at parse time).
 pub const NAMES: &[&str] = &[
     // Go builtins
-    "and", "or", "not", "len", "index", "slice", "print", "printf", "println", "eq", "ne", "lt", "le", "gt",
-    "ge", "html", "js", "urlquery", "call",
+    "and",
+    "or",
+    "not",
+    "len",
+    "index",
+    "slice",
+    "print",
+    "printf",
+    "println",
+    "eq",
+    "ne",
+    "lt",
+    "le",
+    "gt",
+    "ge",
+    "html",
+    "js",
+    "urlquery",
+    "call",
     // Helm
-    "include", "tpl", "required", "fail", "toYaml", "toYamlPretty", "mustToYaml", "fromYaml", "fromYamlArray",
-    "toJson", "mustToJson", "fromJson", "fromJsonArray", "toToml", "lookup",
+    "include",
+    "tpl",
+    "required",
+    "fail",
+    "toYaml",
+    "toYamlPretty",
+    "mustToYaml",
+    "fromYaml",
+    "fromYamlArray",
+    "toJson",
+    "mustToJson",
+    "fromJson",
+    "fromJsonArray",
+    "toToml",
+    "lookup",
     // Sprig: strings
-    "trim", "trimAll", "trimPrefix", "trimSuffix", "upper", "lower", "title", "untitle", "quote", "squote",
-    "replace", "contains", "hasPrefix", "hasSuffix", "trunc", "nindent", "indent", "join", "split", "splitList",
-    "splitn", "regexMatch", "mustRegexMatch", "regexReplaceAll", "regexReplaceAllLiteral", "regexFind",
-    "regexFindAll", "regexSplit", "b64enc", "b64dec", "b32enc", "sha256sum", "sha1sum", "adler32sum", "repeat",
-    "substr", "nospace", "abbrev", "initials", "cat", "wrap", "snakecase", "camelcase", "kebabcase", "swapcase",
-    "plural", "toString", "toStrings", "atoi", "int", "int64", "float64", "toDecimal", "shuffle",
+    "trim",
+    "trimAll",
+    "trimPrefix",
+    "trimSuffix",
+    "upper",
+    "lower",
+    "title",
+    "untitle",
+    "quote",
+    "squote",
+    "replace",
+    "contains",
+    "hasPrefix",
+    "hasSuffix",
+    "trunc",
+    "nindent",
+    "indent",
+    "join",
+    "split",
+    "splitList",
+    "splitn",
+    "regexMatch",
+    "mustRegexMatch",
+    "regexReplaceAll",
+    "regexReplaceAllLiteral",
+    "regexFind",
+    "regexFindAll",
+    "regexSplit",
+    "b64enc",
+    "b64dec",
+    "b32enc",
+    "sha256sum",
+    "sha1sum",
+    "adler32sum",
+    "repeat",
+    "substr",
+    "nospace",
+    "abbrev",
+    "initials",
+    "cat",
+    "wrap",
+    "snakecase",
+    "camelcase",
+    "kebabcase",
+    "swapcase",
+    "plural",
+    "toString",
+    "toStrings",
+    "atoi",
+    "int",
+    "int64",
+    "float64",
+    "toDecimal",
+    "shuffle",
     // defaults / flow
-    "default", "empty", "coalesce", "ternary", "all", "any", "fromJSON",
+    "default",
+    "empty",
+    "coalesce",
+    "ternary",
+    "all",
+    "any",
+    "fromJSON",
     // lists
-    "list", "tuple", "append", "mustAppend", "prepend", "first", "mustFirst", "last", "mustLast", "rest",
-    "initial", "uniq", "has", "without", "compact", "concat", "reverse", "sortAlpha", "until", "untilStep",
-    "seq", "chunk",
+    "list",
+    "tuple",
+    "append",
+    "mustAppend",
+    "prepend",
+    "first",
+    "mustFirst",
+    "last",
+    "mustLast",
+    "rest",
+    "initial",
+    "uniq",
+    "has",
+    "without",
+    "compact",
+    "concat",
+    "reverse",
+    "sortAlpha",
+    "until",
+    "untilStep",
+    "seq",
+    "chunk",
     // dicts
-    "dict", "get", "set", "unset", "hasKey", "keys", "values", "merge", "mustMerge", "mergeOverwrite",
-    "mustMergeOverwrite", "deepCopy", "mustDeepCopy", "pick", "omit", "pluck", "dig",
+    "dict",
+    "get",
+    "set",
+    "unset",
+    "hasKey",
+    "keys",
+    "values",
+    "merge",
+    "mustMerge",
+    "mergeOverwrite",
+    "mustMergeOverwrite",
+    "deepCopy",
+    "mustDeepCopy",
+    "pick",
+    "omit",
+    "pluck",
+    "dig",
     // math
-    "add", "add1", "sub", "mul", "div", "mod", "max", "min", "addf", "subf", "mulf", "divf", "maxf", "minf",
-    "floor", "ceil", "round",
+    "add",
+    "add1",
+    "sub",
+    "mul",
+    "div",
+    "mod",
+    "max",
+    "min",
+    "addf",
+    "subf",
+    "mulf",
+    "divf",
+    "maxf",
+    "minf",
+    "floor",
+    "ceil",
+    "round",
     // types
-    "kindIs", "kindOf", "typeOf", "typeIs", "typeIsLike", "deepEqual",
+    "kindIs",
+    "kindOf",
+    "typeOf",
+    "typeIs",
+    "typeIsLike",
+    "deepEqual",
     // semver
-    "semver", "semverCompare",
+    "semver",
+    "semverCompare",
     // dates
-    "now", "date", "dateInZone", "toDate", "unixEpoch", "ago", "dateModify", "htmlDate",
+    "now",
+    "date",
+    "dateInZone",
+    "toDate",
+    "unixEpoch",
+    "ago",
+    "dateModify",
+    "htmlDate",
     // encoding, paths, misc
-    "base", "dir", "ext", "clean", "isAbs", "urlParse", "fail",
+    "base",
+    "dir",
+    "ext",
+    "clean",
+    "isAbs",
+    "urlParse",
+    "fail",
     // random (deterministic)
-    "randAlphaNum", "randAlpha", "randNumeric", "randAscii", "randInt", "uuidv4",
+    "randAlphaNum",
+    "randAlpha",
+    "randNumeric",
+    "randAscii",
+    "randInt",
+    "uuidv4",
 ];
 
 /// Whether `name` is a function.
@@ -106,7 +263,10 @@ fn list_of(v: &Value) -> Result<Vec<Value>, FnError> {
     match v {
         Value::List(l) | Value::Strings(l) => Ok(l.to_vec()),
         Value::Nil => Ok(Vec::new()),
-        other => Err(FnError::Msg(format!("Cannot find first on type {}", other.type_name()))),
+        other => Err(FnError::Msg(format!(
+            "Cannot find first on type {}",
+            other.type_name()
+        ))),
     }
 }
 
@@ -122,8 +282,13 @@ fn basic_eq(a: &Value, b: &Value) -> Result<bool, FnError> {
         (Value::Int(x) | Value::Int64(x), Value::Int(y) | Value::Int64(y)) => x == y,
         (Value::Float(x), Value::Float(y)) => x == y,
         (Value::Str(x), Value::Str(y)) => x == y,
-        (Value::List(_) | Value::Strings(_) | Value::Map(_), _) | (_, Value::List(_) | Value::Strings(_) | Value::Map(_)) => {
-            return Err(FnError::Msg(format!("non-comparable type {}: {}", a.to_go_string(), a.type_name())));
+        (Value::List(_) | Value::Strings(_) | Value::Map(_), _)
+        | (_, Value::List(_) | Value::Strings(_) | Value::Map(_)) => {
+            return Err(FnError::Msg(format!(
+                "non-comparable type {}: {}",
+                a.to_go_string(),
+                a.type_name()
+            )));
         }
         _ => return Err(FnError::Msg("incompatible types for comparison".into())),
     })
@@ -149,7 +314,7 @@ fn dict_of<'a>(v: &'a Value, name: &str) -> Result<&'a Map, FnError> {
 }
 
 /// Calls function `name` with evaluated `args`.
-pub fn call(st: &mut State<'_>, name: &str, args: Vec<Value>, pos: &Pos) -> R {
+pub fn call(st: &mut State<'_>, name: &str, args: Vec<Value>, _pos: &Pos) -> R {
     let a = &args;
     let s = |i: usize| a.get(i).map(strval).unwrap_or_default();
     Ok(match name {
@@ -177,11 +342,19 @@ pub fn call(st: &mut State<'_>, name: &str, args: Vec<Value>, pos: &Pos) -> R {
                 v = match (&v, key) {
                     (Value::Map(m), Value::Str(k)) => m.get(&**k).cloned().unwrap_or_default(),
                     (Value::Map(_), other) => {
-                        return Err(format!("value has type {}; should be string", other.type_name()).into());
+                        return Err(format!(
+                            "value has type {}; should be string",
+                            other.type_name()
+                        )
+                        .into());
                     }
                     (Value::List(l) | Value::Strings(l), k) => {
                         let Some(i) = k.as_int() else {
-                            return Err(format!("cannot index slice/array with type {}", k.type_name()).into());
+                            return Err(format!(
+                                "cannot index slice/array with type {}",
+                                k.type_name()
+                            )
+                            .into());
                         };
                         if i < 0 || i as usize >= l.len() {
                             return Err(format!("index out of range: {i}").into());
@@ -189,7 +362,11 @@ pub fn call(st: &mut State<'_>, name: &str, args: Vec<Value>, pos: &Pos) -> R {
                         l[i as usize].clone()
                     }
                     (Value::Nil, _) => return Err("index of untyped nil".into()),
-                    (other, _) => return Err(format!("can't index item of type {}", other.type_name()).into()),
+                    (other, _) => {
+                        return Err(
+                            format!("can't index item of type {}", other.type_name()).into()
+                        );
+                    }
                 };
             }
             v
@@ -210,7 +387,11 @@ pub fn call(st: &mut State<'_>, name: &str, args: Vec<Value>, pos: &Pos) -> R {
                 }
                 // Sprig's `slice` replaces Go's: lists only.
                 other => {
-                    return Err(format!("list should be type of slice or array but {}", other.type_name()).into());
+                    return Err(format!(
+                        "list should be type of slice or array but {}",
+                        other.type_name()
+                    )
+                    .into());
                 }
             }
         }
@@ -224,7 +405,11 @@ pub fn call(st: &mut State<'_>, name: &str, args: Vec<Value>, pos: &Pos) -> R {
                 return Err("wrong number of args for printf: want at least 1 got 0".into());
             }
             let Value::Str(f) = &a[0] else {
-                return Err(format!("wrong type for value; expected string; got {}", a[0].type_name()).into());
+                return Err(format!(
+                    "wrong type for value; expected string; got {}",
+                    a[0].type_name()
+                )
+                .into());
             };
             Value::str(sprintf(f, &a[1..]))
         }
@@ -275,7 +460,9 @@ pub fn call(st: &mut State<'_>, name: &str, args: Vec<Value>, pos: &Pos) -> R {
         "fromYaml" => match convert::from_yaml(&s(0)) {
             Ok(v @ Value::Map(_)) => v,
             Ok(Value::Nil) => Value::map(Map::new()),
-            Ok(_) => error_map("error unmarshaling JSON: json: cannot unmarshal array into Go value of type map[string]interface {}"),
+            Ok(_) => error_map(
+                "error unmarshaling JSON: json: cannot unmarshal array into Go value of type map[string]interface {}",
+            ),
             Err(e) => error_map(&e),
         },
         "fromYamlArray" => match convert::from_yaml(&s(0)) {
@@ -292,12 +479,16 @@ pub fn call(st: &mut State<'_>, name: &str, args: Vec<Value>, pos: &Pos) -> R {
         }
         "fromJson" | "fromJSON" => match serde_json::from_str::<serde_json::Value>(&s(0)) {
             Ok(v @ serde_json::Value::Object(_)) => convert::from_json(&v),
-            Ok(_) => error_map("json: cannot unmarshal into Go value of type map[string]interface {}"),
+            Ok(_) => {
+                error_map("json: cannot unmarshal into Go value of type map[string]interface {}")
+            }
             Err(e) => error_map(&e.to_string()),
         },
         "fromJsonArray" => match serde_json::from_str::<serde_json::Value>(&s(0)) {
             Ok(v @ serde_json::Value::Array(_)) => convert::from_json(&v),
-            Ok(_) => Value::list(vec![Value::str("json: cannot unmarshal into Go value of type []interface {}")]),
+            Ok(_) => Value::list(vec![Value::str(
+                "json: cannot unmarshal into Go value of type []interface {}",
+            )]),
             Err(e) => Value::list(vec![Value::str(e.to_string())]),
         },
         "toToml" => Value::str(convert::to_toml(&a.first().cloned().unwrap_or_default())),
@@ -317,7 +508,13 @@ pub fn call(st: &mut State<'_>, name: &str, args: Vec<Value>, pos: &Pos) -> R {
             let parts: Vec<String> = a
                 .iter()
                 .filter(|v| !matches!(v, Value::Nil))
-                .map(|v| if q { go_quote(&strval(v)) } else { format!("'{}'", strval(v)) })
+                .map(|v| {
+                    if q {
+                        go_quote(&strval(v))
+                    } else {
+                        format!("'{}'", strval(v))
+                    }
+                })
                 .collect();
             Value::str(parts.join(" "))
         }
@@ -334,7 +531,11 @@ pub fn call(st: &mut State<'_>, name: &str, args: Vec<Value>, pos: &Pos) -> R {
             let t = s(1);
             let len = t.len() as i64;
             Value::str(if n < 0 {
-                if -n < len { t[(len + n) as usize..].to_owned() } else { t }
+                if -n < len {
+                    t[(len + n) as usize..].to_owned()
+                } else {
+                    t
+                }
             } else if n < len {
                 t.get(..n as usize).map_or(t.clone(), str::to_owned)
             } else {
@@ -345,7 +546,11 @@ pub fn call(st: &mut State<'_>, name: &str, args: Vec<Value>, pos: &Pos) -> R {
             arity(name, a, 2)?;
             let pad = " ".repeat(to_i64(&a[0]).clamp(0, 10_000) as usize);
             let body = format!("{pad}{}", s(1).replace('\n', &format!("\n{pad}")));
-            Value::str(if name == "nindent" { format!("\n{body}") } else { body })
+            Value::str(if name == "nindent" {
+                format!("\n{body}")
+            } else {
+                body
+            })
         }
         "join" => {
             arity(name, a, 2)?;
@@ -373,15 +578,23 @@ pub fn call(st: &mut State<'_>, name: &str, args: Vec<Value>, pos: &Pos) -> R {
         }
         "splitList" => strings(s(1).split(&s(0)).map(str::to_owned).collect()),
         "regexMatch" | "mustRegexMatch" => Value::Bool(regex(&s(0))?.is_match(&s(1))),
-        "regexReplaceAll" => Value::str(regex(&s(0))?.replace_all(&s(1), go_expand(&s(2)).as_str())),
-        "regexReplaceAllLiteral" => Value::str(regex(&s(0))?.replace_all(&s(1), regex_lite::NoExpand(&s(2)))),
+        "regexReplaceAll" => {
+            Value::str(regex(&s(0))?.replace_all(&s(1), go_expand(&s(2)).as_str()))
+        }
+        "regexReplaceAllLiteral" => {
+            Value::str(regex(&s(0))?.replace_all(&s(1), regex_lite::NoExpand(&s(2))))
+        }
         "regexFind" => Value::str(regex(&s(0))?.find(&s(1)).map_or("", |m| m.as_str())),
         "regexFindAll" => {
             let n = to_i64(&a[2]);
             let re = regex(&s(0))?;
             let text = s(1);
             let all: Vec<String> = re.find_iter(&text).map(|m| m.as_str().to_owned()).collect();
-            strings(if n < 0 { all } else { all.into_iter().take(n as usize).collect() })
+            strings(if n < 0 {
+                all
+            } else {
+                all.into_iter().take(n as usize).collect()
+            })
         }
         "regexSplit" => {
             let re = regex(&s(0))?;
@@ -420,11 +633,19 @@ pub fn call(st: &mut State<'_>, name: &str, args: Vec<Value>, pos: &Pos) -> R {
             let end = if end < 0 || end > len { len } else { end };
             Value::str(t.get(start as usize..end.max(start) as usize).unwrap_or(""))
         }
-        "nospace" => Value::str(s(0).chars().filter(|c| !c.is_whitespace()).collect::<String>()),
+        "nospace" => Value::str(
+            s(0).chars()
+                .filter(|c| !c.is_whitespace())
+                .collect::<String>(),
+        ),
         "abbrev" => {
             let n = to_i64(&a[0]).max(0) as usize;
             let t = s(1);
-            Value::str(if n < 4 || t.len() <= n { t } else { format!("{}...", &t[..n - 3]) })
+            Value::str(if n < 4 || t.len() <= n {
+                t
+            } else {
+                format!("{}...", &t[..n - 3])
+            })
         }
         "initials" => Value::str(
             s(0).split_whitespace()
@@ -432,7 +653,11 @@ pub fn call(st: &mut State<'_>, name: &str, args: Vec<Value>, pos: &Pos) -> R {
                 .collect::<String>(),
         ),
         "cat" => {
-            let parts: Vec<String> = a.iter().filter(|v| !matches!(v, Value::Nil)).map(strval).collect();
+            let parts: Vec<String> = a
+                .iter()
+                .filter(|v| !matches!(v, Value::Nil))
+                .map(strval)
+                .collect();
             Value::str(parts.join(" "))
         }
         "snakecase" => Value::str(case_words(&s(0)).join("_")),
@@ -441,19 +666,32 @@ pub fn call(st: &mut State<'_>, name: &str, args: Vec<Value>, pos: &Pos) -> R {
             s(0).split('_')
                 .map(|w| {
                     let mut c = w.chars();
-                    c.next().map_or(String::new(), |f| f.to_uppercase().chain(c).collect())
+                    c.next()
+                        .map_or(String::new(), |f| f.to_uppercase().chain(c).collect())
                 })
                 .collect::<String>(),
         ),
         "swapcase" => Value::str(
             s(0).chars()
-                .map(|c| if c.is_uppercase() { c.to_lowercase().next().unwrap_or(c) } else { c.to_uppercase().next().unwrap_or(c) })
+                .map(|c| {
+                    if c.is_uppercase() {
+                        c.to_lowercase().next().unwrap_or(c)
+                    } else {
+                        c.to_uppercase().next().unwrap_or(c)
+                    }
+                })
                 .collect::<String>(),
         ),
         "plural" => Value::str(if to_i64(&a[2]) == 1 { s(0) } else { s(1) }),
         "wrap" => Value::str(s(1)),
         "toString" => Value::str(s(0)),
-        "toStrings" => strings(list_of(&a[0]).unwrap_or_else(|_| vec![a[0].clone()]).iter().map(strval).collect()),
+        "toStrings" => strings(
+            list_of(&a[0])
+                .unwrap_or_else(|_| vec![a[0].clone()])
+                .iter()
+                .map(strval)
+                .collect(),
+        ),
         "atoi" => Value::Int(s(0).trim().parse().unwrap_or(0)),
         "int" => Value::Int(to_i64(&a[0])),
         "int64" => Value::Int64(to_i64(&a[0])),
@@ -477,14 +715,19 @@ pub fn call(st: &mut State<'_>, name: &str, args: Vec<Value>, pos: &Pos) -> R {
         "any" => Value::Bool(a.iter().any(|v| !empty(v))),
         "ternary" => {
             arity(name, a, 3)?;
-            if a[2].truth() { a[0].clone() } else { a[1].clone() }
+            if a[2].truth() {
+                a[0].clone()
+            } else {
+                a[1].clone()
+            }
         }
 
         // ---- lists
         "list" | "tuple" => Value::list(a.clone()),
         "append" | "mustAppend" => {
             arity(name, a, 2)?;
-            let mut l = list_of(&a[0]).map_err(|_| format!("Cannot push on type {}", a[0].type_name()))?;
+            let mut l =
+                list_of(&a[0]).map_err(|_| format!("Cannot push on type {}", a[0].type_name()))?;
             l.push(a[1].clone());
             Value::list(l)
         }
@@ -513,7 +756,11 @@ pub fn call(st: &mut State<'_>, name: &str, args: Vec<Value>, pos: &Pos) -> R {
         "has" => Value::Bool(list_of(&a[1])?.iter().any(|x| deep_equal(x, &a[0]))),
         "without" => {
             let l = list_of(&a[0])?;
-            Value::list(l.into_iter().filter(|x| !a[1..].iter().any(|y| deep_equal(x, y))).collect())
+            Value::list(
+                l.into_iter()
+                    .filter(|x| !a[1..].iter().any(|y| deep_equal(x, y)))
+                    .collect(),
+            )
         }
         "compact" => Value::list(list_of(&a[0])?.into_iter().filter(|v| !empty(v)).collect()),
         "concat" => {
@@ -532,7 +779,11 @@ pub fn call(st: &mut State<'_>, name: &str, args: Vec<Value>, pos: &Pos) -> R {
         "until" => {
             let n = to_i64(&a[0]);
             budget_range(st, n.unsigned_abs())?;
-            Value::list(if n >= 0 { (0..n).map(Value::Int).collect() } else { (n + 1..=0).rev().map(Value::Int).collect() })
+            Value::list(if n >= 0 {
+                (0..n).map(Value::Int).collect()
+            } else {
+                (n + 1..=0).rev().map(Value::Int).collect()
+            })
         }
         "untilStep" => {
             let (start, stop, step) = (to_i64(&a[0]), to_i64(&a[1]), to_i64(&a[2]));
@@ -568,7 +819,12 @@ pub fn call(st: &mut State<'_>, name: &str, args: Vec<Value>, pos: &Pos) -> R {
         }
         "chunk" => {
             let size = to_i64(&a[0]).max(1) as usize;
-            Value::list(list_of(&a[1])?.chunks(size).map(|c| Value::list(c.to_vec())).collect())
+            Value::list(
+                list_of(&a[1])?
+                    .chunks(size)
+                    .map(|c| Value::list(c.to_vec()))
+                    .collect(),
+            )
         }
 
         // ---- dicts
@@ -579,7 +835,10 @@ pub fn call(st: &mut State<'_>, name: &str, args: Vec<Value>, pos: &Pos) -> R {
             }
             Value::map(m)
         }
-        "get" => dict_of(&a[0], name)?.get(&s(1)).cloned().unwrap_or_else(|| Value::str("")),
+        "get" => dict_of(&a[0], name)?
+            .get(&s(1))
+            .cloned()
+            .unwrap_or_else(|| Value::str("")),
         "set" => {
             arity(name, a, 3)?;
             let mut m = dict_of(&a[0], name)?.clone();
@@ -614,16 +873,31 @@ pub fn call(st: &mut State<'_>, name: &str, args: Vec<Value>, pos: &Pos) -> R {
         "pick" => {
             let m = dict_of(&a[0], name)?;
             let keys: Vec<String> = a[1..].iter().map(strval).collect();
-            Value::map(m.iter().filter(|(k, _)| keys.contains(k)).map(|(k, v)| (k.clone(), v.clone())).collect())
+            Value::map(
+                m.iter()
+                    .filter(|(k, _)| keys.contains(k))
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect(),
+            )
         }
         "omit" => {
             let m = dict_of(&a[0], name)?;
             let keys: Vec<String> = a[1..].iter().map(strval).collect();
-            Value::map(m.iter().filter(|(k, _)| !keys.contains(k)).map(|(k, v)| (k.clone(), v.clone())).collect())
+            Value::map(
+                m.iter()
+                    .filter(|(k, _)| !keys.contains(k))
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect(),
+            )
         }
         "pluck" => {
             let key = s(0);
-            Value::list(a[1..].iter().filter_map(|d| d.as_map()?.get(&key).cloned()).collect())
+            Value::list(
+                a[1..]
+                    .iter()
+                    .filter_map(|d| d.as_map()?.get(&key).cloned())
+                    .collect(),
+            )
         }
         "dig" => {
             if a.len() < 3 {
@@ -651,7 +925,11 @@ pub fn call(st: &mut State<'_>, name: &str, args: Vec<Value>, pos: &Pos) -> R {
             if d == 0 {
                 return Err("runtime error: integer divide by zero".into());
             }
-            Value::Int64(if name == "div" { to_i64(&a[0]).wrapping_div(d) } else { to_i64(&a[0]).wrapping_rem(d) })
+            Value::Int64(if name == "div" {
+                to_i64(&a[0]).wrapping_div(d)
+            } else {
+                to_i64(&a[0]).wrapping_rem(d)
+            })
         }
         "max" => Value::Int64(a.iter().map(to_i64).max().unwrap_or(0)),
         "min" => Value::Int64(a.iter().map(to_i64).min().unwrap_or(0)),
@@ -674,7 +952,9 @@ pub fn call(st: &mut State<'_>, name: &str, args: Vec<Value>, pos: &Pos) -> R {
         "kindIs" => Value::Bool(s(0) == a[1].kind_name()),
         "typeOf" => Value::str(a[0].type_name()),
         "typeIs" => Value::Bool(s(0) == a[1].type_name()),
-        "typeIsLike" => Value::Bool(s(0) == a[1].type_name() || s(0) == format!("*{}", a[1].type_name())),
+        "typeIsLike" => {
+            Value::Bool(s(0) == a[1].type_name() || s(0) == format!("*{}", a[1].type_name()))
+        }
         "deepEqual" => Value::Bool(deep_equal(&a[0], &a[1])),
 
         // ---- semver
@@ -722,7 +1002,11 @@ pub fn call(st: &mut State<'_>, name: &str, args: Vec<Value>, pos: &Pos) -> R {
                 _ => (' '..='~').collect(),
             };
             let mut rng = st.rt.rng();
-            Value::str((0..n).map(|_| set[(rng.next() % set.len() as u64) as usize]).collect::<String>())
+            Value::str(
+                (0..n)
+                    .map(|_| set[(rng.next() % set.len() as u64) as usize])
+                    .collect::<String>(),
+            )
         }
         "randInt" => {
             let (lo, hi) = (to_i64(&a[0]), to_i64(&a[1]));
@@ -741,7 +1025,14 @@ pub fn call(st: &mut State<'_>, name: &str, args: Vec<Value>, pos: &Pos) -> R {
             b[6] = (b[6] & 0x0f) | 0x40;
             b[8] = (b[8] & 0x3f) | 0x80;
             let h = hex(&b);
-            Value::str(format!("{}-{}-{}-{}-{}", &h[..8], &h[8..12], &h[12..16], &h[16..20], &h[20..]))
+            Value::str(format!(
+                "{}-{}-{}-{}-{}",
+                &h[..8],
+                &h[8..12],
+                &h[12..16],
+                &h[16..20],
+                &h[20..]
+            ))
         }
         other => return Err(format!("function {other:?} not defined").into()),
     })
@@ -750,15 +1041,23 @@ pub fn call(st: &mut State<'_>, name: &str, args: Vec<Value>, pos: &Pos) -> R {
 fn budget_range(st: &mut State<'_>, n: u64) -> Result<(), FnError> {
     st.rt.steps = st.rt.steps.saturating_add(n);
     if st.rt.steps > st.rt.limits.max_steps {
-        return Err(format!("more than {} template steps (a limit against hostile charts)", st.rt.limits.max_steps).into());
+        return Err(format!(
+            "more than {} template steps (a limit against hostile charts)",
+            st.rt.limits.max_steps
+        )
+        .into());
     }
     Ok(())
 }
 
 fn include_error(name: &str) -> impl Fn(ExecError) -> FnError + '_ {
     move |e| match e {
-        ExecError::Go { message, .. } if message.starts_with(&format!("template {name:?} not defined")) => {
-            FnError::Msg(format!("template: no template {name:?} associated with template \"gotpl\""))
+        ExecError::Go { message, .. }
+            if message.starts_with(&format!("template {name:?} not defined")) =>
+        {
+            FnError::Msg(format!(
+                "template: no template {name:?} associated with template \"gotpl\""
+            ))
         }
         other => FnError::Nested(other),
     }
@@ -776,14 +1075,18 @@ pub fn call_nested(st: &mut State<'_>, name: &str, a: Vec<Value>, pos: &Pos) -> 
     let Value::Str(n) = &a[0] else {
         return Err("include: the template name must be a string".into());
     };
-    Ok(Value::str(st.call_template(n, a[1].clone(), pos).map_err(include_error(n))?))
+    Ok(Value::str(
+        st.call_template(n, a[1].clone(), pos)
+            .map_err(include_error(n))?,
+    ))
 }
 
 /// Helm's `tpl`: the text parsed as a template among the chart's, run with `dot`.
 fn tpl(st: &mut State<'_>, text: &str, dot: Value, pos: &Pos) -> Result<String, FnError> {
     let name = st.name.to_string();
     let mut trees = (*st.rt.trees).clone();
-    crate::parse::parse(&name, text, &mut trees, &exists).map_err(|e| FnError::Nested(ExecError::Parse(e)))?;
+    crate::parse::parse(&name, text, &mut trees, &exists)
+        .map_err(|e| FnError::Nested(ExecError::Parse(e)))?;
     let saved = std::mem::replace(&mut st.rt.trees, Rc::new(trees));
     let result = st.call_template(&name, dot, pos);
     st.rt.trees = saved;
@@ -825,7 +1128,9 @@ pub fn deep_equal(a: &Value, b: &Value) -> bool {
             x.len() == y.len() && x.iter().zip(y.iter()).all(|(p, q)| deep_equal(p, q))
         }
         (Value::Map(x), Value::Map(y)) => {
-            x.len() == y.len() && x.iter().all(|(k, v)| y.get(k).is_some_and(|w| deep_equal(v, w)))
+            x.len() == y.len()
+                && x.iter()
+                    .all(|(k, v)| y.get(k).is_some_and(|w| deep_equal(v, w)))
         }
         _ => false,
     }

@@ -87,7 +87,12 @@ fn number(
     let mut n: Option<usize> = None;
     while let Some(d) = chars.peek().and_then(|c| c.to_digit(10)) {
         chars.next();
-        n = Some(n.unwrap_or(0).saturating_mul(10).saturating_add(d as usize).min(1 << 20));
+        n = Some(
+            n.unwrap_or(0)
+                .saturating_mul(10)
+                .saturating_add(d as usize)
+                .min(1 << 20),
+        );
     }
     n
 }
@@ -133,13 +138,31 @@ fn format_one(verb: char, v: &Value, spec: Spec) -> String {
     }
     match v {
         Value::List(items) | Value::Strings(items) if verb != 'v' => {
-            let parts: Vec<String> = items.iter().map(|x| format_one(verb, x, Spec { width: None, ..spec })).collect();
+            let parts: Vec<String> = items
+                .iter()
+                .map(|x| {
+                    format_one(
+                        verb,
+                        x,
+                        Spec {
+                            width: None,
+                            ..spec
+                        },
+                    )
+                })
+                .collect();
             return format!("[{}]", parts.join(" "));
         }
         Value::Map(m) if verb != 'v' => {
             let parts: Vec<String> = m
                 .iter()
-                .map(|(k, x)| format!("{}:{}", format_one(verb, &Value::str(k), spec), format_one(verb, x, spec)))
+                .map(|(k, x)| {
+                    format!(
+                        "{}:{}",
+                        format_one(verb, &Value::str(k), spec),
+                        format_one(verb, x, spec)
+                    )
+                })
                 .collect();
             return format!("map[{}]", parts.join(" "));
         }
@@ -160,14 +183,21 @@ fn format_one(verb: char, v: &Value, spec: Spec) -> String {
             }
         }
         ('q', Value::Int(i) | Value::Int64(i)) => {
-            let c = u32::try_from(*i).ok().and_then(char::from_u32).unwrap_or('\u{fffd}');
+            let c = u32::try_from(*i)
+                .ok()
+                .and_then(char::from_u32)
+                .unwrap_or('\u{fffd}');
             let q = quote(&c.to_string());
             format!("'{}'", &q[1..q.len() - 1].replace("\\\"", "\""))
         }
         ('x' | 'X', Value::Str(s)) => {
             let mut h = String::new();
             for b in s.bytes() {
-                let _ = if verb == 'x' { write!(h, "{b:02x}") } else { write!(h, "{b:02X}") };
+                let _ = if verb == 'x' {
+                    write!(h, "{b:02x}")
+                } else {
+                    write!(h, "{b:02X}")
+                };
             }
             h
         }
@@ -244,7 +274,11 @@ fn float(f: f64, verb: char, prec: Option<usize>, spec: Spec) -> String {
     let body = if f.is_nan() {
         "NaN".to_owned()
     } else if f.is_infinite() {
-        if f > 0.0 { "+Inf".to_owned() } else { "-Inf".to_owned() }
+        if f > 0.0 {
+            "+Inf".to_owned()
+        } else {
+            "-Inf".to_owned()
+        }
     } else {
         match verb {
             'f' | 'F' => format!("{:.*}", prec.unwrap_or(6), f),
@@ -257,11 +291,19 @@ fn float(f: f64, verb: char, prec: Option<usize>, spec: Spec) -> String {
                     let exp: i32 = e.split_once('e').map_or(0, |(_, x)| x.parse().unwrap_or(0));
                     if exp < -4 || exp >= p as i32 {
                         let (m, _) = e.split_once('e').unwrap_or((&e, ""));
-                        let m = if m.contains('.') { m.trim_end_matches('0').trim_end_matches('.') } else { m };
+                        let m = if m.contains('.') {
+                            m.trim_end_matches('0').trim_end_matches('.')
+                        } else {
+                            m
+                        };
                         go_exponent(&format!("{m}e{exp}"), verb == 'G')
                     } else {
                         let s = format!("{:.*}", (p as i32 - 1 - exp).max(0) as usize, f);
-                        if s.contains('.') { s.trim_end_matches('0').trim_end_matches('.').to_owned() } else { s }
+                        if s.contains('.') {
+                            s.trim_end_matches('0').trim_end_matches('.').to_owned()
+                        } else {
+                            s
+                        }
                     }
                 }
             },
@@ -297,7 +339,9 @@ pub fn quote(s: &str) -> String {
                 let _ = write!(out, "\\x{:02x}", c as u32);
             }
             '\u{fffd}' => out.push('\u{fffd}'),
-            c if c.is_control() || (c as u32 >= 0x80 && c.is_whitespace() && c != '\u{a0}' && c != '\u{3000}') => {
+            c if c.is_control()
+                || (c as u32 >= 0x80 && c.is_whitespace() && c != '\u{a0}' && c != '\u{3000}') =>
+            {
                 if (c as u32) < 0x10000 {
                     let _ = write!(out, "\\u{:04x}", c as u32);
                 } else {
@@ -321,21 +365,55 @@ mod tests {
     fn verbs_as_go() {
         let s = |f: &str, a: Vec<Value>| sprintf(f, &a);
         assert_eq!(s("%d-%s", vec![Value::Int(5), Value::str("x")]), "5-x");
-        assert_eq!(s("%05d|%-4s|%4s", vec![Value::Int(-42), Value::str("a"), Value::str("b")]), "-0042|a   |   b");
+        assert_eq!(
+            s(
+                "%05d|%-4s|%4s",
+                vec![Value::Int(-42), Value::str("a"), Value::str("b")]
+            ),
+            "-0042|a   |   b"
+        );
         assert_eq!(s("%q", vec![Value::str("a\"b\n")]), "\"a\\\"b\\n\"");
-        assert_eq!(s("%x %X", vec![Value::Int(255), Value::str("hi")]), "ff 6869");
-        assert_eq!(s("%.2f %e %g", vec![Value::Float(3.14159), Value::Float(1000000.0), Value::Float(1e21)]), "3.14 1.000000e+06 1e+21");
+        assert_eq!(
+            s("%x %X", vec![Value::Int(255), Value::str("hi")]),
+            "ff 6869"
+        );
+        assert_eq!(
+            s(
+                "%.2f %e %g",
+                vec![
+                    Value::Float(1.23456),
+                    Value::Float(1000000.0),
+                    Value::Float(1e21)
+                ]
+            ),
+            "1.23 1.000000e+06 1e+21"
+        );
         assert_eq!(s("%d", vec![Value::str("x")]), "%!d(string=x)");
         assert_eq!(s("%s", vec![Value::Int(3)]), "%!s(int=3)");
         assert_eq!(s("%d %d", vec![Value::Int(3)]), "3 %!d(MISSING)");
-        assert_eq!(s("%d", vec![Value::Int(3), Value::str("a")]), "3%!(EXTRA string=a)");
+        assert_eq!(
+            s("%d", vec![Value::Int(3), Value::str("a")]),
+            "3%!(EXTRA string=a)"
+        );
         assert_eq!(s("%v", vec![Value::Float(1000000.0)]), "1e+06");
-        assert_eq!(s("%t %v", vec![Value::Bool(true), Value::Nil]), "true <nil>");
+        assert_eq!(
+            s("%t %v", vec![Value::Bool(true), Value::Nil]),
+            "true <nil>"
+        );
         let mut m = Map::new();
         m.insert("a".into(), Value::Float(1.0));
         assert_eq!(s("%v", vec![Value::map(m)]), "map[a:1]");
-        assert_eq!(s("%s", vec![Value::list(vec![Value::str("a"), Value::str("b")])]), "[a b]");
-        assert_eq!(s("%5.1f|%T", vec![Value::Float(2.25), Value::Float(1.0)]), "  2.2|float64");
+        assert_eq!(
+            s(
+                "%s",
+                vec![Value::list(vec![Value::str("a"), Value::str("b")])]
+            ),
+            "[a b]"
+        );
+        assert_eq!(
+            s("%5.1f|%T", vec![Value::Float(2.25), Value::Float(1.0)]),
+            "  2.2|float64"
+        );
         assert_eq!(s("%c%%", vec![Value::Int(65)]), "A%");
     }
 }

@@ -313,7 +313,9 @@ impl Lexer<'_> {
                     self.emit(tok, line, pos);
                 }
                 other => {
-                    return Err(self.err(line, format!("unrecognized character in action: {other:?}")));
+                    return Err(
+                        self.err(line, format!("unrecognized character in action: {other:?}"))
+                    );
                 }
             }
         }
@@ -345,7 +347,8 @@ impl Lexer<'_> {
                                 'u' => 4,
                                 _ => 8,
                             };
-                            let hex: String = (0..n).filter_map(|_| chars.next().map(|x| x.1)).collect();
+                            let hex: String =
+                                (0..n).filter_map(|_| chars.next().map(|x| x.1)).collect();
                             let v = u32::from_str_radix(&hex, 16)
                                 .map_err(|_| self.err(line, "invalid syntax"))?;
                             match char::from_u32(v) {
@@ -400,7 +403,10 @@ fn number_len(s: &str) -> usize {
         i += 1;
     }
     let mut hex = false;
-    if i + 1 < b.len() && b[i] == b'0' && matches!(b[i + 1], b'x' | b'X' | b'o' | b'O' | b'b' | b'B') {
+    if i + 1 < b.len()
+        && b[i] == b'0'
+        && matches!(b[i + 1], b'x' | b'X' | b'o' | b'O' | b'b' | b'B')
+    {
         hex = matches!(b[i + 1], b'x' | b'X');
         i += 2;
     }
@@ -414,7 +420,10 @@ fn number_len(s: &str) -> usize {
             || (hex && (c == b'p' || c == b'P'));
         if ok {
             i += 1;
-            if matches!(c, b'e' | b'E' | b'p' | b'P') && i < b.len() && (b[i] == b'+' || b[i] == b'-') {
+            if matches!(c, b'e' | b'E' | b'p' | b'P')
+                && i < b.len()
+                && (b[i] == b'+' || b[i] == b'-')
+            {
                 i += 1;
             }
         } else {

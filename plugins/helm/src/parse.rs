@@ -174,7 +174,9 @@ pub fn parse(
     }
     // Go: a template body that is only whitespace does not replace one
     // defined earlier under the same name.
-    let empty = list.iter().all(|n| matches!(n, Node::Text(t) if t.trim().is_empty()));
+    let empty = list
+        .iter()
+        .all(|n| matches!(n, Node::Text(t) if t.trim().is_empty()));
     if !(empty && trees.contains_key(name)) {
         trees.insert(name.to_owned(), Rc::new(list));
     }
@@ -243,7 +245,10 @@ impl Parser<'_> {
         let line = self.line();
         match self.next_non_space() {
             Tok::Right => Ok(()),
-            other => Err(self.err_at(line, format!("unexpected {} in {context}", describe(&other)))),
+            other => Err(self.err_at(
+                line,
+                format!("unexpected {} in {context}", describe(&other)),
+            )),
         }
     }
 
@@ -298,10 +303,17 @@ impl Parser<'_> {
                                 let pos = self.pos();
                                 self.next();
                                 if self.loop_depth == 0 {
-                                    return Err(self.err_at(line, format!("{{{{{word}}}}} outside {{{{range}}}}")));
+                                    return Err(self.err_at(
+                                        line,
+                                        format!("{{{{{word}}}}} outside {{{{range}}}}"),
+                                    ));
                                 }
                                 self.expect_right(&word)?;
-                                out.push(if word == "break" { Node::Break(pos) } else { Node::Continue(pos) });
+                                out.push(if word == "break" {
+                                    Node::Break(pos)
+                                } else {
+                                    Node::Continue(pos)
+                                });
                                 continue;
                             }
                             _ => {}
@@ -310,7 +322,11 @@ impl Parser<'_> {
                     let pipe = self.pipeline("command", true)?;
                     out.push(Node::Action(pipe));
                 }
-                other => return Err(self.err_at(self.line(), format!("unexpected {}", describe(&other)))),
+                other => {
+                    return Err(
+                        self.err_at(self.line(), format!("unexpected {}", describe(&other)))
+                    );
+                }
             }
         }
     }
@@ -337,7 +353,10 @@ impl Parser<'_> {
                 // `{{else}}`, `{{else if ...}}`, `{{else with ...}}`.
                 self.skip_space();
                 match self.peek().clone() {
-                    Tok::Ident(w) if (w == "if" && kind == BranchKind::If) || (w == "with" && kind == BranchKind::With) => {
+                    Tok::Ident(w)
+                        if (w == "if" && kind == BranchKind::If)
+                            || (w == "with" && kind == BranchKind::With) =>
+                    {
                         self.next();
                         let inner_line = self.line();
                         let nested = self.branch(kind, inner_line)?;
@@ -348,11 +367,18 @@ impl Parser<'_> {
                         let (else_body, end) = self.list()?;
                         match end {
                             Some(("{{end}}", _)) => Some(else_body),
-                            Some((e, l)) => return Err(self.err_at(l, format!("expected end; found {e}"))),
+                            Some((e, l)) => {
+                                return Err(self.err_at(l, format!("expected end; found {e}")));
+                            }
                             None => return Err(self.err_at(else_line, "unexpected EOF")),
                         }
                     }
-                    other => return Err(self.err_at(else_line, format!("unexpected {} in else", describe(&other)))),
+                    other => {
+                        return Err(self.err_at(
+                            else_line,
+                            format!("unexpected {} in else", describe(&other)),
+                        ));
+                    }
                 }
             }
         };
@@ -369,12 +395,19 @@ impl Parser<'_> {
         let line = self.line();
         match self.next_non_space() {
             Tok::Str(s) => Ok(s),
-            other => Err(self.err_at(line, format!("unexpected {} in {context}", describe(&other)))),
+            other => Err(self.err_at(
+                line,
+                format!("unexpected {} in {context}", describe(&other)),
+            )),
         }
     }
 
     fn define(&mut self, line: usize, block: bool) -> Result<Node, ParseError> {
-        let context = if block { "block clause" } else { "define clause" };
+        let context = if block {
+            "block clause"
+        } else {
+            "define clause"
+        };
         let pos = self.pos();
         let name = self.string_arg(context)?;
         let pipe = if block {
@@ -421,8 +454,7 @@ impl Parser<'_> {
         if let Tok::Variable(_) = self.peek() {
             let save = self.i;
             let mut names = Vec::new();
-            loop {
-                let Tok::Variable(v) = self.peek().clone() else { break };
+            while let Tok::Variable(v) = self.peek().clone() {
                 self.next();
                 self.skip_space();
                 match self.peek().clone() {
@@ -437,7 +469,6 @@ impl Parser<'_> {
                         self.next();
                         self.skip_space();
                         names.push(v);
-                        continue;
                     }
                     _ => {
                         break;
@@ -477,7 +508,10 @@ impl Parser<'_> {
             match self.peek() {
                 Tok::Pipe | Tok::Right | Tok::RParen | Tok::Space => {}
                 other => {
-                    return Err(self.err_at(self.line(), format!("unexpected {} in operand", describe(other))));
+                    return Err(self.err_at(
+                        self.line(),
+                        format!("unexpected {} in operand", describe(other)),
+                    ));
                 }
             }
         }
@@ -506,7 +540,10 @@ impl Parser<'_> {
             match self.peek() {
                 Tok::Space | Tok::Right | Tok::RParen | Tok::Pipe => {}
                 other => {
-                    return Err(self.err_at(self.line(), format!("unexpected {} in operand", describe(other))));
+                    return Err(self.err_at(
+                        self.line(),
+                        format!("unexpected {} in operand", describe(other)),
+                    ));
                 }
             }
         }
@@ -562,7 +599,11 @@ impl Parser<'_> {
                 let fs = self.fields();
                 return Ok(Arg::Pipe(Box::new(pipe), fs));
             }
-            other => return Err(self.err_at(line, format!("unexpected {} in operand", describe(&other)))),
+            other => {
+                return Err(
+                    self.err_at(line, format!("unexpected {} in operand", describe(&other)))
+                );
+            }
         };
         if let Tok::Field(_) = self.peek() {
             return Err(self.err_at(line, "unexpected . after term"));
@@ -586,7 +627,8 @@ fn number(text: &str) -> Option<Number> {
         i64::from_str_radix(o, 8).ok()
     } else if let Some(b) = lower.strip_prefix("0b") {
         i64::from_str_radix(b, 2).ok()
-    } else if lower.len() > 1 && lower.starts_with('0') && lower.bytes().all(|c| c.is_ascii_digit()) {
+    } else if lower.len() > 1 && lower.starts_with('0') && lower.bytes().all(|c| c.is_ascii_digit())
+    {
         i64::from_str_radix(&lower[1..], 8).ok()
     } else if lower.bytes().all(|c| c.is_ascii_digit()) {
         lower.parse().ok()

@@ -44,8 +44,12 @@ fn options(params: &Params<'_>) -> Result<Options, RenderError> {
     }
     let defaults = Options::default();
     Ok(Options {
-        release_name: params.get("releaseName").map_or(defaults.release_name, str::to_owned),
-        namespace: params.get("namespace").map_or(defaults.namespace, str::to_owned),
+        release_name: params
+            .get("releaseName")
+            .map_or(defaults.release_name, str::to_owned),
+        namespace: params
+            .get("namespace")
+            .map_or(defaults.namespace, str::to_owned),
         value_files: params
             .get_all("valueFiles")
             .flat_map(|v| v.split(','))

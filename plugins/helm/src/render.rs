@@ -56,38 +56,118 @@ pub const DEFAULT_KUBE_VERSION: &str = "v1.36.0";
 
 /// The API versions Helm v4.2.3 assumes (`chartutil.DefaultVersionSet`).
 pub const DEFAULT_API_VERSIONS: &[&str] = &[
-    "v1", "admissionregistration.k8s.io/v1", "admissionregistration.k8s.io/v1alpha1",
-    "admissionregistration.k8s.io/v1beta1", "internal.apiserver.k8s.io/v1alpha1", "apps/v1", "apps/v1beta1",
-    "apps/v1beta2", "authentication.k8s.io/v1", "authentication.k8s.io/v1alpha1", "authentication.k8s.io/v1beta1",
-    "authorization.k8s.io/v1", "authorization.k8s.io/v1beta1", "autoscaling/v1", "autoscaling/v2", "batch/v1",
-    "batch/v1beta1", "certificates.k8s.io/v1", "certificates.k8s.io/v1beta1", "certificates.k8s.io/v1alpha1",
-    "coordination.k8s.io/v1alpha2", "coordination.k8s.io/v1beta1", "coordination.k8s.io/v1", "discovery.k8s.io/v1",
-    "discovery.k8s.io/v1beta1", "events.k8s.io/v1", "events.k8s.io/v1beta1", "extensions/v1beta1",
-    "flowcontrol.apiserver.k8s.io/v1", "flowcontrol.apiserver.k8s.io/v1beta1", "flowcontrol.apiserver.k8s.io/v1beta2",
-    "flowcontrol.apiserver.k8s.io/v1beta3", "networking.k8s.io/v1", "networking.k8s.io/v1beta1", "node.k8s.io/v1",
-    "node.k8s.io/v1alpha1", "node.k8s.io/v1beta1", "policy/v1", "policy/v1beta1", "rbac.authorization.k8s.io/v1",
-    "rbac.authorization.k8s.io/v1beta1", "rbac.authorization.k8s.io/v1alpha1", "resource.k8s.io/v1",
-    "resource.k8s.io/v1beta2", "resource.k8s.io/v1beta1", "resource.k8s.io/v1alpha3", "scheduling.k8s.io/v1alpha2",
-    "scheduling.k8s.io/v1beta1", "scheduling.k8s.io/v1", "storage.k8s.io/v1beta1", "storage.k8s.io/v1",
-    "storage.k8s.io/v1alpha1", "storagemigration.k8s.io/v1beta1", "apiextensions.k8s.io/v1beta1",
+    "v1",
+    "admissionregistration.k8s.io/v1",
+    "admissionregistration.k8s.io/v1alpha1",
+    "admissionregistration.k8s.io/v1beta1",
+    "internal.apiserver.k8s.io/v1alpha1",
+    "apps/v1",
+    "apps/v1beta1",
+    "apps/v1beta2",
+    "authentication.k8s.io/v1",
+    "authentication.k8s.io/v1alpha1",
+    "authentication.k8s.io/v1beta1",
+    "authorization.k8s.io/v1",
+    "authorization.k8s.io/v1beta1",
+    "autoscaling/v1",
+    "autoscaling/v2",
+    "batch/v1",
+    "batch/v1beta1",
+    "certificates.k8s.io/v1",
+    "certificates.k8s.io/v1beta1",
+    "certificates.k8s.io/v1alpha1",
+    "coordination.k8s.io/v1alpha2",
+    "coordination.k8s.io/v1beta1",
+    "coordination.k8s.io/v1",
+    "discovery.k8s.io/v1",
+    "discovery.k8s.io/v1beta1",
+    "events.k8s.io/v1",
+    "events.k8s.io/v1beta1",
+    "extensions/v1beta1",
+    "flowcontrol.apiserver.k8s.io/v1",
+    "flowcontrol.apiserver.k8s.io/v1beta1",
+    "flowcontrol.apiserver.k8s.io/v1beta2",
+    "flowcontrol.apiserver.k8s.io/v1beta3",
+    "networking.k8s.io/v1",
+    "networking.k8s.io/v1beta1",
+    "node.k8s.io/v1",
+    "node.k8s.io/v1alpha1",
+    "node.k8s.io/v1beta1",
+    "policy/v1",
+    "policy/v1beta1",
+    "rbac.authorization.k8s.io/v1",
+    "rbac.authorization.k8s.io/v1beta1",
+    "rbac.authorization.k8s.io/v1alpha1",
+    "resource.k8s.io/v1",
+    "resource.k8s.io/v1beta2",
+    "resource.k8s.io/v1beta1",
+    "resource.k8s.io/v1alpha3",
+    "scheduling.k8s.io/v1alpha2",
+    "scheduling.k8s.io/v1beta1",
+    "scheduling.k8s.io/v1",
+    "storage.k8s.io/v1beta1",
+    "storage.k8s.io/v1",
+    "storage.k8s.io/v1alpha1",
+    "storagemigration.k8s.io/v1beta1",
+    "apiextensions.k8s.io/v1beta1",
     "apiextensions.k8s.io/v1",
 ];
 
 /// Helm's install order of kinds (`releaseutil.InstallOrder`); other kinds
 /// follow, alphabetically.
 pub const INSTALL_ORDER: &[&str] = &[
-    "PriorityClass", "Namespace", "NetworkPolicy", "ResourceQuota", "LimitRange", "PodSecurityPolicy",
-    "PodDisruptionBudget", "ServiceAccount", "Secret", "SecretList", "ConfigMap", "StorageClass", "PersistentVolume",
-    "PersistentVolumeClaim", "CustomResourceDefinition", "ClusterRole", "ClusterRoleList", "ClusterRoleBinding",
-    "ClusterRoleBindingList", "Role", "RoleList", "RoleBinding", "RoleBindingList", "Service", "DaemonSet", "Pod",
-    "ReplicationController", "ReplicaSet", "Deployment", "HorizontalPodAutoscaler", "StatefulSet", "Job", "CronJob",
-    "IngressClass", "Ingress", "APIService", "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration",
+    "PriorityClass",
+    "Namespace",
+    "NetworkPolicy",
+    "ResourceQuota",
+    "LimitRange",
+    "PodSecurityPolicy",
+    "PodDisruptionBudget",
+    "ServiceAccount",
+    "Secret",
+    "SecretList",
+    "ConfigMap",
+    "StorageClass",
+    "PersistentVolume",
+    "PersistentVolumeClaim",
+    "CustomResourceDefinition",
+    "ClusterRole",
+    "ClusterRoleList",
+    "ClusterRoleBinding",
+    "ClusterRoleBindingList",
+    "Role",
+    "RoleList",
+    "RoleBinding",
+    "RoleBindingList",
+    "Service",
+    "DaemonSet",
+    "Pod",
+    "ReplicationController",
+    "ReplicaSet",
+    "Deployment",
+    "HorizontalPodAutoscaler",
+    "StatefulSet",
+    "Job",
+    "CronJob",
+    "IngressClass",
+    "Ingress",
+    "APIService",
+    "MutatingWebhookConfiguration",
+    "ValidatingWebhookConfiguration",
 ];
 
 /// Hook events Helm knows; a document with another is dropped, as Helm does.
 const HOOK_EVENTS: &[&str] = &[
-    "pre-install", "post-install", "pre-delete", "post-delete", "pre-upgrade", "post-upgrade", "pre-rollback",
-    "post-rollback", "test", "test-success",
+    "pre-install",
+    "post-install",
+    "pre-delete",
+    "post-delete",
+    "pre-upgrade",
+    "post-upgrade",
+    "pre-rollback",
+    "post-rollback",
+    "test",
+    "test-success",
 ];
 
 /// One document of the output.
@@ -139,12 +219,16 @@ impl RenderError {
     pub fn location(&self) -> (Option<String>, Option<u32>) {
         let line = |l: usize| u32::try_from(l).ok();
         match self {
-            RenderError::Load(LoadError::Yaml { file, .. } | LoadError::Unsupported { file, .. }) => (Some(file.clone()), None),
+            RenderError::Load(
+                LoadError::Yaml { file, .. } | LoadError::Unsupported { file, .. },
+            ) => (Some(file.clone()), None),
             RenderError::Values { file, .. } => (Some(file.clone()), None),
             RenderError::Parse(p) => (Some(p.name.clone()), line(p.line)),
-            RenderError::Exec(ExecError::Go { name, line: l, .. } | ExecError::Helm { name, line: l, .. } | ExecError::Limit { name, line: l, .. }) => {
-                (Some(name.clone()), line(*l))
-            }
+            RenderError::Exec(
+                ExecError::Go { name, line: l, .. }
+                | ExecError::Helm { name, line: l, .. }
+                | ExecError::Limit { name, line: l, .. },
+            ) => (Some(name.clone()), line(*l)),
             RenderError::Yaml { source_name, .. } => (Some(source_name.clone()), None),
             _ => (None, None),
         }
@@ -169,19 +253,31 @@ fn normalize(path: &str) -> Option<String> {
 fn user_values(src: &dyn Source, chart_dir: &str, opts: &Options) -> Result<Map, RenderError> {
     let mut vals = Map::new();
     for f in &opts.value_files {
-        let joined = if chart_dir.is_empty() { f.clone() } else { format!("{chart_dir}/{f}") };
+        let joined = if chart_dir.is_empty() {
+            f.clone()
+        } else {
+            format!("{chart_dir}/{f}")
+        };
         let path = normalize(&joined).ok_or_else(|| RenderError::Values {
             file: f.clone(),
             message: "the value file is outside the render root".into(),
         })?;
-        let bytes = src.read(&path).map_err(|message| RenderError::Values { file: f.clone(), message })?;
-        let text = String::from_utf8_lossy(&bytes);
-        kiln_yaml_limits::check(&text, &kiln_yaml_limits::YamlLimits::default()).map_err(|e| RenderError::Values {
+        let bytes = src.read(&path).map_err(|message| RenderError::Values {
             file: f.clone(),
-            message: e.to_string(),
+            message,
+        })?;
+        let text = String::from_utf8_lossy(&bytes);
+        kiln_yaml_limits::check(&text, &kiln_yaml_limits::YamlLimits::default()).map_err(|e| {
+            RenderError::Values {
+                file: f.clone(),
+                message: e.to_string(),
+            }
         })?;
         for doc in split_value_documents(&text) {
-            let v = from_yaml(doc).map_err(|message| RenderError::Values { file: f.clone(), message })?;
+            let v = from_yaml(doc).map_err(|message| RenderError::Values {
+                file: f.clone(),
+                message,
+            })?;
             if let Value::Map(m) = v {
                 vals = merge_maps(vals, &m);
             }
@@ -253,7 +349,11 @@ fn coalesce_tables(mut dst: Map, src: &Map) -> Map {
 
 /// Parent globals over the subchart's (`coalesceGlobals`).
 fn coalesce_globals(mut dest: Map, parent: &Map) -> Map {
-    let mut dg = dest.get("global").and_then(Value::as_map).cloned().unwrap_or_default();
+    let mut dg = dest
+        .get("global")
+        .and_then(Value::as_map)
+        .cloned()
+        .unwrap_or_default();
     if let Some(sg) = parent.get("global").and_then(Value::as_map) {
         for (k, v) in sg {
             match (v, dg.get(k)) {
@@ -322,7 +422,11 @@ fn process_dependencies(chart: &mut Chart, cvals: &Map, prefix: &str) {
             sub.metadata.insert("Name".into(), Value::str(alias));
         }
     }
-    let tags = cvals.get("tags").and_then(Value::as_map).cloned().unwrap_or_default();
+    let tags = cvals
+        .get("tags")
+        .and_then(Value::as_map)
+        .cloned()
+        .unwrap_or_default();
     let mut keep = Vec::new();
     for sub in std::mem::take(&mut chart.subcharts) {
         let name = sub.name();
@@ -361,11 +465,23 @@ fn process_dependencies(chart: &mut Chart, cvals: &Map, prefix: &str) {
 }
 
 fn capabilities(opts: &Options) -> Value {
-    let version = opts.kube_version.clone().unwrap_or_else(|| DEFAULT_KUBE_VERSION.to_owned());
-    let version = if version.starts_with('v') { version } else { format!("v{version}") };
+    let version = opts
+        .kube_version
+        .clone()
+        .unwrap_or_else(|| DEFAULT_KUBE_VERSION.to_owned());
+    let version = if version.starts_with('v') {
+        version
+    } else {
+        format!("v{version}")
+    };
     let parsed = crate::semver::Version::parse(&version).ok();
-    let (major, minor) = parsed.map_or((String::new(), String::new()), |v| (v.major.to_string(), v.minor.to_string()));
-    let mut apis: Vec<String> = DEFAULT_API_VERSIONS.iter().map(|s| (*s).to_owned()).collect();
+    let (major, minor) = parsed.map_or((String::new(), String::new()), |v| {
+        (v.major.to_string(), v.minor.to_string())
+    });
+    let mut apis: Vec<String> = DEFAULT_API_VERSIONS
+        .iter()
+        .map(|s| (*s).to_owned())
+        .collect();
     for a in &opts.api_versions {
         for x in a.split(',').map(str::trim).filter(|x| !x.is_empty()) {
             apis.push(x.to_owned());
@@ -405,7 +521,14 @@ struct Renderable {
 }
 
 /// Collects every chart's templates (by full name) and their contexts.
-fn collect(chart: &Chart, id: &str, values: &Map, out: &mut Vec<(String, String, Renderable)>, crds: &mut Vec<Document>, skip_crds: bool) {
+fn collect(
+    chart: &Chart,
+    id: &str,
+    values: &Map,
+    out: &mut Vec<(String, String, Renderable)>,
+    crds: &mut Vec<Document>,
+    skip_crds: bool,
+) {
     let files = Value::Files(Rc::new(Files::new(chart.files.clone())));
     let chart_value = Value::map(chart.metadata.clone());
     for (path, text) in &chart.templates {
@@ -433,8 +556,19 @@ fn collect(chart: &Chart, id: &str, values: &Map, out: &mut Vec<(String, String,
     }
     for sub in &chart.subcharts {
         let name = sub.name();
-        let sub_values = values.get(&name).and_then(Value::as_map).cloned().unwrap_or_default();
-        collect(sub, &format!("{id}/charts/{name}"), &sub_values, out, crds, skip_crds);
+        let sub_values = values
+            .get(&name)
+            .and_then(Value::as_map)
+            .cloned()
+            .unwrap_or_default();
+        collect(
+            sub,
+            &format!("{id}/charts/{name}"),
+            &sub_values,
+            out,
+            crds,
+            skip_crds,
+        );
     }
 }
 
@@ -461,7 +595,11 @@ fn seed_of(parts: &[&str]) -> u64 {
 
 /// Renders the chart at `chart_dir` as `helm template` does: CRDs first
 /// (unless skipped), then the manifests in install order, then hooks.
-pub fn render(src: &dyn Source, chart_dir: &str, opts: &Options) -> Result<Vec<Document>, RenderError> {
+pub fn render(
+    src: &dyn Source,
+    chart_dir: &str,
+    opts: &Options,
+) -> Result<Vec<Document>, RenderError> {
     let mut chart = load(src, chart_dir)?;
     let user = user_values(src, chart_dir, opts)?;
     let cvals = coalesce(&chart, user.clone());
@@ -471,13 +609,23 @@ pub fn render(src: &dyn Source, chart_dir: &str, opts: &Options) -> Result<Vec<D
     let root = chart.name();
     let mut renderables = Vec::new();
     let mut crds = Vec::new();
-    collect(&chart, &root, &vals, &mut renderables, &mut crds, opts.skip_crds);
+    collect(
+        &chart,
+        &root,
+        &vals,
+        &mut renderables,
+        &mut crds,
+        opts.skip_crds,
+    );
 
     let mut names: Vec<String> = renderables.iter().map(|r| r.0.clone()).collect();
     parse_order(&mut names);
     let mut trees = Trees::new();
     for name in &names {
-        let (_, text, _) = renderables.iter().find(|r| &r.0 == name).expect("collected");
+        let (_, text, _) = renderables
+            .iter()
+            .find(|r| &r.0 == name)
+            .expect("collected");
         parse(name, text, &mut trees, &crate::funcs::exists)?;
     }
     let release = map_of([
@@ -496,7 +644,10 @@ pub fn render(src: &dyn Source, chart_dir: &str, opts: &Options) -> Result<Vec<D
         if base.starts_with('_') || name.ends_with("NOTES.txt") {
             continue;
         }
-        let (_, _, r) = renderables.iter().find(|r| &r.0 == name).expect("collected");
+        let (_, _, r) = renderables
+            .iter()
+            .find(|r| &r.0 == name)
+            .expect("collected");
         let dot = map_of([
             ("Values", r.values.clone()),
             ("Release", release.clone()),
@@ -505,7 +656,10 @@ pub fn render(src: &dyn Source, chart_dir: &str, opts: &Options) -> Result<Vec<D
             ("Files", r.files.clone()),
             (
                 "Template",
-                map_of([("Name", Value::str(&r.name)), ("BasePath", Value::str(&r.base_path))]),
+                map_of([
+                    ("Name", Value::str(&r.name)),
+                    ("BasePath", Value::str(&r.base_path)),
+                ]),
             ),
         ]);
         rt.seed = seed_of(&[&opts.release_name, &opts.namespace, &root, name]);
@@ -535,7 +689,10 @@ fn split_manifests(text: &str) -> Vec<String> {
         .collect()
 }
 
-fn sort_manifests(files: Vec<(String, String)>, crds: Vec<Document>) -> Result<Vec<Document>, RenderError> {
+fn sort_manifests(
+    files: Vec<(String, String)>,
+    crds: Vec<Document>,
+) -> Result<Vec<Document>, RenderError> {
     let mut generic: Vec<((usize, String), Document)> = Vec::new();
     let mut hooks: Vec<((usize, String), Document)> = Vec::new();
     for (source, text) in files {
@@ -543,18 +700,26 @@ fn sort_manifests(files: Vec<(String, String)>, crds: Vec<Document>) -> Result<V
             continue;
         }
         for doc in split_manifests(&text) {
-            let head: serde_yaml::Value = serde_yaml::from_str(&doc).map_err(|e| RenderError::Yaml {
-                source_name: source.clone(),
-                message: e.to_string(),
-            })?;
-            let kind = head.get("kind").and_then(serde_yaml::Value::as_str).unwrap_or("").to_owned();
+            let head: serde_yaml::Value =
+                serde_yaml::from_str(&doc).map_err(|e| RenderError::Yaml {
+                    source_name: source.clone(),
+                    message: e.to_string(),
+                })?;
+            let kind = head
+                .get("kind")
+                .and_then(serde_yaml::Value::as_str)
+                .unwrap_or("")
+                .to_owned();
             let hook = head
                 .get("metadata")
                 .and_then(|m| m.get("annotations"))
                 .and_then(|a| a.get("helm.sh/hook"))
                 .map(|h| match h {
                     serde_yaml::Value::String(s) => s.clone(),
-                    other => serde_yaml::to_string(other).unwrap_or_default().trim().to_owned(),
+                    other => serde_yaml::to_string(other)
+                        .unwrap_or_default()
+                        .trim()
+                        .to_owned(),
                 });
             let document = Document {
                 source: source.clone(),
@@ -564,7 +729,10 @@ fn sort_manifests(files: Vec<(String, String)>, crds: Vec<Document>) -> Result<V
             match hook {
                 None => generic.push((kind_rank(&kind), document)),
                 Some(events) => {
-                    if events.split(',').all(|e| HOOK_EVENTS.contains(&e.trim().to_lowercase().as_str())) {
+                    if events
+                        .split(',')
+                        .all(|e| HOOK_EVENTS.contains(&e.trim().to_lowercase().as_str()))
+                    {
                         hooks.push((kind_rank(&kind), document));
                     }
                 }

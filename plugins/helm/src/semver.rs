@@ -93,7 +93,7 @@ fn parse_loose(s: &str) -> Result<(Version, usize), String> {
 
 /// Whether `version` satisfies `constraint` (`semverCompare`).
 pub fn matches(constraint: &str, version: &str) -> Result<bool, String> {
-    let v = Version::parse(version).map_err(|_| format!("Invalid Semantic Version"))?;
+    let v = Version::parse(version).map_err(|_| "Invalid Semantic Version".to_owned())?;
     for alt in constraint.split("||") {
         let mut all = true;
         let parts = split_and(alt);
@@ -181,7 +181,10 @@ fn check(c: &str, v: &Version) -> Result<bool, String> {
                 o != Ordering::Greater
             }
         }
-        "~" | "~>" => o != Ordering::Less && v.compare(&next(if given <= 1 { 0 } else { 1 })) == Ordering::Less,
+        "~" | "~>" => {
+            o != Ordering::Less
+                && v.compare(&next(if given <= 1 { 0 } else { 1 })) == Ordering::Less
+        }
         "^" => {
             let level = if cv.major > 0 || given <= 1 {
                 0

@@ -51,7 +51,9 @@ fn typed(raw: &str, string: bool) -> Value {
         return Value::Int64(0);
     }
     let digits = raw.strip_prefix(['+', '-']).unwrap_or(raw);
-    if !raw.starts_with('0') && !digits.is_empty() && digits.bytes().all(|c| c.is_ascii_digit())
+    if !raw.starts_with('0')
+        && !digits.is_empty()
+        && digits.bytes().all(|c| c.is_ascii_digit())
         && let Ok(i) = raw.parse::<i64>()
     {
         return Value::Int64(i);
@@ -94,12 +96,17 @@ pub fn apply(expr: &str, values: &mut Map, string: bool) -> Result<(), SetError>
                     }
                     let end = chars[i..].iter().position(|&c| c == ']').map(|p| p + i);
                     let Some(end) = end else {
-                        return Err(SetError(format!("key {:?} has no value", String::from_iter(&chars[..]))));
+                        return Err(SetError(format!(
+                            "key {:?} has no value",
+                            String::from_iter(&chars[..])
+                        )));
                     };
                     let idx: String = chars[i + 1..end].iter().collect();
-                    let n: i64 = idx
-                        .parse()
-                        .map_err(|_| SetError(format!("error parsing index: strconv.Atoi: parsing {idx:?}: invalid syntax")))?;
+                    let n: i64 = idx.parse().map_err(|_| {
+                        SetError(format!(
+                            "error parsing index: strconv.Atoi: parsing {idx:?}: invalid syntax"
+                        ))
+                    })?;
                     if n < 0 {
                         return Err(SetError(format!("negative {n} index not allowed")));
                     }
@@ -121,7 +128,9 @@ pub fn apply(expr: &str, values: &mut Map, string: bool) -> Result<(), SetError>
                     break;
                 }
                 ',' => {
-                    return Err(SetError(format!("key {cur:?} has no value (cannot end with ,)")));
+                    return Err(SetError(format!(
+                        "key {cur:?} has no value (cannot end with ,)"
+                    )));
                 }
                 c => cur.push(c),
             }
@@ -191,7 +200,9 @@ pub fn apply(expr: &str, values: &mut Map, string: bool) -> Result<(), SetError>
 }
 
 fn set_path(map: &mut Map, segs: &[Seg], value: Value) {
-    let Some(Seg::Key(k)) = segs.first() else { return };
+    let Some(Seg::Key(k)) = segs.first() else {
+        return;
+    };
     if segs.len() == 1 {
         map.insert(k.clone(), value);
         return;
@@ -201,7 +212,9 @@ fn set_path(map: &mut Map, segs: &[Seg], value: Value) {
 }
 
 fn set_in(cur: Value, segs: &[Seg], value: Value) -> Value {
-    let Some(seg) = segs.first() else { return value };
+    let Some(seg) = segs.first() else {
+        return value;
+    };
     match seg {
         Seg::Key(_) => {
             let mut m = match cur {
@@ -246,6 +259,9 @@ mod tests {
         assert_eq!(run(&["l={x,y,3}"]), r#"{"l":["x","y",3]}"#);
         assert_eq!(run(&["a[1].b=x"]), r#"{"a":[null,{"b":"x"}]}"#);
         assert_eq!(run(&[r"a\.b=c\,d"]), r#"{"a.b":"c,d"}"#);
-        assert_eq!(run(&["v=017", "w=", "n=null"]), r#"{"n":null,"v":"017","w":""}"#);
+        assert_eq!(
+            run(&["v=017", "w=", "n=null"]),
+            r#"{"n":null,"v":"017","w":""}"#
+        );
     }
 }

@@ -9,7 +9,11 @@ use kiln_helm::{Options, render};
 
 fn chart(dir: &Path, template: &str) {
     std::fs::create_dir_all(dir.join("templates")).unwrap();
-    std::fs::write(dir.join("Chart.yaml"), "apiVersion: v2\nname: hostile\nversion: 0.1.0\n").unwrap();
+    std::fs::write(
+        dir.join("Chart.yaml"),
+        "apiVersion: v2\nname: hostile\nversion: 0.1.0\n",
+    )
+    .unwrap();
     std::fs::write(dir.join("templates/t.yaml"), template).unwrap();
 }
 
@@ -22,7 +26,9 @@ fn render_err(name: &str, template: &str, limits: Limits) -> String {
     };
     let result = render(&DirSource(dir.clone()), ".", &opts);
     std::fs::remove_dir_all(&dir).unwrap();
-    result.expect_err("the hostile chart must be refused").to_string()
+    result
+        .expect_err("the hostile chart must be refused")
+        .to_string()
 }
 
 #[test]
@@ -71,5 +77,8 @@ fn output_growing_by_doubling_runs_out_of_output() {
             ..Limits::default()
         },
     );
-    assert!(e.contains("printf built a string over 1048576 bytes"), "{e}");
+    assert!(
+        e.contains("printf built a string over 1048576 bytes"),
+        "{e}"
+    );
 }

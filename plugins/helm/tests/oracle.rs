@@ -22,7 +22,8 @@ fn objects(stream: &str) -> Result<Vec<serde_json::Value>, String> {
     let mut out = Vec::new();
     for doc in serde_yaml::Deserializer::from_str(stream) {
         let v = serde_json::to_value(
-            <serde_yaml::Value as serde::Deserialize>::deserialize(doc).map_err(|e| e.to_string())?,
+            <serde_yaml::Value as serde::Deserialize>::deserialize(doc)
+                .map_err(|e| e.to_string())?,
         )
         .map_err(|e| e.to_string())?;
         if !v.is_null() {
@@ -36,13 +37,21 @@ fn options(case: &serde_json::Value) -> Options {
     let strings = |key: &str| -> Vec<String> {
         case.get(key)
             .and_then(|v| v.as_array())
-            .map(|l| l.iter().filter_map(|s| s.as_str().map(str::to_owned)).collect())
+            .map(|l| {
+                l.iter()
+                    .filter_map(|s| s.as_str().map(str::to_owned))
+                    .collect()
+            })
             .unwrap_or_default()
     };
     let defaults = Options::default();
     Options {
-        release_name: case["release"].as_str().map_or(defaults.release_name, str::to_owned),
-        namespace: case["namespace"].as_str().map_or(defaults.namespace, str::to_owned),
+        release_name: case["release"]
+            .as_str()
+            .map_or(defaults.release_name, str::to_owned),
+        namespace: case["namespace"]
+            .as_str()
+            .map_or(defaults.namespace, str::to_owned),
         value_files: strings("values"),
         set: strings("set"),
         set_string: strings("set_string"),
@@ -72,7 +81,11 @@ fn every_chart_renders_what_helm_renders() {
         let case: serde_json::Value = std::fs::read_to_string(case_dir.join("case.json"))
             .map(|t| serde_json::from_str(&t).unwrap())
             .unwrap_or(serde_json::json!({}));
-        let oracle = Command::new(&python).arg(&harness).arg(case_dir).output().unwrap();
+        let oracle = Command::new(&python)
+            .arg(&harness)
+            .arg(case_dir)
+            .output()
+            .unwrap();
         let ours = render(&DirSource(case_dir.clone()), "chart", &options(&case));
         match (oracle.status.code(), ours) {
             (Some(0), Ok(docs)) => {
@@ -81,7 +94,11 @@ fn every_chart_renders_what_helm_renders() {
                 match objects(&stream) {
                     Err(e) => wrong.push(format!("{name}: our output is not YAML: {e}\n{stream}")),
                     Ok(got) if got != want => {
-                        let i = got.iter().zip(&want).position(|(g, w)| g != w).unwrap_or(got.len().min(want.len()));
+                        let i = got
+                            .iter()
+                            .zip(&want)
+                            .position(|(g, w)| g != w)
+                            .unwrap_or(got.len().min(want.len()));
                         wrong.push(format!(
                             "{name}: object {i} differs ({} objects, Helm {}):\n  helm {}\n  ours {}",
                             got.len(),
@@ -105,9 +122,18 @@ fn every_chart_renders_what_helm_renders() {
                 "{name}: Helm fails ({}), we render",
                 String::from_utf8_lossy(&oracle.stderr).trim()
             )),
-            (code, _) => panic!("{name}: the oracle failed ({code:?}): {}", String::from_utf8_lossy(&oracle.stderr)),
+            (code, _) => panic!(
+                "{name}: the oracle failed ({code:?}): {}",
+                String::from_utf8_lossy(&oracle.stderr)
+            ),
         }
     }
-    assert!(wrong.is_empty(), "{} of {} cases differ:\n{}", wrong.len(), cases.len(), wrong.join("\n"));
+    assert!(
+        wrong.is_empty(),
+        "{} of {} cases differ:\n{}",
+        wrong.len(),
+        cases.len(),
+        wrong.join("\n")
+    );
     assert!(cases.len() >= 25, "{} cases", cases.len());
 }
