@@ -7,44 +7,10 @@ use std::rc::Rc;
 
 use crate::value::{Map, Value};
 
-/// A YAML text (one document) as a value; numbers become float64.
+/// A YAML text (one document) as a value, read as Helm reads it
+/// ([`crate::yaml11`]: YAML 1.1 scalars, numbers as float64).
 pub fn from_yaml(text: &str) -> Result<Value, String> {
-    if text.trim().is_empty() {
-        return Ok(Value::Nil);
-    }
-    let v: serde_yaml::Value =
-        serde_yaml::from_str(text).map_err(|e| format!("error converting YAML to JSON: {e}"))?;
-    Ok(from_yaml_value(&v))
-}
-
-fn key_text(k: &serde_yaml::Value) -> String {
-    match k {
-        serde_yaml::Value::String(s) => s.clone(),
-        serde_yaml::Value::Bool(b) => b.to_string(),
-        serde_yaml::Value::Null => "null".to_owned(),
-        serde_yaml::Value::Number(n) => n.to_string(),
-        other => serde_yaml::to_string(other)
-            .unwrap_or_default()
-            .trim()
-            .to_owned(),
-    }
-}
-
-/// A parsed YAML value as a template value.
-pub fn from_yaml_value(v: &serde_yaml::Value) -> Value {
-    match v {
-        serde_yaml::Value::Null => Value::Nil,
-        serde_yaml::Value::Bool(b) => Value::Bool(*b),
-        serde_yaml::Value::Number(n) => Value::Float(n.as_f64().unwrap_or(0.0)),
-        serde_yaml::Value::String(s) => Value::str(s),
-        serde_yaml::Value::Sequence(l) => Value::list(l.iter().map(from_yaml_value).collect()),
-        serde_yaml::Value::Mapping(m) => Value::map(
-            m.iter()
-                .map(|(k, v)| (key_text(k), from_yaml_value(v)))
-                .collect(),
-        ),
-        serde_yaml::Value::Tagged(t) => from_yaml_value(&t.value),
-    }
+    crate::yaml11::read(text).map_err(|e| format!("error converting YAML to JSON: {e}"))
 }
 
 /// A JSON value as a template value (numbers as float64).

@@ -24,6 +24,7 @@ pub mod render;
 pub mod semver;
 pub mod strvals;
 pub mod value;
+pub mod yaml11;
 
 #[cfg(target_arch = "wasm32")]
 mod plugin;
