@@ -175,7 +175,7 @@ pub fn load(src: &dyn Source, dir: &str) -> Result<Chart, LoadError> {
         file: chart_yaml.clone(),
         message,
     })?;
-    let raw = raw.as_map().cloned().unwrap_or_default();
+    let raw = raw.map_clone().unwrap_or_default();
     let metadata = metadata(&raw);
     if metadata
         .get("Name")
@@ -230,8 +230,7 @@ pub fn load(src: &dyn Source, dir: &str) -> Result<Chart, LoadError> {
                     file: values_path.clone(),
                     message,
                 })?
-                .as_map()
-                .cloned()
+                .map_clone()
                 .unwrap_or_default()
         }
         Err(_) => Map::new(),

@@ -3,8 +3,6 @@
 //! like `sigs.k8s.io/yaml` (through JSON: keys sorted, integral floats as
 //! integers); `toJson` escapes HTML characters as Go's `encoding/json`.
 
-use std::rc::Rc;
-
 use crate::value::{Map, Value};
 
 /// A YAML text (one document) as a value, read as Helm reads it
@@ -27,33 +25,39 @@ pub fn from_json(v: &serde_json::Value) -> Value {
     }
 }
 
-/// A template value as JSON, the way Go's `encoding/json` encodes it.
-pub fn to_json_value(v: &Value) -> serde_json::Value {
-    match v {
+/// A template value as JSON, the way Go's `encoding/json` encodes it; None
+/// for a map that contains itself (Go refuses a cycle), found by its depth.
+pub fn to_json_value(v: &Value) -> Option<serde_json::Value> {
+    json_at(v, 0)
+}
+
+fn json_at(v: &Value, depth: usize) -> Option<serde_json::Value> {
+    if depth > crate::value::MAX_NESTING {
+        return None;
+    }
+    Some(match v {
         Value::Nil => serde_json::Value::Null,
         Value::Bool(b) => serde_json::Value::Bool(*b),
         Value::Int(i) | Value::Int64(i) => serde_json::Value::from(*i),
         Value::Float(f) => {
-            if f.fract() == 0.0 && f.abs() < 1e21 {
-                if f.abs() < 9.2e18 {
-                    serde_json::Value::from(*f as i64)
-                } else {
-                    serde_json::Number::from_f64(*f)
-                        .map_or(serde_json::Value::Null, serde_json::Value::Number)
-                }
+            if f.fract() == 0.0 && f.abs() < 9.2e18 {
+                serde_json::Value::from(*f as i64)
             } else {
                 serde_json::Number::from_f64(*f)
                     .map_or(serde_json::Value::Null, serde_json::Value::Number)
             }
         }
         Value::Str(s) => serde_json::Value::String(s.to_string()),
-        Value::List(l) | Value::Strings(l) => {
-            serde_json::Value::Array(l.iter().map(to_json_value).collect())
-        }
+        Value::List(l) | Value::Strings(l) => serde_json::Value::Array(
+            l.iter()
+                .map(|x| json_at(x, depth + 1))
+                .collect::<Option<_>>()?,
+        ),
         Value::Map(m) => serde_json::Value::Object(
-            m.iter()
-                .map(|(k, v)| (k.clone(), to_json_value(v)))
-                .collect(),
+            m.borrow()
+                .iter()
+                .map(|(k, x)| Some((k.clone(), json_at(x, depth + 1)?)))
+                .collect::<Option<_>>()?,
         ),
         Value::Files(f) => serde_json::Value::Object(
             f.entries()
@@ -66,7 +70,7 @@ pub fn to_json_value(v: &Value) -> serde_json::Value {
                 .map(|s| serde_json::Value::String(s.clone()))
                 .collect(),
         ),
-    }
+    })
 }
 
 fn base64_std(b: &[u8]) -> String {
@@ -76,12 +80,15 @@ fn base64_std(b: &[u8]) -> String {
 
 /// `toYaml`: the value as `sigs.k8s.io/yaml.Marshal` prints it.
 pub fn to_yaml(v: &Value) -> String {
-    kiln_goyaml::document(&to_json_value(v))
+    to_json_value(v).map_or_else(String::new, |j| kiln_goyaml::document(&j))
 }
 
 /// `toJson`: Go's `json.Marshal` (HTML characters escaped).
 pub fn to_json(v: &Value) -> String {
-    let text = serde_json::to_string(&to_json_value(v)).unwrap_or_default();
+    let Some(json) = to_json_value(v) else {
+        return String::new();
+    };
+    let text = serde_json::to_string(&json).unwrap_or_default();
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
         match c {
@@ -101,7 +108,7 @@ pub fn to_json(v: &Value) -> String {
 pub fn to_toml(v: &Value) -> String {
     let mut out = String::new();
     if let Value::Map(m) = v {
-        toml_table(&mut out, m, "");
+        toml_table(&mut out, &m.borrow(), "");
     }
     out
 }
@@ -152,16 +159,14 @@ fn toml_table(out: &mut String, m: &Map, prefix: &str) {
                 format!("{prefix}.{}", toml_key(k))
             };
             out.push_str(&format!("\n{indent}[{name}]\n"));
-            toml_table(out, sub, &name);
+            toml_table(out, &sub.borrow(), &name);
         }
     }
 }
 
 /// Helper: a map value from pairs.
 pub fn map_of(pairs: impl IntoIterator<Item = (&'static str, Value)>) -> Value {
-    Value::Map(Rc::new(
-        pairs.into_iter().map(|(k, v)| (k.to_owned(), v)).collect(),
-    ))
+    Value::map(pairs.into_iter().map(|(k, v)| (k.to_owned(), v)).collect())
 }
 
 #[cfg(test)]

@@ -360,7 +360,11 @@ impl State<'_> {
                 .enumerate()
                 .map(|(i, x)| (Value::Int(i as i64), x.clone()))
                 .collect(),
-            Value::Map(m) => m.iter().map(|(k, x)| (Value::str(k), x.clone())).collect(),
+            Value::Map(m) => m
+                .borrow()
+                .iter()
+                .map(|(k, x)| (Value::str(k), x.clone()))
+                .collect(),
             Value::Files(f) => f
                 .entries()
                 .iter()
@@ -616,7 +620,7 @@ impl State<'_> {
                             format!("{f} is not a method but has arguments"),
                         ));
                     }
-                    m.get(f.as_str()).cloned().unwrap_or_default()
+                    m.borrow().get(f.as_str()).cloned().unwrap_or_default()
                 }
                 Value::Files(files) => crate::files::method(files, f, &call_args)
                     .map_err(|m| self.err(pos, context, format!("error calling {f}: {m}")))?,

@@ -308,7 +308,7 @@ fn compare(a: &Value, b: &Value) -> Result<std::cmp::Ordering, FnError> {
     }
 }
 
-fn dict_of<'a>(v: &'a Value, name: &str) -> Result<&'a Map, FnError> {
+fn dict_of<'a>(v: &'a Value, name: &str) -> Result<std::cell::Ref<'a, Map>, FnError> {
     v.as_map()
         .ok_or_else(|| FnError::Msg(format!("{name}: expected a dict, got {}", v.type_name())))
 }
@@ -328,7 +328,7 @@ pub fn call(st: &mut State<'_>, name: &str, args: Vec<Value>, _pos: &Pos) -> R {
             Value::Int(match &a[0] {
                 Value::Str(s) => s.len(),
                 Value::List(l) | Value::Strings(l) => l.len(),
-                Value::Map(m) => m.len(),
+                Value::Map(m) => m.borrow().len(),
                 Value::Nil => return Err("len of nil pointer".into()),
                 other => return Err(format!("len of type {}", other.type_name()).into()),
             } as i64)
@@ -340,7 +340,9 @@ pub fn call(st: &mut State<'_>, name: &str, args: Vec<Value>, _pos: &Pos) -> R {
             let mut v = a[0].clone();
             for key in &a[1..] {
                 v = match (&v, key) {
-                    (Value::Map(m), Value::Str(k)) => m.get(&**k).cloned().unwrap_or_default(),
+                    (Value::Map(m), Value::Str(k)) => {
+                        m.borrow().get(&**k).cloned().unwrap_or_default()
+                    }
                     (Value::Map(_), other) => {
                         return Err(format!(
                             "value has type {}; should be string",
@@ -841,14 +843,18 @@ pub fn call(st: &mut State<'_>, name: &str, args: Vec<Value>, _pos: &Pos) -> R {
             .unwrap_or_else(|| Value::str("")),
         "set" => {
             arity(name, a, 3)?;
-            let mut m = dict_of(&a[0], name)?.clone();
-            m.insert(s(1), a[2].clone());
-            Value::map(m)
+            dict_of(&a[0], name)?;
+            if let Value::Map(m) = &a[0] {
+                m.borrow_mut().insert(s(1), a[2].clone());
+            }
+            a[0].clone()
         }
         "unset" => {
-            let mut m = dict_of(&a[0], name)?.clone();
-            m.remove(&s(1));
-            Value::map(m)
+            dict_of(&a[0], name)?;
+            if let Value::Map(m) = &a[0] {
+                m.borrow_mut().remove(&s(1));
+            }
+            a[0].clone()
         }
         "hasKey" => Value::Bool(dict_of(&a[0], name)?.contains_key(&s(1))),
         "keys" => {
@@ -863,13 +869,16 @@ pub fn call(st: &mut State<'_>, name: &str, args: Vec<Value>, _pos: &Pos) -> R {
             let overwrite = name.ends_with("Overwrite");
             let mut dst = dict_of(&a[0], name)?.clone();
             for src in &a[1..] {
-                let src = dict_of(src, name)?;
-                dst = merge_into(dst, src, overwrite);
+                let src = dict_of(src, name)?.clone();
+                dst = merge_into(dst, &src, overwrite);
             }
             // Sprig merges into its first argument (a Go map, shared).
-            Value::map(dst)
+            if let Value::Map(m) = &a[0] {
+                *m.borrow_mut() = dst;
+            }
+            a[0].clone()
         }
-        "deepCopy" | "mustDeepCopy" => a[0].clone(),
+        "deepCopy" | "mustDeepCopy" => a[0].deep_copy(),
         "pick" => {
             let m = dict_of(&a[0], name)?;
             let keys: Vec<String> = a[1..].iter().map(strval).collect();
@@ -907,8 +916,9 @@ pub fn call(st: &mut State<'_>, name: &str, args: Vec<Value>, _pos: &Pos) -> R {
             let default = &a[a.len() - 2];
             let mut cur = dict.clone();
             for k in &a[..a.len() - 2] {
-                match cur.as_map().and_then(|m| m.get(&strval(k))) {
-                    Some(v) => cur = v.clone(),
+                let next = cur.as_map().and_then(|m| m.get(&strval(k)).cloned());
+                match next {
+                    Some(v) => cur = v,
                     None => return Ok(default.clone()),
                 }
             }
@@ -1128,6 +1138,7 @@ pub fn deep_equal(a: &Value, b: &Value) -> bool {
             x.len() == y.len() && x.iter().zip(y.iter()).all(|(p, q)| deep_equal(p, q))
         }
         (Value::Map(x), Value::Map(y)) => {
+            let (x, y) = (x.borrow(), y.borrow());
             x.len() == y.len()
                 && x.iter()
                     .all(|(k, v)| y.get(k).is_some_and(|w| deep_equal(v, w)))
@@ -1141,7 +1152,7 @@ fn merge_into(mut dst: Map, src: &Map, overwrite: bool) -> Map {
     for (k, v) in src {
         match (dst.get(k), v) {
             (Some(Value::Map(d)), Value::Map(s)) => {
-                let merged = merge_into((**d).clone(), s, overwrite);
+                let merged = merge_into(d.borrow().clone(), &s.borrow(), overwrite);
                 dst.insert(k.clone(), Value::map(merged));
             }
             (Some(existing), _) if !overwrite && !empty(existing) => {}

@@ -155,6 +155,7 @@ fn format_one(verb: char, v: &Value, spec: Spec) -> String {
         }
         Value::Map(m) if verb != 'v' => {
             let parts: Vec<String> = m
+                .borrow()
                 .iter()
                 .map(|(k, x)| {
                     format!(

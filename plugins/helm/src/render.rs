@@ -279,7 +279,7 @@ fn user_values(src: &dyn Source, chart_dir: &str, opts: &Options) -> Result<Map,
                 message,
             })?;
             if let Value::Map(m) = v {
-                vals = merge_maps(vals, &m);
+                vals = merge_maps(vals, &m.borrow());
             }
         }
     }
@@ -315,7 +315,7 @@ fn split_value_documents(text: &str) -> Vec<&str> {
 fn merge_maps(mut a: Map, b: &Map) -> Map {
     for (k, v) in b {
         if let (Some(Value::Map(x)), Value::Map(y)) = (a.get(k), v) {
-            let merged = merge_maps((**x).clone(), y);
+            let merged = merge_maps(x.borrow().clone(), &y.borrow());
             a.insert(k.clone(), Value::map(merged));
         } else {
             a.insert(k.clone(), v.clone());
@@ -334,7 +334,7 @@ fn coalesce_tables(mut dst: Map, src: &Map) -> Map {
             }
             Some(Value::Map(d)) => {
                 if let Value::Map(s) = sv {
-                    let merged = coalesce_tables((**d).clone(), s);
+                    let merged = coalesce_tables(d.borrow().clone(), &s.borrow());
                     dst.insert(k.clone(), Value::map(merged));
                 }
             }
@@ -351,14 +351,13 @@ fn coalesce_tables(mut dst: Map, src: &Map) -> Map {
 fn coalesce_globals(mut dest: Map, parent: &Map) -> Map {
     let mut dg = dest
         .get("global")
-        .and_then(Value::as_map)
-        .cloned()
+        .and_then(Value::map_clone)
         .unwrap_or_default();
     if let Some(sg) = parent.get("global").and_then(Value::as_map) {
-        for (k, v) in sg {
+        for (k, v) in sg.iter() {
             match (v, dg.get(k)) {
                 (Value::Map(pv), Some(Value::Map(dv))) => {
-                    let merged = coalesce_tables((**pv).clone(), dv);
+                    let merged = coalesce_tables(pv.borrow().clone(), &dv.borrow());
                     dg.insert(k.clone(), Value::map(merged));
                 }
                 (Value::Map(_), Some(_)) => {}
@@ -379,7 +378,7 @@ fn coalesce(chart: &Chart, vals: Map) -> Map {
     for sub in &chart.subcharts {
         let name = sub.name();
         let dv = match v.get(&name) {
-            Some(Value::Map(m)) => (**m).clone(),
+            Some(Value::Map(m)) => m.borrow().clone(),
             Some(Value::Nil) | None => Map::new(),
             Some(_) => continue,
         };
@@ -395,18 +394,19 @@ fn without_nulls(m: Map) -> Map {
     m.into_iter()
         .filter(|(_, v)| !matches!(v, Value::Nil))
         .map(|(k, v)| match v {
-            Value::Map(inner) => (k, Value::map(without_nulls((*inner).clone()))),
+            Value::Map(inner) => (k, Value::map(without_nulls(inner.borrow().clone()))),
             other => (k, other),
         })
         .collect()
 }
 
 /// Looks `path` (`a.b.c`) up in `vals`.
-fn lookup_path<'a>(vals: &'a Map, path: &str) -> Option<&'a Value> {
+fn lookup_path(vals: &Map, path: &str) -> Option<Value> {
     let mut parts = path.split('.');
-    let mut cur = vals.get(parts.next()?)?;
+    let mut cur = vals.get(parts.next()?)?.clone();
     for p in parts {
-        cur = cur.as_map()?.get(p)?;
+        let next = cur.as_map()?.get(p)?.clone();
+        cur = next;
     }
     Some(cur)
 }
@@ -424,8 +424,7 @@ fn process_dependencies(chart: &mut Chart, cvals: &Map, prefix: &str) {
     }
     let tags = cvals
         .get("tags")
-        .and_then(Value::as_map)
-        .cloned()
+        .and_then(Value::map_clone)
         .unwrap_or_default();
     let mut keep = Vec::new();
     for sub in std::mem::take(&mut chart.subcharts) {
@@ -446,7 +445,7 @@ fn process_dependencies(chart: &mut Chart, cvals: &Map, prefix: &str) {
             if let Some(cond) = &dep.condition {
                 for c in cond.split(',').map(str::trim) {
                     if let Some(Value::Bool(b)) = lookup_path(cvals, &format!("{prefix}{c}")) {
-                        enabled = *b;
+                        enabled = b;
                         break;
                     }
                 }
@@ -524,7 +523,7 @@ struct Renderable {
 fn collect(
     chart: &Chart,
     id: &str,
-    values: &Map,
+    values: &Value,
     out: &mut Vec<(String, String, Renderable)>,
     crds: &mut Vec<Document>,
     skip_crds: bool,
@@ -539,7 +538,7 @@ fn collect(
             Renderable {
                 name,
                 base_path: format!("{id}/templates"),
-                values: Value::map(values.clone()),
+                values: values.clone(),
                 chart: chart_value.clone(),
                 files: files.clone(),
             },
@@ -556,11 +555,12 @@ fn collect(
     }
     for sub in &chart.subcharts {
         let name = sub.name();
-        let sub_values = values
-            .get(&name)
-            .and_then(Value::as_map)
-            .cloned()
-            .unwrap_or_default();
+        // The subchart's values are the parent's map under its name, shared
+        // (a `set` in one is seen by the other, as in Helm).
+        let sub_values = match values.as_map().and_then(|m| m.get(&name).cloned()) {
+            Some(v @ Value::Map(_)) => v,
+            _ => Value::map(Map::new()),
+        };
         collect(
             sub,
             &format!("{id}/charts/{name}"),
@@ -604,7 +604,7 @@ pub fn render(
     let user = user_values(src, chart_dir, opts)?;
     let cvals = coalesce(&chart, user.clone());
     process_dependencies(&mut chart, &cvals, "");
-    let vals = without_nulls(coalesce(&chart, user));
+    let vals = Value::map(without_nulls(coalesce(&chart, user)));
 
     let root = chart.name();
     let mut renderables = Vec::new();

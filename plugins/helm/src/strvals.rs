@@ -218,7 +218,7 @@ fn set_in(cur: Value, segs: &[Seg], value: Value) -> Value {
     match seg {
         Seg::Key(_) => {
             let mut m = match cur {
-                Value::Map(m) => (*m).clone(),
+                Value::Map(m) => m.borrow().clone(),
                 _ => Map::new(),
             };
             set_path(&mut m, segs, value);

@@ -1,6 +1,7 @@
 //! The values templates work on: what Go's `interface{}` holds in Helm
 //! (YAML/JSON data, template literals, Sprig results), with Go's printing.
 
+use std::cell::{Ref, RefCell};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::rc::Rc;
@@ -28,8 +29,9 @@ pub enum Value {
     List(Rc<Vec<Value>>),
     /// `[]string` (Sprig's `splitList`, `keys`, ...).
     Strings(Rc<Vec<Value>>),
-    /// `map[string]interface{}`.
-    Map(Rc<Map>),
+    /// `map[string]interface{}`: shared, as Go's maps are (Sprig's `set`,
+    /// `unset` and `merge` change it in place, for every holder).
+    Map(Rc<RefCell<Map>>),
     /// `.Files`: the chart's non-template files.
     Files(Rc<crate::files::Files>),
     /// `.Capabilities.APIVersions`.
@@ -44,7 +46,7 @@ impl Value {
 
     /// A map value.
     pub fn map(m: Map) -> Value {
-        Value::Map(Rc::new(m))
+        Value::Map(Rc::new(RefCell::new(m)))
     }
 
     /// A list value.
@@ -61,7 +63,7 @@ impl Value {
             Value::Float(f) => *f != 0.0,
             Value::Str(s) => !s.is_empty(),
             Value::List(l) | Value::Strings(l) => !l.is_empty(),
-            Value::Map(m) => !m.is_empty(),
+            Value::Map(m) => !m.borrow().is_empty(),
             Value::Files(_) | Value::ApiVersions(_) => true,
         }
     }
@@ -114,10 +116,36 @@ impl Value {
     }
 
     /// The map, if a map.
-    pub fn as_map(&self) -> Option<&Map> {
+    pub fn as_map(&self) -> Option<Ref<'_, Map>> {
         match self {
-            Value::Map(m) => Some(m),
+            Value::Map(m) => Some(m.borrow()),
             _ => None,
+        }
+    }
+
+    /// A copy of the map (its values still shared), if a map.
+    pub fn map_clone(&self) -> Option<Map> {
+        self.as_map().map(|m| m.clone())
+    }
+
+    /// A copy sharing nothing with `self` (Sprig's `deepCopy`).
+    pub fn deep_copy(&self) -> Value {
+        self.deep_copy_at(0)
+    }
+
+    fn deep_copy_at(&self, depth: usize) -> Value {
+        if depth > MAX_NESTING {
+            return Value::Nil;
+        }
+        match self {
+            Value::Map(m) => Value::map(
+                m.borrow()
+                    .iter()
+                    .map(|(k, v)| (k.clone(), v.deep_copy_at(depth + 1)))
+                    .collect(),
+            ),
+            Value::List(l) => Value::list(l.iter().map(|v| v.deep_copy_at(depth + 1)).collect()),
+            other => other.clone(),
         }
     }
 
@@ -132,7 +160,7 @@ impl Value {
     /// Go's `fmt.Sprint` of the value (`%v`).
     pub fn to_go_string(&self) -> String {
         let mut out = String::new();
-        write_go(&mut out, self, true);
+        write_go(&mut out, self, 0);
         out
     }
 
@@ -145,9 +173,17 @@ impl Value {
     }
 }
 
-/// Appends `%v` of `v` (nil as `<nil>`); `top` is false inside containers.
-fn write_go(out: &mut String, v: &Value, top: bool) {
-    let _ = top;
+/// Deepest nesting printed or copied: a map that contains itself (Go maps
+/// are shared, and `set` can make a cycle) stops here instead of
+/// exhausting the stack.
+pub const MAX_NESTING: usize = 256;
+
+/// Appends `%v` of `v` (nil as `<nil>`) at nesting `depth`.
+fn write_go(out: &mut String, v: &Value, depth: usize) {
+    if depth > MAX_NESTING {
+        out.push_str("...");
+        return;
+    }
     match v {
         Value::Nil => out.push_str("<nil>"),
         Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
@@ -162,19 +198,19 @@ fn write_go(out: &mut String, v: &Value, top: bool) {
                 if i > 0 {
                     out.push(' ');
                 }
-                write_go(out, item, false);
+                write_go(out, item, depth + 1);
             }
             out.push(']');
         }
         Value::Map(m) => {
             out.push_str("map[");
-            for (i, (k, item)) in m.iter().enumerate() {
+            for (i, (k, item)) in m.borrow().iter().enumerate() {
                 if i > 0 {
                     out.push(' ');
                 }
                 out.push_str(k);
                 out.push(':');
-                write_go(out, item, false);
+                write_go(out, item, depth + 1);
             }
             out.push(']');
         }

@@ -13,7 +13,8 @@ use regex_lite::Regex;
 use crate::value::{Map, Value};
 
 static FLOAT: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"^[-+]?(\.[0-9]+|[0-9][0-9_]*(\.[0-9_]*)?)([eE][-+]?[0-9]+)?$").expect("a valid pattern")
+    Regex::new(r"^[-+]?(\.[0-9]+|[0-9][0-9_]*(\.[0-9_]*)?)([eE][-+]?[0-9]+)?$")
+        .expect("a valid pattern")
 });
 
 /// The documents of `text` (an empty document is [`Value::Nil`]).
@@ -61,7 +62,8 @@ impl<'a> Reader<'a> {
     }
 
     fn expect(&mut self) -> Result<Event<'a>, String> {
-        self.next()?.ok_or_else(|| "yaml: unexpected end of input".to_owned())
+        self.next()?
+            .ok_or_else(|| "yaml: unexpected end of input".to_owned())
     }
 
     fn node(&mut self, event: Event<'a>) -> Result<Value, String> {
@@ -69,11 +71,19 @@ impl<'a> Reader<'a> {
             Event::Scalar(text, style, anchor, tag) => {
                 let plain = style == ScalarStyle::Plain;
                 let tagged_str = tag.as_ref().is_some_and(|t| t.suffix() == "str");
-                let v = if plain && !tagged_str { resolve(&text) } else { Value::str(&*text) };
+                let v = if plain && !tagged_str {
+                    resolve(&text)
+                } else {
+                    Value::str(&*text)
+                };
                 (v, anchor)
             }
             Event::Alias(id) => {
-                return self.anchors.get(&id).cloned().ok_or_else(|| "yaml: unknown anchor".to_owned());
+                return self
+                    .anchors
+                    .get(&id)
+                    .cloned()
+                    .ok_or_else(|| "yaml: unknown anchor".to_owned());
             }
             Event::SequenceStart(_, anchor, _) => {
                 let mut items = Vec::new();
@@ -99,9 +109,14 @@ impl<'a> Reader<'a> {
                     let value = self.node(value_event)?;
                     if is_merge {
                         match value {
-                            Value::Map(m) => merged.push((*m).clone()),
-                            Value::List(l) => merged.extend(l.iter().filter_map(|v| v.as_map().cloned())),
-                            _ => return Err("yaml: map merge requires map or sequence of maps as the value".into()),
+                            Value::Map(m) => merged.push(m.borrow().clone()),
+                            Value::List(l) => merged.extend(l.iter().filter_map(|v| v.map_clone())),
+                            _ => {
+                                return Err(
+                                    "yaml: map merge requires map or sequence of maps as the value"
+                                        .into(),
+                                );
+                            }
                         }
                         continue;
                     }

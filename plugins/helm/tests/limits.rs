@@ -82,3 +82,22 @@ fn output_growing_by_doubling_runs_out_of_output() {
         "{e}"
     );
 }
+
+#[test]
+fn a_map_that_contains_itself_is_printed_without_exhausting_the_stack() {
+    let dir = std::env::temp_dir().join(format!("kiln-helm-limits-cycle-{}", std::process::id()));
+    chart(
+        &dir,
+        "{{ $d := dict }}{{ $_ := set $d \"self\" $d }}a: {{ toJson $d | quote }}\nb: {{ toYaml $d | len }}\nc: {{ printf \"%v\" $d | len }}\n",
+    );
+    let result = render(&DirSource(dir.clone()), ".", &Options::default());
+    std::fs::remove_dir_all(&dir).unwrap();
+    // Go's json.Marshal refuses a cycle and Helm's toJson/toYaml then give
+    // "": so do we; `%v` stops at the nesting limit.
+    let docs = result.unwrap();
+    assert!(
+        docs[0].text.starts_with("a: \"\"\nb: 0\nc: "),
+        "{}",
+        docs[0].text
+    );
+}
