@@ -481,7 +481,10 @@ impl State<'_> {
         let first = &cmd.args[0];
         let has_more = cmd.args.len() > 1 || last.is_some();
         match first {
-            Arg::Ident(name) => self.call_fn(dot, name, &cmd.args[1..], last, &cmd.pos),
+            Arg::Ident(name) => {
+                let context = cmd.to_string();
+                self.call_fn(dot, name, &cmd.args[1..], last, &cmd.pos, &context)
+            }
             Arg::Field(fields) => {
                 let args = self.eval_args(dot, &cmd.args[1..], last)?;
                 self.eval_fields(dot.clone(), fields, args, &cmd.pos, &dot_context(fields))
@@ -590,7 +593,7 @@ impl State<'_> {
                     line: 0,
                     col: 0,
                 };
-                self.call_fn(dot, name, &[], None, &pos)?
+                self.call_fn(dot, name, &[], None, &pos, name)?
             }
         })
     }
@@ -669,6 +672,7 @@ impl State<'_> {
         args: &[Arg],
         last: Option<Value>,
         pos: &Pos,
+        context: &str,
     ) -> Result<Value, ExecError> {
         self.rt.step(pos)?;
         // `and`/`or` evaluate their arguments only as far as needed.
@@ -715,7 +719,9 @@ impl State<'_> {
                 }
                 Ok(v)
             }
-            Err(FnError::Msg(m)) => Err(self.err(pos, name, format!("error calling {name}: {m}"))),
+            Err(FnError::Msg(m)) => {
+                Err(self.err(pos, context, format!("error calling {name}: {m}")))
+            }
             Err(FnError::Helm(m)) => Err(ExecError::Helm {
                 name: pos.name.to_string(),
                 line: pos.line,

@@ -290,7 +290,13 @@ fn basic_eq(a: &Value, b: &Value) -> Result<bool, FnError> {
                 a.type_name()
             )));
         }
-        _ => return Err(FnError::Msg("incompatible types for comparison".into())),
+        _ => {
+            return Err(FnError::Msg(format!(
+                "incompatible types for comparison: {} and {}",
+                a.type_name(),
+                b.type_name()
+            )));
+        }
     })
 }
 
@@ -304,7 +310,12 @@ fn compare(a: &Value, b: &Value) -> Result<std::cmp::Ordering, FnError> {
         (Value::Bool(_), Value::Bool(_)) | (Value::List(_), _) | (Value::Map(_), _) => {
             Err("invalid type for comparison".into())
         }
-        _ => Err("incompatible types for comparison".into()),
+        _ => Err(format!(
+            "incompatible types for comparison: {} and {}",
+            a.type_name(),
+            b.type_name()
+        )
+        .into()),
     }
 }
 
@@ -363,7 +374,7 @@ pub fn call(st: &mut State<'_>, name: &str, args: Vec<Value>, _pos: &Pos) -> R {
                         }
                         l[i as usize].clone()
                     }
-                    (Value::Nil, _) => return Err("index of untyped nil".into()),
+                    (Value::Nil, _) => return Err("index of nil pointer".into()),
                     (other, _) => {
                         return Err(
                             format!("can't index item of type {}", other.type_name()).into()

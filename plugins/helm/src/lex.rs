@@ -104,6 +104,7 @@ impl Lexer<'_> {
                 if start < self.src.len() {
                     self.emit(Tok::Text(self.src[start..].to_owned()), line, start);
                 }
+                self.line += self.src[start..].matches('\n').count();
                 self.emit(Tok::Eof, self.line, self.src.len());
                 return Ok(());
             };

@@ -331,7 +331,7 @@ impl Parser<'_> {
         }
     }
 
-    fn branch(&mut self, kind: BranchKind, line: usize) -> Result<Node, ParseError> {
+    fn branch(&mut self, kind: BranchKind, _line: usize) -> Result<Node, ParseError> {
         let context = match kind {
             BranchKind::If => "if",
             BranchKind::Range => "range",
@@ -347,7 +347,7 @@ impl Parser<'_> {
             self.loop_depth -= 1;
         }
         let else_list = match end {
-            None => return Err(self.err_at(line, "unexpected EOF")),
+            None => return Err(self.err_at(self.line(), "unexpected EOF")),
             Some(("{{end}}", _)) => None,
             Some((_, else_line)) => {
                 // `{{else}}`, `{{else if ...}}`, `{{else with ...}}`.
@@ -370,7 +370,7 @@ impl Parser<'_> {
                             Some((e, l)) => {
                                 return Err(self.err_at(l, format!("expected end; found {e}")));
                             }
-                            None => return Err(self.err_at(else_line, "unexpected EOF")),
+                            None => return Err(self.err_at(self.line(), "unexpected EOF")),
                         }
                     }
                     other => {
@@ -402,7 +402,7 @@ impl Parser<'_> {
         }
     }
 
-    fn define(&mut self, line: usize, block: bool) -> Result<Node, ParseError> {
+    fn define(&mut self, _line: usize, block: bool) -> Result<Node, ParseError> {
         let context = if block {
             "block clause"
         } else {
@@ -425,7 +425,7 @@ impl Parser<'_> {
         match end {
             Some(("{{end}}", _)) => {}
             Some((e, l)) => return Err(self.err_at(l, format!("unexpected {e}"))),
-            None => return Err(self.err_at(line, "unexpected EOF")),
+            None => return Err(self.err_at(self.line(), "unexpected EOF")),
         }
         self.defined.push((name.clone(), body));
         Ok(Node::Template { pos, name, pipe })
@@ -663,5 +663,66 @@ fn describe(t: &Tok) -> String {
         Tok::Assign => "<=>".into(),
         Tok::Comma => "<,>".into(),
         Tok::Eof => "EOF".into(),
+    }
+}
+
+impl std::fmt::Display for Pipe {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if !self.decl.is_empty() {
+            write!(
+                f,
+                "{} {} ",
+                self.decl.join(", "),
+                if self.is_assign { "=" } else { ":=" }
+            )?;
+        }
+        for (i, c) in self.cmds.iter().enumerate() {
+            if i > 0 {
+                f.write_str(" | ")?;
+            }
+            write!(f, "{c}")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::fmt::Display for Cmd {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        for (i, a) in self.args.iter().enumerate() {
+            if i > 0 {
+                f.write_str(" ")?;
+            }
+            write!(f, "{a}")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::fmt::Display for Arg {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Arg::Dot => f.write_str("."),
+            Arg::Nil => f.write_str("nil"),
+            Arg::Bool(b) => write!(f, "{b}"),
+            Arg::Number(Number::Int(i)) => write!(f, "{i}"),
+            Arg::Number(Number::Float(x)) => f.write_str(&crate::value::format_float_g(*x)),
+            Arg::Str(s) => f.write_str(&crate::gofmt::quote(s)),
+            Arg::Field(fields) => write!(f, ".{}", fields.join(".")),
+            Arg::Variable(v, fields) => {
+                f.write_str(v)?;
+                for x in fields {
+                    write!(f, ".{x}")?;
+                }
+                Ok(())
+            }
+            Arg::Ident(name) => f.write_str(name),
+            Arg::Pipe(p, fields) => {
+                write!(f, "({p})")?;
+                for x in fields {
+                    write!(f, ".{x}")?;
+                }
+                Ok(())
+            }
+        }
     }
 }

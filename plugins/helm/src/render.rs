@@ -199,7 +199,7 @@ pub enum RenderError {
     #[error(transparent)]
     Set(#[from] SetError),
     /// A template does not parse.
-    #[error("parse error: {0}")]
+    #[error("parse error at ({}:{}): {}", .0.name, .0.line, .0.message)]
     Parse(#[from] ParseError),
     /// A template fails.
     #[error(transparent)]

@@ -111,10 +111,15 @@ fn every_chart_renders_what_helm_renders() {
                 }
             }
             (Some(2), Err(e)) => {
-                if let Some(expected) = case["error"].as_str()
-                    && !e.to_string().contains(expected)
-                {
-                    wrong.push(format!("{name}: error {e:?} lacks Helm's {expected:?}"));
+                if let Some(expected) = case["error"].as_str() {
+                    let helm = String::from_utf8_lossy(&oracle.stderr);
+                    assert!(
+                        helm.contains(expected),
+                        "{name}: Helm says {helm:?}, not {expected:?}"
+                    );
+                    if !e.to_string().contains(expected) {
+                        wrong.push(format!("{name}: error {e:?} lacks Helm's {expected:?}"));
+                    }
                 }
             }
             (Some(0), Err(e)) => wrong.push(format!("{name}: Helm renders, we fail: {e}")),
