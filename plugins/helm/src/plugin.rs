@@ -92,7 +92,9 @@ impl Renderer for Helm {
         })?;
         let mut out = Vec::new();
         for d in docs {
-            let value: serde_json::Value = serde_yaml::from_str(&d.text)
+            // Helm prints each document followed by a newline; a block scalar
+            // at its end keeps that newline (`|` clips to one).
+            let value: serde_json::Value = serde_yaml::from_str(&format!("{}\n", d.text))
                 .map_err(|e| RenderError::input(d.source.clone(), None, e.to_string()))?;
             if value.is_null() {
                 continue;
