@@ -129,15 +129,15 @@ async fn every_chart_renders_through_the_plugin_as_helm_renders_it() {
                     .map_or(String::new(), |p| p.1.to_string()),
             )),
             (Ok(_), Ok(_)) => {}
-            (Err(helm), Err(ours)) => {
-                if let Some(expected) = case["error"].as_str()
-                    && !ours.contains(expected)
-                {
-                    wrong.push(format!(
-                        "{name}: {ours:?} lacks Helm's {expected:?} ({helm:?})"
-                    ));
-                }
-            }
+            (Err(helm), Err(ours)) => match case["error"].as_str() {
+                None => wrong.push(format!(
+                    "{name}: Helm fails ({helm}) but case.json expects no error"
+                )),
+                Some(expected) if !ours.contains(expected) => wrong.push(format!(
+                    "{name}: {ours:?} lacks Helm's {expected:?} ({helm:?})"
+                )),
+                Some(_) => {}
+            },
             (Ok(_), Err(e)) => wrong.push(format!("{name}: Helm renders, the plugin fails: {e}")),
             (Err(e), Ok(_)) => wrong.push(format!("{name}: Helm fails ({e}), the plugin renders")),
         }

@@ -530,7 +530,14 @@ fn collect(
 ) {
     let files = Value::Files(Rc::new(Files::new(chart.files.clone())));
     let chart_value = Value::map(chart.metadata.clone());
+    let library = chart.metadata.get("Type").and_then(Value::as_str) == Some("library");
     for (path, text) in &chart.templates {
+        // A library chart gives only its partials (`_*`), as Helm's
+        // `isTemplateValid` decides.
+        let partial = path.rsplit('/').next().is_some_and(|b| b.starts_with('_'));
+        if library && !partial {
+            continue;
+        }
         let name = format!("{id}/{path}");
         out.push((
             name.clone(),

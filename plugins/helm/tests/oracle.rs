@@ -111,7 +111,14 @@ fn every_chart_renders_what_helm_renders() {
                 }
             }
             (Some(2), Err(e)) => {
-                if let Some(expected) = case["error"].as_str() {
+                let Some(expected) = case["error"].as_str() else {
+                    wrong.push(format!(
+                        "{name}: Helm fails ({}) but case.json expects no error",
+                        String::from_utf8_lossy(&oracle.stderr).trim()
+                    ));
+                    continue;
+                };
+                {
                     let helm = String::from_utf8_lossy(&oracle.stderr);
                     assert!(
                         helm.contains(expected),
