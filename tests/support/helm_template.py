@@ -10,8 +10,10 @@ A case is a folder with `chart/` and an optional `case.json`:
 The engine is Helm v4.2.3's Go SDK (libhelm_c, through the package `helm_python`). A client-only
 dry-run install is the code path of `helm template`: its manifest is Helm's sorted output with
 dependency conditions, tags and kubeVersion checks applied. CRDs (the chart's and its enabled
-subcharts' `crds/` files) are printed first, as `--include-crds` does. Hooks are not printed
-(the SDK's install summary does not carry them; the corpus has no hooks yet).
+subcharts' `crds/` files) are printed first, as `--include-crds` does. The install summary does not
+carry hooks: the chart is rendered again (`helm_render`, same values and options), and the documents
+annotated `helm.sh/hook` (with known events) are printed last, sorted by Helm's install order of
+kinds, as `helm template` prints them.
 
 Values travel to the library as JSON, so `--set` integers arrive as float64 (the helm CLI keeps
 int64): cases avoid integers of 1,000,000 or more in `set`. Each `set` expression is parsed by
@@ -22,6 +24,7 @@ Exit status: 0 and the stream on stdout; 2 and Helm's error on stderr when Helm 
 
 import json
 import os
+import re
 import sys
 
 sys.dont_write_bytecode = True
@@ -63,6 +66,47 @@ def documents(text):
             current.append(line)
     docs.append("".join(current))
     return docs
+
+
+INSTALL_ORDER = [
+    "PriorityClass", "Namespace", "NetworkPolicy", "ResourceQuota", "LimitRange", "PodSecurityPolicy",
+    "PodDisruptionBudget", "ServiceAccount", "Secret", "SecretList", "ConfigMap", "StorageClass",
+    "PersistentVolume", "PersistentVolumeClaim", "CustomResourceDefinition", "ClusterRole",
+    "ClusterRoleList", "ClusterRoleBinding", "ClusterRoleBindingList", "Role", "RoleList", "RoleBinding",
+    "RoleBindingList", "Service", "DaemonSet", "Pod", "ReplicationController", "ReplicaSet", "Deployment",
+    "HorizontalPodAutoscaler", "StatefulSet", "Job", "CronJob", "IngressClass", "Ingress", "APIService",
+    "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration",
+]
+HOOK_EVENTS = {"pre-install", "post-install", "pre-delete", "post-delete", "pre-upgrade", "post-upgrade",
+               "pre-rollback", "post-rollback", "test", "test-success"}
+SEPARATOR = re.compile(r"(?:^|\s*\n)---\s*")
+
+
+def hooks_of(files):
+    """The hook documents of a raw render, as `helm template` prints them (sorted by kind, stable)."""
+    import yaml
+
+    found = []
+    for path in sorted(files):
+        text = files[path]
+        if path.endswith("NOTES.txt") or os.path.basename(path).startswith("_") or not text.strip():
+            continue
+        for doc in SEPARATOR.split(text.lstrip()):
+            if not doc.strip():
+                continue
+            doc = doc.lstrip()
+            head = yaml.safe_load(doc)
+            head = head if isinstance(head, dict) else {}
+            annotations = (head.get("metadata") or {}).get("annotations") or {}
+            if "helm.sh/hook" not in annotations:
+                continue
+            events = [e.strip().lower() for e in str(annotations["helm.sh/hook"]).split(",")]
+            if all(e in HOOK_EVENTS for e in events):
+                kind = str(head.get("kind") or "")
+                rank = (0, INSTALL_ORDER.index(kind), "") if kind in INSTALL_ORDER else (1, 0, kind)
+                found.append((rank, path, doc))
+    found.sort(key=lambda h: h[0])
+    return "".join("---\n# Source: %s\n%s\n" % (p, d) for _, p, d in found)
 
 
 def values_of(case_dir, case):
@@ -108,8 +152,15 @@ def main(case_dir):
     finally:
         chart.close()
         config.close()
+    chart = helm_python.Chart.load(os.path.join(case_dir, "chart"))
+    try:
+        render_options = {k: v for k, v in options.items() if k in ("kube_version", "api_versions")}
+        render_options.update(name=case.get("release", "release-name"), namespace=namespace)
+        files = json.loads(_native.call_string("helm_render", chart._raw(), json.dumps(values), json.dumps(render_options)))
+    finally:
+        chart.close()
     out = "".join("---\n# Source: %s\n%s\n" % (c["filename"], c["data"]) for c in crds)
-    sys.stdout.write(out + summary.get("manifest", ""))
+    sys.stdout.write(out + summary.get("manifest", "") + hooks_of(files))
     return 0
 
 
