@@ -245,7 +245,11 @@ pub fn load(src: &dyn Source, dir: &str) -> Result<Chart, LoadError> {
         subcharts: Vec::new(),
         dependencies,
     };
-    walk(src, dir, "", &mut chart)?;
+    let rules = match src.read(&join(dir, ".helmignore")) {
+        Ok(bytes) => crate::ignore::Rules::parse(&String::from_utf8_lossy(&bytes)),
+        Err(_) => crate::ignore::Rules::defaults(),
+    };
+    walk(src, dir, "", &mut chart, &rules)?;
     Ok(chart)
 }
 
@@ -256,10 +260,15 @@ const SKIPPED: &[&str] = &[
     "values.schema.json",
     "requirements.yaml",
     "requirements.lock",
-    ".helmignore",
 ];
 
-fn walk(src: &dyn Source, root: &str, rel: &str, chart: &mut Chart) -> Result<(), LoadError> {
+fn walk(
+    src: &dyn Source,
+    root: &str,
+    rel: &str,
+    chart: &mut Chart,
+    rules: &crate::ignore::Rules,
+) -> Result<(), LoadError> {
     let here = join(root, rel);
     let Some(entries) = src.list(&here) else {
         return Ok(());
@@ -270,6 +279,9 @@ fn walk(src: &dyn Source, root: &str, rel: &str, chart: &mut Chart) -> Result<()
         } else {
             format!("{rel}/{name}")
         };
+        if rules.ignored(&path, is_dir) {
+            continue;
+        }
         if rel.is_empty() && name == "charts" && is_dir {
             for (sub, sub_is_dir) in src.list(&join(root, "charts")).unwrap_or_default() {
                 let sub_path = join(&join(root, "charts"), &sub);
@@ -285,7 +297,7 @@ fn walk(src: &dyn Source, root: &str, rel: &str, chart: &mut Chart) -> Result<()
             continue;
         }
         if is_dir {
-            walk(src, root, &path, chart)?;
+            walk(src, root, &path, chart, rules)?;
             continue;
         }
         if rel.is_empty() && SKIPPED.contains(&name.as_str()) {

@@ -18,6 +18,7 @@ pub mod exec;
 pub mod files;
 pub mod funcs;
 pub mod gofmt;
+pub mod ignore;
 pub mod lex;
 pub mod parse;
 pub mod render;
