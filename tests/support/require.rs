@@ -30,6 +30,10 @@ pub enum Tool {
     /// `$KILN_CACHE_DIR/sigstore-venv/bin/python` (`KILN_CACHE_DIR` defaults
     /// to `~/.cache/kiln`).
     SigstorePython,
+    /// A Python with PyPI's `helm-python-sdk` (Helm v4.2.3's Go engine; the
+    /// helm plugin's oracle): `KILN_HELM_PYTHON`, else
+    /// `$KILN_CACHE_DIR/helm-venv/bin/python`.
+    HelmPython,
     /// The real `kubectl` (its built-in kustomize is an oracle; the
     /// dev cluster must serve it): `KILN_KUBECTL`, else `/usr/bin/kubectl`.
     Kubectl,
@@ -42,6 +46,7 @@ impl Tool {
             Tool::Sshd => "KILN_SSHD",
             Tool::DockerRegistry => "KILN_DOCKER_REGISTRY",
             Tool::SigstorePython => "KILN_SIGSTORE_PYTHON",
+            Tool::HelmPython => "KILN_HELM_PYTHON",
             Tool::Kubectl => "KILN_KUBECTL",
         }
     }
@@ -51,6 +56,10 @@ impl Tool {
         match self {
             Tool::Sshd => "apt-get install openssh-server (scripts/test does)",
             Tool::DockerRegistry => "apt-get install docker-registry (scripts/test does)",
+            Tool::HelmPython => {
+                "python3 -m venv $KILN_CACHE_DIR/helm-venv && \
+                 $KILN_CACHE_DIR/helm-venv/bin/pip install helm-python-sdk==0.2.2 PyYAML (scripts/test does)"
+            }
             Tool::SigstorePython => {
                 "python3 -m venv $KILN_CACHE_DIR/sigstore-venv && \
                  $KILN_CACHE_DIR/sigstore-venv/bin/pip install sigstore==4.5.1 (scripts/test does)"
@@ -69,11 +78,8 @@ impl Tool {
         match self {
             Tool::Sshd => PathBuf::from("/usr/sbin/sshd"),
             Tool::DockerRegistry => PathBuf::from("/usr/bin/docker-registry"),
-            Tool::SigstorePython => std::env::var_os("KILN_CACHE_DIR")
-                .map(PathBuf::from)
-                .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/kiln")))
-                .unwrap_or_else(|| PathBuf::from(".cache/kiln"))
-                .join("sigstore-venv/bin/python"),
+            Tool::SigstorePython => cache_dir().join("sigstore-venv/bin/python"),
+            Tool::HelmPython => cache_dir().join("helm-venv/bin/python"),
             Tool::Kubectl => PathBuf::from("/usr/bin/kubectl"),
         }
     }
@@ -84,6 +90,10 @@ impl Tool {
         let usable = match self {
             Tool::SigstorePython => Command::new(&path)
                 .args(["-c", "import sigstore"])
+                .output()
+                .is_ok_and(|o| o.status.success()),
+            Tool::HelmPython => Command::new(&path)
+                .args(["-c", "import helm_python, yaml"])
                 .output()
                 .is_ok_and(|o| o.status.success()),
             _ => path.is_file(),
@@ -98,10 +108,19 @@ impl fmt::Display for Tool {
             Tool::Sshd => "sshd",
             Tool::DockerRegistry => "docker-registry",
             Tool::SigstorePython => "sigstore-python",
+            Tool::HelmPython => "helm-python-sdk",
             Tool::Kubectl => "kubectl",
         };
         f.write_str(name)
     }
+}
+
+/// `KILN_CACHE_DIR`, default `~/.cache/kiln`.
+fn cache_dir() -> PathBuf {
+    std::env::var_os("KILN_CACHE_DIR")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/kiln")))
+        .unwrap_or_else(|| PathBuf::from(".cache/kiln"))
 }
 
 /// What a missing tool does to a test.

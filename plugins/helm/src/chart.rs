@@ -1,0 +1,319 @@
+//! Loading a chart directory (and the subcharts in its `charts/`) through
+//! a [`Source`]: metadata, default values, templates, CRDs and files.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use crate::convert::from_yaml;
+use crate::value::{Map, Value};
+
+/// Where chart files come from: the host's source view in the plugin, a
+/// directory natively.
+pub trait Source {
+    /// A file's bytes (`path` relative to the render root, `/`-separated).
+    fn read(&self, path: &str) -> Result<Vec<u8>, String>;
+    /// A directory's entries: (name, is a directory). None when `path` is
+    /// not a directory.
+    fn list(&self, path: &str) -> Option<Vec<(String, bool)>>;
+}
+
+/// A directory of the local file system as a [`Source`].
+#[derive(Debug, Clone)]
+pub struct DirSource(pub PathBuf);
+
+impl Source for DirSource {
+    fn read(&self, path: &str) -> Result<Vec<u8>, String> {
+        std::fs::read(self.0.join(path)).map_err(|e| format!("{path}: {e}"))
+    }
+
+    fn list(&self, path: &str) -> Option<Vec<(String, bool)>> {
+        let mut out: Vec<(String, bool)> = std::fs::read_dir(self.0.join(path))
+            .ok()?
+            .filter_map(|e| {
+                let e = e.ok()?;
+                Some((
+                    e.file_name().to_string_lossy().into_owned(),
+                    e.file_type().ok()?.is_dir(),
+                ))
+            })
+            .collect();
+        out.sort();
+        Some(out)
+    }
+}
+
+/// A chart that cannot be loaded.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LoadError {
+    /// A file is missing or unreadable.
+    #[error("{0}")]
+    Read(String),
+    /// A YAML file does not parse.
+    #[error("{file}: {message}")]
+    Yaml {
+        /// The file.
+        file: String,
+        /// The parser's message.
+        message: String,
+    },
+    /// Something the plugin does not support yet.
+    #[error("{file}: {message}")]
+    Unsupported {
+        /// The file.
+        file: String,
+        /// What.
+        message: String,
+    },
+}
+
+/// One dependency of `Chart.yaml`.
+#[derive(Debug, Clone, Default)]
+pub struct Dependency {
+    /// Chart name.
+    pub name: String,
+    /// `alias`.
+    pub alias: Option<String>,
+    /// `condition` (comma-separated value paths).
+    pub condition: Option<String>,
+    /// `tags`.
+    pub tags: Vec<String>,
+}
+
+/// A loaded chart.
+#[derive(Debug, Clone)]
+pub struct Chart {
+    /// Directory (relative to the render root).
+    pub dir: String,
+    /// `Chart.yaml` as `.Chart` shows it (Go field names).
+    pub metadata: Map,
+    /// `values.yaml`.
+    pub values: Map,
+    /// `templates/…` files: (path under the chart, text).
+    pub templates: Vec<(String, String)>,
+    /// `crds/…` files: (path under the chart, text).
+    pub crds: Vec<(String, String)>,
+    /// Other files (`.Files`).
+    pub files: BTreeMap<String, Vec<u8>>,
+    /// Charts under `charts/`.
+    pub subcharts: Vec<Chart>,
+    /// `dependencies` of `Chart.yaml`.
+    pub dependencies: Vec<Dependency>,
+}
+
+impl Chart {
+    /// The chart's name (`.Chart.Name`).
+    pub fn name(&self) -> String {
+        self.metadata
+            .get("Name")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned()
+    }
+}
+
+fn join(dir: &str, name: &str) -> String {
+    if dir.is_empty() || dir == "." {
+        name.to_owned()
+    } else {
+        format!("{dir}/{name}")
+    }
+}
+
+fn text(src: &dyn Source, path: &str) -> Result<String, LoadError> {
+    let bytes = src.read(path).map_err(LoadError::Read)?;
+    String::from_utf8(bytes).map_err(|_| LoadError::Unsupported {
+        file: path.to_owned(),
+        message: "not UTF-8".into(),
+    })
+}
+
+/// Go field names of `Chart.yaml` keys.
+const METADATA: &[(&str, &str)] = &[
+    ("apiVersion", "APIVersion"),
+    ("name", "Name"),
+    ("version", "Version"),
+    ("kubeVersion", "KubeVersion"),
+    ("description", "Description"),
+    ("type", "Type"),
+    ("keywords", "Keywords"),
+    ("home", "Home"),
+    ("sources", "Sources"),
+    ("dependencies", "Dependencies"),
+    ("maintainers", "Maintainers"),
+    ("icon", "Icon"),
+    ("appVersion", "AppVersion"),
+    ("deprecated", "Deprecated"),
+    ("annotations", "Annotations"),
+    ("condition", "Condition"),
+    ("tags", "Tags"),
+];
+
+fn metadata(raw: &Map) -> Map {
+    let mut m = Map::new();
+    for (yaml, go) in METADATA {
+        let default = match *go {
+            "Keywords" | "Sources" | "Dependencies" | "Maintainers" => Value::list(Vec::new()),
+            "Annotations" => Value::map(Map::new()),
+            "Deprecated" => Value::Bool(false),
+            _ => Value::str(""),
+        };
+        let v = match raw.get(*yaml) {
+            Some(Value::Float(f)) => Value::str(crate::value::format_float_g(*f)),
+            Some(Value::Nil) | None => default,
+            Some(v) => v.clone(),
+        };
+        m.insert((*go).to_owned(), v);
+    }
+    m.insert("IsRoot".into(), Value::Bool(true));
+    m
+}
+
+/// Loads the chart at `dir`.
+pub fn load(src: &dyn Source, dir: &str) -> Result<Chart, LoadError> {
+    let chart_yaml = join(dir, "Chart.yaml");
+    let raw = from_yaml(&text(src, &chart_yaml)?).map_err(|message| LoadError::Yaml {
+        file: chart_yaml.clone(),
+        message,
+    })?;
+    let raw = raw.map_clone().unwrap_or_default();
+    let metadata = metadata(&raw);
+    if metadata
+        .get("Name")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .is_empty()
+    {
+        return Err(LoadError::Unsupported {
+            file: chart_yaml,
+            message: "validation: chart.metadata.name is required".into(),
+        });
+    }
+    let dependencies = raw
+        .get("dependencies")
+        .and_then(Value::as_list)
+        .unwrap_or(&[])
+        .iter()
+        .filter_map(Value::as_map)
+        .map(|d| Dependency {
+            name: d
+                .get("name")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned(),
+            alias: d.get("alias").and_then(Value::as_str).map(str::to_owned),
+            condition: d
+                .get("condition")
+                .and_then(Value::as_str)
+                .map(str::to_owned),
+            tags: d
+                .get("tags")
+                .and_then(Value::as_list)
+                .unwrap_or(&[])
+                .iter()
+                .filter_map(Value::as_str)
+                .map(str::to_owned)
+                .collect(),
+        })
+        .collect();
+    let values_path = join(dir, "values.yaml");
+    let values = match src.read(&values_path) {
+        Ok(bytes) => {
+            let t = String::from_utf8_lossy(&bytes);
+            kiln_yaml_limits::check(&t, &kiln_yaml_limits::YamlLimits::default()).map_err(|e| {
+                LoadError::Yaml {
+                    file: values_path.clone(),
+                    message: e.to_string(),
+                }
+            })?;
+            from_yaml(&t)
+                .map_err(|message| LoadError::Yaml {
+                    file: values_path.clone(),
+                    message,
+                })?
+                .map_clone()
+                .unwrap_or_default()
+        }
+        Err(_) => Map::new(),
+    };
+    let mut chart = Chart {
+        dir: dir.to_owned(),
+        metadata,
+        values,
+        templates: Vec::new(),
+        crds: Vec::new(),
+        files: BTreeMap::new(),
+        subcharts: Vec::new(),
+        dependencies,
+    };
+    let rules = match src.read(&join(dir, ".helmignore")) {
+        Ok(bytes) => crate::ignore::Rules::parse(&String::from_utf8_lossy(&bytes)),
+        Err(_) => crate::ignore::Rules::defaults(),
+    };
+    walk(src, dir, "", &mut chart, &rules)?;
+    Ok(chart)
+}
+
+const SKIPPED: &[&str] = &[
+    "Chart.yaml",
+    "Chart.lock",
+    "values.yaml",
+    "values.schema.json",
+    "requirements.yaml",
+    "requirements.lock",
+];
+
+fn walk(
+    src: &dyn Source,
+    root: &str,
+    rel: &str,
+    chart: &mut Chart,
+    rules: &crate::ignore::Rules,
+) -> Result<(), LoadError> {
+    let here = join(root, rel);
+    let Some(entries) = src.list(&here) else {
+        return Ok(());
+    };
+    for (name, is_dir) in entries {
+        let path = if rel.is_empty() {
+            name.clone()
+        } else {
+            format!("{rel}/{name}")
+        };
+        if rules.ignored(&path, is_dir) {
+            continue;
+        }
+        if rel.is_empty() && name == "charts" && is_dir {
+            for (sub, sub_is_dir) in src.list(&join(root, "charts")).unwrap_or_default() {
+                let sub_path = join(&join(root, "charts"), &sub);
+                if sub_is_dir {
+                    chart.subcharts.push(load(src, &sub_path)?);
+                } else if sub.ends_with(".tgz") || sub.ends_with(".tar.gz") {
+                    return Err(LoadError::Unsupported {
+                        file: sub_path,
+                        message: "packaged subcharts (.tgz) are not supported yet; vendor the chart as a directory".into(),
+                    });
+                }
+            }
+            continue;
+        }
+        if is_dir {
+            walk(src, root, &path, chart, rules)?;
+            continue;
+        }
+        if rel.is_empty() && SKIPPED.contains(&name.as_str()) {
+            continue;
+        }
+        let full = join(root, &path);
+        if let Some(t) = path.strip_prefix("templates/") {
+            let _ = t;
+            chart.templates.push((path.clone(), text(src, &full)?));
+        } else if path.starts_with("crds/") {
+            chart.crds.push((path.clone(), text(src, &full)?));
+        } else {
+            chart
+                .files
+                .insert(path, src.read(&full).map_err(LoadError::Read)?);
+        }
+    }
+    Ok(())
+}

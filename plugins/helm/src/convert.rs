@@ -1,0 +1,189 @@
+//! Values to and from YAML, JSON and TOML, the way Helm's functions see
+//! them: every number read from YAML or JSON is a float64; `toYaml` prints
+//! like `sigs.k8s.io/yaml` (through JSON: keys sorted, integral floats as
+//! integers); `toJson` escapes HTML characters as Go's `encoding/json`.
+
+use crate::value::{Map, Value};
+
+/// A YAML text (one document) as a value, read as Helm reads it
+/// ([`crate::yaml11`]: YAML 1.1 scalars, numbers as float64).
+pub fn from_yaml(text: &str) -> Result<Value, String> {
+    crate::yaml11::read(text).map_err(|e| format!("error converting YAML to JSON: {e}"))
+}
+
+/// A JSON value as a template value (numbers as float64).
+pub fn from_json(v: &serde_json::Value) -> Value {
+    match v {
+        serde_json::Value::Null => Value::Nil,
+        serde_json::Value::Bool(b) => Value::Bool(*b),
+        serde_json::Value::Number(n) => Value::Float(n.as_f64().unwrap_or(0.0)),
+        serde_json::Value::String(s) => Value::str(s),
+        serde_json::Value::Array(l) => Value::list(l.iter().map(from_json).collect()),
+        serde_json::Value::Object(m) => {
+            Value::map(m.iter().map(|(k, v)| (k.clone(), from_json(v))).collect())
+        }
+    }
+}
+
+/// A template value as JSON, the way Go's `encoding/json` encodes it; None
+/// for a map that contains itself (Go refuses a cycle), found by its depth.
+pub fn to_json_value(v: &Value) -> Option<serde_json::Value> {
+    json_at(v, 0)
+}
+
+fn json_at(v: &Value, depth: usize) -> Option<serde_json::Value> {
+    if depth > crate::value::MAX_NESTING {
+        return None;
+    }
+    Some(match v {
+        Value::Nil => serde_json::Value::Null,
+        Value::Bool(b) => serde_json::Value::Bool(*b),
+        Value::Int(i) | Value::Int64(i) => serde_json::Value::from(*i),
+        Value::Float(f) => {
+            if f.fract() == 0.0 && f.abs() < 9.2e18 {
+                serde_json::Value::from(*f as i64)
+            } else {
+                serde_json::Number::from_f64(*f)
+                    .map_or(serde_json::Value::Null, serde_json::Value::Number)
+            }
+        }
+        Value::Str(s) => serde_json::Value::String(s.to_string()),
+        Value::List(l) | Value::Strings(l) => serde_json::Value::Array(
+            l.iter()
+                .map(|x| json_at(x, depth + 1))
+                .collect::<Option<_>>()?,
+        ),
+        Value::Map(m) => serde_json::Value::Object(
+            m.borrow()
+                .iter()
+                .map(|(k, x)| Some((k.clone(), json_at(x, depth + 1)?)))
+                .collect::<Option<_>>()?,
+        ),
+        Value::Files(f) => serde_json::Value::Object(
+            f.entries()
+                .iter()
+                .map(|(k, b)| (k.clone(), serde_json::Value::String(base64_std(b))))
+                .collect(),
+        ),
+        Value::ApiVersions(l) => serde_json::Value::Array(
+            l.iter()
+                .map(|s| serde_json::Value::String(s.clone()))
+                .collect(),
+        ),
+    })
+}
+
+fn base64_std(b: &[u8]) -> String {
+    use base64::Engine as _;
+    base64::engine::general_purpose::STANDARD.encode(b)
+}
+
+/// `toYaml`: the value as `sigs.k8s.io/yaml.Marshal` prints it.
+pub fn to_yaml(v: &Value) -> String {
+    to_json_value(v).map_or_else(String::new, |j| kiln_goyaml::document(&j))
+}
+
+/// `toJson`: Go's `json.Marshal` (HTML characters escaped).
+pub fn to_json(v: &Value) -> String {
+    let Some(json) = to_json_value(v) else {
+        return String::new();
+    };
+    let text = serde_json::to_string(&json).unwrap_or_default();
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '<' => out.push_str("\\u003c"),
+            '>' => out.push_str("\\u003e"),
+            '&' => out.push_str("\\u0026"),
+            '\u{2028}' => out.push_str("\\u2028"),
+            '\u{2029}' => out.push_str("\\u2029"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// `toToml`: a map as TOML (scalars first, then tables), as BurntSushi's
+/// encoder writes it.
+pub fn to_toml(v: &Value) -> String {
+    let mut out = String::new();
+    if let Value::Map(m) = v {
+        toml_table(&mut out, &m.borrow(), "");
+    }
+    out
+}
+
+fn toml_scalar(v: &Value) -> Option<String> {
+    Some(match v {
+        Value::Bool(b) => b.to_string(),
+        Value::Int(i) | Value::Int64(i) => i.to_string(),
+        Value::Float(f) => {
+            if f.fract() == 0.0 {
+                format!("{f:.1}")
+            } else {
+                f.to_string()
+            }
+        }
+        Value::Str(s) => crate::gofmt::quote(s),
+        Value::List(l) | Value::Strings(l) => {
+            let parts: Option<Vec<String>> = l.iter().map(toml_scalar).collect();
+            format!("[{}]", parts?.join(", "))
+        }
+        _ => return None,
+    })
+}
+
+fn toml_key(k: &str) -> String {
+    if !k.is_empty()
+        && k.chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+    {
+        k.to_owned()
+    } else {
+        crate::gofmt::quote(k)
+    }
+}
+
+fn toml_table(out: &mut String, m: &Map, prefix: &str) {
+    let indent = "  ".repeat(prefix.matches('.').count() + usize::from(!prefix.is_empty()));
+    for (k, v) in m {
+        if let Some(s) = toml_scalar(v) {
+            out.push_str(&format!("{indent}{} = {s}\n", toml_key(k)));
+        }
+    }
+    for (k, v) in m {
+        if let Value::Map(sub) = v {
+            let name = if prefix.is_empty() {
+                toml_key(k)
+            } else {
+                format!("{prefix}.{}", toml_key(k))
+            };
+            out.push_str(&format!("\n{indent}[{name}]\n"));
+            toml_table(out, &sub.borrow(), &name);
+        }
+    }
+}
+
+/// Helper: a map value from pairs.
+pub fn map_of(pairs: impl IntoIterator<Item = (&'static str, Value)>) -> Value {
+    Value::map(pairs.into_iter().map(|(k, v)| (k.to_owned(), v)).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // Expected strings from Helm v4.2.3 (toJson, toYaml).
+    #[test]
+    fn json_and_yaml_as_helm() {
+        let v = from_yaml("b: <x&y>\na: 1000000\nc: [1.5, true, null]\n").unwrap();
+        assert_eq!(
+            to_json(&v),
+            r#"{"a":1000000,"b":"\u003cx\u0026y\u003e","c":[1.5,true,null]}"#
+        );
+        assert_eq!(
+            to_yaml(&v),
+            "a: 1000000\nb: <x&y>\nc:\n- 1.5\n- true\n- null\n"
+        );
+    }
+}

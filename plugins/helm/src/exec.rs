@@ -1,0 +1,749 @@
+//! Go `text/template` execution: walking trees with dot and variables,
+//! under step, output and depth budgets.
+
+use std::rc::Rc;
+
+use crate::funcs;
+use crate::parse::{Arg, BranchKind, Cmd, List, Node, Number, Pipe, Pos, Trees};
+use crate::value::Value;
+
+/// Budgets that stop a hostile chart. Defaults are far above what real
+/// charts use (the largest public charts take well under a million steps).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Template steps (actions, loop iterations, function calls) in one
+    /// render. Default [`Limits::DEFAULT_STEPS`].
+    pub max_steps: u64,
+    /// Bytes of template output (all templates, `include` results and
+    /// strings functions build) in one render. Default
+    /// [`Limits::DEFAULT_OUTPUT`].
+    pub max_output: usize,
+    /// Nesting of `template`/`include`/`tpl` calls. Default
+    /// [`Limits::DEFAULT_DEPTH`].
+    pub max_depth: usize,
+}
+
+impl Limits {
+    /// Default step budget: 50 million.
+    pub const DEFAULT_STEPS: u64 = 50_000_000;
+    /// Default output budget: 64 MiB.
+    pub const DEFAULT_OUTPUT: usize = 64 << 20;
+    /// Default call depth: 100. (Helm allows 1000 `include`s deep; the
+    /// sandbox's stack does not, and real charts nest a handful.)
+    pub const DEFAULT_DEPTH: usize = 100;
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_steps: Self::DEFAULT_STEPS,
+            max_output: Self::DEFAULT_OUTPUT,
+            max_depth: Self::DEFAULT_DEPTH,
+        }
+    }
+}
+
+/// A template that fails while running.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ExecError {
+    /// Go's execution error: `template: NAME:LINE:COL: executing "NAME" at
+    /// <...>: MESSAGE`.
+    #[error("template: {name}:{line}:{col}: executing \"{name}\" at <{context}>: {message}")]
+    Go {
+        /// Template name.
+        name: String,
+        /// Line.
+        line: usize,
+        /// Column.
+        col: usize,
+        /// The action, as written (shortened).
+        context: String,
+        /// What went wrong.
+        message: String,
+    },
+    /// `fail` / `required`, as Helm words them.
+    #[error("execution error at ({name}:{line}:{col}): {message}")]
+    Helm {
+        /// Template name.
+        name: String,
+        /// Line.
+        line: usize,
+        /// Column.
+        col: usize,
+        /// The chart's message.
+        message: String,
+    },
+    /// A budget ran out.
+    #[error("{name}:{line}: {what} (a limit against hostile charts)")]
+    Limit {
+        /// Template name.
+        name: String,
+        /// Line.
+        line: usize,
+        /// Which budget, and its value.
+        what: String,
+    },
+    /// A template that does not parse (from `tpl`).
+    #[error(transparent)]
+    Parse(#[from] crate::parse::ParseError),
+    /// No such template.
+    #[error("template: no template {0:?} associated with template \"gotpl\"")]
+    NoTemplate(String),
+}
+
+/// What a function call reports: a message (Go wraps it with `error
+/// calling NAME:`), a Helm-worded failure, or a budget.
+#[derive(Debug)]
+pub enum FnError {
+    /// A plain error.
+    Msg(String),
+    /// `fail`/`required`: printed without Go's wrapping.
+    Helm(String),
+    /// An already-located error (from a nested template).
+    Nested(ExecError),
+}
+
+impl From<String> for FnError {
+    fn from(s: String) -> Self {
+        FnError::Msg(s)
+    }
+}
+
+impl From<&str> for FnError {
+    fn from(s: &str) -> Self {
+        FnError::Msg(s.to_owned())
+    }
+}
+
+impl From<ExecError> for FnError {
+    fn from(e: ExecError) -> Self {
+        FnError::Nested(e)
+    }
+}
+
+enum Flow {
+    Normal,
+    Break,
+    Continue,
+}
+
+/// Shared state of one render: templates, budgets, the random seed.
+pub struct Runtime {
+    /// Every template of the chart and its subcharts.
+    pub trees: Rc<Trees>,
+    /// Budgets.
+    pub limits: Limits,
+    /// Steps taken.
+    pub steps: u64,
+    /// Output bytes produced.
+    pub output: usize,
+    /// Current call depth.
+    pub depth: usize,
+    /// Seed of the deterministic random functions.
+    pub seed: u64,
+    /// Calls of random functions so far (each gets its own stream).
+    pub random_calls: u64,
+}
+
+impl Runtime {
+    /// A runtime over `trees`.
+    pub fn new(trees: Trees, limits: Limits, seed: u64) -> Self {
+        Runtime {
+            trees: Rc::new(trees),
+            limits,
+            steps: 0,
+            output: 0,
+            depth: 0,
+            seed,
+            random_calls: 0,
+        }
+    }
+
+    /// Executes template `name` with `dot`, returning its text.
+    pub fn execute(&mut self, name: &str, dot: Value) -> Result<String, ExecError> {
+        let Some(tree) = self.trees.get(name).cloned() else {
+            return Err(ExecError::NoTemplate(name.to_owned()));
+        };
+        let mut st = State {
+            rt: self,
+            vars: vec![("$".to_owned(), dot.clone())],
+            out: String::new(),
+            name: Rc::from(name),
+        };
+        st.walk_list(&dot, &tree)?;
+        Ok(st.out)
+    }
+
+    /// Charges `bytes` of produced text against the output budget.
+    pub fn charge_output(&mut self, bytes: usize, pos: &Pos) -> Result<(), ExecError> {
+        self.output += bytes;
+        if self.output > self.limits.max_output {
+            return Err(ExecError::Limit {
+                name: pos.name.to_string(),
+                line: pos.line,
+                what: format!("output exceeds {} bytes", self.limits.max_output),
+            });
+        }
+        Ok(())
+    }
+
+    fn step(&mut self, pos: &Pos) -> Result<(), ExecError> {
+        self.steps += 1;
+        if self.steps > self.limits.max_steps {
+            return Err(ExecError::Limit {
+                name: pos.name.to_string(),
+                line: pos.line,
+                what: format!("more than {} template steps", self.limits.max_steps),
+            });
+        }
+        Ok(())
+    }
+}
+
+/// Execution of one template body.
+pub struct State<'r> {
+    /// The render's runtime.
+    pub rt: &'r mut Runtime,
+    vars: Vec<(String, Value)>,
+    out: String,
+    /// Name of the template being executed.
+    pub name: Rc<str>,
+}
+
+impl State<'_> {
+    fn err(&self, pos: &Pos, context: &str, message: impl Into<String>) -> ExecError {
+        ExecError::Go {
+            name: pos.name.to_string(),
+            line: pos.line,
+            col: pos.col,
+            context: context.to_owned(),
+            message: message.into(),
+        }
+    }
+
+    fn write(&mut self, s: &str, pos: &Pos) -> Result<(), ExecError> {
+        self.rt.charge_output(s.len(), pos)?;
+        self.out.push_str(s);
+        Ok(())
+    }
+
+    fn walk_list(&mut self, dot: &Value, list: &List) -> Result<Flow, ExecError> {
+        for node in list {
+            match self.walk(dot, node)? {
+                Flow::Normal => {}
+                other => return Ok(other),
+            }
+        }
+        Ok(Flow::Normal)
+    }
+
+    fn walk(&mut self, dot: &Value, node: &Node) -> Result<Flow, ExecError> {
+        match node {
+            Node::Text(t) => {
+                let pos = Pos {
+                    name: self.name.clone(),
+                    line: 0,
+                    col: 0,
+                };
+                self.write(t, &pos)?;
+            }
+            Node::Action(pipe) => {
+                self.rt.step(&pipe.pos)?;
+                let v = self.eval_pipe(dot, pipe)?;
+                if pipe.decl.is_empty() {
+                    let s = v.to_template_string();
+                    self.write(&s, &pipe.pos)?;
+                }
+            }
+            Node::Branch {
+                kind,
+                pipe,
+                list,
+                else_list,
+            } => {
+                self.rt.step(&pipe.pos)?;
+                let mark = self.vars.len();
+                let flow = match kind {
+                    BranchKind::If | BranchKind::With => {
+                        let v = self.eval_pipe(dot, pipe)?;
+                        if v.truth() {
+                            let inner = if *kind == BranchKind::With {
+                                v
+                            } else {
+                                dot.clone()
+                            };
+                            self.walk_list(&inner, list)?
+                        } else if let Some(e) = else_list {
+                            self.walk_list(dot, e)?
+                        } else {
+                            Flow::Normal
+                        }
+                    }
+                    BranchKind::Range => self.range(dot, pipe, list, else_list.as_ref())?,
+                };
+                self.vars.truncate(mark);
+                return Ok(flow);
+            }
+            Node::Template { pos, name, pipe } => {
+                self.rt.step(pos)?;
+                let inner = match pipe {
+                    Some(p) => self.eval_pipe(dot, p)?,
+                    None => Value::Nil,
+                };
+                let text = self.call_template(name, inner, pos)?;
+                self.write_counted(&text);
+            }
+            Node::Break(_) => return Ok(Flow::Break),
+            Node::Continue(_) => return Ok(Flow::Continue),
+        }
+        Ok(Flow::Normal)
+    }
+
+    /// Appends text already charged to the output budget.
+    fn write_counted(&mut self, s: &str) {
+        self.out.push_str(s);
+    }
+
+    /// Runs template `name` with `dot` in its own variable scope.
+    pub fn call_template(
+        &mut self,
+        name: &str,
+        dot: Value,
+        pos: &Pos,
+    ) -> Result<String, ExecError> {
+        let Some(tree) = self.rt.trees.get(name).cloned() else {
+            return Err(self.err(
+                pos,
+                &format!("template {name:?}"),
+                format!("template {name:?} not defined"),
+            ));
+        };
+        if self.rt.depth >= self.rt.limits.max_depth {
+            return Err(ExecError::Limit {
+                name: pos.name.to_string(),
+                line: pos.line,
+                what: format!(
+                    "rendering template has a nested reference name: {name}: more than {} nested template calls",
+                    self.rt.limits.max_depth
+                ),
+            });
+        }
+        self.rt.depth += 1;
+        let mut st = State {
+            rt: &mut *self.rt,
+            vars: vec![("$".to_owned(), dot.clone())],
+            out: String::new(),
+            name: Rc::from(name),
+        };
+        let r = st.walk_list(&dot, &tree);
+        let out = std::mem::take(&mut st.out);
+        self.rt.depth -= 1;
+        r?;
+        Ok(out)
+    }
+
+    fn range(
+        &mut self,
+        dot: &Value,
+        pipe: &Pipe,
+        list: &List,
+        else_list: Option<&List>,
+    ) -> Result<Flow, ExecError> {
+        // The declared variables are bound per iteration, not to the value.
+        let mut plain = pipe.clone();
+        let decl = std::mem::take(&mut plain.decl);
+        let v = self.eval_pipe(dot, &plain)?;
+        let items: Vec<(Value, Value)> = match &v {
+            Value::Nil => Vec::new(),
+            Value::List(l) | Value::Strings(l) => l
+                .iter()
+                .enumerate()
+                .map(|(i, x)| (Value::Int(i as i64), x.clone()))
+                .collect(),
+            Value::Map(m) => m
+                .borrow()
+                .iter()
+                .map(|(k, x)| (Value::str(k), x.clone()))
+                .collect(),
+            Value::Files(f) => f
+                .entries()
+                .iter()
+                .map(|(k, x)| (Value::str(k), Value::str(String::from_utf8_lossy(x))))
+                .collect(),
+            Value::ApiVersions(l) => l
+                .iter()
+                .enumerate()
+                .map(|(i, x)| (Value::Int(i as i64), Value::str(x)))
+                .collect(),
+            Value::Int(n) | Value::Int64(n) => {
+                if decl.len() > 1 {
+                    return Err(self.err(
+                        &pipe.pos,
+                        "range",
+                        format!("can't use {n} to iterate over more than one variable"),
+                    ));
+                }
+                // Iterate lazily: a huge count is stopped by the step budget.
+                let mark = self.vars.len();
+                let mut i = 0i64;
+                while i < *n {
+                    self.rt.step(&pipe.pos)?;
+                    let item = if matches!(v, Value::Int(_)) {
+                        Value::Int(i)
+                    } else {
+                        Value::Int64(i)
+                    };
+                    if let Some(d) = decl.first() {
+                        self.vars.push((d.clone(), item.clone()));
+                    }
+                    let flow = self.walk_list(&item, list)?;
+                    self.vars.truncate(mark);
+                    if let Flow::Break = flow {
+                        break;
+                    }
+                    i += 1;
+                }
+                if *n <= 0
+                    && let Some(e) = else_list
+                {
+                    return self.walk_list(dot, e);
+                }
+                return Ok(Flow::Normal);
+            }
+            other => {
+                return Err(self.err(
+                    &pipe.pos,
+                    "range",
+                    format!("range can't iterate over {}", other.to_go_string()),
+                ));
+            }
+        };
+        if items.is_empty() {
+            if let Some(e) = else_list {
+                return self.walk_list(dot, e);
+            }
+            return Ok(Flow::Normal);
+        }
+        let mark = self.vars.len();
+        for (k, item) in items {
+            self.rt.step(&pipe.pos)?;
+            match decl.len() {
+                0 => {}
+                1 => self.vars.push((decl[0].clone(), item.clone())),
+                _ => {
+                    self.vars.push((decl[0].clone(), k));
+                    self.vars.push((decl[1].clone(), item.clone()));
+                }
+            }
+            let flow = self.walk_list(&item, list)?;
+            self.vars.truncate(mark);
+            if let Flow::Break = flow {
+                break;
+            }
+        }
+        Ok(Flow::Normal)
+    }
+
+    /// Evaluates a pipeline, binding its declared variables.
+    pub fn eval_pipe(&mut self, dot: &Value, pipe: &Pipe) -> Result<Value, ExecError> {
+        let mut value: Option<Value> = None;
+        for cmd in &pipe.cmds {
+            value = Some(self.eval_cmd(dot, cmd, value)?);
+        }
+        let value = value.unwrap_or_default();
+        for name in &pipe.decl {
+            if pipe.is_assign {
+                if let Some(slot) = self.vars.iter_mut().rev().find(|(n, _)| n == name) {
+                    slot.1 = value.clone();
+                }
+            } else {
+                self.vars.push((name.clone(), value.clone()));
+            }
+        }
+        Ok(value)
+    }
+
+    fn var(&self, name: &str) -> Value {
+        self.vars
+            .iter()
+            .rev()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.clone())
+            .unwrap_or_default()
+    }
+
+    fn eval_cmd(
+        &mut self,
+        dot: &Value,
+        cmd: &Cmd,
+        last: Option<Value>,
+    ) -> Result<Value, ExecError> {
+        let first = &cmd.args[0];
+        let has_more = cmd.args.len() > 1 || last.is_some();
+        match first {
+            Arg::Ident(name) => {
+                let context = cmd.to_string();
+                self.call_fn(dot, name, &cmd.args[1..], last, &cmd.pos, &context)
+            }
+            Arg::Field(fields) => {
+                let args = self.eval_args(dot, &cmd.args[1..], last)?;
+                self.eval_fields(dot.clone(), fields, args, &cmd.pos, &dot_context(fields))
+            }
+            Arg::Variable(v, fields) => {
+                let base = self.var(v);
+                if fields.is_empty() {
+                    if has_more {
+                        return Err(self.err(
+                            &cmd.pos,
+                            v,
+                            format!("can't give argument to non-function {v}"),
+                        ));
+                    }
+                    return Ok(base);
+                }
+                let args = self.eval_args(dot, &cmd.args[1..], last)?;
+                let context = format!("{v}.{}", fields.join("."));
+                self.eval_fields(base, fields, args, &cmd.pos, &context)
+            }
+            Arg::Pipe(p, fields) => {
+                let base = self.eval_pipe(dot, p)?;
+                if fields.is_empty() {
+                    if has_more {
+                        return Err(self.err(
+                            &cmd.pos,
+                            "(...)",
+                            "can't give argument to non-function",
+                        ));
+                    }
+                    return Ok(base);
+                }
+                let args = self.eval_args(dot, &cmd.args[1..], last)?;
+                self.eval_fields(base, fields, args, &cmd.pos, &dot_context(fields))
+            }
+            Arg::Nil => Err(self.err(&cmd.pos, "nil", "nil is not a command")),
+            other => {
+                if has_more {
+                    return Err(self.err(
+                        &cmd.pos,
+                        "",
+                        format!("can't give argument to non-function {}", arg_text(other)),
+                    ));
+                }
+                self.eval_arg(dot, other)
+            }
+        }
+    }
+
+    fn eval_args(
+        &mut self,
+        dot: &Value,
+        args: &[Arg],
+        last: Option<Value>,
+    ) -> Result<Vec<Value>, ExecError> {
+        let mut out = Vec::with_capacity(args.len() + 1);
+        for a in args {
+            out.push(self.eval_arg(dot, a)?);
+        }
+        out.extend(last);
+        Ok(out)
+    }
+
+    fn eval_arg(&mut self, dot: &Value, arg: &Arg) -> Result<Value, ExecError> {
+        Ok(match arg {
+            Arg::Dot => dot.clone(),
+            Arg::Nil => Value::Nil,
+            Arg::Bool(b) => Value::Bool(*b),
+            Arg::Number(Number::Int(i)) => Value::Int(*i),
+            Arg::Number(Number::Float(f)) => Value::Float(*f),
+            Arg::Str(s) => Value::Str(s.clone()),
+            Arg::Field(fields) => {
+                let pos = Pos {
+                    name: self.name.clone(),
+                    line: 0,
+                    col: 0,
+                };
+                self.eval_fields(dot.clone(), fields, Vec::new(), &pos, &dot_context(fields))?
+            }
+            Arg::Variable(v, fields) => {
+                let base = self.var(v);
+                if fields.is_empty() {
+                    base
+                } else {
+                    let pos = Pos {
+                        name: self.name.clone(),
+                        line: 0,
+                        col: 0,
+                    };
+                    let context = format!("{v}.{}", fields.join("."));
+                    self.eval_fields(base, fields, Vec::new(), &pos, &context)?
+                }
+            }
+            Arg::Pipe(p, fields) => {
+                let base = self.eval_pipe(dot, p)?;
+                if fields.is_empty() {
+                    base
+                } else {
+                    let pos = p.pos.clone();
+                    self.eval_fields(base, fields, Vec::new(), &pos, &dot_context(fields))?
+                }
+            }
+            Arg::Ident(name) => {
+                let pos = Pos {
+                    name: self.name.clone(),
+                    line: 0,
+                    col: 0,
+                };
+                self.call_fn(dot, name, &[], None, &pos, name)?
+            }
+        })
+    }
+
+    fn eval_fields(
+        &mut self,
+        mut v: Value,
+        fields: &[String],
+        args: Vec<Value>,
+        pos: &Pos,
+        context: &str,
+    ) -> Result<Value, ExecError> {
+        let n = fields.len();
+        let mut args = Some(args);
+        for (i, f) in fields.iter().enumerate() {
+            let call_args = if i + 1 == n {
+                args.take().unwrap_or_default()
+            } else {
+                Vec::new()
+            };
+            v = match &v {
+                Value::Map(m) => {
+                    if !call_args.is_empty() {
+                        return Err(self.err(
+                            pos,
+                            context,
+                            format!("{f} is not a method but has arguments"),
+                        ));
+                    }
+                    m.borrow().get(f.as_str()).cloned().unwrap_or_default()
+                }
+                Value::Files(files) => crate::files::method(files, f, &call_args)
+                    .map_err(|m| self.err(pos, context, format!("error calling {f}: {m}")))?,
+                Value::ApiVersions(list) => match f.as_str() {
+                    "Has" => {
+                        let [Value::Str(s)] = call_args.as_slice() else {
+                            return Err(self.err(
+                                pos,
+                                context,
+                                "wrong number of args for Has: want 1",
+                            ));
+                        };
+                        Value::Bool(list.iter().any(|x| **x == **s))
+                    }
+                    _ => {
+                        return Err(self.err(
+                            pos,
+                            context,
+                            format!("can't evaluate field {f} in type chartutil.VersionSet"),
+                        ));
+                    }
+                },
+                Value::Nil => {
+                    return Err(self.err(
+                        pos,
+                        context,
+                        format!("nil pointer evaluating interface {{}}.{f}"),
+                    ));
+                }
+                other => {
+                    return Err(self.err(
+                        pos,
+                        context,
+                        format!("can't evaluate field {f} in type {}", other.type_name()),
+                    ));
+                }
+            };
+        }
+        Ok(v)
+    }
+
+    fn call_fn(
+        &mut self,
+        dot: &Value,
+        name: &str,
+        args: &[Arg],
+        last: Option<Value>,
+        pos: &Pos,
+        context: &str,
+    ) -> Result<Value, ExecError> {
+        self.rt.step(pos)?;
+        // `and`/`or` evaluate their arguments only as far as needed.
+        if name == "and" || name == "or" {
+            let want = name == "or";
+            let mut v = Value::Nil;
+            if args.is_empty() && last.is_none() {
+                return Err(self.err(
+                    pos,
+                    name,
+                    format!("wrong number of args for {name}: want at least 1 got 0"),
+                ));
+            }
+            for a in args {
+                v = self.eval_arg(dot, a)?;
+                if v.truth() == want {
+                    return Ok(v);
+                }
+            }
+            if let Some(l) = last {
+                v = l;
+            }
+            return Ok(v);
+        }
+        let values = self.eval_args(dot, args, last)?;
+        let result = if name == "include" || name == "tpl" {
+            funcs::call_nested(self, name, values, pos)
+        } else {
+            funcs::call(self, name, values, pos)
+        };
+        match result {
+            Ok(v) => {
+                if let Value::Str(s) = &v
+                    && s.len() > self.rt.limits.max_output
+                {
+                    return Err(ExecError::Limit {
+                        name: pos.name.to_string(),
+                        line: pos.line,
+                        what: format!(
+                            "{name} built a string over {} bytes",
+                            self.rt.limits.max_output
+                        ),
+                    });
+                }
+                Ok(v)
+            }
+            Err(FnError::Msg(m)) => {
+                Err(self.err(pos, context, format!("error calling {name}: {m}")))
+            }
+            Err(FnError::Helm(m)) => Err(ExecError::Helm {
+                name: pos.name.to_string(),
+                line: pos.line,
+                col: pos.col,
+                message: m,
+            }),
+            Err(FnError::Nested(e)) => Err(e),
+        }
+    }
+}
+
+fn dot_context(fields: &[String]) -> String {
+    format!(".{}", fields.join("."))
+}
+
+fn arg_text(a: &Arg) -> String {
+    match a {
+        Arg::Dot => ".".into(),
+        Arg::Bool(b) => b.to_string(),
+        Arg::Number(Number::Int(i)) => i.to_string(),
+        Arg::Number(Number::Float(f)) => f.to_string(),
+        Arg::Str(s) => format!("{s:?}"),
+        _ => String::new(),
+    }
+}

@@ -1,0 +1,1322 @@
+//! The functions templates call: Go's builtins, Sprig's and Helm's.
+
+use std::rc::Rc;
+
+use base64::Engine as _;
+use sha2::Digest as _;
+
+use crate::exec::{ExecError, FnError, State};
+use crate::gofmt::{quote as go_quote, sprintf};
+use crate::parse::Pos;
+use crate::value::{Map, Value};
+use crate::{convert, semver};
+
+type R = Result<Value, FnError>;
+
+/// Every function name a template may call (Go checks names at parse time).
+pub const NAMES: &[&str] = &[
+    // Go builtins
+    "and",
+    "or",
+    "not",
+    "len",
+    "index",
+    "slice",
+    "print",
+    "printf",
+    "println",
+    "eq",
+    "ne",
+    "lt",
+    "le",
+    "gt",
+    "ge",
+    "html",
+    "js",
+    "urlquery",
+    "call",
+    // Helm
+    "include",
+    "tpl",
+    "required",
+    "fail",
+    "toYaml",
+    "toYamlPretty",
+    "mustToYaml",
+    "fromYaml",
+    "fromYamlArray",
+    "toJson",
+    "mustToJson",
+    "fromJson",
+    "fromJsonArray",
+    "toToml",
+    "lookup",
+    // Sprig: strings
+    "trim",
+    "trimAll",
+    "trimPrefix",
+    "trimSuffix",
+    "upper",
+    "lower",
+    "title",
+    "untitle",
+    "quote",
+    "squote",
+    "replace",
+    "contains",
+    "hasPrefix",
+    "hasSuffix",
+    "trunc",
+    "nindent",
+    "indent",
+    "join",
+    "split",
+    "splitList",
+    "splitn",
+    "regexMatch",
+    "mustRegexMatch",
+    "regexReplaceAll",
+    "regexReplaceAllLiteral",
+    "regexFind",
+    "regexFindAll",
+    "regexSplit",
+    "b64enc",
+    "b64dec",
+    "b32enc",
+    "sha256sum",
+    "sha1sum",
+    "adler32sum",
+    "repeat",
+    "substr",
+    "nospace",
+    "abbrev",
+    "initials",
+    "cat",
+    "wrap",
+    "snakecase",
+    "camelcase",
+    "kebabcase",
+    "swapcase",
+    "plural",
+    "toString",
+    "toStrings",
+    "atoi",
+    "int",
+    "int64",
+    "float64",
+    "toDecimal",
+    "shuffle",
+    // defaults / flow
+    "default",
+    "empty",
+    "coalesce",
+    "ternary",
+    "all",
+    "any",
+    "fromJSON",
+    // lists
+    "list",
+    "tuple",
+    "append",
+    "mustAppend",
+    "prepend",
+    "first",
+    "mustFirst",
+    "last",
+    "mustLast",
+    "rest",
+    "initial",
+    "uniq",
+    "has",
+    "without",
+    "compact",
+    "concat",
+    "reverse",
+    "sortAlpha",
+    "until",
+    "untilStep",
+    "seq",
+    "chunk",
+    // dicts
+    "dict",
+    "get",
+    "set",
+    "unset",
+    "hasKey",
+    "keys",
+    "values",
+    "merge",
+    "mustMerge",
+    "mergeOverwrite",
+    "mustMergeOverwrite",
+    "deepCopy",
+    "mustDeepCopy",
+    "pick",
+    "omit",
+    "pluck",
+    "dig",
+    // math
+    "add",
+    "add1",
+    "sub",
+    "mul",
+    "div",
+    "mod",
+    "max",
+    "min",
+    "addf",
+    "subf",
+    "mulf",
+    "divf",
+    "maxf",
+    "minf",
+    "floor",
+    "ceil",
+    "round",
+    // types
+    "kindIs",
+    "kindOf",
+    "typeOf",
+    "typeIs",
+    "typeIsLike",
+    "deepEqual",
+    // semver
+    "semver",
+    "semverCompare",
+    // dates
+    "now",
+    "date",
+    "dateInZone",
+    "toDate",
+    "unixEpoch",
+    "ago",
+    "dateModify",
+    "htmlDate",
+    // encoding, paths, misc
+    "base",
+    "dir",
+    "ext",
+    "clean",
+    "isAbs",
+    "urlParse",
+    "fail",
+    // random (deterministic)
+    "randAlphaNum",
+    "randAlpha",
+    "randNumeric",
+    "randAscii",
+    "randInt",
+    "uuidv4",
+];
+
+/// Whether `name` is a function.
+pub fn exists(name: &str) -> bool {
+    NAMES.contains(&name)
+}
+
+fn arity(name: &str, args: &[Value], want: usize) -> Result<(), FnError> {
+    if args.len() != want {
+        return Err(FnError::Msg(format!(
+            "wrong number of args for {name}: want {want} got {}",
+            args.len()
+        )));
+    }
+    Ok(())
+}
+
+/// Sprig's `strval`: strings as they are, everything else as `%v`.
+pub fn strval(v: &Value) -> String {
+    match v {
+        Value::Str(s) => s.to_string(),
+        Value::Nil => "<nil>".to_owned(),
+        other => other.to_go_string(),
+    }
+}
+
+/// `cast.ToInt64`: numbers truncated, strings parsed (0 when they do not).
+pub fn to_i64(v: &Value) -> i64 {
+    match v {
+        Value::Int(i) | Value::Int64(i) => *i,
+        Value::Float(f) => *f as i64,
+        Value::Bool(b) => i64::from(*b),
+        Value::Str(s) => {
+            let t = s.trim();
+            let t = t.strip_suffix(".0").unwrap_or(t);
+            crate::strvals::parse_go_int(t).unwrap_or(0)
+        }
+        _ => 0,
+    }
+}
+
+/// `cast.ToFloat64`.
+pub fn to_f64(v: &Value) -> f64 {
+    match v {
+        Value::Int(i) | Value::Int64(i) => *i as f64,
+        Value::Float(f) => *f,
+        Value::Bool(b) => f64::from(u8::from(*b)),
+        Value::Str(s) => s.trim().parse().unwrap_or(0.0),
+        _ => 0.0,
+    }
+}
+
+fn list_of(v: &Value) -> Result<Vec<Value>, FnError> {
+    match v {
+        Value::List(l) | Value::Strings(l) => Ok(l.to_vec()),
+        Value::Nil => Ok(Vec::new()),
+        other => Err(FnError::Msg(format!(
+            "Cannot find first on type {}",
+            other.type_name()
+        ))),
+    }
+}
+
+fn strings(items: Vec<String>) -> Value {
+    Value::Strings(Rc::new(items.into_iter().map(Value::str).collect()))
+}
+
+/// Go's `eq` rules for two basic values: `Ok(None)` when incomparable.
+fn basic_eq(a: &Value, b: &Value) -> Result<bool, FnError> {
+    Ok(match (a, b) {
+        (Value::Nil, _) | (_, Value::Nil) => matches!((a, b), (Value::Nil, Value::Nil)),
+        (Value::Bool(x), Value::Bool(y)) => x == y,
+        (Value::Int(x) | Value::Int64(x), Value::Int(y) | Value::Int64(y)) => x == y,
+        (Value::Float(x), Value::Float(y)) => x == y,
+        (Value::Str(x), Value::Str(y)) => x == y,
+        (Value::List(_) | Value::Strings(_) | Value::Map(_), _)
+        | (_, Value::List(_) | Value::Strings(_) | Value::Map(_)) => {
+            return Err(FnError::Msg(format!(
+                "non-comparable type {}: {}",
+                a.to_go_string(),
+                a.type_name()
+            )));
+        }
+        _ => {
+            return Err(FnError::Msg(format!(
+                "incompatible types for comparison: {} and {}",
+                a.type_name(),
+                b.type_name()
+            )));
+        }
+    })
+}
+
+fn compare(a: &Value, b: &Value) -> Result<std::cmp::Ordering, FnError> {
+    use std::cmp::Ordering;
+    match (a, b) {
+        (Value::Int(x) | Value::Int64(x), Value::Int(y) | Value::Int64(y)) => Ok(x.cmp(y)),
+        (Value::Float(x), Value::Float(y)) => Ok(x.partial_cmp(y).unwrap_or(Ordering::Equal)),
+        (Value::Str(x), Value::Str(y)) => Ok(x.cmp(y)),
+        (Value::Nil, _) | (_, Value::Nil) => Err("invalid type for comparison".into()),
+        (Value::Bool(_), Value::Bool(_)) | (Value::List(_), _) | (Value::Map(_), _) => {
+            Err("invalid type for comparison".into())
+        }
+        _ => Err(format!(
+            "incompatible types for comparison: {} and {}",
+            a.type_name(),
+            b.type_name()
+        )
+        .into()),
+    }
+}
+
+fn dict_of<'a>(v: &'a Value, name: &str) -> Result<std::cell::Ref<'a, Map>, FnError> {
+    v.as_map()
+        .ok_or_else(|| FnError::Msg(format!("{name}: expected a dict, got {}", v.type_name())))
+}
+
+/// Calls function `name` with evaluated `args`.
+pub fn call(st: &mut State<'_>, name: &str, args: Vec<Value>, _pos: &Pos) -> R {
+    let a = &args;
+    let s = |i: usize| a.get(i).map(strval).unwrap_or_default();
+    Ok(match name {
+        // ---- Go builtins
+        "not" => {
+            arity(name, a, 1)?;
+            Value::Bool(!a[0].truth())
+        }
+        "len" => {
+            arity(name, a, 1)?;
+            Value::Int(match &a[0] {
+                Value::Str(s) => s.len(),
+                Value::List(l) | Value::Strings(l) => l.len(),
+                Value::Map(m) => m.borrow().len(),
+                Value::Nil => return Err("len of nil pointer".into()),
+                other => return Err(format!("len of type {}", other.type_name()).into()),
+            } as i64)
+        }
+        "index" => {
+            if a.is_empty() {
+                return Err("wrong number of args for index: want at least 1 got 0".into());
+            }
+            let mut v = a[0].clone();
+            for key in &a[1..] {
+                v = match (&v, key) {
+                    (Value::Map(m), Value::Str(k)) => {
+                        m.borrow().get(&**k).cloned().unwrap_or_default()
+                    }
+                    (Value::Map(_), other) => {
+                        return Err(format!(
+                            "value has type {}; should be string",
+                            other.type_name()
+                        )
+                        .into());
+                    }
+                    (Value::List(l) | Value::Strings(l), k) => {
+                        let Some(i) = k.as_int() else {
+                            return Err(format!(
+                                "cannot index slice/array with type {}",
+                                k.type_name()
+                            )
+                            .into());
+                        };
+                        if i < 0 || i as usize >= l.len() {
+                            return Err(format!("index out of range: {i}").into());
+                        }
+                        l[i as usize].clone()
+                    }
+                    (Value::Nil, _) => return Err("index of nil pointer".into()),
+                    (other, _) => {
+                        return Err(
+                            format!("can't index item of type {}", other.type_name()).into()
+                        );
+                    }
+                };
+            }
+            v
+        }
+        "slice" => {
+            if a.is_empty() {
+                return Err("wrong number of args for slice: want at least 1 got 0".into());
+            }
+            let idx: Vec<i64> = a[1..].iter().map(|x| x.as_int().unwrap_or(-1)).collect();
+            match &a[0] {
+                Value::List(l) | Value::Strings(l) => {
+                    let lo = idx.first().copied().unwrap_or(0);
+                    let hi = idx.get(1).copied().unwrap_or(l.len() as i64);
+                    if lo < 0 || hi < lo || hi as usize > l.len() {
+                        return Err(format!("index out of range: {hi}").into());
+                    }
+                    Value::list(l[lo as usize..hi as usize].to_vec())
+                }
+                // Sprig's `slice` replaces Go's: lists only.
+                other => {
+                    return Err(format!(
+                        "list should be type of slice or array but {}",
+                        other.type_name()
+                    )
+                    .into());
+                }
+            }
+        }
+        "print" => Value::str(go_sprint(a)),
+        "println" => {
+            let parts: Vec<String> = a.iter().map(Value::to_go_string).collect();
+            Value::str(parts.join(" ") + "\n")
+        }
+        "printf" => {
+            if a.is_empty() {
+                return Err("wrong number of args for printf: want at least 1 got 0".into());
+            }
+            let Value::Str(f) = &a[0] else {
+                return Err(format!(
+                    "wrong type for value; expected string; got {}",
+                    a[0].type_name()
+                )
+                .into());
+            };
+            Value::str(sprintf(f, &a[1..]))
+        }
+        "eq" => {
+            if a.len() < 2 {
+                return Err("missing argument for comparison".into());
+            }
+            let mut any = false;
+            for b in &a[1..] {
+                if basic_eq(&a[0], b)? {
+                    any = true;
+                    break;
+                }
+            }
+            Value::Bool(any)
+        }
+        "ne" => {
+            arity(name, a, 2)?;
+            Value::Bool(!basic_eq(&a[0], &a[1])?)
+        }
+        "lt" | "le" | "gt" | "ge" => {
+            arity(name, a, 2)?;
+            let o = compare(&a[0], &a[1])?;
+            Value::Bool(match name {
+                "lt" => o.is_lt(),
+                "le" => o.is_le(),
+                "gt" => o.is_gt(),
+                _ => o.is_ge(),
+            })
+        }
+        "html" | "js" | "urlquery" => Value::str(go_sprint(a)),
+        "call" => return Err("call is not supported: no function values in Helm charts".into()),
+
+        // ---- Helm
+        "required" => {
+            arity(name, a, 2)?;
+            match &a[1] {
+                Value::Nil => return Err(FnError::Helm(s(0))),
+                Value::Str(x) if x.is_empty() => return Err(FnError::Helm(s(0))),
+                v => v.clone(),
+            }
+        }
+        "fail" => return Err(FnError::Helm(s(0))),
+        "toYaml" | "mustToYaml" | "toYamlPretty" => {
+            arity(name, a, 1)?;
+            Value::str(convert::to_yaml(&a[0]).trim_end_matches('\n'))
+        }
+        "fromYaml" => match convert::from_yaml(&s(0)) {
+            Ok(v @ Value::Map(_)) => v,
+            Ok(Value::Nil) => Value::map(Map::new()),
+            Ok(_) => error_map(
+                "error unmarshaling JSON: json: cannot unmarshal array into Go value of type map[string]interface {}",
+            ),
+            Err(e) => error_map(&e),
+        },
+        "fromYamlArray" => match convert::from_yaml(&s(0)) {
+            Ok(v @ Value::List(_)) => v,
+            Ok(Value::Nil) => Value::list(Vec::new()),
+            Ok(_) => Value::list(vec![Value::str(
+                "error unmarshaling JSON: json: cannot unmarshal object into Go value of type []interface {}",
+            )]),
+            Err(e) => Value::list(vec![Value::str(e)]),
+        },
+        "toJson" | "mustToJson" => {
+            arity(name, a, 1)?;
+            Value::str(convert::to_json(&a[0]))
+        }
+        "fromJson" | "fromJSON" => match serde_json::from_str::<serde_json::Value>(&s(0)) {
+            Ok(v @ serde_json::Value::Object(_)) => convert::from_json(&v),
+            Ok(_) => {
+                error_map("json: cannot unmarshal into Go value of type map[string]interface {}")
+            }
+            Err(e) => error_map(&e.to_string()),
+        },
+        "fromJsonArray" => match serde_json::from_str::<serde_json::Value>(&s(0)) {
+            Ok(v @ serde_json::Value::Array(_)) => convert::from_json(&v),
+            Ok(_) => Value::list(vec![Value::str(
+                "json: cannot unmarshal into Go value of type []interface {}",
+            )]),
+            Err(e) => Value::list(vec![Value::str(e.to_string())]),
+        },
+        "toToml" => Value::str(convert::to_toml(&a.first().cloned().unwrap_or_default())),
+        "lookup" => Value::map(Map::new()),
+
+        // ---- Sprig strings
+        "trim" => Value::str(s(0).trim_matches(is_go_space)),
+        "trimAll" => Value::str(s(1).trim_matches(|c| s(0).contains(c))),
+        "trimPrefix" => Value::str(s(1).strip_prefix(&s(0)).map_or(s(1), str::to_owned)),
+        "trimSuffix" => Value::str(s(1).strip_suffix(&s(0)).map_or(s(1), str::to_owned)),
+        "upper" => Value::str(s(0).to_uppercase()),
+        "lower" => Value::str(s(0).to_lowercase()),
+        "title" => Value::str(title(&s(0))),
+        "untitle" => Value::str(untitle(&s(0))),
+        "quote" | "squote" => {
+            let q = name == "quote";
+            let parts: Vec<String> = a
+                .iter()
+                .filter(|v| !matches!(v, Value::Nil))
+                .map(|v| {
+                    if q {
+                        go_quote(&strval(v))
+                    } else {
+                        format!("'{}'", strval(v))
+                    }
+                })
+                .collect();
+            Value::str(parts.join(" "))
+        }
+        "replace" => {
+            arity(name, a, 3)?;
+            Value::str(s(2).replace(&s(0), &s(1)))
+        }
+        "contains" => Value::Bool(s(1).contains(&s(0))),
+        "hasPrefix" => Value::Bool(s(1).starts_with(&s(0))),
+        "hasSuffix" => Value::Bool(s(1).ends_with(&s(0))),
+        "trunc" => {
+            arity(name, a, 2)?;
+            let n = to_i64(&a[0]);
+            let t = s(1);
+            let len = t.len() as i64;
+            Value::str(if n < 0 {
+                if -n < len {
+                    t[(len + n) as usize..].to_owned()
+                } else {
+                    t
+                }
+            } else if n < len {
+                t.get(..n as usize).map_or(t.clone(), str::to_owned)
+            } else {
+                t
+            })
+        }
+        "indent" | "nindent" => {
+            arity(name, a, 2)?;
+            let pad = " ".repeat(to_i64(&a[0]).clamp(0, 10_000) as usize);
+            let body = format!("{pad}{}", s(1).replace('\n', &format!("\n{pad}")));
+            Value::str(if name == "nindent" {
+                format!("\n{body}")
+            } else {
+                body
+            })
+        }
+        "join" => {
+            arity(name, a, 2)?;
+            let items: Vec<String> = match &a[1] {
+                Value::List(l) | Value::Strings(l) => l.iter().map(strval).collect(),
+                Value::Nil => Vec::new(),
+                other => vec![strval(other)],
+            };
+            Value::str(items.join(&s(0)))
+        }
+        "split" => {
+            let mut m = Map::new();
+            for (i, p) in s(1).split(&s(0)).enumerate() {
+                m.insert(format!("_{i}"), Value::str(p));
+            }
+            Value::map(m)
+        }
+        "splitn" => {
+            let n = to_i64(&a[1]).max(0) as usize;
+            let mut m = Map::new();
+            for (i, p) in s(2).splitn(n, &s(0)).enumerate() {
+                m.insert(format!("_{i}"), Value::str(p));
+            }
+            Value::map(m)
+        }
+        "splitList" => strings(s(1).split(&s(0)).map(str::to_owned).collect()),
+        "regexMatch" | "mustRegexMatch" => Value::Bool(regex(&s(0))?.is_match(&s(1))),
+        "regexReplaceAll" => {
+            Value::str(regex(&s(0))?.replace_all(&s(1), go_expand(&s(2)).as_str()))
+        }
+        "regexReplaceAllLiteral" => {
+            Value::str(regex(&s(0))?.replace_all(&s(1), regex_lite::NoExpand(&s(2))))
+        }
+        "regexFind" => Value::str(regex(&s(0))?.find(&s(1)).map_or("", |m| m.as_str())),
+        "regexFindAll" => {
+            let n = to_i64(&a[2]);
+            let re = regex(&s(0))?;
+            let text = s(1);
+            let all: Vec<String> = re.find_iter(&text).map(|m| m.as_str().to_owned()).collect();
+            strings(if n < 0 {
+                all
+            } else {
+                all.into_iter().take(n as usize).collect()
+            })
+        }
+        "regexSplit" => {
+            let re = regex(&s(0))?;
+            let text = s(1);
+            strings(re.split(&text).map(str::to_owned).collect())
+        }
+        "b64enc" => Value::str(base64::engine::general_purpose::STANDARD.encode(s(0))),
+        "b64dec" => match base64::engine::general_purpose::STANDARD.decode(s(0)) {
+            Ok(b) => Value::str(String::from_utf8_lossy(&b)),
+            Err(e) => Value::str(e.to_string()),
+        },
+        "b32enc" => Value::str(base32(s(0).as_bytes())),
+        "sha256sum" => Value::str(hex(&sha2::Sha256::digest(s(0).as_bytes()))),
+        "sha1sum" => return Err("sha1sum is not supported yet".into()),
+        "adler32sum" => Value::str(adler32(s(0).as_bytes()).to_string()),
+        "repeat" => {
+            arity(name, a, 2)?;
+            let n = to_i64(&a[0]).max(0) as usize;
+            let t = s(1);
+            if t.len().saturating_mul(n) > st.rt.limits.max_output {
+                return Err(format!(
+                    "repeat would build {} bytes, over the output budget of {}",
+                    t.len().saturating_mul(n),
+                    st.rt.limits.max_output
+                )
+                .into());
+            }
+            Value::str(t.repeat(n))
+        }
+        "substr" => {
+            arity(name, a, 3)?;
+            let t = s(2);
+            let (start, end) = (to_i64(&a[0]), to_i64(&a[1]));
+            let len = t.len() as i64;
+            let start = if start < 0 { 0 } else { start.min(len) };
+            let end = if end < 0 || end > len { len } else { end };
+            Value::str(t.get(start as usize..end.max(start) as usize).unwrap_or(""))
+        }
+        "nospace" => Value::str(
+            s(0).chars()
+                .filter(|c| !c.is_whitespace())
+                .collect::<String>(),
+        ),
+        "abbrev" => {
+            let n = to_i64(&a[0]).max(0) as usize;
+            let t = s(1);
+            Value::str(if n < 4 || t.len() <= n {
+                t
+            } else {
+                format!("{}...", &t[..n - 3])
+            })
+        }
+        "initials" => Value::str(
+            s(0).split_whitespace()
+                .filter_map(|w| w.chars().next())
+                .collect::<String>(),
+        ),
+        "cat" => {
+            let parts: Vec<String> = a
+                .iter()
+                .filter(|v| !matches!(v, Value::Nil))
+                .map(strval)
+                .collect();
+            Value::str(parts.join(" "))
+        }
+        "snakecase" => Value::str(case_words(&s(0)).join("_")),
+        "kebabcase" => Value::str(case_words(&s(0)).join("-")),
+        "camelcase" => Value::str(
+            s(0).split('_')
+                .map(|w| {
+                    let mut c = w.chars();
+                    c.next()
+                        .map_or(String::new(), |f| f.to_uppercase().chain(c).collect())
+                })
+                .collect::<String>(),
+        ),
+        "swapcase" => Value::str(
+            s(0).chars()
+                .map(|c| {
+                    if c.is_uppercase() {
+                        c.to_lowercase().next().unwrap_or(c)
+                    } else {
+                        c.to_uppercase().next().unwrap_or(c)
+                    }
+                })
+                .collect::<String>(),
+        ),
+        "plural" => Value::str(if to_i64(&a[2]) == 1 { s(0) } else { s(1) }),
+        "wrap" => Value::str(s(1)),
+        "toString" => Value::str(s(0)),
+        "toStrings" => strings(
+            list_of(&a[0])
+                .unwrap_or_else(|_| vec![a[0].clone()])
+                .iter()
+                .map(strval)
+                .collect(),
+        ),
+        "atoi" => Value::Int(s(0).trim().parse().unwrap_or(0)),
+        "int" => Value::Int(to_i64(&a[0])),
+        "int64" => Value::Int64(to_i64(&a[0])),
+        "float64" => Value::Float(to_f64(&a[0])),
+        "toDecimal" => Value::Int64(i64::from_str_radix(&s(0), 8).unwrap_or(0)),
+        "shuffle" => Value::str(s(0)),
+
+        // ---- defaults / flow
+        "default" => {
+            if a.is_empty() {
+                return Err("wrong number of args for default: want at least 1 got 0".into());
+            }
+            match a.get(1) {
+                Some(v) if !empty(v) => v.clone(),
+                _ => a[0].clone(),
+            }
+        }
+        "empty" => Value::Bool(a.first().is_none_or(empty)),
+        "coalesce" => a.iter().find(|v| !empty(v)).cloned().unwrap_or_default(),
+        "all" => Value::Bool(a.iter().all(|v| !empty(v))),
+        "any" => Value::Bool(a.iter().any(|v| !empty(v))),
+        "ternary" => {
+            arity(name, a, 3)?;
+            if a[2].truth() {
+                a[0].clone()
+            } else {
+                a[1].clone()
+            }
+        }
+
+        // ---- lists
+        "list" | "tuple" => Value::list(a.clone()),
+        "append" | "mustAppend" => {
+            arity(name, a, 2)?;
+            let mut l =
+                list_of(&a[0]).map_err(|_| format!("Cannot push on type {}", a[0].type_name()))?;
+            l.push(a[1].clone());
+            Value::list(l)
+        }
+        "prepend" => {
+            let mut l = list_of(&a[0])?;
+            l.insert(0, a[1].clone());
+            Value::list(l)
+        }
+        "first" | "mustFirst" => list_of(&a[0])?.first().cloned().unwrap_or_default(),
+        "last" | "mustLast" => list_of(&a[0])?.last().cloned().unwrap_or_default(),
+        "rest" => Value::list(list_of(&a[0])?.into_iter().skip(1).collect()),
+        "initial" => {
+            let mut l = list_of(&a[0])?;
+            l.pop();
+            Value::list(l)
+        }
+        "uniq" => {
+            let mut out: Vec<Value> = Vec::new();
+            for v in list_of(&a[0])? {
+                if !out.iter().any(|x| deep_equal(x, &v)) {
+                    out.push(v);
+                }
+            }
+            Value::list(out)
+        }
+        "has" => Value::Bool(list_of(&a[1])?.iter().any(|x| deep_equal(x, &a[0]))),
+        "without" => {
+            let l = list_of(&a[0])?;
+            Value::list(
+                l.into_iter()
+                    .filter(|x| !a[1..].iter().any(|y| deep_equal(x, y)))
+                    .collect(),
+            )
+        }
+        "compact" => Value::list(list_of(&a[0])?.into_iter().filter(|v| !empty(v)).collect()),
+        "concat" => {
+            let mut out = Vec::new();
+            for l in a {
+                out.extend(list_of(l)?);
+            }
+            Value::list(out)
+        }
+        "reverse" => Value::list(list_of(&a[0])?.into_iter().rev().collect()),
+        "sortAlpha" => {
+            let mut l: Vec<String> = list_of(&a[0])?.iter().map(strval).collect();
+            l.sort();
+            strings(l)
+        }
+        "until" => {
+            let n = to_i64(&a[0]);
+            budget_range(st, n.unsigned_abs())?;
+            Value::list(if n >= 0 {
+                (0..n).map(Value::Int).collect()
+            } else {
+                (n + 1..=0).rev().map(Value::Int).collect()
+            })
+        }
+        "untilStep" => {
+            let (start, stop, step) = (to_i64(&a[0]), to_i64(&a[1]), to_i64(&a[2]));
+            let mut out = Vec::new();
+            if step != 0 {
+                let mut i = start;
+                while (step > 0 && i < stop) || (step < 0 && i > stop) {
+                    budget_range(st, 1)?;
+                    out.push(Value::Int(i));
+                    i += step;
+                }
+            }
+            Value::list(out)
+        }
+        "seq" => {
+            let nums: Vec<i64> = a.iter().map(to_i64).collect();
+            let (start, step, end) = match nums.as_slice() {
+                [e] => (1, 1, *e),
+                [s, e] => (*s, if s <= e { 1 } else { -1 }, *e),
+                [s, st2, e] => (*s, *st2, *e),
+                _ => return Err("seq takes 1 to 3 arguments".into()),
+            };
+            let mut out = Vec::new();
+            if step != 0 {
+                let mut i = start;
+                while (step > 0 && i <= end) || (step < 0 && i >= end) {
+                    budget_range(st, 1)?;
+                    out.push(i.to_string());
+                    i += step;
+                }
+            }
+            Value::str(out.join(" "))
+        }
+        "chunk" => {
+            let size = to_i64(&a[0]).max(1) as usize;
+            Value::list(
+                list_of(&a[1])?
+                    .chunks(size)
+                    .map(|c| Value::list(c.to_vec()))
+                    .collect(),
+            )
+        }
+
+        // ---- dicts
+        "dict" => {
+            let mut m = Map::new();
+            for pair in a.chunks(2) {
+                m.insert(strval(&pair[0]), pair.get(1).cloned().unwrap_or_default());
+            }
+            Value::map(m)
+        }
+        "get" => dict_of(&a[0], name)?
+            .get(&s(1))
+            .cloned()
+            .unwrap_or_else(|| Value::str("")),
+        "set" => {
+            arity(name, a, 3)?;
+            dict_of(&a[0], name)?;
+            if let Value::Map(m) = &a[0] {
+                m.borrow_mut().insert(s(1), a[2].clone());
+            }
+            a[0].clone()
+        }
+        "unset" => {
+            dict_of(&a[0], name)?;
+            if let Value::Map(m) = &a[0] {
+                m.borrow_mut().remove(&s(1));
+            }
+            a[0].clone()
+        }
+        "hasKey" => Value::Bool(dict_of(&a[0], name)?.contains_key(&s(1))),
+        "keys" => {
+            let mut k = Vec::new();
+            for d in a {
+                k.extend(dict_of(d, name)?.keys().cloned());
+            }
+            strings(k)
+        }
+        "values" => Value::list(dict_of(&a[0], name)?.values().cloned().collect()),
+        "merge" | "mustMerge" | "mergeOverwrite" | "mustMergeOverwrite" => {
+            let overwrite = name.ends_with("Overwrite");
+            let mut dst = dict_of(&a[0], name)?.clone();
+            for src in &a[1..] {
+                let src = dict_of(src, name)?.clone();
+                dst = merge_into(dst, &src, overwrite);
+            }
+            // Sprig merges into its first argument (a Go map, shared).
+            if let Value::Map(m) = &a[0] {
+                *m.borrow_mut() = dst;
+            }
+            a[0].clone()
+        }
+        "deepCopy" | "mustDeepCopy" => a[0].deep_copy(),
+        "pick" => {
+            let m = dict_of(&a[0], name)?;
+            let keys: Vec<String> = a[1..].iter().map(strval).collect();
+            Value::map(
+                m.iter()
+                    .filter(|(k, _)| keys.contains(k))
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect(),
+            )
+        }
+        "omit" => {
+            let m = dict_of(&a[0], name)?;
+            let keys: Vec<String> = a[1..].iter().map(strval).collect();
+            Value::map(
+                m.iter()
+                    .filter(|(k, _)| !keys.contains(k))
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect(),
+            )
+        }
+        "pluck" => {
+            let key = s(0);
+            Value::list(
+                a[1..]
+                    .iter()
+                    .filter_map(|d| d.as_map()?.get(&key).cloned())
+                    .collect(),
+            )
+        }
+        "dig" => {
+            if a.len() < 3 {
+                return Err("dig needs at least three arguments".into());
+            }
+            let dict = &a[a.len() - 1];
+            let default = &a[a.len() - 2];
+            let mut cur = dict.clone();
+            for k in &a[..a.len() - 2] {
+                let next = cur.as_map().and_then(|m| m.get(&strval(k)).cloned());
+                match next {
+                    Some(v) => cur = v,
+                    None => return Ok(default.clone()),
+                }
+            }
+            cur
+        }
+
+        // ---- math (int64, as Sprig's cast does)
+        "add" => Value::Int64(a.iter().map(to_i64).fold(0i64, i64::wrapping_add)),
+        "add1" => Value::Int64(to_i64(&a[0]).wrapping_add(1)),
+        "sub" => Value::Int64(to_i64(&a[0]).wrapping_sub(to_i64(&a[1]))),
+        "mul" => Value::Int64(a.iter().map(to_i64).fold(1i64, i64::wrapping_mul)),
+        "div" | "mod" => {
+            let d = to_i64(&a[1]);
+            if d == 0 {
+                return Err("runtime error: integer divide by zero".into());
+            }
+            Value::Int64(if name == "div" {
+                to_i64(&a[0]).wrapping_div(d)
+            } else {
+                to_i64(&a[0]).wrapping_rem(d)
+            })
+        }
+        "max" => Value::Int64(a.iter().map(to_i64).max().unwrap_or(0)),
+        "min" => Value::Int64(a.iter().map(to_i64).min().unwrap_or(0)),
+        "addf" => Value::Float(a.iter().map(to_f64).sum()),
+        "subf" => Value::Float(a[1..].iter().map(to_f64).fold(to_f64(&a[0]), |x, y| x - y)),
+        "mulf" => Value::Float(a.iter().map(to_f64).product()),
+        "divf" => Value::Float(a[1..].iter().map(to_f64).fold(to_f64(&a[0]), |x, y| x / y)),
+        "maxf" => Value::Float(a.iter().map(to_f64).fold(f64::MIN, f64::max)),
+        "minf" => Value::Float(a.iter().map(to_f64).fold(f64::MAX, f64::min)),
+        "floor" => Value::Float(to_f64(&a[0]).floor()),
+        "ceil" => Value::Float(to_f64(&a[0]).ceil()),
+        "round" => {
+            let p = a.get(1).map_or(0, to_i64) as i32;
+            let m = 10f64.powi(p);
+            Value::Float((to_f64(&a[0]) * m).round() / m)
+        }
+
+        // ---- types
+        "kindOf" => Value::str(a[0].kind_name()),
+        "kindIs" => Value::Bool(s(0) == a[1].kind_name()),
+        "typeOf" => Value::str(a[0].type_name()),
+        "typeIs" => Value::Bool(s(0) == a[1].type_name()),
+        "typeIsLike" => {
+            Value::Bool(s(0) == a[1].type_name() || s(0) == format!("*{}", a[1].type_name()))
+        }
+        "deepEqual" => Value::Bool(deep_equal(&a[0], &a[1])),
+
+        // ---- semver
+        "semverCompare" => {
+            arity(name, a, 2)?;
+            Value::Bool(semver::matches(&s(0), &s(1)).map_err(FnError::Msg)?)
+        }
+        "semver" => {
+            let v = semver::Version::parse(&s(0)).map_err(FnError::Msg)?;
+            let mut m = Map::new();
+            m.insert("Major".into(), Value::Int64(v.major as i64));
+            m.insert("Minor".into(), Value::Int64(v.minor as i64));
+            m.insert("Patch".into(), Value::Int64(v.patch as i64));
+            m.insert("Prerelease".into(), Value::str(&v.pre));
+            m.insert("Metadata".into(), Value::str(&v.build));
+            Value::map(m)
+        }
+
+        // ---- dates: a render is a pure function of its inputs; `now` is
+        // the Unix epoch (documented).
+        "now" => Value::str("1970-01-01 00:00:00 +0000 UTC"),
+        "unixEpoch" => Value::str("0"),
+        "date" | "dateInZone" | "htmlDate" | "toDate" | "ago" | "dateModify" => {
+            return Err(format!("{name} is not supported yet").into());
+        }
+
+        // ---- paths
+        "base" => Value::str(path_base(&s(0))),
+        "dir" => Value::str(path_dir(&s(0))),
+        "ext" => {
+            let b = path_base(&s(0));
+            Value::str(b.rfind('.').map_or("", |i| &b[i..]))
+        }
+        "clean" => Value::str(s(0)),
+        "isAbs" => Value::Bool(s(0).starts_with('/')),
+        "urlParse" => return Err("urlParse is not supported yet".into()),
+
+        // ---- random, deterministic
+        "randAlphaNum" | "randAlpha" | "randNumeric" | "randAscii" => {
+            let n = to_i64(&a[0]).clamp(0, 1 << 20) as usize;
+            let set: Vec<char> = match name {
+                "randAlphaNum" => ('a'..='z').chain('A'..='Z').chain('0'..='9').collect(),
+                "randAlpha" => ('a'..='z').chain('A'..='Z').collect(),
+                "randNumeric" => ('0'..='9').collect(),
+                _ => (' '..='~').collect(),
+            };
+            let mut rng = st.rt.rng();
+            Value::str(
+                (0..n)
+                    .map(|_| set[(rng.next() % set.len() as u64) as usize])
+                    .collect::<String>(),
+            )
+        }
+        "randInt" => {
+            let (lo, hi) = (to_i64(&a[0]), to_i64(&a[1]));
+            if hi <= lo {
+                return Err("invalid argument to Int63n".into());
+            }
+            let mut rng = st.rt.rng();
+            Value::Int(lo + (rng.next() % (hi - lo) as u64) as i64)
+        }
+        "uuidv4" => {
+            let mut rng = st.rt.rng();
+            let (x, y) = (rng.next(), rng.next());
+            let mut b = [0u8; 16];
+            b[..8].copy_from_slice(&x.to_be_bytes());
+            b[8..].copy_from_slice(&y.to_be_bytes());
+            b[6] = (b[6] & 0x0f) | 0x40;
+            b[8] = (b[8] & 0x3f) | 0x80;
+            let h = hex(&b);
+            Value::str(format!(
+                "{}-{}-{}-{}-{}",
+                &h[..8],
+                &h[8..12],
+                &h[12..16],
+                &h[16..20],
+                &h[20..]
+            ))
+        }
+        other => return Err(format!("function {other:?} not defined").into()),
+    })
+}
+
+fn budget_range(st: &mut State<'_>, n: u64) -> Result<(), FnError> {
+    st.rt.steps = st.rt.steps.saturating_add(n);
+    if st.rt.steps > st.rt.limits.max_steps {
+        return Err(format!(
+            "more than {} template steps (a limit against hostile charts)",
+            st.rt.limits.max_steps
+        )
+        .into());
+    }
+    Ok(())
+}
+
+fn include_error(name: &str) -> impl Fn(ExecError) -> FnError + '_ {
+    move |e| match e {
+        ExecError::Go { message, .. }
+            if message.starts_with(&format!("template {name:?} not defined")) =>
+        {
+            FnError::Msg(format!(
+                "template: no template {name:?} associated with template \"gotpl\""
+            ))
+        }
+        other => FnError::Nested(other),
+    }
+}
+
+/// `include` and `tpl`, kept out of [`call`] so that template recursion
+/// does not carry its large stack frame.
+pub fn call_nested(st: &mut State<'_>, name: &str, a: Vec<Value>, pos: &Pos) -> R {
+    if a.len() != 2 {
+        return Err(format!("wrong number of args for {name}: want 2 got {}", a.len()).into());
+    }
+    if name == "tpl" {
+        return Ok(Value::str(tpl(st, &strval(&a[0]), a[1].clone(), pos)?));
+    }
+    let Value::Str(n) = &a[0] else {
+        return Err("include: the template name must be a string".into());
+    };
+    Ok(Value::str(
+        st.call_template(n, a[1].clone(), pos)
+            .map_err(include_error(n))?,
+    ))
+}
+
+/// Helm's `tpl`: the text parsed as a template among the chart's, run with `dot`.
+fn tpl(st: &mut State<'_>, text: &str, dot: Value, pos: &Pos) -> Result<String, FnError> {
+    let name = st.name.to_string();
+    let mut trees = (*st.rt.trees).clone();
+    crate::parse::parse(&name, text, &mut trees, &exists)
+        .map_err(|e| FnError::Nested(ExecError::Parse(e)))?;
+    let saved = std::mem::replace(&mut st.rt.trees, Rc::new(trees));
+    let result = st.call_template(&name, dot, pos);
+    st.rt.trees = saved;
+    Ok(result?)
+}
+
+fn error_map(msg: &str) -> Value {
+    let mut m = Map::new();
+    m.insert("Error".into(), Value::str(msg));
+    Value::map(m)
+}
+
+/// Go's `fmt.Sprint`: spaces only between operands that are not strings.
+fn go_sprint(a: &[Value]) -> String {
+    let mut out = String::new();
+    for (i, v) in a.iter().enumerate() {
+        if i > 0 && !matches!(v, Value::Str(_)) && !matches!(a[i - 1], Value::Str(_)) {
+            out.push(' ');
+        }
+        out.push_str(&v.to_go_string());
+    }
+    out
+}
+
+/// Sprig's `empty`.
+pub fn empty(v: &Value) -> bool {
+    !v.truth()
+}
+
+/// `reflect.DeepEqual` on template values.
+pub fn deep_equal(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Nil, Value::Nil) => true,
+        (Value::Bool(x), Value::Bool(y)) => x == y,
+        (Value::Int(x), Value::Int(y)) | (Value::Int64(x), Value::Int64(y)) => x == y,
+        (Value::Float(x), Value::Float(y)) => x == y,
+        (Value::Str(x), Value::Str(y)) => x == y,
+        (Value::List(x), Value::List(y)) | (Value::Strings(x), Value::Strings(y)) => {
+            x.len() == y.len() && x.iter().zip(y.iter()).all(|(p, q)| deep_equal(p, q))
+        }
+        (Value::Map(x), Value::Map(y)) => {
+            let (x, y) = (x.borrow(), y.borrow());
+            x.len() == y.len()
+                && x.iter()
+                    .all(|(k, v)| y.get(k).is_some_and(|w| deep_equal(v, w)))
+        }
+        _ => false,
+    }
+}
+
+/// Sprig's `merge` (mergo without overwrite) / `mergeOverwrite`.
+fn merge_into(mut dst: Map, src: &Map, overwrite: bool) -> Map {
+    for (k, v) in src {
+        match (dst.get(k), v) {
+            (Some(Value::Map(d)), Value::Map(s)) => {
+                let merged = merge_into(d.borrow().clone(), &s.borrow(), overwrite);
+                dst.insert(k.clone(), Value::map(merged));
+            }
+            (Some(existing), _) if !overwrite && !empty(existing) => {}
+            (Some(_), v) if overwrite && empty(v) && !matches!(v, Value::Bool(_)) => {}
+            _ => {
+                dst.insert(k.clone(), v.clone());
+            }
+        }
+    }
+    dst
+}
+
+fn is_go_space(c: char) -> bool {
+    c.is_whitespace()
+}
+
+fn title(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut prev_letter = false;
+    for c in s.chars() {
+        if !prev_letter && c.is_alphabetic() {
+            out.extend(c.to_uppercase());
+        } else {
+            out.push(c);
+        }
+        prev_letter = !(c.is_whitespace() || c == '-' || c == '_' || c == '.' || c == '/');
+    }
+    out
+}
+
+fn untitle(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut start = true;
+    for c in s.chars() {
+        if start {
+            out.extend(c.to_lowercase());
+        } else {
+            out.push(c);
+        }
+        start = c.is_whitespace();
+    }
+    out
+}
+
+fn case_words(s: &str) -> Vec<String> {
+    let mut words = Vec::new();
+    let mut cur = String::new();
+    let mut prev_lower = false;
+    for c in s.chars() {
+        if c == '_' || c == '-' || c.is_whitespace() {
+            if !cur.is_empty() {
+                words.push(std::mem::take(&mut cur));
+            }
+            prev_lower = false;
+            continue;
+        }
+        if c.is_uppercase() && prev_lower && !cur.is_empty() {
+            words.push(std::mem::take(&mut cur));
+        }
+        prev_lower = c.is_lowercase() || c.is_ascii_digit();
+        cur.extend(c.to_lowercase());
+    }
+    if !cur.is_empty() {
+        words.push(cur);
+    }
+    words
+}
+
+fn regex(pattern: &str) -> Result<regex_lite::Regex, FnError> {
+    regex_lite::Regex::new(pattern).map_err(|e| FnError::Msg(format!("error parsing regexp: {e}")))
+}
+
+/// Go's `$1`/`${name}` replacement syntax into regex-lite's (same, but
+/// Go reads `$1a` as the group named `1a`).
+fn go_expand(s: &str) -> String {
+    s.to_owned()
+}
+
+fn hex(b: &[u8]) -> String {
+    use std::fmt::Write as _;
+    b.iter().fold(String::new(), |mut s, x| {
+        let _ = write!(s, "{x:02x}");
+        s
+    })
+}
+
+fn base32(data: &[u8]) -> String {
+    const ALPHA: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZ234567";
+    let mut out = String::new();
+    for chunk in data.chunks(5) {
+        let mut buf = [0u8; 5];
+        buf[..chunk.len()].copy_from_slice(chunk);
+        let bits = buf.iter().fold(0u64, |acc, &b| (acc << 8) | u64::from(b));
+        let chars = (chunk.len() * 8).div_ceil(5);
+        for i in 0..8 {
+            if i < chars {
+                out.push(ALPHA[((bits >> (35 - i * 5)) & 31) as usize] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
+fn adler32(data: &[u8]) -> u32 {
+    let (mut a, mut b) = (1u32, 0u32);
+    for &x in data {
+        a = (a + u32::from(x)) % 65521;
+        b = (b + a) % 65521;
+    }
+    (b << 16) | a
+}
+
+fn path_base(p: &str) -> String {
+    if p.is_empty() {
+        return ".".into();
+    }
+    let t = p.trim_end_matches('/');
+    if t.is_empty() {
+        return "/".into();
+    }
+    t.rsplit('/').next().unwrap_or(t).to_owned()
+}
+
+fn path_dir(p: &str) -> String {
+    match p.rfind('/') {
+        Some(0) => "/".into(),
+        Some(i) => p[..i].to_owned(),
+        None => ".".into(),
+    }
+}
+
+/// A small deterministic generator (SplitMix64) for the random functions.
+pub struct Rng(u64);
+
+impl Rng {
+    /// The next 64 random bits.
+    #[allow(clippy::should_implement_trait)]
+    pub fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+}
+
+impl crate::exec::Runtime {
+    /// The generator of the next random call: the render's seed and the
+    /// call's ordinal, so the same chart and inputs give the same output.
+    pub fn rng(&mut self) -> Rng {
+        self.random_calls += 1;
+        Rng(self.seed ^ self.random_calls.wrapping_mul(0xd6e8_feb8_6659_fd93))
+    }
+}

@@ -1,0 +1,33 @@
+//! # `helm`: Helm charts, rendered inside the sandbox
+//!
+//! The engine of `helm template`, written for Kiln: Go's `text/template`
+//! ([`lex`], [`parse`], [`exec`]) with Go's printing ([`gofmt`], [`value`]),
+//! Sprig's and Helm's functions ([`funcs`]), values and `--set`
+//! ([`strvals`]), charts and subcharts ([`chart`]) and the rendering and
+//! sorting of `helm template` ([`render`]). See `docs/helm.md` for what is
+//! supported so far.
+//!
+//! Parameters (the names of `helm template`'s flags): `releaseName`,
+//! `namespace`, `valueFiles` (comma-separated, repeatable; relative to the
+//! chart), `set` and `setString` (repeatable), `kubeVersion`, `apiVersions`
+//! (repeatable), `skipCrds`.
+
+pub mod chart;
+pub mod convert;
+pub mod exec;
+pub mod files;
+pub mod funcs;
+pub mod gofmt;
+pub mod ignore;
+pub mod lex;
+pub mod parse;
+pub mod render;
+pub mod semver;
+pub mod strvals;
+pub mod value;
+pub mod yaml11;
+
+#[cfg(target_arch = "wasm32")]
+mod plugin;
+
+pub use render::{Document, Options, RenderError, render, stream};

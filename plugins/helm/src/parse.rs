@@ -1,0 +1,728 @@
+//! Go `text/template/parse`: items into trees, one per template name
+//! (`define`/`block` bodies are their own trees).
+
+use std::collections::BTreeMap;
+use std::rc::Rc;
+
+use crate::lex::{Item, Tok, lex};
+
+/// A template that does not parse, worded as Go words it
+/// (`template: NAME:LINE: MESSAGE`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("template: {name}:{line}: {message}")]
+pub struct ParseError {
+    /// The template's name.
+    pub name: String,
+    /// 1-based line.
+    pub line: usize,
+    /// Go's message.
+    pub message: String,
+}
+
+impl ParseError {
+    /// An error at `line` of template `name`.
+    pub fn new(name: &str, line: usize, message: impl Into<String>) -> Self {
+        ParseError {
+            name: name.to_owned(),
+            line,
+            message: message.into(),
+        }
+    }
+}
+
+/// Where a node is: template name, line and column, for error messages.
+#[derive(Debug, Clone)]
+pub struct Pos {
+    /// Template name.
+    pub name: Rc<str>,
+    /// 1-based line.
+    pub line: usize,
+    /// 1-based column (byte).
+    pub col: usize,
+}
+
+/// A sequence of nodes.
+pub type List = Vec<Node>;
+
+/// A node of a template tree.
+#[derive(Debug, Clone)]
+pub enum Node {
+    /// Text, printed as is.
+    Text(Rc<str>),
+    /// `{{pipeline}}`.
+    Action(Pipe),
+    /// `{{if}}`, `{{range}}`, `{{with}}` with their else branch.
+    Branch {
+        /// Which one.
+        kind: BranchKind,
+        /// The condition / collection.
+        pipe: Pipe,
+        /// The body.
+        list: List,
+        /// `{{else}}` (an `else if` is an `if` alone in here).
+        else_list: Option<List>,
+    },
+    /// `{{template "name" pipeline}}`.
+    Template {
+        /// Where.
+        pos: Pos,
+        /// Which template.
+        name: String,
+        /// Its dot.
+        pipe: Option<Pipe>,
+    },
+    /// `{{break}}`.
+    Break(Pos),
+    /// `{{continue}}`.
+    Continue(Pos),
+}
+
+/// The three branching actions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BranchKind {
+    /// `if`.
+    If,
+    /// `range`.
+    Range,
+    /// `with`.
+    With,
+}
+
+/// A pipeline, with its variable declarations.
+#[derive(Debug, Clone)]
+pub struct Pipe {
+    /// Where.
+    pub pos: Pos,
+    /// `$x :=` / `$x =` / `$i, $v :=`.
+    pub decl: Vec<String>,
+    /// `=` rather than `:=`.
+    pub is_assign: bool,
+    /// The commands, `|`-separated.
+    pub cmds: Vec<Cmd>,
+}
+
+/// One command of a pipeline.
+#[derive(Debug, Clone)]
+pub struct Cmd {
+    /// Where.
+    pub pos: Pos,
+    /// Its operands (the first may be a function).
+    pub args: Vec<Arg>,
+}
+
+/// An operand.
+#[derive(Debug, Clone)]
+pub enum Arg {
+    /// `.`.
+    Dot,
+    /// `nil`.
+    Nil,
+    /// `true` / `false`.
+    Bool(bool),
+    /// A number constant.
+    Number(Number),
+    /// A string constant.
+    Str(Rc<str>),
+    /// `.a.b` (fields of dot).
+    Field(Vec<String>),
+    /// `$x.a.b`.
+    Variable(String, Vec<String>),
+    /// A function name.
+    Ident(String),
+    /// `(pipeline)`, with fields after it: `(pipeline).a.b`.
+    Pipe(Box<Pipe>, Vec<String>),
+}
+
+/// A numeric constant: an int when written as one, else a float.
+#[derive(Debug, Clone, Copy)]
+pub enum Number {
+    /// Go's `int`.
+    Int(i64),
+    /// `float64`.
+    Float(f64),
+}
+
+/// A parsed set of templates by name.
+pub type Trees = BTreeMap<String, Rc<List>>;
+
+/// Parses template `name` (its text `text`) into `trees` (the main tree
+/// under `name`, `define`d ones under theirs). `known` tells whether a
+/// function exists (Go checks at parse time).
+pub fn parse(
+    name: &str,
+    text: &str,
+    trees: &mut Trees,
+    known: &dyn Fn(&str) -> bool,
+) -> Result<(), ParseError> {
+    let items = lex(name, text)?;
+    let mut p = Parser {
+        name: Rc::from(name),
+        items,
+        i: 0,
+        text,
+        vars: vec!["$".to_owned()],
+        known,
+        defined: Vec::new(),
+        loop_depth: 0,
+    };
+    let (list, end) = p.list()?;
+    if let Some(end) = end {
+        return Err(p.err_at(end.1, format!("unexpected {}", end.0)));
+    }
+    for (n, l) in p.defined.drain(..) {
+        trees.insert(n, Rc::new(l));
+    }
+    // Go: a template body that is only whitespace does not replace one
+    // defined earlier under the same name.
+    let empty = list
+        .iter()
+        .all(|n| matches!(n, Node::Text(t) if t.trim().is_empty()));
+    if !(empty && trees.contains_key(name)) {
+        trees.insert(name.to_owned(), Rc::new(list));
+    }
+    Ok(())
+}
+
+struct Parser<'a> {
+    name: Rc<str>,
+    items: Vec<Item>,
+    i: usize,
+    text: &'a str,
+    vars: Vec<String>,
+    known: &'a dyn Fn(&str) -> bool,
+    defined: Vec<(String, List)>,
+    loop_depth: usize,
+}
+
+/// How a list ended: the keyword (`{{end}}`, `{{else}}`) and its line.
+type End = (&'static str, usize);
+
+impl Parser<'_> {
+    fn err_at(&self, line: usize, msg: impl Into<String>) -> ParseError {
+        ParseError::new(&self.name, line, msg)
+    }
+
+    fn peek(&self) -> &Tok {
+        &self.items[self.i.min(self.items.len() - 1)].tok
+    }
+
+    fn line(&self) -> usize {
+        self.items[self.i.min(self.items.len() - 1)].line
+    }
+
+    fn pos(&self) -> Pos {
+        let item = &self.items[self.i.min(self.items.len() - 1)];
+        let before = &self.text[..item.pos.min(self.text.len())];
+        let col = item.pos - before.rfind('\n').map_or(0, |i| i + 1);
+        Pos {
+            name: self.name.clone(),
+            line: item.line,
+            col,
+        }
+    }
+
+    fn next(&mut self) -> Tok {
+        let t = self.peek().clone();
+        if self.i < self.items.len() - 1 {
+            self.i += 1;
+        }
+        t
+    }
+
+    fn skip_space(&mut self) {
+        while *self.peek() == Tok::Space {
+            self.next();
+        }
+    }
+
+    /// The next non-space item.
+    fn next_non_space(&mut self) -> Tok {
+        self.skip_space();
+        self.next()
+    }
+
+    fn expect_right(&mut self, context: &str) -> Result<(), ParseError> {
+        let line = self.line();
+        match self.next_non_space() {
+            Tok::Right => Ok(()),
+            other => Err(self.err_at(
+                line,
+                format!("unexpected {} in {context}", describe(&other)),
+            )),
+        }
+    }
+
+    /// Parses nodes until EOF (None) or `{{end}}`/`{{else ...` (Some).
+    fn list(&mut self) -> Result<(List, Option<End>), ParseError> {
+        let mut out = Vec::new();
+        loop {
+            match self.next() {
+                Tok::Eof => return Ok((out, None)),
+                Tok::Text(t) => out.push(Node::Text(Rc::from(t))),
+                Tok::Left => {
+                    self.skip_space();
+                    let line = self.line();
+                    if let Tok::Ident(word) = self.peek().clone() {
+                        match word.as_str() {
+                            "end" => {
+                                self.next();
+                                self.expect_right("end")?;
+                                return Ok((out, Some(("{{end}}", line))));
+                            }
+                            "else" => {
+                                self.next();
+                                // `else` ends the list; the caller reads what follows.
+                                return Ok((out, Some(("{{else}}", line))));
+                            }
+                            "if" | "range" | "with" => {
+                                self.next();
+                                let kind = match word.as_str() {
+                                    "if" => BranchKind::If,
+                                    "range" => BranchKind::Range,
+                                    _ => BranchKind::With,
+                                };
+                                out.push(self.branch(kind, line)?);
+                                continue;
+                            }
+                            "define" => {
+                                self.next();
+                                self.define(line, false)?;
+                                continue;
+                            }
+                            "block" => {
+                                self.next();
+                                out.push(self.define(line, true)?);
+                                continue;
+                            }
+                            "template" => {
+                                self.next();
+                                out.push(self.template(line)?);
+                                continue;
+                            }
+                            "break" | "continue" => {
+                                let pos = self.pos();
+                                self.next();
+                                if self.loop_depth == 0 {
+                                    return Err(self.err_at(
+                                        line,
+                                        format!("{{{{{word}}}}} outside {{{{range}}}}"),
+                                    ));
+                                }
+                                self.expect_right(&word)?;
+                                out.push(if word == "break" {
+                                    Node::Break(pos)
+                                } else {
+                                    Node::Continue(pos)
+                                });
+                                continue;
+                            }
+                            _ => {}
+                        }
+                    }
+                    let pipe = self.pipeline("command", true)?;
+                    out.push(Node::Action(pipe));
+                }
+                other => {
+                    return Err(
+                        self.err_at(self.line(), format!("unexpected {}", describe(&other)))
+                    );
+                }
+            }
+        }
+    }
+
+    fn branch(&mut self, kind: BranchKind, _line: usize) -> Result<Node, ParseError> {
+        let context = match kind {
+            BranchKind::If => "if",
+            BranchKind::Range => "range",
+            BranchKind::With => "with",
+        };
+        let saved = self.vars.len();
+        let pipe = self.pipeline(context, kind == BranchKind::Range)?;
+        if kind == BranchKind::Range {
+            self.loop_depth += 1;
+        }
+        let (list, end) = self.list()?;
+        if kind == BranchKind::Range {
+            self.loop_depth -= 1;
+        }
+        let else_list = match end {
+            None => return Err(self.err_at(self.line(), "unexpected EOF")),
+            Some(("{{end}}", _)) => None,
+            Some((_, else_line)) => {
+                // `{{else}}`, `{{else if ...}}`, `{{else with ...}}`.
+                self.skip_space();
+                match self.peek().clone() {
+                    Tok::Ident(w)
+                        if (w == "if" && kind == BranchKind::If)
+                            || (w == "with" && kind == BranchKind::With) =>
+                    {
+                        self.next();
+                        let inner_line = self.line();
+                        let nested = self.branch(kind, inner_line)?;
+                        Some(vec![nested])
+                    }
+                    Tok::Right => {
+                        self.next();
+                        let (else_body, end) = self.list()?;
+                        match end {
+                            Some(("{{end}}", _)) => Some(else_body),
+                            Some((e, l)) => {
+                                return Err(self.err_at(l, format!("expected end; found {e}")));
+                            }
+                            None => return Err(self.err_at(self.line(), "unexpected EOF")),
+                        }
+                    }
+                    other => {
+                        return Err(self.err_at(
+                            else_line,
+                            format!("unexpected {} in else", describe(&other)),
+                        ));
+                    }
+                }
+            }
+        };
+        self.vars.truncate(saved);
+        Ok(Node::Branch {
+            kind,
+            pipe,
+            list,
+            else_list,
+        })
+    }
+
+    fn string_arg(&mut self, context: &str) -> Result<String, ParseError> {
+        let line = self.line();
+        match self.next_non_space() {
+            Tok::Str(s) => Ok(s),
+            other => Err(self.err_at(
+                line,
+                format!("unexpected {} in {context}", describe(&other)),
+            )),
+        }
+    }
+
+    fn define(&mut self, _line: usize, block: bool) -> Result<Node, ParseError> {
+        let context = if block {
+            "block clause"
+        } else {
+            "define clause"
+        };
+        let pos = self.pos();
+        let name = self.string_arg(context)?;
+        let pipe = if block {
+            self.skip_space();
+            Some(self.pipeline(context, false)?)
+        } else {
+            self.expect_right(context)?;
+            None
+        };
+        let saved_vars = std::mem::replace(&mut self.vars, vec!["$".to_owned()]);
+        let saved_loop = std::mem::replace(&mut self.loop_depth, 0);
+        let (body, end) = self.list()?;
+        self.vars = saved_vars;
+        self.loop_depth = saved_loop;
+        match end {
+            Some(("{{end}}", _)) => {}
+            Some((e, l)) => return Err(self.err_at(l, format!("unexpected {e}"))),
+            None => return Err(self.err_at(self.line(), "unexpected EOF")),
+        }
+        self.defined.push((name.clone(), body));
+        Ok(Node::Template { pos, name, pipe })
+    }
+
+    fn template(&mut self, _line: usize) -> Result<Node, ParseError> {
+        let pos = self.pos();
+        let name = self.string_arg("template clause")?;
+        self.skip_space();
+        let pipe = if *self.peek() == Tok::Right {
+            self.next();
+            None
+        } else {
+            Some(self.pipeline("template clause", false)?)
+        };
+        Ok(Node::Template { pos, name, pipe })
+    }
+
+    /// A pipeline up to its closing `}}` (or `)` when nested).
+    fn pipeline(&mut self, context: &str, allow_two: bool) -> Result<Pipe, ParseError> {
+        self.skip_space();
+        let pos = self.pos();
+        let mut decl = Vec::new();
+        let mut is_assign = false;
+        // Declarations: `$x :=`, `$x =`, `$i, $v :=`.
+        if let Tok::Variable(_) = self.peek() {
+            let save = self.i;
+            let mut names = Vec::new();
+            while let Tok::Variable(v) = self.peek().clone() {
+                self.next();
+                self.skip_space();
+                match self.peek().clone() {
+                    Tok::Declare | Tok::Assign => {
+                        is_assign = *self.peek() == Tok::Assign;
+                        self.next();
+                        names.push(v);
+                        decl = names.clone();
+                        break;
+                    }
+                    Tok::Comma if allow_two && names.is_empty() => {
+                        self.next();
+                        self.skip_space();
+                        names.push(v);
+                    }
+                    _ => {
+                        break;
+                    }
+                }
+            }
+            if decl.is_empty() {
+                self.i = save;
+            } else if is_assign {
+                for v in &decl {
+                    if !self.vars.contains(v) {
+                        return Err(self.err_at(pos.line, format!("undefined variable \"{v}\"")));
+                    }
+                }
+            } else {
+                self.vars.extend(decl.iter().cloned());
+            }
+        }
+        let mut cmds = Vec::new();
+        loop {
+            self.skip_space();
+            match self.peek().clone() {
+                Tok::Right => {
+                    self.next();
+                    break;
+                }
+                Tok::RParen => {
+                    break;
+                }
+                Tok::Pipe if !cmds.is_empty() => {
+                    self.next();
+                }
+                _ => {}
+            }
+            let cmd = self.command()?;
+            cmds.push(cmd);
+            match self.peek() {
+                Tok::Pipe | Tok::Right | Tok::RParen | Tok::Space => {}
+                other => {
+                    return Err(self.err_at(
+                        self.line(),
+                        format!("unexpected {} in operand", describe(other)),
+                    ));
+                }
+            }
+        }
+        if cmds.is_empty() {
+            return Err(self.err_at(pos.line, format!("missing value for {context}")));
+        }
+        Ok(Pipe {
+            pos,
+            decl,
+            is_assign,
+            cmds,
+        })
+    }
+
+    fn command(&mut self) -> Result<Cmd, ParseError> {
+        let pos = self.pos();
+        let mut args = Vec::new();
+        loop {
+            self.skip_space();
+            match self.peek() {
+                Tok::Right | Tok::RParen | Tok::Pipe | Tok::Eof => break,
+                _ => {}
+            }
+            let arg = self.operand()?;
+            args.push(arg);
+            match self.peek() {
+                Tok::Space | Tok::Right | Tok::RParen | Tok::Pipe => {}
+                other => {
+                    return Err(self.err_at(
+                        self.line(),
+                        format!("unexpected {} in operand", describe(other)),
+                    ));
+                }
+            }
+        }
+        if args.is_empty() {
+            return Err(self.err_at(pos.line, "empty command"));
+        }
+        Ok(Cmd { pos, args })
+    }
+
+    fn fields(&mut self) -> Vec<String> {
+        let mut out = Vec::new();
+        while let Tok::Field(f) = self.peek().clone() {
+            self.next();
+            out.push(f);
+        }
+        out
+    }
+
+    fn operand(&mut self) -> Result<Arg, ParseError> {
+        let line = self.line();
+        let arg = match self.next() {
+            Tok::Dot => Arg::Dot,
+            Tok::Nil => Arg::Nil,
+            Tok::Bool(b) => Arg::Bool(b),
+            Tok::Str(s) => Arg::Str(Rc::from(s)),
+            Tok::Number(n) => Arg::Number(
+                number(&n).ok_or_else(|| self.err_at(line, format!("bad number syntax: {n:?}")))?,
+            ),
+            Tok::Field(f) => {
+                let mut fs = vec![f];
+                fs.extend(self.fields());
+                return Ok(Arg::Field(fs));
+            }
+            Tok::Variable(v) => {
+                if !self.vars.contains(&v) {
+                    return Err(self.err_at(line, format!("undefined variable \"{v}\"")));
+                }
+                let fs = self.fields();
+                return Ok(Arg::Variable(v, fs));
+            }
+            Tok::Ident(name) => {
+                if !(self.known)(&name) {
+                    return Err(self.err_at(line, format!("function \"{name}\" not defined")));
+                }
+                Arg::Ident(name)
+            }
+            Tok::LParen => {
+                let pipe = self.pipeline("parenthesized pipeline", false)?;
+                match self.next() {
+                    Tok::RParen => {}
+                    _ => return Err(self.err_at(line, "unclosed left paren")),
+                }
+                let fs = self.fields();
+                return Ok(Arg::Pipe(Box::new(pipe), fs));
+            }
+            other => {
+                return Err(
+                    self.err_at(line, format!("unexpected {} in operand", describe(&other)))
+                );
+            }
+        };
+        if let Tok::Field(_) = self.peek() {
+            return Err(self.err_at(line, "unexpected . after term"));
+        }
+        Ok(arg)
+    }
+}
+
+/// Go's reading of a number constant: an int when it is one (`0x10`,
+/// `'a'`, `1_000`), else a float (`1.5`, `1e3`, `1.0`).
+fn number(text: &str) -> Option<Number> {
+    let clean: String = text.chars().filter(|&c| c != '_').collect();
+    let (neg, body) = match clean.strip_prefix('-') {
+        Some(b) => (true, b),
+        None => (false, clean.strip_prefix('+').unwrap_or(&clean)),
+    };
+    let lower = body.to_ascii_lowercase();
+    let int = if let Some(h) = lower.strip_prefix("0x") {
+        i64::from_str_radix(h, 16).ok()
+    } else if let Some(o) = lower.strip_prefix("0o") {
+        i64::from_str_radix(o, 8).ok()
+    } else if let Some(b) = lower.strip_prefix("0b") {
+        i64::from_str_radix(b, 2).ok()
+    } else if lower.len() > 1 && lower.starts_with('0') && lower.bytes().all(|c| c.is_ascii_digit())
+    {
+        i64::from_str_radix(&lower[1..], 8).ok()
+    } else if lower.bytes().all(|c| c.is_ascii_digit()) {
+        lower.parse().ok()
+    } else {
+        None
+    };
+    if let Some(i) = int {
+        return Some(Number::Int(if neg { -i } else { i }));
+    }
+    let f: f64 = body.parse().ok()?;
+    Some(Number::Float(if neg { -f } else { f }))
+}
+
+fn describe(t: &Tok) -> String {
+    match t {
+        Tok::Text(_) => "text".into(),
+        Tok::Left => "<{{>".into(),
+        Tok::Right => "<}}>".into(),
+        Tok::Space => "space".into(),
+        Tok::Field(f) => format!("<.{f}>"),
+        Tok::Variable(v) => format!("<{v}>"),
+        Tok::Ident(i) => format!("<{i}>"),
+        Tok::Str(s) => format!("{s:?}"),
+        Tok::Number(n) => format!("<{n}>"),
+        Tok::Bool(b) => format!("<{b}>"),
+        Tok::Nil => "<nil>".into(),
+        Tok::Dot => "<.>".into(),
+        Tok::Pipe => "<|>".into(),
+        Tok::LParen => "<(>".into(),
+        Tok::RParen => "<)>".into(),
+        Tok::Declare => "<:=>".into(),
+        Tok::Assign => "<=>".into(),
+        Tok::Comma => "<,>".into(),
+        Tok::Eof => "EOF".into(),
+    }
+}
+
+impl std::fmt::Display for Pipe {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if !self.decl.is_empty() {
+            write!(
+                f,
+                "{} {} ",
+                self.decl.join(", "),
+                if self.is_assign { "=" } else { ":=" }
+            )?;
+        }
+        for (i, c) in self.cmds.iter().enumerate() {
+            if i > 0 {
+                f.write_str(" | ")?;
+            }
+            write!(f, "{c}")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::fmt::Display for Cmd {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        for (i, a) in self.args.iter().enumerate() {
+            if i > 0 {
+                f.write_str(" ")?;
+            }
+            write!(f, "{a}")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::fmt::Display for Arg {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Arg::Dot => f.write_str("."),
+            Arg::Nil => f.write_str("nil"),
+            Arg::Bool(b) => write!(f, "{b}"),
+            Arg::Number(Number::Int(i)) => write!(f, "{i}"),
+            Arg::Number(Number::Float(x)) => f.write_str(&crate::value::format_float_g(*x)),
+            Arg::Str(s) => f.write_str(&crate::gofmt::quote(s)),
+            Arg::Field(fields) => write!(f, ".{}", fields.join(".")),
+            Arg::Variable(v, fields) => {
+                f.write_str(v)?;
+                for x in fields {
+                    write!(f, ".{x}")?;
+                }
+                Ok(())
+            }
+            Arg::Ident(name) => f.write_str(name),
+            Arg::Pipe(p, fields) => {
+                write!(f, "({p})")?;
+                for x in fields {
+                    write!(f, ".{x}")?;
+                }
+                Ok(())
+            }
+        }
+    }
+}

@@ -1,0 +1,111 @@
+//! The component glue: the host's source view as a chart [`Source`],
+//! parameters as [`Options`], documents as manifests.
+
+use kiln_plugin_sdk::{AppContext, Manifest, Param, Params, RenderError, Renderer, source};
+
+use crate::chart::Source;
+use crate::render::{self, Options};
+
+struct HostSource;
+
+impl Source for HostSource {
+    fn read(&self, path: &str) -> Result<Vec<u8>, String> {
+        source::read(path).map_err(|e| source::describe(&e))
+    }
+
+    fn list(&self, path: &str) -> Option<Vec<(String, bool)>> {
+        let mut out: Vec<(String, bool)> = source::read_dir(path)
+            .ok()?
+            .into_iter()
+            .map(|e| (e.name, matches!(e.kind, source::EntryKind::Directory)))
+            .collect();
+        out.sort();
+        Some(out)
+    }
+}
+
+const KNOWN: &[&str] = &[
+    "releaseName",
+    "namespace",
+    "valueFiles",
+    "set",
+    "setString",
+    "kubeVersion",
+    "apiVersions",
+    "skipCrds",
+];
+
+fn options(params: &Params<'_>) -> Result<Options, RenderError> {
+    if let Some(unknown) = params.unknown_key(KNOWN) {
+        return Err(RenderError::InvalidParameters(format!(
+            "unknown parameter {unknown:?} (known: {})",
+            KNOWN.join(", ")
+        )));
+    }
+    let defaults = Options::default();
+    Ok(Options {
+        release_name: params
+            .get("releaseName")
+            .map_or(defaults.release_name, str::to_owned),
+        namespace: params
+            .get("namespace")
+            .map_or(defaults.namespace, str::to_owned),
+        value_files: params
+            .get_all("valueFiles")
+            .flat_map(|v| v.split(','))
+            .map(str::trim)
+            .filter(|v| !v.is_empty())
+            .map(str::to_owned)
+            .collect(),
+        set: params.get_all("set").map(str::to_owned).collect(),
+        set_string: params.get_all("setString").map(str::to_owned).collect(),
+        kube_version: params.get("kubeVersion").map(str::to_owned),
+        api_versions: params.get_all("apiVersions").map(str::to_owned).collect(),
+        skip_crds: match params.get("skipCrds") {
+            None | Some("false") => false,
+            Some("true") => true,
+            Some(other) => {
+                return Err(RenderError::InvalidParameters(format!(
+                    "skipCrds: {other:?} is not true or false"
+                )));
+            }
+        },
+        limits: defaults.limits,
+    })
+}
+
+struct Helm;
+
+impl Renderer for Helm {
+    fn render(
+        ctx: AppContext,
+        params: Vec<Param>,
+        _input: Vec<Manifest>,
+    ) -> Result<Vec<Manifest>, RenderError> {
+        let opts = options(&Params(&params))?;
+        let docs = render::render(&HostSource, &ctx.path, &opts).map_err(|e| {
+            let (file, line) = e.location();
+            match file {
+                Some(file) => RenderError::input(file, line, e.to_string()),
+                None => RenderError::Failed(e.to_string()),
+            }
+        })?;
+        let mut out = Vec::new();
+        for d in docs {
+            // Helm prints each document followed by a newline; a block scalar
+            // at its end keeps that newline (`|` clips to one).
+            let value: serde_json::Value = serde_yaml::from_str(&format!("{}\n", d.text))
+                .map_err(|e| RenderError::input(d.source.clone(), None, e.to_string()))?;
+            if value.is_null() {
+                continue;
+            }
+            out.push(Manifest::new(
+                serde_json::to_string(&value).unwrap_or_default(),
+                Some(d.source),
+            ));
+        }
+        Ok(out)
+    }
+}
+
+kiln_plugin_sdk::export_renderer!(Helm);

@@ -1,0 +1,768 @@
+//! `helm template`: values coalesced over the chart and its subcharts,
+//! dependency conditions and tags, every template rendered, the output
+//! split into documents and sorted in Helm's install order.
+
+use std::rc::Rc;
+
+use crate::chart::{Chart, LoadError, Source, load};
+use crate::convert::{from_yaml, map_of};
+use crate::exec::{ExecError, Limits, Runtime};
+use crate::files::Files;
+use crate::parse::{ParseError, Trees, parse};
+use crate::strvals::{self, SetError};
+use crate::value::{Map, Value};
+
+/// What `helm template` takes on its command line.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Release name (`.Release.Name`). Default `release-name`.
+    pub release_name: String,
+    /// Namespace (`.Release.Namespace`). Default `default`.
+    pub namespace: String,
+    /// Value files, in order, relative to the chart directory.
+    pub value_files: Vec<String>,
+    /// `--set` expressions, in order.
+    pub set: Vec<String>,
+    /// `--set-string` expressions, in order.
+    pub set_string: Vec<String>,
+    /// `--kube-version`; default [`DEFAULT_KUBE_VERSION`].
+    pub kube_version: Option<String>,
+    /// `--api-versions`, added to the default set.
+    pub api_versions: Vec<String>,
+    /// Leave `crds/` out.
+    pub skip_crds: bool,
+    /// Budgets.
+    pub limits: Limits,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            release_name: "release-name".into(),
+            namespace: "default".into(),
+            value_files: Vec::new(),
+            set: Vec::new(),
+            set_string: Vec::new(),
+            kube_version: None,
+            api_versions: Vec::new(),
+            skip_crds: false,
+            limits: Limits::default(),
+        }
+    }
+}
+
+/// The Kubernetes version Helm v4.2.3 assumes without `--kube-version`.
+pub const DEFAULT_KUBE_VERSION: &str = "v1.36.0";
+
+/// The API versions Helm v4.2.3 assumes (`chartutil.DefaultVersionSet`).
+pub const DEFAULT_API_VERSIONS: &[&str] = &[
+    "v1",
+    "admissionregistration.k8s.io/v1",
+    "admissionregistration.k8s.io/v1alpha1",
+    "admissionregistration.k8s.io/v1beta1",
+    "internal.apiserver.k8s.io/v1alpha1",
+    "apps/v1",
+    "apps/v1beta1",
+    "apps/v1beta2",
+    "authentication.k8s.io/v1",
+    "authentication.k8s.io/v1alpha1",
+    "authentication.k8s.io/v1beta1",
+    "authorization.k8s.io/v1",
+    "authorization.k8s.io/v1beta1",
+    "autoscaling/v1",
+    "autoscaling/v2",
+    "batch/v1",
+    "batch/v1beta1",
+    "certificates.k8s.io/v1",
+    "certificates.k8s.io/v1beta1",
+    "certificates.k8s.io/v1alpha1",
+    "coordination.k8s.io/v1alpha2",
+    "coordination.k8s.io/v1beta1",
+    "coordination.k8s.io/v1",
+    "discovery.k8s.io/v1",
+    "discovery.k8s.io/v1beta1",
+    "events.k8s.io/v1",
+    "events.k8s.io/v1beta1",
+    "extensions/v1beta1",
+    "flowcontrol.apiserver.k8s.io/v1",
+    "flowcontrol.apiserver.k8s.io/v1beta1",
+    "flowcontrol.apiserver.k8s.io/v1beta2",
+    "flowcontrol.apiserver.k8s.io/v1beta3",
+    "networking.k8s.io/v1",
+    "networking.k8s.io/v1beta1",
+    "node.k8s.io/v1",
+    "node.k8s.io/v1alpha1",
+    "node.k8s.io/v1beta1",
+    "policy/v1",
+    "policy/v1beta1",
+    "rbac.authorization.k8s.io/v1",
+    "rbac.authorization.k8s.io/v1beta1",
+    "rbac.authorization.k8s.io/v1alpha1",
+    "resource.k8s.io/v1",
+    "resource.k8s.io/v1beta2",
+    "resource.k8s.io/v1beta1",
+    "resource.k8s.io/v1alpha3",
+    "scheduling.k8s.io/v1alpha2",
+    "scheduling.k8s.io/v1beta1",
+    "scheduling.k8s.io/v1",
+    "storage.k8s.io/v1beta1",
+    "storage.k8s.io/v1",
+    "storage.k8s.io/v1alpha1",
+    "storagemigration.k8s.io/v1beta1",
+    "apiextensions.k8s.io/v1beta1",
+    "apiextensions.k8s.io/v1",
+];
+
+/// Helm's install order of kinds (`releaseutil.InstallOrder`); other kinds
+/// follow, alphabetically.
+pub const INSTALL_ORDER: &[&str] = &[
+    "PriorityClass",
+    "Namespace",
+    "NetworkPolicy",
+    "ResourceQuota",
+    "LimitRange",
+    "PodSecurityPolicy",
+    "PodDisruptionBudget",
+    "ServiceAccount",
+    "Secret",
+    "SecretList",
+    "ConfigMap",
+    "StorageClass",
+    "PersistentVolume",
+    "PersistentVolumeClaim",
+    "CustomResourceDefinition",
+    "ClusterRole",
+    "ClusterRoleList",
+    "ClusterRoleBinding",
+    "ClusterRoleBindingList",
+    "Role",
+    "RoleList",
+    "RoleBinding",
+    "RoleBindingList",
+    "Service",
+    "DaemonSet",
+    "Pod",
+    "ReplicationController",
+    "ReplicaSet",
+    "Deployment",
+    "HorizontalPodAutoscaler",
+    "StatefulSet",
+    "Job",
+    "CronJob",
+    "IngressClass",
+    "Ingress",
+    "APIService",
+    "MutatingWebhookConfiguration",
+    "ValidatingWebhookConfiguration",
+];
+
+/// Hook events Helm knows; a document with another is dropped, as Helm does.
+const HOOK_EVENTS: &[&str] = &[
+    "pre-install",
+    "post-install",
+    "pre-delete",
+    "post-delete",
+    "pre-upgrade",
+    "post-upgrade",
+    "pre-rollback",
+    "post-rollback",
+    "test",
+    "test-success",
+];
+
+/// One document of the output.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Document {
+    /// The template (or CRD file) it came from, as `# Source:` names it.
+    pub source: String,
+    /// Its YAML text.
+    pub text: String,
+    /// Whether it is a hook (`helm.sh/hook`).
+    pub hook: bool,
+}
+
+/// A render failure.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RenderError {
+    /// The chart does not load.
+    #[error(transparent)]
+    Load(#[from] LoadError),
+    /// A value file is missing or is not YAML.
+    #[error("{file}: {message}")]
+    Values {
+        /// The file.
+        file: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// A `--set` expression.
+    #[error(transparent)]
+    Set(#[from] SetError),
+    /// A template does not parse.
+    #[error("parse error at ({}:{}): {}", .0.name, .0.line, .0.message)]
+    Parse(#[from] ParseError),
+    /// A template fails.
+    #[error(transparent)]
+    Exec(#[from] ExecError),
+    /// A rendered document is not YAML.
+    #[error("YAML parse error on {source_name}: {message}")]
+    Yaml {
+        /// The template.
+        source_name: String,
+        /// The parser's message.
+        message: String,
+    },
+}
+
+impl RenderError {
+    /// The file (template or values) the error is in, and its line.
+    pub fn location(&self) -> (Option<String>, Option<u32>) {
+        let line = |l: usize| u32::try_from(l).ok();
+        match self {
+            RenderError::Load(
+                LoadError::Yaml { file, .. } | LoadError::Unsupported { file, .. },
+            ) => (Some(file.clone()), None),
+            RenderError::Values { file, .. } => (Some(file.clone()), None),
+            RenderError::Parse(p) => (Some(p.name.clone()), line(p.line)),
+            RenderError::Exec(
+                ExecError::Go { name, line: l, .. }
+                | ExecError::Helm { name, line: l, .. }
+                | ExecError::Limit { name, line: l, .. },
+            ) => (Some(name.clone()), line(*l)),
+            RenderError::Yaml { source_name, .. } => (Some(source_name.clone()), None),
+            _ => (None, None),
+        }
+    }
+}
+
+/// Normalizes `a/b/../c` (None when it climbs above the root).
+fn normalize(path: &str) -> Option<String> {
+    let mut out: Vec<&str> = Vec::new();
+    for part in path.split('/') {
+        match part {
+            "" | "." => {}
+            ".." => {
+                out.pop()?;
+            }
+            p => out.push(p),
+        }
+    }
+    Some(out.join("/"))
+}
+
+fn user_values(src: &dyn Source, chart_dir: &str, opts: &Options) -> Result<Map, RenderError> {
+    let mut vals = Map::new();
+    for f in &opts.value_files {
+        let joined = if chart_dir.is_empty() {
+            f.clone()
+        } else {
+            format!("{chart_dir}/{f}")
+        };
+        let path = normalize(&joined).ok_or_else(|| RenderError::Values {
+            file: f.clone(),
+            message: "the value file is outside the render root".into(),
+        })?;
+        let bytes = src.read(&path).map_err(|message| RenderError::Values {
+            file: f.clone(),
+            message,
+        })?;
+        let text = String::from_utf8_lossy(&bytes);
+        kiln_yaml_limits::check(&text, &kiln_yaml_limits::YamlLimits::default()).map_err(|e| {
+            RenderError::Values {
+                file: f.clone(),
+                message: e.to_string(),
+            }
+        })?;
+        for doc in split_value_documents(&text) {
+            let v = from_yaml(doc).map_err(|message| RenderError::Values {
+                file: f.clone(),
+                message,
+            })?;
+            if let Value::Map(m) = v {
+                vals = merge_maps(vals, &m.borrow());
+            }
+        }
+    }
+    for s in &opts.set {
+        strvals::apply(s, &mut vals, false)?;
+    }
+    for s in &opts.set_string {
+        strvals::apply(s, &mut vals, true)?;
+    }
+    Ok(vals)
+}
+
+/// Documents of a value file (a `---` line ends one).
+fn split_value_documents(text: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut start = 0;
+    let mut pos = 0;
+    for line in text.split_inclusive('\n') {
+        if let Some(rest) = line.strip_prefix("---") {
+            let rest = rest.trim();
+            if rest.is_empty() || rest.starts_with('#') {
+                out.push(&text[start..pos]);
+                start = pos + line.len();
+            }
+        }
+        pos += line.len();
+    }
+    out.push(&text[start..]);
+    out
+}
+
+/// Helm's `MergeMaps`: `b` wins, maps merge recursively.
+fn merge_maps(mut a: Map, b: &Map) -> Map {
+    for (k, v) in b {
+        if let (Some(Value::Map(x)), Value::Map(y)) = (a.get(k), v) {
+            let merged = merge_maps(x.borrow().clone(), &y.borrow());
+            a.insert(k.clone(), Value::map(merged));
+        } else {
+            a.insert(k.clone(), v.clone());
+        }
+    }
+    a
+}
+
+/// `coalesceTables`: `dst` (the user's) over `src` (defaults); a null in
+/// `dst` deletes the default.
+fn coalesce_tables(mut dst: Map, src: &Map) -> Map {
+    for (k, sv) in src {
+        match dst.get(k) {
+            Some(Value::Nil) => {
+                dst.remove(k);
+            }
+            Some(Value::Map(d)) => {
+                if let Value::Map(s) = sv {
+                    let merged = coalesce_tables(d.borrow().clone(), &s.borrow());
+                    dst.insert(k.clone(), Value::map(merged));
+                }
+            }
+            Some(_) => {}
+            None => {
+                dst.insert(k.clone(), sv.clone());
+            }
+        }
+    }
+    dst
+}
+
+/// Parent globals over the subchart's (`coalesceGlobals`).
+fn coalesce_globals(mut dest: Map, parent: &Map) -> Map {
+    let mut dg = dest
+        .get("global")
+        .and_then(Value::map_clone)
+        .unwrap_or_default();
+    if let Some(sg) = parent.get("global").and_then(Value::as_map) {
+        for (k, v) in sg.iter() {
+            match (v, dg.get(k)) {
+                (Value::Map(pv), Some(Value::Map(dv))) => {
+                    let merged = coalesce_tables(pv.borrow().clone(), &dv.borrow());
+                    dg.insert(k.clone(), Value::map(merged));
+                }
+                (Value::Map(_), Some(_)) => {}
+                (_, Some(Value::Map(_))) => {}
+                _ => {
+                    dg.insert(k.clone(), v.clone());
+                }
+            }
+        }
+    }
+    dest.insert("global".into(), Value::map(dg));
+    dest
+}
+
+/// `CoalesceValues` of `chart` under `vals`.
+fn coalesce(chart: &Chart, vals: Map) -> Map {
+    let mut v = coalesce_tables(vals, &chart.values);
+    for sub in &chart.subcharts {
+        let name = sub.name();
+        let dv = match v.get(&name) {
+            Some(Value::Map(m)) => m.borrow().clone(),
+            Some(Value::Nil) | None => Map::new(),
+            Some(_) => continue,
+        };
+        let dv = coalesce_globals(dv, &v);
+        let dv = coalesce(sub, dv);
+        v.insert(name, Value::map(dv));
+    }
+    v
+}
+
+/// The values without null entries (Helm drops them once coalesced).
+fn without_nulls(m: Map) -> Map {
+    m.into_iter()
+        .filter(|(_, v)| !matches!(v, Value::Nil))
+        .map(|(k, v)| match v {
+            Value::Map(inner) => (k, Value::map(without_nulls(inner.borrow().clone()))),
+            other => (k, other),
+        })
+        .collect()
+}
+
+/// Looks `path` (`a.b.c`) up in `vals`.
+fn lookup_path(vals: &Map, path: &str) -> Option<Value> {
+    let mut parts = path.split('.');
+    let mut cur = vals.get(parts.next()?)?.clone();
+    for p in parts {
+        let next = cur.as_map()?.get(p)?.clone();
+        cur = next;
+    }
+    Some(cur)
+}
+
+/// Renames aliased subcharts and drops those whose condition or tags
+/// disable them (`ProcessDependencyEnabled`), recursively.
+fn process_dependencies(chart: &mut Chart, cvals: &Map, prefix: &str) {
+    // Aliases: the subchart takes the alias as its name.
+    for dep in &chart.dependencies {
+        if let Some(alias) = &dep.alias
+            && let Some(sub) = chart.subcharts.iter_mut().find(|s| s.name() == dep.name)
+        {
+            sub.metadata.insert("Name".into(), Value::str(alias));
+        }
+    }
+    let tags = cvals
+        .get("tags")
+        .and_then(Value::map_clone)
+        .unwrap_or_default();
+    let mut keep = Vec::new();
+    for sub in std::mem::take(&mut chart.subcharts) {
+        let name = sub.name();
+        let dep = chart
+            .dependencies
+            .iter()
+            .find(|d| d.alias.as_deref().unwrap_or(&d.name) == name);
+        let mut enabled = true;
+        if let Some(dep) = dep {
+            let mut tag_vals = dep.tags.iter().filter_map(|t| match tags.get(t) {
+                Some(Value::Bool(b)) => Some(*b),
+                _ => None,
+            });
+            if let Some(first) = tag_vals.next() {
+                enabled = first || tag_vals.any(|b| b);
+            }
+            if let Some(cond) = &dep.condition {
+                for c in cond.split(',').map(str::trim) {
+                    if let Some(Value::Bool(b)) = lookup_path(cvals, &format!("{prefix}{c}")) {
+                        enabled = b;
+                        break;
+                    }
+                }
+            }
+        }
+        if enabled {
+            keep.push(sub);
+        }
+    }
+    chart.subcharts = keep;
+    for sub in &mut chart.subcharts {
+        sub.metadata.insert("IsRoot".into(), Value::Bool(false));
+        let p = format!("{prefix}{}.", sub.name());
+        process_dependencies(sub, cvals, &p);
+    }
+}
+
+fn capabilities(opts: &Options) -> Value {
+    let version = opts
+        .kube_version
+        .clone()
+        .unwrap_or_else(|| DEFAULT_KUBE_VERSION.to_owned());
+    let version = if version.starts_with('v') {
+        version
+    } else {
+        format!("v{version}")
+    };
+    let parsed = crate::semver::Version::parse(&version).ok();
+    let (major, minor) = parsed.map_or((String::new(), String::new()), |v| {
+        (v.major.to_string(), v.minor.to_string())
+    });
+    let mut apis: Vec<String> = DEFAULT_API_VERSIONS
+        .iter()
+        .map(|s| (*s).to_owned())
+        .collect();
+    for a in &opts.api_versions {
+        for x in a.split(',').map(str::trim).filter(|x| !x.is_empty()) {
+            apis.push(x.to_owned());
+        }
+    }
+    map_of([
+        (
+            "KubeVersion",
+            map_of([
+                ("Version", Value::str(&version)),
+                ("GitVersion", Value::str(&version)),
+                ("Major", Value::str(major)),
+                ("Minor", Value::str(minor)),
+            ]),
+        ),
+        ("APIVersions", Value::ApiVersions(Rc::new(apis))),
+        (
+            "HelmVersion",
+            map_of([
+                ("Version", Value::str("v4.2")),
+                ("GitCommit", Value::str("")),
+                ("GitTreeState", Value::str("")),
+                ("GoVersion", Value::str("")),
+                ("KubeClientVersion", Value::str("v1.36")),
+            ]),
+        ),
+    ])
+}
+
+/// A template of one chart, ready to run.
+struct Renderable {
+    name: String,
+    base_path: String,
+    values: Value,
+    chart: Value,
+    files: Value,
+}
+
+/// Collects every chart's templates (by full name) and their contexts.
+fn collect(
+    chart: &Chart,
+    id: &str,
+    values: &Value,
+    out: &mut Vec<(String, String, Renderable)>,
+    crds: &mut Vec<Document>,
+    skip_crds: bool,
+) {
+    let files = Value::Files(Rc::new(Files::new(chart.files.clone())));
+    let chart_value = Value::map(chart.metadata.clone());
+    let library = chart.metadata.get("Type").and_then(Value::as_str) == Some("library");
+    for (path, text) in &chart.templates {
+        // A library chart gives only its partials (`_*`), as Helm's
+        // `isTemplateValid` decides.
+        let partial = path.rsplit('/').next().is_some_and(|b| b.starts_with('_'));
+        if library && !partial {
+            continue;
+        }
+        let name = format!("{id}/{path}");
+        out.push((
+            name.clone(),
+            text.clone(),
+            Renderable {
+                name,
+                base_path: format!("{id}/templates"),
+                values: values.clone(),
+                chart: chart_value.clone(),
+                files: files.clone(),
+            },
+        ));
+    }
+    if !skip_crds {
+        for (path, text) in &chart.crds {
+            crds.push(Document {
+                source: format!("{id}/{path}"),
+                text: text.clone(),
+                hook: false,
+            });
+        }
+    }
+    for sub in &chart.subcharts {
+        let name = sub.name();
+        // The subchart's values are the parent's map under its name, shared
+        // (a `set` in one is seen by the other, as in Helm).
+        let sub_values = match values.as_map().and_then(|m| m.get(&name).cloned()) {
+            Some(v @ Value::Map(_)) => v,
+            _ => Value::map(Map::new()),
+        };
+        collect(
+            sub,
+            &format!("{id}/charts/{name}"),
+            &sub_values,
+            out,
+            crds,
+            skip_crds,
+        );
+    }
+}
+
+/// Helm's order of parsing templates: deeper paths first, so that a
+/// parent's `define` wins over a subchart's.
+fn parse_order(names: &mut [String]) {
+    names.sort_by(|a, b| {
+        let (ca, cb) = (a.matches('/').count(), b.matches('/').count());
+        cb.cmp(&ca).then_with(|| b.cmp(a))
+    });
+}
+
+fn seed_of(parts: &[&str]) -> u64 {
+    // FNV-1a over the parts.
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for p in parts {
+        for b in p.bytes().chain([0]) {
+            h ^= u64::from(b);
+            h = h.wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+    h
+}
+
+/// Renders the chart at `chart_dir` as `helm template` does: CRDs first
+/// (unless skipped), then the manifests in install order, then hooks.
+pub fn render(
+    src: &dyn Source,
+    chart_dir: &str,
+    opts: &Options,
+) -> Result<Vec<Document>, RenderError> {
+    let mut chart = load(src, chart_dir)?;
+    let user = user_values(src, chart_dir, opts)?;
+    let cvals = coalesce(&chart, user.clone());
+    process_dependencies(&mut chart, &cvals, "");
+    let vals = Value::map(without_nulls(coalesce(&chart, user)));
+
+    let root = chart.name();
+    let mut renderables = Vec::new();
+    let mut crds = Vec::new();
+    collect(
+        &chart,
+        &root,
+        &vals,
+        &mut renderables,
+        &mut crds,
+        opts.skip_crds,
+    );
+
+    let mut names: Vec<String> = renderables.iter().map(|r| r.0.clone()).collect();
+    parse_order(&mut names);
+    let mut trees = Trees::new();
+    for name in &names {
+        let (_, text, _) = renderables
+            .iter()
+            .find(|r| &r.0 == name)
+            .expect("collected");
+        parse(name, text, &mut trees, &crate::funcs::exists)?;
+    }
+    let release = map_of([
+        ("Name", Value::str(&opts.release_name)),
+        ("Namespace", Value::str(&opts.namespace)),
+        ("IsUpgrade", Value::Bool(false)),
+        ("IsInstall", Value::Bool(true)),
+        ("Revision", Value::Int(1)),
+        ("Service", Value::str("Helm")),
+    ]);
+    let caps = capabilities(opts);
+    let mut rt = Runtime::new(trees, opts.limits, 0);
+    let mut rendered: Vec<(String, String)> = Vec::new();
+    for name in &names {
+        let base = name.rsplit('/').next().unwrap_or(name);
+        if base.starts_with('_') || name.ends_with("NOTES.txt") {
+            continue;
+        }
+        let (_, _, r) = renderables
+            .iter()
+            .find(|r| &r.0 == name)
+            .expect("collected");
+        let dot = map_of([
+            ("Values", r.values.clone()),
+            ("Release", release.clone()),
+            ("Chart", r.chart.clone()),
+            ("Capabilities", caps.clone()),
+            ("Files", r.files.clone()),
+            (
+                "Template",
+                map_of([
+                    ("Name", Value::str(&r.name)),
+                    ("BasePath", Value::str(&r.base_path)),
+                ]),
+            ),
+        ]);
+        rt.seed = seed_of(&[&opts.release_name, &opts.namespace, &root, name]);
+        rt.random_calls = 0;
+        let out = rt.execute(name, dot)?;
+        rendered.push((name.clone(), out.replace("<no value>", "")));
+    }
+    rendered.sort_by(|a, b| a.0.cmp(&b.0));
+    sort_manifests(rendered, crds)
+}
+
+/// The position of a kind in Helm's install order.
+fn kind_rank(kind: &str) -> (usize, String) {
+    match INSTALL_ORDER.iter().position(|k| *k == kind) {
+        Some(i) => (i, String::new()),
+        None => (INSTALL_ORDER.len(), kind.to_owned()),
+    }
+}
+
+/// Splits rendered files into documents (`releaseutil.SplitManifests`).
+fn split_manifests(text: &str) -> Vec<String> {
+    let sep = regex_lite::Regex::new(r"(?:^|\s*\n)---\s*").expect("a valid pattern");
+    let trimmed = text.trim_start();
+    sep.split(trimmed)
+        .filter(|d| !d.trim().is_empty())
+        .map(|d| d.trim_start().to_owned())
+        .collect()
+}
+
+fn sort_manifests(
+    files: Vec<(String, String)>,
+    crds: Vec<Document>,
+) -> Result<Vec<Document>, RenderError> {
+    let mut generic: Vec<((usize, String), Document)> = Vec::new();
+    let mut hooks: Vec<((usize, String), Document)> = Vec::new();
+    for (source, text) in files {
+        if text.trim().is_empty() {
+            continue;
+        }
+        for doc in split_manifests(&text) {
+            let head: serde_yaml::Value =
+                serde_yaml::from_str(&doc).map_err(|e| RenderError::Yaml {
+                    source_name: source.clone(),
+                    message: e.to_string(),
+                })?;
+            let kind = head
+                .get("kind")
+                .and_then(serde_yaml::Value::as_str)
+                .unwrap_or("")
+                .to_owned();
+            let hook = head
+                .get("metadata")
+                .and_then(|m| m.get("annotations"))
+                .and_then(|a| a.get("helm.sh/hook"))
+                .map(|h| match h {
+                    serde_yaml::Value::String(s) => s.clone(),
+                    other => serde_yaml::to_string(other)
+                        .unwrap_or_default()
+                        .trim()
+                        .to_owned(),
+                });
+            let document = Document {
+                source: source.clone(),
+                text: doc,
+                hook: hook.is_some(),
+            };
+            match hook {
+                None => generic.push((kind_rank(&kind), document)),
+                Some(events) => {
+                    if events
+                        .split(',')
+                        .all(|e| HOOK_EVENTS.contains(&e.trim().to_lowercase().as_str()))
+                    {
+                        hooks.push((kind_rank(&kind), document));
+                    }
+                }
+            }
+        }
+    }
+    generic.sort_by(|a, b| a.0.cmp(&b.0));
+    hooks.sort_by(|a, b| a.0.cmp(&b.0));
+    let mut out = crds;
+    out.extend(generic.into_iter().map(|g| g.1));
+    out.extend(hooks.into_iter().map(|h| h.1));
+    Ok(out)
+}
+
+/// The documents as the text `helm template` prints (with `# Source:`).
+pub fn stream(docs: &[Document]) -> String {
+    let mut out = String::new();
+    for d in docs {
+        out.push_str("---\n# Source: ");
+        out.push_str(&d.source);
+        out.push('\n');
+        out.push_str(&d.text);
+        out.push('\n');
+    }
+    out
+}

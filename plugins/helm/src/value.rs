@@ -1,0 +1,330 @@
+//! The values templates work on: what Go's `interface{}` holds in Helm
+//! (YAML/JSON data, template literals, Sprig results), with Go's printing.
+
+use std::cell::{Ref, RefCell};
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::rc::Rc;
+
+/// A map as Go's `map[string]interface{}`: templates see its keys sorted.
+pub type Map = BTreeMap<String, Value>;
+
+/// A template value.
+#[derive(Debug, Clone, Default)]
+pub enum Value {
+    /// Go's nil (also a missing map key under `missingkey=zero`).
+    #[default]
+    Nil,
+    /// `bool`.
+    Bool(bool),
+    /// Go's `int` (template literals, `len`, `int`, `atoi`).
+    Int(i64),
+    /// Go's `int64` (Sprig's arithmetic, `int64`).
+    Int64(i64),
+    /// `float64` (every number of values files and JSON).
+    Float(f64),
+    /// `string`.
+    Str(Rc<str>),
+    /// `[]interface{}`.
+    List(Rc<Vec<Value>>),
+    /// `[]string` (Sprig's `splitList`, `keys`, ...).
+    Strings(Rc<Vec<Value>>),
+    /// `map[string]interface{}`: shared, as Go's maps are (Sprig's `set`,
+    /// `unset` and `merge` change it in place, for every holder).
+    Map(Rc<RefCell<Map>>),
+    /// `.Files`: the chart's non-template files.
+    Files(Rc<crate::files::Files>),
+    /// `.Capabilities.APIVersions`.
+    ApiVersions(Rc<Vec<String>>),
+}
+
+impl Value {
+    /// A string value.
+    pub fn str(s: impl AsRef<str>) -> Value {
+        Value::Str(Rc::from(s.as_ref()))
+    }
+
+    /// A map value.
+    pub fn map(m: Map) -> Value {
+        Value::Map(Rc::new(RefCell::new(m)))
+    }
+
+    /// A list value.
+    pub fn list(l: Vec<Value>) -> Value {
+        Value::List(Rc::new(l))
+    }
+
+    /// Go's truth: false, 0, nil and empty strings, lists and maps are false.
+    pub fn truth(&self) -> bool {
+        match self {
+            Value::Nil => false,
+            Value::Bool(b) => *b,
+            Value::Int(i) | Value::Int64(i) => *i != 0,
+            Value::Float(f) => *f != 0.0,
+            Value::Str(s) => !s.is_empty(),
+            Value::List(l) | Value::Strings(l) => !l.is_empty(),
+            Value::Map(m) => !m.borrow().is_empty(),
+            Value::Files(_) | Value::ApiVersions(_) => true,
+        }
+    }
+
+    /// Go's type name (`typeOf`).
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            Value::Nil => "<nil>",
+            Value::Bool(_) => "bool",
+            Value::Int(_) => "int",
+            Value::Int64(_) => "int64",
+            Value::Float(_) => "float64",
+            Value::Str(_) => "string",
+            Value::List(_) => "[]interface {}",
+            Value::Strings(_) => "[]string",
+            Value::Map(_) => "map[string]interface {}",
+            Value::Files(_) => "chart.Files",
+            Value::ApiVersions(_) => "chartutil.VersionSet",
+        }
+    }
+
+    /// Go's kind name (`kindOf`).
+    pub fn kind_name(&self) -> &'static str {
+        match self {
+            Value::Nil => "invalid",
+            Value::Bool(_) => "bool",
+            Value::Int(_) => "int",
+            Value::Int64(_) => "int64",
+            Value::Float(_) => "float64",
+            Value::Str(_) => "string",
+            Value::List(_) | Value::Strings(_) | Value::ApiVersions(_) => "slice",
+            Value::Map(_) | Value::Files(_) => "map",
+        }
+    }
+
+    /// The string inside, if a string.
+    pub fn as_str(&self) -> Option<&str> {
+        match self {
+            Value::Str(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// The items, if a list.
+    pub fn as_list(&self) -> Option<&[Value]> {
+        match self {
+            Value::List(l) | Value::Strings(l) => Some(l),
+            _ => None,
+        }
+    }
+
+    /// The map, if a map.
+    pub fn as_map(&self) -> Option<Ref<'_, Map>> {
+        match self {
+            Value::Map(m) => Some(m.borrow()),
+            _ => None,
+        }
+    }
+
+    /// A copy of the map (its values still shared), if a map.
+    pub fn map_clone(&self) -> Option<Map> {
+        self.as_map().map(|m| m.clone())
+    }
+
+    /// A copy sharing nothing with `self` (Sprig's `deepCopy`).
+    pub fn deep_copy(&self) -> Value {
+        self.deep_copy_at(0)
+    }
+
+    fn deep_copy_at(&self, depth: usize) -> Value {
+        if depth > MAX_NESTING {
+            return Value::Nil;
+        }
+        match self {
+            Value::Map(m) => Value::map(
+                m.borrow()
+                    .iter()
+                    .map(|(k, v)| (k.clone(), v.deep_copy_at(depth + 1)))
+                    .collect(),
+            ),
+            Value::List(l) => Value::list(l.iter().map(|v| v.deep_copy_at(depth + 1)).collect()),
+            other => other.clone(),
+        }
+    }
+
+    /// Whether the value is an integer of either Go type.
+    pub fn as_int(&self) -> Option<i64> {
+        match self {
+            Value::Int(i) | Value::Int64(i) => Some(*i),
+            _ => None,
+        }
+    }
+
+    /// Go's `fmt.Sprint` of the value (`%v`).
+    pub fn to_go_string(&self) -> String {
+        let mut out = String::new();
+        write_go(&mut out, self, 0);
+        out
+    }
+
+    /// What a template action prints: `<no value>` for nil.
+    pub fn to_template_string(&self) -> String {
+        match self {
+            Value::Nil => "<no value>".to_owned(),
+            other => other.to_go_string(),
+        }
+    }
+}
+
+/// Deepest nesting printed or copied: a map that contains itself (Go maps
+/// are shared, and `set` can make a cycle) stops here instead of
+/// exhausting the stack.
+pub const MAX_NESTING: usize = 256;
+
+/// Appends `%v` of `v` (nil as `<nil>`) at nesting `depth`.
+fn write_go(out: &mut String, v: &Value, depth: usize) {
+    if depth > MAX_NESTING {
+        out.push_str("...");
+        return;
+    }
+    match v {
+        Value::Nil => out.push_str("<nil>"),
+        Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
+        Value::Int(i) | Value::Int64(i) => {
+            let _ = write!(out, "{i}");
+        }
+        Value::Float(f) => out.push_str(&format_float_g(*f)),
+        Value::Str(s) => out.push_str(s),
+        Value::List(l) | Value::Strings(l) => {
+            out.push('[');
+            for (i, item) in l.iter().enumerate() {
+                if i > 0 {
+                    out.push(' ');
+                }
+                write_go(out, item, depth + 1);
+            }
+            out.push(']');
+        }
+        Value::Map(m) => {
+            out.push_str("map[");
+            for (i, (k, item)) in m.borrow().iter().enumerate() {
+                if i > 0 {
+                    out.push(' ');
+                }
+                out.push_str(k);
+                out.push(':');
+                write_go(out, item, depth + 1);
+            }
+            out.push(']');
+        }
+        Value::Files(f) => {
+            out.push_str("map[");
+            for (i, (k, _)) in f.entries().iter().enumerate() {
+                if i > 0 {
+                    out.push(' ');
+                }
+                let _ = write!(out, "{k}:[...]");
+            }
+            out.push(']');
+        }
+        Value::ApiVersions(l) => {
+            let _ = write!(out, "[{}]", l.join(" "));
+        }
+    }
+}
+
+/// The shortest decimal digits of `f` and its decimal exponent (`0.d1d2… ×
+/// 10^exp`, like strconv's `decimal.dp`).
+fn shortest_digits(f: f64) -> (String, i32) {
+    let s = format!("{:e}", f.abs());
+    let (mantissa, exp) = s.split_once('e').unwrap_or((&s, "0"));
+    let digits: String = mantissa.chars().filter(char::is_ascii_digit).collect();
+    let exp: i32 = exp.parse().unwrap_or(0);
+    (digits, exp + 1)
+}
+
+/// Go's `strconv.FormatFloat(f, 'g', -1, 64)` (what `%v` prints for a
+/// float64: `1e+06`, `1.5`, `100000`).
+pub fn format_float_g(f: f64) -> String {
+    if f.is_nan() {
+        return "NaN".to_owned();
+    }
+    if f.is_infinite() {
+        return if f > 0.0 { "+Inf" } else { "-Inf" }.to_owned();
+    }
+    if f == 0.0 {
+        return if f.is_sign_negative() { "-0" } else { "0" }.to_owned();
+    }
+    let (digits, dp) = shortest_digits(f);
+    let sign = if f < 0.0 { "-" } else { "" };
+    let exp = dp - 1;
+    // Go: %e when the exponent is < -4 or >= 6 (the shortest form's
+    // precision for this decision).
+    let eprec = 6;
+    if exp < -4 || exp >= eprec {
+        let mut out = String::from(sign);
+        out.push_str(&digits[..1]);
+        if digits.len() > 1 {
+            out.push('.');
+            out.push_str(&digits[1..]);
+        }
+        out.push('e');
+        out.push(if exp < 0 { '-' } else { '+' });
+        let e = exp.abs();
+        if e < 10 {
+            out.push('0');
+        }
+        let _ = write!(out, "{e}");
+        return out;
+    }
+    let mut out = String::from(sign);
+    if dp <= 0 {
+        out.push_str("0.");
+        for _ in 0..(-dp) {
+            out.push('0');
+        }
+        out.push_str(&digits);
+    } else if dp as usize >= digits.len() {
+        out.push_str(&digits);
+        for _ in 0..(dp as usize - digits.len()) {
+            out.push('0');
+        }
+    } else {
+        out.push_str(&digits[..dp as usize]);
+        out.push('.');
+        out.push_str(&digits[dp as usize..]);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // Expected strings from Go (fmt.Sprint of float64).
+    #[test]
+    fn floats_print_as_go() {
+        for (f, want) in [
+            (1000000.0, "1e+06"),
+            (100000.0, "100000"),
+            (1.5, "1.5"),
+            (3.0, "3"),
+            (123456789.0, "1.23456789e+08"),
+            (0.0001, "0.0001"),
+            (0.00001, "1e-05"),
+            (-2.5, "-2.5"),
+            (1e21, "1e+21"),
+            (12345678.0, "1.2345678e+07"),
+            (0.1, "0.1"),
+        ] {
+            assert_eq!(format_float_g(f), want, "{f}");
+        }
+    }
+
+    #[test]
+    fn containers_print_as_go() {
+        let mut m = Map::new();
+        m.insert("b".into(), Value::Float(2.0));
+        m.insert("a".into(), Value::Int(1));
+        assert_eq!(Value::map(m).to_go_string(), "map[a:1 b:2]");
+        let l = Value::list(vec![Value::str("a"), Value::str("b"), Value::Nil]);
+        assert_eq!(l.to_go_string(), "[a b <nil>]");
+    }
+}

@@ -1,0 +1,211 @@
+//! YAML read as Helm reads values (`sigs.k8s.io/yaml`: go-yaml v2, then
+//! JSON): plain scalars resolved by YAML 1.1 (`yes`, `on`, `y` are
+//! booleans, `017` is octal), numbers as float64, timestamps as their
+//! text, anchors, aliases and `<<` merge keys expanded. Quoted and block
+//! scalars are strings.
+
+use std::collections::HashMap;
+use std::sync::LazyLock;
+
+use granit_parser::{Event, Parser, ScalarStyle};
+use regex_lite::Regex;
+
+use crate::value::{Map, Value};
+
+static FLOAT: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^[-+]?(\.[0-9]+|[0-9][0-9_]*(\.[0-9_]*)?)([eE][-+]?[0-9]+)?$")
+        .expect("a valid pattern")
+});
+
+/// The documents of `text` (an empty document is [`Value::Nil`]).
+pub fn documents(text: &str) -> Result<Vec<Value>, String> {
+    let mut reader = Reader {
+        events: Parser::new_from_str(text),
+        anchors: HashMap::new(),
+    };
+    let mut out = Vec::new();
+    loop {
+        match reader.next()? {
+            None | Some(Event::StreamEnd) => return Ok(out),
+            Some(Event::DocumentStart(..)) => {
+                let first = reader.next()?;
+                match first {
+                    Some(Event::DocumentEnd) | None => out.push(Value::Nil),
+                    Some(event) => {
+                        out.push(reader.node(event)?);
+                        reader.next()?;
+                    }
+                }
+            }
+            Some(_) => {}
+        }
+    }
+}
+
+/// The first document of `text` (Nil when empty).
+pub fn read(text: &str) -> Result<Value, String> {
+    Ok(documents(text)?.into_iter().next().unwrap_or_default())
+}
+
+struct Reader<'a> {
+    events: Parser<'a, granit_parser::StrInput<'a>>,
+    anchors: HashMap<usize, Value>,
+}
+
+impl<'a> Reader<'a> {
+    fn next(&mut self) -> Result<Option<Event<'a>>, String> {
+        match self.events.next() {
+            None => Ok(None),
+            Some(Ok((event, _))) => Ok(Some(event)),
+            Some(Err(e)) => Err(format!("yaml: {e}")),
+        }
+    }
+
+    fn expect(&mut self) -> Result<Event<'a>, String> {
+        self.next()?
+            .ok_or_else(|| "yaml: unexpected end of input".to_owned())
+    }
+
+    fn node(&mut self, event: Event<'a>) -> Result<Value, String> {
+        let (value, anchor) = match event {
+            Event::Scalar(text, style, anchor, tag) => {
+                let plain = style == ScalarStyle::Plain;
+                let tagged_str = tag.as_ref().is_some_and(|t| t.suffix() == "str");
+                let v = if plain && !tagged_str {
+                    resolve(&text)
+                } else {
+                    Value::str(&*text)
+                };
+                (v, anchor)
+            }
+            Event::Alias(id) => {
+                return self
+                    .anchors
+                    .get(&id)
+                    .cloned()
+                    .ok_or_else(|| "yaml: unknown anchor".to_owned());
+            }
+            Event::SequenceStart(_, anchor, _) => {
+                let mut items = Vec::new();
+                loop {
+                    match self.expect()? {
+                        Event::SequenceEnd => break,
+                        e => items.push(self.node(e)?),
+                    }
+                }
+                (Value::list(items), anchor)
+            }
+            Event::MappingStart(_, anchor, _) => {
+                let mut map = Map::new();
+                let mut merged: Vec<Map> = Vec::new();
+                loop {
+                    let key_event = match self.expect()? {
+                        Event::MappingEnd => break,
+                        e => e,
+                    };
+                    let is_merge = matches!(&key_event, Event::Scalar(t, ScalarStyle::Plain, _, None) if t == "<<");
+                    let key = self.node(key_event)?;
+                    let value_event = self.expect()?;
+                    let value = self.node(value_event)?;
+                    if is_merge {
+                        match value {
+                            Value::Map(m) => merged.push(m.borrow().clone()),
+                            Value::List(l) => merged.extend(l.iter().filter_map(|v| v.map_clone())),
+                            _ => {
+                                return Err(
+                                    "yaml: map merge requires map or sequence of maps as the value"
+                                        .into(),
+                                );
+                            }
+                        }
+                        continue;
+                    }
+                    map.insert(key_text(&key), value);
+                }
+                for m in merged {
+                    for (k, v) in m {
+                        map.entry(k).or_insert(v);
+                    }
+                }
+                (Value::map(map), anchor)
+            }
+            other => return Err(format!("yaml: unexpected {other:?}")),
+        };
+        if anchor != 0 {
+            self.anchors.insert(anchor, value.clone());
+        }
+        Ok(value)
+    }
+}
+
+/// A mapping key as JSON names it.
+fn key_text(v: &Value) -> String {
+    match v {
+        Value::Nil => "null".to_owned(),
+        other => other.to_go_string(),
+    }
+}
+
+/// What a plain scalar is to go-yaml v2, as a JSON-bound value.
+pub fn resolve(text: &str) -> Value {
+    match text {
+        "" | "~" | "null" | "Null" | "NULL" => return Value::Nil,
+        "y" | "Y" | "yes" | "Yes" | "YES" | "true" | "True" | "TRUE" | "on" | "On" | "ON" => {
+            return Value::Bool(true);
+        }
+        "n" | "N" | "no" | "No" | "NO" | "false" | "False" | "FALSE" | "off" | "Off" | "OFF" => {
+            return Value::Bool(false);
+        }
+        _ => {}
+    }
+    let clean = text.replace('_', "");
+    let (neg, body) = match clean.strip_prefix('-') {
+        Some(r) => (true, r.to_owned()),
+        None => (false, clean.strip_prefix('+').unwrap_or(&clean).to_owned()),
+    };
+    let int = if let Some(h) = body.strip_prefix("0x").or_else(|| body.strip_prefix("0X")) {
+        i128::from_str_radix(h, 16).ok()
+    } else if let Some(b) = body.strip_prefix("0b").or_else(|| body.strip_prefix("0B")) {
+        i128::from_str_radix(b, 2).ok()
+    } else if let Some(o) = body.strip_prefix("0o").or_else(|| body.strip_prefix("0O")) {
+        i128::from_str_radix(o, 8).ok()
+    } else if body.len() > 1 && body.starts_with('0') && body.bytes().all(|c| c.is_ascii_digit()) {
+        i128::from_str_radix(&body[1..], 8).ok()
+    } else if !body.is_empty() && body.bytes().all(|c| c.is_ascii_digit()) {
+        body.parse::<i128>().ok()
+    } else {
+        None
+    };
+    if let Some(i) = int {
+        let i = if neg { -i } else { i };
+        return Value::Float(i as f64);
+    }
+    if FLOAT.is_match(text)
+        && let Ok(f) = clean.parse::<f64>()
+        && f.is_finite()
+    {
+        return Value::Float(f);
+    }
+    Value::str(text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::convert::to_json;
+
+    // Expected JSON from Helm v4.2.3 (`toJson` of values read from YAML).
+    #[test]
+    fn values_read_as_helm_reads_them() {
+        let v = read(
+            "y: yes\nn: \"no\"\non: [on, off, Y]\noct: 017\nhex: 0x1F\nf: 1.5e3\nq: '017'\n\
+             t: 2024-01-01\nbase: &b {a: 1}\nref: *b\nmerged:\n  <<: *b\n  c: 2\nbig: 1e400\n\
+             sexa: 190:20:30\nund: 1_000\n",
+        )
+        .unwrap();
+        assert_eq!(
+            to_json(&v),
+            r#"{"base":{"a":1},"big":"1e400","f":1500,"false":"no","hex":31,"merged":{"a":1,"c":2},"oct":15,"q":"017","ref":{"a":1},"sexa":"190:20:30","t":"2024-01-01","true":[true,false,true],"und":1000}"#
+        );
+    }
+}

@@ -1,0 +1,103 @@
+//! Hostile charts: each is stopped by its budget with an error naming the
+//! template and line, instead of running forever or exhausting memory.
+
+use std::path::Path;
+
+use kiln_helm::chart::DirSource;
+use kiln_helm::exec::Limits;
+use kiln_helm::{Options, render};
+
+fn chart(dir: &Path, template: &str) {
+    std::fs::create_dir_all(dir.join("templates")).unwrap();
+    std::fs::write(
+        dir.join("Chart.yaml"),
+        "apiVersion: v2\nname: hostile\nversion: 0.1.0\n",
+    )
+    .unwrap();
+    std::fs::write(dir.join("templates/t.yaml"), template).unwrap();
+}
+
+fn render_err(name: &str, template: &str, limits: Limits) -> String {
+    let dir = std::env::temp_dir().join(format!("kiln-helm-limits-{name}-{}", std::process::id()));
+    chart(&dir, template);
+    let opts = Options {
+        limits,
+        ..Options::default()
+    };
+    let result = render(&DirSource(dir.clone()), ".", &opts);
+    std::fs::remove_dir_all(&dir).unwrap();
+    result
+        .expect_err("the hostile chart must be refused")
+        .to_string()
+}
+
+#[test]
+fn a_range_over_a_huge_int_runs_out_of_steps() {
+    let e = render_err(
+        "range",
+        "a: b\n{{ range 9223372036854775807 }}x{{ end }}\n",
+        Limits {
+            max_steps: 100_000,
+            ..Limits::default()
+        },
+    );
+    assert!(e.contains("hostile/templates/t.yaml:2"), "{e}");
+    assert!(e.contains("more than 100000 template steps"), "{e}");
+}
+
+#[test]
+fn recursion_through_include_stops_at_the_depth_limit() {
+    let e = render_err(
+        "recursion",
+        "{{ define \"loop\" }}{{ include \"loop\" . }}{{ end }}\n{{ include \"loop\" . }}\n",
+        Limits::default(),
+    );
+    assert!(e.contains("nested reference name: loop"), "{e}");
+    assert!(e.contains("more than 100 nested template calls"), "{e}");
+}
+
+#[test]
+fn a_huge_repeat_is_refused_before_it_is_built() {
+    let e = render_err(
+        "repeat",
+        "a: {{ repeat 1073741824 \"x\" }}\n",
+        Limits::default(),
+    );
+    assert!(e.contains("repeat would build 1073741824 bytes"), "{e}");
+    assert!(e.contains("hostile/templates/t.yaml:1"), "{e}");
+}
+
+#[test]
+fn output_growing_by_doubling_runs_out_of_output() {
+    let e = render_err(
+        "doubling",
+        "{{ $s := \"xxxxxxxxxxxxxxxx\" }}{{ range until 40 }}{{ $s = printf \"%s%s\" $s $s }}{{ end }}{{ $s }}\n",
+        Limits {
+            max_output: 1 << 20,
+            ..Limits::default()
+        },
+    );
+    assert!(
+        e.contains("printf built a string over 1048576 bytes"),
+        "{e}"
+    );
+}
+
+#[test]
+fn a_map_that_contains_itself_is_printed_without_exhausting_the_stack() {
+    let dir = std::env::temp_dir().join(format!("kiln-helm-limits-cycle-{}", std::process::id()));
+    chart(
+        &dir,
+        "{{ $d := dict }}{{ $_ := set $d \"self\" $d }}a: {{ toJson $d | quote }}\nb: {{ toYaml $d | len }}\nc: {{ printf \"%v\" $d | len }}\n",
+    );
+    let result = render(&DirSource(dir.clone()), ".", &Options::default());
+    std::fs::remove_dir_all(&dir).unwrap();
+    // Go's json.Marshal refuses a cycle and Helm's toJson/toYaml then give
+    // "": so do we; `%v` stops at the nesting limit.
+    let docs = result.unwrap();
+    assert!(
+        docs[0].text.starts_with("a: \"\"\nb: 0\nc: "),
+        "{}",
+        docs[0].text
+    );
+}

@@ -1,0 +1,2 @@
+{{- define "greet" -}}hello {{ . }}{{- end -}}
+{{- define "override.me" -}}from-defs{{- end -}}

@@ -1,0 +1,1 @@
+{{- define "override.me" -}}from-z{{- end -}}

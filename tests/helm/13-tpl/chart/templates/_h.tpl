@@ -1,0 +1,1 @@
+{{- define "tpl.label" -}}label-{{ .Release.Name }}{{- end -}}

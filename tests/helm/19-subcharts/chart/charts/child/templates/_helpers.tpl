@@ -1,0 +1,1 @@
+{{- define "child.name" -}}child-helper{{- end -}}

@@ -1,0 +1,1 @@
+{{- define "footer" -}}overridden footer{{- end -}}

@@ -1,0 +1,1 @@
+{{- define "outer.shared" -}}outer-{{ .Chart.Name }}{{- end -}}
