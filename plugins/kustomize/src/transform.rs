@@ -1121,9 +1121,10 @@ pub fn fix_references(
                     ..spec.clone()
                 };
                 let mut rename_one = |field: &mut Value| {
-                    if let Some(new) = field.as_str().and_then(|name| {
-                        lookup(referrer, &references.kind, name)
-                    }) {
+                    if let Some(new) = field
+                        .as_str()
+                        .and_then(|name| lookup(referrer, &references.kind, name))
+                    {
                         *field = new.into();
                     }
                 };
