@@ -1,0 +1,469 @@
+//! Compiling expressions under [`Limits`] and evaluating them under a cost
+//! budget.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use cel::common::ast::{CallExpr, Expr, IdedExpr};
+use cel::{Context, Env, ExecutionError, Value};
+
+use crate::library;
+use crate::limits::Limits;
+
+/// The function the compiler wraps around every comprehension's range to
+/// count its elements against the cost budget.
+const COST_FUNCTION: &str = "__kiln_cost";
+
+/// Why an expression is refused at compile time.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CompileError {
+    /// Longer than [`Limits::max_expression_bytes`].
+    #[error("the expression is {len} bytes long, more than the limit of {max}")]
+    TooLong {
+        /// Its length.
+        len: usize,
+        /// The limit.
+        max: usize,
+    },
+    /// Does not parse (or is nested deeper than [`Limits::max_nesting`]).
+    #[error("the expression does not compile: {0}")]
+    Syntax(String),
+    /// Brackets or unary operators nested deeper than [`Limits::max_nesting`].
+    #[error("the expression nests {depth} levels deep, more than the limit of {max}")]
+    TooDeep {
+        /// Its nesting.
+        depth: usize,
+        /// The limit.
+        max: u16,
+    },
+    /// More operators than [`Limits::max_operators`].
+    #[error("the expression has {count} operators, more than the limit of {max}")]
+    TooManyOperators {
+        /// How many it has.
+        count: usize,
+        /// The limit.
+        max: usize,
+    },
+    /// More nodes than [`Limits::max_nodes`].
+    #[error("the expression has more than {max} nodes after macro expansion")]
+    TooManyNodes {
+        /// The limit.
+        max: usize,
+    },
+    /// Calls a Kubernetes CEL function this environment does not provide.
+    #[error(
+        "the expression uses `{name}` ({library}), which Kiln's CEL environment does not provide"
+    )]
+    MissingLibrary {
+        /// The function.
+        name: String,
+        /// The library it belongs to.
+        library: &'static str,
+    },
+    /// Calls a function that exists nowhere.
+    #[error("the expression calls the unknown function `{0}`")]
+    UnknownFunction(String),
+    /// Reads a variable that is not declared (`authorizer`, a typo).
+    #[error("the expression uses the variable `{0}`, which is not available here")]
+    UnknownVariable(String),
+}
+
+/// The words every cost-budget error carries (also through the messages of
+/// callers that wrap it), so that callers can fail closed on it.
+pub const COST_EXCEEDED: &str = "exceeded its cost budget";
+
+/// Why an evaluation failed.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum EvalError {
+    /// The expression went over [`Limits::cost_budget`].
+    #[error("the expression exceeded its cost budget of {0}")]
+    CostExceeded(u64),
+    /// A runtime error of the expression (no such key, bad type, ...).
+    #[error("{0}")]
+    Execution(String),
+}
+
+/// A compiled, instrumented expression.
+#[derive(Debug, Clone)]
+pub struct Compiled {
+    source: String,
+    expr: Arc<IdedExpr>,
+}
+
+impl Compiled {
+    /// The source it was compiled from.
+    pub fn source(&self) -> &str {
+        &self.source
+    }
+
+    /// The fields selected on the variable `root` (e.g. the names `x` of
+    /// `variables.x`), for lazy evaluation of what an expression reads.
+    pub fn fields_of(&self, root: &str) -> BTreeSet<String> {
+        let mut out = BTreeSet::new();
+        walk(&self.expr, &mut |e| {
+            if let Expr::Select(select) = &e.expr
+                && matches!(&select.operand.expr, Expr::Ident(name) if name == root)
+            {
+                out.insert(select.field.clone());
+            }
+        });
+        out
+    }
+}
+
+fn walk(expr: &IdedExpr, f: &mut impl FnMut(&IdedExpr)) {
+    f(expr);
+    match &expr.expr {
+        Expr::Call(call) => {
+            if let Some(target) = &call.target {
+                walk(target, f);
+            }
+            call.args.iter().for_each(|a| walk(a, f));
+        }
+        Expr::Comprehension(c) => {
+            for e in [
+                &c.iter_range,
+                &c.accu_init,
+                &c.loop_cond,
+                &c.loop_step,
+                &c.result,
+            ] {
+                walk(e, f);
+            }
+        }
+        Expr::List(list) => list.elements.iter().for_each(|a| walk(a, f)),
+        Expr::Map(map) => map.entries.iter().for_each(|entry| {
+            if let cel::common::ast::EntryExpr::MapEntry(m) = &entry.expr {
+                walk(&m.key, f);
+                walk(&m.value, f);
+            }
+        }),
+        Expr::Select(select) => walk(&select.operand, f),
+        Expr::Struct(s) => s.entries.iter().for_each(|entry| {
+            if let cel::common::ast::EntryExpr::StructField(field) = &entry.expr {
+                walk(&field.value, f);
+            }
+        }),
+        _ => {}
+    }
+}
+
+/// Wraps every comprehension range in a call to [`COST_FUNCTION`].
+fn instrument(expr: &mut IdedExpr, next_id: &mut u64) {
+    match &mut expr.expr {
+        Expr::Call(call) => {
+            if let Some(target) = &mut call.target {
+                instrument(target, next_id);
+            }
+            call.args.iter_mut().for_each(|a| instrument(a, next_id));
+        }
+        Expr::Comprehension(c) => {
+            for e in [
+                &mut c.accu_init,
+                &mut c.loop_cond,
+                &mut c.loop_step,
+                &mut c.result,
+            ] {
+                instrument(e, next_id);
+            }
+            instrument(&mut c.iter_range, next_id);
+            let range = std::mem::take(&mut c.iter_range);
+            *next_id += 1;
+            c.iter_range = IdedExpr {
+                id: *next_id,
+                expr: Expr::Call(CallExpr {
+                    func_name: COST_FUNCTION.to_owned(),
+                    target: None,
+                    args: vec![range],
+                }),
+            };
+        }
+        Expr::List(list) => list
+            .elements
+            .iter_mut()
+            .for_each(|a| instrument(a, next_id)),
+        Expr::Map(map) => map.entries.iter_mut().for_each(|entry| {
+            if let cel::common::ast::EntryExpr::MapEntry(m) = &mut entry.expr {
+                instrument(&mut m.key, next_id);
+                instrument(&mut m.value, next_id);
+            }
+        }),
+        Expr::Select(select) => instrument(&mut select.operand, next_id),
+        Expr::Struct(s) => s.entries.iter_mut().for_each(|entry| {
+            if let cel::common::ast::EntryExpr::StructField(field) = &mut entry.expr {
+                instrument(&mut field.value, next_id);
+            }
+        }),
+        _ => {}
+    }
+}
+
+/// The functions an expression calls and the free variables it reads that
+/// were not declared, in the order written.
+#[derive(Default)]
+struct References {
+    functions: BTreeSet<String>,
+    unknown_variables: Vec<String>,
+}
+
+/// Whether `name` is a namespace of functions (`sets.contains`).
+fn is_namespace(name: &str) -> bool {
+    library::PROVIDED_FUNCTIONS
+        .iter()
+        .chain(library::MISSING_FUNCTIONS.iter().map(|(n, _)| n))
+        .any(|f| f.split_once('.').is_some_and(|(ns, _)| ns == name))
+}
+
+impl References {
+    fn collect(&mut self, expr: &IdedExpr, bound: &mut Vec<String>, declared: &[&str]) {
+        match &expr.expr {
+            Expr::Ident(name)
+                if !bound.iter().any(|b| b == name) && !declared.contains(&name.as_str()) =>
+            {
+                self.unknown_variables.push(name.clone());
+            }
+            Expr::Call(call) => {
+                let namespaced = match call.target.as_deref() {
+                    Some(IdedExpr {
+                        expr: Expr::Ident(ns),
+                        ..
+                    }) if !bound.iter().any(|b| b == ns)
+                        && !declared.contains(&ns.as_str())
+                        && is_namespace(ns) =>
+                    {
+                        Some(format!("{ns}.{}", call.func_name))
+                    }
+                    _ => None,
+                };
+                match namespaced {
+                    Some(name) => {
+                        self.functions.insert(name);
+                    }
+                    None => {
+                        self.functions.insert(call.func_name.clone());
+                        if let Some(target) = &call.target {
+                            self.collect(target, bound, declared);
+                        }
+                    }
+                }
+                for arg in &call.args {
+                    self.collect(arg, bound, declared);
+                }
+            }
+            Expr::Comprehension(c) => {
+                self.collect(&c.iter_range, bound, declared);
+                self.collect(&c.accu_init, bound, declared);
+                let before = bound.len();
+                bound.push(c.accu_var.clone());
+                self.collect(&c.result, bound, declared);
+                bound.push(c.iter_var.clone());
+                bound.extend(c.iter_var2.clone());
+                self.collect(&c.loop_cond, bound, declared);
+                self.collect(&c.loop_step, bound, declared);
+                bound.truncate(before);
+            }
+            Expr::List(list) => {
+                for e in &list.elements {
+                    self.collect(e, bound, declared);
+                }
+            }
+            Expr::Map(map) => {
+                for entry in &map.entries {
+                    if let cel::common::ast::EntryExpr::MapEntry(m) = &entry.expr {
+                        self.collect(&m.key, bound, declared);
+                        self.collect(&m.value, bound, declared);
+                    }
+                }
+            }
+            Expr::Select(select) => self.collect(&select.operand, bound, declared),
+            Expr::Struct(s) => {
+                for entry in &s.entries {
+                    if let cel::common::ast::EntryExpr::StructField(f) = &entry.expr {
+                        self.collect(&f.value, bound, declared);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+fn is_operator(name: &str) -> bool {
+    name.starts_with('_') || name.starts_with('@') || name.starts_with('!') || name.starts_with('-')
+}
+
+/// The Kubernetes CEL environment: compiles expressions and evaluates them.
+#[derive(Clone)]
+pub struct Environment {
+    env: Arc<Env>,
+    limits: Limits,
+}
+
+impl std::fmt::Debug for Environment {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Environment")
+            .field("limits", &self.limits)
+            .finish()
+    }
+}
+
+impl Default for Environment {
+    fn default() -> Self {
+        Environment::new(Limits::default())
+    }
+}
+
+impl Environment {
+    /// An environment with these limits.
+    pub fn new(limits: Limits) -> Self {
+        Environment {
+            env: Arc::new(library::environment()),
+            limits,
+        }
+    }
+
+    /// The limits in force.
+    pub fn limits(&self) -> &Limits {
+        &self.limits
+    }
+
+    /// Compiles `source`; `variables` are the only top-level names it may
+    /// read (besides those its macros bind).
+    pub fn compile(&self, source: &str, variables: &[&str]) -> Result<Compiled, CompileError> {
+        if source.len() > self.limits.max_expression_bytes {
+            return Err(CompileError::TooLong {
+                len: source.len(),
+                max: self.limits.max_expression_bytes,
+            });
+        }
+        let shape = lexical::shape(source);
+        if shape.nesting > usize::from(self.limits.max_nesting) {
+            return Err(CompileError::TooDeep {
+                depth: shape.nesting,
+                max: self.limits.max_nesting,
+            });
+        }
+        if shape.operators > self.limits.max_operators {
+            return Err(CompileError::TooManyOperators {
+                count: shape.operators,
+                max: self.limits.max_operators,
+            });
+        }
+        let mut expr = self
+            .env
+            .parser()
+            .max_recursion_depth(self.limits.max_nesting)
+            .parse(source)
+            .map_err(|e| CompileError::Syntax(e.to_string()))?;
+        let mut nodes = 0usize;
+        walk(&expr, &mut |_| nodes += 1);
+        if nodes > self.limits.max_nodes {
+            return Err(CompileError::TooManyNodes {
+                max: self.limits.max_nodes,
+            });
+        }
+        let mut refs = References::default();
+        refs.collect(&expr, &mut Vec::new(), variables);
+        for (name, lib) in library::MISSING_FUNCTIONS {
+            if refs.functions.contains(*name) {
+                return Err(CompileError::MissingLibrary {
+                    name: (*name).to_owned(),
+                    library: lib,
+                });
+            }
+        }
+        if let Some(name) = refs
+            .functions
+            .iter()
+            .find(|n| !is_operator(n) && !library::PROVIDED_FUNCTIONS.contains(&n.as_str()))
+        {
+            return Err(CompileError::UnknownFunction(name.clone()));
+        }
+        if let Some(name) = refs.unknown_variables.first() {
+            return Err(CompileError::UnknownVariable(name.clone()));
+        }
+        let mut next_id = u64::MAX / 2;
+        instrument(&mut expr, &mut next_id);
+        Ok(Compiled {
+            source: source.to_owned(),
+            expr: Arc::new(expr),
+        })
+    }
+
+    /// Starts an evaluation scope with its own cost budget; variables are
+    /// added to it, then expressions evaluated in it.
+    pub fn evaluation(&self) -> Evaluation<'_> {
+        Evaluation::new(self)
+    }
+}
+
+/// One evaluation scope: variables, functions and a cost counter shared by
+/// every expression evaluated in it.
+pub struct Evaluation<'e> {
+    context: Context<'static, 'static>,
+    spent: Arc<AtomicU64>,
+    budget: u64,
+    _env: std::marker::PhantomData<&'e Environment>,
+}
+
+impl<'e> Evaluation<'e> {
+    fn new(environment: &'e Environment) -> Self {
+        let mut context = Context::with_env(environment.env.clone());
+        let spent = Arc::new(AtomicU64::new(0));
+        let budget = environment.limits.cost_budget;
+        let counter = spent.clone();
+        // Neither can fail: the names are not declared by the Env.
+        library::add_functions(&mut context).expect("library functions are new names");
+        context
+            .add_function(
+                COST_FUNCTION,
+                move |range: Value| -> Result<Value, ExecutionError> {
+                    let size = match &range {
+                        Value::List(l) => l.len() as u64,
+                        Value::Map(m) => m.map.len() as u64,
+                        _ => 1,
+                    };
+                    let total = counter.fetch_add(size + 1, Ordering::Relaxed) + size + 1;
+                    if total > budget {
+                        return Err(ExecutionError::function_error(
+                            COST_FUNCTION,
+                            "cost budget exceeded",
+                        ));
+                    }
+                    Ok(range)
+                },
+            )
+            .expect("the cost function is a new name");
+        Evaluation {
+            context,
+            spent,
+            budget,
+            _env: std::marker::PhantomData,
+        }
+    }
+
+    /// Binds a top-level variable.
+    pub fn set(&mut self, name: &str, value: Value) {
+        self.context.add_variable_from_value(name.to_owned(), value);
+    }
+
+    /// Cost spent so far.
+    pub fn spent(&self) -> u64 {
+        self.spent.load(Ordering::Relaxed)
+    }
+
+    /// Evaluates a compiled expression in this scope.
+    pub fn eval(&self, compiled: &Compiled) -> Result<Value, EvalError> {
+        let result = Value::resolve(&compiled.expr, &self.context);
+        if self.spent() > self.budget {
+            return Err(EvalError::CostExceeded(self.budget));
+        }
+        result.map_err(|e| EvalError::Execution(e.to_string()))
+    }
+}
+
+mod lexical;
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,185 @@
+use super::*;
+
+fn eval(source: &str) -> Result<Value, EvalError> {
+    let env = Environment::default();
+    let compiled = env.compile(source, &["object"]).expect(source);
+    let mut evaluation = env.evaluation();
+    evaluation.set(
+        "object",
+        crate::from_json(
+            &serde_json::json!({"items": [3, 1, 2], "name": "web-01"}),
+            64,
+        )
+        .unwrap(),
+    );
+    evaluation.eval(&compiled)
+}
+
+#[test]
+fn kubernetes_libraries() {
+    for source in [
+        "[1, 2, 3].isSorted() && ![2, 1].isSorted()",
+        "object.items.sum() == 6 && object.items.min() == 1 && object.items.max() == 3",
+        "[1, 2, 1].indexOf(1) == 0 && [1, 2, 1].lastIndexOf(1) == 2 && [1].indexOf(5) == -1",
+        "'abc'.indexOf('c') == 2",
+        "object.name.find('[0-9]+') == '01' && 'a1b22'.findAll('[0-9]+') == ['1', '22']",
+        "'a1b22c3'.findAll('[0-9]+', 2) == ['1', '22']",
+        "sets.contains([1, 2, 3], [1, 2]) && sets.equivalent([1, 2], [2, 1]) && sets.intersects([1], [1, 5])",
+        "'AbC'.lowerAscii() == 'abc' && 'a-b'.replace('-', '_') == 'a_b' && 'a,b'.split(',') == ['a', 'b']",
+        "['a', 'b'].join('-') == 'a-b' && ' x '.trim() == 'x' && 'hello'.substring(1, 3) == 'el'",
+        "'%s has %d'.format(['x', 2]) == 'x has 2'",
+        "has(object.name) && !has(object.missing)",
+        "object.items.all(x, x > 0) && object.items.exists(x, x == 2) && object.items.exists_one(x, x == 3)",
+        "object.items.map(x, x * 2) == [6, 2, 4] && object.items.filter(x, x > 1) == [3, 2]",
+    ] {
+        assert_eq!(eval(source), Ok(Value::Bool(true)), "{source}");
+    }
+}
+
+#[test]
+fn missing_libraries_are_refused_by_name() {
+    let env = Environment::default();
+    for (source, name) in [
+        ("quantity('1Gi').isGreaterThan(quantity('1Mi'))", "quantity"),
+        ("isURL('https://x')", "isURL"),
+        ("ip('10.0.0.1').family() == 4", "ip"),
+        ("cidr('10.0.0.0/8').containsIP('10.0.0.1')", "cidr"),
+    ] {
+        let err = env.compile(source, &[]).unwrap_err();
+        assert!(
+            matches!(&err, CompileError::MissingLibrary { name: n, .. } if n == name),
+            "{source}: {err}"
+        );
+    }
+    let err = env
+        .compile(
+            "authorizer.group('apps').resource('deployments').check('create').allowed()",
+            &["object"],
+        )
+        .unwrap_err();
+    assert!(err.to_string().contains("`check`"), "{err}");
+    let err = env.compile("authorizer == null", &["object"]).unwrap_err();
+    assert_eq!(err, CompileError::UnknownVariable("authorizer".into()));
+    let err = env.compile("frobnicate(1)", &[]).unwrap_err();
+    assert_eq!(err, CompileError::UnknownFunction("frobnicate".into()));
+}
+
+#[test]
+fn attack_huge_comprehension_fails_closed() {
+    // 300 x 300 x 300 iterations: far over the budget.
+    let range = (0..300)
+        .map(|i| i.to_string())
+        .collect::<Vec<_>>()
+        .join(",");
+    let source = format!("[{range}].all(a, [{range}].all(b, [{range}].all(c, a + b + c >= 0)))");
+    let env = Environment::default();
+    let compiled = env.compile(&source, &[]).unwrap();
+    assert_eq!(
+        env.evaluation().eval(&compiled),
+        Err(EvalError::CostExceeded(crate::limits::DEFAULT_COST_BUDGET))
+    );
+}
+
+#[test]
+fn attack_deep_nesting_and_size_are_refused() {
+    let env = Environment::default();
+    let deep = format!("{}1{}", "(".repeat(500), ")".repeat(500));
+    assert!(matches!(
+        env.compile(&deep, &[]),
+        Err(CompileError::TooDeep { .. })
+    ));
+    let not = format!("{}true", "!".repeat(3000));
+    assert!(matches!(
+        env.compile(&not, &[]),
+        Err(CompileError::TooDeep { .. })
+    ));
+    let deep_list = format!("{}1{}", "[".repeat(200), "]".repeat(200));
+    assert!(matches!(
+        env.compile(&deep_list, &[]),
+        Err(CompileError::TooDeep { .. })
+    ));
+    let long = format!("'{}' == ''", "a".repeat(20_000));
+    assert!(matches!(
+        env.compile(&long, &[]),
+        Err(CompileError::TooLong { .. })
+    ));
+}
+
+#[test]
+fn attack_long_operator_chains_are_refused() {
+    let env = Environment::default();
+    let wide = vec!["1"; 4000].join("+");
+    assert_eq!(
+        env.compile(&wide, &[]).err(),
+        Some(CompileError::TooManyOperators {
+            count: 3999,
+            max: crate::limits::DEFAULT_MAX_OPERATORS
+        })
+    );
+}
+
+#[test]
+fn operator_chains_at_the_limit_evaluate() {
+    // At the limit, the chain compiles and evaluates without overflowing
+    // (on an 8 MiB stack: see nesting_at_the_limit_evaluates).
+    std::thread::Builder::new()
+        .stack_size(8 << 20)
+        .spawn(|| {
+            let env = Environment::default();
+            let limits = *env.limits();
+            let chain = vec!["1"; limits.max_operators + 1].join("+");
+            let compiled = env.compile(&chain, &[]).unwrap();
+            assert_eq!(
+                env.evaluation().eval(&compiled),
+                Ok(Value::Int(limits.max_operators as i64 + 1))
+            );
+        })
+        .unwrap()
+        .join()
+        .unwrap();
+}
+
+#[test]
+fn nesting_at_the_limit_evaluates() {
+    // The cel crate's parser and interpreter recurse per level with large
+    // frames in debug builds: run on an 8 MiB stack (release frames, as in
+    // the wasm component, are several times smaller).
+    std::thread::Builder::new()
+        .stack_size(8 << 20)
+        .spawn(|| {
+            let env = Environment::default();
+            let open = usize::from(env.limits().max_nesting);
+            let nested = format!("{}1{}", "[".repeat(open), "]".repeat(open));
+            let compiled = env.compile(&nested, &[]).unwrap();
+            assert!(env.evaluation().eval(&compiled).is_ok());
+        })
+        .unwrap()
+        .join()
+        .unwrap();
+}
+
+#[test]
+fn attack_wide_lists_are_refused() {
+    let env = Environment::default();
+    // Many nodes without operators: a wide list.
+    let list = format!("[{}] == []", vec!["1"; 4000].join(","));
+    assert_eq!(
+        env.compile(&list, &[]).err(),
+        Some(CompileError::TooManyNodes {
+            max: crate::limits::DEFAULT_MAX_NODES
+        })
+    );
+}
+
+#[test]
+fn lazy_fields() {
+    let env = Environment::default();
+    let compiled = env
+        .compile(
+            "variables.a && variables.b.exists(x, x == variables.c)",
+            &["variables"],
+        )
+        .unwrap();
+    let fields: Vec<_> = compiled.fields_of("variables").into_iter().collect();
+    assert_eq!(fields, ["a", "b", "c"]);
+}
