@@ -256,12 +256,16 @@ fn steps(path: &str) -> Result<Vec<Step>, String> {
         }
     }
     parts.push(current);
+    // kustomize skips empty steps: `.metadata.name` (kubebuilder's
+    // scaffolding writes it so), `a..b` and a trailing dot all mean the
+    // path without them.
+    parts.retain(|part| !part.is_empty());
+    if parts.is_empty() {
+        return Err(format!("field path {path:?} names no field"));
+    }
     parts
         .into_iter()
         .map(|part| {
-            if part.is_empty() {
-                return Err(format!("field path {path:?} has an empty step"));
-            }
             if part == "*" {
                 return Ok(Step::All);
             }

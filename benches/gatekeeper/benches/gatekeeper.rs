@@ -31,7 +31,7 @@ const INVENTORY: usize = 10_000;
 const ROUNDS: usize = 3;
 
 fn data() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/gatekeeper")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/gatekeeper")
 }
 
 fn median(mut samples: Vec<Duration>) -> Duration {
@@ -125,7 +125,8 @@ fn native(settings: &[(String, String)], json: &[String]) -> usize {
 }
 
 fn main() {
-    let component = Path::new(env!("CARGO_MANIFEST_DIR")).join("plugins/dist/gatekeeper.wasm");
+    let component =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../plugins/dist/gatekeeper.wasm");
     assert!(component.exists(), "run scripts/build-plugins first");
     let host = PluginHost::new(HostConfig::default()).unwrap();
     let started = Instant::now();

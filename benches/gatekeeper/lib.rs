@@ -1,0 +1,1 @@
+//! Holds the gatekeeper benchmark (`benches/gatekeeper.rs`); no code.
