@@ -62,6 +62,16 @@ const KINDS: &[&str] = &[
 /// The type of a top-level object of `kind` with `api_version`.
 pub fn root(kind: &str, api_version: &str) -> Ty {
     let group = api_version.rsplit_once('/').map_or("", |(g, _)| g);
+    // Admission webhook configurations merge their webhooks by name.
+    if group == "admissionregistration.k8s.io" {
+        match kind {
+            "ValidatingWebhookConfiguration" => {
+                return Ty::Object("ValidatingWebhookConfiguration");
+            }
+            "MutatingWebhookConfiguration" => return Ty::Object("MutatingWebhookConfiguration"),
+            _ => {}
+        }
+    }
     let builtin = matches!(group, "" | "apps" | "batch" | "extensions");
     match KINDS.iter().find(|k| **k == kind) {
         Some(k) if builtin => Ty::Object(k),
@@ -95,6 +105,10 @@ pub fn field(parent: Ty, field: &str) -> (Ty, Option<ListMerge>) {
             ),
             "spec",
         ) => (Ty::WorkloadSpec, None),
+        (
+            Ty::Object("ValidatingWebhookConfiguration" | "MutatingWebhookConfiguration"),
+            "webhooks",
+        ) => (Ty::Opaque, Some(Key("name"))),
         (Ty::Object(_), _) => (Ty::Opaque, None),
         (Ty::ObjectMeta, "finalizers") => (Ty::Opaque, Some(Set)),
         (Ty::ObjectMeta, "ownerReferences") => (Ty::Opaque, Some(Key("uid"))),
