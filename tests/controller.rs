@@ -54,33 +54,14 @@ async fn world_git(tuned: ControllerConfig, lookup_ttl: Duration) -> World {
 
 /// [`world_git`], saying whether Plugins may name files.
 async fn world_full(tuned: ControllerConfig, lookup_ttl: Duration, file_plugins: bool) -> World {
-    let cluster = Cluster::with(Config {
-        simulate_readiness: Some(Duration::from_millis(20)),
-        ..Config::default()
-    })
+    let cluster = Cluster::with_kiln(
+        Config {
+            simulate_readiness: Some(Duration::from_millis(20)),
+            ..Config::default()
+        },
+        &["kiln", "guestbook"],
+    )
     .await;
-    for (_, yaml) in kiln::api::crds() {
-        cluster
-            .apply(
-                "customresourcedefinitions",
-                serde_yaml::from_str(&yaml).unwrap(),
-                "kiln",
-                false,
-            )
-            .await
-            .unwrap();
-    }
-    for ns in ["kiln", "guestbook"] {
-        cluster
-            .apply(
-                "namespaces",
-                json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}),
-                "test",
-                false,
-            )
-            .await
-            .unwrap();
-    }
     let dir = tempfile::tempdir().unwrap();
     let repo = Fixture::new(dir.path(), "apps");
     repo.commit(

@@ -148,33 +148,14 @@ fn environment(pid: u32) -> Vec<String> {
 async fn the_readme_loop_runs_through_a_render_server_without_credentials() {
     // Given the dev cluster with Kiln's CRDs, a Git repository behind a
     // git daemon, and the `values` renderer in the catalog.
-    let cluster = Cluster::with(Config {
-        simulate_readiness: Some(Duration::from_millis(20)),
-        ..Config::default()
-    })
+    let cluster = Cluster::with_kiln(
+        Config {
+            simulate_readiness: Some(Duration::from_millis(20)),
+            ..Config::default()
+        },
+        &["kiln", "guestbook"],
+    )
     .await;
-    for (_, yaml) in kiln::api::crds() {
-        cluster
-            .apply(
-                "customresourcedefinitions",
-                serde_yaml::from_str(&yaml).unwrap(),
-                "kiln",
-                false,
-            )
-            .await
-            .unwrap();
-    }
-    for ns in ["kiln", "guestbook"] {
-        cluster
-            .apply(
-                "namespaces",
-                json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}),
-                "test",
-                false,
-            )
-            .await
-            .unwrap();
-    }
     let dir = tempfile::tempdir().unwrap();
     let repo = Fixture::new(dir.path(), "apps");
     repo.commit("first", &[("guestbook/settings.yaml", CONFIGMAP)]);

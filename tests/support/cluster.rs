@@ -29,6 +29,35 @@ impl Cluster {
         Self { server, client }
     }
 
+    /// Starts a cluster with `config` that serves Kiln's CRDs and holds the
+    /// namespaces `namespaces` (what the controller's tests start from).
+    pub async fn with_kiln(config: Config, namespaces: &[&str]) -> Self {
+        let cluster = Self::with(config).await;
+        for (_, yaml) in kiln::api::crds() {
+            cluster
+                .apply(
+                    "customresourcedefinitions",
+                    serde_yaml::from_str(&yaml).unwrap(),
+                    "kiln",
+                    false,
+                )
+                .await
+                .unwrap();
+        }
+        for ns in namespaces {
+            cluster
+                .apply(
+                    "namespaces",
+                    serde_json::json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}),
+                    "test",
+                    false,
+                )
+                .await
+                .unwrap();
+        }
+        cluster
+    }
+
     /// A dynamic API for `apiVersion`/`kind` (plural `plural`), in `namespace`
     /// or cluster-wide.
     pub fn api(

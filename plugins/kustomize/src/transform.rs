@@ -1141,6 +1141,44 @@ pub fn fix_references(
                 .map_err(|e| format!("nameReference to {}: {described}: {e}", references.kind))?;
             }
         }
+        // A `{name, namespace}` reference follows the object of the build
+        // it names: its name and its namespace.
+        let follow = |entry: &mut Value, target: &str| {
+            let entry_ns = entry["namespace"].as_str().map(str::to_owned);
+            // A reference with a namespace names the objects first in that
+            // namespace, else those now in it (kustomize's
+            // `filterMapCandidatesByNamespace`).
+            let in_namespace = |c: &Candidate| match entry_ns.as_deref() {
+                None => true,
+                Some(ns) if candidates.iter().any(|c| c.original_namespace == ns) => {
+                    c.original_namespace == ns
+                }
+                Some(ns) => Id::effective(c.namespace.as_deref().unwrap_or_default()) == ns,
+            };
+            if let Some(name) = entry["name"].as_str()
+                && let Some((ns, new)) = find(referrer, target, name, &in_namespace)
+            {
+                entry["name"] = new.into();
+                if let Some(ns) = ns {
+                    entry["namespace"] = ns.into();
+                }
+            }
+        };
+        // Admission webhooks name the Service they call.
+        if matches!(
+            object_kind.as_str(),
+            "ValidatingWebhookConfiguration" | "MutatingWebhookConfiguration"
+        ) {
+            let mut services = Vec::new();
+            visit(
+                &mut res.value,
+                &["webhooks", "*", "clientConfig", "service"],
+                &mut services,
+            );
+            for service in services {
+                follow(service, "Service");
+            }
+        }
         for reference in OTHER_REFERENCES {
             if !reference.kinds.contains(&object_kind.as_str()) {
                 continue;
@@ -1153,30 +1191,11 @@ pub fn fix_references(
             }
             if reference.path.first() == Some(&"subjects") {
                 let subjects = res.value.get_mut("subjects").and_then(Value::as_array_mut);
+                // A subject naming a ServiceAccount of the build follows its
+                // name and namespace. kustomize looks at the name (and
+                // namespace) only, whatever the subject's kind.
                 for subject in subjects.into_iter().flatten() {
-                    // A subject naming a ServiceAccount of the build follows its
-                    // name and namespace. kustomize looks at the name (and
-                    // namespace) only, whatever the subject's kind.
-                    let subject_ns = subject["namespace"].as_str().map(str::to_owned);
-                    // A subject with a namespace names the objects first in
-                    // that namespace, else those now in it (kustomize's
-                    // `filterMapCandidatesByNamespace`).
-                    let in_namespace = |c: &Candidate| match subject_ns.as_deref() {
-                        None => true,
-                        Some(ns) if candidates.iter().any(|c| c.original_namespace == ns) => {
-                            c.original_namespace == ns
-                        }
-                        Some(ns) => Id::effective(c.namespace.as_deref().unwrap_or_default()) == ns,
-                    };
-                    if let Some(name) = subject["name"].as_str()
-                        && let Some((ns, new)) =
-                            find(referrer, "ServiceAccount", name, &in_namespace)
-                    {
-                        subject["name"] = new.into();
-                        if let Some(ns) = ns {
-                            subject["namespace"] = ns.into();
-                        }
-                    }
+                    follow(subject, "ServiceAccount");
                 }
                 continue;
             }
