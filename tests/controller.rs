@@ -13,7 +13,7 @@ use kiln::source::git::{GitConfig, GitSource};
 use kiln_devcluster::Config;
 use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
-use support::cluster::Cluster;
+use support::cluster::{Cluster, app_status};
 use support::git::{Fixture, GitDaemon};
 
 struct World {
@@ -170,21 +170,6 @@ async fn status_with_a_condition(cluster: &Cluster, what: &str, name: &str) -> V
             .map(|_| status.clone())
     })
     .await
-}
-
-async fn app_status(cluster: &Cluster, name: &str) -> Value {
-    cluster
-        .get(
-            "kiln.dev/v1alpha1",
-            "Application",
-            "applications",
-            Some("kiln"),
-            name,
-        )
-        .await
-        .map(|app| app["status"].clone())
-        // Not created yet (App-of-Apps children): no status either.
-        .unwrap_or_default()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

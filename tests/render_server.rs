@@ -20,7 +20,7 @@ use kiln::render::remote::{AppRef, Client, ClientError, Limits, RenderRequest, R
 use kiln::source::git::{GitConfig, GitSource};
 use kiln_devcluster::Config;
 use serde_json::{Value, json};
-use support::cluster::Cluster;
+use support::cluster::{Cluster, app_status};
 use support::git::{Fixture, GitDaemon, free_port};
 
 const CONFIGMAP: &str = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\n  labels:\n    rendered-for: \"{{ .App.Name }}\"\ndata:\n  color: blue\n";
@@ -110,20 +110,6 @@ async fn wait_for_color(cluster: &Cluster, color: &str) -> Value {
             .filter(|cm| cm["data"]["color"] == color)
     })
     .await
-}
-
-async fn app_status(cluster: &Cluster, name: &str) -> Value {
-    cluster
-        .get(
-            "kiln.dev/v1alpha1",
-            "Application",
-            "applications",
-            Some("kiln"),
-            name,
-        )
-        .await
-        .map(|app| app["status"].clone())
-        .unwrap_or_default()
 }
 
 fn push_color(repo: &Fixture, color: &str) {

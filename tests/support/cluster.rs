@@ -164,3 +164,19 @@ pub fn fields_of(object: &Value, manager: &str) -> Value {
         .map(|e| e["fieldsV1"].clone())
         .unwrap_or(Value::Null)
 }
+
+/// The `status` of Application `name` in the `kiln` namespace; null when
+/// it has none or does not exist yet (App-of-Apps children).
+pub async fn app_status(cluster: &Cluster, name: &str) -> Value {
+    cluster
+        .get(
+            "kiln.dev/v1alpha1",
+            "Application",
+            "applications",
+            Some("kiln"),
+            name,
+        )
+        .await
+        .map(|app| app["status"].clone())
+        .unwrap_or_default()
+}
