@@ -16,7 +16,9 @@ use kiln::controller::plugins::Catalog;
 use kiln::plugin::{HostConfig, PluginHost};
 use kiln::render::remote::server::{RenderServer, RequestCredentials};
 use kiln::render::remote::tls::Issued;
-use kiln::render::remote::{AppRef, Client, ClientError, Limits, RenderRequest, RenderStep, tls};
+use kiln::render::remote::{
+    AppRef, Client, ClientError, Limits, Pool, PoolConfig, RenderRequest, RenderStep, tls,
+};
 use kiln::source::git::{GitConfig, GitSource};
 use kiln_devcluster::Config;
 use serde_json::{Value, json};
@@ -143,43 +145,7 @@ async fn the_readme_loop_runs_through_a_render_server_without_credentials() {
     )
     .await;
     let dir = tempfile::tempdir().unwrap();
-    let repo = Fixture::new(dir.path(), "apps");
-    repo.commit("first", &[("guestbook/settings.yaml", CONFIGMAP)]);
-    repo.publish();
-    let daemon = GitDaemon::start(dir.path());
-    let url = daemon.url("apps");
-    std::fs::create_dir(dir.path().join("certs")).unwrap();
-    write_certs(&dir.path().join("certs"));
-    cluster
-        .apply(
-            "plugins",
-            json!({"apiVersion": "kiln.dev/v1alpha1", "kind": "Plugin",
-                "metadata": {"name": "values", "namespace": "kiln"},
-                "spec": {"kind": "renderer",
-                    "ref": support::component("values").display().to_string(),
-                    "verify": {"insecure": true}}}),
-            "operator",
-            false,
-        )
-        .await
-        .unwrap();
-    cluster
-        .apply(
-            "applications",
-            json!({"apiVersion": "kiln.dev/v1alpha1", "kind": "Application",
-                "metadata": {"name": "guestbook", "namespace": "kiln"},
-                "spec": {
-                    "project": "default",
-                    "source": {"repoURL": url, "path": "guestbook",
-                        "plugins": [{"name": "values"}]},
-                    "destination": {"namespace": "guestbook"},
-                    "syncPolicy": {"automated": {"prune": true, "selfHeal": true}}}}),
-            "operator",
-            false,
-        )
-        .await
-        .unwrap();
-
+    let (repo, _daemon) = guestbook(&cluster, dir.path()).await;
     // When the render server runs with no credentials reachable, and a
     // controller renders through it.
     let port = free_port();
@@ -195,42 +161,8 @@ async fn the_readme_loop_runs_through_a_render_server_without_credentials() {
     let kubeconfig = dir.path().join("kubeconfig");
     cluster.server.write_kubeconfig(&kubeconfig).unwrap();
     let metrics_port = free_port();
-    let certs = dir.path().join("certs");
     let server_url = format!("https://127.0.0.1:{port}");
-    let mut controller = Command::new(env!("CARGO_BIN_EXE_kiln"))
-        .env_remove("KUBECONFIG")
-        .env("HOME", dir.path())
-        .arg("controller")
-        .arg(format!("--kubeconfig={}", kubeconfig.display()))
-        .args(["--namespace=kiln", "--no-leader-election", "--resync=1s"])
-        .arg(format!("--listen=127.0.0.1:{metrics_port}"))
-        .arg(format!("--render-server={server_url}"))
-        .arg(format!("--render-ca={}", certs.join("ca.crt").display()))
-        .arg(format!(
-            "--render-client-cert={}",
-            certs.join("client.crt").display()
-        ))
-        .arg(format!(
-            "--render-client-key={}",
-            certs.join("client.key").display()
-        ))
-        .arg("--render-deadline=20s")
-        .env("KILN_LOG", "kiln=debug")
-        .arg(format!(
-            "--git-cache={}",
-            dir.path().join("controller-git").display()
-        ))
-        .arg(format!(
-            "--plugin-store={}",
-            dir.path().join("controller-plugins").display()
-        ))
-        .stdout(Stdio::null())
-        .stderr(match std::env::var_os("KILN_TEST_CONTROLLER_LOG") {
-            Some(path) => Stdio::from(std::fs::File::create(path).unwrap()),
-            None => Stdio::null(),
-        })
-        .spawn()
-        .unwrap();
+    let mut controller = controller(dir.path(), &kubeconfig, metrics_port, &[server_url.clone()]);
 
     // Then the plugin's render is applied, a push is synced, drift reverted.
     let live = wait_for_color(&cluster, "blue").await;
@@ -261,12 +193,7 @@ async fn the_readme_loop_runs_through_a_render_server_without_credentials() {
     wait_for_color(&cluster, "green").await;
 
     // And the controller rendered nothing and called no plugin itself.
-    let metrics = reqwest::get(format!("http://127.0.0.1:{metrics_port}/metrics"))
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let metrics = metrics(metrics_port).await;
     assert!(
         !metrics
             .lines()
@@ -318,6 +245,177 @@ async fn the_readme_loop_runs_through_a_render_server_without_credentials() {
     controller.wait().unwrap();
     server.kill().unwrap();
     server.wait().unwrap();
+}
+
+/// A Git repository behind a git daemon with the guestbook application,
+/// the `values` renderer in the catalog and an Application using both.
+async fn guestbook(cluster: &Cluster, dir: &Path) -> (Fixture, GitDaemon) {
+    let repo = Fixture::new(dir, "apps");
+    repo.commit("first", &[("guestbook/settings.yaml", CONFIGMAP)]);
+    repo.publish();
+    let daemon = GitDaemon::start(dir);
+    let url = daemon.url("apps");
+    std::fs::create_dir(dir.join("certs")).unwrap();
+    write_certs(&dir.join("certs"));
+    cluster
+        .apply(
+            "plugins",
+            json!({"apiVersion": "kiln.dev/v1alpha1", "kind": "Plugin",
+                "metadata": {"name": "values", "namespace": "kiln"},
+                "spec": {"kind": "renderer",
+                    "ref": support::component("values").display().to_string(),
+                    "verify": {"insecure": true}}}),
+            "operator",
+            false,
+        )
+        .await
+        .unwrap();
+    cluster
+        .apply(
+            "applications",
+            json!({"apiVersion": "kiln.dev/v1alpha1", "kind": "Application",
+                "metadata": {"name": "guestbook", "namespace": "kiln"},
+                "spec": {
+                    "project": "default",
+                    "source": {"repoURL": url, "path": "guestbook",
+                        "plugins": [{"name": "values"}]},
+                    "destination": {"namespace": "guestbook"},
+                    "syncPolicy": {"automated": {"prune": true, "selfHeal": true}}}}),
+            "operator",
+            false,
+        )
+        .await
+        .unwrap();
+    (repo, daemon)
+}
+
+/// Starts `kiln controller` rendering on `servers` (certificates from
+/// `dir/certs`), its metrics on `metrics_port`.
+fn controller(dir: &Path, kubeconfig: &Path, metrics_port: u16, servers: &[String]) -> Child {
+    let certs = dir.join("certs");
+    Command::new(env!("CARGO_BIN_EXE_kiln"))
+        .env_remove("KUBECONFIG")
+        .env("HOME", dir)
+        .arg("controller")
+        .arg(format!("--kubeconfig={}", kubeconfig.display()))
+        .args(["--namespace=kiln", "--no-leader-election", "--resync=1s"])
+        .arg(format!("--listen=127.0.0.1:{metrics_port}"))
+        .args(servers.iter().map(|url| format!("--render-server={url}")))
+        .arg(format!("--render-ca={}", certs.join("ca.crt").display()))
+        .arg(format!(
+            "--render-client-cert={}",
+            certs.join("client.crt").display()
+        ))
+        .arg(format!(
+            "--render-client-key={}",
+            certs.join("client.key").display()
+        ))
+        .arg("--render-deadline=20s")
+        .env("KILN_LOG", "kiln=debug")
+        .arg(format!(
+            "--git-cache={}",
+            dir.join("controller-git").display()
+        ))
+        .arg(format!(
+            "--plugin-store={}",
+            dir.join("controller-plugins").display()
+        ))
+        .stdout(Stdio::null())
+        .stderr(match std::env::var_os("KILN_TEST_CONTROLLER_LOG") {
+            Some(path) => Stdio::from(std::fs::File::create(path).unwrap()),
+            None => Stdio::null(),
+        })
+        .spawn()
+        .unwrap()
+}
+
+/// The controller's metrics text.
+async fn metrics(port: u16) -> String {
+    reqwest::get(format!("http://127.0.0.1:{port}/metrics"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap()
+}
+
+/// The value of the counter `name` with `server="{server}"`, 0 if absent.
+fn counter(metrics: &str, name: &str, server: &str) -> f64 {
+    let prefix = format!("{name}{{server=\"{server}\"}} ");
+    metrics
+        .lines()
+        .find_map(|l| l.strip_prefix(&prefix))
+        .map_or(0.0, |v| v.trim().parse().unwrap())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_render_server_replica_hands_its_repositories_to_another() {
+    // Given two render servers and a controller routing to both.
+    let cluster = Cluster::with_kiln(
+        Config {
+            simulate_readiness: Some(Duration::from_millis(20)),
+            ..Config::default()
+        },
+        &["kiln", "guestbook"],
+    )
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let (repo, _daemon) = guestbook(&cluster, dir.path()).await;
+    let ports = [free_port(), free_port()];
+    let mut servers: Vec<Child> = ports
+        .iter()
+        .enumerate()
+        .map(|(i, port)| {
+            let home = dir.path().join(format!("replica-{i}"));
+            std::fs::create_dir_all(&home).unwrap();
+            std::os::unix::fs::symlink(dir.path().join("certs"), home.join("certs")).unwrap();
+            render_server(&home, *port, &[], Stdio::null())
+        })
+        .collect();
+    for port in ports {
+        wait_listening(port).await;
+    }
+    let urls: Vec<String> = ports
+        .iter()
+        .map(|p| format!("https://127.0.0.1:{p}"))
+        .collect();
+    let kubeconfig = dir.path().join("kubeconfig");
+    cluster.server.write_kubeconfig(&kubeconfig).unwrap();
+    let metrics_port = free_port();
+    let mut controller = controller(dir.path(), &kubeconfig, metrics_port, &urls);
+
+    // Then one replica renders the repository, every time.
+    wait_for_color(&cluster, "blue").await;
+    let text = metrics(metrics_port).await;
+    let answered: Vec<f64> = urls
+        .iter()
+        .map(|u| counter(&text, "kiln_render_server_requests_total", u))
+        .collect();
+    let owner = answered.iter().position(|n| *n > 0.0).unwrap();
+    let other = 1 - owner;
+    assert_eq!(answered[other], 0.0, "both replicas rendered: {text}");
+
+    // When that replica is killed, the next render goes to the other one
+    // and the push is synced.
+    servers[owner].kill().unwrap();
+    servers[owner].wait().unwrap();
+    push_color(&repo, "green");
+    wait_for_color(&cluster, "green").await;
+    let text = metrics(metrics_port).await;
+    assert!(
+        counter(&text, "kiln_render_server_failovers_total", &urls[owner]) >= 1.0,
+        "{text}"
+    );
+    assert!(
+        counter(&text, "kiln_render_server_requests_total", &urls[other]) >= 1.0,
+        "{text}"
+    );
+    let status = app_status(&cluster, "guestbook").await;
+    assert_eq!(status["sync"]["revision"], repo.rev_parse("HEAD").as_str());
+    controller.kill().unwrap();
+    controller.wait().unwrap();
+    servers[other].kill().unwrap();
+    servers[other].wait().unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -586,4 +684,62 @@ async fn deadlines_hold_on_both_sides() {
         }
         other => panic!("{other:?}"),
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pool_routes_each_repository_to_one_replica_and_fails_over() {
+    // Given a repository, two live replicas and one that is gone.
+    let dir = tempfile::tempdir().unwrap();
+    let repo = Fixture::new(dir.path(), "apps");
+    repo.commit("first", &[("settings.yaml", CONFIGMAP)]);
+    repo.publish();
+    let daemon = GitDaemon::start(dir.path());
+    let issued = issued();
+    for replica in ["a", "b"] {
+        std::fs::create_dir_all(dir.path().join(replica)).unwrap();
+    }
+    let live = [
+        serve(&dir.path().join("a"), &issued, Limits::default()).await,
+        serve(&dir.path().join("b"), &issued, Limits::default()).await,
+    ];
+    let gone = format!("https://127.0.0.1:{}", free_port());
+    let clients = live
+        .iter()
+        .chain([&gone])
+        .map(|url| Client::new(url, &issued.client_identity(), Limits::default()).unwrap())
+        .collect();
+    let pool = Pool::new("test pool", clients, PoolConfig::default());
+    let mut render = request(&daemon.url("apps"), 0);
+    render.chain.clear();
+    let keys: Vec<String> = (0..64)
+        .map(|i| format!("https://git.example/{i}"))
+        .collect();
+    let owners: Vec<String> = keys.iter().map(|k| pool.owner(k).unwrap()).collect();
+    assert!(owners.contains(&gone), "{owners:?}");
+
+    // Then every repository is rendered by a live replica, the same one
+    // each time, and the gone one is passed over once and then skipped.
+    let mut failovers = 0;
+    for (key, owner) in keys.iter().zip(&owners) {
+        let first = pool.render(key, &render).await.unwrap();
+        assert_ne!(first.server, gone);
+        if *owner == gone {
+            failovers += first.failed_over.len();
+        } else {
+            assert_eq!(first.server, *owner, "{key}");
+            assert!(first.failed_over.is_empty());
+        }
+        let again = pool.render(key, &render).await.unwrap();
+        assert_eq!(again.server, first.server, "{key}");
+        assert!(
+            again.failed_over.is_empty(),
+            "{key}: {:?}",
+            again.failed_over
+        );
+        assert_eq!(again.response.commit, repo.rev_parse("HEAD"));
+    }
+    assert_eq!(
+        failovers, 1,
+        "the gone replica is tried once, then passed over"
+    );
 }

@@ -8,6 +8,7 @@ use anyhow::Context as _;
 
 use kiln::controller::known_hosts::SshKnownHosts;
 use kiln::controller::{self, Context, ControllerConfig, ControllerSecrets};
+use kiln::render::remote::{Discovery, Pool, PoolConfig};
 use kiln::source::git::{GitConfig, GitSource};
 
 use super::args::parse_duration;
@@ -59,8 +60,28 @@ pub(crate) struct ControllerArgs {
 
     /// Act without holding the `kiln-controller` Lease (only for a single
     /// replica, e.g. local trials).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "shards")]
     no_leader_election: bool,
+
+    /// Split the Applications over this many controller replicas (a
+    /// StatefulSet): each Application belongs to one shard (a stable hash
+    /// of its namespace and name), each shard has a Lease
+    /// (kiln-controller-shard-I) and only its holder reconciles it. A
+    /// shard whose replica is gone is taken over by another after one
+    /// lease duration and handed back when it returns (docs/controller.md).
+    #[arg(long, value_name = "N", default_value_t = 1,
+        value_parser = clap::value_parser!(u32).range(1..=i64::from(kiln::controller::shard::MAX_SHARDS)))]
+    shards: u32,
+
+    /// The shard this replica prefers (0 to N-1). Default: the ordinal of
+    /// a StatefulSet pod, the number ending $HOSTNAME (kiln-controller-1).
+    #[arg(long, value_name = "I", requires = "shards")]
+    shard_index: Option<u32>,
+
+    /// How long a Lease (the leader's, or a shard's) holds without renewal;
+    /// renewed every third of it.
+    #[arg(long, value_name = "DURATION", default_value = "15s", value_parser = parse_duration)]
+    lease_duration: Duration,
 
     /// Directory of the render cache (renders reused while what they read
     /// holds). Default: ~/.cache/kiln/renders.
@@ -127,10 +148,28 @@ pub(crate) struct ControllerArgs {
     /// Send every render to this `kiln render-server` (https://host:port)
     /// instead of rendering in this process: Git, plugins and the render
     /// cache then live there, away from this process's cluster
-    /// credentials (docs/controller.md). Needs --render-ca,
-    /// --render-client-cert and --render-client-key.
-    #[arg(long, value_name = "URL", requires_all = ["render_ca", "render_client_cert", "render_client_key"])]
-    render_server: Option<String>,
+    /// credentials (docs/controller.md). Repeat for several replicas: each
+    /// repository's renders go to one of them (rendezvous hashing, so its
+    /// caches stay warm) and move to the next when it cannot be reached.
+    /// Needs --render-ca, --render-client-cert and --render-client-key.
+    #[arg(long = "render-server", value_name = "URL", requires_all = ["render_ca", "render_client_cert", "render_client_key"])]
+    render_servers: Vec<String>,
+
+    /// Treat the one --render-server URL's host as a headless Service:
+    /// every address it resolves to is a replica (re-resolved every
+    /// --render-server-refresh), reached by address and checked against
+    /// the URL's host name.
+    #[arg(long, requires = "render_servers")]
+    render_server_dns: bool,
+
+    /// Interval between two resolutions of --render-server-dns.
+    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = parse_duration)]
+    render_server_refresh: Duration,
+
+    /// How long a render server replica that could not be reached is
+    /// passed over (it is still tried when every replica fails).
+    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = parse_duration)]
+    render_server_cooldown: Duration,
 
     /// The CA the render server's certificate must chain to (PEM).
     #[arg(long, value_name = "FILE")]
@@ -164,11 +203,14 @@ pub(crate) struct ControllerArgs {
     jq: super::JqArgs,
 }
 
-/// The render-server client the flags ask for, if any.
-fn render_client(args: &ControllerArgs) -> anyhow::Result<Option<kiln::render::remote::Client>> {
-    let Some(url) = &args.render_server else {
+/// The render servers the flags ask for, if any, and the discovery that
+/// keeps a headless Service's replicas current.
+async fn render_pool(
+    args: &ControllerArgs,
+) -> anyhow::Result<Option<(Arc<Pool>, Option<Discovery>)>> {
+    if args.render_servers.is_empty() {
         return Ok(None);
-    };
+    }
     let (Some(ca), Some(cert), Some(key)) = (
         &args.render_ca,
         &args.render_client_cert,
@@ -178,16 +220,80 @@ fn render_client(args: &ControllerArgs) -> anyhow::Result<Option<kiln::render::r
             "--render-server needs --render-ca, --render-client-cert and --render-client-key"
         );
     };
-    let identity = kiln::render::remote::tls::Identity::from_files(cert, key, ca)?;
+    let identity = Arc::new(kiln::render::remote::tls::Identity::from_files(
+        cert, key, ca,
+    )?);
     let limits = kiln::render::remote::Limits {
         max_request: usize::try_from(args.render_max_request).unwrap_or(usize::MAX),
         max_response: usize::try_from(args.render_max_response).unwrap_or(usize::MAX),
         deadline: args.render_deadline,
         ..kiln::render::remote::Limits::default()
     };
-    Ok(Some(kiln::render::remote::Client::new(
-        url, &identity, limits,
-    )?))
+    let config = PoolConfig {
+        cooldown: args.render_server_cooldown,
+        refresh: args.render_server_refresh,
+    };
+    let name = args.render_servers.join(", ");
+    if args.render_server_dns {
+        let [url] = args.render_servers.as_slice() else {
+            anyhow::bail!("--render-server-dns takes exactly one --render-server URL");
+        };
+        let discovery = Discovery {
+            url: url.clone(),
+            identity,
+            limits,
+        };
+        // A Service with no address yet is not fatal: renders fail with a
+        // condition until the next resolution finds replicas.
+        let clients = match discovery.resolve().await {
+            Ok(clients) => clients,
+            Err(e) => {
+                tracing::warn!(error = %kiln::text::chain(&e), "no render server replica yet");
+                Vec::new()
+            }
+        };
+        let pool = Arc::new(Pool::new(name, clients, config));
+        return Ok(Some((pool, Some(discovery))));
+    }
+    let clients = args
+        .render_servers
+        .iter()
+        .map(|url| kiln::render::remote::Client::new(url, &identity, limits))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(Some((Arc::new(Pool::new(name, clients, config)), None)))
+}
+
+/// The sharding the flags ask for.
+fn sharding(args: &ControllerArgs) -> anyhow::Result<controller::shard::ShardingConfig> {
+    let defaults = controller::shard::ShardingConfig {
+        lease_duration: args.lease_duration,
+        renew_every: args.lease_duration / 3,
+        ..controller::shard::ShardingConfig::default()
+    };
+    if args.shards == 1 {
+        return Ok(defaults);
+    }
+    let index = match args.shard_index {
+        Some(index) => index,
+        None => {
+            let host = std::env::var("HOSTNAME").unwrap_or_default();
+            host.rsplit_once('-')
+                .and_then(|(_, ordinal)| ordinal.parse().ok())
+                .with_context(|| {
+                    format!("--shards {} needs --shard-index, or a StatefulSet pod name ending in its ordinal as HOSTNAME (HOSTNAME is {host:?})", args.shards)
+                })?
+        }
+    };
+    anyhow::ensure!(
+        index < args.shards,
+        "--shard-index {index} is not below --shards {}",
+        args.shards
+    );
+    Ok(controller::shard::ShardingConfig {
+        shards: args.shards,
+        index,
+        ..defaults
+    })
 }
 
 pub(crate) async fn run(args: &ControllerArgs) -> anyhow::Result<u8> {
@@ -233,6 +339,7 @@ pub(crate) async fn run(args: &ControllerArgs) -> anyhow::Result<u8> {
         },
         allow_file_repositories: args.allow_file_repositories,
         jq: args.jq.config(),
+        sharding: sharding(args)?,
         ..ControllerConfig::default()
     };
     if args.allow_file_repositories {
@@ -247,11 +354,18 @@ pub(crate) async fn run(args: &ControllerArgs) -> anyhow::Result<u8> {
         config,
         secrets.clone(),
     );
-    if let Some(client) = render_client(args)? {
-        tracing::info!(url = client.url(), "rendering on the render server");
-        ctx = ctx.with_render_server(client, Some(Arc::new(known_hosts.clone())));
-    }
+    let discovery = match render_pool(args).await? {
+        Some((pool, discovery)) => {
+            tracing::info!(servers = ?pool.servers(), "rendering on the render servers");
+            ctx = ctx.with_render_server(pool, Some(Arc::new(known_hosts.clone())));
+            discovery
+        }
+        None => None,
+    };
     let ctx = Arc::new(ctx);
+    if let (Some(discovery), Some(pool)) = (discovery, ctx.render_server.clone()) {
+        tokio::spawn(discovery.follow(pool, ctx.shutdown.clone()));
+    }
     let state = Arc::new(controller::http::HttpState {
         ctx: ctx.clone(),
         webhook: controller::http::WebhookAuth::new(
@@ -271,11 +385,16 @@ pub(crate) async fn run(args: &ControllerArgs) -> anyhow::Result<u8> {
         }
     });
     tracing::info!(namespace = %args.namespace, listen = %args.listen, "controller starting");
-    let elector = (!args.no_leader_election).then(|| {
+    // Sharded replicas hold one Lease per shard instead of leading alone.
+    let elector = (!args.no_leader_election && args.shards == 1).then(|| {
         controller::leader::Elector::new(
             ctx.client.clone(),
             &args.namespace,
-            controller::leader::LeaseConfig::default(),
+            controller::leader::LeaseConfig {
+                duration: args.lease_duration,
+                renew_every: args.lease_duration / 3,
+                ..controller::leader::LeaseConfig::default()
+            },
         )
     });
     if let Some(elector) = &elector {

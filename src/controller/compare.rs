@@ -223,10 +223,21 @@ pub async fn compare(app: &Application, ctx: &Context, to: &CompareTo) -> Result
                 .repo_credentials()
                 .credentials(&url)
                 .map(Into::into);
-            server
-                .render(&request)
+            let routed = server
+                .render(url.as_str(), &request)
                 .await
-                .map_err(|e| remote_stop(server.url(), e))?
+                .map_err(|e| remote_stop(server.name(), e))?;
+            for failed in &routed.failed_over {
+                ctx.metrics
+                    .render_server_failovers
+                    .get_or_create(&vec![("server".into(), failed.clone())])
+                    .inc();
+            }
+            ctx.metrics
+                .render_server_requests
+                .get_or_create(&vec![("server".into(), routed.server.clone())])
+                .inc();
+            routed.response
         }
         None => {
             let shop = super::work::Workshop {
@@ -527,11 +538,15 @@ fn world_label(world: World) -> &'static str {
 /// The condition of a remote render that failed: the server's own when it
 /// refused, `RenderServerUnavailable` naming the URL and the cause chain
 /// when it could not be used.
-fn remote_stop(url: &str, error: crate::render::remote::ClientError) -> Stop {
-    use crate::render::remote::ClientError;
+fn remote_stop(pool: &str, error: crate::render::remote::PoolError) -> Stop {
+    use crate::render::remote::{ClientError, PoolError};
     match error {
-        ClientError::Refused(failure) => Stop::owned(failure.kind, failure.reason, failure.message),
-        ClientError::ResponseTooLarge { .. } | ClientError::RequestTooLarge { .. } => Stop::new(
+        PoolError::Client(ClientError::Refused(failure)) => {
+            Stop::owned(failure.kind, failure.reason, failure.message)
+        }
+        PoolError::Client(
+            error @ (ClientError::ResponseTooLarge { .. } | ClientError::RequestTooLarge { .. }),
+        ) => Stop::new(
             "ComparisonError",
             "RenderTooLarge",
             crate::text::chain(&error),
@@ -539,7 +554,7 @@ fn remote_stop(url: &str, error: crate::render::remote::ClientError) -> Stop {
         other => Stop::new(
             "ComparisonError",
             "RenderServerUnavailable",
-            format!("render server {url}: {}", crate::text::chain(&other)),
+            format!("render server {pool}: {}", crate::text::chain(&other)),
         ),
     }
 }

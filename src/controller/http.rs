@@ -47,6 +47,10 @@ pub struct Metrics {
     /// Syncs started by self-heal (drift reverted at a revision already
     /// synced), and those deferred by its back-off.
     pub self_heals: Family<Labels, Counter>,
+    /// Renders answered by each render server replica.
+    pub render_server_requests: Family<Labels, Counter>,
+    /// Renders a replica could not take (unreachable), sent to the next.
+    pub render_server_failovers: Family<Labels, Counter>,
     git_lookups: Gauge,
     git_fetches: Gauge,
     cache_hits: Gauge,
@@ -95,6 +99,18 @@ impl Default for Metrics {
             "Self-heal decisions on drift, by result (synced, backed_off)",
             self_heals.clone(),
         );
+        let render_server_requests = Family::<Labels, Counter>::default();
+        registry.register(
+            "render_server_requests",
+            "Renders answered by the render server, by replica",
+            render_server_requests.clone(),
+        );
+        let render_server_failovers = Family::<Labels, Counter>::default();
+        registry.register(
+            "render_server_failovers",
+            "Renders a render server replica could not take (unreachable) and that went to the next, by replica",
+            render_server_failovers.clone(),
+        );
         let cache_hits = Gauge::default();
         registry.register(
             "render_cache_hits",
@@ -128,6 +144,8 @@ impl Default for Metrics {
             renders,
             plugin_call_seconds,
             self_heals,
+            render_server_requests,
+            render_server_failovers,
             git_lookups,
             git_fetches,
             cache_hits,

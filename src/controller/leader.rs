@@ -49,18 +49,42 @@ fn micro_now() -> String {
 
 /// True when the lease's holder has not renewed within its duration.
 fn expired(spec: &Value) -> bool {
+    expired_for(spec).is_some()
+}
+
+/// How long ago the lease stopped being valid; `None` while it is (a lease
+/// that never was renewed expired long ago).
+fn expired_for(spec: &Value) -> Option<Duration> {
     let Some(renewed) = spec
         .get("renewTime")
         .and_then(Value::as_str)
         .and_then(|t| t.parse::<jiff::Timestamp>().ok())
     else {
-        return true;
+        return Some(Duration::MAX);
     };
     let seconds = spec
         .get("leaseDurationSeconds")
         .and_then(Value::as_i64)
         .unwrap_or(15);
-    jiff::Timestamp::now().as_second() > renewed.as_second() + seconds
+    let over = jiff::Timestamp::now().as_second() - (renewed.as_second() + seconds);
+    (over > 0).then(|| Duration::from_secs(over.unsigned_abs()))
+}
+
+/// The annotation a shard's preferred replica puts on a Lease another
+/// replica took over, asking for it back.
+pub const CLAIM_ANNOTATION: &str = "kiln.dev/claimed-by";
+
+/// What a Lease says, read without changing it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LeaseView {
+    /// Who holds it.
+    pub holder: String,
+    /// How long ago it stopped being valid (`None`: still valid).
+    pub expired_for: Option<Duration>,
+    /// Who claims it back ([`CLAIM_ANNOTATION`]).
+    pub claimed_by: Option<String>,
+    /// Its resourceVersion.
+    pub resource_version: Option<String>,
 }
 
 /// One candidate.
@@ -140,6 +164,70 @@ impl Elector {
             Ok(_) => Ok(true),
             // Another candidate updated it in between.
             Err(kube::Error::Api(status)) if status.code == 409 => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// The Lease as it is now; `None` when there is none.
+    pub async fn peek(&self) -> Result<Option<LeaseView>, kube::Error> {
+        let Some(current) = self.api.get_opt(&self.config.name).await? else {
+            return Ok(None);
+        };
+        let spec = serde_json::to_value(&current.spec).unwrap_or_default();
+        Ok(Some(LeaseView {
+            holder: spec
+                .get("holderIdentity")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned(),
+            expired_for: expired_for(&spec),
+            claimed_by: current
+                .metadata
+                .annotations
+                .as_ref()
+                .and_then(|a| a.get(CLAIM_ANNOTATION))
+                .cloned(),
+            resource_version: current.metadata.resource_version.clone(),
+        }))
+    }
+
+    /// Asks the holder to hand the lease back: marks it claimed by this
+    /// candidate (the holder releases it at its next renewal). True when
+    /// the mark was written.
+    pub async fn claim(&self) -> Result<bool, kube::Error> {
+        let Some(mut current) = self.api.get_opt(&self.config.name).await? else {
+            return Ok(false);
+        };
+        current
+            .metadata
+            .annotations
+            .get_or_insert_with(Default::default)
+            .insert(CLAIM_ANNOTATION.into(), self.config.identity.clone());
+        match self
+            .api
+            .replace(&self.config.name, &PostParams::default(), &current)
+            .await
+        {
+            Ok(_) => Ok(true),
+            Err(kube::Error::Api(status)) if status.code == 409 => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Gives the lease up at once (deletes it, if it is still the version
+    /// this candidate last saw), so the next candidate need not wait for it
+    /// to expire.
+    pub async fn release(&self, resource_version: Option<String>) -> Result<(), kube::Error> {
+        let params = kube::api::DeleteParams {
+            preconditions: Some(kube::api::Preconditions {
+                resource_version,
+                uid: None,
+            }),
+            ..Default::default()
+        };
+        match self.api.delete(&self.config.name, &params).await {
+            Ok(_) => Ok(()),
+            Err(kube::Error::Api(status)) if matches!(status.code, 404 | 409) => Ok(()),
             Err(e) => Err(e),
         }
     }

@@ -18,6 +18,7 @@ pub mod project;
 pub mod read_paths;
 pub mod reconcile;
 pub mod secrets;
+pub mod shard;
 pub mod work;
 
 use std::sync::Arc;
@@ -95,6 +96,20 @@ pub async fn run(
     if let Some(live) = ctx.live.triggers() {
         controller = controller.reconcile_on(live);
     }
+    // Sharded: the shard Leases are held beside the controller, and every
+    // Application is reconciled when a shard is taken.
+    let mut contending = None;
+    if ctx.shards.config().shards > 1 {
+        let (gained, taken) = tokio::sync::mpsc::unbounded_channel();
+        contending = Some(tokio::spawn(ctx.shards.clone().contend(
+            ctx.client.clone(),
+            ctx.config.namespace.clone(),
+            gained,
+            ctx.shutdown.clone(),
+        )));
+        controller = controller
+            .reconcile_all_on(tokio_stream::wrappers::UnboundedReceiverStream::new(taken));
+    }
     controller
         .graceful_shutdown_on(shutdown)
         .run(reconcile, error_policy, ctx)
@@ -104,4 +119,11 @@ pub async fn run(
             }
         })
         .await;
+    // The Leases held are released (after the reconciles running), so the
+    // other replicas take the shards at once.
+    if let Some(contending) = contending
+        && let Err(e) = contending.await
+    {
+        tracing::warn!(error = %e, "the shard leases task failed");
+    }
 }

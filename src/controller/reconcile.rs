@@ -131,6 +131,9 @@ pub struct ControllerConfig {
     /// How `ignoreDifferences` jq expressions run (worker processes, their
     /// deadline and memory).
     pub jq: crate::diff::JqConfig,
+    /// How Applications are split over controller replicas. Default: one
+    /// shard.
+    pub sharding: super::shard::ShardingConfig,
 }
 
 impl Default for ControllerConfig {
@@ -149,6 +152,7 @@ impl Default for ControllerConfig {
             catalog: super::plugins::CatalogConfig::default(),
             allow_file_repositories: false,
             jq: crate::diff::JqConfig::default(),
+            sharding: super::shard::ShardingConfig::default(),
         }
     }
 }
@@ -182,9 +186,11 @@ pub struct Context {
     pub catalog: super::plugins::Catalog,
     /// The worker processes of `ignoreDifferences` jq expressions.
     pub jq: crate::diff::Jq,
+    /// The shards this replica owns.
+    pub shards: Arc<super::shard::Shards>,
     /// The render server doing the source work, if any; `None`: this
     /// process renders ([`Context::with_render_server`]).
-    pub render_server: Option<crate::render::remote::Client>,
+    pub render_server: Option<Arc<crate::render::remote::Pool>>,
     /// The SSH known hosts sent with remote renders.
     pub ssh_known_hosts: Option<Arc<dyn crate::source::git::KnownHostsSource>>,
     forget: std::sync::Mutex<std::collections::HashSet<String>>,
@@ -202,6 +208,7 @@ impl Context {
         config: ControllerConfig,
         secrets: ControllerSecrets,
     ) -> Self {
+        let shards = super::shard::Shards::new(config.sharding.clone());
         let render_cache = super::cache::RenderCache::new(config.render_cache_size);
         let render_cache = match &config.render_cache_dir {
             Some(dir) => render_cache.with_dir(dir),
@@ -222,6 +229,7 @@ impl Context {
             render_cache,
             read_paths: super::read_paths::ReadPaths::default(),
             shutdown: Arc::new(AtomicBool::new(false)),
+            shards,
             render_server: None,
             ssh_known_hosts: None,
             forget: std::sync::Mutex::new(std::collections::HashSet::new()),
@@ -257,7 +265,7 @@ impl Context {
     /// `known_hosts` (the configured SSH host keys) go with every request.
     pub fn with_render_server(
         mut self,
-        server: crate::render::remote::Client,
+        server: Arc<crate::render::remote::Pool>,
         known_hosts: Option<Arc<dyn crate::source::git::KnownHostsSource>>,
     ) -> Self {
         self.render_server = Some(server);
@@ -356,6 +364,11 @@ pub async fn reconcile(app: Arc<Application>, ctx: Arc<Context>) -> Result<Actio
         revision = tracing::field::Empty,
         phase = tracing::field::Empty
     );
+    // Another replica's shard: nothing to do until this one owns it (a
+    // shard taken over reconciles all of its Applications).
+    let Some(_running) = ctx.shards.enter(&namespace, &name) else {
+        return Ok(Action::await_change());
+    };
     let apps: Api<Application> = Api::namespaced(ctx.client.clone(), &namespace);
     if app.metadata.deletion_timestamp.is_some() {
         return tracing::Instrument::instrument(finalize(&app, &ctx, &apps), span).await;

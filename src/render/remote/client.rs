@@ -1,6 +1,8 @@
 //! The controller's side: one HTTP/2 connection pool to the render server,
 //! mutual TLS, bounded bodies, a deadline per request.
 
+use std::net::SocketAddr;
+
 use super::Limits;
 use super::protocol::{RENDER_PATH, RenderFailure, RenderRequest, RenderResponse};
 use super::tls::{Identity, TlsError};
@@ -100,11 +102,24 @@ pub struct Client {
 impl Client {
     /// A client of the render server at `url` (`https://host:port`).
     pub fn new(url: &str, identity: &Identity, limits: Limits) -> Result<Self, ClientError> {
+        Self::at(url, None, identity, limits)
+    }
+
+    /// A client of the render server at `url` that connects to `address`
+    /// instead of resolving the URL's host (one replica behind a headless
+    /// Service); the server's certificate is still checked against the
+    /// URL's host name.
+    pub fn at(
+        url: &str,
+        address: Option<SocketAddr>,
+        identity: &Identity,
+        limits: Limits,
+    ) -> Result<Self, ClientError> {
         let tls = super::tls::client_config(identity).map_err(|source| ClientError::Setup {
             url: url.to_owned(),
             source,
         })?;
-        Self::with_tls(url, tls, limits)
+        Self::build(url, address, tls, limits)
     }
 
     /// A client with a TLS configuration of the caller's (tests use one
@@ -114,27 +129,45 @@ impl Client {
         tls: tokio_rustls::rustls::ClientConfig,
         limits: Limits,
     ) -> Result<Self, ClientError> {
-        let http = reqwest::Client::builder()
+        Self::build(url, None, tls, limits)
+    }
+
+    fn build(
+        url: &str,
+        address: Option<SocketAddr>,
+        tls: tokio_rustls::rustls::ClientConfig,
+        limits: Limits,
+    ) -> Result<Self, ClientError> {
+        let mut builder = reqwest::Client::builder()
             .tls_backend_preconfigured(tls)
             .http2_prior_knowledge()
             .connect_timeout(limits.connect_timeout)
             .timeout(limits.deadline)
-            .no_proxy()
-            .build()
-            .map_err(|source| ClientError::Build {
-                url: url.to_owned(),
-                source,
-            })?;
-        let url = url.trim_end_matches('/').to_owned();
+            .no_proxy();
+        let trimmed = url.trim_end_matches('/');
+        let mut name = trimmed.to_owned();
+        if let Some(address) = address {
+            let host = reqwest::Url::parse(trimmed)
+                .ok()
+                .and_then(|u| u.host_str().map(str::to_owned))
+                .unwrap_or_default();
+            builder = builder.resolve(&host, address);
+            name = format!("{trimmed} ({address})");
+        }
+        let http = builder.build().map_err(|source| ClientError::Build {
+            url: url.to_owned(),
+            source,
+        })?;
         Ok(Self {
-            endpoint: format!("{url}{RENDER_PATH}"),
-            url,
+            endpoint: format!("{trimmed}{RENDER_PATH}"),
+            url: name,
             http,
             limits,
         })
     }
 
-    /// The render server's URL.
+    /// The render server's URL (with the replica's address when the
+    /// client connects to one: `https://host:port (10.0.0.7:8443)`).
     pub fn url(&self) -> &str {
         &self.url
     }

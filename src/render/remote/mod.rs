@@ -8,6 +8,7 @@
 //! with the credentials of that one repository. See docs/controller.md.
 
 pub mod client;
+pub mod pool;
 pub mod protocol;
 pub mod server;
 pub mod tls;
@@ -15,6 +16,7 @@ pub mod tls;
 use std::time::Duration;
 
 pub use client::{Client, ClientError};
+pub use pool::{Discovery, Pool, PoolConfig, PoolError, Routed};
 pub use protocol::*;
 
 /// Default bound of a request body: 8 MiB (a request carries plugin

@@ -1,0 +1,237 @@
+//! Controller sharding: two controller replicas split the Applications by
+//! shard Lease; when one stops, the other takes its shard and keeps its
+//! Applications syncing; when it comes back, it gets its shard back.
+//! Replicas run in-process against the dev cluster and a real `git daemon`.
+
+mod support;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use kiln::controller::shard::{ShardingConfig, lease_name, shard_of};
+use kiln::controller::{self, Context, ControllerConfig, ControllerSecrets};
+use kiln::plugin::{HostConfig, PluginHost};
+use kiln::source::git::{GitConfig, GitSource};
+use kiln_devcluster::Config;
+use serde_json::{Value, json};
+use support::cluster::Cluster;
+use support::git::{Fixture, GitDaemon};
+
+/// One controller replica running in-process.
+struct Replica {
+    ctx: Arc<Context>,
+    stop: tokio::sync::oneshot::Sender<()>,
+    done: tokio::task::JoinHandle<()>,
+}
+
+impl Replica {
+    /// Starts replica `identity` preferring shard `index` of 2; it applies
+    /// as field manager `kiln-{identity}`, so the objects say who synced
+    /// them.
+    fn start(cluster: &Cluster, dir: &std::path::Path, identity: &str, index: u32) -> Self {
+        let secrets = ControllerSecrets::watch(cluster.client.clone(), "kiln");
+        let git = GitSource::new(
+            GitConfig::new(dir.join(format!("cache-{identity}"))),
+            Arc::new(secrets.repo_credentials()),
+        )
+        .unwrap();
+        let config = ControllerConfig {
+            resync: Duration::from_millis(500),
+            health_timeout: Duration::from_secs(10),
+            manager: format!("kiln-{identity}"),
+            sharding: ShardingConfig {
+                shards: 2,
+                index,
+                identity: identity.into(),
+                lease_duration: Duration::from_secs(2),
+                renew_every: Duration::from_millis(400),
+            },
+            ..ControllerConfig::default()
+        };
+        let ctx = Arc::new(Context::new(
+            cluster.client.clone(),
+            git,
+            PluginHost::new(HostConfig::default()).unwrap(),
+            config,
+            secrets,
+        ));
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let done = tokio::spawn(controller::run(ctx.clone(), async move {
+            let _ = stopped.await;
+        }));
+        Self { ctx, stop, done }
+    }
+
+    /// Stops it the way SIGTERM does: running reconciles finish, its
+    /// Leases are released.
+    async fn stop(self) {
+        let _ = self.stop.send(());
+        self.done.await.unwrap();
+    }
+}
+
+/// Polls `check` until it returns Some, for up to 30 s.
+async fn eventually<T>(what: &str, mut check: impl AsyncFnMut() -> Option<T>) -> T {
+    for _ in 0..300 {
+        if let Some(value) = check().await {
+            return value;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("timed out waiting for {what}");
+}
+
+fn configmap(name: &str, color: &str) -> String {
+    format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\ndata:\n  color: {color}\n")
+}
+
+/// Commits every application's ConfigMap with `color`.
+fn push(repo: &Fixture, apps: &[String], color: &str) {
+    let files: Vec<(String, String)> = apps
+        .iter()
+        .map(|app| (format!("{app}/cm.yaml"), configmap(app, color)))
+        .collect();
+    let files: Vec<(&str, &str)> = files
+        .iter()
+        .map(|(p, c)| (p.as_str(), c.as_str()))
+        .collect();
+    repo.commit(color, &files);
+    repo.publish();
+}
+
+async fn live(cluster: &Cluster, name: &str) -> Option<Value> {
+    cluster
+        .get("v1", "ConfigMap", "configmaps", Some("guestbook"), name)
+        .await
+        .ok()
+}
+
+/// Waits until every application's ConfigMap has `color`; returns them.
+async fn wait_for(cluster: &Cluster, apps: &[String], color: &str) -> Vec<Value> {
+    let mut found = Vec::new();
+    for app in apps {
+        found.push(
+            eventually(&format!("{app} {color}"), async || {
+                live(cluster, app)
+                    .await
+                    .filter(|cm| cm["data"]["color"] == color)
+            })
+            .await,
+        );
+    }
+    found
+}
+
+/// The field managers that own the ConfigMap's `data`.
+fn data_managers(cm: &Value) -> Vec<String> {
+    cm["metadata"]["managedFields"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|m| m["fieldsV1"].get("f:data").is_some())
+        .map(|m| m["manager"].as_str().unwrap_or_default().to_owned())
+        .collect()
+}
+
+async fn holder(cluster: &Cluster, shard: u32) -> Option<String> {
+    cluster
+        .get(
+            "coordination.k8s.io/v1",
+            "Lease",
+            "leases",
+            Some("kiln"),
+            &lease_name(shard),
+        )
+        .await
+        .ok()
+        .and_then(|l| l["spec"]["holderIdentity"].as_str().map(str::to_owned))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shards_split_the_applications_and_a_stopped_replica_s_shard_is_taken_over() {
+    // Given four Applications, two in each shard.
+    let cluster = Cluster::with_kiln(
+        Config {
+            simulate_readiness: Some(Duration::from_millis(20)),
+            ..Config::default()
+        },
+        &["kiln", "guestbook"],
+    )
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut apps: Vec<Vec<String>> = vec![Vec::new(), Vec::new()];
+    for i in 0.. {
+        let name = format!("app-{i}");
+        let shard = shard_of("kiln", &name, 2) as usize;
+        if apps[shard].len() < 2 {
+            apps[shard].push(name);
+        }
+        if apps.iter().all(|a| a.len() == 2) {
+            break;
+        }
+    }
+    let all: Vec<String> = apps.concat();
+    let repo = Fixture::new(dir.path(), "apps");
+    push(&repo, &all, "blue");
+    let daemon = GitDaemon::start(dir.path());
+    let url = daemon.url("apps");
+    for app in &all {
+        cluster
+            .apply(
+                "applications",
+                json!({"apiVersion": "kiln.dev/v1alpha1", "kind": "Application",
+                    "metadata": {"name": app, "namespace": "kiln"},
+                    "spec": {"project": "default",
+                        "source": {"repoURL": url, "path": app},
+                        "destination": {"namespace": "guestbook"},
+                        "syncPolicy": {"automated": {"prune": true, "selfHeal": true}}}}),
+                "operator",
+                false,
+            )
+            .await
+            .unwrap();
+    }
+
+    // When two replicas run, each preferring its shard.
+    let a = Replica::start(&cluster, dir.path(), "a", 0);
+    let b = Replica::start(&cluster, dir.path(), "b", 1);
+
+    // Then each syncs only its own shard's Applications.
+    for (shard, manager) in [(0, "kiln-a"), (1, "kiln-b")] {
+        for cm in wait_for(&cluster, &apps[shard], "blue").await {
+            assert_eq!(data_managers(&cm), vec![manager.to_owned()], "{cm}");
+        }
+    }
+    assert_eq!(holder(&cluster, 0).await.as_deref(), Some("a"));
+    assert_eq!(holder(&cluster, 1).await.as_deref(), Some("b"));
+    assert_eq!(a.ctx.shards.owned(), vec![0]);
+    assert_eq!(b.ctx.shards.owned(), vec![1]);
+
+    // When replica a stops, b takes shard 0 and syncs its Applications.
+    a.stop().await;
+    push(&repo, &all, "green");
+    let synced = wait_for(&cluster, &all, "green").await;
+    for cm in &synced[..2] {
+        assert_eq!(data_managers(cm), vec!["kiln-b".to_owned()], "{cm}");
+    }
+    assert_eq!(holder(&cluster, 0).await.as_deref(), Some("b"));
+    assert_eq!(b.ctx.shards.owned(), vec![0, 1]);
+
+    // When a replica preferring shard 0 comes back, b hands the shard
+    // back and the new replica syncs it.
+    let a2 = Replica::start(&cluster, dir.path(), "a2", 0);
+    eventually("shard 0 handed back", async || {
+        (holder(&cluster, 0).await.as_deref() == Some("a2")).then_some(())
+    })
+    .await;
+    push(&repo, &all, "yellow");
+    let synced = wait_for(&cluster, &all, "yellow").await;
+    for (i, cm) in synced.iter().enumerate() {
+        let manager = if i < 2 { "kiln-a2" } else { "kiln-b" };
+        assert_eq!(data_managers(cm), vec![manager.to_owned()], "{cm}");
+    }
+    assert_eq!(b.ctx.shards.owned(), vec![1]);
+    assert_eq!(a2.ctx.shards.owned(), vec![0]);
+    a2.stop().await;
+    b.stop().await;
+}
