@@ -25,9 +25,7 @@ struct Replica {
 }
 
 impl Replica {
-    /// Starts replica `identity` preferring shard `index` of 2; it applies
-    /// as field manager `kiln-{identity}`, so the objects say who synced
-    /// them.
+    /// Starts replica `identity` preferring shard `index` of 2.
     fn start(cluster: &Cluster, dir: &std::path::Path, identity: &str, index: u32) -> Self {
         let secrets = ControllerSecrets::watch(cluster.client.clone(), "kiln");
         let git = GitSource::new(
@@ -38,7 +36,6 @@ impl Replica {
         let config = ControllerConfig {
             resync: Duration::from_millis(500),
             health_timeout: Duration::from_secs(10),
-            manager: format!("kiln-{identity}"),
             sharding: ShardingConfig {
                 shards: 2,
                 index,
@@ -122,14 +119,11 @@ async fn wait_for(cluster: &Cluster, apps: &[String], color: &str) -> Vec<Value>
     found
 }
 
-/// The field managers that own the ConfigMap's `data`.
-fn data_managers(cm: &Value) -> Vec<String> {
-    cm["metadata"]["managedFields"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter(|m| m["fieldsV1"].get("f:data").is_some())
-        .map(|m| m["manager"].as_str().unwrap_or_default().to_owned())
+/// The Applications `replica` rendered (it records what each render read).
+fn rendered_by(replica: &Replica, apps: &[String]) -> Vec<String> {
+    apps.iter()
+        .filter(|app| replica.ctx.read_paths.get(app).is_some())
+        .cloned()
         .collect()
 }
 
@@ -197,11 +191,9 @@ async fn shards_split_the_applications_and_a_stopped_replica_s_shard_is_taken_ov
     let b = Replica::start(&cluster, dir.path(), "b", 1);
 
     // Then each syncs only its own shard's Applications.
-    for (shard, manager) in [(0, "kiln-a"), (1, "kiln-b")] {
-        for cm in wait_for(&cluster, &apps[shard], "blue").await {
-            assert_eq!(data_managers(&cm), vec![manager.to_owned()], "{cm}");
-        }
-    }
+    wait_for(&cluster, &all, "blue").await;
+    assert_eq!(rendered_by(&a, &all), apps[0]);
+    assert_eq!(rendered_by(&b, &all), apps[1]);
     assert_eq!(holder(&cluster, 0).await.as_deref(), Some("a"));
     assert_eq!(holder(&cluster, 1).await.as_deref(), Some("b"));
     assert_eq!(a.ctx.shards.owned(), vec![0]);
@@ -209,13 +201,14 @@ async fn shards_split_the_applications_and_a_stopped_replica_s_shard_is_taken_ov
 
     // When replica a stops, b takes shard 0 and syncs its Applications.
     a.stop().await;
-    push(&repo, &all, "green");
-    let synced = wait_for(&cluster, &all, "green").await;
-    for cm in &synced[..2] {
-        assert_eq!(data_managers(cm), vec!["kiln-b".to_owned()], "{cm}");
-    }
+    eventually("b to take shard 0", async || {
+        (b.ctx.shards.owned() == [0, 1]).then_some(())
+    })
+    .await;
     assert_eq!(holder(&cluster, 0).await.as_deref(), Some("b"));
-    assert_eq!(b.ctx.shards.owned(), vec![0, 1]);
+    push(&repo, &all, "green");
+    wait_for(&cluster, &all, "green").await;
+    assert_eq!(rendered_by(&b, &all), all);
 
     // When a replica preferring shard 0 comes back, b hands the shard
     // back and the new replica syncs it.
@@ -224,13 +217,10 @@ async fn shards_split_the_applications_and_a_stopped_replica_s_shard_is_taken_ov
         (holder(&cluster, 0).await.as_deref() == Some("a2")).then_some(())
     })
     .await;
-    push(&repo, &all, "yellow");
-    let synced = wait_for(&cluster, &all, "yellow").await;
-    for (i, cm) in synced.iter().enumerate() {
-        let manager = if i < 2 { "kiln-a2" } else { "kiln-b" };
-        assert_eq!(data_managers(cm), vec![manager.to_owned()], "{cm}");
-    }
     assert_eq!(b.ctx.shards.owned(), vec![1]);
+    push(&repo, &all, "yellow");
+    wait_for(&cluster, &all, "yellow").await;
+    assert_eq!(rendered_by(&a2, &all), apps[0]);
     assert_eq!(a2.ctx.shards.owned(), vec![0]);
     a2.stop().await;
     b.stop().await;

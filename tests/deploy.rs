@@ -53,7 +53,7 @@ async fn deploy_applies_with_kustomize_and_with_plain_files() {
         for expected in [
             "customresourcedefinition.apiextensions.k8s.io/applications.kiln.dev",
             "namespace/kiln",
-            "deployment.apps/kiln-controller",
+            "statefulset.apps/kiln-controller",
             "clusterrole.rbac.authorization.k8s.io/kiln-controller-apply",
             "deployment.apps/kiln-render-server",
             "service/kiln-render-server",
@@ -70,7 +70,7 @@ async fn deploy_applies_with_kustomize_and_with_plain_files() {
                     "-n",
                     "kiln",
                     "get",
-                    "deploy",
+                    "statefulset",
                     "kiln-controller",
                     "-o",
                     "jsonpath={.spec.template.spec.serviceAccountName}",
@@ -194,13 +194,36 @@ async fn render_server_is_isolated(kubeconfig: &Path, cache: &Path) {
     let controller = get(
         kubeconfig,
         cache,
-        &["deploy", "kiln-controller"],
+        &["statefulset", "kiln-controller"],
         "{.spec.template.spec.containers[0].args}",
     )
     .await;
     assert!(
         controller.contains("--render-server=https://kiln-render-server.kiln.svc:8443")
+            && controller.contains("--render-server-dns")
+            && controller.contains("--shards=2")
             && controller.contains("--render-client-cert="),
         "{controller}"
+    );
+    // Two render servers behind a headless Service, two controller shards.
+    for (resource, replicas) in [
+        (["deploy", "kiln-render-server"], "2"),
+        (["statefulset", "kiln-controller"], "2"),
+    ] {
+        assert_eq!(
+            get(kubeconfig, cache, &resource, "{.spec.replicas}").await,
+            replicas,
+            "{resource:?}"
+        );
+    }
+    assert_eq!(
+        get(
+            kubeconfig,
+            cache,
+            &["service", "kiln-render-server"],
+            "{.spec.clusterIP}"
+        )
+        .await,
+        "None"
     );
 }
