@@ -162,7 +162,12 @@ async fn the_readme_loop_runs_through_a_render_server_without_credentials() {
     cluster.server.write_kubeconfig(&kubeconfig).unwrap();
     let metrics_port = free_port();
     let server_url = format!("https://127.0.0.1:{port}");
-    let mut controller = controller(dir.path(), &kubeconfig, metrics_port, &[server_url.clone()]);
+    let mut controller = controller(
+        dir.path(),
+        &kubeconfig,
+        metrics_port,
+        std::slice::from_ref(&server_url),
+    );
 
     // Then the plugin's render is applied, a push is synced, drift reverted.
     let live = wait_for_color(&cluster, "blue").await;
