@@ -199,6 +199,16 @@ async fn the_readme_loop_runs_through_a_render_server_without_credentials() {
 
     // And the controller rendered nothing and called no plugin itself.
     let metrics = metrics(metrics_port).await;
+    // Every API request is counted by verb (here: the syncs' applies).
+    for verb in ["apply", "watch", "list"] {
+        assert!(
+            metrics
+                .lines()
+                .any(|l| l.starts_with("kiln_kube_requests_total{")
+                    && l.contains(&format!("verb=\"{verb}\""))),
+            "{verb}: {metrics}"
+        );
+    }
     assert!(
         !metrics
             .lines()
@@ -415,8 +425,13 @@ async fn a_killed_render_server_replica_hands_its_repositories_to_another() {
         counter(&text, "kiln_render_server_requests_total", &urls[other]) >= 1.0,
         "{text}"
     );
-    let status = app_status(&cluster, "guestbook").await;
-    assert_eq!(status["sync"]["revision"], repo.rev_parse("HEAD").as_str());
+    let head = repo.rev_parse("HEAD");
+    eventually("the new revision Synced", async || {
+        let status = app_status(&cluster, "guestbook").await;
+        (status["sync"]["revision"] == head.as_str() && status["sync"]["status"] == "Synced")
+            .then_some(())
+    })
+    .await;
     controller.kill().unwrap();
     controller.wait().unwrap();
     servers[other].kill().unwrap();

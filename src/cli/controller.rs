@@ -78,6 +78,16 @@ pub(crate) struct ControllerArgs {
     #[arg(long, value_name = "I", requires = "shards")]
     shard_index: Option<u32>,
 
+    /// Sustained requests per second to each API server (the controller's
+    /// own cluster and every destination; 0: unlimited). Counted per verb
+    /// in kiln_kube_requests_total.
+    #[arg(long, value_name = "N", default_value_t = kiln::cluster::requests::DEFAULT_QPS)]
+    kube_qps: u32,
+
+    /// Requests allowed at once above --kube-qps.
+    #[arg(long, value_name = "N", default_value_t = kiln::cluster::requests::DEFAULT_BURST)]
+    kube_burst: u32,
+
     /// How long a Lease (the leader's, or a shard's) holds without renewal;
     /// renewed every third of it.
     #[arg(long, value_name = "DURATION", default_value = "15s", value_parser = parse_duration)]
@@ -297,9 +307,17 @@ fn sharding(args: &ControllerArgs) -> anyhow::Result<controller::shard::Sharding
 }
 
 pub(crate) async fn run(args: &ControllerArgs) -> anyhow::Result<u8> {
-    let cluster =
-        kiln::cluster::Cluster::connect(args.kubeconfig.as_deref(), args.context.as_deref())
-            .await?;
+    let kube_client = kiln::cluster::requests::ClientOptions {
+        qps: args.kube_qps,
+        burst: args.kube_burst,
+        ..kiln::cluster::requests::ClientOptions::default()
+    };
+    let cluster = kiln::cluster::Cluster::connect_with(
+        args.kubeconfig.as_deref(),
+        args.context.as_deref(),
+        &kube_client,
+    )
+    .await?;
     let cache = match &args.git_cache {
         Some(dir) => dir.clone(),
         None => default_cache_dir()
@@ -340,6 +358,7 @@ pub(crate) async fn run(args: &ControllerArgs) -> anyhow::Result<u8> {
         allow_file_repositories: args.allow_file_repositories,
         jq: args.jq.config(),
         sharding: sharding(args)?,
+        kube_client,
         ..ControllerConfig::default()
     };
     if args.allow_file_repositories {

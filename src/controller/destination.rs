@@ -78,6 +78,7 @@ pub struct Destinations {
     local: Arc<Cluster>,
     namespace: String,
     secrets: ControllerSecrets,
+    client_options: crate::cluster::requests::ClientOptions,
     // Secret name → (resourceVersion, cluster).
     clients: Mutex<HashMap<String, (String, Arc<Cluster>)>>,
 }
@@ -105,12 +106,19 @@ struct TlsClientConfig {
 
 impl Destinations {
     /// Destinations: `local` for the controller's own cluster, the cluster
-    /// Secrets of `namespace` for the rest.
-    pub fn new(local: Arc<Cluster>, namespace: &str, secrets: ControllerSecrets) -> Self {
+    /// Secrets of `namespace` for the rest, whose clients are paced and
+    /// counted as `client_options` say.
+    pub fn new(
+        local: Arc<Cluster>,
+        namespace: &str,
+        secrets: ControllerSecrets,
+        client_options: crate::cluster::requests::ClientOptions,
+    ) -> Self {
         Self {
             local,
             namespace: namespace.to_owned(),
             secrets,
+            client_options,
             clients: Mutex::new(HashMap::new()),
         }
     }
@@ -231,7 +239,7 @@ impl Destinations {
             .await
             // kube's messages name fields, not values.
             .map_err(|e| invalid(format!("`config` is not usable: {e}")))?;
-        let client = kube::Client::try_from(client_config)
+        let client = crate::cluster::requests::client(client_config, &self.client_options)
             .map_err(|e| invalid(format!("cannot build a client: {e}")))?;
         let cluster = Arc::new(Cluster::new(client));
         clients.insert(secret_name, (version, cluster.clone()));

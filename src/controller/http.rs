@@ -59,7 +59,21 @@ pub struct Metrics {
 
 impl Default for Metrics {
     fn default() -> Self {
+        Self::with_kube_requests(crate::cluster::requests::RequestCounts::default())
+    }
+}
+
+impl Metrics {
+    /// The metrics, serving `requests` (the API request counts of the
+    /// clients made with the controller's client options) as
+    /// `kiln_kube_requests_total{cluster,verb}`.
+    pub fn with_kube_requests(requests: crate::cluster::requests::RequestCounts) -> Self {
         let mut registry = Registry::with_prefix("kiln");
+        registry.register(
+            "kube_requests",
+            "Requests to Kubernetes API servers, by cluster and verb",
+            requests,
+        );
         let reconciles = Family::<Labels, Counter>::default();
         registry.register(
             "reconciles",

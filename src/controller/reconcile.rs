@@ -134,6 +134,10 @@ pub struct ControllerConfig {
     /// How Applications are split over controller replicas. Default: one
     /// shard.
     pub sharding: super::shard::ShardingConfig,
+    /// How the clients of destination clusters pace and count their
+    /// requests (the counts are served as `kiln_kube_requests_total`; give
+    /// the controller's own cluster's client the same options).
+    pub kube_client: crate::cluster::requests::ClientOptions,
 }
 
 impl Default for ControllerConfig {
@@ -153,6 +157,7 @@ impl Default for ControllerConfig {
             allow_file_repositories: false,
             jq: crate::diff::JqConfig::default(),
             sharding: super::shard::ShardingConfig::default(),
+            kube_client: crate::cluster::requests::ClientOptions::default(),
         }
     }
 }
@@ -209,6 +214,7 @@ impl Context {
         secrets: ControllerSecrets,
     ) -> Self {
         let shards = super::shard::Shards::new(config.sharding.clone());
+        let metrics = super::http::Metrics::with_kube_requests(config.kube_client.requests.clone());
         let render_cache = super::cache::RenderCache::new(config.render_cache_size);
         let render_cache = match &config.render_cache_dir {
             Some(dir) => render_cache.with_dir(dir),
@@ -216,7 +222,12 @@ impl Context {
         };
         let local = Arc::new(Cluster::new(client.clone()));
         Self {
-            destinations: Destinations::new(local, &config.namespace, secrets.clone()),
+            destinations: Destinations::new(
+                local,
+                &config.namespace,
+                secrets.clone(),
+                config.kube_client.clone(),
+            ),
             catalog: super::plugins::Catalog::new(config.catalog.clone()),
             jq: crate::diff::Jq::new(config.jq.clone()),
             secrets,
@@ -225,7 +236,7 @@ impl Context {
             git,
             host,
             config,
-            metrics: super::http::Metrics::default(),
+            metrics,
             render_cache,
             read_paths: super::read_paths::ReadPaths::default(),
             shutdown: Arc::new(AtomicBool::new(false)),

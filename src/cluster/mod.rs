@@ -3,6 +3,8 @@
 //! call — refreshed when a kind is unknown, so that custom resources whose
 //! CRD was applied a moment ago (earlier in the same sync) resolve.
 
+pub mod requests;
+
 use std::collections::HashMap;
 use std::path::Path;
 
@@ -72,10 +74,20 @@ impl std::fmt::Debug for Cluster {
 
 impl Cluster {
     /// Connects with a kubeconfig file (or the default: `KUBECONFIG`,
-    /// `~/.kube/config`, in-cluster), optionally picking a context.
+    /// `~/.kube/config`, in-cluster), optionally picking a context; requests
+    /// are paced and counted with the default [`requests::ClientOptions`].
     pub async fn connect(
         kubeconfig: Option<&Path>,
         context: Option<&str>,
+    ) -> Result<Self, ClusterError> {
+        Self::connect_with(kubeconfig, context, &requests::ClientOptions::default()).await
+    }
+
+    /// [`Cluster::connect`] with requests paced and counted as `options` say.
+    pub async fn connect_with(
+        kubeconfig: Option<&Path>,
+        context: Option<&str>,
+        client_options: &requests::ClientOptions,
     ) -> Result<Self, ClusterError> {
         let options = kube::config::KubeConfigOptions {
             context: context.map(str::to_owned),
@@ -98,7 +110,7 @@ impl Cluster {
                 .await
                 .map_err(|e| fail(e.to_string()))?,
         };
-        let client = kube::Client::try_from(config).map_err(|e| fail(e.to_string()))?;
+        let client = requests::client(config, client_options).map_err(|e| fail(e.to_string()))?;
         Ok(Self::new(client))
     }
 
