@@ -4,11 +4,13 @@
 
 use std::rc::Rc;
 
-use crate::chart::{Chart, LoadError, Source, load};
+use crate::archive::{ArchiveLimits, Budget};
+use crate::chart::{Chart, ImportValue, LoadError, Source, load_with};
 use crate::convert::{from_yaml, map_of};
 use crate::exec::{ExecError, Limits, Runtime};
 use crate::files::Files;
 use crate::parse::{ParseError, Trees, parse};
+use crate::schema::SchemaError;
 use crate::strvals::{self, SetError};
 use crate::value::{Map, Value};
 
@@ -33,6 +35,8 @@ pub struct Options {
     pub skip_crds: bool,
     /// Budgets.
     pub limits: Limits,
+    /// Budgets of packaged subcharts (`charts/*.tgz`).
+    pub archive: ArchiveLimits,
 }
 
 impl Default for Options {
@@ -47,6 +51,7 @@ impl Default for Options {
             api_versions: Vec::new(),
             skip_crds: false,
             limits: Limits::default(),
+            archive: ArchiveLimits::default(),
         }
     }
 }
@@ -204,6 +209,21 @@ pub enum RenderError {
     /// A template fails.
     #[error(transparent)]
     Exec(#[from] ExecError),
+    /// The chart's `kubeVersion` excludes the Kubernetes version rendered for.
+    #[error(
+        "chart requires kubeVersion: {required} which is incompatible with Kubernetes {actual}"
+    )]
+    KubeVersion {
+        /// `Chart.yaml`.
+        file: String,
+        /// The chart's constraint.
+        required: String,
+        /// The version rendered for.
+        actual: String,
+    },
+    /// `values.schema.json` refuses the values (or is not a schema).
+    #[error(transparent)]
+    Schema(#[from] SchemaError),
     /// A rendered document is not YAML.
     #[error("YAML parse error on {source_name}: {message}")]
     Yaml {
@@ -220,7 +240,14 @@ impl RenderError {
         let line = |l: usize| u32::try_from(l).ok();
         match self {
             RenderError::Load(
-                LoadError::Yaml { file, .. } | LoadError::Unsupported { file, .. },
+                LoadError::Yaml { file, .. }
+                | LoadError::Unsupported { file, .. }
+                | LoadError::InArchive { archive: file, .. },
+            ) => (Some(file.clone()), None),
+            RenderError::Load(LoadError::Archive(a)) => (Some(a.archive().to_owned()), None),
+            RenderError::KubeVersion { file, .. }
+            | RenderError::Schema(
+                SchemaError::Invalid { file, .. } | SchemaError::Violations { file, .. },
             ) => (Some(file.clone()), None),
             RenderError::Values { file, .. } => (Some(file.clone()), None),
             RenderError::Parse(p) => (Some(p.name.clone()), line(p.line)),
@@ -463,16 +490,124 @@ fn process_dependencies(chart: &mut Chart, cvals: &Map, prefix: &str) {
     }
 }
 
-fn capabilities(opts: &Options) -> Value {
+/// The Kubernetes version rendered for, as `.Capabilities.KubeVersion`
+/// prints it (`v1.30.0`).
+fn kube_version(opts: &Options) -> String {
     let version = opts
         .kube_version
         .clone()
         .unwrap_or_else(|| DEFAULT_KUBE_VERSION.to_owned());
-    let version = if version.starts_with('v') {
+    if version.starts_with('v') {
         version
     } else {
         format!("v{version}")
-    };
+    }
+}
+
+/// The chart's `kubeVersion` constraint against the version rendered for
+/// (Helm checks the top chart only; a constraint that does not parse
+/// fails it too, as Helm's `IsCompatibleRange` does).
+fn check_kube_version(chart: &Chart, opts: &Options) -> Result<(), RenderError> {
+    let required = chart
+        .metadata
+        .get("KubeVersion")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    if required.is_empty() {
+        return Ok(());
+    }
+    let actual = kube_version(opts);
+    if crate::semver::matches(required, &actual).unwrap_or(false) {
+        return Ok(());
+    }
+    Err(RenderError::KubeVersion {
+        file: if chart.dir.is_empty() || chart.dir == "." {
+            "Chart.yaml".to_owned()
+        } else {
+            format!("{}/Chart.yaml", chart.dir)
+        },
+        required: required.to_owned(),
+        actual,
+    })
+}
+
+/// Helm's `MergeTables`: `dst` wins, `src` fills what it lacks, maps merge.
+fn merge_tables(mut dst: Map, src: &Map) -> Map {
+    for (k, sv) in src {
+        match (dst.get(k), sv) {
+            (Some(Value::Map(d)), Value::Map(s)) => {
+                let merged = merge_tables(d.borrow().clone(), &s.borrow());
+                dst.insert(k.clone(), Value::map(merged));
+            }
+            (Some(_), _) => {}
+            (None, _) => {
+                dst.insert(k.clone(), sv.clone());
+            }
+        }
+    }
+    dst
+}
+
+/// The table at `path` (`a.b.c`), if it is one.
+fn table(vals: &Map, path: &str) -> Option<Map> {
+    match lookup_path(vals, path)? {
+        Value::Map(m) => Some(m.borrow().clone()),
+        _ => None,
+    }
+}
+
+/// `{a: {b: data}}` for the path `a.b` (`.`: the data itself).
+fn path_to_map(path: &str, data: Map) -> Map {
+    if path == "." {
+        return data;
+    }
+    let mut cur = data;
+    for part in path.rsplit('.') {
+        let mut m = Map::new();
+        m.insert(part.to_owned(), Value::map(cur));
+        cur = m;
+    }
+    cur
+}
+
+/// `import-values` (`processDependencyImportValues`), deepest charts
+/// first: each chart's values become its coalesced values (its enabled
+/// subcharts' included) under the tables imported from them, so that the
+/// chart's own values win over imported ones, and the user's over both.
+fn import_values(chart: &mut Chart) {
+    for sub in &mut chart.subcharts {
+        import_values(sub);
+    }
+    if chart.dependencies.is_empty() {
+        return;
+    }
+    let cvals = coalesce(chart, Map::new());
+    let mut imported = Map::new();
+    for dep in &chart.dependencies {
+        let name = dep.alias.as_deref().unwrap_or(&dep.name);
+        if !chart.subcharts.iter().any(|s| s.name() == name) {
+            continue;
+        }
+        for iv in &dep.import_values {
+            match iv {
+                ImportValue::Path { child, parent } => {
+                    if let Some(t) = table(&cvals, &format!("{name}.{child}")) {
+                        imported = merge_tables(imported, &path_to_map(parent, t));
+                    }
+                }
+                ImportValue::Exports(key) => {
+                    if let Some(t) = table(&cvals, &format!("{name}.exports.{key}")) {
+                        imported = merge_tables(imported, &t);
+                    }
+                }
+            }
+        }
+    }
+    chart.values = merge_tables(cvals, &imported);
+}
+
+fn capabilities(opts: &Options) -> Value {
+    let version = kube_version(opts);
     let parsed = crate::semver::Version::parse(&version).ok();
     let (major, minor) = parsed.map_or((String::new(), String::new()), |v| {
         (v.major.to_string(), v.minor.to_string())
@@ -607,11 +742,15 @@ pub fn render(
     chart_dir: &str,
     opts: &Options,
 ) -> Result<Vec<Document>, RenderError> {
-    let mut chart = load(src, chart_dir)?;
+    let mut chart = load_with(src, chart_dir, &Budget::new(opts.archive))?;
     let user = user_values(src, chart_dir, opts)?;
     let cvals = coalesce(&chart, user.clone());
     process_dependencies(&mut chart, &cvals, "");
-    let vals = Value::map(without_nulls(coalesce(&chart, user)));
+    import_values(&mut chart);
+    check_kube_version(&chart, opts)?;
+    let vals = without_nulls(coalesce(&chart, user));
+    crate::schema::validate(&chart, &vals)?;
+    let vals = Value::map(vals);
 
     let root = chart.name();
     let mut renderables = Vec::new();

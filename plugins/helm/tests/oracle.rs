@@ -58,7 +58,7 @@ fn options(case: &serde_json::Value) -> Options {
         kube_version: case["kube_version"].as_str().map(str::to_owned),
         api_versions: strings("api_versions"),
         skip_crds: case["skip_crds"].as_bool().unwrap_or(false),
-        limits: defaults.limits,
+        ..defaults
     }
 }
 
