@@ -205,6 +205,17 @@ pub fn load(src: &dyn Source, dir: &str) -> Result<Chart, LoadError> {
 
 /// Loads the chart at `dir`, packaged subcharts within `budget`.
 pub fn load_with(src: &dyn Source, dir: &str, budget: &Budget) -> Result<Chart, LoadError> {
+    load_chart(src, dir, budget, false)
+}
+
+/// Loads the chart at `dir`; a `packaged` one (from an archive) ignores
+/// `.helmignore`, as Helm's archive loader does.
+fn load_chart(
+    src: &dyn Source,
+    dir: &str,
+    budget: &Budget,
+    packaged: bool,
+) -> Result<Chart, LoadError> {
     let chart_yaml = join(dir, "Chart.yaml");
     let raw = from_yaml(&text(src, &chart_yaml)?).map_err(|message| LoadError::Yaml {
         file: chart_yaml.clone(),
@@ -293,10 +304,11 @@ pub fn load_with(src: &dyn Source, dir: &str, budget: &Budget) -> Result<Chart, 
         chart.schema = Some((schema_path, bytes));
     }
     let rules = match src.read(&join(dir, ".helmignore")) {
+        _ if packaged => crate::ignore::Rules::none(),
         Ok(bytes) => crate::ignore::Rules::parse(&String::from_utf8_lossy(&bytes)),
         Err(_) => crate::ignore::Rules::defaults(),
     };
-    walk(src, dir, "", &mut chart, &rules, budget)?;
+    walk(src, dir, "", &mut chart, &rules, budget, packaged)?;
     Ok(chart)
 }
 
@@ -336,6 +348,7 @@ fn walk(
     chart: &mut Chart,
     rules: &crate::ignore::Rules,
     budget: &Budget,
+    packaged: bool,
 ) -> Result<(), LoadError> {
     let here = join(root, rel);
     let Some(entries) = src.list(&here) else {
@@ -357,7 +370,9 @@ fn walk(
                     continue;
                 }
                 if sub_is_dir {
-                    chart.subcharts.push(load_with(src, &sub_path, budget)?);
+                    chart
+                        .subcharts
+                        .push(load_chart(src, &sub_path, budget, packaged)?);
                 } else if sub.ends_with(".tgz") {
                     chart.subcharts.push(load_archive(src, &sub_path, budget)?);
                 }
@@ -365,7 +380,7 @@ fn walk(
             continue;
         }
         if is_dir {
-            walk(src, root, &path, chart, rules, budget)?;
+            walk(src, root, &path, chart, rules, budget, packaged)?;
             continue;
         }
         if rel.is_empty() && SKIPPED.contains(&name.as_str()) {
@@ -390,7 +405,7 @@ fn walk(
 fn load_archive(src: &dyn Source, path: &str, budget: &Budget) -> Result<Chart, LoadError> {
     let bytes = src.read(path).map_err(LoadError::Read)?;
     let files = crate::archive::unpack(path, &bytes, budget)?;
-    let mut chart = load_with(&files, "", budget).map_err(|error| LoadError::InArchive {
+    let mut chart = load_chart(&files, "", budget, true).map_err(|error| LoadError::InArchive {
         archive: path.to_owned(),
         error: Box::new(error),
     })?;

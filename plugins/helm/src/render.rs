@@ -351,17 +351,55 @@ fn merge_maps(mut a: Map, b: &Map) -> Map {
     a
 }
 
+/// How values meet defaults: Helm's `CoalesceValues` (a null deletes the
+/// default) or `MergeValues` (nulls are kept, for a later coalescing).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    Coalesce,
+    Merge,
+}
+
 /// `coalesceTables`: `dst` (the user's) over `src` (defaults); a null in
-/// `dst` deletes the default.
-fn coalesce_tables(mut dst: Map, src: &Map) -> Map {
+/// `dst` deletes the default (when coalescing).
+fn coalesce_tables(mut dst: Map, src: &Map, mode: Mode) -> Map {
     for (k, sv) in src {
         match dst.get(k) {
             Some(Value::Nil) => {
-                dst.remove(k);
+                if mode == Mode::Coalesce {
+                    dst.remove(k);
+                }
             }
             Some(Value::Map(d)) => {
                 if let Value::Map(s) = sv {
-                    let merged = coalesce_tables(d.borrow().clone(), &s.borrow());
+                    let merged = coalesce_tables(d.borrow().clone(), &s.borrow(), mode);
+                    dst.insert(k.clone(), Value::map(merged));
+                }
+            }
+            Some(_) => {}
+            None => {
+                dst.insert(k.clone(), sv.clone());
+            }
+        }
+    }
+    dst
+}
+
+/// `coalesceValues`: the chart's values under `dst`; the table of a
+/// subchart is merged (its nulls kept for the subchart's own coalescing,
+/// Helm's `childChartMergeTrue`).
+fn coalesce_values(chart: &Chart, mut dst: Map, mode: Mode) -> Map {
+    for (k, sv) in &chart.values {
+        match dst.get(k) {
+            Some(Value::Nil) => {
+                if mode == Mode::Coalesce {
+                    dst.remove(k);
+                }
+            }
+            Some(Value::Map(d)) => {
+                if let Value::Map(s) = sv {
+                    let child = chart.subcharts.iter().any(|c| &c.name() == k);
+                    let mode = if child { Mode::Merge } else { mode };
+                    let merged = coalesce_tables(d.borrow().clone(), &s.borrow(), mode);
                     dst.insert(k.clone(), Value::map(merged));
                 }
             }
@@ -375,7 +413,7 @@ fn coalesce_tables(mut dst: Map, src: &Map) -> Map {
 }
 
 /// Parent globals over the subchart's (`coalesceGlobals`).
-fn coalesce_globals(mut dest: Map, parent: &Map) -> Map {
+fn coalesce_globals(mut dest: Map, parent: &Map, mode: Mode) -> Map {
     let mut dg = dest
         .get("global")
         .and_then(Value::map_clone)
@@ -384,7 +422,7 @@ fn coalesce_globals(mut dest: Map, parent: &Map) -> Map {
         for (k, v) in sg.iter() {
             match (v, dg.get(k)) {
                 (Value::Map(pv), Some(Value::Map(dv))) => {
-                    let merged = coalesce_tables(pv.borrow().clone(), &dv.borrow());
+                    let merged = coalesce_tables(pv.borrow().clone(), &dv.borrow(), mode);
                     dg.insert(k.clone(), Value::map(merged));
                 }
                 (Value::Map(_), Some(_)) => {}
@@ -401,7 +439,12 @@ fn coalesce_globals(mut dest: Map, parent: &Map) -> Map {
 
 /// `CoalesceValues` of `chart` under `vals`.
 fn coalesce(chart: &Chart, vals: Map) -> Map {
-    let mut v = coalesce_tables(vals, &chart.values);
+    coalesce_with(chart, vals, Mode::Coalesce)
+}
+
+/// `CoalesceValues` or `MergeValues` of `chart` under `vals`.
+fn coalesce_with(chart: &Chart, vals: Map, mode: Mode) -> Map {
+    let mut v = coalesce_values(chart, vals, mode);
     for sub in &chart.subcharts {
         let name = sub.name();
         let dv = match v.get(&name) {
@@ -409,8 +452,8 @@ fn coalesce(chart: &Chart, vals: Map) -> Map {
             Some(Value::Nil) | None => Map::new(),
             Some(_) => continue,
         };
-        let dv = coalesce_globals(dv, &v);
-        let dv = coalesce(sub, dv);
+        let dv = coalesce_globals(dv, &v, mode);
+        let dv = coalesce_with(sub, dv, mode);
         v.insert(name, Value::map(dv));
     }
     v
@@ -581,7 +624,7 @@ fn import_values(chart: &mut Chart) {
     if chart.dependencies.is_empty() {
         return;
     }
-    let cvals = coalesce(chart, Map::new());
+    let cvals = coalesce_with(chart, Map::new(), Mode::Merge);
     let mut imported = Map::new();
     for dep in &chart.dependencies {
         let name = dep.alias.as_deref().unwrap_or(&dep.name);
@@ -649,23 +692,66 @@ fn capabilities(opts: &Options) -> Value {
 struct Renderable {
     name: String,
     base_path: String,
-    values: Value,
-    chart: Value,
-    files: Value,
+    /// The chart's context (`.Values`, `.Chart`, `.Files`, `.Release`,
+    /// `.Capabilities`, `.Subcharts`), without `.Template`.
+    context: Map,
 }
 
-/// Collects every chart's templates (by full name) and their contexts.
+/// What every chart's context shares.
+struct Shared<'a> {
+    release: &'a Value,
+    capabilities: &'a Value,
+    skip_crds: bool,
+}
+
+/// Collects every chart's templates (by full name) and their contexts;
+/// returns the chart's context, which its parent sees in `.Subcharts`.
 fn collect(
     chart: &Chart,
     id: &str,
     values: &Value,
+    shared: &Shared<'_>,
     out: &mut Vec<(String, String, Renderable)>,
     crds: &mut Vec<Document>,
-    skip_crds: bool,
-) {
+) -> Value {
     let files = Value::Files(Rc::new(Files::new(chart.files.clone())));
     let chart_value = Value::map(chart.metadata.clone());
     let library = chart.metadata.get("Type").and_then(Value::as_str) == Some("library");
+    if !shared.skip_crds {
+        for (path, text) in &chart.crds {
+            crds.push(Document {
+                source: format!("{id}/{path}"),
+                text: text.clone(),
+                hook: false,
+            });
+        }
+    }
+    let mut subcharts = Map::new();
+    for sub in &chart.subcharts {
+        let name = sub.name();
+        // The subchart's values are the parent's map under its name, shared
+        // (a `set` in one is seen by the other, as in Helm).
+        let sub_values = match values.as_map().and_then(|m| m.get(&name).cloned()) {
+            Some(v @ Value::Map(_)) => v,
+            _ => Value::map(Map::new()),
+        };
+        let context = collect(
+            sub,
+            &format!("{id}/charts/{name}"),
+            &sub_values,
+            shared,
+            out,
+            crds,
+        );
+        subcharts.insert(name, context);
+    }
+    let mut context = Map::new();
+    context.insert("Values".into(), values.clone());
+    context.insert("Release".into(), shared.release.clone());
+    context.insert("Chart".into(), chart_value);
+    context.insert("Capabilities".into(), shared.capabilities.clone());
+    context.insert("Files".into(), files);
+    context.insert("Subcharts".into(), Value::map(subcharts));
     for (path, text) in &chart.templates {
         // A library chart gives only its partials (`_*`), as Helm's
         // `isTemplateValid` decides.
@@ -680,38 +766,11 @@ fn collect(
             Renderable {
                 name,
                 base_path: format!("{id}/templates"),
-                values: values.clone(),
-                chart: chart_value.clone(),
-                files: files.clone(),
+                context: context.clone(),
             },
         ));
     }
-    if !skip_crds {
-        for (path, text) in &chart.crds {
-            crds.push(Document {
-                source: format!("{id}/{path}"),
-                text: text.clone(),
-                hook: false,
-            });
-        }
-    }
-    for sub in &chart.subcharts {
-        let name = sub.name();
-        // The subchart's values are the parent's map under its name, shared
-        // (a `set` in one is seen by the other, as in Helm).
-        let sub_values = match values.as_map().and_then(|m| m.get(&name).cloned()) {
-            Some(v @ Value::Map(_)) => v,
-            _ => Value::map(Map::new()),
-        };
-        collect(
-            sub,
-            &format!("{id}/charts/{name}"),
-            &sub_values,
-            out,
-            crds,
-            skip_crds,
-        );
-    }
+    Value::map(context)
 }
 
 /// Helm's order of parsing templates: deeper paths first, so that a
@@ -753,16 +812,23 @@ pub fn render(
     let vals = Value::map(vals);
 
     let root = chart.name();
+    let release = map_of([
+        ("Name", Value::str(&opts.release_name)),
+        ("Namespace", Value::str(&opts.namespace)),
+        ("IsUpgrade", Value::Bool(false)),
+        ("IsInstall", Value::Bool(true)),
+        ("Revision", Value::Int(1)),
+        ("Service", Value::str("Helm")),
+    ]);
+    let caps = capabilities(opts);
+    let shared = Shared {
+        release: &release,
+        capabilities: &caps,
+        skip_crds: opts.skip_crds,
+    };
     let mut renderables = Vec::new();
     let mut crds = Vec::new();
-    collect(
-        &chart,
-        &root,
-        &vals,
-        &mut renderables,
-        &mut crds,
-        opts.skip_crds,
-    );
+    collect(&chart, &root, &vals, &shared, &mut renderables, &mut crds);
 
     let mut names: Vec<String> = renderables.iter().map(|r| r.0.clone()).collect();
     parse_order(&mut names);
@@ -774,43 +840,34 @@ pub fn render(
             .expect("collected");
         parse(name, text, &mut trees, &crate::funcs::exists)?;
     }
-    let release = map_of([
-        ("Name", Value::str(&opts.release_name)),
-        ("Namespace", Value::str(&opts.namespace)),
-        ("IsUpgrade", Value::Bool(false)),
-        ("IsInstall", Value::Bool(true)),
-        ("Revision", Value::Int(1)),
-        ("Service", Value::str("Helm")),
-    ]);
-    let caps = capabilities(opts);
     let mut rt = Runtime::new(trees, opts.limits, 0);
     let mut rendered: Vec<(String, String)> = Vec::new();
     for name in &names {
         let base = name.rsplit('/').next().unwrap_or(name);
-        if base.starts_with('_') || name.ends_with("NOTES.txt") {
+        if base.starts_with('_') {
             continue;
         }
         let (_, _, r) = renderables
             .iter()
             .find(|r| &r.0 == name)
             .expect("collected");
-        let dot = map_of([
-            ("Values", r.values.clone()),
-            ("Release", release.clone()),
-            ("Chart", r.chart.clone()),
-            ("Capabilities", caps.clone()),
-            ("Files", r.files.clone()),
-            (
-                "Template",
-                map_of([
-                    ("Name", Value::str(&r.name)),
-                    ("BasePath", Value::str(&r.base_path)),
-                ]),
-            ),
-        ]);
+        let mut dot = r.context.clone();
+        dot.insert(
+            "Template".into(),
+            map_of([
+                ("Name", Value::str(&r.name)),
+                ("BasePath", Value::str(&r.base_path)),
+            ]),
+        );
+        let dot = Value::map(dot);
         rt.seed = seed_of(&[&opts.release_name, &opts.namespace, &root, name]);
         rt.random_calls = 0;
         let out = rt.execute(name, dot)?;
+        // `NOTES.txt` is rendered (its errors fail the render, as in Helm)
+        // and never emitted.
+        if name.ends_with("NOTES.txt") {
+            continue;
+        }
         rendered.push((name.clone(), out.replace("<no value>", "")));
     }
     rendered.sort_by(|a, b| a.0.cmp(&b.0));

@@ -176,6 +176,28 @@ fn primitive(v: &serde_json::Value) -> Option<String> {
     }
 }
 
+/// A number as Helm's validator prints it: English digit grouping
+/// (`70,000`, `1,234.5`).
+fn g(n: impl std::fmt::Display) -> String {
+    let text = n.to_string();
+    let (sign, rest) = match text.strip_prefix('-') {
+        Some(r) => ("-", r),
+        None => ("", text.as_str()),
+    };
+    let split = rest
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(rest.len());
+    let (int, tail) = rest.split_at(split);
+    let mut grouped = String::new();
+    for (i, c) in int.chars().enumerate() {
+        if i > 0 && (int.len() - i) % 3 == 0 {
+            grouped.push(',');
+        }
+        grouped.push(c);
+    }
+    format!("{sign}{grouped}{tail}")
+}
+
 /// One violation as Helm's validator words it.
 fn message(kind: &ErrorKind<'_, '_>) -> String {
     match kind {
@@ -197,8 +219,12 @@ fn message(kind: &ErrorKind<'_, '_>) -> String {
             let got = primitive(got).unwrap_or_else(|| got.to_string());
             format!("{got} is not valid {want}: {err}")
         }
-        ErrorKind::MinProperties { got, want } => format!("minProperties: got {got}, want {want}"),
-        ErrorKind::MaxProperties { got, want } => format!("maxProperties: got {got}, want {want}"),
+        ErrorKind::MinProperties { got, want } => {
+            format!("minProperties: got {}, want {}", g(got), g(want))
+        }
+        ErrorKind::MaxProperties { got, want } => {
+            format!("maxProperties: got {}, want {}", g(got), g(want))
+        }
         ErrorKind::AdditionalProperties { got } if got.len() == 1 => {
             format!(
                 "additional property {} not allowed",
@@ -223,29 +249,37 @@ fn message(kind: &ErrorKind<'_, '_>) -> String {
                 quoted([prop.as_ref()])
             )
         }
-        ErrorKind::MinItems { got, want } => format!("minItems: got {got}, want {want}"),
-        ErrorKind::MaxItems { got, want } => format!("maxItems: got {got}, want {want}"),
+        ErrorKind::MinItems { got, want } => format!("minItems: got {}, want {}", g(got), g(want)),
+        ErrorKind::MaxItems { got, want } => format!("maxItems: got {}, want {}", g(got), g(want)),
         ErrorKind::Contains => "no items match contains schema".into(),
         ErrorKind::MinContains { got, want } => {
-            format!("minContains: got {}, want {want}", got.len())
+            format!("minContains: got {}, want {}", g(got.len()), g(want))
         }
         ErrorKind::MaxContains { got, want } => {
-            format!("maxContains: got {}, want {want}", got.len())
+            format!("maxContains: got {}, want {}", g(got.len()), g(want))
         }
-        ErrorKind::UniqueItems { got: [i, j] } => format!("items at {i} and {j} are equal"),
+        ErrorKind::UniqueItems { got: [i, j] } => {
+            format!("items at {} and {} are equal", g(i), g(j))
+        }
         ErrorKind::AdditionalItems { got } => format!("last {got} additionalItems not allowed"),
-        ErrorKind::MinLength { got, want } => format!("minLength: got {got}, want {want}"),
-        ErrorKind::MaxLength { got, want } => format!("maxLength: got {got}, want {want}"),
+        ErrorKind::MinLength { got, want } => {
+            format!("minLength: got {}, want {}", g(got), g(want))
+        }
+        ErrorKind::MaxLength { got, want } => {
+            format!("maxLength: got {}, want {}", g(got), g(want))
+        }
         ErrorKind::Pattern { got, want } => format!("'{got}' does not match pattern '{want}'"),
-        ErrorKind::Minimum { got, want } => format!("minimum: got {got}, want {want}"),
-        ErrorKind::Maximum { got, want } => format!("maximum: got {got}, want {want}"),
+        ErrorKind::Minimum { got, want } => format!("minimum: got {}, want {}", g(got), g(want)),
+        ErrorKind::Maximum { got, want } => format!("maximum: got {}, want {}", g(got), g(want)),
         ErrorKind::ExclusiveMinimum { got, want } => {
-            format!("exclusiveMinimum: got {got}, want {want}")
+            format!("exclusiveMinimum: got {}, want {}", g(got), g(want))
         }
         ErrorKind::ExclusiveMaximum { got, want } => {
-            format!("exclusiveMaximum: got {got}, want {want}")
+            format!("exclusiveMaximum: got {}, want {}", g(got), g(want))
         }
-        ErrorKind::MultipleOf { got, want } => format!("multipleOf: got {got}, want {want}"),
+        ErrorKind::MultipleOf { got, want } => {
+            format!("multipleOf: got {}, want {}", g(got), g(want))
+        }
         ErrorKind::Not => "'not' failed".into(),
         ErrorKind::AllOf => "'allOf' failed".into(),
         ErrorKind::AnyOf => "'anyOf' failed".into(),
