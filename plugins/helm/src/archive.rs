@@ -30,9 +30,11 @@ impl ArchiveLimits {
     /// Default cap of one archive's file: 16 MiB (Helm's repositories serve
     /// charts of a few hundred KiB).
     pub const DEFAULT_COMPRESSED: u64 = 16 << 20;
-    /// Default cap of the unpacked bytes of a render's archives: 100 MiB
-    /// (Helm's `MaxDecompressedChartSize`).
-    pub const DEFAULT_UNCOMPRESSED: u64 = 100 << 20;
+    /// Default cap of the unpacked bytes of a render's archives: 32 MiB.
+    /// (Helm allows 100 MiB, but the sandbox has 256 MiB of memory and a
+    /// chart's files are held more than once; real charts unpack to a few
+    /// MiB at most.)
+    pub const DEFAULT_UNCOMPRESSED: u64 = 32 << 20;
     /// Default cap of one archive's entries: 10,000.
     pub const DEFAULT_ENTRIES: usize = 10_000;
     /// Default cap of an entry's path components: 32.
