@@ -176,8 +176,7 @@ fn primitive(v: &serde_json::Value) -> Option<String> {
     }
 }
 
-/// A number as Helm's validator prints it: English digit grouping
-/// (`70,000`, `1,234.5`).
+/// A count as Helm's validator prints it: English digit grouping (`70,000`).
 fn g(n: impl std::fmt::Display) -> String {
     let text = n.to_string();
     let (sign, rest) = match text.strip_prefix('-') {
@@ -196,6 +195,29 @@ fn g(n: impl std::fmt::Display) -> String {
         grouped.push(c);
     }
     format!("{sign}{grouped}{tail}")
+}
+
+/// A JSON number as Helm's validator prints it (Go's message printer, a
+/// float64's `%v`): grouped digits (`123,456.7`), or, below 1e-4 and from
+/// 1e6 on, the shortest mantissa times a power of ten in superscript
+/// (`1.234567×10⁰⁶`, `1×10⁻⁰⁵`).
+fn num(n: &serde_json::Number) -> String {
+    let Some(f) = n.as_f64() else {
+        return g(n);
+    };
+    let sci = format!("{f:e}");
+    let (mantissa, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
+    let exp: i32 = exp.parse().unwrap_or(0);
+    if f != 0.0 && !(-4..6).contains(&exp) {
+        const DIGITS: [char; 10] = ['⁰', '¹', '²', '³', '⁴', '⁵', '⁶', '⁷', '⁸', '⁹'];
+        let sign = if exp < 0 { "⁻" } else { "" };
+        let digits: String = format!("{:02}", exp.unsigned_abs())
+            .chars()
+            .map(|c| DIGITS[c.to_digit(10).unwrap_or(0) as usize])
+            .collect();
+        return format!("{mantissa}×10{sign}{digits}");
+    }
+    g(f)
 }
 
 /// One violation as Helm's validator words it.
@@ -269,16 +291,20 @@ fn message(kind: &ErrorKind<'_, '_>) -> String {
             format!("maxLength: got {}, want {}", g(got), g(want))
         }
         ErrorKind::Pattern { got, want } => format!("'{got}' does not match pattern '{want}'"),
-        ErrorKind::Minimum { got, want } => format!("minimum: got {}, want {}", g(got), g(want)),
-        ErrorKind::Maximum { got, want } => format!("maximum: got {}, want {}", g(got), g(want)),
+        ErrorKind::Minimum { got, want } => {
+            format!("minimum: got {}, want {}", num(got), num(want))
+        }
+        ErrorKind::Maximum { got, want } => {
+            format!("maximum: got {}, want {}", num(got), num(want))
+        }
         ErrorKind::ExclusiveMinimum { got, want } => {
-            format!("exclusiveMinimum: got {}, want {}", g(got), g(want))
+            format!("exclusiveMinimum: got {}, want {}", num(got), num(want))
         }
         ErrorKind::ExclusiveMaximum { got, want } => {
-            format!("exclusiveMaximum: got {}, want {}", g(got), g(want))
+            format!("exclusiveMaximum: got {}, want {}", num(got), num(want))
         }
         ErrorKind::MultipleOf { got, want } => {
-            format!("multipleOf: got {}, want {}", g(got), g(want))
+            format!("multipleOf: got {}, want {}", num(got), num(want))
         }
         ErrorKind::Not => "'not' failed".into(),
         ErrorKind::AllOf => "'allOf' failed".into(),
@@ -288,5 +314,31 @@ fn message(kind: &ErrorKind<'_, '_>) -> String {
         ErrorKind::FalseSchema => "false schema".into(),
         ErrorKind::PropertyName { prop } => format!("invalid propertyName '{prop}'"),
         other => other.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Helm v4.2.3's printing of these numbers (through the oracle).
+    #[test]
+    fn numbers_print_as_helms_validator_prints_them() {
+        for (n, want) in [
+            ("0", "0"),
+            ("100000", "100,000"),
+            ("999999", "999,999"),
+            ("1000000", "1×10⁰⁶"),
+            ("0.0001", "0.0001"),
+            ("0.00001", "1×10⁻⁰⁵"),
+            ("123456.7", "123,456.7"),
+            ("-2500000", "-2.5×10⁰⁶"),
+            ("12345678901", "1.2345678901×10¹⁰"),
+            ("1000.5", "1,000.5"),
+            ("70000", "70,000"),
+        ] {
+            let number: serde_json::Number = serde_json::from_str(n).unwrap();
+            assert_eq!(num(&number), want, "{n}");
+        }
     }
 }
