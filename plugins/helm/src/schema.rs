@@ -268,7 +268,7 @@ fn message(kind: &ErrorKind<'_, '_>) -> String {
             format!(
                 "properties {} required, if {} exists",
                 quoted(missing.iter().copied()),
-                quoted([prop.as_ref()])
+                quoted([*prop])
             )
         }
         ErrorKind::MinItems { got, want } => format!("minItems: got {}, want {}", g(got), g(want)),
