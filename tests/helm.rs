@@ -250,6 +250,9 @@ async fn hostile_charts_are_refused_while_a_good_chart_renders() {
     hostile_chart(root, "link", "a: b\n");
     std::fs::create_dir_all(root.join("link/charts")).unwrap();
     std::os::unix::fs::symlink("/etc/passwd", root.join("link/charts/passwd.tgz")).unwrap();
+    hostile_chart(root, "linkdir", "a: b\n");
+    std::fs::create_dir_all(root.join("linkdir/charts")).unwrap();
+    std::os::unix::fs::symlink("/etc", root.join("linkdir/charts/etc")).unwrap();
     hostile_chart(
         root,
         "good",
@@ -271,7 +274,16 @@ async fn hostile_charts_are_refused_while_a_good_chart_renders() {
         }
     };
     let results = futures_util::future::join_all(
-        ["forever", "recursion", "repeat", "bomb", "link", "good"].map(render),
+        [
+            "forever",
+            "recursion",
+            "repeat",
+            "bomb",
+            "link",
+            "linkdir",
+            "good",
+        ]
+        .map(render),
     )
     .await;
     for (name, result) in results {
@@ -287,6 +299,11 @@ async fn hostile_charts_are_refused_while_a_good_chart_renders() {
             "repeat" => "repeat would build 1073741824 bytes",
             "bomb" => "charts/zeros-0.1.0.tgz: the archive expands to more than",
             "link" => "symlink leads outside the source root",
+            "linkdir" => {
+                let e = result.as_ref().expect_err(name);
+                assert!(e.contains("linkdir/charts/etc"), "{name}: {e}");
+                "symlink leads outside the source root"
+            }
             _ => unreachable!(),
         };
         let e = result.expect_err(name);

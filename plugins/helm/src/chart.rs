@@ -375,6 +375,21 @@ fn walk(
                         .push(load_chart(src, &sub_path, budget, packaged)?);
                 } else if sub.ends_with(".tgz") {
                     chart.subcharts.push(load_archive(src, &sub_path, budget)?);
+                } else if sub.ends_with(".prov") {
+                    let bytes = src.read(&sub_path).map_err(LoadError::Read)?;
+                    chart.files.insert(format!("charts/{sub}"), bytes);
+                } else {
+                    // Helm takes any other file in `charts/` for a chart and
+                    // fails; one the source view will not serve (a symlink
+                    // leading out of the tree) is refused for that reason.
+                    src.read(&sub_path).map_err(LoadError::Read)?;
+                    return Err(LoadError::Unsupported {
+                        file: sub_path,
+                        message: format!(
+                            "error unpacking subchart {sub} in {}: Chart.yaml file is missing",
+                            chart.name()
+                        ),
+                    });
                 }
             }
             continue;
