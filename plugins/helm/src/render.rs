@@ -209,6 +209,17 @@ pub enum RenderError {
     /// A template fails.
     #[error(transparent)]
     Exec(#[from] ExecError),
+    /// `dependencies` of `Chart.yaml` that `charts/` does not hold.
+    #[error(
+        "An error occurred while checking for chart dependencies. You may need to run `helm dependency build` to fetch missing dependencies: found in Chart.yaml, but missing in charts/ directory: {}",
+        .names.join(", ")
+    )]
+    MissingDependencies {
+        /// `Chart.yaml`.
+        file: String,
+        /// The dependencies missing.
+        names: Vec<String>,
+    },
     /// The chart's `kubeVersion` excludes the Kubernetes version rendered for.
     #[error(
         "chart requires kubeVersion: {required} which is incompatible with Kubernetes {actual}"
@@ -246,6 +257,7 @@ impl RenderError {
             ) => (Some(file.clone()), None),
             RenderError::Load(LoadError::Archive(a)) => (Some(a.archive().to_owned()), None),
             RenderError::KubeVersion { file, .. }
+            | RenderError::MissingDependencies { file, .. }
             | RenderError::Schema(
                 SchemaError::Invalid { file, .. } | SchemaError::Violations { file, .. },
             ) => (Some(file.clone()), None),
@@ -547,6 +559,33 @@ fn kube_version(opts: &Options) -> String {
     }
 }
 
+/// `Chart.yaml` of `chart`.
+fn chart_yaml(chart: &Chart) -> String {
+    if chart.dir.is_empty() || chart.dir == "." {
+        "Chart.yaml".to_owned()
+    } else {
+        format!("{}/Chart.yaml", chart.dir)
+    }
+}
+
+/// Every dependency of the top chart is in its `charts/` (by chart name,
+/// before aliases), as `helm template` checks (`CheckDependencies`).
+fn check_dependencies(chart: &Chart) -> Result<(), RenderError> {
+    let names: Vec<String> = chart
+        .dependencies
+        .iter()
+        .filter(|d| !chart.subcharts.iter().any(|s| s.name() == d.name))
+        .map(|d| d.name.clone())
+        .collect();
+    if names.is_empty() {
+        return Ok(());
+    }
+    Err(RenderError::MissingDependencies {
+        file: chart_yaml(chart),
+        names,
+    })
+}
+
 /// The chart's `kubeVersion` constraint against the version rendered for
 /// (Helm checks the top chart only; a constraint that does not parse
 /// fails it too, as Helm's `IsCompatibleRange` does).
@@ -564,11 +603,7 @@ fn check_kube_version(chart: &Chart, opts: &Options) -> Result<(), RenderError> 
         return Ok(());
     }
     Err(RenderError::KubeVersion {
-        file: if chart.dir.is_empty() || chart.dir == "." {
-            "Chart.yaml".to_owned()
-        } else {
-            format!("{}/Chart.yaml", chart.dir)
-        },
+        file: chart_yaml(chart),
         required: required.to_owned(),
         actual,
     })
@@ -802,6 +837,7 @@ pub fn render(
     opts: &Options,
 ) -> Result<Vec<Document>, RenderError> {
     let mut chart = load_with(src, chart_dir, &Budget::new(opts.archive))?;
+    check_dependencies(&chart)?;
     let user = user_values(src, chart_dir, opts)?;
     let cvals = coalesce(&chart, user.clone());
     process_dependencies(&mut chart, &cvals, "");
