@@ -105,7 +105,7 @@ async fn every_chart_renders_through_the_plugin_as_helm_renders_it() {
         .filter(|p| p.join("chart").is_dir())
         .collect();
     cases.sort();
-    assert!(cases.len() >= 25, "{} cases", cases.len());
+    assert!(cases.len() >= 64, "{} cases", cases.len());
     let mut wrong = Vec::new();
     for case_dir in &cases {
         let name = case_dir.file_name().unwrap().to_string_lossy().into_owned();
@@ -143,4 +143,170 @@ async fn every_chart_renders_through_the_plugin_as_helm_renders_it() {
         }
     }
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+/// A chart named `name` whose one template is `template`, under `app/`.
+fn hostile_chart(root: &Path, name: &str, template: &str) {
+    let dir = root.join(name);
+    std::fs::create_dir_all(dir.join("templates")).unwrap();
+    std::fs::write(
+        dir.join("Chart.yaml"),
+        format!("apiVersion: v2\nname: {name}\nversion: 0.1.0\n"),
+    )
+    .unwrap();
+    std::fs::write(dir.join("templates/t.yaml"), template).unwrap();
+}
+
+/// Least-significant-bit-first bits, as DEFLATE packs them.
+#[derive(Default)]
+struct Bits {
+    out: Vec<u8>,
+    acc: u64,
+    n: u32,
+}
+
+impl Bits {
+    fn push(&mut self, value: u64, count: u32) {
+        self.acc |= value << self.n;
+        self.n += count;
+        while self.n >= 8 {
+            self.out.push(self.acc as u8);
+            self.acc >>= 8;
+            self.n -= 8;
+        }
+    }
+
+    /// A Huffman code: its bits go most significant first.
+    fn code(&mut self, code: u64, count: u32) {
+        let reversed = (0..count).fold(0, |r, i| r | (((code >> i) & 1) << (count - 1 - i)));
+        self.push(reversed, count);
+    }
+}
+
+/// A gzipped tar whose one file (`bomb/zeros`) is `size` zero bytes, in a
+/// few hundred KiB: one fixed-Huffman DEFLATE block of 258-byte matches.
+/// The stream ends after the data, without a trailer: a reader that stops
+/// at its budget never gets there.
+fn archive_bomb(size: u64) -> Vec<u8> {
+    let mut header = [0u8; 512];
+    header[..10].copy_from_slice(b"bomb/zeros");
+    header[100..107].copy_from_slice(b"0000644");
+    header[124..135].copy_from_slice(format!("{size:011o}").as_bytes());
+    header[136..147].copy_from_slice(b"00000000000");
+    header[156] = b'0';
+    header[257..263].copy_from_slice(b"ustar\0");
+    header[263..265].copy_from_slice(b"00");
+    header[148..156].copy_from_slice(b"        ");
+    let sum: u32 = header.iter().map(|b| u32::from(*b)).sum();
+    header[148..155].copy_from_slice(format!("{sum:06o}\0").as_bytes());
+    let mut bits = Bits::default();
+    bits.push(1, 1); // the final block
+    bits.push(1, 2); // fixed Huffman codes
+    for b in header {
+        let b = u64::from(b);
+        if b < 144 {
+            bits.code(0x30 + b, 8);
+        } else {
+            bits.code(0x190 + b - 144, 9);
+        }
+    }
+    // The header ends with a zero byte: each match copies 258 more.
+    for _ in 0..size / 258 {
+        bits.code(0xC5, 8); // length 258 (code 285)
+        bits.code(0, 5); // distance 1
+    }
+    bits.push(0, 7); // end of block
+    bits.push(0, 7);
+    let mut out = vec![0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 0xff];
+    out.extend_from_slice(&bits.out);
+    out
+}
+
+/// Hostile charts rendered at the same time as a good one: each is
+/// refused with its own error, and the good one renders meanwhile.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn hostile_charts_are_refused_while_a_good_chart_renders() {
+    let plugin = plugin();
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    hostile_chart(
+        root,
+        "forever",
+        "a: b\n{{ range 9223372036854775807 }}x{{ end }}\n",
+    );
+    hostile_chart(
+        root,
+        "recursion",
+        "{{ define \"loop\" }}{{ include \"loop\" . }}{{ end }}\n{{ include \"loop\" . }}\n",
+    );
+    hostile_chart(root, "repeat", "a: {{ repeat 1073741824 \"x\" }}\n");
+    hostile_chart(root, "bomb", "a: b\n");
+    std::fs::create_dir_all(root.join("bomb/charts")).unwrap();
+    std::fs::write(
+        root.join("bomb/charts/zeros-0.1.0.tgz"),
+        archive_bomb(64 << 20),
+    )
+    .unwrap();
+    hostile_chart(root, "link", "a: b\n");
+    std::fs::create_dir_all(root.join("link/charts")).unwrap();
+    std::os::unix::fs::symlink("/etc/passwd", root.join("link/charts/passwd.tgz")).unwrap();
+    hostile_chart(root, "linkdir", "a: b\n");
+    std::fs::create_dir_all(root.join("linkdir/charts")).unwrap();
+    std::os::unix::fs::symlink("/etc", root.join("linkdir/charts/etc")).unwrap();
+    hostile_chart(
+        root,
+        "good",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: good\ndata:\n  n: {{ len (until 1000) | quote }}\n",
+    );
+    let render = |name: &'static str| {
+        let plugin = plugin.clone();
+        let root = root.to_path_buf();
+        async move {
+            let chain = [kiln::render::Step::Plugin {
+                plugin,
+                params: Vec::new(),
+            }];
+            let context = support::context(name, name);
+            let result = kiln::render::render(support::view(&root), &context, &chain)
+                .await
+                .map_err(|e| format!("{e:#}"));
+            (name, result)
+        }
+    };
+    let results = futures_util::future::join_all(
+        [
+            "forever",
+            "recursion",
+            "repeat",
+            "bomb",
+            "link",
+            "linkdir",
+            "good",
+        ]
+        .map(render),
+    )
+    .await;
+    for (name, result) in results {
+        let want = match name {
+            "good" => {
+                let objects = result.unwrap().objects;
+                assert_eq!(objects.len(), 1);
+                assert_eq!(objects[0].value()["data"]["n"], "1000");
+                continue;
+            }
+            "forever" => "template steps",
+            "recursion" => "nested template calls",
+            "repeat" => "repeat would build 1073741824 bytes",
+            "bomb" => "charts/zeros-0.1.0.tgz: the archive expands to more than",
+            "link" => "symlink leads outside the source root",
+            "linkdir" => {
+                let e = result.as_ref().expect_err(name);
+                assert!(e.contains("linkdir/charts/etc"), "{name}: {e}");
+                "symlink leads outside the source root"
+            }
+            _ => unreachable!(),
+        };
+        let e = result.expect_err(name);
+        assert!(e.contains(want), "{name}: {e}");
+    }
 }

@@ -350,3 +350,33 @@ fn a_remote_plugin_without_a_trust_policy_is_refused_before_it_is_fetched() {
         }
     }
 }
+
+#[test]
+fn a_helm_chart_error_exits_2_naming_the_template_and_line() {
+    let src = tree(&[
+        (
+            "app/Chart.yaml",
+            "apiVersion: v2\nname: shop\nversion: 0.1.0\n",
+        ),
+        (
+            "app/templates/cm.yaml",
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: shop\ndata:\n  db: {{ required \"database.host is required\" .Values.database }}\n",
+        ),
+    ]);
+    let out = kiln(&[
+        "render",
+        &path(&src.path().join("app")),
+        "--no-compile-cache",
+        "--plugin",
+        &path(&component("helm")),
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = text(&out.stderr);
+    let last = stderr.lines().last().unwrap_or_default();
+    assert!(last.starts_with("error: plugin helm"), "{stderr}");
+    assert!(
+        last.contains("execution error at (shop/templates/cm.yaml:6:9): database.host is required"),
+        "{stderr}"
+    );
+    assert!(out.stdout.is_empty());
+}

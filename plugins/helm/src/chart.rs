@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
+use crate::archive::{ArchiveLimits, Budget};
 use crate::convert::from_yaml;
 use crate::value::{Map, Value};
 
@@ -56,6 +57,17 @@ pub enum LoadError {
         /// The parser's message.
         message: String,
     },
+    /// A packaged subchart (`charts/*.tgz`) is refused.
+    #[error(transparent)]
+    Archive(#[from] crate::archive::ArchiveError),
+    /// A packaged subchart unpacks but does not load.
+    #[error("{archive}: {error}")]
+    InArchive {
+        /// The archive.
+        archive: String,
+        /// What is wrong inside.
+        error: Box<LoadError>,
+    },
     /// Something the plugin does not support yet.
     #[error("{file}: {message}")]
     Unsupported {
@@ -77,6 +89,22 @@ pub struct Dependency {
     pub condition: Option<String>,
     /// `tags`.
     pub tags: Vec<String>,
+    /// `import-values`, in order.
+    pub import_values: Vec<ImportValue>,
+}
+
+/// One entry of a dependency's `import-values`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ImportValue {
+    /// `- data`: the child's `exports.data` merged at the parent's top.
+    Exports(String),
+    /// `- child: a.b` / `parent: c.d`: the child's table at the parent's path.
+    Path {
+        /// Path in the child's values.
+        child: String,
+        /// Path in the parent's values.
+        parent: String,
+    },
 }
 
 /// A loaded chart.
@@ -98,6 +126,8 @@ pub struct Chart {
     pub subcharts: Vec<Chart>,
     /// `dependencies` of `Chart.yaml`.
     pub dependencies: Vec<Dependency>,
+    /// `values.schema.json`: (its path, its text).
+    pub schema: Option<(String, Vec<u8>)>,
 }
 
 impl Chart {
@@ -168,8 +198,24 @@ fn metadata(raw: &Map) -> Map {
     m
 }
 
-/// Loads the chart at `dir`.
+/// Loads the chart at `dir` with the default [`ArchiveLimits`].
 pub fn load(src: &dyn Source, dir: &str) -> Result<Chart, LoadError> {
+    load_with(src, dir, &Budget::new(ArchiveLimits::default()))
+}
+
+/// Loads the chart at `dir`, packaged subcharts within `budget`.
+pub fn load_with(src: &dyn Source, dir: &str, budget: &Budget) -> Result<Chart, LoadError> {
+    load_chart(src, dir, budget, false)
+}
+
+/// Loads the chart at `dir`; a `packaged` one (from an archive) ignores
+/// `.helmignore`, as Helm's archive loader does.
+fn load_chart(
+    src: &dyn Source,
+    dir: &str,
+    budget: &Budget,
+    packaged: bool,
+) -> Result<Chart, LoadError> {
     let chart_yaml = join(dir, "Chart.yaml");
     let raw = from_yaml(&text(src, &chart_yaml)?).map_err(|message| LoadError::Yaml {
         file: chart_yaml.clone(),
@@ -213,6 +259,13 @@ pub fn load(src: &dyn Source, dir: &str) -> Result<Chart, LoadError> {
                 .filter_map(Value::as_str)
                 .map(str::to_owned)
                 .collect(),
+            import_values: d
+                .get("import-values")
+                .and_then(Value::as_list)
+                .unwrap_or(&[])
+                .iter()
+                .filter_map(import_value)
+                .collect(),
         })
         .collect();
     let values_path = join(dir, "values.yaml");
@@ -244,13 +297,39 @@ pub fn load(src: &dyn Source, dir: &str) -> Result<Chart, LoadError> {
         files: BTreeMap::new(),
         subcharts: Vec::new(),
         dependencies,
+        schema: None,
     };
+    let schema_path = join(dir, "values.schema.json");
+    if let Ok(bytes) = src.read(&schema_path) {
+        chart.schema = Some((schema_path, bytes));
+    }
     let rules = match src.read(&join(dir, ".helmignore")) {
+        _ if packaged => crate::ignore::Rules::none(),
         Ok(bytes) => crate::ignore::Rules::parse(&String::from_utf8_lossy(&bytes)),
         Err(_) => crate::ignore::Rules::defaults(),
     };
-    walk(src, dir, "", &mut chart, &rules)?;
+    walk(src, dir, "", &mut chart, &rules, budget, packaged)?;
     Ok(chart)
+}
+
+/// An `import-values` entry as Helm reads it (`fmt.Sprintf("%v")` of a
+/// map's `child` and `parent`).
+fn import_value(v: &Value) -> Option<ImportValue> {
+    match v {
+        Value::Map(m) => {
+            let m = m.borrow();
+            let text = |k: &str| match m.get(k) {
+                Some(v) => crate::gofmt::sprintf("%v", std::slice::from_ref(v)),
+                None => "<nil>".to_owned(),
+            };
+            Some(ImportValue::Path {
+                child: text("child"),
+                parent: text("parent"),
+            })
+        }
+        Value::Str(s) => Some(ImportValue::Exports(s.to_string())),
+        _ => None,
+    }
 }
 
 const SKIPPED: &[&str] = &[
@@ -268,6 +347,8 @@ fn walk(
     rel: &str,
     chart: &mut Chart,
     rules: &crate::ignore::Rules,
+    budget: &Budget,
+    packaged: bool,
 ) -> Result<(), LoadError> {
     let here = join(root, rel);
     let Some(entries) = src.list(&here) else {
@@ -285,19 +366,36 @@ fn walk(
         if rel.is_empty() && name == "charts" && is_dir {
             for (sub, sub_is_dir) in src.list(&join(root, "charts")).unwrap_or_default() {
                 let sub_path = join(&join(root, "charts"), &sub);
+                if rules.ignored(&format!("charts/{sub}"), sub_is_dir) {
+                    continue;
+                }
                 if sub_is_dir {
-                    chart.subcharts.push(load(src, &sub_path)?);
-                } else if sub.ends_with(".tgz") || sub.ends_with(".tar.gz") {
+                    chart
+                        .subcharts
+                        .push(load_chart(src, &sub_path, budget, packaged)?);
+                } else if sub.ends_with(".tgz") {
+                    chart.subcharts.push(load_archive(src, &sub_path, budget)?);
+                } else if sub.ends_with(".prov") {
+                    let bytes = src.read(&sub_path).map_err(LoadError::Read)?;
+                    chart.files.insert(format!("charts/{sub}"), bytes);
+                } else {
+                    // Helm takes any other file in `charts/` for a chart and
+                    // fails; one the source view will not serve (a symlink
+                    // leading out of the tree) is refused for that reason.
+                    src.read(&sub_path).map_err(LoadError::Read)?;
                     return Err(LoadError::Unsupported {
                         file: sub_path,
-                        message: "packaged subcharts (.tgz) are not supported yet; vendor the chart as a directory".into(),
+                        message: format!(
+                            "error unpacking subchart {sub} in {}: Chart.yaml file is missing",
+                            chart.name()
+                        ),
                     });
                 }
             }
             continue;
         }
         if is_dir {
-            walk(src, root, &path, chart, rules)?;
+            walk(src, root, &path, chart, rules, budget, packaged)?;
             continue;
         }
         if rel.is_empty() && SKIPPED.contains(&name.as_str()) {
@@ -316,4 +414,16 @@ fn walk(
         }
     }
     Ok(())
+}
+
+/// Loads the packaged chart `path` (a `.tgz` under `charts/`).
+fn load_archive(src: &dyn Source, path: &str, budget: &Budget) -> Result<Chart, LoadError> {
+    let bytes = src.read(path).map_err(LoadError::Read)?;
+    let files = crate::archive::unpack(path, &bytes, budget)?;
+    let mut chart = load_chart(&files, "", budget, true).map_err(|error| LoadError::InArchive {
+        archive: path.to_owned(),
+        error: Box::new(error),
+    })?;
+    chart.dir = path.to_owned();
+    Ok(chart)
 }

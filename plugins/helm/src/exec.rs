@@ -728,6 +728,14 @@ impl State<'_> {
                 col: pos.col,
                 message: m,
             }),
+            // `fail`/`required` under `include`/`tpl`: Helm names the
+            // outermost call's place (the first of Go's error chain).
+            Err(FnError::Nested(ExecError::Helm { message, .. })) => Err(ExecError::Helm {
+                name: pos.name.to_string(),
+                line: pos.line,
+                col: pos.col,
+                message,
+            }),
             Err(FnError::Nested(e)) => Err(e),
         }
     }

@@ -340,6 +340,7 @@ pub fn call(st: &mut State<'_>, name: &str, args: Vec<Value>, _pos: &Pos) -> R {
                 Value::Str(s) => s.len(),
                 Value::List(l) | Value::Strings(l) => l.len(),
                 Value::Map(m) => m.borrow().len(),
+                Value::Files(f) => f.entries().len(),
                 Value::Nil => return Err("len of nil pointer".into()),
                 other => return Err(format!("len of type {}", other.type_name()).into()),
             } as i64)

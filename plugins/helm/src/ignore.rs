@@ -25,6 +25,12 @@ impl Rules {
         Rules::parse("templates/.?*")
     }
 
+    /// No rule: a packaged chart's files are all loaded (`helm package`
+    /// applied `.helmignore` when it made the archive).
+    pub fn none() -> Rules {
+        Rules(Vec::new())
+    }
+
     /// The rules of a `.helmignore` text, after Helm's default rule.
     pub fn parse(text: &str) -> Rules {
         let mut rules = Vec::new();

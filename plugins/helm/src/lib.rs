@@ -12,6 +12,7 @@
 //! chart), `set` and `setString` (repeatable), `kubeVersion`, `apiVersions`
 //! (repeatable), `skipCrds`.
 
+pub mod archive;
 pub mod chart;
 pub mod convert;
 pub mod exec;
@@ -22,6 +23,7 @@ pub mod ignore;
 pub mod lex;
 pub mod parse;
 pub mod render;
+pub mod schema;
 pub mod semver;
 pub mod strvals;
 pub mod value;

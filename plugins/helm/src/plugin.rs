@@ -71,6 +71,7 @@ fn options(params: &Params<'_>) -> Result<Options, RenderError> {
             }
         },
         limits: defaults.limits,
+        archive: defaults.archive,
     })
 }
 

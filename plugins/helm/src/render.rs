@@ -4,11 +4,13 @@
 
 use std::rc::Rc;
 
-use crate::chart::{Chart, LoadError, Source, load};
+use crate::archive::{ArchiveLimits, Budget};
+use crate::chart::{Chart, ImportValue, LoadError, Source, load_with};
 use crate::convert::{from_yaml, map_of};
 use crate::exec::{ExecError, Limits, Runtime};
 use crate::files::Files;
 use crate::parse::{ParseError, Trees, parse};
+use crate::schema::SchemaError;
 use crate::strvals::{self, SetError};
 use crate::value::{Map, Value};
 
@@ -33,6 +35,8 @@ pub struct Options {
     pub skip_crds: bool,
     /// Budgets.
     pub limits: Limits,
+    /// Budgets of packaged subcharts (`charts/*.tgz`).
+    pub archive: ArchiveLimits,
 }
 
 impl Default for Options {
@@ -47,6 +51,7 @@ impl Default for Options {
             api_versions: Vec::new(),
             skip_crds: false,
             limits: Limits::default(),
+            archive: ArchiveLimits::default(),
         }
     }
 }
@@ -204,6 +209,32 @@ pub enum RenderError {
     /// A template fails.
     #[error(transparent)]
     Exec(#[from] ExecError),
+    /// `dependencies` of `Chart.yaml` that `charts/` does not hold.
+    #[error(
+        "An error occurred while checking for chart dependencies. You may need to run `helm dependency build` to fetch missing dependencies: found in Chart.yaml, but missing in charts/ directory: {}",
+        .names.join(", ")
+    )]
+    MissingDependencies {
+        /// `Chart.yaml`.
+        file: String,
+        /// The dependencies missing.
+        names: Vec<String>,
+    },
+    /// The chart's `kubeVersion` excludes the Kubernetes version rendered for.
+    #[error(
+        "chart requires kubeVersion: {required} which is incompatible with Kubernetes {actual}"
+    )]
+    KubeVersion {
+        /// `Chart.yaml`.
+        file: String,
+        /// The chart's constraint.
+        required: String,
+        /// The version rendered for.
+        actual: String,
+    },
+    /// `values.schema.json` refuses the values (or is not a schema).
+    #[error(transparent)]
+    Schema(#[from] SchemaError),
     /// A rendered document is not YAML.
     #[error("YAML parse error on {source_name}: {message}")]
     Yaml {
@@ -220,7 +251,15 @@ impl RenderError {
         let line = |l: usize| u32::try_from(l).ok();
         match self {
             RenderError::Load(
-                LoadError::Yaml { file, .. } | LoadError::Unsupported { file, .. },
+                LoadError::Yaml { file, .. }
+                | LoadError::Unsupported { file, .. }
+                | LoadError::InArchive { archive: file, .. },
+            ) => (Some(file.clone()), None),
+            RenderError::Load(LoadError::Archive(a)) => (Some(a.archive().to_owned()), None),
+            RenderError::KubeVersion { file, .. }
+            | RenderError::MissingDependencies { file, .. }
+            | RenderError::Schema(
+                SchemaError::Invalid { file, .. } | SchemaError::Violations { file, .. },
             ) => (Some(file.clone()), None),
             RenderError::Values { file, .. } => (Some(file.clone()), None),
             RenderError::Parse(p) => (Some(p.name.clone()), line(p.line)),
@@ -324,17 +363,55 @@ fn merge_maps(mut a: Map, b: &Map) -> Map {
     a
 }
 
+/// How values meet defaults: Helm's `CoalesceValues` (a null deletes the
+/// default) or `MergeValues` (nulls are kept, for a later coalescing).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    Coalesce,
+    Merge,
+}
+
 /// `coalesceTables`: `dst` (the user's) over `src` (defaults); a null in
-/// `dst` deletes the default.
-fn coalesce_tables(mut dst: Map, src: &Map) -> Map {
+/// `dst` deletes the default (when coalescing).
+fn coalesce_tables(mut dst: Map, src: &Map, mode: Mode) -> Map {
     for (k, sv) in src {
         match dst.get(k) {
             Some(Value::Nil) => {
-                dst.remove(k);
+                if mode == Mode::Coalesce {
+                    dst.remove(k);
+                }
             }
             Some(Value::Map(d)) => {
                 if let Value::Map(s) = sv {
-                    let merged = coalesce_tables(d.borrow().clone(), &s.borrow());
+                    let merged = coalesce_tables(d.borrow().clone(), &s.borrow(), mode);
+                    dst.insert(k.clone(), Value::map(merged));
+                }
+            }
+            Some(_) => {}
+            None => {
+                dst.insert(k.clone(), sv.clone());
+            }
+        }
+    }
+    dst
+}
+
+/// `coalesceValues`: the chart's values under `dst`; the table of a
+/// subchart is merged (its nulls kept for the subchart's own coalescing,
+/// Helm's `childChartMergeTrue`).
+fn coalesce_values(chart: &Chart, mut dst: Map, mode: Mode) -> Map {
+    for (k, sv) in &chart.values {
+        match dst.get(k) {
+            Some(Value::Nil) => {
+                if mode == Mode::Coalesce {
+                    dst.remove(k);
+                }
+            }
+            Some(Value::Map(d)) => {
+                if let Value::Map(s) = sv {
+                    let child = chart.subcharts.iter().any(|c| &c.name() == k);
+                    let mode = if child { Mode::Merge } else { mode };
+                    let merged = coalesce_tables(d.borrow().clone(), &s.borrow(), mode);
                     dst.insert(k.clone(), Value::map(merged));
                 }
             }
@@ -348,7 +425,7 @@ fn coalesce_tables(mut dst: Map, src: &Map) -> Map {
 }
 
 /// Parent globals over the subchart's (`coalesceGlobals`).
-fn coalesce_globals(mut dest: Map, parent: &Map) -> Map {
+fn coalesce_globals(mut dest: Map, parent: &Map, mode: Mode) -> Map {
     let mut dg = dest
         .get("global")
         .and_then(Value::map_clone)
@@ -357,7 +434,7 @@ fn coalesce_globals(mut dest: Map, parent: &Map) -> Map {
         for (k, v) in sg.iter() {
             match (v, dg.get(k)) {
                 (Value::Map(pv), Some(Value::Map(dv))) => {
-                    let merged = coalesce_tables(pv.borrow().clone(), &dv.borrow());
+                    let merged = coalesce_tables(pv.borrow().clone(), &dv.borrow(), mode);
                     dg.insert(k.clone(), Value::map(merged));
                 }
                 (Value::Map(_), Some(_)) => {}
@@ -374,7 +451,12 @@ fn coalesce_globals(mut dest: Map, parent: &Map) -> Map {
 
 /// `CoalesceValues` of `chart` under `vals`.
 fn coalesce(chart: &Chart, vals: Map) -> Map {
-    let mut v = coalesce_tables(vals, &chart.values);
+    coalesce_with(chart, vals, Mode::Coalesce)
+}
+
+/// `CoalesceValues` or `MergeValues` of `chart` under `vals`.
+fn coalesce_with(chart: &Chart, vals: Map, mode: Mode) -> Map {
+    let mut v = coalesce_values(chart, vals, mode);
     for sub in &chart.subcharts {
         let name = sub.name();
         let dv = match v.get(&name) {
@@ -382,8 +464,8 @@ fn coalesce(chart: &Chart, vals: Map) -> Map {
             Some(Value::Nil) | None => Map::new(),
             Some(_) => continue,
         };
-        let dv = coalesce_globals(dv, &v);
-        let dv = coalesce(sub, dv);
+        let dv = coalesce_globals(dv, &v, mode);
+        let dv = coalesce_with(sub, dv, mode);
         v.insert(name, Value::map(dv));
     }
     v
@@ -463,16 +545,147 @@ fn process_dependencies(chart: &mut Chart, cvals: &Map, prefix: &str) {
     }
 }
 
-fn capabilities(opts: &Options) -> Value {
+/// The Kubernetes version rendered for, as `.Capabilities.KubeVersion`
+/// prints it (`v1.30.0`).
+fn kube_version(opts: &Options) -> String {
     let version = opts
         .kube_version
         .clone()
         .unwrap_or_else(|| DEFAULT_KUBE_VERSION.to_owned());
-    let version = if version.starts_with('v') {
+    if version.starts_with('v') {
         version
     } else {
         format!("v{version}")
-    };
+    }
+}
+
+/// `Chart.yaml` of `chart`.
+fn chart_yaml(chart: &Chart) -> String {
+    if chart.dir.is_empty() || chart.dir == "." {
+        "Chart.yaml".to_owned()
+    } else {
+        format!("{}/Chart.yaml", chart.dir)
+    }
+}
+
+/// Every dependency of the top chart is in its `charts/` (by chart name,
+/// before aliases), as `helm template` checks (`CheckDependencies`).
+fn check_dependencies(chart: &Chart) -> Result<(), RenderError> {
+    let names: Vec<String> = chart
+        .dependencies
+        .iter()
+        .filter(|d| !chart.subcharts.iter().any(|s| s.name() == d.name))
+        .map(|d| d.name.clone())
+        .collect();
+    if names.is_empty() {
+        return Ok(());
+    }
+    Err(RenderError::MissingDependencies {
+        file: chart_yaml(chart),
+        names,
+    })
+}
+
+/// The chart's `kubeVersion` constraint against the version rendered for
+/// (Helm checks the top chart only; a constraint that does not parse
+/// fails it too, as Helm's `IsCompatibleRange` does).
+fn check_kube_version(chart: &Chart, opts: &Options) -> Result<(), RenderError> {
+    let required = chart
+        .metadata
+        .get("KubeVersion")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    if required.is_empty() {
+        return Ok(());
+    }
+    let actual = kube_version(opts);
+    if crate::semver::matches(required, &actual).unwrap_or(false) {
+        return Ok(());
+    }
+    Err(RenderError::KubeVersion {
+        file: chart_yaml(chart),
+        required: required.to_owned(),
+        actual,
+    })
+}
+
+/// Helm's `MergeTables`: `dst` wins, `src` fills what it lacks, maps merge.
+fn merge_tables(mut dst: Map, src: &Map) -> Map {
+    for (k, sv) in src {
+        match (dst.get(k), sv) {
+            (Some(Value::Map(d)), Value::Map(s)) => {
+                let merged = merge_tables(d.borrow().clone(), &s.borrow());
+                dst.insert(k.clone(), Value::map(merged));
+            }
+            (Some(_), _) => {}
+            (None, _) => {
+                dst.insert(k.clone(), sv.clone());
+            }
+        }
+    }
+    dst
+}
+
+/// The table at `path` (`a.b.c`), if it is one.
+fn table(vals: &Map, path: &str) -> Option<Map> {
+    match lookup_path(vals, path)? {
+        Value::Map(m) => Some(m.borrow().clone()),
+        _ => None,
+    }
+}
+
+/// `{a: {b: data}}` for the path `a.b` (`.`: the data itself).
+fn path_to_map(path: &str, data: Map) -> Map {
+    if path == "." {
+        return data;
+    }
+    let mut cur = data;
+    for part in path.rsplit('.') {
+        let mut m = Map::new();
+        m.insert(part.to_owned(), Value::map(cur));
+        cur = m;
+    }
+    cur
+}
+
+/// `import-values` (`processDependencyImportValues`), deepest charts
+/// first: each chart's values become its coalesced values (its enabled
+/// subcharts' included) under the tables imported from them, so that the
+/// chart's own values win over imported ones, and the user's over both.
+fn import_values(chart: &mut Chart) {
+    for sub in &mut chart.subcharts {
+        import_values(sub);
+    }
+    if chart.dependencies.is_empty() {
+        return;
+    }
+    let cvals = coalesce_with(chart, Map::new(), Mode::Merge);
+    let mut imported = Map::new();
+    for dep in &chart.dependencies {
+        let name = dep.alias.as_deref().unwrap_or(&dep.name);
+        if !chart.subcharts.iter().any(|s| s.name() == name) {
+            continue;
+        }
+        for iv in &dep.import_values {
+            match iv {
+                ImportValue::Path { child, parent } => {
+                    if let Some(t) = table(&cvals, &format!("{name}.{child}")) {
+                        imported = merge_tables(imported, &path_to_map(parent, t));
+                    }
+                }
+                ImportValue::Exports(key) => {
+                    if let Some(t) = table(&cvals, &format!("{name}.exports.{key}")) {
+                        imported = merge_tables(imported, &t);
+                    }
+                }
+            }
+        }
+    }
+    chart.values = merge_tables(cvals, &imported);
+}
+
+fn capabilities(opts: &Options) -> Value {
+    let version = kube_version(opts);
     let parsed = crate::semver::Version::parse(&version).ok();
     let (major, minor) = parsed.map_or((String::new(), String::new()), |v| {
         (v.major.to_string(), v.minor.to_string())
@@ -514,23 +727,66 @@ fn capabilities(opts: &Options) -> Value {
 struct Renderable {
     name: String,
     base_path: String,
-    values: Value,
-    chart: Value,
-    files: Value,
+    /// The chart's context (`.Values`, `.Chart`, `.Files`, `.Release`,
+    /// `.Capabilities`, `.Subcharts`), without `.Template`.
+    context: Map,
 }
 
-/// Collects every chart's templates (by full name) and their contexts.
+/// What every chart's context shares.
+struct Shared<'a> {
+    release: &'a Value,
+    capabilities: &'a Value,
+    skip_crds: bool,
+}
+
+/// Collects every chart's templates (by full name) and their contexts;
+/// returns the chart's context, which its parent sees in `.Subcharts`.
 fn collect(
     chart: &Chart,
     id: &str,
     values: &Value,
+    shared: &Shared<'_>,
     out: &mut Vec<(String, String, Renderable)>,
     crds: &mut Vec<Document>,
-    skip_crds: bool,
-) {
+) -> Value {
     let files = Value::Files(Rc::new(Files::new(chart.files.clone())));
     let chart_value = Value::map(chart.metadata.clone());
     let library = chart.metadata.get("Type").and_then(Value::as_str) == Some("library");
+    if !shared.skip_crds {
+        for (path, text) in &chart.crds {
+            crds.push(Document {
+                source: format!("{id}/{path}"),
+                text: text.clone(),
+                hook: false,
+            });
+        }
+    }
+    let mut subcharts = Map::new();
+    for sub in &chart.subcharts {
+        let name = sub.name();
+        // The subchart's values are the parent's map under its name, shared
+        // (a `set` in one is seen by the other, as in Helm).
+        let sub_values = match values.as_map().and_then(|m| m.get(&name).cloned()) {
+            Some(v @ Value::Map(_)) => v,
+            _ => Value::map(Map::new()),
+        };
+        let context = collect(
+            sub,
+            &format!("{id}/charts/{name}"),
+            &sub_values,
+            shared,
+            out,
+            crds,
+        );
+        subcharts.insert(name, context);
+    }
+    let mut context = Map::new();
+    context.insert("Values".into(), values.clone());
+    context.insert("Release".into(), shared.release.clone());
+    context.insert("Chart".into(), chart_value);
+    context.insert("Capabilities".into(), shared.capabilities.clone());
+    context.insert("Files".into(), files);
+    context.insert("Subcharts".into(), Value::map(subcharts));
     for (path, text) in &chart.templates {
         // A library chart gives only its partials (`_*`), as Helm's
         // `isTemplateValid` decides.
@@ -545,38 +801,11 @@ fn collect(
             Renderable {
                 name,
                 base_path: format!("{id}/templates"),
-                values: values.clone(),
-                chart: chart_value.clone(),
-                files: files.clone(),
+                context: context.clone(),
             },
         ));
     }
-    if !skip_crds {
-        for (path, text) in &chart.crds {
-            crds.push(Document {
-                source: format!("{id}/{path}"),
-                text: text.clone(),
-                hook: false,
-            });
-        }
-    }
-    for sub in &chart.subcharts {
-        let name = sub.name();
-        // The subchart's values are the parent's map under its name, shared
-        // (a `set` in one is seen by the other, as in Helm).
-        let sub_values = match values.as_map().and_then(|m| m.get(&name).cloned()) {
-            Some(v @ Value::Map(_)) => v,
-            _ => Value::map(Map::new()),
-        };
-        collect(
-            sub,
-            &format!("{id}/charts/{name}"),
-            &sub_values,
-            out,
-            crds,
-            skip_crds,
-        );
-    }
+    Value::map(context)
 }
 
 /// Helm's order of parsing templates: deeper paths first, so that a
@@ -607,23 +836,35 @@ pub fn render(
     chart_dir: &str,
     opts: &Options,
 ) -> Result<Vec<Document>, RenderError> {
-    let mut chart = load(src, chart_dir)?;
+    let mut chart = load_with(src, chart_dir, &Budget::new(opts.archive))?;
+    check_dependencies(&chart)?;
     let user = user_values(src, chart_dir, opts)?;
     let cvals = coalesce(&chart, user.clone());
     process_dependencies(&mut chart, &cvals, "");
-    let vals = Value::map(without_nulls(coalesce(&chart, user)));
+    import_values(&mut chart);
+    check_kube_version(&chart, opts)?;
+    let vals = without_nulls(coalesce(&chart, user));
+    crate::schema::validate(&chart, &vals)?;
+    let vals = Value::map(vals);
 
     let root = chart.name();
+    let release = map_of([
+        ("Name", Value::str(&opts.release_name)),
+        ("Namespace", Value::str(&opts.namespace)),
+        ("IsUpgrade", Value::Bool(false)),
+        ("IsInstall", Value::Bool(true)),
+        ("Revision", Value::Int(1)),
+        ("Service", Value::str("Helm")),
+    ]);
+    let caps = capabilities(opts);
+    let shared = Shared {
+        release: &release,
+        capabilities: &caps,
+        skip_crds: opts.skip_crds,
+    };
     let mut renderables = Vec::new();
     let mut crds = Vec::new();
-    collect(
-        &chart,
-        &root,
-        &vals,
-        &mut renderables,
-        &mut crds,
-        opts.skip_crds,
-    );
+    collect(&chart, &root, &vals, &shared, &mut renderables, &mut crds);
 
     let mut names: Vec<String> = renderables.iter().map(|r| r.0.clone()).collect();
     parse_order(&mut names);
@@ -635,43 +876,34 @@ pub fn render(
             .expect("collected");
         parse(name, text, &mut trees, &crate::funcs::exists)?;
     }
-    let release = map_of([
-        ("Name", Value::str(&opts.release_name)),
-        ("Namespace", Value::str(&opts.namespace)),
-        ("IsUpgrade", Value::Bool(false)),
-        ("IsInstall", Value::Bool(true)),
-        ("Revision", Value::Int(1)),
-        ("Service", Value::str("Helm")),
-    ]);
-    let caps = capabilities(opts);
     let mut rt = Runtime::new(trees, opts.limits, 0);
     let mut rendered: Vec<(String, String)> = Vec::new();
     for name in &names {
         let base = name.rsplit('/').next().unwrap_or(name);
-        if base.starts_with('_') || name.ends_with("NOTES.txt") {
+        if base.starts_with('_') {
             continue;
         }
         let (_, _, r) = renderables
             .iter()
             .find(|r| &r.0 == name)
             .expect("collected");
-        let dot = map_of([
-            ("Values", r.values.clone()),
-            ("Release", release.clone()),
-            ("Chart", r.chart.clone()),
-            ("Capabilities", caps.clone()),
-            ("Files", r.files.clone()),
-            (
-                "Template",
-                map_of([
-                    ("Name", Value::str(&r.name)),
-                    ("BasePath", Value::str(&r.base_path)),
-                ]),
-            ),
-        ]);
+        let mut dot = r.context.clone();
+        dot.insert(
+            "Template".into(),
+            map_of([
+                ("Name", Value::str(&r.name)),
+                ("BasePath", Value::str(&r.base_path)),
+            ]),
+        );
+        let dot = Value::map(dot);
         rt.seed = seed_of(&[&opts.release_name, &opts.namespace, &root, name]);
         rt.random_calls = 0;
         let out = rt.execute(name, dot)?;
+        // `NOTES.txt` is rendered (its errors fail the render, as in Helm)
+        // and never emitted.
+        if name.ends_with("NOTES.txt") {
+            continue;
+        }
         rendered.push((name.clone(), out.replace("<no value>", "")));
     }
     rendered.sort_by(|a, b| a.0.cmp(&b.0));

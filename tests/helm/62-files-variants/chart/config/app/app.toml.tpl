@@ -1,0 +1,2 @@
+level = {{ .Values.logLevel }}
+name = {{ .Values.appName | upper }}
