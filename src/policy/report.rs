@@ -293,6 +293,26 @@ impl Entry {
     }
 }
 
+/// The longest name a report gets (a DNS subdomain).
+const MAX_NAME: usize = 253;
+
+/// The name of an application's reports: `kiln-APP`, made a valid object
+/// name (lowercase letters, digits, `-` and `.`; at most 253 bytes).
+pub fn name_for(application: &str) -> String {
+    let mut name: String = format!("kiln-{application}")
+        .chars()
+        .map(|c| match c.to_ascii_lowercase() {
+            c @ ('a'..='z' | '0'..='9' | '-' | '.') => c,
+            _ => '-',
+        })
+        .take(MAX_NAME)
+        .collect();
+    while name.ends_with(['-', '.']) {
+        name.pop();
+    }
+    name
+}
+
 /// A report's reference to an object.
 pub fn object_reference(object: &ObjectRef) -> ObjectReference {
     ObjectReference {
@@ -737,6 +757,13 @@ mod tests {
         assert_eq!(one.summary.fail, 1);
         assert_eq!(one.results[0].message, "the worst", "most serious first");
         assert!(one.results[1].message.len() <= MAX_MESSAGE + 40);
+    }
+
+    #[test]
+    fn report_names_are_valid_object_names() {
+        assert_eq!(name_for("web"), "kiln-web");
+        assert_eq!(name_for("My_App."), "kiln-my-app");
+        assert_eq!(name_for(&"x".repeat(400)).len(), MAX_NAME);
     }
 
     #[test]
