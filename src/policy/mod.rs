@@ -6,6 +6,7 @@
 //! policies see the whole set at once and run concurrently.
 
 pub mod report;
+pub mod suite;
 
 use std::fmt;
 use std::str::FromStr;
