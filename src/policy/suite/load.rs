@@ -123,6 +123,17 @@ fn yaml_message(e: &serde_yaml::Error) -> String {
     }
 }
 
+/// A suite file [`discover`] found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Found {
+    /// The root of the source view its policies read.
+    pub root: PathBuf,
+    /// The file.
+    pub file: PathBuf,
+    /// Whether the command line named it (rather than a directory).
+    pub named: bool,
+}
+
 /// The format of a document, if it is a suite.
 fn format_of(document: &Value) -> Option<Format> {
     let api_version = document.get("apiVersion").and_then(Value::as_str)?;
@@ -140,11 +151,12 @@ fn format_of(document: &Value) -> Option<Format> {
 /// the root of the source view their policies read:
 ///
 /// - a file: that suite (an error if it holds none);
-/// - a directory: the suites among the `.yaml`/`.yml` files directly in it;
+/// - a directory: the suites among the `.yaml`/`.yml` files directly in it
+///   (a file whose top-level `kind` is `Suite` or `PolicySuite`);
 /// - `DIR/...`: the suites in DIR and every directory below it.
 ///
-/// Files are in name order.
-pub fn discover(target: &str, limits: &Limits) -> Result<Vec<(PathBuf, PathBuf)>, SuiteError> {
+/// Files are in name order, each with the root of its source view.
+pub fn discover(target: &str, limits: &Limits) -> Result<Vec<Found>, SuiteError> {
     let (path, recursive) = match target.strip_suffix("...") {
         Some(dir) => (PathBuf::from(if dir.is_empty() { "." } else { dir }), true),
         None => (PathBuf::from(target), false),
@@ -170,16 +182,18 @@ pub fn discover(target: &str, limits: &Limits) -> Result<Vec<(PathBuf, PathBuf)>
             .filter(|p| !p.as_os_str().is_empty())
             .unwrap_or(Path::new("."))
             .to_owned();
-        return Ok(vec![(root, path)]);
+        return Ok(vec![Found {
+            root,
+            file: path,
+            named: true,
+        }]);
     }
     let mut files = Vec::new();
     let mut seen = 0usize;
     walk(&path, recursive, 0, limits, &mut seen, &mut files)?;
     let mut suites = Vec::new();
     for file in files {
-        let text = read_bounded(&file, limits.max_file_size)?;
-        let docs = documents(&file, &text)?;
-        if docs.first().and_then(format_of).is_some() {
+        if candidate(&file, limits.max_file_size)? {
             if suites.len() >= limits.max_suites {
                 return Err(SuiteError::TooMany {
                     what: format!("suite files under {}", path.display()),
@@ -187,10 +201,43 @@ pub fn discover(target: &str, limits: &Limits) -> Result<Vec<(PathBuf, PathBuf)>
                     flag: "--max-suites",
                 });
             }
-            suites.push((path.clone(), file));
+            suites.push(Found {
+                root: path.clone(),
+                file,
+                named: false,
+            });
         }
     }
     Ok(suites)
+}
+
+/// Whether a file found while walking is a suite: a top-level `kind:
+/// Suite` or `kind: PolicySuite` line. Other files (templates, objects,
+/// anything else in the tree) are neither parsed nor refused; a suite
+/// larger than the limit is refused by name.
+fn candidate(path: &Path, max: u64) -> Result<bool, SuiteError> {
+    let io = |source| SuiteError::Io {
+        path: path.to_owned(),
+        source,
+    };
+    let file = std::fs::File::open(path).map_err(io)?;
+    let mut head = Vec::new();
+    file.take(max + 1).read_to_end(&mut head).map_err(io)?;
+    let is_suite = String::from_utf8_lossy(&head).lines().any(|line| {
+        let value = line
+            .strip_prefix("kind:")
+            .map(|v| v.trim().trim_matches(['"', '\'']));
+        value == Some(GATOR_KIND) || value == Some(KILN_KIND)
+    });
+    if is_suite && head.len() as u64 > max {
+        let size = std::fs::metadata(path).map_err(io)?.len();
+        return Err(SuiteError::TooLarge {
+            path: path.to_owned(),
+            size,
+            max,
+        });
+    }
+    Ok(is_suite)
 }
 
 fn walk(

@@ -24,7 +24,7 @@ mod run;
 
 use std::path::PathBuf;
 
-pub use load::{SuiteError, discover, load};
+pub use load::{Found, SuiteError, discover, load};
 pub use run::{
     AssertionFailure, CaseOutcome, CaseResult, Finding, PolicyLoader, RunReport, Status,
     SuiteResult, Summary, TestResult, run,

@@ -197,9 +197,11 @@ pub async fn run(targets: &[String], options: &Options, loader: &dyn PolicyLoade
                 continue;
             }
         };
-        for (root, file) in found {
+        for super::Found { root, file, named } in found {
             let suite = match load(&root, &file, options) {
                 Ok(suite) => suite,
+                // Another group's `kind: Suite`, met while walking.
+                Err(super::SuiteError::NotASuite { .. }) if !named => continue,
                 Err(e) => {
                     report.suites.push(unreadable(file, &e));
                     continue;
