@@ -315,9 +315,7 @@ fn a_plugin_that_cannot_load_exits_2_naming_it() {
 
 #[test]
 fn a_missing_template_is_an_error_naming_it() {
-    let suite = format!(
-        "kind: Suite\napiVersion: test.gatekeeper.sh/v1alpha1\ntests:\n- name: t\n  template: nowhere.yaml\n  constraint: samples/repo-must-be-openpolicyagent/constraint.yaml\n  cases:\n  - name: c\n    object: samples/repo-must-be-openpolicyagent/example_allowed.yaml\n    assertions:\n    - violations: no\n"
-    );
+    let suite = "kind: Suite\napiVersion: test.gatekeeper.sh/v1alpha1\ntests:\n- name: t\n  template: nowhere.yaml\n  constraint: samples/repo-must-be-openpolicyagent/constraint.yaml\n  cases:\n  - name: c\n    object: samples/repo-must-be-openpolicyagent/example_allowed.yaml\n    assertions:\n    - violations: no\n".to_owned();
     let dir = allowedrepos_with(&suite);
     let out = kiln(&[&path(dir.path())]);
     let stdout = text(&out.stdout);

@@ -37,6 +37,9 @@ pub const ABSENT_RECHECK: Duration = Duration::from_secs(300);
 /// The `kind` and `apiVersion` of the reports.
 const KIND: &str = "PolicyReport";
 
+/// The labels of one `kiln_policy_findings` series.
+type Series = Vec<(String, String)>;
+
 /// What the controller last wrote, per Application; shared by reconciles.
 #[derive(Default)]
 pub struct PolicyReports {
@@ -44,7 +47,7 @@ pub struct PolicyReports {
     /// applied (its results less their timestamps), and where.
     applied: Mutex<HashMap<String, (u64, String, String)>>,
     /// Per Application: its findings counted in the gauge.
-    counted: Mutex<HashMap<String, HashMap<Vec<(String, String)>, i64>>>,
+    counted: Mutex<HashMap<String, HashMap<Series, i64>>>,
     /// Servers found without the CRD, and when.
     absent: Mutex<HashMap<String, Instant>>,
 }
@@ -314,7 +317,7 @@ impl PolicyReports {
 
     /// Replaces the Application's share of `kiln_policy_findings`.
     fn count(&self, app: &Application, status: &PolicyStatus, metrics: &Metrics) {
-        let mut now: HashMap<Vec<(String, String)>, i64> = HashMap::new();
+        let mut now: HashMap<Series, i64> = HashMap::new();
         for finding in &status.findings {
             let labels = vec![
                 ("policy".to_owned(), finding.policy.clone()),
