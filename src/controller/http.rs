@@ -51,6 +51,10 @@ pub struct Metrics {
     pub render_server_requests: Family<Labels, Counter>,
     /// Renders a replica could not take (unreachable), sent to the next.
     pub render_server_failovers: Family<Labels, Counter>,
+    /// Policy findings in the Applications' status now (a gauge: what
+    /// Prometheus users expect of a current state, as Policy Reporter's
+    /// results are), by policy, severity and mode.
+    pub policy_findings: Family<Labels, Gauge>,
     git_lookups: Gauge,
     git_fetches: Gauge,
     cache_hits: Gauge,
@@ -125,6 +129,12 @@ impl Metrics {
             "Renders a render server replica could not take (unreachable) and that went to the next, by replica",
             render_server_failovers.clone(),
         );
+        let policy_findings = Family::<Labels, Gauge>::default();
+        registry.register(
+            "policy_findings",
+            "Policy findings in the Applications' status now (at most 100 per Application), by policy, severity and mode",
+            policy_findings.clone(),
+        );
         let cache_hits = Gauge::default();
         registry.register(
             "render_cache_hits",
@@ -160,6 +170,7 @@ impl Metrics {
             self_heals,
             render_server_requests,
             render_server_failovers,
+            policy_findings,
             git_lookups,
             git_fetches,
             cache_hits,

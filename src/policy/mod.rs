@@ -5,6 +5,9 @@
 //! closed), `warn` reports without blocking, `audit` only records. All
 //! policies see the whole set at once and run concurrently.
 
+pub mod report;
+pub mod suite;
+
 use std::fmt;
 use std::str::FromStr;
 use std::sync::Arc;
