@@ -122,6 +122,7 @@ pub fn guestbook() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/guestbook")
 }
 
+pub mod chart_repo;
 pub mod cluster;
 pub mod git;
 pub mod registry;

@@ -514,14 +514,6 @@ impl ChartFetcher {
             {
                 Ok(Download::Body { bytes, .. }) => bytes,
                 Ok(Download::NotModified) => unreachable!("no If-None-Match sent"),
-                Err(FetchError::TooLarge { url, limit }) => {
-                    return Err(CacheError::Archive(ArchiveError::TooLarge {
-                        archive: url,
-                        size: limit + 1,
-                        limit,
-                    })
-                    .into());
-                }
                 Err(e) => return Err(e.into()),
             }
         };
