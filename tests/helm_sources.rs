@@ -293,9 +293,7 @@ async fn hostile_archives_are_refused_with_a_clear_error() {
 #[tokio::test]
 async fn an_archive_larger_than_the_limit_is_refused_before_it_is_read() {
     // Hex of a digest chain: incompressible enough.
-    let noise: String = (0..4000u32)
-        .map(|i| sha256(&i.to_le_bytes()))
-        .collect();
+    let noise: String = (0..4000u32).map(|i| sha256(&i.to_le_bytes())).collect();
     let big = package(
         "evil",
         &[
@@ -508,7 +506,11 @@ async fn a_dependency_declared_but_not_vendored_is_fetched_at_its_locked_version
         .iter()
         .map(|o| o["metadata"]["name"].as_str().unwrap())
         .collect();
-    assert_eq!(names, ["r-cache", "r-app"], "Helm's order: by template path");
+    assert_eq!(
+        names,
+        ["r-cache", "r-app"],
+        "Helm's order: by template path"
+    );
     assert_eq!(objects[0]["data"]["version"], "0.9.0");
     assert_eq!(
         objects[0]["data"]["size"], "7",
