@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use kiln::plugin::{Plugin, World};
 use kiln::render::Step;
-use kiln::source::git::{Credentials, NoCredentials, PrefixCredentials, Secret};
+use kiln::source::git::{Credentials, PrefixCredentials, Secret};
 use kiln::source::helm::{ChartError, ChartFetcher, ChartRef, FetchedChart, HelmConfig};
 use serde_json::Value;
 use support::chart_repo::{ChartRepo, index, package, sha256};
@@ -705,5 +705,4 @@ fn chart_references_are_checked_when_parsed() {
             version: "1.*".into()
         }
     );
-    let _ = NoCredentials;
 }

@@ -100,6 +100,7 @@ pub fn kiln_as_user(dir: &Path, home: &Path, args: &[&str]) -> std::process::Out
         .env_remove("DOCKER_CONFIG")
         .env_remove("KILN_GIT_PASSWORD")
         .env_remove("KILN_GIT_SSH_KEY_FILE")
+        .env_remove("KILN_HELM_PASSWORD")
         .env_remove("KILN_LOG")
         .output()
         .expect("kiln runs")
