@@ -7,6 +7,8 @@
 //! `kiln crds` prints the CustomResourceDefinitions generated from these
 //! types; `deploy/crds/` holds the same, checked by a test.
 
+pub mod helm;
+
 use std::collections::BTreeMap;
 
 use kube::CustomResource;
@@ -111,7 +113,7 @@ pub struct ApplicationSpec {
     pub policies: Vec<PolicyUse>,
 }
 
-/// A Git source.
+/// A Git source, or a Helm chart (`chart`).
 #[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct ApplicationSource {
@@ -127,6 +129,14 @@ pub struct ApplicationSource {
     /// The renderer chain, by Plugin name; empty: the plain-YAML directory renderer.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub plugins: Vec<PluginUse>,
+    /// A Helm chart of the Helm repository `repoURL` (`https://…` or
+    /// `oci://REGISTRY/PATH`), at `targetRevision` (a version or Helm
+    /// semver constraint), fetched by the host (see docs/helm.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chart: Option<String>,
+    /// Argo CD's Helm options, mapped onto the `helm` plugin's parameters.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub helm: Option<helm::HelmSource>,
 }
 
 /// One renderer of the chain.

@@ -9,7 +9,7 @@
 //! each is downloaded once.
 
 mod reference;
-mod registry;
+pub(crate) mod registry;
 mod store;
 
 use std::path::PathBuf;

@@ -94,7 +94,8 @@ impl RegistryCredentials {
         Ok(RegistryCredentials { by_host })
     }
 
-    fn auth(&self, registry: &str) -> RegistryAuth {
+    /// The credentials for one registry host (anonymous if none).
+    pub(crate) fn auth(&self, registry: &str) -> RegistryAuth {
         match self.by_host.get(registry) {
             Some((user, password)) => RegistryAuth::Basic(user.clone(), password.clone()),
             None => RegistryAuth::Anonymous,
@@ -104,7 +105,7 @@ impl RegistryCredentials {
 
 /// Registries on loopback speak plain HTTP (tests, local trials); every other
 /// registry HTTPS.
-fn client(registry: &str) -> Result<Client, OciDistributionError> {
+pub(crate) fn client(registry: &str) -> Result<Client, OciDistributionError> {
     let host = registry.rsplit_once(':').map_or(registry, |(h, _)| h);
     let protocol = if matches!(host, "127.0.0.1" | "localhost" | "[::1]") {
         ClientProtocol::HttpsExcept(vec![registry.to_owned()])
@@ -173,7 +174,7 @@ fn oci_reference(reference: &PluginRef) -> Result<(Reference, String), ArtifactE
     Ok((parsed, name))
 }
 
-fn error(reference: &str, e: OciDistributionError) -> ArtifactError {
+pub(crate) fn error(reference: &str, e: OciDistributionError) -> ArtifactError {
     let reference = reference.to_owned();
     match &e {
         OciDistributionError::UnauthorizedError { .. }
@@ -219,7 +220,7 @@ fn error(reference: &str, e: OciDistributionError) -> ArtifactError {
     }
 }
 
-async fn timed<T>(
+pub(crate) async fn timed<T>(
     reference: &str,
     after: Duration,
     f: impl std::future::Future<Output = Result<T, OciDistributionError>>,
@@ -236,7 +237,7 @@ async fn timed<T>(
 /// Pulls one blob of at most `max` bytes: refused when the manifest
 /// declares it larger, and cut off (refused) when the registry sends more
 /// than that, whatever it declared.
-async fn pull_capped(
+pub(crate) async fn pull_capped(
     client: &Client,
     image: &Reference,
     name: &str,

@@ -66,6 +66,8 @@ impl Color {
 /// application tracks that are no longer rendered show as Extraneous.
 /// Secret values are never printed, only hashes of them.
 #[derive(Debug, clap::Args)]
+// `--version` is the chart's version here; `kiln --version` prints Kiln's.
+#[command(disable_version_flag = true)]
 #[command(after_help = "\
 Examples:
   kiln diff examples/guestbook --namespace guestbook --kubeconfig kiln-dev-cluster.kubeconfig
@@ -104,6 +106,8 @@ pub(crate) struct DiffArgs {
 /// annotation), each wave waiting for the previous one to be healthy. An
 /// enforced policy that fails stops the sync before anything is applied.
 #[derive(Debug, clap::Args)]
+// `--version` is the chart's version here; `kiln --version` prints Kiln's.
+#[command(disable_version_flag = true)]
 #[command(after_help = "\
 Sync options use Argo CD's spelling: CreateNamespace=true, PruneLast=true, ApplyOutOfSyncOnly=true,
 Replace=true, ServerSideApply=false, Validate=false, PrunePropagationPolicy=background,

@@ -3,6 +3,7 @@
 
 mod app;
 mod args;
+mod chart;
 mod cluster;
 mod controller;
 mod crds;

@@ -94,14 +94,16 @@ pub(crate) struct RegistryArgs {
 }
 
 impl RegistryArgs {
-    pub(crate) fn fetcher(&self) -> anyhow::Result<Fetcher> {
+    /// The registry credentials: --registry-config, or Docker's default
+    /// config file if present.
+    pub(crate) fn credentials(&self) -> anyhow::Result<RegistryCredentials> {
         let default = std::env::var_os("DOCKER_CONFIG")
             .map(|d| PathBuf::from(d).join("config.json"))
             .or_else(|| {
                 std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".docker/config.json"))
             })
             .filter(|p| p.exists());
-        let credentials = match self.registry_config.clone().or(default) {
+        Ok(match self.registry_config.clone().or(default) {
             Some(path) => {
                 let json = std::fs::read_to_string(&path)
                     .with_context(|| format!("cannot read {}", path.display()))?;
@@ -109,7 +111,11 @@ impl RegistryArgs {
                     .with_context(|| path.display().to_string())?
             }
             None => RegistryCredentials::none(),
-        };
+        })
+    }
+
+    pub(crate) fn fetcher(&self) -> anyhow::Result<Fetcher> {
+        let credentials = self.credentials()?;
         let dir = super::default_cache_dir()
             .context("no cache directory: set HOME")?
             .join("plugins");

@@ -24,6 +24,8 @@ use super::{HostArgs, exit};
 /// Without --plugin, the built-in directory renderer reads the plain YAML and
 /// JSON files of DIR.
 #[derive(Debug, clap::Args)]
+// `--version` is the chart's version here; `kiln --version` prints Kiln's.
+#[command(disable_version_flag = true)]
 #[command(after_help = "\
 Each --param belongs to the --plugin before it; each --setting and --mode to the --policy before it.
 
@@ -32,6 +34,14 @@ Examples:
   kiln render examples/guestbook --plugin plugins/dist/values.wasm --param replicas=3 \\
       --policy plugins/dist/required-labels.wasm --setting labels=app,team
   kiln render apps/web --root . --plugin a.wasm --plugin b.wasm -o json
+  kiln render --chart web --repo https://charts.example.com --version '1.2.*' \\
+      --plugin plugins/dist/helm.wasm --param releaseName=web --param set=replicas=3
+  kiln render --chart oci://registry.example.com/charts/web --version 1.2.3 \\
+      --plugin plugins/dist/helm.wasm
+
+With --chart, --repo is the Helm repository (or oci://REGISTRY/PATH) and the chart's
+files are the source the plugin reads; dependencies that Chart.yaml declares but
+charts/ does not vendor are fetched too.
 
 Exit status: 0 rendered (policies passed or only warned), 1 an enforced policy blocked the
 result, 2 an error (unreadable input, a plugin failed; the message names the plugin).")]
@@ -64,8 +74,8 @@ pub(crate) struct RenderArgs {
 /// shared by `kiln render`, `kiln diff` and `kiln sync`.
 #[derive(Debug, clap::Args)]
 pub(crate) struct PipelineArgs {
-    /// The application's directory (a local source; or use --repo).
-    #[arg(required_unless_present = "repo")]
+    /// The application's directory (a local source; or use --repo or --chart).
+    #[arg(required_unless_present_any = ["repo", "chart"], conflicts_with = "chart")]
     dir: Option<PathBuf>,
 
     /// Root of the source tree plugins may read (DIR must be inside it).
@@ -75,6 +85,9 @@ pub(crate) struct PipelineArgs {
 
     #[command(flatten)]
     git: super::source::GitArgs,
+
+    #[command(flatten)]
+    chart: super::chart::ChartArgs,
 
     /// A renderer component; repeat for a chain (each gets the previous output).
     #[arg(long = "plugin", value_name = "REF")]
@@ -197,10 +210,20 @@ pub(crate) async fn pipeline(
         bail!("--policy {} has more than one --mode", args.policies[i]);
     }
 
-    let (view, mut context) = match (&args.dir, &args.git.repo) {
-        (Some(dir), None) => local_source(dir, args.root.as_deref())?,
-        (_, Some(_)) => args.git.checkout().await?,
-        (None, None) => bail!("give the application's directory or --repo URL"),
+    let (view, mut context) = match (&args.dir, &args.git.repo, &args.chart.chart) {
+        (_, repo, Some(_)) => {
+            if args.plugins.is_empty() {
+                bail!(
+                    "--chart needs the helm renderer: add --plugin with its reference (plugins/dist/helm.wasm, or its oci:// reference)"
+                );
+            }
+            args.chart
+                .fetch(repo.as_deref(), args.registry.credentials()?)
+                .await?
+        }
+        (Some(dir), None, None) => local_source(dir, args.root.as_deref())?,
+        (_, Some(_), None) => args.git.checkout().await?,
+        (None, None, None) => bail!("give the application's directory, --repo URL or --chart"),
     };
     if let Some(name) = &args.name {
         context.name = name.clone();

@@ -116,6 +116,17 @@ pub async fn compare(app: &Application, ctx: &Context, to: &CompareTo) -> Result
 
     // Project rules, before anything else.
     let project = load_project(app, ctx).await?;
+    // A chart repository URL is no Git URL: say what is missing instead.
+    if let Some(chart) = &app.spec.source.chart {
+        return Err(Stop::new(
+            "InvalidSpec",
+            "ChartSourceNotSupported",
+            format!(
+                "spec.source.chart {chart:?}: the controller does not fetch Helm charts yet; \
+                 vendor the chart in Git, or render it with `kiln render --chart` (docs/helm.md)"
+            ),
+        ));
+    }
     let url = repository(app, config)?;
     project.admit(app).map_err(|v| {
         Stop::new(

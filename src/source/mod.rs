@@ -11,6 +11,7 @@
 //! [`ReadSet`] of a render, on which the render cache keys.
 
 pub mod git;
+pub mod helm;
 mod local;
 mod path;
 mod record;

@@ -100,6 +100,7 @@ pub fn kiln_as_user(dir: &Path, home: &Path, args: &[&str]) -> std::process::Out
         .env_remove("DOCKER_CONFIG")
         .env_remove("KILN_GIT_PASSWORD")
         .env_remove("KILN_GIT_SSH_KEY_FILE")
+        .env_remove("KILN_HELM_PASSWORD")
         .env_remove("KILN_LOG")
         .output()
         .expect("kiln runs")
@@ -122,6 +123,7 @@ pub fn guestbook() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/guestbook")
 }
 
+pub mod chart_repo;
 pub mod cluster;
 pub mod git;
 pub mod registry;

@@ -1,0 +1,196 @@
+//! Unpacked charts by archive digest: each archive is downloaded and
+//! unpacked once, in a directory only Kiln's user may write (`0700`, see
+//! [`crate::private_dir`]), and the whole is kept under a byte budget by
+//! removing the least recently used charts. Disposable, like every Kiln
+//! cache.
+
+use std::io;
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
+
+use cap_std::fs::Dir;
+
+use super::archive::{self, ArchiveError, ArchiveLimits};
+use crate::digest::Digest;
+use crate::private_dir;
+
+/// Default byte budget of the chart cache: 1 GiB.
+pub const DEFAULT_MAX_CACHE_BYTES: u64 = 1 << 30;
+
+/// The cache failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum CacheError {
+    /// The cache directory is unusable (not ours, shared, unwritable).
+    #[error("chart cache: {0}")]
+    Dir(#[from] private_dir::PrivateDirError),
+    /// The archive was refused.
+    #[error(transparent)]
+    Archive(#[from] ArchiveError),
+    /// Reading or writing the cache failed.
+    #[error("chart cache {}: {source}", path.display())]
+    Io {
+        /// The directory.
+        path: PathBuf,
+        /// Why.
+        source: io::Error,
+    },
+}
+
+/// Charts unpacked by archive digest.
+#[derive(Debug)]
+pub struct ChartCache {
+    path: PathBuf,
+    max_bytes: u64,
+    limits: ArchiveLimits,
+}
+
+impl ChartCache {
+    /// Opens (creating it `0700`) the cache at `path`.
+    pub fn open(path: &Path, max_bytes: u64, limits: ArchiveLimits) -> Result<Self, CacheError> {
+        private_dir::open(path)?;
+        Ok(ChartCache {
+            path: path.to_path_buf(),
+            max_bytes,
+            limits,
+        })
+    }
+
+    fn entry(&self, digest: &Digest) -> PathBuf {
+        self.path.join(format!("sha256-{}", digest.hex()))
+    }
+
+    /// The unpacked chart of this archive digest, if cached (and marks it
+    /// used).
+    pub fn get(&self, digest: &Digest) -> Option<PathBuf> {
+        let path = self.entry(digest);
+        if path.is_dir() {
+            // The modification time orders eviction (least recently used).
+            let _ = std::fs::File::open(&path).and_then(|f| f.set_modified(SystemTime::now()));
+            Some(path)
+        } else {
+            None
+        }
+    }
+
+    /// Unpacks `bytes` (whose digest the caller checked) under `digest`,
+    /// then evicts old charts past the budget. Blocking.
+    pub fn put(&self, digest: &Digest, bytes: &[u8], name: &str) -> Result<PathBuf, CacheError> {
+        let io = |source| CacheError::Io {
+            path: self.path.clone(),
+            source,
+        };
+        let final_path = self.entry(digest);
+        if final_path.is_dir() {
+            return Ok(final_path);
+        }
+        let tmp = tempfile::Builder::new()
+            .prefix(".unpack-")
+            .tempdir_in(&self.path)
+            .map_err(io)?;
+        let dir = Dir::open_ambient_dir(tmp.path(), cap_std::ambient_authority()).map_err(io)?;
+        archive::unpack(bytes, name, &dir, &self.limits)?;
+        let tmp_path = tmp.keep();
+        if let Err(e) = std::fs::rename(&tmp_path, &final_path) {
+            let _ = std::fs::remove_dir_all(&tmp_path);
+            // Another fetch unpacked the same archive first.
+            if !final_path.is_dir() {
+                return Err(io(e));
+            }
+        }
+        self.evict(&final_path).map_err(io)?;
+        Ok(final_path)
+    }
+
+    /// Removes the least recently used charts until the cache fits its
+    /// budget (never `keep`).
+    fn evict(&self, keep: &Path) -> io::Result<()> {
+        let mut entries = Vec::new();
+        let mut total = 0u64;
+        for entry in std::fs::read_dir(&self.path)? {
+            let entry = entry?;
+            let name = entry.file_name();
+            if !name.to_string_lossy().starts_with("sha256-") {
+                continue;
+            }
+            let size = dir_size(&entry.path())?;
+            total += size;
+            let used = entry.metadata()?.modified()?;
+            entries.push((used, size, entry.path()));
+        }
+        entries.sort();
+        for (_, size, path) in entries {
+            if total <= self.max_bytes {
+                break;
+            }
+            if path == keep {
+                continue;
+            }
+            tracing::debug!(path = %path.display(), "chart cache over budget: removing");
+            std::fs::remove_dir_all(&path)?;
+            total -= size;
+        }
+        Ok(())
+    }
+}
+
+fn dir_size(path: &Path) -> io::Result<u64> {
+    let mut total = 0;
+    for entry in std::fs::read_dir(path)? {
+        let entry = entry?;
+        let kind = entry.file_type()?;
+        total += if kind.is_dir() {
+            dir_size(&entry.path())?
+        } else {
+            entry.metadata()?.len()
+        };
+    }
+    Ok(total)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tgz(name: &str, size: usize) -> Vec<u8> {
+        let gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        let mut builder = tar::Builder::new(gz);
+        let data = vec![b'x'; size];
+        let mut header = tar::Header::new_gnu();
+        header.set_size(size as u64);
+        header.set_mode(0o644);
+        header.set_cksum();
+        builder
+            .append_data(&mut header, format!("{name}/Chart.yaml"), &data[..])
+            .unwrap();
+        builder.into_inner().unwrap().finish().unwrap()
+    }
+
+    #[test]
+    fn stores_by_digest_and_keeps_to_its_budget() {
+        use std::os::unix::fs::PermissionsExt as _;
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("charts");
+        let cache = ChartCache::open(&path, 2500, ArchiveLimits::default()).unwrap();
+        assert_eq!(
+            std::fs::metadata(&path).unwrap().permissions().mode() & 0o777,
+            0o700
+        );
+        let a = tgz("a", 1000);
+        let da = Digest::of(&a);
+        assert!(cache.get(&da).is_none());
+        let pa = cache.put(&da, &a, "a").unwrap();
+        assert!(pa.join("Chart.yaml").is_file());
+        assert_eq!(cache.get(&da), Some(pa.clone()));
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        let b = tgz("b", 1000);
+        let db = Digest::of(&b);
+        cache.put(&db, &b, "b").unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        let c = tgz("c", 1000);
+        let dc = Digest::of(&c);
+        cache.put(&dc, &c, "c").unwrap();
+        assert!(cache.get(&da).is_none(), "the least recently used goes");
+        assert!(cache.get(&db).is_some() && cache.get(&dc).is_some());
+    }
+}

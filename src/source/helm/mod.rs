@@ -1,0 +1,825 @@
+//! Helm charts fetched by the host: from a Helm repository (`index.yaml`,
+//! a semver constraint, the archive pinned by the index's digest) or an OCI
+//! registry (pinned by the manifest digest), unpacked safely into a
+//! content-addressed cache and served read-only to the `helm` plugin as a
+//! [`SourceView`]. Dependencies a chart declares but does not vendor in
+//! `charts/` are fetched the same way and mounted at `charts/NAME`.
+//!
+//! The sandbox never fetches anything: the plugin only reads the view.
+//!
+//! - [`index`]: `index.yaml` and Helm's semver constraints;
+//! - [`fetch`]: HTTP downloads with credentials for the repository's origin;
+//! - [`oci`]: Helm's OCI artifact layout;
+//! - [`archive`]: unpacking `.tgz` with caps, refusing escapes and links;
+//! - [`cache`]: unpacked charts by digest under a byte budget;
+//! - [`view`]: a view with fetched dependencies mounted in it.
+
+pub mod archive;
+pub mod cache;
+pub mod fetch;
+pub mod index;
+pub mod oci;
+pub mod view;
+
+use std::collections::HashMap;
+use std::fmt;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use crate::artifact::RegistryCredentials;
+use crate::digest::Digest;
+use crate::source::git::{CredentialProvider, NoCredentials};
+use crate::source::{LocalDir, SourcePath, SourceView};
+
+pub use archive::{ArchiveError, ArchiveLimits};
+pub use cache::{CacheError, ChartCache, DEFAULT_MAX_CACHE_BYTES};
+pub use fetch::{Download, FetchError, HttpFetcher};
+pub use index::{Constraint, Index, IndexError};
+pub use oci::OciError;
+pub use view::MountView;
+
+/// Default deadline of a whole chart fetch (index, archive, dependencies):
+/// 5 minutes.
+pub const DEFAULT_DEADLINE: Duration = Duration::from_secs(300);
+/// Default number of downloads in flight at once: 4.
+pub const DEFAULT_MAX_CONCURRENT_DOWNLOADS: usize = 4;
+/// Default depth of dependencies fetched (a dependency's dependencies...): 8.
+pub const DEFAULT_MAX_DEPENDENCY_DEPTH: usize = 8;
+/// Default number of dependencies fetched for one chart, all levels: 64.
+pub const DEFAULT_MAX_DEPENDENCIES: usize = 64;
+/// Default cap on a `Chart.yaml` or `Chart.lock` read for dependencies: 1 MiB.
+pub const DEFAULT_MAX_CHART_FILE: u64 = 1 << 20;
+
+/// Where a chart comes from.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum ChartRef {
+    /// A chart of a Helm repository (`https://charts.example.com`).
+    Repo {
+        /// The repository URL (no trailing `/`).
+        repo: String,
+        /// The chart's name in the index.
+        chart: String,
+        /// A version or semver constraint (empty: the latest release).
+        version: String,
+    },
+    /// A chart in an OCI registry.
+    Oci {
+        /// `registry/path/name` (no `oci://`).
+        repository: String,
+        /// A version (tag), semver constraint or `sha256:` digest.
+        version: String,
+    },
+}
+
+impl ChartRef {
+    /// A chart named `chart` (a name, or a full `oci://` reference) in
+    /// repository `repo` (an `http(s)://` Helm repository or an `oci://`
+    /// registry path; `None` with an `oci://` chart), at `version`.
+    pub fn new(repo: Option<&str>, chart: &str, version: &str) -> Result<Self, ChartError> {
+        let bad = |message: &str| ChartError::BadReference {
+            reference: format!(
+                "{}{chart}",
+                repo.map(|r| format!("{r} ")).unwrap_or_default()
+            ),
+            message: message.to_owned(),
+        };
+        let version = version.trim().to_owned();
+        if let Some(rest) = chart.strip_prefix("oci://") {
+            if repo.is_some_and(|r| !r.is_empty()) {
+                return Err(bad("an oci:// chart takes no repository"));
+            }
+            let rest = rest.trim_end_matches('/');
+            // `oci://reg/charts/web:1.2.3` or `@sha256:…`.
+            let (repository, version) = match split_tag(rest) {
+                Some((repository, tag)) if version.is_empty() => (repository, tag.to_owned()),
+                Some(_) => return Err(bad("give the version once: in the reference or --version")),
+                None => (rest, version),
+            };
+            return Ok(ChartRef::Oci {
+                repository: repository.to_owned(),
+                version,
+            });
+        }
+        if chart.is_empty() || chart.contains(['/', '\\']) || chart.starts_with('.') {
+            return Err(bad("a chart name is one path segment"));
+        }
+        let repo = repo.ok_or_else(|| bad("a chart name needs a repository URL"))?;
+        let repo = repo.trim_end_matches('/');
+        if let Some(registry) = repo.strip_prefix("oci://") {
+            return Ok(ChartRef::Oci {
+                repository: format!("{registry}/{chart}"),
+                version,
+            });
+        }
+        if !(repo.starts_with("https://") || repo.starts_with("http://")) {
+            return Err(bad(
+                "a Helm repository URL starts with https://, http:// or oci://",
+            ));
+        }
+        Ok(ChartRef::Repo {
+            repo: repo.to_owned(),
+            chart: chart.to_owned(),
+            version,
+        })
+    }
+
+    /// The chart's name (the last path segment of an OCI reference).
+    pub fn name(&self) -> &str {
+        match self {
+            ChartRef::Repo { chart, .. } => chart,
+            ChartRef::Oci { repository, .. } => repository.rsplit('/').next().unwrap_or(repository),
+        }
+    }
+}
+
+/// `repo:tag` or `repo@sha256:…` (a `:` after the last `/` is a tag; one
+/// before it is a port).
+fn split_tag(reference: &str) -> Option<(&str, &str)> {
+    if let Some((repo, digest)) = reference.split_once('@') {
+        return Some((repo, digest));
+    }
+    let slash = reference.rfind('/')?;
+    let colon = reference[slash..].find(':')? + slash;
+    Some((&reference[..colon], &reference[colon + 1..]))
+}
+
+impl fmt::Display for ChartRef {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ChartRef::Repo {
+                repo,
+                chart,
+                version,
+            } => write!(f, "{repo} chart {chart} version {}", or_latest(version)),
+            ChartRef::Oci {
+                repository,
+                version,
+            } => write!(f, "oci://{repository} version {}", or_latest(version)),
+        }
+    }
+}
+
+fn or_latest(version: &str) -> &str {
+    if version.is_empty() {
+        "(latest)"
+    } else {
+        version
+    }
+}
+
+/// A chart could not be fetched. Messages name the chart, URL, version or
+/// file; never a credential.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ChartError {
+    /// The chart reference is malformed.
+    #[error("{reference}: {message}")]
+    BadReference {
+        /// The reference as given.
+        reference: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// The index is unusable or has no matching version.
+    #[error(transparent)]
+    Index(#[from] IndexError),
+    /// A download failed.
+    #[error(transparent)]
+    Fetch(#[from] FetchError),
+    /// An OCI pull failed.
+    #[error(transparent)]
+    Oci(#[from] OciError),
+    /// The archive was refused or the cache failed.
+    #[error(transparent)]
+    Cache(#[from] CacheError),
+    /// The archive's digest is not the one the index pins.
+    #[error("{url}: digest mismatch: index.yaml pins sha256:{expected}, the archive is {found}")]
+    DigestMismatch {
+        /// The archive's URL.
+        url: String,
+        /// The index's digest (hex).
+        expected: String,
+        /// The archive's digest.
+        found: Digest,
+    },
+    /// The index lists the version with no archive URL.
+    #[error("{chart} {version}: index.yaml lists no archive URL")]
+    NoUrl {
+        /// The chart.
+        chart: String,
+        /// The version.
+        version: String,
+    },
+    /// A dependency could not be fetched.
+    #[error("{chart}: dependency `{dependency}`: {source}")]
+    Dependency {
+        /// The chart declaring it.
+        chart: String,
+        /// The dependency's name.
+        dependency: String,
+        /// Why.
+        source: Box<ChartError>,
+    },
+    /// `Chart.yaml` or `Chart.lock` is unusable, or dependencies go too deep.
+    #[error("{chart}: {message}")]
+    Chart {
+        /// The chart (or file).
+        chart: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// The whole fetch took longer than its deadline.
+    #[error("{chart}: fetching took longer than {after:?}")]
+    Deadline {
+        /// The chart.
+        chart: String,
+        /// The deadline.
+        after: Duration,
+    },
+}
+
+/// How charts are fetched and cached; every limit has a documented default.
+#[derive(Debug, Clone)]
+pub struct HelmConfig {
+    /// The unpacked-chart cache (created `0700`).
+    pub cache_dir: PathBuf,
+    /// Byte budget of the cache. Default: [`DEFAULT_MAX_CACHE_BYTES`].
+    pub cache_max_bytes: u64,
+    /// Limits of one archive (its compressed size is also the download cap).
+    pub archive: ArchiveLimits,
+    /// Largest `index.yaml`. Default: [`index::DEFAULT_MAX_INDEX`].
+    pub max_index: u64,
+    /// Deadline of each request. Default: [`fetch::DEFAULT_TIMEOUT`].
+    pub timeout: Duration,
+    /// Deadline of a whole fetch, dependencies included. Default: [`DEFAULT_DEADLINE`].
+    pub deadline: Duration,
+    /// Downloads in flight at once. Default: [`DEFAULT_MAX_CONCURRENT_DOWNLOADS`].
+    pub max_concurrent_downloads: usize,
+    /// Depth of dependencies. Default: [`DEFAULT_MAX_DEPENDENCY_DEPTH`].
+    pub max_dependency_depth: usize,
+    /// Dependencies of one chart, all levels. Default: [`DEFAULT_MAX_DEPENDENCIES`].
+    pub max_dependencies: usize,
+    /// Extra trusted CA certificates (PEM) for https repositories.
+    pub tls_roots_pem: Vec<u8>,
+}
+
+impl HelmConfig {
+    /// Defaults, with the cache at `cache_dir`.
+    pub fn new(cache_dir: PathBuf) -> Self {
+        HelmConfig {
+            cache_dir,
+            cache_max_bytes: DEFAULT_MAX_CACHE_BYTES,
+            archive: ArchiveLimits::default(),
+            max_index: index::DEFAULT_MAX_INDEX,
+            timeout: fetch::DEFAULT_TIMEOUT,
+            deadline: DEFAULT_DEADLINE,
+            max_concurrent_downloads: DEFAULT_MAX_CONCURRENT_DOWNLOADS,
+            max_dependency_depth: DEFAULT_MAX_DEPENDENCY_DEPTH,
+            max_dependencies: DEFAULT_MAX_DEPENDENCIES,
+            tls_roots_pem: Vec::new(),
+        }
+    }
+}
+
+/// A fetched chart: its view (dependencies mounted) and what it resolved to.
+#[derive(Debug, Clone)]
+pub struct FetchedChart {
+    /// The chart's files at the view's root.
+    pub view: Arc<dyn SourceView>,
+    /// The version resolved.
+    pub version: String,
+    /// The pin: the archive digest (Helm repository) or the manifest
+    /// digest (OCI).
+    pub digest: Digest,
+    /// Where the archive came from (URL or `oci://` reference).
+    pub source: String,
+    /// Dependencies fetched and mounted: `charts/NAME` → version.
+    pub dependencies: Vec<(String, String)>,
+}
+
+/// The last `index.yaml` seen of a repository.
+#[derive(Debug, Clone)]
+struct CachedIndex {
+    etag: Option<String>,
+    index: Arc<Index>,
+}
+
+/// Fetches charts, shared by every render; cheap to clone.
+#[derive(Debug, Clone)]
+pub struct ChartFetcher {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    config: HelmConfig,
+    http: HttpFetcher,
+    registry: RegistryCredentials,
+    cache: ChartCache,
+    indexes: Mutex<HashMap<String, CachedIndex>>,
+    /// Archive URL → digest, for indexes that pin none (each archive is
+    /// still downloaded once).
+    unpinned: Mutex<HashMap<String, Digest>>,
+    /// OCI manifest digest → archive digest, so a manifest seen before
+    /// costs no layer download.
+    manifests: Mutex<HashMap<Digest, Digest>>,
+    downloads: tokio::sync::Semaphore,
+}
+
+impl ChartFetcher {
+    /// A fetcher; `credentials` for Helm repositories (by URL prefix),
+    /// `registry` for OCI registries.
+    pub fn new(
+        config: HelmConfig,
+        credentials: Arc<dyn CredentialProvider>,
+        registry: RegistryCredentials,
+    ) -> Result<Self, ChartError> {
+        let http = HttpFetcher::new(credentials, config.timeout, &config.tls_roots_pem)?;
+        let cache = ChartCache::open(&config.cache_dir, config.cache_max_bytes, config.archive)?;
+        Ok(ChartFetcher {
+            inner: Arc::new(Inner {
+                downloads: tokio::sync::Semaphore::new(config.max_concurrent_downloads.max(1)),
+                config,
+                http,
+                registry,
+                cache,
+                indexes: Mutex::new(HashMap::new()),
+                unpinned: Mutex::new(HashMap::new()),
+                manifests: Mutex::new(HashMap::new()),
+            }),
+        })
+    }
+
+    /// A fetcher for public repositories only.
+    pub fn anonymous(config: HelmConfig) -> Result<Self, ChartError> {
+        Self::new(config, Arc::new(NoCredentials), RegistryCredentials::none())
+    }
+
+    /// Fetches (or finds in the cache) a chart and its dependencies, within
+    /// the configured deadline.
+    pub async fn fetch(&self, chart: &ChartRef) -> Result<FetchedChart, ChartError> {
+        let deadline = self.inner.config.deadline;
+        let mut budget = self.inner.config.max_dependencies;
+        match tokio::time::timeout(deadline, self.fetch_at(chart, 0, &mut budget)).await {
+            Ok(result) => result,
+            Err(_) => Err(ChartError::Deadline {
+                chart: chart.to_string(),
+                after: deadline,
+            }),
+        }
+    }
+
+    /// Fetches the dependencies of a chart that lies in `view` at `dir`
+    /// (a chart from Git) and mounts them at `dir/charts/NAME`.
+    pub async fn with_dependencies(
+        &self,
+        view: Arc<dyn SourceView>,
+        dir: &SourcePath,
+    ) -> Result<(Arc<dyn SourceView>, Vec<(String, String)>), ChartError> {
+        let deadline = self.inner.config.deadline;
+        let mut budget = self.inner.config.max_dependencies;
+        let work = self.mount_dependencies(view, dir, 0, &mut budget);
+        match tokio::time::timeout(deadline, work).await {
+            Ok(result) => result,
+            Err(_) => Err(ChartError::Deadline {
+                chart: dir.to_string(),
+                after: deadline,
+            }),
+        }
+    }
+
+    async fn fetch_at(
+        &self,
+        chart: &ChartRef,
+        depth: usize,
+        budget: &mut usize,
+    ) -> Result<FetchedChart, ChartError> {
+        let (dir, version, digest, source) = match chart {
+            ChartRef::Repo {
+                repo,
+                chart: name,
+                version,
+            } => self.fetch_repo(repo, name, version).await?,
+            ChartRef::Oci {
+                repository,
+                version,
+            } => self.fetch_oci(repository, version).await?,
+        };
+        let base: Arc<dyn SourceView> =
+            Arc::new(LocalDir::open(&dir).map_err(|source| CacheError::Io {
+                path: dir.clone(),
+                source,
+            })?);
+        let (view, dependencies) =
+            Box::pin(self.mount_dependencies(base, &SourcePath::root(), depth, budget)).await?;
+        Ok(FetchedChart {
+            view,
+            version,
+            digest,
+            source,
+            dependencies,
+        })
+    }
+
+    /// The repository's index: fetched with `If-None-Match` when seen
+    /// before (an unchanged index costs one request and no parse).
+    pub async fn index(&self, repo: &str) -> Result<Arc<Index>, ChartError> {
+        let url = format!("{repo}/index.yaml");
+        let cached = self
+            .inner
+            .indexes
+            .lock()
+            .expect("poisoned")
+            .get(repo)
+            .cloned();
+        let etag = cached.as_ref().and_then(|c| c.etag.as_deref());
+        let download = {
+            let _permit = self.inner.downloads.acquire().await.expect("never closed");
+            self.inner
+                .http
+                .get(repo, &url, self.inner.config.max_index, etag)
+                .await?
+        };
+        match (download, cached) {
+            (Download::NotModified, Some(cached)) => Ok(cached.index),
+            (Download::NotModified, None) => unreachable!("no If-None-Match without a cache"),
+            (Download::Body { bytes, etag }, _) => {
+                let repo_owned = repo.to_owned();
+                let index = tokio::task::spawn_blocking(move || Index::parse(&bytes, &repo_owned))
+                    .await
+                    .expect("index parse panicked")?;
+                let index = Arc::new(index);
+                self.inner.indexes.lock().expect("poisoned").insert(
+                    repo.to_owned(),
+                    CachedIndex {
+                        etag,
+                        index: index.clone(),
+                    },
+                );
+                Ok(index)
+            }
+        }
+    }
+
+    async fn fetch_repo(
+        &self,
+        repo: &str,
+        name: &str,
+        constraint: &str,
+    ) -> Result<(PathBuf, String, Digest, String), ChartError> {
+        let index = self.index(repo).await?;
+        let entry = index.resolve(repo, name, constraint)?.clone();
+        let first = entry.urls.first().ok_or_else(|| ChartError::NoUrl {
+            chart: name.to_owned(),
+            version: entry.version.clone(),
+        })?;
+        let url =
+            absolute_url(repo, first).ok_or_else(|| FetchError::BadUrl { url: first.clone() })?;
+        let pinned: Option<Digest> = match &entry.digest {
+            Some(hex) => {
+                let hex = hex.strip_prefix("sha256:").unwrap_or(hex);
+                Some(
+                    format!("sha256:{hex}")
+                        .parse()
+                        .map_err(|_| ChartError::Chart {
+                            chart: format!("{repo}/index.yaml"),
+                            message: format!(
+                                "{name} {}: digest `{hex}` is not a SHA-256",
+                                entry.version
+                            ),
+                        })?,
+                )
+            }
+            None => self
+                .inner
+                .unpinned
+                .lock()
+                .expect("poisoned")
+                .get(&url)
+                .copied(),
+        };
+        if let Some(digest) = pinned
+            && let Some(dir) = self.inner.cache.get(&digest)
+        {
+            return Ok((dir, entry.version, digest, url));
+        }
+        let bytes = {
+            let _permit = self.inner.downloads.acquire().await.expect("never closed");
+            match self
+                .inner
+                .http
+                .get(repo, &url, self.inner.config.archive.compressed, None)
+                .await
+            {
+                Ok(Download::Body { bytes, .. }) => bytes,
+                Ok(Download::NotModified) => unreachable!("no If-None-Match sent"),
+                Err(e) => return Err(e.into()),
+            }
+        };
+        let found = Digest::of(&bytes);
+        match (&entry.digest, pinned) {
+            (Some(hex), Some(expected)) if expected != found => {
+                return Err(ChartError::DigestMismatch {
+                    url,
+                    expected: hex.strip_prefix("sha256:").unwrap_or(hex).to_owned(),
+                    found,
+                });
+            }
+            (None, _) => {
+                tracing::warn!(%url, "index.yaml pins no digest for this chart: trusting the archive as served");
+                self.inner
+                    .unpinned
+                    .lock()
+                    .expect("poisoned")
+                    .insert(url.clone(), found);
+            }
+            _ => {}
+        }
+        let dir = self.unpack(found, bytes, url.clone()).await?;
+        Ok((dir, entry.version, found, url))
+    }
+
+    async fn fetch_oci(
+        &self,
+        repository: &str,
+        version: &str,
+    ) -> Result<(PathBuf, String, Digest, String), ChartError> {
+        let inner = self.inner.clone();
+        let have = move |manifest: &Digest| {
+            let archive = inner
+                .manifests
+                .lock()
+                .expect("poisoned")
+                .get(manifest)
+                .copied();
+            archive.is_some_and(|a| inner.cache.get(&a).is_some())
+        };
+        let pulled = {
+            let _permit = self.inner.downloads.acquire().await.expect("never closed");
+            oci::pull(
+                &self.inner.registry,
+                &have,
+                repository,
+                version,
+                self.inner.config.archive.compressed,
+                self.inner.config.timeout,
+            )
+            .await?
+        };
+        let source = format!("oci://{repository}@{}", pulled.manifest);
+        let known = self
+            .inner
+            .manifests
+            .lock()
+            .expect("poisoned")
+            .get(&pulled.manifest)
+            .copied();
+        let dir = match (pulled.archive, known.and_then(|a| self.inner.cache.get(&a))) {
+            (None, Some(dir)) => dir,
+            (Some(archive), _) => {
+                let digest = Digest::of(&archive);
+                let dir = match self.inner.cache.get(&digest) {
+                    Some(dir) => dir,
+                    None => self.unpack(digest, archive, source.clone()).await?,
+                };
+                self.inner
+                    .manifests
+                    .lock()
+                    .expect("poisoned")
+                    .insert(pulled.manifest, digest);
+                dir
+            }
+            (None, None) => {
+                // Evicted between the check and now: pull it again.
+                self.inner
+                    .manifests
+                    .lock()
+                    .expect("poisoned")
+                    .remove(&pulled.manifest);
+                return Box::pin(self.fetch_oci(repository, version)).await;
+            }
+        };
+        Ok((dir, pulled.version, pulled.manifest, source))
+    }
+
+    async fn unpack(
+        &self,
+        digest: Digest,
+        bytes: Vec<u8>,
+        name: String,
+    ) -> Result<PathBuf, ChartError> {
+        let inner = self.inner.clone();
+        Ok(
+            tokio::task::spawn_blocking(move || inner.cache.put(&digest, &bytes, &name))
+                .await
+                .expect("unpack panicked")?,
+        )
+    }
+
+    /// Fetches the dependencies of the chart at `dir` in `view` that are
+    /// neither vendored in `charts/` nor local (`file://`), and mounts them.
+    async fn mount_dependencies(
+        &self,
+        view: Arc<dyn SourceView>,
+        dir: &SourcePath,
+        depth: usize,
+        budget: &mut usize,
+    ) -> Result<(Arc<dyn SourceView>, Vec<(String, String)>), ChartError> {
+        let chart_name = dir.as_str().to_owned();
+        let needed = dependencies::missing(view.as_ref(), dir)?;
+        if needed.is_empty() {
+            return Ok((view, Vec::new()));
+        }
+        if depth >= self.inner.config.max_dependency_depth {
+            return Err(ChartError::Chart {
+                chart: chart_name,
+                message: format!(
+                    "dependencies nest deeper than {} levels",
+                    self.inner.config.max_dependency_depth
+                ),
+            });
+        }
+        let mut mounted = MountView::new(view);
+        let mut fetched = Vec::new();
+        for dependency in needed {
+            if *budget == 0 {
+                return Err(ChartError::Chart {
+                    chart: chart_name,
+                    message: format!(
+                        "more than {} dependencies to fetch",
+                        self.inner.config.max_dependencies
+                    ),
+                });
+            }
+            *budget -= 1;
+            let wrap = |source| ChartError::Dependency {
+                chart: if chart_name.is_empty() {
+                    ".".into()
+                } else {
+                    chart_name.clone()
+                },
+                dependency: dependency.name.clone(),
+                source: Box::new(source),
+            };
+            let reference = ChartRef::new(
+                Some(&dependency.repository),
+                &dependency.name,
+                &dependency.version,
+            )
+            .map_err(wrap)?;
+            let chart = Box::pin(self.fetch_at(&reference, depth + 1, budget))
+                .await
+                .map_err(wrap)?;
+            let at = dir
+                .join(&format!("charts/{}", dependency.name))
+                .map_err(|e| {
+                    wrap(ChartError::Chart {
+                        chart: dependency.name.clone(),
+                        message: e.to_string(),
+                    })
+                })?;
+            fetched.push((at.to_string(), chart.version.clone()));
+            mounted.mount(&at, chart.view);
+        }
+        Ok((Arc::new(mounted), fetched))
+    }
+}
+
+/// An index's archive URL made absolute against the repository URL.
+fn absolute_url(repo: &str, url: &str) -> Option<String> {
+    let base = url::Url::parse(&format!("{repo}/")).ok()?;
+    base.join(url).ok().map(String::from)
+}
+
+mod dependencies {
+    //! Which declared dependencies a chart lacks.
+
+    use super::{ChartError, DEFAULT_MAX_CHART_FILE};
+    use crate::source::{EntryKind, SourcePath, SourceView};
+
+    /// A dependency to fetch.
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    pub(super) struct Needed {
+        pub name: String,
+        pub version: String,
+        pub repository: String,
+    }
+
+    #[derive(Debug, serde::Deserialize)]
+    struct Declared {
+        #[serde(default)]
+        dependencies: Vec<Dependency>,
+    }
+
+    #[derive(Debug, serde::Deserialize)]
+    struct Dependency {
+        name: String,
+        #[serde(default)]
+        version: String,
+        #[serde(default)]
+        repository: String,
+    }
+
+    fn read(
+        view: &dyn SourceView,
+        dir: &SourcePath,
+        file: &str,
+    ) -> Result<Option<Declared>, ChartError> {
+        let path = dir.join(file).map_err(|e| ChartError::Chart {
+            chart: dir.to_string(),
+            message: e.to_string(),
+        })?;
+        let bad = |message: String| ChartError::Chart {
+            chart: path.to_string(),
+            message,
+        };
+        match view.stat(&path) {
+            Ok(Some(m)) if m.kind == EntryKind::File => {
+                if m.size > DEFAULT_MAX_CHART_FILE {
+                    return Err(bad(format!(
+                        "{} bytes is more than the {DEFAULT_MAX_CHART_FILE}-byte limit",
+                        m.size
+                    )));
+                }
+            }
+            _ => return Ok(None),
+        }
+        let bytes = view.read_file(&path).map_err(|e| bad(e.to_string()))?;
+        let text = String::from_utf8(bytes).map_err(|e| bad(e.to_string()))?;
+        kiln_yaml_limits::check(&text, &kiln_yaml_limits::YamlLimits::default())
+            .map_err(|e| bad(e.to_string()))?;
+        serde_yaml::from_str(&text)
+            .map(Some)
+            .map_err(|e| bad(e.to_string()))
+    }
+
+    /// The dependencies of the chart at `dir` to fetch: declared in
+    /// `Chart.yaml` (versions pinned by `Chart.lock` when it lists them),
+    /// from an http(s) or oci:// repository, and neither a directory
+    /// `charts/NAME` nor an archive `charts/NAME-*.tgz`.
+    pub(super) fn missing(
+        view: &dyn SourceView,
+        dir: &SourcePath,
+    ) -> Result<Vec<Needed>, ChartError> {
+        let Some(declared) = read(view, dir, "Chart.yaml")? else {
+            return Ok(Vec::new());
+        };
+        let lock = read(view, dir, "Chart.lock")?;
+        let vendored: Vec<(String, EntryKind)> = dir
+            .join("charts")
+            .ok()
+            .and_then(|charts| view.read_dir(&charts).ok())
+            .unwrap_or_default()
+            .into_iter()
+            .map(|e| (e.name, e.kind))
+            .collect();
+        let is_vendored = |name: &str| {
+            vendored.iter().any(|(entry, kind)| {
+                (entry == name && *kind == EntryKind::Directory)
+                    || (*kind == EntryKind::File
+                        && entry
+                            .strip_prefix(name)
+                            .and_then(|rest| rest.strip_prefix('-'))
+                            .is_some_and(|rest| rest.ends_with(".tgz")))
+            })
+        };
+        let mut needed = Vec::new();
+        for dependency in declared.dependencies {
+            let repository = dependency.repository.trim().to_owned();
+            if repository.is_empty()
+                || repository.starts_with("file://")
+                || is_vendored(&dependency.name)
+            {
+                continue;
+            }
+            if !(repository.starts_with("https://")
+                || repository.starts_with("http://")
+                || repository.starts_with("oci://"))
+            {
+                return Err(ChartError::Chart {
+                    chart: dir
+                        .join("Chart.yaml")
+                        .map(|p| p.to_string())
+                        .unwrap_or_default(),
+                    message: format!(
+                        "dependency `{}`: repository `{repository}` is a name from `helm repo add`; write its URL, or vendor the chart in charts/",
+                        dependency.name
+                    ),
+                });
+            }
+            let locked = lock.as_ref().and_then(|lock| {
+                lock.dependencies
+                    .iter()
+                    .find(|l| l.name == dependency.name && l.repository.trim() == repository)
+                    .map(|l| l.version.clone())
+            });
+            needed.push(Needed {
+                name: dependency.name,
+                version: locked.unwrap_or(dependency.version),
+                repository,
+            });
+        }
+        Ok(needed)
+    }
+}
