@@ -5,7 +5,7 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use cel::common::ast::{CallExpr, Expr, IdedExpr};
+use cel::common::ast::{CallExpr, Expr, IdedExpr, LiteralValue};
 use cel::{Context, Env, ExecutionError, Value};
 
 use crate::library;
@@ -23,6 +23,12 @@ const SIZE_FUNCTION: &str = "__kiln_size";
 /// The function the compiler wraps around the receiver of `replace`, with
 /// its arguments, to count the largest string the replacement can build.
 const REPLACE_FUNCTION: &str = "__kiln_replace";
+
+/// The function `has(a.b.c)` is compiled into: `__kiln_has(a, 'b', 'c')`,
+/// false when any field along the chain is missing or its parent is not a
+/// map (`null` included), as in cel-go, where a presence test never errors
+/// on what it tests.
+const HAS_FUNCTION: &str = "__kiln_has";
 
 /// Bytes of string (or bytes) per unit of cost, as in the Kubernetes cost
 /// model (string operations cost 0.1 per byte): with the default budget an
@@ -115,12 +121,20 @@ impl Compiled {
     /// `variables.x`), for lazy evaluation of what an expression reads.
     pub fn fields_of(&self, root: &str) -> BTreeSet<String> {
         let mut out = BTreeSet::new();
-        walk(&self.expr, &mut |e| {
-            if let Expr::Select(select) = &e.expr
-                && matches!(&select.operand.expr, Expr::Ident(name) if name == root)
+        walk(&self.expr, &mut |e| match &e.expr {
+            Expr::Select(select) if matches!(&select.operand.expr, Expr::Ident(name) if name == root) =>
             {
                 out.insert(select.field.clone());
             }
+            Expr::Call(call) if call.func_name == HAS_FUNCTION => {
+                if let [base, first, ..] = &call.args[..]
+                    && matches!(&base.expr, Expr::Ident(name) if name == root)
+                    && let Expr::Literal(LiteralValue::String(field)) = &first.expr
+                {
+                    out.insert(field.to_string());
+                }
+            }
+            _ => {}
         });
         out
     }
@@ -190,6 +204,39 @@ fn counts_sizes(name: &str) -> bool {
 /// Wraps every comprehension range in a call to [`COST_FUNCTION`] and the
 /// arguments of calls in [`SIZE_FUNCTION`] (see [`counts_sizes`]).
 fn instrument(expr: &mut IdedExpr, next_id: &mut u64) {
+    if let Expr::Select(select) = &expr.expr
+        && select.test
+    {
+        let mut fields = vec![select.field.clone()];
+        let mut base = (*select.operand).clone();
+        while let Expr::Select(inner) = &base.expr {
+            if inner.test {
+                break;
+            }
+            fields.push(inner.field.clone());
+            base = (*inner.operand).clone();
+        }
+        fields.reverse();
+        instrument(&mut base, next_id);
+        let mut args = vec![base];
+        for field in fields {
+            *next_id += 1;
+            args.push(IdedExpr {
+                id: *next_id,
+                expr: Expr::Literal(LiteralValue::String(field.into())),
+            });
+        }
+        *next_id += 1;
+        *expr = IdedExpr {
+            id: *next_id,
+            expr: Expr::Call(CallExpr {
+                func_name: HAS_FUNCTION.to_owned(),
+                target: None,
+                args,
+            }),
+        };
+        return;
+    }
     match &mut expr.expr {
         Expr::Call(call) => {
             if let Some(target) = &mut call.target {
@@ -452,6 +499,30 @@ impl Environment {
     }
 }
 
+/// `has(base.f1.f2…)`: whether every field is present along the chain.
+fn has_fields(
+    cel::extractors::Arguments(args): cel::extractors::Arguments,
+) -> Result<Value, ExecutionError> {
+    let Some((base, fields)) = args.split_first() else {
+        return Err(ExecutionError::function_error(HAS_FUNCTION, "no operand"));
+    };
+    let mut current = base.clone();
+    for field in fields {
+        let Value::String(field) = field else {
+            return Err(ExecutionError::function_error(HAS_FUNCTION, "bad field"));
+        };
+        let Value::Map(map) = &current else {
+            return Ok(Value::Bool(false));
+        };
+        let key = cel::objects::Key::String(field.clone());
+        match map.map.get(&key) {
+            Some(value) => current = value.clone(),
+            None => return Ok(Value::Bool(false)),
+        }
+    }
+    Ok(Value::Bool(true))
+}
+
 /// Adds `cost` to the counter; an error once the budget is spent.
 fn charge(counter: &AtomicU64, budget: u64, cost: u64) -> Result<(), ExecutionError> {
     let total = counter
@@ -527,6 +598,9 @@ impl<'e> Evaluation<'e> {
                 },
             )
             .expect("the cost function is a new name");
+        context
+            .add_function(HAS_FUNCTION, has_fields)
+            .expect("the presence test is a new name");
         let counter = spent.clone();
         context
             .add_function(

@@ -19,6 +19,7 @@
 //! compiled for wasm only, so the same engine runs natively in tests and
 //! benchmarks.
 
+pub mod cel;
 pub mod compat;
 pub mod constraint;
 pub mod files;

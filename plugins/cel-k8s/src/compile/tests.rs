@@ -240,3 +240,28 @@ fn attack_huge_lists_built_by_concatenation_fail_closed() {
         Err(EvalError::CostExceeded(crate::limits::DEFAULT_COST_BUDGET))
     );
 }
+
+#[test]
+fn presence_tests_never_error_on_what_they_test() {
+    // cel-go: `has()` on null, on a missing parent or on a scalar is false.
+    let object = crate::from_json(
+        &serde_json::json!({"spec": {"a": null, "s": "x", "m": {"k": 1}}}),
+        16,
+    )
+    .unwrap();
+    for (source, expected) in [
+        ("has(object.spec.m.k)", true),
+        ("has(object.spec.m.missing)", false),
+        ("has(object.spec.a.b)", false),
+        ("has(object.spec.s.b)", false),
+        ("has(object.spec.missing.deeper.still)", false),
+        ("has(object.spec.a)", true),
+        ("!has(object.nope.x) && has(object.spec)", true),
+    ] {
+        assert_eq!(
+            eval_with(source, object.clone()),
+            Ok(Value::Bool(expected)),
+            "{source}"
+        );
+    }
+}
