@@ -658,7 +658,17 @@ impl<'e> Evaluation<'e> {
         if self.spent() > self.budget {
             return Err(EvalError::CostExceeded(self.budget));
         }
-        result.map_err(|e| EvalError::Execution(e.to_string()))
+        result.map_err(|e| match e {
+            // The Kubernetes libraries' errors are the API server's
+            // messages, without the interpreter's prefix.
+            ExecutionError::FunctionError { function, message }
+                if library::PROVIDED_FUNCTIONS[library::KUBERNETES_LIBRARIES_FROM..]
+                    .contains(&function.as_str()) =>
+            {
+                EvalError::Execution(message)
+            }
+            e => EvalError::Execution(e.to_string()),
+        })
     }
 }
 

@@ -27,10 +27,7 @@ impl Files for Memory {
 /// A template of kind `K8sTest` whose CEL source is `source` (YAML, indented
 /// under `source:`).
 fn template(source: &str) -> String {
-    let indented: String = source
-        .lines()
-        .map(|l| format!("          {l}\n"))
-        .collect();
+    let indented: String = source.lines().map(|l| format!("          {l}\n")).collect();
     format!(
         "apiVersion: templates.gatekeeper.sh/v1
 kind: ConstraintTemplate
@@ -146,9 +143,12 @@ fn a_template_that_does_not_compile_is_refused_naming_file_and_expression() {
 
 #[test]
 fn missing_libraries_and_reserved_names_are_refused_by_name() {
-    let err =
-        load("validations:\n- expression: isSemver(object.metadata.name)\n  message: x").unwrap_err();
-    assert!(err.contains("`isSemver`") && err.contains("template.yaml"), "{err}");
+    let err = load("validations:\n- expression: isSemver(object.metadata.name)\n  message: x")
+        .unwrap_err();
+    assert!(
+        err.contains("`isSemver`") && err.contains("template.yaml"),
+        "{err}"
+    );
     let err = load(
         "validations:\n- expression: authorizer.group('').check('get').allowed()\n  message: x",
     )
@@ -172,8 +172,9 @@ fn runtime_errors_fail_the_review_naming_the_template() {
     let source = "validations:\n- expression: object.spec.missing.field == 1\n  message: x";
     let err = run(source, "").unwrap_err();
     assert!(
-        err.contains("constraint `test-constraint` (K8sTest, template template.yaml) on Pod apps/web")
-            && err.contains("CEL evaluation failed")
+        err.contains(
+            "constraint `test-constraint` (K8sTest, template template.yaml) on Pod apps/web"
+        ) && err.contains("CEL evaluation failed")
             && err.contains("validations[0].expression"),
         "{err}"
     );
@@ -194,13 +195,17 @@ fn a_message_expression_that_errors_falls_back_to_the_message() {
     let source = "validations:
 - expression: 'false'
   messageExpression: object.spec.nope.name";
-    assert_eq!(messages(&run(source, "").unwrap()), ["failed expression: false"]);
+    assert_eq!(
+        messages(&run(source, "").unwrap()),
+        ["failed expression: false"]
+    );
 }
 
 #[test]
 fn attack_huge_strings_fail_closed_naming_the_template() {
     // Each variable doubles the previous one: 100 KB * 2^12 unless counted.
-    let mut source = "variables:\n- name: v0\n  expression: object.metadata.annotations.note\n".to_owned();
+    let mut source =
+        "variables:\n- name: v0\n  expression: object.metadata.annotations.note\n".to_owned();
     for i in 1..=12 {
         source.push_str(&format!(
             "- name: v{i}\n  expression: variables.v{} + variables.v{}\n",
@@ -218,12 +223,18 @@ fn attack_huge_strings_fail_closed_naming_the_template() {
 
 #[test]
 fn attack_huge_lists_fail_closed() {
-    let range = (0..500).map(|i| i.to_string()).collect::<Vec<_>>().join(", ");
+    let range = (0..500)
+        .map(|i| i.to_string())
+        .collect::<Vec<_>>()
+        .join(", ");
     let source = format!(
         "validations:\n- expression: '[{range}].all(a, [{range}].all(b, [{range}].all(c, true)))'\n  message: x"
     );
     let err = run(&source, "").unwrap_err();
-    assert!(err.contains("template.yaml") && err.contains("cost budget"), "{err}");
+    assert!(
+        err.contains("template.yaml") && err.contains("cost budget"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -244,11 +255,23 @@ fn attack_a_message_expression_over_the_budget_fails_closed() {
 #[test]
 fn attack_deep_nesting_is_refused_at_load() {
     let deep = format!("{}true{}", "(".repeat(300), ")".repeat(300));
-    let err = load(&format!("validations:\n- expression: '{deep}'\n  message: x")).unwrap_err();
-    assert!(err.contains("template.yaml") && err.contains("levels deep"), "{err}");
+    let err = load(&format!(
+        "validations:\n- expression: '{deep}'\n  message: x"
+    ))
+    .unwrap_err();
+    assert!(
+        err.contains("template.yaml") && err.contains("levels deep"),
+        "{err}"
+    );
     let long = format!("'{}' == ''", "a".repeat(20_000));
-    let err = load(&format!("validations:\n- expression: \"{long}\"\n  message: x")).unwrap_err();
-    assert!(err.contains("template.yaml") && err.contains("bytes long"), "{err}");
+    let err = load(&format!(
+        "validations:\n- expression: \"{long}\"\n  message: x"
+    ))
+    .unwrap_err();
+    assert!(
+        err.contains("template.yaml") && err.contains("bytes long"),
+        "{err}"
+    );
 }
 
 #[test]
