@@ -623,11 +623,7 @@ impl<'e> Evaluation<'e> {
                     let (text, old_len, new_len) = (len(&target), len(&old), len(&new));
                     // At most one replacement per occurrence of `old`, or per
                     // position when `old` is empty.
-                    let occurrences = if old_len == 0 {
-                        text + 1
-                    } else {
-                        text / old_len
-                    };
+                    let occurrences = text.checked_div(old_len).unwrap_or(text + 1);
                     let largest = text.saturating_add(occurrences.saturating_mul(new_len));
                     charge(&counter, budget, largest / BYTES_PER_COST + 1)?;
                     Ok(target)
