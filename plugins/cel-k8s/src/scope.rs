@@ -18,6 +18,8 @@ pub struct Scope<'a> {
     evaluation: Evaluation<'a>,
     variables: &'a [(String, Compiled)],
     values: HashMap<String, Result<Value, String>>,
+    /// Names bound by [`Scope::preset`]: declared before every variable.
+    presets: Vec<String>,
 }
 
 impl<'a> Scope<'a> {
@@ -28,6 +30,7 @@ impl<'a> Scope<'a> {
             evaluation,
             variables,
             values: HashMap::new(),
+            presets: Vec::new(),
         }
     }
 
@@ -40,6 +43,7 @@ impl<'a> Scope<'a> {
     /// `variables.params` and `variables.anyObject`).
     pub fn preset(&mut self, name: &str, value: Value) {
         self.values.insert(name.to_owned(), Ok(value));
+        self.presets.push(name.to_owned());
     }
 
     /// Evaluates `compiled` after the variables it reads. The error is the
@@ -73,7 +77,7 @@ impl<'a> Scope<'a> {
         let compiled = &self.variables[index].1;
         for dep in compiled.fields_of(VARIABLES) {
             let declared_before = self.variables[..index].iter().any(|(n, _)| *n == dep)
-                || self.values.get(&dep).is_some_and(Result::is_ok);
+                || self.presets.contains(&dep);
             if !declared_before {
                 return Err(format!(
                     "variable '{name}' reads '{dep}', which is not declared before it"
@@ -125,4 +129,29 @@ pub fn failure_message(
         .filter(|m| !m.is_empty())
         .map(str::to_owned)
         .unwrap_or_else(|| format!("failed expression: {}", expression.source())))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Environment;
+
+    #[test]
+    fn variables_read_earlier_variables_and_presets_only() {
+        let env = Environment::default();
+        let compile = |s: &str| env.compile(s, &["variables"]).unwrap();
+        let variables = vec![
+            ("a".to_owned(), compile("variables.p + 1")),
+            ("b".to_owned(), compile("variables.a * 2")),
+            ("c".to_owned(), compile("variables.d")),
+            ("d".to_owned(), compile("1")),
+        ];
+        let mut scope = Scope::new(env.evaluation(), &variables);
+        scope.preset("p", Value::Int(1));
+        assert_eq!(scope.eval(&compile("variables.b")), Ok(Value::Int(4)));
+        // `d` is evaluated first, yet `c` may still not read it.
+        assert_eq!(scope.eval(&compile("variables.d")), Ok(Value::Int(1)));
+        let err = scope.eval(&compile("variables.c")).unwrap_err();
+        assert!(err.contains("not declared before it"), "{err}");
+    }
 }

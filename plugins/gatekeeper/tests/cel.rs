@@ -299,3 +299,30 @@ fn attack_deep_objects_fail_closed() {
         "{findings:?}"
     );
 }
+
+#[test]
+fn attack_megabyte_strings_to_the_parsers_fail_closed() {
+    let huge = "1".repeat(1 << 20);
+    for call in [
+        "quantity(object.metadata.annotations.note).sign() == 1",
+        "url(object.metadata.annotations.note).getHost() == ''",
+        "ip(object.metadata.annotations.note).family() == 4",
+        "cidr(object.metadata.annotations.note).prefixLength() == 8",
+    ] {
+        let err = run(
+            &format!("validations:\n- expression: \"{call}\"\n  message: x"),
+            &huge,
+        )
+        .unwrap_err();
+        assert!(
+            err.contains("template template.yaml")
+                && err.contains("bytes long, more than the limit of 4096"),
+            "{call}: {err}"
+        );
+    }
+    // The predicates are false without parsing: the validation fails.
+    let source = "validations:
+- expression: isQuantity(object.metadata.annotations.note) || isURL(object.metadata.annotations.note) || isIP(object.metadata.annotations.note) || isCIDR(object.metadata.annotations.note)
+  message: not a quantity";
+    assert_eq!(messages(&run(source, &huge).unwrap()), ["not a quantity"]);
+}
