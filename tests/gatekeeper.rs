@@ -56,12 +56,14 @@ fn msg(finding: &Finding) -> &str {
 }
 
 /// Every runnable case of cases.tsv, each reviewed by the component with
-/// the case's template, constraint and inventory files as settings.
+/// the case's template, constraint and inventory files as settings, with
+/// `engine=rego`; the cases of templates that also carry a
+/// `K8sNativeValidation` source again with `engine=cel`.
 #[tokio::test]
 async fn every_runnable_gator_case_through_the_component() {
     let policy = policy();
     let tsv = std::fs::read_to_string(data().join("cases.tsv")).unwrap();
-    let (mut ran, mut failures) = (0, Vec::new());
+    let (mut ran, mut ran_cel, mut failures) = (0, 0, Vec::new());
     for line in tsv.lines().filter(|l| !l.starts_with('#')) {
         let cols: Vec<&str> = line.split('\t').collect();
         let [
@@ -72,7 +74,7 @@ async fn every_runnable_gator_case_through_the_component() {
             object,
             inventory,
             _,
-            _,
+            engines,
             status,
             assertions,
         ] = cols[..]
@@ -82,53 +84,64 @@ async fn every_runnable_gator_case_through_the_component() {
         if status != "run" {
             continue;
         }
-        let rel = |p: &str| format!("{dir}/{p}");
-        let mut settings = vec![
-            ("template".to_owned(), rel(template)),
-            ("constraint".to_owned(), rel(constraint)),
-            ("engine".to_owned(), "rego".to_owned()),
-        ];
-        if inventory != "-" {
-            settings.extend(
-                inventory
-                    .split(',')
-                    .map(|i| ("inventory".to_owned(), rel(i))),
+        let engine_list: &[&str] = if engines == "cel+rego" {
+            &["rego", "cel"]
+        } else {
+            &["rego"]
+        };
+        for engine in engine_list {
+            let rel = |p: &str| format!("{dir}/{p}");
+            let mut settings = vec![
+                ("template".to_owned(), rel(template)),
+                ("constraint".to_owned(), rel(constraint)),
+                ("engine".to_owned(), (*engine).to_owned()),
+            ];
+            if inventory != "-" {
+                settings.extend(
+                    inventory
+                        .split(',')
+                        .map(|i| ("inventory".to_owned(), rel(i))),
+                );
+            }
+            let settings: Vec<(&str, &str)> = settings
+                .iter()
+                .map(|(k, v)| (k.as_str(), v.as_str()))
+                .collect();
+            policy.validate_settings(params(&settings)).await.unwrap();
+            let objects = objects_of(&data().join(rel(object)));
+            let findings = review(&policy, &data(), objects, &settings).await.unwrap();
+            if *engine == "cel" {
+                ran_cel += 1;
+            } else {
+                ran += 1;
+            }
+            let assertions: Vec<Value> = serde_json::from_str(assertions).unwrap();
+            for assertion in &assertions {
+                let re = assertion["message"]
+                    .as_str()
+                    .map(|m| regex::Regex::new(m).unwrap());
+                let n = findings
+                    .iter()
+                    .filter(|f| re.as_ref().is_none_or(|re| re.is_match(msg(f))))
+                    .count();
+                let ok = match &assertion["violations"] {
+                    Value::Null => n > 0,
+                    Value::String(s) if s == "yes" => n > 0,
+                    Value::String(s) if s == "no" => n == 0,
+                    Value::Number(k) => Some(n as u64) == k.as_u64(),
+                    other => panic!("{name}: violations {other}"),
+                };
+                if !ok {
+                    failures.push(format!("{name} ({engine}): {assertion} got {findings:?}"));
+                }
+            }
+            assert!(
+                findings.iter().all(|f| f.severity == Severity::Error),
+                "{name}: deny constraints give errors: {findings:?}"
             );
         }
-        let settings: Vec<(&str, &str)> = settings
-            .iter()
-            .map(|(k, v)| (k.as_str(), v.as_str()))
-            .collect();
-        policy.validate_settings(params(&settings)).await.unwrap();
-        let objects = objects_of(&data().join(rel(object)));
-        let findings = review(&policy, &data(), objects, &settings).await.unwrap();
-        ran += 1;
-        let assertions: Vec<Value> = serde_json::from_str(assertions).unwrap();
-        for assertion in &assertions {
-            let re = assertion["message"]
-                .as_str()
-                .map(|m| regex::Regex::new(m).unwrap());
-            let n = findings
-                .iter()
-                .filter(|f| re.as_ref().is_none_or(|re| re.is_match(msg(f))))
-                .count();
-            let ok = match &assertion["violations"] {
-                Value::Null => n > 0,
-                Value::String(s) if s == "yes" => n > 0,
-                Value::String(s) if s == "no" => n == 0,
-                Value::Number(k) => Some(n as u64) == k.as_u64(),
-                other => panic!("{name}: violations {other}"),
-            };
-            if !ok {
-                failures.push(format!("{name}: {assertion} got {findings:?}"));
-            }
-        }
-        assert!(
-            findings.iter().all(|f| f.severity == Severity::Error),
-            "{name}: deny constraints give errors: {findings:?}"
-        );
     }
-    assert_eq!(ran, 146);
+    assert_eq!((ran, ran_cel), (146, 59));
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
@@ -151,6 +164,31 @@ spec:
           msg := sprintf("%v %v has no team label (%v)", [input.review.kind.kind, input.review.name, input.parameters.why])
         }
 "#;
+
+/// The K8sRequiredTeam template with only a `K8sNativeValidation` source
+/// whose validation is `expression`.
+fn cel_template(expression: &str) -> String {
+    format!(
+        r#"apiVersion: templates.gatekeeper.sh/v1
+kind: ConstraintTemplate
+metadata:
+  name: k8srequiredteam
+spec:
+  crd:
+    spec:
+      names:
+        kind: K8sRequiredTeam
+  targets:
+    - target: admission.k8s.gatekeeper.sh
+      code:
+      - engine: K8sNativeValidation
+        source:
+          validations:
+          - expression: "{expression}"
+            messageExpression: "request.kind.kind + ' ' + object.metadata.name + ' has no team label (' + variables.params.why + ')'"
+"#
+    )
+}
 
 const UNIQUE_HOSTS: &str = r#"apiVersion: templates.gatekeeper.sh/v1
 kind: ConstraintTemplate
@@ -353,12 +391,8 @@ async fn bad_settings_and_bad_policies_are_refused_with_file_and_line() {
     let policy = policy();
     for (settings, expected) in [
         (
-            vec![("template", "t"), ("constraint", "c"), ("engine", "cel")],
-            "setting `engine`: `cel` is not available yet",
-        ),
-        (
-            vec![("template", "t"), ("constraint", "c"), ("engine", "auto")],
-            "setting `engine`: `auto` is not available yet",
+            vec![("template", "t"), ("constraint", "c"), ("engine", "wasm")],
+            "setting `engine`: `wasm` is not one of rego, cel, auto",
         ),
         (
             vec![("template", "t"), ("constraint", "c"), ("engin", "rego")],
@@ -391,6 +425,10 @@ async fn bad_settings_and_bad_policies_are_refused_with_file_and_line() {
         ("c.yaml", &c),
         ("bad-action.yaml", &c.replace("\"deny\"", "\"block\"")),
         (
+            "cel-broken.yaml",
+            &cel_template("has(object.metadata.labels.team) &&"),
+        ),
+        (
             "loop.yaml",
             &TEMPLATE.replace(
                 "not input.review.object.metadata.labels.team",
@@ -418,6 +456,24 @@ async fn bad_settings_and_bad_policies_are_refused_with_file_and_line() {
             vec![("template", "ok.yaml"), ("constraint", "missing.yaml")],
             "missing.yaml",
         ),
+        // A Rego-only template under the CEL engine: refused by name.
+        (
+            vec![
+                ("template", "ok.yaml"),
+                ("constraint", "c.yaml"),
+                ("engine", "cel"),
+            ],
+            "ok.yaml:1: ConstraintTemplate `k8srequiredteam`: no K8sNativeValidation engine",
+        ),
+        // CEL that does not compile: the file, the field and the expression.
+        (
+            vec![
+                ("template", "cel-broken.yaml"),
+                ("constraint", "c.yaml"),
+                ("engine", "auto"),
+            ],
+            "spec.targets[0].code[0].source.validations[0].expression `has(object.metadata.labels.team) &&`: the expression does not compile",
+        ),
     ] {
         let err = review(
             &policy,
@@ -430,6 +486,66 @@ async fn bad_settings_and_bad_policies_are_refused_with_file_and_line() {
         .to_string();
         assert!(err.contains(expected), "{expected:?} not in {err}");
     }
+}
+
+/// The CEL engine through the component: violations with the constraint's
+/// enforcement action, and a runaway expression failing the review closed.
+#[tokio::test]
+async fn the_cel_engine_through_the_component() {
+    let policy = policy();
+    let root = tree(&[
+        ("t.yaml", &cel_template("has(object.metadata.labels.team)")),
+        (
+            "runaway.yaml",
+            &cel_template(
+                "[1,2,3,4,5,6,7,8,9,10].all(a, [1,2,3,4,5,6,7,8,9,10].all(b, object.metadata.name.size() > 0 && [a, b].map(x, object.metadata.name + object.metadata.name).join('').size() > 0)) && has(object.metadata.labels.team)",
+            ),
+        ),
+        (
+            "c.yaml",
+            &constraint("K8sRequiredTeam", "team", "warn", json!({})),
+        ),
+    ]);
+    let settings = [
+        ("template", "t.yaml"),
+        ("constraint", "c.yaml"),
+        ("engine", "cel"),
+    ];
+    let findings = review(
+        &policy,
+        root.path(),
+        vec![
+            cm("with", Some("a"), json!({"team": "x"})),
+            cm("without", Some("a"), json!({})),
+        ],
+        &settings,
+    )
+    .await
+    .unwrap();
+    assert_eq!(findings.len(), 1, "{findings:?}");
+    assert_eq!(findings[0].severity, Severity::Warning);
+    assert_eq!(
+        findings[0].message,
+        "[team] ConfigMap without has no team label (cost reports)"
+    );
+    let huge = "n".repeat(60_000);
+    let err = review(
+        &policy,
+        root.path(),
+        vec![cm(&huge, Some("a"), json!({}))],
+        &[
+            ("template", "runaway.yaml"),
+            ("constraint", "c.yaml"),
+            ("engine", "auto"),
+        ],
+    )
+    .await
+    .unwrap_err()
+    .to_string();
+    assert!(
+        err.contains("template runaway.yaml") && err.contains("cost budget"),
+        "{err}"
+    );
 }
 
 /// A rule that loops (27 billion iterations of a comprehension) fails closed: the review is an

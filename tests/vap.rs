@@ -106,11 +106,11 @@ async fn missing_libraries_and_authorizer_are_refused_by_name() {
             "49-authorizer-refused",
             "`check` (Kubernetes authorizer library)",
         ),
+        ("51-semver-refused", "`semver` (Kubernetes semver library)"),
         (
-            "51-quantity-refused",
-            "`quantity` (Kubernetes quantity library)",
+            "52-base64-refused",
+            "`base64.encode` (CEL encoders extension)",
         ),
-        ("52-ip-refused", "`cidr` (Kubernetes CIDR library)"),
     ] {
         let err = review(case).await.unwrap_err().to_string();
         assert!(err.contains(name), "{case}: {err}");
@@ -118,6 +118,41 @@ async fn missing_libraries_and_authorizer_are_refused_by_name() {
             err.contains("policy.yaml"),
             "the error names the file: {err}"
         );
+    }
+}
+
+#[tokio::test]
+async fn kubernetes_quantity_url_and_ip_libraries_through_the_component() {
+    for (case, words) in [
+        (
+            "68-lib-quantity",
+            vec!["memory of 536870912 bytes is not over 1Gi"],
+        ),
+        (
+            "69-lib-url",
+            vec![
+                "homepage www.example.com is not a URL",
+                "parse \"www.example.com\": invalid URI for request",
+            ],
+        ),
+        (
+            "70-lib-ip-cidr",
+            vec![
+                "the source must be in 192.168.0.0/16",
+                "IPv4-mapped IPv6 address \"::ffff:10.1.2.3\" is not allowed",
+            ],
+        ),
+        (
+            "71-attack-long-quantity",
+            vec!["the string is 5000 bytes long, more than the limit of 4096"],
+        ),
+    ] {
+        let findings = summary(&review(case).await.unwrap());
+        assert_eq!(findings.len(), words.len(), "{case}: {findings:?}");
+        for (finding, words) in findings.iter().zip(words) {
+            assert_eq!(finding.1, Severity::Error, "{case}");
+            assert!(finding.2.contains(words), "{case}: {findings:?}");
+        }
     }
 }
 

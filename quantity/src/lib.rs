@@ -324,6 +324,161 @@ impl Quantity {
     }
 }
 
+/// Arithmetic on quantities aligns exponents: two quantities whose
+/// exponents are further apart than this many decimal places are not added
+/// (the result would be a number of that many digits).
+pub const MAX_EXPONENT_SPREAD: u64 = 1_000;
+
+/// Why two quantities cannot be added or subtracted.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("the quantities' exponents are more than {MAX_EXPONENT_SPREAD} apart")]
+pub struct SpreadError;
+
+impl Quantity {
+    /// An integer quantity in the decimal SI format (apimachinery
+    /// `NewQuantity(value, DecimalSI)`).
+    pub fn from_i64(value: i64) -> Self {
+        Self {
+            negative: value < 0,
+            mantissa: BigUint::from(value.unsigned_abs()),
+            exponent: 0,
+            format: Format::DecimalSI,
+        }
+    }
+
+    /// -1, 0 or 1.
+    pub fn sign(&self) -> i64 {
+        match (self.mantissa.is_zero(), self.negative) {
+            (true, _) => 0,
+            (false, true) => -1,
+            (false, false) => 1,
+        }
+    }
+
+    /// Whether the value is a whole number.
+    pub fn is_whole(&self) -> bool {
+        self.exponent >= 0 || self.is_integer()
+    }
+
+    /// The value as an `i64` when it is a whole number in range
+    /// (apimachinery `AsInt64`).
+    pub fn to_i64(&self) -> Option<i64> {
+        if !self.is_whole() {
+            return None;
+        }
+        let magnitude = if self.exponent >= 0 {
+            if self.mantissa.is_zero() {
+                return Some(0);
+            }
+            if self.exponent > 19 {
+                return None;
+            }
+            &self.mantissa * pow10(self.exponent.unsigned_abs())
+        } else {
+            self.integer_part()
+        };
+        let magnitude = magnitude.to_u64()?;
+        if self.negative {
+            0i64.checked_sub_unsigned(magnitude)
+        } else {
+            i64::try_from(magnitude).ok()
+        }
+    }
+
+    /// The value as the nearest `f64` (saturating at the largest finite
+    /// values, as apimachinery's `AsApproximateFloat64`).
+    pub fn to_f64(&self) -> f64 {
+        let mantissa = self.mantissa.to_f64().unwrap_or(f64::MAX);
+        let exponent = i32::try_from(self.exponent).unwrap_or(if self.exponent < 0 {
+            i32::MIN
+        } else {
+            i32::MAX
+        });
+        let mut value = mantissa * 10f64.powi(exponent);
+        if mantissa == 0.0 {
+            value = 0.0;
+        } else if value.is_infinite() || value.is_nan() {
+            value = f64::MAX;
+        }
+        if self.negative { -value } else { value }
+    }
+
+    /// Compares the values (not their formats), without building numbers of
+    /// the exponents' size.
+    pub fn cmp_value(&self, other: &Self) -> std::cmp::Ordering {
+        use std::cmp::Ordering;
+        let (a, b) = (self.sign(), other.sign());
+        if a != b {
+            return a.cmp(&b);
+        }
+        if a == 0 {
+            return Ordering::Equal;
+        }
+        let magnitude = Self::cmp_magnitude(self, other);
+        if a < 0 {
+            magnitude.reverse()
+        } else {
+            magnitude
+        }
+    }
+
+    fn cmp_magnitude(a: &Self, b: &Self) -> std::cmp::Ordering {
+        use std::cmp::Ordering;
+        // Compare the positions of the leading digits first.
+        let digits = |q: &Self| q.mantissa.to_str_radix(10).len() as i128 + i128::from(q.exponent);
+        match digits(a).cmp(&digits(b)) {
+            Ordering::Equal => {}
+            other => return other,
+        }
+        // Same magnitude order: the exponents differ by less than the
+        // mantissas' lengths, so aligning them is bounded by the text.
+        let (sa, sb) = (a.mantissa.clone(), b.mantissa.clone());
+        if a.exponent >= b.exponent {
+            (sa * pow10(a.exponent.abs_diff(b.exponent))).cmp(&sb)
+        } else {
+            sa.cmp(&(sb * pow10(a.exponent.abs_diff(b.exponent))))
+        }
+    }
+
+    /// `self + other` (exact; keeps `self`'s format, as apimachinery `Add`).
+    pub fn checked_add(&self, other: &Self) -> Result<Self, SpreadError> {
+        if other.is_zero() {
+            return Ok(self.clone());
+        }
+        if self.exponent.abs_diff(other.exponent) > MAX_EXPONENT_SPREAD {
+            return Err(SpreadError);
+        }
+        let exponent = self.exponent.min(other.exponent);
+        let align = |q: &Self| &q.mantissa * pow10(q.exponent.abs_diff(exponent));
+        let (a, b) = (align(self), align(other));
+        let (negative, mantissa) = if self.negative == other.negative {
+            (self.negative, a + b)
+        } else if a >= b {
+            (self.negative, a - b)
+        } else {
+            (other.negative, b - a)
+        };
+        let format = if self.is_zero() {
+            other.format
+        } else {
+            self.format
+        };
+        Ok(Self {
+            negative: negative && !mantissa.is_zero(),
+            mantissa,
+            exponent,
+            format,
+        })
+    }
+
+    /// `self - other`.
+    pub fn checked_sub(&self, other: &Self) -> Result<Self, SpreadError> {
+        let mut negated = other.clone();
+        negated.negative = !negated.negative && !negated.mantissa.is_zero();
+        self.checked_add(&negated)
+    }
+}
+
 impl fmt::Display for Quantity {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.canonical())

@@ -5,7 +5,7 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use cel::common::ast::{CallExpr, Expr, IdedExpr};
+use cel::common::ast::{CallExpr, Expr, IdedExpr, LiteralValue};
 use cel::{Context, Env, ExecutionError, Value};
 
 use crate::library;
@@ -14,6 +14,26 @@ use crate::limits::Limits;
 /// The function the compiler wraps around every comprehension's range to
 /// count its elements against the cost budget.
 const COST_FUNCTION: &str = "__kiln_cost";
+
+/// The function the compiler wraps around every argument (and receiver) of
+/// a function call, `+` and `in`, to count the size of the values it is
+/// given against the cost budget before the call allocates its result.
+const SIZE_FUNCTION: &str = "__kiln_size";
+
+/// The function the compiler wraps around the receiver of `replace`, with
+/// its arguments, to count the largest string the replacement can build.
+const REPLACE_FUNCTION: &str = "__kiln_replace";
+
+/// The function `has(a.b.c)` is compiled into: `__kiln_has(a, 'b', 'c')`,
+/// false when any field along the chain is missing or its parent is not a
+/// map (`null` included), as in cel-go, where a presence test never errors
+/// on what it tests.
+const HAS_FUNCTION: &str = "__kiln_has";
+
+/// Bytes of string (or bytes) per unit of cost, as in the Kubernetes cost
+/// model (string operations cost 0.1 per byte): with the default budget an
+/// evaluation may hand about 10 MB of strings to functions and operators.
+pub const BYTES_PER_COST: u64 = 10;
 
 /// Why an expression is refused at compile time.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -101,12 +121,20 @@ impl Compiled {
     /// `variables.x`), for lazy evaluation of what an expression reads.
     pub fn fields_of(&self, root: &str) -> BTreeSet<String> {
         let mut out = BTreeSet::new();
-        walk(&self.expr, &mut |e| {
-            if let Expr::Select(select) = &e.expr
-                && matches!(&select.operand.expr, Expr::Ident(name) if name == root)
+        walk(&self.expr, &mut |e| match &e.expr {
+            Expr::Select(select) if matches!(&select.operand.expr, Expr::Ident(name) if name == root) =>
             {
                 out.insert(select.field.clone());
             }
+            Expr::Call(call) if call.func_name == HAS_FUNCTION => {
+                if let [base, first, ..] = &call.args[..]
+                    && matches!(&base.expr, Expr::Ident(name) if name == root)
+                    && let Expr::Literal(LiteralValue::String(field)) = &first.expr
+                {
+                    out.insert(field.to_string());
+                }
+            }
+            _ => {}
         });
         out
     }
@@ -149,14 +177,87 @@ fn walk(expr: &IdedExpr, f: &mut impl FnMut(&IdedExpr)) {
     }
 }
 
-/// Wraps every comprehension range in a call to [`COST_FUNCTION`].
+/// `expr` wrapped in a call to `function` (with `extra` arguments after it).
+fn wrap(expr: &mut IdedExpr, function: &str, extra: Vec<IdedExpr>, next_id: &mut u64) {
+    let inner = std::mem::take(expr);
+    *next_id += 1;
+    let mut args = vec![inner];
+    args.extend(extra);
+    *expr = IdedExpr {
+        id: *next_id,
+        expr: Expr::Call(CallExpr {
+            func_name: function.to_owned(),
+            target: None,
+            args,
+        }),
+    };
+}
+
+/// Whether the values given to this call are counted by size: every
+/// function (not the instrumentation's own), and the operators that build
+/// or scan values (`+`, `in`); not the logical operators, which must keep
+/// their short-circuits, nor comparisons and indexing.
+fn counts_sizes(name: &str) -> bool {
+    name == "_+_" || name == "@in" || (!is_operator(name) && !name.starts_with("__kiln_"))
+}
+
+/// Wraps every comprehension range in a call to [`COST_FUNCTION`] and the
+/// arguments of calls in [`SIZE_FUNCTION`] (see [`counts_sizes`]).
 fn instrument(expr: &mut IdedExpr, next_id: &mut u64) {
+    if let Expr::Select(select) = &expr.expr
+        && select.test
+    {
+        let mut fields = vec![select.field.clone()];
+        let mut base = (*select.operand).clone();
+        while let Expr::Select(inner) = &base.expr {
+            if inner.test {
+                break;
+            }
+            fields.push(inner.field.clone());
+            base = (*inner.operand).clone();
+        }
+        fields.reverse();
+        instrument(&mut base, next_id);
+        let mut args = vec![base];
+        for field in fields {
+            *next_id += 1;
+            args.push(IdedExpr {
+                id: *next_id,
+                expr: Expr::Literal(LiteralValue::String(field.into())),
+            });
+        }
+        *next_id += 1;
+        *expr = IdedExpr {
+            id: *next_id,
+            expr: Expr::Call(CallExpr {
+                func_name: HAS_FUNCTION.to_owned(),
+                target: None,
+                args,
+            }),
+        };
+        return;
+    }
     match &mut expr.expr {
         Expr::Call(call) => {
             if let Some(target) = &mut call.target {
                 instrument(target, next_id);
             }
             call.args.iter_mut().for_each(|a| instrument(a, next_id));
+            if counts_sizes(&call.func_name) {
+                for arg in call.args.iter_mut() {
+                    wrap(arg, SIZE_FUNCTION, Vec::new(), next_id);
+                }
+                if let Some(target) = &mut call.target {
+                    let namespace = matches!(&target.expr, Expr::Ident(name) if is_namespace(name));
+                    if !namespace {
+                        if call.func_name == "replace" {
+                            wrap(target, REPLACE_FUNCTION, call.args.clone(), next_id);
+                        } else {
+                            wrap(target, SIZE_FUNCTION, Vec::new(), next_id);
+                        }
+                    }
+                }
+            }
         }
         Expr::Comprehension(c) => {
             for e in [
@@ -398,6 +499,68 @@ impl Environment {
     }
 }
 
+/// `has(base.f1.f2…)`: whether every field is present along the chain.
+fn has_fields(
+    cel::extractors::Arguments(args): cel::extractors::Arguments,
+) -> Result<Value, ExecutionError> {
+    let Some((base, fields)) = args.split_first() else {
+        return Err(ExecutionError::function_error(HAS_FUNCTION, "no operand"));
+    };
+    let mut current = base.clone();
+    for field in fields {
+        let Value::String(field) = field else {
+            return Err(ExecutionError::function_error(HAS_FUNCTION, "bad field"));
+        };
+        let Value::Map(map) = &current else {
+            return Ok(Value::Bool(false));
+        };
+        let key = cel::objects::Key::String(field.clone());
+        match map.map.get(&key) {
+            Some(value) => current = value.clone(),
+            None => return Ok(Value::Bool(false)),
+        }
+    }
+    Ok(Value::Bool(true))
+}
+
+/// Adds `cost` to the counter; an error once the budget is spent.
+fn charge(counter: &AtomicU64, budget: u64, cost: u64) -> Result<(), ExecutionError> {
+    let total = counter
+        .fetch_add(cost, Ordering::Relaxed)
+        .saturating_add(cost);
+    if total > budget {
+        return Err(ExecutionError::function_error(
+            SIZE_FUNCTION,
+            "cost budget exceeded",
+        ));
+    }
+    Ok(())
+}
+
+/// What handing `value` to a function costs: 1, plus its bytes (strings)
+/// over [`BYTES_PER_COST`], or its elements (lists, maps) and the bytes of
+/// the strings directly in a list.
+fn size_cost(value: &Value) -> u64 {
+    let bytes = |n: usize| n as u64 / BYTES_PER_COST;
+    1 + match value {
+        Value::String(s) => bytes(s.len()),
+        Value::Bytes(b) => bytes(b.len()),
+        Value::List(items) => {
+            items.len() as u64
+                + items
+                    .iter()
+                    .map(|item| match item {
+                        Value::String(s) => bytes(s.len()),
+                        Value::Bytes(b) => bytes(b.len()),
+                        _ => 0,
+                    })
+                    .sum::<u64>()
+        }
+        Value::Map(map) => map.map.len() as u64,
+        _ => 0,
+    }
+}
+
 /// One evaluation scope: variables, functions and a cost counter shared by
 /// every expression evaluated in it.
 pub struct Evaluation<'e> {
@@ -435,6 +598,38 @@ impl<'e> Evaluation<'e> {
                 },
             )
             .expect("the cost function is a new name");
+        context
+            .add_function(HAS_FUNCTION, has_fields)
+            .expect("the presence test is a new name");
+        let counter = spent.clone();
+        context
+            .add_function(
+                SIZE_FUNCTION,
+                move |value: Value| -> Result<Value, ExecutionError> {
+                    charge(&counter, budget, size_cost(&value))?;
+                    Ok(value)
+                },
+            )
+            .expect("the size function is a new name");
+        let counter = spent.clone();
+        context
+            .add_function(
+                REPLACE_FUNCTION,
+                move |target: Value, old: Value, new: Value| -> Result<Value, ExecutionError> {
+                    let len = |v: &Value| match v {
+                        Value::String(s) => s.len() as u64,
+                        _ => 0,
+                    };
+                    let (text, old_len, new_len) = (len(&target), len(&old), len(&new));
+                    // At most one replacement per occurrence of `old`, or per
+                    // position when `old` is empty.
+                    let occurrences = text.checked_div(old_len).unwrap_or(text + 1);
+                    let largest = text.saturating_add(occurrences.saturating_mul(new_len));
+                    charge(&counter, budget, largest / BYTES_PER_COST + 1)?;
+                    Ok(target)
+                },
+            )
+            .expect("the replace guard is a new name");
         Evaluation {
             context,
             spent,
@@ -459,7 +654,17 @@ impl<'e> Evaluation<'e> {
         if self.spent() > self.budget {
             return Err(EvalError::CostExceeded(self.budget));
         }
-        result.map_err(|e| EvalError::Execution(e.to_string()))
+        result.map_err(|e| match e {
+            // The Kubernetes libraries' errors are the API server's
+            // messages, without the interpreter's prefix.
+            ExecutionError::FunctionError { function, message }
+                if library::PROVIDED_FUNCTIONS[library::KUBERNETES_LIBRARIES_FROM..]
+                    .contains(&function.as_str()) =>
+            {
+                EvalError::Execution(message)
+            }
+            e => EvalError::Execution(e.to_string()),
+        })
     }
 }
 

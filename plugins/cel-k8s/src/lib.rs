@@ -20,8 +20,10 @@ pub mod compile;
 pub mod convert;
 pub mod library;
 pub mod limits;
+pub mod scope;
 
 pub use cel::Value;
 pub use compile::{CompileError, Compiled, Environment, EvalError, Evaluation};
 pub use convert::{from_json, to_json};
 pub use limits::Limits;
+pub use scope::{Scope, failure_message};

@@ -7,12 +7,17 @@
 //! `split`, `substring`, `trim`, `format`, `quote`, `reverse`); Kubernetes'
 //! list library (`isSorted`, `sum`, `min`, `max`, `indexOf`, `lastIndexOf`
 //! on lists); its regex library (`find`, `findAll`); the sets extension
-//! (`sets.contains`, `sets.equivalent`, `sets.intersects`).
+//! (`sets.contains`, `sets.equivalent`, `sets.intersects`); Kubernetes'
+//! quantity ([`quantity`]), URL ([`url`]) and IP/CIDR ([`net`]) libraries.
+
+pub mod net;
+pub mod quantity;
+pub mod url;
 
 use std::cmp::Ordering;
 use std::sync::Arc;
 
-use cel::common::types::{DYN_TYPE, LIST_TYPE};
+use cel::common::types::{DYN_TYPE, LIST_TYPE, Type};
 use cel::common::value::{CowVal, Val};
 use cel::extractors::This;
 use cel::{Context, Env, ExecutionError, Value};
@@ -20,6 +25,12 @@ use cel::{Context, Env, ExecutionError, Value};
 /// Largest compiled regex (bytes of the compiled program) for `find`,
 /// `findAll` and `matches` patterns written in a policy.
 pub const MAX_REGEX_SIZE: usize = 1 << 20;
+
+/// Longest string `quantity`, `url`, `ip`, `cidr` (and their `is…`
+/// variants, `ip.isCanonical`, `containsIP`, `containsCIDR`) parse: a longer
+/// one is an error (`false` for `is…`), so that a hostile megabyte string
+/// costs nothing to refuse.
+pub const MAX_PARSED_STRING_BYTES: usize = 4096;
 
 /// Functions of the standard library, the strings extension and this crate
 /// that an expression may call (operators aside).
@@ -75,34 +86,58 @@ pub const PROVIDED_FUNCTIONS: &[&str] = &[
     "sets.contains",
     "sets.equivalent",
     "sets.intersects",
+    // Kubernetes quantity library
+    "quantity",
+    "isQuantity",
+    "sign",
+    "isInteger",
+    "asInteger",
+    "asApproximateFloat",
+    "add",
+    "sub",
+    "isGreaterThan",
+    "isLessThan",
+    "compareTo",
+    // Kubernetes URL library
+    "url",
+    "isURL",
+    "getScheme",
+    "getHost",
+    "getHostname",
+    "getPort",
+    "getEscapedPath",
+    "getQuery",
+    // Kubernetes IP and CIDR libraries
+    "ip",
+    "isIP",
+    "ip.isCanonical",
+    "family",
+    "isUnspecified",
+    "isLoopback",
+    "isLinkLocalMulticast",
+    "isLinkLocalUnicast",
+    "isGlobalUnicast",
+    "cidr",
+    "isCIDR",
+    "containsIP",
+    "containsCIDR",
+    "prefixLength",
+    "masked",
 ];
+
+/// Index in [`PROVIDED_FUNCTIONS`] of the first function of the Kubernetes
+/// quantity, URL and IP/CIDR libraries (whose errors are the API server's
+/// messages, reported without the interpreter's prefix).
+pub const KUBERNETES_LIBRARIES_FROM: usize = PROVIDED_FUNCTIONS.len() - 34;
 
 /// Kubernetes CEL library functions this crate does not provide: an
 /// expression calling one is refused by name (and this list says why).
 pub const MISSING_FUNCTIONS: &[(&str, &str)] = &[
-    ("quantity", "Kubernetes quantity library"),
-    ("isQuantity", "Kubernetes quantity library"),
-    ("url", "Kubernetes URL library"),
-    ("isURL", "Kubernetes URL library"),
-    ("ip", "Kubernetes IP library"),
-    ("isIP", "Kubernetes IP library"),
-    ("cidr", "Kubernetes CIDR library"),
-    ("isCIDR", "Kubernetes CIDR library"),
     ("semver", "Kubernetes semver library"),
     ("isSemver", "Kubernetes semver library"),
-    ("containsIP", "Kubernetes CIDR library"),
-    ("containsCIDR", "Kubernetes CIDR library"),
-    ("isGreaterThan", "Kubernetes quantity library"),
-    ("isLessThan", "Kubernetes quantity library"),
-    ("compareTo", "Kubernetes quantity library"),
-    ("asInteger", "Kubernetes quantity library"),
-    ("asApproximateFloat", "Kubernetes quantity library"),
-    ("getScheme", "Kubernetes URL library"),
-    ("getHost", "Kubernetes URL library"),
-    ("getHostname", "Kubernetes URL library"),
-    ("getPort", "Kubernetes URL library"),
-    ("getEscapedPath", "Kubernetes URL library"),
-    ("getQuery", "Kubernetes URL library"),
+    ("major", "Kubernetes semver library"),
+    ("minor", "Kubernetes semver library"),
+    ("patch", "Kubernetes semver library"),
     ("check", "Kubernetes authorizer library"),
     ("allowed", "Kubernetes authorizer library"),
     ("serviceAccount", "Kubernetes authorizer library"),
@@ -112,7 +147,6 @@ pub const MISSING_FUNCTIONS: &[(&str, &str)] = &[
     ("base64.encode", "CEL encoders extension"),
     ("base64.decode", "CEL encoders extension"),
 ];
-
 /// Builds the environment: standard library, macros, strings extension and
 /// the list member overloads that share names with string ones.
 pub fn environment() -> Env {
@@ -136,7 +170,46 @@ pub fn environment() -> Env {
         list_last_index_of,
     )
     .expect("list.lastIndexOf is new");
+    for (id, name) in [
+        ("ip_to_string", net::IP_TYPE_NAME),
+        ("cidr_to_string", net::CIDR_TYPE_NAME),
+    ] {
+        env.add_overload(
+            "string",
+            id,
+            vec![Type::new_opaque_type(name)],
+            net_to_string,
+        )
+        .expect("string() of IPs and CIDRs is new");
+    }
     env
+}
+
+fn net_to_string<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
+    let [value] = <[CowVal<'_, '_>; 1]>::try_from(args)
+        .map_err(|a| ExecutionError::invalid_argument_count(1, a.len()))?;
+    let value = Value::try_from(value.as_ref())?;
+    let text = net::to_string(&value).ok_or_else(|| error("string", "not an IP or CIDR"))?;
+    boxed(Value::String(Arc::new(text)))
+}
+
+/// The value of an opaque CEL value of type `T`.
+fn opaque<T: 'static>(value: &Value) -> Option<&T> {
+    match value {
+        Value::Opaque(o) => o.downcast_ref::<T>(),
+        _ => None,
+    }
+}
+
+/// The string argument (or receiver) of `function`.
+fn string_arg(value: &Value, function: &str) -> Result<Arc<String>, ExecutionError> {
+    match value {
+        Value::String(s) => Ok(s.clone()),
+        other => Err(error(
+            function,
+            format!("no such overload for {other:?}: a string is expected"),
+        )),
+    }
 }
 
 /// Adds this crate's context functions (lists, regex, sets) to `context`.
@@ -164,6 +237,37 @@ pub fn add_functions(context: &mut Context<'_, '_>) -> Result<(), cel::Declarati
         "sets.intersects",
         |a: Arc<Vec<Value>>, b: Arc<Vec<Value>>| b.iter().any(|x| a.contains(x)),
     )?;
+    context.add_function("quantity", quantity::quantity)?;
+    context.add_function("isQuantity", quantity::is_quantity)?;
+    context.add_function("sign", quantity::sign)?;
+    context.add_function("isInteger", quantity::is_integer)?;
+    context.add_function("asInteger", quantity::as_integer)?;
+    context.add_function("asApproximateFloat", quantity::as_approximate_float)?;
+    context.add_function("add", quantity::add)?;
+    context.add_function("sub", quantity::sub)?;
+    context.add_function("isGreaterThan", quantity::is_greater_than)?;
+    context.add_function("isLessThan", quantity::is_less_than)?;
+    context.add_function("compareTo", quantity::compare_to)?;
+    context.add_function("url", url::url)?;
+    context.add_function("isURL", url::is_url)?;
+    context.add_function("getScheme", url::get_scheme)?;
+    context.add_function("getHost", url::get_host)?;
+    context.add_function("getHostname", url::get_hostname)?;
+    context.add_function("getPort", url::get_port)?;
+    context.add_function("getEscapedPath", url::get_escaped_path)?;
+    context.add_function("getQuery", url::get_query)?;
+    context.add_function("ip", net::ip)?;
+    context.add_function("isIP", net::is_ip)?;
+    context.add_function("ip.isCanonical", net::is_canonical)?;
+    for property in net::IP_PROPERTIES {
+        context.add_function(property, net::ip_property(property))?;
+    }
+    context.add_function("cidr", net::cidr)?;
+    context.add_function("isCIDR", net::is_cidr)?;
+    context.add_function("containsIP", net::contains_ip)?;
+    context.add_function("containsCIDR", net::contains_cidr)?;
+    context.add_function("prefixLength", net::prefix_length)?;
+    context.add_function("masked", net::masked)?;
     Ok(())
 }
 
@@ -285,4 +389,15 @@ fn find_all(
             .map(|m| Value::String(Arc::new(m.as_str().to_owned())))
             .collect(),
     )))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_kubernetes_libraries_start_with_quantity() {
+        assert_eq!(PROVIDED_FUNCTIONS[KUBERNETES_LIBRARIES_FROM], "quantity");
+        assert_eq!(PROVIDED_FUNCTIONS.last(), Some(&"masked"));
+    }
 }

@@ -51,6 +51,8 @@ pub struct Constraint {
     pub matching: Match,
     /// `spec.parameters`, when given.
     pub parameters: Option<Value>,
+    /// The whole constraint (the CEL engine's `params`).
+    pub object: Value,
 }
 
 impl Constraint {
@@ -115,6 +117,7 @@ impl Constraint {
             action,
             matching,
             parameters,
+            object: v.clone(),
         })
     }
 }

@@ -4,7 +4,9 @@
 //! their Rego, and Constraints) on the rendered set, in the sandbox, before
 //! anything is applied. Rego is evaluated by regorus compiled into the
 //! component, as Rego v0 (the Gatekeeper library's syntax), with the
-//! template's `libs`.
+//! template's `libs`; with `engine=cel` (or `auto`), a template's
+//! `K8sNativeValidation` source is evaluated instead, on the Kubernetes CEL
+//! environment of `kiln-cel-k8s` ([`cel`]).
 //!
 //! Settings ([`settings`]): `template`, `constraint`, `inventory` (each
 //! repeatable; a directory means every YAML/JSON file in it) and `engine`.
@@ -19,6 +21,7 @@
 //! compiled for wasm only, so the same engine runs natively in tests and
 //! benchmarks.
 
+pub mod cel;
 pub mod compat;
 pub mod constraint;
 pub mod files;

@@ -126,7 +126,7 @@ impl Policy {
                         kind: format!("{api_version} {kind}"),
                     });
                 }
-                let template = Template::compile(&doc, &file, &text)?;
+                let template = Template::compile(&doc, &file, &text, settings.engine)?;
                 if let Some(&first) = by_kind.get(&template.kind) {
                     return Err(LoadError::DuplicateKind {
                         file,

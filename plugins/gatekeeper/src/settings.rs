@@ -11,8 +11,13 @@
 //! - `inventory` (default none): files whose objects join the rendered set
 //!   in `data.inventory` (objects already in the cluster that the rendered
 //!   set does not hold).
-//! - `engine` (default `rego`): `rego`. `cel` and `auto` are refused by name
-//!   until a CEL engine is compiled into this policy.
+//! - `engine` (default `rego`): which of a template's engines evaluates it.
+//!   `rego`: its Rego (`spec.targets[].rego` or `code[].engine: Rego`); a
+//!   template without one is refused. `cel`: its `K8sNativeValidation`
+//!   source (CEL, [`crate::cel`]); a template without one is refused.
+//!   `auto`: CEL when the template has it, else Rego. An expression that
+//!   does not compile (or uses a Kubernetes CEL function Kiln does not
+//!   provide) refuses the template, naming its file and the expression.
 
 /// Setting names this policy knows.
 pub const KNOWN_SETTINGS: &[&str] = &["template", "constraint", "inventory", "engine"];
@@ -23,6 +28,10 @@ pub enum Engine {
     /// The template's `Rego` engine (`spec.targets[].rego` and `libs`).
     #[default]
     Rego,
+    /// The template's `K8sNativeValidation` engine (CEL).
+    Cel,
+    /// CEL when the template has it, else Rego.
+    Auto,
 }
 
 /// The settings, parsed.
@@ -86,12 +95,8 @@ impl Settings {
                 "engine" => {
                     settings.engine = match value {
                         "rego" => Engine::Rego,
-                        "cel" | "auto" => {
-                            return Err(invalid(
-                                "engine",
-                                "is not available yet: this policy has no CEL engine (K8sNativeValidation); use `rego`",
-                            ));
-                        }
+                        "cel" => Engine::Cel,
+                        "auto" => Engine::Auto,
                         _ => return Err(invalid("engine", "is not one of rego, cel, auto")),
                     };
                     continue;
@@ -151,22 +156,17 @@ mod tests {
         assert_eq!(s.constraints, ["c"]);
         assert_eq!(s.inventory, ["inv.yaml"]);
         assert_eq!(s.engine, Engine::Rego);
+        for (value, engine) in [("cel", Engine::Cel), ("auto", Engine::Auto)] {
+            let s = Settings::parse([("template", "t"), ("constraint", "c"), ("engine", value)])
+                .unwrap();
+            assert_eq!(s.engine, engine);
+        }
     }
 
     #[test]
     fn bad_settings_are_refused_by_name() {
         let base = [("template", "t"), ("constraint", "c")];
         for (key, value, expected) in [
-            (
-                "engine",
-                "cel",
-                "setting `engine`: `cel` is not available yet",
-            ),
-            (
-                "engine",
-                "auto",
-                "setting `engine`: `auto` is not available yet",
-            ),
             ("engine", "wasm", "setting `engine`: `wasm` is not one of"),
             ("templates", "x", "unknown setting `templates`"),
             ("inventory", " ", "setting `inventory`"),

@@ -1,12 +1,15 @@
-//! ConstraintTemplates: the constraint kind they define and their Rego,
-//! compiled once into a regorus engine (Rego v0, as the Gatekeeper library
-//! writes it, with the template's `libs`).
+//! ConstraintTemplates: the constraint kind they define and the program
+//! the settings' engine evaluates: their Rego, compiled once into a regorus
+//! engine (Rego v0, as the Gatekeeper library writes it, with the
+//! template's `libs`), or their `K8sNativeValidation` CEL ([`crate::cel`]).
 
 use std::num::NonZeroU32;
 use std::time::Duration;
 
 use serde_json::Value;
 
+use crate::cel::CelProgram;
+use crate::settings::Engine;
 use crate::yaml::{Document, line_of_block};
 
 /// The only target Gatekeeper's admission templates name.
@@ -53,12 +56,24 @@ pub struct Template {
     pub kind: String,
     /// The file it came from.
     pub file: String,
-    /// Whether the template also carries a `K8sNativeValidation` (CEL) engine.
+    /// Whether the template carries a `K8sNativeValidation` (CEL) engine.
     pub has_cel: bool,
-    /// The engine with the template's modules (no data, no input).
-    pub engine: regorus::Engine,
-    /// `data.<package>.violation`.
-    pub rule: String,
+    /// What evaluates it.
+    pub program: Program,
+}
+
+/// The program of a template, for the engine the settings chose.
+#[derive(Clone)]
+pub enum Program {
+    /// Rego.
+    Rego {
+        /// The engine with the template's modules (no data, no input).
+        engine: Box<regorus::Engine>,
+        /// `data.<package>.violation`.
+        rule: String,
+    },
+    /// `K8sNativeValidation`.
+    Cel(Box<CelProgram>),
 }
 
 impl std::fmt::Debug for Template {
@@ -67,7 +82,13 @@ impl std::fmt::Debug for Template {
             .field("name", &self.name)
             .field("kind", &self.kind)
             .field("file", &self.file)
-            .field("rule", &self.rule)
+            .field(
+                "program",
+                &match &self.program {
+                    Program::Rego { rule, .. } => rule.as_str(),
+                    Program::Cel(_) => "K8sNativeValidation",
+                },
+            )
             .finish_non_exhaustive()
     }
 }
@@ -80,8 +101,14 @@ fn str_at<'a>(value: &'a Value, path: &[&str]) -> Option<&'a str> {
 
 impl Template {
     /// Reads and compiles the template of one document of `file` (whose
-    /// whole text is `text`).
-    pub fn compile(doc: &Document, file: &str, text: &str) -> Result<Template, TemplateError> {
+    /// whole text is `text`) for `engine`: `rego` compiles its Rego, `cel`
+    /// its `K8sNativeValidation` source, `auto` the latter when it has one.
+    pub fn compile(
+        doc: &Document,
+        file: &str,
+        text: &str,
+        engine: Engine,
+    ) -> Result<Template, TemplateError> {
         let name = str_at(&doc.value, &["metadata", "name"])
             .unwrap_or("?")
             .to_owned();
@@ -109,7 +136,7 @@ impl Template {
             .and_then(Value::as_array)
             .ok_or_else(|| error(None, "spec.targets is missing".into()))?;
         let mut modules = Vec::new();
-        let mut has_cel = false;
+        let mut cel_source: Option<(String, Value)> = None;
         let mut seen_target = false;
         for (t, target) in targets.iter().enumerate() {
             let target_name = target.get("target").and_then(Value::as_str).unwrap_or("");
@@ -149,7 +176,18 @@ impl Template {
                         )
                         .map_err(|m| error(None, m))?;
                     }
-                    Some("K8sNativeValidation") => has_cel = true,
+                    Some("K8sNativeValidation") => {
+                        if cel_source.is_some() {
+                            return Err(error(
+                                None,
+                                format!(
+                                    "{field}: a second K8sNativeValidation source (one per template)"
+                                ),
+                            ));
+                        }
+                        let source = code.get("source").cloned().unwrap_or(Value::Null);
+                        cel_source = Some((format!("{field}.source"), source));
+                    }
                     other => {
                         return Err(error(
                             None,
@@ -161,7 +199,33 @@ impl Template {
                 }
             }
         }
-        if !seen_target || modules.is_empty() {
+        if !seen_target {
+            return Err(error(None, "spec.targets is empty".into()));
+        }
+        let has_cel = cel_source.is_some();
+        let use_cel = match engine {
+            Engine::Rego => false,
+            Engine::Cel => true,
+            Engine::Auto => has_cel,
+        };
+        if use_cel {
+            let Some((field, source)) = cel_source else {
+                return Err(error(
+                    None,
+                    "no K8sNativeValidation engine (code[].engine: K8sNativeValidation): the `cel` engine cannot evaluate it (use engine `rego` or `auto`)".into(),
+                ));
+            };
+            let line = line_of_field(text, doc.line, &field);
+            let program = CelProgram::compile(&source, &field).map_err(|m| error(line, m))?;
+            return Ok(Template {
+                name,
+                kind,
+                file: file.to_owned(),
+                has_cel,
+                program: Program::Cel(Box::new(program)),
+            });
+        }
+        if modules.is_empty() {
             return Err(error(
                 None,
                 "no Rego engine (spec.targets[].rego or code[].engine: Rego): the `rego` engine cannot evaluate it".into(),
@@ -208,10 +272,22 @@ impl Template {
             kind,
             file: file.to_owned(),
             has_cel,
-            engine,
-            rule,
+            program: Program::Rego {
+                engine: Box::new(engine),
+                rule,
+            },
         })
     }
+}
+
+/// The line of the `K8sNativeValidation` source in the file: the first
+/// `engine: K8sNativeValidation` line at or after the document's start.
+fn line_of_field(text: &str, doc_line: usize, _field: &str) -> Option<usize> {
+    text.lines()
+        .enumerate()
+        .skip(doc_line.saturating_sub(1))
+        .find(|(_, l)| l.contains("K8sNativeValidation"))
+        .map(|(i, _)| i + 1)
 }
 
 /// Whether a module defines `violation` (a rule head at the start of a line).

@@ -1,6 +1,9 @@
-//! Gatekeeper's own `gator verify` suites, natively, with `engine=rego`:
-//! the 28 sampled templates of tests/data/gatekeeper: every runnable case of
-//! its cases.tsv, and every suite.yaml read as gator reads it.
+//! Gatekeeper's own `gator verify` suites, natively: the 28 sampled
+//! templates of tests/data/gatekeeper: every runnable case of its cases.tsv
+//! and every suite.yaml read as gator reads it, with `engine=rego`; the
+//! cases of the templates that carry a `K8sNativeValidation` source with
+//! `engine=cel`, and every case with `engine=auto` (upstream runs every
+//! suite once per engine, with the same assertions).
 
 use std::path::{Path, PathBuf};
 
@@ -23,6 +26,8 @@ struct Case {
     object: String,
     inventory: Vec<String>,
     assertions: Vec<Value>,
+    /// `rego`, or `cel+rego` when the template also carries CEL.
+    engines: String,
 }
 
 fn yaml_file(path: &Path) -> Vec<Value> {
@@ -36,7 +41,7 @@ fn yaml_file(path: &Path) -> Vec<Value> {
 
 /// `Ok(None)`: the case reviews an AdmissionReview (an UPDATE request),
 /// which has no meaning before apply.
-fn run(root: &Path, case: &Case) -> Result<Option<()>, String> {
+fn run(root: &Path, case: &Case, engine: &str) -> Result<Option<()>, String> {
     let objects = yaml_file(&root.join(&case.object));
     let [object] = &objects[..] else {
         return Err(format!(
@@ -53,7 +58,7 @@ fn run(root: &Path, case: &Case) -> Result<Option<()>, String> {
         ("constraint", case.constraint.as_str()),
     ];
     pairs.extend(case.inventory.iter().map(|i| ("inventory", i.as_str())));
-    pairs.push(("engine", "rego"));
+    pairs.push(("engine", engine));
     let settings = Settings::parse(pairs).map_err(|e| e.to_string())?;
     let policy = Policy::load(&settings, &Dir(root.to_owned()), "").map_err(|e| e.to_string())?;
     let json = object.to_string();
@@ -124,6 +129,7 @@ fn suite_cases(root: &Path, suite: &Path) -> Vec<Case> {
                         .map(|i| rel(i.as_str().unwrap()))
                         .collect(),
                     assertions: case["assertions"].as_array().cloned().unwrap_or_default(),
+                    engines: String::new(),
                 });
             }
         }
@@ -148,10 +154,15 @@ fn suites(dir: &Path, out: &mut Vec<PathBuf>) {
 
 /// Runs cases; returns (passed, skipped AdmissionReview cases, the names of
 /// the cases of `known` that failed as expected).
-fn run_all(root: &Path, cases: &[Case], known: &[&str]) -> (usize, usize, Vec<String>) {
+fn run_all(
+    root: &Path,
+    cases: &[Case],
+    known: &[&str],
+    engine: &str,
+) -> (usize, usize, Vec<String>) {
     let (mut passed, mut skipped, mut failures, mut diverged) = (0, 0, Vec::new(), Vec::new());
     for case in cases {
-        match run(root, case) {
+        match run(root, case, engine) {
             Ok(Some(())) => passed += 1,
             Ok(None) => skipped += 1,
             Err(_) if known.contains(&case.name.as_str()) => diverged.push(case.name.clone()),
@@ -168,9 +179,8 @@ fn run_all(root: &Path, cases: &[Case], known: &[&str]) -> (usize, usize, Vec<St
     (passed, skipped, diverged)
 }
 
-#[test]
-fn every_runnable_case_of_the_sampled_templates_passes() {
-    let root = data("gatekeeper");
+/// The runnable cases of cases.tsv.
+fn tsv_cases(root: &Path) -> Vec<Case> {
     let tsv = std::fs::read_to_string(root.join("cases.tsv")).unwrap();
     let mut cases = Vec::new();
     let mut admission_reviews = 0;
@@ -184,7 +194,7 @@ fn every_runnable_case_of_the_sampled_templates_passes() {
             object,
             inventory,
             _kind,
-            _engines,
+            engines,
             status,
             assertions,
         ] = cols[..]
@@ -208,11 +218,52 @@ fn every_runnable_case_of_the_sampled_templates_passes() {
                 inventory.split(',').map(rel).collect()
             },
             assertions: serde_json::from_str(assertions).unwrap(),
+            engines: engines.to_owned(),
         });
     }
     assert_eq!((cases.len(), admission_reviews), (146, 16));
-    let (passed, skipped, diverged) = run_all(&root, &cases, &[]);
+    cases
+}
+
+#[test]
+fn every_runnable_case_of_the_sampled_templates_passes() {
+    let root = data("gatekeeper");
+    let cases = tsv_cases(&root);
+    let (passed, skipped, diverged) = run_all(&root, &cases, &[], "rego");
     assert_eq!((passed, skipped, diverged.len()), (146, 0, 0));
+}
+
+#[test]
+fn every_cel_case_passes_with_the_cel_engine() {
+    let root = data("gatekeeper");
+    let cases: Vec<Case> = tsv_cases(&root)
+        .into_iter()
+        .filter(|c| c.engines == "cel+rego")
+        .collect();
+    let (passed, skipped, diverged) = run_all(&root, &cases, &[], "cel");
+    assert_eq!((passed, skipped, diverged.len()), (59, 0, 0));
+}
+
+#[test]
+fn every_runnable_case_passes_with_the_auto_engine() {
+    let root = data("gatekeeper");
+    let cases = tsv_cases(&root);
+    let (passed, skipped, diverged) = run_all(&root, &cases, &[], "auto");
+    assert_eq!((passed, skipped, diverged.len()), (146, 0, 0));
+}
+
+#[test]
+fn the_cel_engine_refuses_a_template_without_cel_by_name() {
+    let root = data("gatekeeper");
+    let case = tsv_cases(&root)
+        .into_iter()
+        .find(|c| c.engines == "rego")
+        .unwrap();
+    let err = run(&root, &case, "cel").unwrap_err();
+    assert!(
+        err.contains(&case.template) && err.contains("no K8sNativeValidation engine"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -221,7 +272,7 @@ fn every_suite_of_the_sampled_templates_passes_as_gator_reads_it() {
     let mut files = Vec::new();
     suites(&root, &mut files);
     let cases: Vec<Case> = files.iter().flat_map(|s| suite_cases(&root, s)).collect();
-    let (passed, skipped, diverged) = run_all(&root, &cases, &[]);
+    let (passed, skipped, diverged) = run_all(&root, &cases, &[], "rego");
     assert!(diverged.is_empty());
     assert_eq!((files.len(), passed, skipped), (28, 146, 16));
 }

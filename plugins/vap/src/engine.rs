@@ -2,7 +2,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use kiln_cel_k8s::{CompileError, Compiled, Environment, EvalError, Value, from_json};
+use kiln_cel_k8s::{CompileError, Compiled, Environment, Scope, Value, failure_message, from_json};
 
 use crate::matching::{self, Target};
 use crate::model::{Binding, FailurePolicy, NotFoundAction, Policy, ValidationAction};
@@ -414,20 +414,12 @@ impl PolicySet {
                 return outcome;
             }
         };
-        let mut scope = Scope {
-            evaluation: self.env.evaluation(),
-            policy,
-            values: HashMap::new(),
-        };
-        scope.evaluation.set("object", object);
-        scope.evaluation.set("oldObject", Value::Null);
-        scope.evaluation.set("request", inputs.request.clone());
-        scope
-            .evaluation
-            .set("params", params.unwrap_or(Value::Null));
-        scope
-            .evaluation
-            .set("namespaceObject", namespace_object.unwrap_or(Value::Null));
+        let mut scope = Scope::new(self.env.evaluation(), &policy.variables);
+        scope.set("object", object);
+        scope.set("oldObject", Value::Null);
+        scope.set("request", inputs.request.clone());
+        scope.set("params", params.unwrap_or(Value::Null));
+        scope.set("namespaceObject", namespace_object.unwrap_or(Value::Null));
         for (name, condition) in &policy.match_conditions {
             match scope.eval(condition) {
                 Ok(Value::Bool(true)) => {}
@@ -450,17 +442,22 @@ impl PolicySet {
             match scope.eval(&v.expression) {
                 Ok(Value::Bool(true)) => {}
                 Ok(Value::Bool(false)) => {
-                    let message = v
-                        .message_expression
-                        .as_ref()
-                        .and_then(|m| match scope.eval(m) {
-                            Ok(Value::String(s)) if !s.trim().is_empty() && !s.contains('\n') => {
-                                Some(s.to_string())
-                            }
-                            _ => None,
-                        })
-                        .or_else(|| v.message.clone())
-                        .unwrap_or_else(|| format!("failed expression: {}", v.expression.source()));
+                    let message = match failure_message(
+                        &mut scope,
+                        &v.expression,
+                        v.message.as_deref(),
+                        v.message_expression.as_ref(),
+                    ) {
+                        Ok(m) => m,
+                        Err(e) => {
+                            on_error(
+                                &mut outcome,
+                                format!("messageExpression of '{}'", v.expression.source()),
+                                e,
+                            );
+                            continue;
+                        }
+                    };
                     let reason = v.reason.as_deref().filter(|r| *r != "Invalid");
                     outcome.denials.push(match reason {
                         Some(r) => format!("{message} (reason: {r})"),
@@ -505,72 +502,6 @@ struct Inputs {
 struct Outcome {
     denials: Vec<String>,
     annotations: Vec<(String, String)>,
-}
-
-/// An evaluation with the policy's variables computed on demand.
-struct Scope<'a> {
-    evaluation: kiln_cel_k8s::Evaluation<'a>,
-    policy: &'a CompiledPolicy,
-    values: HashMap<String, Result<Value, String>>,
-}
-
-impl Scope<'_> {
-    /// Evaluates `compiled` after the variables it reads (and those they
-    /// read, in declaration order); a variable's error is the expression's.
-    fn eval(&mut self, compiled: &Compiled) -> Result<Value, String> {
-        for name in compiled.fields_of("variables") {
-            self.variable(&name)?;
-        }
-        self.bind_variables();
-        self.evaluation.eval(compiled).map_err(|e| match e {
-            EvalError::CostExceeded(_) => e.to_string(),
-            EvalError::Execution(m) => m,
-        })
-    }
-
-    fn variable(&mut self, name: &str) -> Result<(), String> {
-        if let Some(result) = self.values.get(name) {
-            return result.clone().map(|_| ());
-        }
-        let Some(index) = self.policy.variables.iter().position(|(n, _)| n == name) else {
-            return Err(format!("no such variable: {name}"));
-        };
-        // Mark it first: a variable reading itself (or a later one) errors.
-        self.values.insert(
-            name.to_owned(),
-            Err(format!(
-                "variable '{name}' refers to itself or a later variable"
-            )),
-        );
-        let compiled = self.policy.variables[index].1.clone();
-        for dep in compiled.fields_of("variables") {
-            let declared_before = self.policy.variables[..index]
-                .iter()
-                .any(|(n, _)| *n == dep);
-            if !declared_before {
-                return Err(format!(
-                    "variable '{name}' reads '{dep}', which is not declared before it"
-                ));
-            }
-            self.variable(&dep)?;
-        }
-        self.bind_variables();
-        let result = self
-            .evaluation
-            .eval(&compiled)
-            .map_err(|e| format!("variable '{name}': {e}"));
-        self.values.insert(name.to_owned(), result.clone());
-        result.map(|_| ())
-    }
-
-    fn bind_variables(&mut self) {
-        let map: HashMap<String, Value> = self
-            .values
-            .iter()
-            .filter_map(|(k, v)| Some((k.clone(), v.clone().ok()?)))
-            .collect();
-        self.evaluation.set("variables", Value::from(map));
-    }
 }
 
 fn finding(target: &Target<'_>, action: ValidationAction, message: &str) -> Finding {
