@@ -662,10 +662,23 @@ async fn run(
         })
         .collect();
     if cmp.blocked {
+        // The first thing that blocks, so that the condition alone says
+        // what to fix (a finding, or why a policy could not run: its
+        // source's repository unreachable, its settings invalid...).
+        let first = cmp
+            .policy
+            .findings
+            .iter()
+            .find(|f| f.mode == "enforce" && f.severity == "error")
+            .map(|f| match &f.object {
+                Some(object) => format!(": {}: {object}: {}", f.policy, f.message),
+                None => format!(": {}: {}", f.policy, f.message),
+            })
+            .unwrap_or_default();
         return Err(Stop::new(
             "PolicyBlocked",
             "EnforcedPolicyFailed",
-            "an enforced policy failed; nothing was applied (see status.policy)",
+            format!("an enforced policy failed; nothing was applied (see status.policy){first}"),
         ));
     }
 

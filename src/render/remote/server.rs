@@ -234,6 +234,14 @@ impl RenderServer {
             self.credentials
                 .set(&url, request.repository_credentials.clone().map(Into::into));
         }
+        // The policies' own sources bring their credentials too (a policy
+        // source that is the application's repository shares its entry).
+        for source in request.policies.iter().filter_map(|p| p.source.as_ref()) {
+            if let Ok(url) = RepoUrl::parse(&source.repo_url) {
+                self.credentials
+                    .set(&url, source.credentials.clone().map(Into::into));
+            }
+        }
         let shop = Workshop {
             git: &self.git,
             host: &self.host,
