@@ -2062,7 +2062,10 @@ async fn project_policies_read_the_security_team_s_repository() {
         .find(|c| c["type"] == "PolicyBlocked")
         .unwrap_or_else(|| panic!("{blocked}"));
     assert!(
-        condition["message"].as_str().unwrap().contains("Deployment"),
+        condition["message"]
+            .as_str()
+            .unwrap()
+            .contains("Deployment"),
         "{condition}"
     );
     assert!(deployments.get_opt("web").await.unwrap().is_none());
@@ -2089,10 +2092,7 @@ async fn project_policies_read_the_security_team_s_repository() {
     })
     .await;
     let findings = warned["policy"]["findings"].as_array().unwrap();
-    assert!(
-        findings.iter().all(|f| f["mode"] == "warn"),
-        "{findings:?}"
-    );
+    assert!(findings.iter().all(|f| f["mode"] == "warn"), "{findings:?}");
     assert!(
         findings
             .iter()
@@ -2117,6 +2117,24 @@ async fn project_policies_read_the_security_team_s_repository() {
         revision
     );
 
+    // When commits touch nothing the policies read (another team's
+    // directory of the policy repository, the application's README), then
+    // no policy runs again: the reviews are reused.
+    let (hits, misses) = w.ctx.review_cache.stats();
+    policies_repo.commit("another team", &[("other-team/policy.yaml", "x: 1\n")]);
+    policies_repo.publish();
+    w.repo.commit("docs", &[("README.md", "more docs\n")]);
+    w.repo.publish();
+    eventually_long("reconciles after the unrelated commits", async || {
+        (w.ctx.review_cache.stats().0 >= hits + 20).then_some(())
+    })
+    .await;
+    assert_eq!(
+        w.ctx.review_cache.stats().1,
+        misses,
+        "no review ran for commits outside what the policies read"
+    );
+
     // When the application is fixed, then its findings clear.
     w.repo
         .commit("restricted web", &[("guestbook/web.yaml", RESTRICTED_WEB)]);
@@ -2124,7 +2142,9 @@ async fn project_policies_read_the_security_team_s_repository() {
     eventually_long("the findings cleared", async || {
         let status = app_status(&w.cluster, "web").await;
         (status["policy"].is_object()
-            && status["policy"]["findings"].as_array().is_none_or(Vec::is_empty)
+            && status["policy"]["findings"]
+                .as_array()
+                .is_none_or(Vec::is_empty)
             && status["policy"]["blocked"] == false)
             .then_some(())
     })
@@ -2196,10 +2216,7 @@ async fn project_policies_read_the_security_team_s_repository() {
     ] {
         let status = status_with_a_condition(&w.cluster, app, app).await;
         let text = status["conditions"].to_string();
-        assert!(
-            text.contains(kind) && text.contains(words),
-            "{app}: {text}"
-        );
+        assert!(text.contains(kind) && text.contains(words), "{app}: {text}");
     }
     let _ = w.stop.send(());
 }

@@ -19,7 +19,8 @@ use kiln::source::{SourcePath, SourceView, Subtree};
 use support::git::Fixture;
 use support::*;
 
-const WEB: &str = "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec: {replicas: 10}\n";
+const WEB: &str =
+    "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec: {replicas: 10}\n";
 
 fn replicas_policy(max: u32) -> String {
     format!(
@@ -122,11 +123,7 @@ async fn attack_a_huge_file_in_the_policy_repository_is_bounded_as_an_applicatio
     // limit of Git sources (16 MiB).
     let dir = tempfile::tempdir().unwrap();
     let policies = Fixture::new(dir.path(), "policies");
-    let huge = format!(
-        "{}# {}\n",
-        replicas_policy(5),
-        "x".repeat((16 << 20) + 1)
-    );
+    let huge = format!("{}# {}\n", replicas_policy(5), "x".repeat((16 << 20) + 1));
     policies.commit(
         "huge",
         &[("vap/policy.yaml", &huge), ("vap/binding.yaml", BINDING)],

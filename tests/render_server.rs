@@ -361,6 +361,7 @@ async fn serve(dir: &Path, issued: &Issued, limits: Limits) -> String {
             ..CatalogConfig::default()
         }),
         cache: RenderCache::new(1 << 20),
+        reviews: kiln::policy::ReviewCache::default(),
         allow_file_repositories: false,
         limits,
     });
@@ -598,9 +599,12 @@ async fn deadlines_hold_on_both_sides() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_policy_source_and_its_credentials_travel_with_the_request() {
     use kiln::policy::Mode;
-    use kiln::render::remote::{PluginDescription, PolicySourceRef, PolicyStepRef, WireCredentials, WireSecret};
+    use kiln::render::remote::{
+        PluginDescription, PolicySourceRef, PolicyStepRef, WireCredentials, WireSecret,
+    };
     let dir = tempfile::tempdir().unwrap();
-    let web = "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec: {replicas: 10}\n";
+    let web =
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec: {replicas: 10}\n";
     let policy = |max: u32| {
         format!(
             "apiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingAdmissionPolicy\n\
@@ -624,7 +628,10 @@ async fn a_policy_source_and_its_credentials_travel_with_the_request() {
     let policies = Fixture::new(dir.path(), "policies");
     policies.commit(
         "policies",
-        &[("vap/policy.yaml", &policy(5)), ("vap/binding.yaml", binding)],
+        &[
+            ("vap/policy.yaml", &policy(5)),
+            ("vap/binding.yaml", binding),
+        ],
     );
     policies.publish();
     let daemon = GitDaemon::start(dir.path());
@@ -685,7 +692,10 @@ async fn a_policy_source_and_its_credentials_travel_with_the_request() {
     let url = serve(&dir.path().join("server2"), &issued, Limits::default()).await;
     let client = Client::new(&url, &issued.client_identity(), Limits::default()).unwrap();
     let answer = client.render(&request(None)).await.unwrap();
-    assert!(answer.blocked, "an enforced policy without its source fails closed");
+    assert!(
+        answer.blocked,
+        "an enforced policy without its source fails closed"
+    );
     let findings = serde_json::to_string(&answer.policy).unwrap();
     assert!(
         findings.contains(&format!("cannot read its policy source {policy_url}")),

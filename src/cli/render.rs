@@ -209,9 +209,10 @@ pub(crate) async fn pipeline(
     }
     let source = match &args.policy_root {
         Some(dir) => PolicySource::Own {
-            view: Arc::new(LocalDir::open(dir).with_context(|| {
-                format!("cannot open the policy root {}", dir.display())
-            })?),
+            view: Arc::new(
+                LocalDir::open(dir)
+                    .with_context(|| format!("cannot open the policy root {}", dir.display()))?,
+            ),
             repo_url: String::new(),
             revision: "local".into(),
         },

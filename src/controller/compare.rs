@@ -258,6 +258,7 @@ pub async fn compare(app: &Application, ctx: &Context, to: &CompareTo) -> Result
                 host: &ctx.host,
                 catalog: &ctx.catalog,
                 cache: &ctx.render_cache,
+                reviews: &ctx.review_cache,
                 allow_file_repositories: config.allow_file_repositories,
             };
             let worked = super::work::work(shop, &request).await?;
@@ -648,6 +649,7 @@ mod tests {
                 error: None,
                 duration: std::time::Duration::ZERO,
                 read_set: Default::default(),
+                cached: false,
             }],
         };
         let status = policy_status(&report);

@@ -169,6 +169,8 @@ pub struct Context {
     pub metrics: super::http::Metrics,
     /// Renders reused while what they read holds.
     pub render_cache: super::cache::RenderCache,
+    /// Policy reviews reused while what they depend on holds.
+    pub review_cache: crate::policy::ReviewCache,
     /// What each Application's last render read (the webhook's filter).
     pub read_paths: super::read_paths::ReadPaths,
     /// Watches on managed kinds, which trigger reconciles on live changes.
@@ -220,6 +222,7 @@ impl Context {
             config,
             metrics: super::http::Metrics::default(),
             render_cache,
+            review_cache: crate::policy::ReviewCache::default(),
             read_paths: super::read_paths::ReadPaths::default(),
             shutdown: Arc::new(AtomicBool::new(false)),
             render_server: None,

@@ -30,6 +30,8 @@ pub struct Workshop<'a> {
     pub catalog: &'a Catalog,
     /// Renders reused while what they read holds.
     pub cache: &'a RenderCache,
+    /// Policy reviews reused while what they depend on holds.
+    pub reviews: &'a crate::policy::ReviewCache,
     /// Whether repositories on this process's filesystem may be read.
     pub allow_file_repositories: bool,
 }
@@ -161,8 +163,8 @@ pub async fn work(shop: Workshop<'_>, request: &RenderRequest) -> Result<Worked,
             source,
         });
     }
-    let report = policy::evaluate(&context, objects.clone(), &steps).await;
-    for result in &report.results {
+    let report = policy::evaluate_cached(shop.reviews, &context, objects.clone(), &steps).await;
+    for result in report.results.iter().filter(|r| !r.cached) {
         timings.push((result.policy.clone(), World::Policy, result.duration));
     }
     Ok(Worked {

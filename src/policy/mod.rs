@@ -11,6 +11,10 @@
 //! application's team cannot edit what judges it). What each policy read is
 //! recorded ([`PolicyResult::read_set`]).
 
+mod cache;
+
+pub use cache::{DEFAULT_REVIEWS, MAX_CACHED_FINDINGS, ReviewCache, evaluate_cached};
+
 use std::fmt;
 use std::str::FromStr;
 use std::sync::Arc;
@@ -124,9 +128,9 @@ impl PolicySource {
                     ..context.clone()
                 },
             )),
-            PolicySource::Unavailable { repo_url, error } => Err(format!(
-                "cannot read its policy source {repo_url}: {error}"
-            )),
+            PolicySource::Unavailable { repo_url, error } => {
+                Err(format!("cannot read its policy source {repo_url}: {error}"))
+            }
         }
     }
 }
@@ -150,6 +154,10 @@ pub struct PolicyResult {
     /// What the policy read of its source (relative to that source's view).
     #[serde(skip)]
     pub read_set: ReadSet,
+    /// Whether this result was reused from a [`ReviewCache`] (the policy
+    /// did not run).
+    #[serde(skip)]
+    pub cached: bool,
 }
 
 impl PolicyResult {
@@ -230,6 +238,7 @@ pub async fn evaluate(
                         error,
                         duration: started.elapsed(),
                         read_set,
+                        cached: false,
                     },
                 )
             }
@@ -256,6 +265,7 @@ pub async fn evaluate(
                     error: Some("the policy task failed on the host".into()),
                     duration: std::time::Duration::ZERO,
                     read_set: ReadSet::default(),
+                    cached: false,
                 })
             })
             .collect(),

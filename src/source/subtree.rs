@@ -69,7 +69,10 @@ mod tests {
         let repo: Arc<dyn SourceView> = Arc::new(LocalDir::open(dir.path()).unwrap());
         let view = Subtree::of(repo, SourcePath::parse("policies").unwrap());
         let path = |p: &str| SourcePath::parse(p);
-        assert_eq!(view.read_file(&path("templates/t.yaml").unwrap()).unwrap(), b"t");
+        assert_eq!(
+            view.read_file(&path("templates/t.yaml").unwrap()).unwrap(),
+            b"t"
+        );
         assert_eq!(view.read_dir(&SourcePath::root()).unwrap().len(), 1);
         assert!(matches!(
             view.read_file(&path("secret.yaml").unwrap()),

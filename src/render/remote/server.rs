@@ -84,6 +84,8 @@ pub struct RenderServer {
     pub catalog: Catalog,
     /// The render cache.
     pub cache: RenderCache,
+    /// Policy reviews reused while what they depend on holds.
+    pub reviews: crate::policy::ReviewCache,
     /// Whether requests may name repositories on this filesystem.
     pub allow_file_repositories: bool,
     /// Protocol bounds.
@@ -247,6 +249,7 @@ impl RenderServer {
             host: &self.host,
             catalog: &self.catalog,
             cache: &self.cache,
+            reviews: &self.reviews,
             allow_file_repositories: self.allow_file_repositories,
         };
         let worked = work::work(shop, request).await?;
