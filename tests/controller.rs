@@ -2220,3 +2220,116 @@ async fn project_policies_read_the_security_team_s_repository() {
     }
     let _ = w.stop.send(());
 }
+
+/// A push to the security team's repository refreshes the applications
+/// whose project policies read the pushed directory, and no other: a push
+/// to another team's directory of the same repository refreshes nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_push_to_a_policy_source_refreshes_the_applications_it_reviews() {
+    use hmac::Mac as _;
+    // Polling is slow here: only the webhook can make this fast.
+    let w = world_with(Duration::from_secs(3600)).await;
+    let state = Arc::new(controller::http::HttpState {
+        ctx: w.ctx.clone(),
+        webhook: controller::http::WebhookAuth::new(Some("s3cret".into()), false),
+        ready: std::sync::atomic::AtomicBool::new(true),
+    });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let endpoint = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, controller::http::router(state)).await });
+    let policies_repo = Fixture::new(w._dir.path(), "policies");
+    policies_repo.commit(
+        "policies",
+        &[
+            ("vap/policy.yaml", &replicas_policy(20)),
+            ("vap/binding.yaml", REPLICAS_BINDING),
+        ],
+    );
+    policies_repo.publish();
+    let policies = w._daemon.url("policies");
+    w.repo
+        .commit("web", &[("guestbook/web.yaml", RESTRICTED_WEB)]);
+    w.repo.publish();
+    w.cluster
+        .apply(
+            "plugins",
+            json!({"apiVersion": "kiln.dev/v1alpha1", "kind": "Plugin",
+                "metadata": {"name": "vap", "namespace": "kiln"},
+                "spec": {"kind": "policy", "ref": support::component("vap").display().to_string(),
+                    "verify": {"insecure": true}}}),
+            "operator",
+            false,
+        )
+        .await
+        .unwrap();
+    w.cluster
+        .apply(
+            "appprojects",
+            json!({"apiVersion": "kiln.dev/v1alpha1", "kind": "AppProject",
+                "metadata": {"name": "secure", "namespace": "kiln"},
+                "spec": {"sourceRepos": [w.url.clone()], "destinations": [{"namespace": "*"}],
+                    "policies": [{"name": "vap",
+                        "settings": {"policy": "policy.yaml", "binding": "binding.yaml"},
+                        "source": {"repoURL": policies, "path": "vap"}}]}}),
+            "security",
+            false,
+        )
+        .await
+        .unwrap();
+    let apps: Api<Application> = Api::namespaced(w.cluster.client.clone(), "kiln");
+    apps.create(
+        &PostParams::default(),
+        &application("web", &w.url, "secure"),
+    )
+    .await
+    .unwrap();
+    eventually_long("the first sync", async || {
+        live_configmap(&w.cluster, "settings").await
+    })
+    .await;
+
+    let http = reqwest::Client::new();
+    let deliver = |files: Vec<&str>| {
+        let body = json!({"ref": "refs/heads/main", "repository": {"clone_url": policies},
+            "commits": [{"added": [], "modified": files, "removed": []}]})
+        .to_string();
+        let mut mac = hmac::Hmac::<sha2::Sha256>::new_from_slice(b"s3cret").unwrap();
+        mac.update(body.as_bytes());
+        let signature = format!("sha256={}", hex::encode(mac.finalize().into_bytes()));
+        http.post(format!("{endpoint}/api/webhook"))
+            .header("x-hub-signature-256", signature)
+            .header("content-type", "application/json")
+            .body(body)
+            .send()
+    };
+    // Another team's directory: nothing refreshed.
+    policies_repo.commit("other team", &[("other-team/policy.yaml", "x: 1\n")]);
+    policies_repo.publish();
+    let other: Value = deliver(vec!["other-team/policy.yaml"])
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(other["refreshed"], json!([]));
+    // The policy's directory: refreshed at once, and reviewed anew.
+    policies_repo.commit("at most 5", &[("vap/policy.yaml", &replicas_policy(5))]);
+    policies_repo.publish();
+    let touched: Value = deliver(vec!["vap/policy.yaml"])
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(touched["refreshed"], json!(["web"]));
+    eventually_long("web blocked by the new policy", async || {
+        let status = app_status(&w.cluster, "web").await;
+        (status["policy"]["blocked"] == true
+            && status["policy"]["findings"]
+                .to_string()
+                .contains("replicas <= 5"))
+        .then_some(())
+    })
+    .await;
+    let _ = w.stop.send(());
+}
