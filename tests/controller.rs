@@ -54,12 +54,23 @@ async fn world_git(tuned: ControllerConfig, lookup_ttl: Duration) -> World {
 
 /// [`world_git`], saying whether Plugins may name files.
 async fn world_full(tuned: ControllerConfig, lookup_ttl: Duration, file_plugins: bool) -> World {
-    let cluster = Cluster::with_kiln(
+    world_crds(tuned, lookup_ttl, file_plugins, true).await
+}
+
+/// [`world_full`], saying whether the cluster serves the PolicyReport CRDs.
+async fn world_crds(
+    tuned: ControllerConfig,
+    lookup_ttl: Duration,
+    file_plugins: bool,
+    policy_reports: bool,
+) -> World {
+    let cluster = Cluster::with_kiln_crds(
         Config {
             simulate_readiness: Some(Duration::from_millis(20)),
             ..Config::default()
         },
         &["kiln", "guestbook"],
+        policy_reports,
     )
     .await;
     let dir = tempfile::tempdir().unwrap();
@@ -1077,10 +1088,16 @@ async fn deleting_every_cache_mid_run_changes_nothing_but_time() {
         (status["sync"]["revision"] == head.as_str()).then_some(status)
     })
     .await;
+    // (The catalog's plugin is unverified: that is the only condition.)
     assert!(
-        status["conditions"].as_array().is_none_or(Vec::is_empty),
+        status["conditions"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .all(|c| c["type"] == "InsecurePlugin"),
         "{status}"
     );
+    assert_eq!(status["health"]["status"], "Healthy", "{status}");
     let _ = w.stop.send(());
 }
 
@@ -1870,6 +1887,173 @@ async fn catalog_plugins_run_only_when_their_signatures_verify() {
     let _ = w.stop.send(());
 }
 
+/// Registers the required-labels policy plugin (unverified, as the tests'
+/// catalogs are).
+async fn required_labels_plugin(cluster: &Cluster) {
+    cluster
+        .apply(
+            "plugins",
+            json!({"apiVersion": "kiln.dev/v1alpha1", "kind": "Plugin",
+                "metadata": {"name": "required-labels", "namespace": "kiln"},
+                "spec": {"kind": "policy",
+                    "ref": support::component("required-labels").display().to_string(),
+                    "verify": {"insecure": true}}}),
+            "operator",
+            false,
+        )
+        .await
+        .unwrap();
+}
+
+/// An Application whose settings ConfigMap must carry a `team` label, in
+/// warn mode (it syncs anyway), deleted with its resources.
+fn labelled_application(name: &str, url: &str) -> Application {
+    let mut app = application(name, url, "default");
+    app.spec.policies = serde_json::from_value(
+        json!([{"name": "required-labels", "mode": "warn", "settings": {"labels": "team"}}]),
+    )
+    .unwrap();
+    app.metadata.finalizers = Some(vec![kiln::api::RESOURCES_FINALIZER.into()]);
+    app
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_policy_report_follows_the_findings_and_goes_with_the_application() {
+    // Given a cluster serving the PolicyReport CRD, and an Application
+    // whose ConfigMap lacks the label its policy requires.
+    let w = world().await;
+    required_labels_plugin(&w.cluster).await;
+    let apps: Api<Application> = Api::namespaced(w.cluster.client.clone(), "kiln");
+    apps.create(
+        &PostParams::default(),
+        &labelled_application("labelled", &w.url),
+    )
+    .await
+    .unwrap();
+    let reports = w.cluster.api(
+        "wgpolicyk8s.io/v1alpha2",
+        "PolicyReport",
+        "policyreports",
+        Some("guestbook"),
+    );
+    // Then its findings are a PolicyReport in the destination namespace.
+    let report = eventually("the report", async || {
+        let found = reports.get_opt("kiln-labelled").await.ok().flatten()?;
+        let value = serde_json::to_value(found).unwrap();
+        value["results"]
+            .as_array()
+            .is_some_and(|r| !r.is_empty())
+            .then_some(value)
+    })
+    .await;
+    assert_eq!(
+        report["metadata"]["labels"]["app.kubernetes.io/managed-by"],
+        "kiln"
+    );
+    assert_eq!(
+        report["metadata"]["annotations"]["kiln.dev/application"],
+        "kiln/labelled"
+    );
+    assert_eq!(
+        report["summary"],
+        json!({"pass": 0, "fail": 0, "warn": 1, "error": 0, "skip": 0})
+    );
+    let result = &report["results"][0];
+    assert_eq!(result["policy"], "required-labels");
+    assert_eq!(result["result"], "warn");
+    assert_eq!(result["severity"], "high");
+    assert_eq!(
+        result["resources"][0],
+        json!({"apiVersion": "v1", "kind": "ConfigMap", "name": "settings"})
+    );
+    assert!(
+        result["message"]
+            .as_str()
+            .unwrap()
+            .contains("missing required label `team`")
+    );
+    let series =
+        "kiln_policy_findings{policy=\"required-labels\",severity=\"error\",mode=\"warn\"} 1\n";
+    let metrics = w.ctx.metrics.encode().unwrap();
+    assert!(metrics.contains(series), "{metrics}");
+
+    // When Git gives the ConfigMap its label, then the report is emptied.
+    w.repo.commit(
+        "labelled",
+        &[(
+            "guestbook/settings.yaml",
+            &CONFIGMAP.replace("name: settings", "name: settings\n  labels: {team: a}"),
+        )],
+    );
+    w.repo.publish();
+    eventually("the report emptied", async || {
+        let found = reports.get_opt("kiln-labelled").await.ok().flatten()?;
+        let value = serde_json::to_value(found).unwrap();
+        (value["results"].as_array().is_none_or(Vec::is_empty) && value["summary"]["warn"] == 0)
+            .then_some(())
+    })
+    .await;
+    let metrics = w.ctx.metrics.encode().unwrap();
+    assert!(!metrics.contains("kiln_policy_findings{"), "{metrics}");
+
+    // When the Application is deleted, then its report goes with it.
+    apps.delete("labelled", &Default::default()).await.unwrap();
+    eventually("the report deleted", async || {
+        reports
+            .get_opt("kiln-labelled")
+            .await
+            .ok()
+            .filter(Option::is_none)
+            .map(|_| ())
+    })
+    .await;
+    let _ = w.stop.send(());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_the_policy_report_crd_the_findings_stay_in_the_status() {
+    // Given a cluster that does not serve the PolicyReport CRD.
+    let w = world_crds(
+        ControllerConfig {
+            resync: Duration::from_millis(300),
+            ..ControllerConfig::default()
+        },
+        Duration::ZERO,
+        true,
+        false,
+    )
+    .await;
+    required_labels_plugin(&w.cluster).await;
+    let apps: Api<Application> = Api::namespaced(w.cluster.client.clone(), "kiln");
+    apps.create(
+        &PostParams::default(),
+        &labelled_application("labelled", &w.url),
+    )
+    .await
+    .unwrap();
+    // Then the Application syncs, its findings in its status, no condition.
+    let status = eventually("synced with findings", async || {
+        let status = app_status(&w.cluster, "labelled").await;
+        (status["sync"]["status"] == "Synced"
+            && status["policy"]["findings"]
+                .as_array()
+                .is_some_and(|f| !f.is_empty()))
+        .then_some(status)
+    })
+    .await;
+    // (The catalog's plugin is unverified: that is the only condition.)
+    assert!(
+        status["conditions"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .all(|c| c["type"] == "InsecurePlugin"),
+        "{status}"
+    );
+    assert_eq!(status["health"]["status"], "Healthy", "{status}");
+    let _ = w.stop.send(());
+}
+
 const PRIVILEGED_WEB: &str = "\
 apiVersion: apps/v1
 kind: Deployment
@@ -2099,6 +2283,24 @@ async fn project_policies_read_the_security_team_s_repository() {
             .any(|f| f["message"].as_str().unwrap().contains("privileged")),
         "{findings:?}"
     );
+    // And as a PolicyReport in the destination namespace.
+    let reports = w.cluster.api(
+        "wgpolicyk8s.io/v1alpha2",
+        "PolicyReport",
+        "policyreports",
+        Some("guestbook"),
+    );
+    let report = eventually_long("the PolicyReport", async || {
+        let found = reports.get_opt("kiln-web").await.ok().flatten()?;
+        let value = serde_json::to_value(found).unwrap();
+        let results = value["results"].to_string();
+        (results.contains("privileged") && results.contains("replicas <= 5")).then_some(value)
+    })
+    .await;
+    assert_eq!(
+        report["metadata"]["annotations"]["kiln.dev/application"],
+        "kiln/web"
+    );
 
     // When the security team commits to its repository, then the
     // application is reviewed again with the new policy, its own commit
@@ -2146,6 +2348,15 @@ async fn project_policies_read_the_security_team_s_repository() {
                 .as_array()
                 .is_none_or(Vec::is_empty)
             && status["policy"]["blocked"] == false)
+            .then_some(())
+    })
+    .await;
+    eventually_long("the PolicyReport emptied", async || {
+        let found = reports.get_opt("kiln-web").await.ok().flatten()?;
+        let value = serde_json::to_value(found).unwrap();
+        value["results"]
+            .as_array()
+            .is_none_or(Vec::is_empty)
             .then_some(())
     })
     .await;

@@ -9,6 +9,7 @@ mod crds;
 mod dev_cluster;
 mod load;
 mod plugin;
+mod policy;
 mod render;
 mod render_server;
 mod source;
@@ -60,6 +61,8 @@ enum Command {
     App(app::AppCommand),
     #[command(subcommand)]
     Plugin(plugin::PluginCommand),
+    #[command(subcommand)]
+    Policy(policy::PolicyCommand),
     #[command(subcommand)]
     Source(source::SourceCommand),
     DevCluster(dev_cluster::DevClusterArgs),
@@ -236,6 +239,7 @@ pub(crate) fn main() -> ExitCode {
             Command::Certs(args) => render_server::certs(args),
             Command::App(command) => app::run(command).await,
             Command::Plugin(command) => plugin::run(command).await,
+            Command::Policy(command) => policy::run(command).await,
             Command::Source(command) => source::run(command).await,
             Command::DevCluster(args) => dev_cluster::run(args).await,
             Command::JqWorker { .. } => unreachable!("served above"),

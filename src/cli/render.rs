@@ -9,6 +9,7 @@ use clap::ArgMatches;
 
 use kiln::manifest::{self, Object};
 use kiln::plugin::{AppContext, Params, Severity, World};
+use kiln::policy::report::{self, Entry, ReportOptions, Scopes};
 use kiln::policy::{self, Mode, PolicySource, PolicyStep, Report};
 use kiln::render::{self, DirectoryOptions, Step};
 use kiln::source::{LocalDir, SourceView};
@@ -38,9 +39,25 @@ pub(crate) struct RenderArgs {
     #[command(flatten)]
     pub(crate) pipeline: PipelineArgs,
 
-    /// Output format of the manifests.
+    /// Output format of the manifests. `json` prints a List whose `policy`
+    /// field carries the policy results (`blocked`, and per policy its mode,
+    /// findings and error).
     #[arg(short, long, value_enum, default_value = "yaml")]
     output: Format,
+
+    /// Also write the findings to FILE as wgpolicyk8s.io/v1alpha2 reports
+    /// (YAML documents): one PolicyReport per namespace, a
+    /// ClusterPolicyReport for cluster-scoped objects, each named
+    /// `kiln-APP` (see docs/policies.md). Written even when a policy blocks.
+    #[arg(long, value_name = "FILE")]
+    policy_report: Option<PathBuf>,
+
+    /// Results one report of --policy-report lists at most; its summary
+    /// still counts them all, and the annotation kiln.dev/omitted-results
+    /// says how many were left out.
+    #[arg(long, value_name = "N", default_value_t = report::DEFAULT_MAX_RESULTS,
+          requires = "policy_report")]
+    policy_report_max_results: usize,
 }
 
 /// Where an application comes from and how it is rendered and reviewed:
@@ -155,8 +172,16 @@ fn group_by_preceding<T: Clone + Send + Sync + 'static>(
 }
 
 pub(crate) async fn run(args: &RenderArgs, matches: &ArgMatches) -> anyhow::Result<u8> {
-    let (objects, report, _) = pipeline(&args.pipeline, matches).await?;
-    print_objects(&objects, args.output)?;
+    let (objects, report, context) = pipeline(&args.pipeline, matches).await?;
+    if let Some(file) = &args.policy_report {
+        let options = ReportOptions {
+            name: report::name_for(&context.name),
+            max_results: args.policy_report_max_results,
+            ..ReportOptions::default()
+        };
+        write_policy_reports(file, &objects, &report, &context.namespace, &options)?;
+    }
+    print_objects(&objects, &report, args.output)?;
     print_report(&report);
     Ok(if report.blocked() {
         exit::POLICY_BLOCKED
@@ -282,7 +307,43 @@ fn dir_name(dir: &Path) -> String {
         .unwrap_or_else(|| "app".into())
 }
 
-fn print_objects(objects: &[Object], format: Format) -> anyhow::Result<()> {
+/// Writes `report` to `file` as PolicyReports and a ClusterPolicyReport;
+/// without any finding, one empty PolicyReport (applied, it clears an
+/// earlier one).
+fn write_policy_reports(
+    file: &Path,
+    objects: &[Object],
+    report: &Report,
+    namespace: &str,
+    options: &ReportOptions,
+) -> anyhow::Result<()> {
+    let values: Vec<serde_json::Value> = objects
+        .iter()
+        .map(|o| serde_json::Value::Object(o.value().clone()))
+        .collect();
+    let scopes = Scopes::new(&values, namespace);
+    let entries = Entry::from_report(report);
+    let mut reports = report::split(&entries, |e| scopes.place(e), options);
+    if reports.all().next().is_none() {
+        let namespace = if namespace.is_empty() {
+            "default"
+        } else {
+            namespace
+        };
+        reports
+            .namespaced
+            .push(report::single(&[], namespace, options));
+    }
+    let mut text = String::new();
+    for one in reports.all() {
+        text.push_str("---\n");
+        text.push_str(&serde_yaml::to_string(one)?);
+    }
+    std::fs::write(file, text)
+        .with_context(|| format!("cannot write the policy report {}", file.display()))
+}
+
+fn print_objects(objects: &[Object], report: &Report, format: Format) -> anyhow::Result<()> {
     let text = match format {
         Format::Yaml => manifest::to_yaml_stream(objects),
         Format::Json => {
@@ -290,7 +351,13 @@ fn print_objects(objects: &[Object], format: Format) -> anyhow::Result<()> {
                 .iter()
                 .map(|o| serde_json::Value::Object(o.value().clone()))
                 .collect();
-            let list = serde_json::json!({"apiVersion": "v1", "kind": "List", "items": items});
+            let policy = serde_json::json!({
+                "blocked": report.blocked(),
+                "results": report.results,
+            });
+            let list = serde_json::json!({
+                "apiVersion": "v1", "kind": "List", "items": items, "policy": policy,
+            });
             serde_json::to_string_pretty(&list)? + "\n"
         }
     };

@@ -376,6 +376,10 @@ pub(super) fn prune_guard(
     })
 }
 
+/// How the status says a policy could not run (the start of its finding's
+/// message).
+pub const FAILED_TO_RUN: &str = "the policy failed to run: ";
+
 /// Findings an Application's status keeps; the rest are counted in
 /// `status.policy.omitted`.
 pub const MAX_FINDINGS: usize = 100;
@@ -398,7 +402,7 @@ pub(super) fn policy_status(report: &policy::Report) -> PolicyStatus {
             severity: "error".into(),
             object: None,
             field_path: None,
-            message: format!("the policy failed to run: {error}"),
+            message: format!("{FAILED_TO_RUN}{error}"),
         });
         let reported = result.findings.iter().map(|f| PolicyFinding {
             policy: result.policy.clone(),

@@ -47,6 +47,10 @@ pub struct Metrics {
     /// Syncs started by self-heal (drift reverted at a revision already
     /// synced), and those deferred by its back-off.
     pub self_heals: Family<Labels, Counter>,
+    /// Policy findings in the Applications' status now (a gauge: what
+    /// Prometheus users expect of a current state, as Policy Reporter's
+    /// results are), by policy, severity and mode.
+    pub policy_findings: Family<Labels, Gauge>,
     git_lookups: Gauge,
     git_fetches: Gauge,
     cache_hits: Gauge,
@@ -95,6 +99,12 @@ impl Default for Metrics {
             "Self-heal decisions on drift, by result (synced, backed_off)",
             self_heals.clone(),
         );
+        let policy_findings = Family::<Labels, Gauge>::default();
+        registry.register(
+            "policy_findings",
+            "Policy findings in the Applications' status now (at most 100 per Application), by policy, severity and mode",
+            policy_findings.clone(),
+        );
         let cache_hits = Gauge::default();
         registry.register(
             "render_cache_hits",
@@ -128,6 +138,7 @@ impl Default for Metrics {
             renders,
             plugin_call_seconds,
             self_heals,
+            policy_findings,
             git_lookups,
             git_fetches,
             cache_hits,

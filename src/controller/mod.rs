@@ -14,6 +14,7 @@ pub mod known_hosts;
 pub mod leader;
 pub mod live;
 pub mod plugins;
+pub mod policy_report;
 pub mod project;
 pub mod read_paths;
 pub mod reconcile;

@@ -189,6 +189,8 @@ pub struct Context {
     pub render_server: Option<crate::render::remote::Client>,
     /// The SSH known hosts sent with remote renders.
     pub ssh_known_hosts: Option<Arc<dyn crate::source::git::KnownHostsSource>>,
+    /// The Applications' PolicyReports and the findings gauge.
+    pub policy_reports: super::policy_report::PolicyReports,
     forget: std::sync::Mutex<std::collections::HashSet<String>>,
     reverts: std::sync::Mutex<HashMap<String, Reverts>>,
     refreshes: std::sync::Mutex<HashMap<String, String>>,
@@ -227,6 +229,7 @@ impl Context {
             shutdown: Arc::new(AtomicBool::new(false)),
             render_server: None,
             ssh_known_hosts: None,
+            policy_reports: super::policy_report::PolicyReports::default(),
             forget: std::sync::Mutex::new(std::collections::HashSet::new()),
             reverts: std::sync::Mutex::new(HashMap::new()),
             refreshes: std::sync::Mutex::new(HashMap::new()),
@@ -514,6 +517,14 @@ async fn finalize(
             return Ok(Action::requeue(Duration::from_secs(30)));
         }
     };
+    if let Err(e) = ctx
+        .policy_reports
+        .remove(app, &destination, &ctx.metrics)
+        .await
+    {
+        tracing::warn!(error = %crate::text::chain(&e), "could not delete the application's PolicyReport; retrying");
+        return Ok(Action::requeue(Duration::from_secs(5)));
+    }
     // What is deleted is held to the project, like what was applied. An
     // Application naming a project that does not exist deletes nothing:
     // otherwise anyone recreating an Application under an old name with a
@@ -633,6 +644,16 @@ async fn run(
     }
 
     status.policy = Some(cmp.policy.clone());
+    ctx.policy_reports
+        .publish(
+            app,
+            &cmp.target,
+            &cmp.policy,
+            &cmp.objects,
+            &ctx.metrics,
+            &config.manager,
+        )
+        .await;
     for plugin in &cmp.insecure_plugins {
         // Visible wherever it is used, not only in the controller's log.
         status.conditions.push(Condition {

@@ -15,6 +15,9 @@ mod cache;
 
 pub use cache::{DEFAULT_REVIEWS, MAX_CACHED_FINDINGS, ReviewCache, evaluate_cached};
 
+pub mod report;
+pub mod suite;
+
 use std::fmt;
 use std::str::FromStr;
 use std::sync::Arc;

@@ -29,11 +29,25 @@ impl Cluster {
         Self { server, client }
     }
 
-    /// Starts a cluster with `config` that serves Kiln's CRDs and holds the
+    /// Starts a cluster with `config` that serves Kiln's CRDs and the
+    /// PolicyReport CRDs of deploy/policy-reports/, and holds the
     /// namespaces `namespaces` (what the controller's tests start from).
     pub async fn with_kiln(config: Config, namespaces: &[&str]) -> Self {
+        Self::with_kiln_crds(config, namespaces, true).await
+    }
+
+    /// [`Cluster::with_kiln`], saying whether the cluster serves the
+    /// wgpolicyk8s.io PolicyReport CRDs.
+    pub async fn with_kiln_crds(config: Config, namespaces: &[&str], policy_reports: bool) -> Self {
         let cluster = Self::with(config).await;
-        for (_, yaml) in kiln::api::crds() {
+        let mut crds: Vec<String> = kiln::api::crds()
+            .into_iter()
+            .map(|(_, yaml)| yaml)
+            .collect();
+        if policy_reports {
+            crds.extend(policy_report_crds());
+        }
+        for yaml in crds {
             cluster
                 .apply(
                     "customresourcedefinitions",
@@ -110,6 +124,19 @@ impl Cluster {
             .await?;
         Ok(serde_json::to_value(object).unwrap())
     }
+}
+
+/// The PolicyReport and ClusterPolicyReport CRDs Kiln ships
+/// (deploy/policy-reports/).
+pub fn policy_report_crds() -> Vec<String> {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy/policy-reports");
+    ["policyreports", "clusterpolicyreports"]
+        .iter()
+        .map(|name| {
+            let file = dir.join(format!("{name}.wgpolicyk8s.io.yaml"));
+            std::fs::read_to_string(&file).unwrap_or_else(|e| panic!("{}: {e}", file.display()))
+        })
+        .collect()
 }
 
 /// A `kube::Client` built from the server's kubeconfig, as users would.
