@@ -2059,3 +2059,494 @@ async fn without_the_policy_report_crd_the_findings_stay_in_the_status() {
     assert_eq!(status["health"]["status"], "Healthy", "{status}");
     let _ = w.stop.send(());
 }
+
+const PRIVILEGED_WEB: &str = "\
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+spec:
+  replicas: 10
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers:
+      - name: app
+        image: nginx:1.27
+        securityContext: {privileged: true}
+";
+
+const RESTRICTED_WEB: &str = "\
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+spec:
+  replicas: 10
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers:
+      - name: app
+        image: nginx:1.27
+        securityContext:
+          allowPrivilegeEscalation: false
+          runAsNonRoot: true
+          capabilities: {drop: [ALL]}
+          seccompProfile: {type: RuntimeDefault}
+";
+
+/// The security team's ValidatingAdmissionPolicy: at most `max` replicas.
+fn replicas_policy(max: u32) -> String {
+    format!(
+        "apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata: {{name: replicas.example.com}}
+spec:
+  matchConstraints:
+    resourceRules:
+    - {{apiGroups: [apps], apiVersions: [v1], operations: [CREATE], resources: [deployments]}}
+  validations:
+  - expression: object.spec.replicas <= {max}
+"
+    )
+}
+
+const REPLICAS_BINDING: &str = "\
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata: {name: replicas-binding}
+spec:
+  policyName: replicas.example.com
+  validationActions: [Deny]
+";
+
+/// What an application team would ship to defeat a policy reading its tree:
+/// a policy that allows everything, at the paths the settings name.
+const PERMISSIVE_POLICY: &str = "\
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata: {name: replicas.example.com}
+spec:
+  matchConstraints:
+    resourceRules:
+    - {apiGroups: ['*'], apiVersions: ['*'], operations: [CREATE], resources: ['*']}
+  validations:
+  - expression: 'true'
+";
+
+/// Like [`eventually`], for up to 90 s (policy components compile first).
+async fn eventually_long<T>(what: &str, mut check: impl AsyncFnMut() -> Option<T>) -> T {
+    for _ in 0..900 {
+        if let Some(value) = check().await {
+            return value;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("timed out waiting for {what}");
+}
+
+/// The project's mandatory policies: `pod-security` (restricted) and the
+/// ValidatingAdmissionPolicies of `vap/`, both read from `policies` (the
+/// security team's repository), in `mode`; `pod_security_repo` overrides
+/// pod-security's repository.
+fn secure_policies(policies: &str, pod_security_repo: &str, mode: &str) -> Value {
+    json!([
+        {"name": "pod-security", "mode": mode, "settings": {"level": "restricted"},
+         "source": {"repoURL": pod_security_repo, "path": "psa"}},
+        {"name": "vap", "mode": mode,
+         "settings": {"policy": "policy.yaml", "binding": "binding.yaml"},
+         "source": {"repoURL": policies, "targetRevision": "main", "path": "vap"}},
+    ])
+}
+
+/// Issue 18: a project's mandatory policies read a repository the security
+/// team owns, not the application's. The application's repository ships a
+/// permissive policy at the very paths the settings name: it changes
+/// nothing. The policy repository is not in `sourceRepos` (it is the
+/// project's, trusted as the AppProject is); an Application's own policy
+/// reading it is held to `sourceRepos`; a `file://` or escaping policy
+/// source is refused; an unreachable one fails closed naming the
+/// repository.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn project_policies_read_the_security_team_s_repository() {
+    let w = world().await;
+    // Given the security team's repository, served beside the apps'.
+    let policies_repo = Fixture::new(w._dir.path(), "policies");
+    policies_repo.commit(
+        "policies",
+        &[
+            ("psa/README.md", "pod security: restricted\n"),
+            ("vap/policy.yaml", &replicas_policy(5)),
+            ("vap/binding.yaml", REPLICAS_BINDING),
+        ],
+    );
+    policies_repo.publish();
+    let policies = w._daemon.url("policies");
+    // And an application shipping a privileged Deployment with 10 replicas
+    // and, at the root of its repository, its own permissive policy files.
+    w.repo.commit(
+        "privileged web",
+        &[
+            ("guestbook/web.yaml", PRIVILEGED_WEB),
+            ("policy.yaml", PERMISSIVE_POLICY),
+            ("binding.yaml", REPLICAS_BINDING),
+        ],
+    );
+    w.repo.publish();
+    for (name, component) in [("pod-security", "pod-security"), ("vap", "vap")] {
+        w.cluster
+            .apply(
+                "plugins",
+                json!({"apiVersion": "kiln.dev/v1alpha1", "kind": "Plugin",
+                    "metadata": {"name": name, "namespace": "kiln"},
+                    "spec": {"kind": "policy", "ref": support::component(component).display().to_string(),
+                        "verify": {"insecure": true}}}),
+                "operator",
+                false,
+            )
+            .await
+            .unwrap();
+    }
+    let project = |name: &str, policies: Value| {
+        json!({"apiVersion": "kiln.dev/v1alpha1", "kind": "AppProject",
+            "metadata": {"name": name, "namespace": "kiln"},
+            "spec": {"sourceRepos": [w.url.clone()], "destinations": [{"namespace": "*"}],
+                "policies": policies}})
+    };
+    w.cluster
+        .apply(
+            "appprojects",
+            project("secure", secure_policies(&policies, &policies, "enforce")),
+            "security",
+            false,
+        )
+        .await
+        .unwrap();
+    let apps: Api<Application> = Api::namespaced(w.cluster.client.clone(), "kiln");
+    apps.create(
+        &PostParams::default(),
+        &application("web", &w.url, "secure"),
+    )
+    .await
+    .unwrap();
+
+    // Then it is blocked by both policies, reading the security team's
+    // files: nothing is applied.
+    let deployments = w
+        .cluster
+        .api("apps/v1", "Deployment", "deployments", Some("guestbook"));
+    let blocked = eventually_long("web blocked by both policies", async || {
+        let status = app_status(&w.cluster, "web").await;
+        let findings = status["policy"]["findings"].to_string();
+        (status["policy"]["blocked"] == true
+            && findings.contains("privileged")
+            && findings.contains("object.spec.replicas <= 5"))
+        .then_some(status)
+    })
+    .await;
+    let condition = blocked["conditions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["type"] == "PolicyBlocked")
+        .unwrap_or_else(|| panic!("{blocked}"));
+    assert!(
+        condition["message"]
+            .as_str()
+            .unwrap()
+            .contains("Deployment"),
+        "{condition}"
+    );
+    assert!(deployments.get_opt("web").await.unwrap().is_none());
+    assert!(
+        live_configmap(&w.cluster, "settings").await.is_none(),
+        "nothing of a blocked application is applied"
+    );
+
+    // When the project's policies warn instead, then the application is
+    // applied and the findings stay in its status as warnings.
+    w.cluster
+        .apply(
+            "appprojects",
+            project("secure", secure_policies(&policies, &policies, "warn")),
+            "security",
+            false,
+        )
+        .await
+        .unwrap();
+    let warned = eventually_long("web applied with warnings", async || {
+        deployments.get_opt("web").await.unwrap()?;
+        let status = app_status(&w.cluster, "web").await;
+        (status["policy"]["blocked"] == false).then_some(status)
+    })
+    .await;
+    let findings = warned["policy"]["findings"].as_array().unwrap();
+    assert!(findings.iter().all(|f| f["mode"] == "warn"), "{findings:?}");
+    assert!(
+        findings
+            .iter()
+            .any(|f| f["message"].as_str().unwrap().contains("privileged")),
+        "{findings:?}"
+    );
+    // And as a PolicyReport in the destination namespace.
+    let reports = w.cluster.api(
+        "wgpolicyk8s.io/v1alpha2",
+        "PolicyReport",
+        "policyreports",
+        Some("guestbook"),
+    );
+    let report = eventually_long("the PolicyReport", async || {
+        let found = reports.get_opt("kiln-web").await.ok().flatten()?;
+        let value = serde_json::to_value(found).unwrap();
+        let results = value["results"].to_string();
+        (results.contains("privileged") && results.contains("replicas <= 5")).then_some(value)
+    })
+    .await;
+    assert_eq!(
+        report["metadata"]["annotations"]["kiln.dev/application"],
+        "kiln/web"
+    );
+
+    // When the security team commits to its repository, then the
+    // application is reviewed again with the new policy, its own commit
+    // unchanged.
+    let revision = warned["sync"]["revision"].clone();
+    policies_repo.commit("allow 20", &[("vap/policy.yaml", &replicas_policy(20))]);
+    policies_repo.publish();
+    eventually_long("the new policy reviewed", async || {
+        let status = app_status(&w.cluster, "web").await;
+        let findings = status["policy"]["findings"].to_string();
+        (!findings.contains("replicas <= 5") && findings.contains("privileged")).then_some(())
+    })
+    .await;
+    assert_eq!(
+        app_status(&w.cluster, "web").await["sync"]["revision"],
+        revision
+    );
+
+    // When commits touch nothing the policies read (another team's
+    // directory of the policy repository, the application's README), then
+    // no policy runs again: the reviews are reused.
+    let (hits, misses) = w.ctx.review_cache.stats();
+    policies_repo.commit("another team", &[("other-team/policy.yaml", "x: 1\n")]);
+    policies_repo.publish();
+    w.repo.commit("docs", &[("README.md", "more docs\n")]);
+    w.repo.publish();
+    eventually_long("reconciles after the unrelated commits", async || {
+        (w.ctx.review_cache.stats().0 >= hits + 20).then_some(())
+    })
+    .await;
+    assert_eq!(
+        w.ctx.review_cache.stats().1,
+        misses,
+        "no review ran for commits outside what the policies read"
+    );
+
+    // When the application is fixed, then its findings clear.
+    w.repo
+        .commit("restricted web", &[("guestbook/web.yaml", RESTRICTED_WEB)]);
+    w.repo.publish();
+    eventually_long("the findings cleared", async || {
+        let status = app_status(&w.cluster, "web").await;
+        (status["policy"].is_object()
+            && status["policy"]["findings"]
+                .as_array()
+                .is_none_or(Vec::is_empty)
+            && status["policy"]["blocked"] == false)
+            .then_some(())
+    })
+    .await;
+    eventually_long("the PolicyReport emptied", async || {
+        let found = reports.get_opt("kiln-web").await.ok().flatten()?;
+        let value = serde_json::to_value(found).unwrap();
+        value["results"]
+            .as_array()
+            .is_none_or(Vec::is_empty)
+            .then_some(())
+    })
+    .await;
+
+    // When pod-security's repository cannot be reached, then the enforced
+    // policy fails closed, and the condition names the repository.
+    w.cluster
+        .apply(
+            "appprojects",
+            project(
+                "secure",
+                secure_policies(&policies, "git://127.0.0.1:1/policies.git", "enforce"),
+            ),
+            "security",
+            false,
+        )
+        .await
+        .unwrap();
+    let unreachable = eventually_long("web blocked by an unreachable source", async || {
+        let status = app_status(&w.cluster, "web").await;
+        status["conditions"]
+            .as_array()?
+            .iter()
+            .find(|c| c["type"] == "PolicyBlocked")
+            .cloned()
+    })
+    .await;
+    let message = unreachable["message"].as_str().unwrap();
+    assert!(
+        message.contains("git://127.0.0.1:1/policies.git") && message.contains("pod-security"),
+        "{message}"
+    );
+
+    // An Application's own policy may not read a repository its project
+    // does not allow; a project's policy source on the controller's
+    // filesystem, or climbing out of its repository, is refused.
+    let mut sneaky = application("sneaky", &w.url, "secure");
+    sneaky.spec.policies = serde_json::from_value(json!([{"name": "vap",
+        "settings": {"policy": "policy.yaml", "binding": "binding.yaml"},
+        "source": {"repoURL": policies}}]))
+    .unwrap();
+    apps.create(&PostParams::default(), &sneaky).await.unwrap();
+    for (name, policies) in [
+        (
+            "file",
+            json!([{"name": "pod-security", "source": {"repoURL": format!("file://{}", policies_repo.bare.display())}}]),
+        ),
+        (
+            "escape",
+            json!([{"name": "pod-security", "source": {"repoURL": policies, "path": "psa/../../apps"}}]),
+        ),
+    ] {
+        w.cluster
+            .apply("appprojects", project(name, policies), "security", false)
+            .await
+            .unwrap();
+        apps.create(
+            &PostParams::default(),
+            &application(&format!("in-{name}"), &w.url, name),
+        )
+        .await
+        .unwrap();
+    }
+    for (app, kind, words) in [
+        ("sneaky", "ProjectViolation", "sourceRepos"),
+        ("in-file", "InvalidSpec", "FileRepositoryNotAllowed"),
+        ("in-escape", "InvalidSpec", "climbs above"),
+    ] {
+        let status = status_with_a_condition(&w.cluster, app, app).await;
+        let text = status["conditions"].to_string();
+        assert!(text.contains(kind) && text.contains(words), "{app}: {text}");
+    }
+    let _ = w.stop.send(());
+}
+
+/// A push to the security team's repository refreshes the applications
+/// whose project policies read the pushed directory, and no other: a push
+/// to another team's directory of the same repository refreshes nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_push_to_a_policy_source_refreshes_the_applications_it_reviews() {
+    use hmac::Mac as _;
+    // Polling is slow here: only the webhook can make this fast.
+    let w = world_with(Duration::from_secs(3600)).await;
+    let state = Arc::new(controller::http::HttpState {
+        ctx: w.ctx.clone(),
+        webhook: controller::http::WebhookAuth::new(Some("s3cret".into()), false),
+        ready: std::sync::atomic::AtomicBool::new(true),
+    });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let endpoint = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, controller::http::router(state)).await });
+    let policies_repo = Fixture::new(w._dir.path(), "policies");
+    policies_repo.commit(
+        "policies",
+        &[
+            ("vap/policy.yaml", &replicas_policy(20)),
+            ("vap/binding.yaml", REPLICAS_BINDING),
+        ],
+    );
+    policies_repo.publish();
+    let policies = w._daemon.url("policies");
+    w.repo
+        .commit("web", &[("guestbook/web.yaml", RESTRICTED_WEB)]);
+    w.repo.publish();
+    w.cluster
+        .apply(
+            "plugins",
+            json!({"apiVersion": "kiln.dev/v1alpha1", "kind": "Plugin",
+                "metadata": {"name": "vap", "namespace": "kiln"},
+                "spec": {"kind": "policy", "ref": support::component("vap").display().to_string(),
+                    "verify": {"insecure": true}}}),
+            "operator",
+            false,
+        )
+        .await
+        .unwrap();
+    w.cluster
+        .apply(
+            "appprojects",
+            json!({"apiVersion": "kiln.dev/v1alpha1", "kind": "AppProject",
+                "metadata": {"name": "secure", "namespace": "kiln"},
+                "spec": {"sourceRepos": [w.url.clone()], "destinations": [{"namespace": "*"}],
+                    "policies": [{"name": "vap",
+                        "settings": {"policy": "policy.yaml", "binding": "binding.yaml"},
+                        "source": {"repoURL": policies, "path": "vap"}}]}}),
+            "security",
+            false,
+        )
+        .await
+        .unwrap();
+    let apps: Api<Application> = Api::namespaced(w.cluster.client.clone(), "kiln");
+    apps.create(
+        &PostParams::default(),
+        &application("web", &w.url, "secure"),
+    )
+    .await
+    .unwrap();
+    eventually_long("the first sync", async || {
+        live_configmap(&w.cluster, "settings").await
+    })
+    .await;
+
+    let http = reqwest::Client::new();
+    let deliver = |files: Vec<&str>| {
+        let body = json!({"ref": "refs/heads/main", "repository": {"clone_url": policies},
+            "commits": [{"added": [], "modified": files, "removed": []}]})
+        .to_string();
+        let mut mac = hmac::Hmac::<sha2::Sha256>::new_from_slice(b"s3cret").unwrap();
+        mac.update(body.as_bytes());
+        let signature = format!("sha256={}", hex::encode(mac.finalize().into_bytes()));
+        http.post(format!("{endpoint}/api/webhook"))
+            .header("x-hub-signature-256", signature)
+            .header("content-type", "application/json")
+            .body(body)
+            .send()
+    };
+    // Another team's directory: nothing refreshed.
+    policies_repo.commit("other team", &[("other-team/policy.yaml", "x: 1\n")]);
+    policies_repo.publish();
+    let other: Value = deliver(vec!["other-team/policy.yaml"])
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(other["refreshed"], json!([]));
+    // The policy's directory: refreshed at once, and reviewed anew.
+    policies_repo.commit("at most 5", &[("vap/policy.yaml", &replicas_policy(5))]);
+    policies_repo.publish();
+    let touched: Value = deliver(vec!["vap/policy.yaml"])
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(touched["refreshed"], json!(["web"]));
+    eventually_long("web blocked by the new policy", async || {
+        let status = app_status(&w.cluster, "web").await;
+        (status["policy"]["blocked"] == true
+            && status["policy"]["findings"]
+                .to_string()
+                .contains("replicas <= 5"))
+        .then_some(())
+    })
+    .await;
+    let _ = w.stop.send(());
+}

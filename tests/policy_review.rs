@@ -5,7 +5,7 @@ mod support;
 
 use kiln::manifest;
 use kiln::plugin::{PluginError, Severity, World};
-use kiln::policy::{Mode, PolicyStep, evaluate};
+use kiln::policy::{Mode, PolicySource, PolicyStep, evaluate};
 use support::*;
 
 const OBJECTS: &str = "\
@@ -79,10 +79,11 @@ async fn modes_decide_what_blocks() {
         plugin: policy.clone(),
         settings: params(&[("labels", labels)]),
         mode,
+        source: PolicySource::Application(view(&guestbook())),
     };
     let run = |steps: Vec<PolicyStep>| {
         let objects = objects.clone();
-        async move { evaluate(view(&guestbook()), &context("t", ""), objects, &steps).await }
+        async move { evaluate(&context("t", ""), objects, &steps).await }
     };
 
     let report = run(vec![step(Mode::Warn, "owner"), step(Mode::Audit, "owner")]).await;

@@ -474,9 +474,12 @@ async fn serve(dir: &Path, issued: &Issued, limits: Limits) -> String {
         host: PluginHost::new(HostConfig::default()).unwrap(),
         catalog: Catalog::new(CatalogConfig {
             store: dir.join("plugins"),
+            // The policy test names the components built in plugins/dist.
+            allow_file_plugins: true,
             ..CatalogConfig::default()
         }),
         cache: RenderCache::new(1 << 20),
+        reviews: kiln::policy::ReviewCache::default(),
         allow_file_repositories: false,
         limits,
     });
@@ -761,5 +764,117 @@ async fn a_pool_routes_each_repository_to_one_replica_and_fails_over() {
     assert_eq!(
         failovers, 1,
         "the gone replica is tried once, then passed over"
+    );
+}
+
+/// A policy reading the security team's repository through the render
+/// server: the request carries the policy source and its credentials (the
+/// server holds none), the application's own policy files change nothing,
+/// and without the credentials the enforced policy fails closed naming the
+/// repository.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_policy_source_and_its_credentials_travel_with_the_request() {
+    use kiln::policy::Mode;
+    use kiln::render::remote::{
+        PluginDescription, PolicySourceRef, PolicyStepRef, WireCredentials, WireSecret,
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let web =
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec: {replicas: 10}\n";
+    let policy = |max: u32| {
+        format!(
+            "apiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingAdmissionPolicy\n\
+             metadata: {{name: replicas}}\nspec:\n  matchConstraints:\n    resourceRules:\n\
+             \x20   - {{apiGroups: [apps], apiVersions: [v1], operations: [CREATE], resources: [deployments]}}\n\
+             \x20 validations:\n  - expression: object.spec.replicas <= {max}\n"
+        )
+    };
+    let binding = "apiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingAdmissionPolicyBinding\n\
+                   metadata: {name: replicas}\nspec: {policyName: replicas, validationActions: [Deny]}\n";
+    let apps = Fixture::new(dir.path(), "apps");
+    apps.commit(
+        "app with its own permissive policy",
+        &[
+            ("web/web.yaml", web),
+            ("policy.yaml", &policy(100)),
+            ("binding.yaml", binding),
+        ],
+    );
+    apps.publish();
+    let policies = Fixture::new(dir.path(), "policies");
+    policies.commit(
+        "policies",
+        &[
+            ("vap/policy.yaml", &policy(5)),
+            ("vap/binding.yaml", binding),
+        ],
+    );
+    policies.publish();
+    let daemon = GitDaemon::start(dir.path());
+    let http = support::git::HttpBackend::start(dir.path(), Some("security:t0ken"));
+    let issued = issued();
+    let url = serve(&dir.path().join("server"), &issued, Limits::default()).await;
+    let client = Client::new(&url, &issued.client_identity(), Limits::default()).unwrap();
+    let policy_url = http.url("policies");
+    let request = |credentials: Option<WireCredentials>| RenderRequest {
+        app: AppRef {
+            name: "web".into(),
+            namespace: "shop".into(),
+            project: "secure".into(),
+            repo_url: daemon.url("apps"),
+            path: "web".into(),
+        },
+        revision: "main".into(),
+        chain: Vec::new(),
+        policies: vec![PolicyStepRef {
+            plugin: PluginDescription {
+                name: "vap".into(),
+                reference: support::component("vap").display().to_string(),
+                world: kiln::plugin::World::Policy,
+                verify: vec![serde_json::from_value(json!({"insecure": true})).unwrap()],
+                limits: kiln::plugin::Limits::default().into(),
+            },
+            settings: vec![
+                ("policy".into(), "policy.yaml".into()),
+                ("binding".into(), "binding.yaml".into()),
+            ],
+            mode: Mode::Enforce,
+            source: Some(PolicySourceRef {
+                repo_url: policy_url.clone(),
+                revision: "main".into(),
+                path: "vap".into(),
+                refresh: false,
+                credentials,
+            }),
+        }],
+        refresh: false,
+        repository_credentials: None,
+        registry_credentials: Vec::new(),
+        ssh_known_hosts: None,
+    };
+
+    let answer = client
+        .render(&request(Some(WireCredentials::Basic {
+            username: "security".into(),
+            password: WireSecret("t0ken".into()),
+        })))
+        .await
+        .unwrap();
+    assert!(answer.blocked, "{answer:?}");
+    let findings = serde_json::to_string(&answer.policy).unwrap();
+    assert!(findings.contains("object.spec.replicas <= 5"), "{findings}");
+
+    // A new server (no credentials remembered): the request brings none.
+    let url = serve(&dir.path().join("server2"), &issued, Limits::default()).await;
+    let client = Client::new(&url, &issued.client_identity(), Limits::default()).unwrap();
+    let answer = client.render(&request(None)).await.unwrap();
+    assert!(
+        answer.blocked,
+        "an enforced policy without its source fails closed"
+    );
+    let findings = serde_json::to_string(&answer.policy).unwrap();
+    assert!(
+        findings.contains(&format!("cannot read its policy source {policy_url}")),
+        "{findings}"
     );
 }

@@ -157,9 +157,42 @@ pub struct PolicyUse {
     /// `enforce` (default: blocks the sync), `warn` or `audit`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mode: Option<PolicyMode>,
-    /// Settings passed to it.
+    /// Settings passed to it. Paths in them (`template=…`, `policy=…`) are
+    /// read through the policy's source: `source` when set, else the
+    /// Application's own tree.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub settings: BTreeMap<String, String>,
+    /// Where the policy reads its files (templates, constraints,
+    /// bindings) instead of the Application's tree, so that the team owning
+    /// the Application cannot edit what judges it. The policy sees the
+    /// repository at `path` as its whole tree: settings paths are relative
+    /// to it, and a path climbing out of it is refused. Polled and cached
+    /// like an Application's source; a new commit there re-reviews the
+    /// applications using it. In an AppProject it is trusted as the
+    /// AppProject is (it is not held to `sourceRepos`), but a repository on
+    /// the controller's filesystem is refused unless the controller runs
+    /// with `--allow-file-repositories`. In an Application it is held to the
+    /// project's `sourceRepos` like `spec.source`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<PolicySource>,
+}
+
+/// The repository a policy reads its files from.
+#[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct PolicySource {
+    /// The repository URL (https, ssh, git; file only when the controller
+    /// allows file repositories). Credentials come from the repository
+    /// Secrets matching it, as for an Application's source.
+    #[serde(rename = "repoURL")]
+    pub repo_url: String,
+    /// Branch, tag, commit or semver range (default `HEAD`).
+    #[serde(default = "default_revision")]
+    pub target_revision: String,
+    /// The directory the policy sees as its root (default `.`: the whole
+    /// repository).
+    #[serde(default = "default_path")]
+    pub path: String,
 }
 
 /// What a failing policy does.

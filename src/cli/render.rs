@@ -10,7 +10,7 @@ use clap::ArgMatches;
 use kiln::manifest::{self, Object};
 use kiln::plugin::{AppContext, Params, Severity, World};
 use kiln::policy::report::{self, Entry, ReportOptions, Scopes};
-use kiln::policy::{self, Mode, PolicyStep, Report};
+use kiln::policy::{self, Mode, PolicySource, PolicyStep, Report};
 use kiln::render::{self, DirectoryOptions, Step};
 use kiln::source::{LocalDir, SourceView};
 
@@ -82,6 +82,14 @@ pub(crate) struct PipelineArgs {
     /// Default: DIR itself. Paths such as `../base` work within the root.
     #[arg(long, value_name = "DIR", conflicts_with = "repo")]
     root: Option<PathBuf>,
+
+    /// The policies' source: the directory every --policy reads its files
+    /// from (templates, constraints, bindings), as an AppProject's policy
+    /// reads the security team's repository; settings paths are relative
+    /// to it and cannot leave it. Default: the application's source
+    /// (--root, or --repo), paths relative to DIR.
+    #[arg(long, value_name = "DIR")]
+    policy_root: Option<PathBuf>,
 
     #[command(flatten)]
     git: super::source::GitArgs,
@@ -247,6 +255,17 @@ pub(crate) async fn pipeline(
             recurse: args.recurse,
         }));
     }
+    let source = match &args.policy_root {
+        Some(dir) => PolicySource::Own {
+            view: Arc::new(
+                LocalDir::open(dir)
+                    .with_context(|| format!("cannot open the policy root {}", dir.display()))?,
+            ),
+            repo_url: String::new(),
+            revision: "local".into(),
+        },
+        None => PolicySource::Application(view.clone()),
+    };
     let mut policies = Vec::new();
     for ((reference, settings), mode) in args.policies.iter().zip(settings).zip(modes) {
         let plugin = loader.load(reference, World::Policy).await?;
@@ -255,11 +274,12 @@ pub(crate) async fn pipeline(
             plugin,
             settings,
             mode,
+            source: source.clone(),
         });
     }
 
     let rendered = render::render(view.clone(), &context, &chain).await?;
-    let report = policy::evaluate(view, &context, rendered.objects.clone(), &policies).await;
+    let report = policy::evaluate(&context, rendered.objects.clone(), &policies).await;
     Ok((rendered.objects, report, context))
 }
 

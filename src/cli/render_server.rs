@@ -164,6 +164,7 @@ pub(crate) async fn run(args: &RenderServerArgs) -> anyhow::Result<u8> {
         host: args.host.host()?,
         catalog,
         cache: RenderCache::new(args.render_cache_size).with_dir(cache.join("renders")),
+        reviews: kiln::policy::ReviewCache::default(),
         allow_file_repositories: args.allow_file_repositories,
         limits,
     });

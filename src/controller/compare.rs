@@ -20,7 +20,9 @@ use crate::diff::{DiffOptions, IgnoreRules, Report};
 use crate::manifest::ObjectKey;
 use crate::plugin::World;
 use crate::policy::{self, Mode};
-use crate::render::remote::{AppRef, PolicyStepRef, RenderRequest, RenderStep, WireSecret};
+use crate::render::remote::{
+    AppRef, PolicySourceRef, PolicyStepRef, RenderRequest, RenderStep, WireSecret,
+};
 use crate::source::git::{CredentialProvider as _, RepoUrl};
 use crate::sync::{
     Application as SyncApp, DefinedScopes, Engine, PruneGuard, RetryPolicy, SyncOptions,
@@ -173,7 +175,25 @@ pub async fn compare(app: &Application, ctx: &Context, to: &CompareTo) -> Result
         });
     }
     let mut policies = Vec::new();
+    let mut policy_urls = Vec::new();
     for used in project.policies().iter().chain(&app.spec.policies) {
+        let source = match &used.source {
+            Some(source) => {
+                let url = policy_repository(&used.name, &source.repo_url, config)?;
+                let source = PolicySourceRef {
+                    repo_url: source.repo_url.clone(),
+                    revision: source.target_revision.clone(),
+                    // Parsed where the work is done (`..` out of the
+                    // repository is refused there).
+                    path: source.path.trim_start_matches('/').to_owned(),
+                    refresh: false,
+                    credentials: None,
+                };
+                policy_urls.push(url);
+                Some(source)
+            }
+            None => None,
+        };
         let described = plugins::describe(ctx, &project, &used.name, World::Policy).await?;
         if described.insecure {
             insecure.push(used.name.clone());
@@ -189,6 +209,7 @@ pub async fn compare(app: &Application, ctx: &Context, to: &CompareTo) -> Result
             plugin: described.description,
             settings: settings.into_iter().collect(),
             mode,
+            source,
         });
     }
     let mut request = RenderRequest {
@@ -197,14 +218,7 @@ pub async fn compare(app: &Application, ctx: &Context, to: &CompareTo) -> Result
             namespace: destination_namespace.clone(),
             project: app.spec.project.clone(),
             repo_url: app.spec.source.repo_url.clone(),
-            path: app
-                .spec
-                .source
-                .path
-                .trim_start_matches("./")
-                .trim_matches('/')
-                .trim_start_matches('.')
-                .to_owned(),
+            path: normalized_path(&app.spec.source.path),
         },
         revision: to
             .revision
@@ -234,6 +248,16 @@ pub async fn compare(app: &Application, ctx: &Context, to: &CompareTo) -> Result
                 .repo_credentials()
                 .credentials(&url)
                 .map(Into::into);
+            let credentials = ctx.secrets.repo_credentials();
+            for (step, url) in request
+                .policies
+                .iter_mut()
+                .filter_map(|p| p.source.as_mut())
+                .zip(&policy_urls)
+            {
+                step.refresh = ctx.take_forget(url);
+                step.credentials = credentials.credentials(url).map(Into::into);
+            }
             let routed = server
                 .render(url.as_str(), &request)
                 .await
@@ -256,6 +280,7 @@ pub async fn compare(app: &Application, ctx: &Context, to: &CompareTo) -> Result
                 host: &ctx.host,
                 catalog: &ctx.catalog,
                 cache: &ctx.render_cache,
+                reviews: &ctx.review_cache,
                 allow_file_repositories: config.allow_file_repositories,
             };
             let worked = super::work::work(shop, &request).await?;
@@ -504,6 +529,49 @@ fn repository(app: &Application, config: &super::ControllerConfig) -> Result<Rep
     Ok(url)
 }
 
+/// A path of a spec as the request carries it: no `./`, no slashes at
+/// either end, empty for the root.
+fn normalized_path(path: &str) -> String {
+    path.trim_start_matches("./")
+        .trim_matches('/')
+        .trim_start_matches('.')
+        .to_owned()
+}
+
+/// The repository of a policy's own source, if the controller may fetch
+/// it. Policy sources are set by whoever may edit the AppProject (or, for
+/// an Application's own policies, held to its project's `sourceRepos` by
+/// [`Project::admit`]); either way a repository on the controller's
+/// filesystem is refused unless
+/// [`ControllerConfig::allow_file_repositories`] is set, as for
+/// Applications.
+///
+/// [`ControllerConfig::allow_file_repositories`]: super::ControllerConfig::allow_file_repositories
+fn policy_repository(
+    policy: &str,
+    raw: &str,
+    config: &super::ControllerConfig,
+) -> Result<RepoUrl, Stop> {
+    let url = RepoUrl::parse(raw).map_err(|e| {
+        Stop::new(
+            "InvalidSpec",
+            "InvalidPolicySource",
+            format!("policy {policy}: source.repoURL: {e}"),
+        )
+    })?;
+    if url.is_local() && !config.allow_file_repositories {
+        return Err(Stop::new(
+            "InvalidSpec",
+            "FileRepositoryNotAllowed",
+            format!(
+                "policy {policy}: source.repoURL {url}: repositories on the controller's filesystem are refused; \
+                 start the controller with --allow-file-repositories to allow them (development only)"
+            ),
+        ));
+    }
+    Ok(url)
+}
+
 /// The sync options an Application's spec asks for.
 fn sync_options(app: &Application, ctx: &Context) -> Result<SyncOptions, Stop> {
     let config = &ctx.config;
@@ -610,6 +678,8 @@ mod tests {
                 findings,
                 error: None,
                 duration: std::time::Duration::ZERO,
+                read_set: Default::default(),
+                cached: false,
             }],
         };
         let status = policy_status(&report);

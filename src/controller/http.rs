@@ -3,7 +3,7 @@
 //! GitLab, Gitea), which refreshes the Applications a push concerns at once
 //! instead of at their next poll.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -24,7 +24,7 @@ use serde_json::{Value, json};
 use sha2::Sha256;
 
 use super::reconcile::Context;
-use crate::api::{Application, REFRESH_ANNOTATION};
+use crate::api::{AppProject, Application, PolicySource, REFRESH_ANNOTATION};
 use crate::source::git::{RepoUrl, Secret};
 
 type Labels = Vec<(String, String)>;
@@ -314,18 +314,30 @@ const UNCONFIGURED: &str = "webhook deliveries are refused: no webhook secret is
 /// a push under `base/`). Not knowing what the last render read (no render
 /// since the controller started) concerns it too.
 fn concerns(path: &str, reads: Option<&BTreeSet<String>>, files: &[String]) -> bool {
-    let under = |file: &str, dir: &str| {
-        dir.is_empty()
-            || dir == "."
-            || file == dir
-            || file
-                .strip_prefix(dir)
-                .is_some_and(|rest| rest.starts_with('/'))
-    };
     let Some(reads) = reads else { return true };
     files
         .iter()
         .any(|file| under(file, path) || reads.iter().any(|read| under(file, read)))
+}
+
+/// Whether `file` is `dir` or under it (everything is under the root).
+fn under(file: &str, dir: &str) -> bool {
+    dir.is_empty()
+        || dir == "."
+        || file == dir
+        || file
+            .strip_prefix(dir)
+            .is_some_and(|rest| rest.starts_with('/'))
+}
+
+/// Whether a push that changed `files` (`None`: unknown, so any) concerns a
+/// policy whose source is the directory `path` of the pushed repository: a
+/// policy sees nothing else of it, so a push elsewhere (another team's
+/// policies) refreshes nothing. Inside it, the review cache decides whether
+/// the policy runs again (what it read).
+fn concerns_policy(path: &str, files: Option<&[String]>) -> bool {
+    let path = path.trim_start_matches("./").trim_matches('/');
+    files.is_none_or(|files| files.iter().any(|file| under(file, path)))
 }
 
 /// The repository URLs and changed paths of a push payload.
@@ -429,22 +441,60 @@ async fn webhook(State(state): State<Arc<HttpState>>, headers: HeaderMap, body: 
                 .into_response();
         }
     };
+    // The projects' policy sources: a push to the security team's
+    // repository refreshes the applications its policies review.
+    let projects: Api<AppProject> =
+        Api::namespaced(state.ctx.client.clone(), &state.ctx.config.namespace);
+    let project_policies: HashMap<String, Vec<PolicySource>> =
+        match projects.list(&ListParams::default()).await {
+            Ok(list) => list
+                .items
+                .into_iter()
+                .map(|p| {
+                    let sources = p.spec.policies.into_iter().filter_map(|u| u.source);
+                    (p.metadata.name.unwrap_or_default(), sources.collect())
+                })
+                .collect(),
+            Err(e) => {
+                count("error");
+                return (
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    format!("cannot list AppProjects: {e}"),
+                )
+                    .into_response();
+            }
+        };
     let mut refreshed = Vec::new();
     for app in list.items {
         let source = &app.spec.source;
-        if !repo_identity(&source.repo_url).is_some_and(|id| pushed.contains(&id)) {
-            continue;
-        }
-        let path = source.path.trim_start_matches("./").trim_matches('/');
         let name = app.metadata.name.clone().unwrap_or_default();
-        let reads = state.ctx.read_paths.get(&name);
-        if files
-            .as_ref()
-            .is_some_and(|files| !concerns(path, reads.as_deref(), files))
-        {
+        let mut stale = Vec::new();
+        if repo_identity(&source.repo_url).is_some_and(|id| pushed.contains(&id)) {
+            let path = source.path.trim_start_matches("./").trim_matches('/');
+            let reads = state.ctx.read_paths.get(&name);
+            if files
+                .as_ref()
+                .is_none_or(|files| concerns(path, reads.as_deref(), files))
+            {
+                stale.push(source.repo_url.clone());
+            }
+        }
+        let policy_sources = project_policies
+            .get(&app.spec.project)
+            .into_iter()
+            .flatten()
+            .chain(app.spec.policies.iter().filter_map(|u| u.source.as_ref()));
+        for policy in policy_sources {
+            if repo_identity(&policy.repo_url).is_some_and(|id| pushed.contains(&id))
+                && concerns_policy(&policy.path, files.as_deref())
+            {
+                stale.push(policy.repo_url.clone());
+            }
+        }
+        if stale.is_empty() {
             continue;
         }
-        if let Ok(url) = RepoUrl::parse(&source.repo_url) {
+        for url in stale.iter().filter_map(|u| RepoUrl::parse(u).ok()) {
             // The next poll must ask the server, not a cached advertisement.
             state.ctx.forget_refs(&url).await;
         }
@@ -541,5 +591,19 @@ mod tests {
         assert!(!concerned(&["base-other/cm.yaml"]));
         // Nothing known yet (no render since the start): concerned.
         assert!(concerns("apps/prod", None, &["README.md".to_owned()]));
+    }
+
+    #[test]
+    fn a_push_concerns_a_policy_only_inside_its_source_path() {
+        let files = |list: &[&str]| list.iter().map(|f| (*f).to_owned()).collect::<Vec<_>>();
+        let vap = files(&["security/vap/policy.yaml"]);
+        let other = files(&["other-team/policy.yaml", "README.md"]);
+        assert!(concerns_policy("security/vap", Some(&vap)));
+        assert!(concerns_policy("./security/vap/", Some(&vap)));
+        assert!(!concerns_policy("security/vap", Some(&other)));
+        assert!(!concerns_policy("security/va", Some(&vap)));
+        // The whole repository, or an unknown set of files: concerned.
+        assert!(concerns_policy(".", Some(&other)));
+        assert!(concerns_policy("security/vap", None));
     }
 }

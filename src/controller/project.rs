@@ -113,6 +113,12 @@ impl Project {
     /// checked once resolved: [`Project::admit_destination`]).
     pub fn admit(&self, app: &Application) -> Result<(), Violation> {
         self.admit_repository(&app.spec.source.repo_url)?;
+        // An Application's own policies may read another repository only
+        // if the project lets it use that repository (the project's
+        // mandatory policies are trusted as the AppProject is).
+        for source in app.spec.policies.iter().filter_map(|p| p.source.as_ref()) {
+            self.admit_repository(&source.repo_url)?;
+        }
         if !self.spec.plugins.is_empty() {
             for plugin in app
                 .spec

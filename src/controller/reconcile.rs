@@ -178,6 +178,8 @@ pub struct Context {
     pub metrics: super::http::Metrics,
     /// Renders reused while what they read holds.
     pub render_cache: super::cache::RenderCache,
+    /// Policy reviews reused while what they depend on holds.
+    pub review_cache: crate::policy::ReviewCache,
     /// What each Application's last render read (the webhook's filter).
     pub read_paths: super::read_paths::ReadPaths,
     /// Watches on managed kinds, which trigger reconciles on live changes.
@@ -240,6 +242,7 @@ impl Context {
             config,
             metrics,
             render_cache,
+            review_cache: crate::policy::ReviewCache::default(),
             read_paths: super::read_paths::ReadPaths::default(),
             shutdown: Arc::new(AtomicBool::new(false)),
             shards,
@@ -707,10 +710,23 @@ async fn run(
         })
         .collect();
     if cmp.blocked {
+        // The first thing that blocks, so that the condition alone says
+        // what to fix (a finding, or why a policy could not run: its
+        // source's repository unreachable, its settings invalid...).
+        let first = cmp
+            .policy
+            .findings
+            .iter()
+            .find(|f| f.mode == "enforce" && f.severity == "error")
+            .map(|f| match &f.object {
+                Some(object) => format!(": {}: {object}: {}", f.policy, f.message),
+                None => format!(": {}: {}", f.policy, f.message),
+            })
+            .unwrap_or_default();
         return Err(Stop::new(
             "PolicyBlocked",
             "EnforcedPolicyFailed",
-            "an enforced policy failed; nothing was applied (see status.policy)",
+            format!("an enforced policy failed; nothing was applied (see status.policy){first}"),
         ));
     }
 

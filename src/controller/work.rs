@@ -4,6 +4,7 @@
 //! ([`RenderRequest`]) is all it needs to know about the Application, so a
 //! remote render and an in-process one cannot differ.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -11,11 +12,11 @@ use super::cache::RenderCache;
 use super::compare::Stop;
 use super::plugins::{self, Catalog};
 use crate::plugin::{AppContext, PluginHost, World};
-use crate::policy::{self, PolicyStep};
-use crate::render::remote::{RenderRequest, RenderResponse, WireObject};
+use crate::policy::{self, PolicySource, PolicyStep};
+use crate::render::remote::{PolicySourceRef, RenderRequest, RenderResponse, WireObject};
 use crate::render::{self, Step};
-use crate::source::SourceView;
-use crate::source::git::{GitSource, RepoUrl, Revision};
+use crate::source::git::{GitSource, GitTreeView, RepoUrl, Revision};
+use crate::source::{SourcePath, SourceView, Subtree};
 
 /// What the source work uses: Git, the plugin host and catalog, and the
 /// render cache.
@@ -29,6 +30,8 @@ pub struct Workshop<'a> {
     pub catalog: &'a Catalog,
     /// Renders reused while what they read holds.
     pub cache: &'a RenderCache,
+    /// Policy reviews reused while what they depend on holds.
+    pub reviews: &'a crate::policy::ReviewCache,
     /// Whether repositories on this process's filesystem may be read.
     pub allow_file_repositories: bool,
 }
@@ -143,19 +146,25 @@ pub async fn work(shop: Workshop<'_>, request: &RenderRequest) -> Result<Worked,
     };
 
     let mut steps = Vec::new();
+    let mut sources = PolicySources::default();
     for used in &request.policies {
         let plugin = shop
             .catalog
             .materialize(shop.host, &registry, &used.plugin)
             .await?;
+        let source = match &used.source {
+            None => PolicySource::Application(view.clone()),
+            Some(source) => sources.open(shop, &used.plugin.name, source).await?,
+        };
         steps.push(PolicyStep {
             plugin,
             settings: used.settings.clone(),
             mode: used.mode,
+            source,
         });
     }
-    let report = policy::evaluate(view, &context, objects.clone(), &steps).await;
-    for result in &report.results {
+    let report = policy::evaluate_cached(shop.reviews, &context, objects.clone(), &steps).await;
+    for result in report.results.iter().filter(|r| !r.cached) {
         timings.push((result.policy.clone(), World::Policy, result.duration));
     }
     Ok(Worked {
@@ -175,4 +184,73 @@ pub async fn work(shop: Workshop<'_>, request: &RenderRequest) -> Result<Worked,
         },
         timings,
     })
+}
+
+/// The policies' own sources of one request: each repository and revision
+/// is polled once, however many policies read it.
+#[derive(Default)]
+struct PolicySources {
+    polled: HashMap<(String, String), Result<GitTreeView, String>>,
+}
+
+impl PolicySources {
+    /// The source `policy` reads. A URL that cannot be used (malformed, a
+    /// file repository this process may not read) or a path that climbs
+    /// out of the repository is a spec error; a repository that cannot be
+    /// reached makes the policy unable to run ([`PolicySource::Unavailable`]:
+    /// enforced, it blocks).
+    async fn open(
+        &mut self,
+        shop: Workshop<'_>,
+        policy: &str,
+        source: &PolicySourceRef,
+    ) -> Result<PolicySource, Stop> {
+        let url = RepoUrl::parse(&source.repo_url).map_err(|e| {
+            Stop::new(
+                "InvalidSpec",
+                "InvalidPolicySource",
+                format!("policy {policy}: source.repoURL: {e}"),
+            )
+        })?;
+        if url.is_local() && !shop.allow_file_repositories {
+            return Err(Stop::new(
+                "InvalidSpec",
+                "FileRepositoryNotAllowed",
+                format!(
+                    "policy {policy}: source.repoURL {url}: repositories on the renderer's filesystem are refused; \
+                     start it with --allow-file-repositories to allow them (development only)"
+                ),
+            ));
+        }
+        let root = SourcePath::parse(&source.path).map_err(|e| {
+            Stop::new(
+                "InvalidSpec",
+                "InvalidPolicySource",
+                format!("policy {policy}: source.path: {e}"),
+            )
+        })?;
+        let key = (url.key().to_owned(), source.revision.clone());
+        if !self.polled.contains_key(&key) {
+            if source.refresh {
+                shop.git.forget_refs(&url).await;
+            }
+            let polled = shop
+                .git
+                .poll(&url, &Revision::parse(&source.revision))
+                .await
+                .map_err(|e| crate::text::chain(&e));
+            self.polled.insert(key.clone(), polled);
+        }
+        Ok(match &self.polled[&key] {
+            Ok(tree) => PolicySource::Own {
+                revision: tree.commit().to_string(),
+                view: Subtree::of(Arc::new(tree.clone()), root),
+                repo_url: source.repo_url.clone(),
+            },
+            Err(error) => PolicySource::Unavailable {
+                repo_url: source.repo_url.clone(),
+                error: format!("revision {}: {error}", source.revision),
+            },
+        })
+    }
 }

@@ -4,6 +4,16 @@
 //! policy reports an `error` finding (or cannot run at all: policies fail
 //! closed), `warn` reports without blocking, `audit` only records. All
 //! policies see the whole set at once and run concurrently.
+//!
+//! Each policy reads files (templates, constraints, bindings) through its
+//! own [`PolicySource`]: the Application's tree, or a tree of its own (an
+//! AppProject's policy reading the security team's repository, so that the
+//! application's team cannot edit what judges it). What each policy read is
+//! recorded ([`PolicyResult::read_set`]).
+
+mod cache;
+
+pub use cache::{DEFAULT_REVIEWS, MAX_CACHED_FINDINGS, ReviewCache, evaluate_cached};
 
 pub mod report;
 pub mod suite;
@@ -17,7 +27,7 @@ use tracing::Instrument as _;
 
 use crate::manifest::Object;
 use crate::plugin::{AppContext, Finding, Params, Plugin, Severity};
-use crate::source::SourceView;
+use crate::source::{ReadSet, RecordingView, SourceView};
 
 /// How a policy's findings affect a sync.
 #[derive(
@@ -63,7 +73,7 @@ impl FromStr for Mode {
     }
 }
 
-/// A policy plugin with its settings and mode.
+/// A policy plugin with its settings, mode and source.
 #[derive(Debug, Clone)]
 pub struct PolicyStep {
     /// The loaded policy.
@@ -72,6 +82,60 @@ pub struct PolicyStep {
     pub settings: Params,
     /// How its findings count.
     pub mode: Mode,
+    /// What its `source` interface reads.
+    pub source: PolicySource,
+}
+
+/// The tree a policy reads through its `source` interface.
+#[derive(Debug, Clone)]
+pub enum PolicySource {
+    /// The Application's own tree (the context's repository, revision and
+    /// path).
+    Application(Arc<dyn SourceView>),
+    /// A tree of its own: the policy sees `view` as the whole source, and
+    /// its context names this repository and commit with an empty path
+    /// (settings paths are relative to the view's root).
+    Own {
+        /// The tree (already cut to the source's path).
+        view: Arc<dyn SourceView>,
+        /// The repository, for the policy's context and messages.
+        repo_url: String,
+        /// The commit.
+        revision: String,
+    },
+    /// Its source could not be read: the policy cannot run (it fails
+    /// closed in `enforce` mode).
+    Unavailable {
+        /// The repository.
+        repo_url: String,
+        /// Why, with its causes.
+        error: String,
+    },
+}
+
+impl PolicySource {
+    /// The view and context the policy runs with, or why it cannot run.
+    fn open(&self, context: &AppContext) -> Result<(Arc<dyn SourceView>, AppContext), String> {
+        match self {
+            PolicySource::Application(view) => Ok((view.clone(), context.clone())),
+            PolicySource::Own {
+                view,
+                repo_url,
+                revision,
+            } => Ok((
+                view.clone(),
+                AppContext {
+                    repo_url: repo_url.clone(),
+                    revision: revision.clone(),
+                    path: String::new(),
+                    ..context.clone()
+                },
+            )),
+            PolicySource::Unavailable { repo_url, error } => {
+                Err(format!("cannot read its policy source {repo_url}: {error}"))
+            }
+        }
+    }
 }
 
 /// What one policy said.
@@ -90,6 +154,13 @@ pub struct PolicyResult {
     /// How long the review took (for metrics).
     #[serde(skip)]
     pub duration: std::time::Duration,
+    /// What the policy read of its source (relative to that source's view).
+    #[serde(skip)]
+    pub read_set: ReadSet,
+    /// Whether this result was reused from a [`ReviewCache`] (the policy
+    /// did not run).
+    #[serde(skip)]
+    pub cached: bool,
 }
 
 impl PolicyResult {
@@ -114,11 +185,11 @@ impl Report {
     }
 }
 
-/// Runs every policy over `objects`, concurrently; each first validates its
-/// settings. A policy that fails is reported, never propagated: what that
-/// means for the sync is up to its mode.
+/// Runs every policy over `objects`, concurrently, each reading its own
+/// [`PolicySource`]; each first validates its settings. A policy that fails
+/// (or whose source cannot be read) is reported, never propagated: what
+/// that means for the sync is up to its mode.
 pub async fn evaluate(
-    view: Arc<dyn SourceView>,
     context: &AppContext,
     objects: Vec<Object>,
     policies: &[PolicyStep],
@@ -126,24 +197,39 @@ pub async fn evaluate(
     let objects: Arc<[Object]> = objects.into();
     let mut tasks = JoinSet::new();
     for (index, step) in policies.iter().cloned().enumerate() {
-        let (view, context, objects) = (view.clone(), context.clone(), objects.clone());
+        let (context, objects) = (context.clone(), objects.clone());
         let span = tracing::info_span!("policy", policy = step.plugin.name(), mode = %step.mode);
         tasks.spawn(
             async move {
                 let started = std::time::Instant::now();
-                let outcome = match step.plugin.validate_settings(step.settings.clone()).await {
-                    Ok(()) => {
-                        step.plugin
-                            .review(view, context, objects, step.settings.clone())
-                            .await
+                let mut read_set = ReadSet::default();
+                let outcome = match step.source.open(&context) {
+                    Err(unavailable) => Err(unavailable),
+                    Ok((view, context)) => {
+                        match step.plugin.validate_settings(step.settings.clone()).await {
+                            Ok(()) => {
+                                let recording = Arc::new(RecordingView::new(view));
+                                let reviewed = step
+                                    .plugin
+                                    .review(
+                                        recording.clone(),
+                                        context,
+                                        objects,
+                                        step.settings.clone(),
+                                    )
+                                    .await;
+                                read_set = recording.read_set();
+                                reviewed.map_err(|e| e.to_string())
+                            }
+                            Err(e) => Err(e.to_string()),
+                        }
                     }
-                    Err(e) => Err(e),
                 };
                 let (findings, error) = match outcome {
                     Ok(findings) => (findings, None),
                     Err(e) => {
                         tracing::warn!(error = %e, "policy could not review");
-                        (Vec::new(), Some(e.to_string()))
+                        (Vec::new(), Some(e))
                     }
                 };
                 (
@@ -154,6 +240,8 @@ pub async fn evaluate(
                         findings,
                         error,
                         duration: started.elapsed(),
+                        read_set,
+                        cached: false,
                     },
                 )
             }
@@ -179,6 +267,8 @@ pub async fn evaluate(
                     findings: Vec::new(),
                     error: Some("the policy task failed on the host".into()),
                     duration: std::time::Duration::ZERO,
+                    read_set: ReadSet::default(),
+                    cached: false,
                 })
             })
             .collect(),

@@ -594,6 +594,8 @@ mod tests {
                     findings,
                     error: error.map(Into::into),
                     duration: std::time::Duration::ZERO,
+                    read_set: Default::default(),
+                    cached: false,
                 })
                 .collect(),
         }

@@ -15,10 +15,12 @@ pub mod helm;
 mod local;
 mod path;
 mod record;
+mod subtree;
 
 pub use local::LocalDir;
 pub use path::{PathError, SourcePath};
 pub use record::{Observation, ReadSet, RecordingView};
+pub use subtree::Subtree;
 
 use std::fmt;
 

@@ -332,6 +332,7 @@ async fn run_case(
             plugin,
             settings,
             mode: spec.mode,
+            source: policy::PolicySource::Application(view.clone()),
         });
     }
     let context = AppContext {
@@ -342,7 +343,7 @@ async fn run_case(
         revision: "local".into(),
         path: suite.dir.clone(),
     };
-    let report = policy::evaluate(view, &context, objects, &steps).await;
+    let report = policy::evaluate(&context, objects, &steps).await;
     if let Some(failed) = report.results.iter().find(|r| r.error.is_some()) {
         return CaseOutcome::status(
             Status::Error,

@@ -2,7 +2,7 @@
 //!
 //! JSON bodies over HTTP/2 (`POST /v1/render`), see docs/controller.md for
 //! why not gRPC. A request carries everything one render needs, including
-//! the credentials of that one repository; the answer carries the objects,
+//! the credentials of its repository and of its policies' own sources; the answer carries the objects,
 //! what the render read, the commit and the policy report. A refusal is a
 //! [`RenderFailure`]: the condition the Application should show.
 
@@ -109,6 +109,32 @@ pub struct PolicyStepRef {
     pub settings: Vec<(String, String)>,
     /// Enforce, warn or audit.
     pub mode: Mode,
+    /// Where the policy reads its files; `None`: the Application's tree.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<PolicySourceRef>,
+}
+
+/// A policy's own source: a repository the policy sees, at `path`, instead
+/// of the Application's tree (an AppProject's policy kept in the security
+/// team's repository).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PolicySourceRef {
+    /// Repository URL.
+    pub repo_url: String,
+    /// The revision to resolve.
+    pub revision: String,
+    /// The directory the policy sees as its root (normalized; empty: the
+    /// whole repository).
+    #[serde(default)]
+    pub path: String,
+    /// Resolve the repository's refs afresh.
+    #[serde(default)]
+    pub refresh: bool,
+    /// The credentials of `repo_url`, if it needs some (from the repository
+    /// Secrets matching it, as for the Application's repository).
+    #[serde(default)]
+    pub credentials: Option<WireCredentials>,
 }
 
 /// A secret string on the wire: `Debug` prints `***`.

@@ -84,6 +84,8 @@ pub struct RenderServer {
     pub catalog: Catalog,
     /// The render cache.
     pub cache: RenderCache,
+    /// Policy reviews reused while what they depend on holds.
+    pub reviews: crate::policy::ReviewCache,
     /// Whether requests may name repositories on this filesystem.
     pub allow_file_repositories: bool,
     /// Protocol bounds.
@@ -234,11 +236,20 @@ impl RenderServer {
             self.credentials
                 .set(&url, request.repository_credentials.clone().map(Into::into));
         }
+        // The policies' own sources bring their credentials too (a policy
+        // source that is the application's repository shares its entry).
+        for source in request.policies.iter().filter_map(|p| p.source.as_ref()) {
+            if let Ok(url) = RepoUrl::parse(&source.repo_url) {
+                self.credentials
+                    .set(&url, source.credentials.clone().map(Into::into));
+            }
+        }
         let shop = Workshop {
             git: &self.git,
             host: &self.host,
             catalog: &self.catalog,
             cache: &self.cache,
+            reviews: &self.reviews,
             allow_file_repositories: self.allow_file_repositories,
         };
         let worked = work::work(shop, request).await?;
