@@ -27,6 +27,43 @@ use support::git::{Fixture, GitDaemon, free_port};
 
 const CONFIGMAP: &str = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\n  labels:\n    rendered-for: \"{{ .App.Name }}\"\ndata:\n  color: blue\n";
 
+/// A child process killed when dropped, so that a failing test leaves no
+/// render server or controller behind.
+struct Process(Option<Child>);
+
+impl Process {
+    fn new(child: Child) -> Self {
+        Self(Some(child))
+    }
+
+    /// The child, no longer killed on drop.
+    fn into_child(mut self) -> Child {
+        self.0.take().expect("a child")
+    }
+}
+
+impl std::ops::Deref for Process {
+    type Target = Child;
+    fn deref(&self) -> &Child {
+        self.0.as_ref().expect("a child")
+    }
+}
+
+impl std::ops::DerefMut for Process {
+    fn deref_mut(&mut self) -> &mut Child {
+        self.0.as_mut().expect("a child")
+    }
+}
+
+impl Drop for Process {
+    fn drop(&mut self) {
+        if let Some(child) = &mut self.0 {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
 /// Writes the certificates of a render server reachable at 127.0.0.1.
 fn write_certs(dir: &Path) -> Issued {
     let issued = Issued::new(&["127.0.0.1".to_owned(), "localhost".to_owned()]).unwrap();
@@ -45,7 +82,7 @@ fn write_certs(dir: &Path) -> Issued {
 /// Starts the real `kiln render-server` on `port` with nothing in its
 /// environment but PATH (no HOME, no KUBECONFIG) plus `env`, its standard
 /// error to `stderr`.
-fn render_server(dir: &Path, port: u16, env: &[(&str, &str)], stderr: Stdio) -> Child {
+fn render_server(dir: &Path, port: u16, env: &[(&str, &str)], stderr: Stdio) -> Process {
     let certs = dir.join("certs");
     let cache = dir.join("render-cache");
     let mut command = Command::new(env!("CARGO_BIN_EXE_kiln"));
@@ -66,7 +103,7 @@ fn render_server(dir: &Path, port: u16, env: &[(&str, &str)], stderr: Stdio) -> 
         .arg("--allow-file-plugins")
         .stdout(Stdio::null())
         .stderr(stderr);
-    command.spawn().unwrap()
+    Process::new(command.spawn().unwrap())
 }
 
 async fn wait_listening(port: u16) {
@@ -306,42 +343,44 @@ async fn guestbook(cluster: &Cluster, dir: &Path) -> (Fixture, GitDaemon) {
 
 /// Starts `kiln controller` rendering on `servers` (certificates from
 /// `dir/certs`), its metrics on `metrics_port`.
-fn controller(dir: &Path, kubeconfig: &Path, metrics_port: u16, servers: &[String]) -> Child {
+fn controller(dir: &Path, kubeconfig: &Path, metrics_port: u16, servers: &[String]) -> Process {
     let certs = dir.join("certs");
-    Command::new(env!("CARGO_BIN_EXE_kiln"))
-        .env_remove("KUBECONFIG")
-        .env("HOME", dir)
-        .arg("controller")
-        .arg(format!("--kubeconfig={}", kubeconfig.display()))
-        .args(["--namespace=kiln", "--no-leader-election", "--resync=1s"])
-        .arg(format!("--listen=127.0.0.1:{metrics_port}"))
-        .args(servers.iter().map(|url| format!("--render-server={url}")))
-        .arg(format!("--render-ca={}", certs.join("ca.crt").display()))
-        .arg(format!(
-            "--render-client-cert={}",
-            certs.join("client.crt").display()
-        ))
-        .arg(format!(
-            "--render-client-key={}",
-            certs.join("client.key").display()
-        ))
-        .arg("--render-deadline=20s")
-        .env("KILN_LOG", "kiln=debug")
-        .arg(format!(
-            "--git-cache={}",
-            dir.join("controller-git").display()
-        ))
-        .arg(format!(
-            "--plugin-store={}",
-            dir.join("controller-plugins").display()
-        ))
-        .stdout(Stdio::null())
-        .stderr(match std::env::var_os("KILN_TEST_CONTROLLER_LOG") {
-            Some(path) => Stdio::from(std::fs::File::create(path).unwrap()),
-            None => Stdio::null(),
-        })
-        .spawn()
-        .unwrap()
+    Process(
+        Command::new(env!("CARGO_BIN_EXE_kiln"))
+            .env_remove("KUBECONFIG")
+            .env("HOME", dir)
+            .arg("controller")
+            .arg(format!("--kubeconfig={}", kubeconfig.display()))
+            .args(["--namespace=kiln", "--no-leader-election", "--resync=1s"])
+            .arg(format!("--listen=127.0.0.1:{metrics_port}"))
+            .args(servers.iter().map(|url| format!("--render-server={url}")))
+            .arg(format!("--render-ca={}", certs.join("ca.crt").display()))
+            .arg(format!(
+                "--render-client-cert={}",
+                certs.join("client.crt").display()
+            ))
+            .arg(format!(
+                "--render-client-key={}",
+                certs.join("client.key").display()
+            ))
+            .arg("--render-deadline=20s")
+            .env("KILN_LOG", "kiln=debug")
+            .arg(format!(
+                "--git-cache={}",
+                dir.join("controller-git").display()
+            ))
+            .arg(format!(
+                "--plugin-store={}",
+                dir.join("controller-plugins").display()
+            ))
+            .stdout(Stdio::null())
+            .stderr(match std::env::var_os("KILN_TEST_CONTROLLER_LOG") {
+                Some(path) => Stdio::from(std::fs::File::create(path).unwrap()),
+                None => Stdio::null(),
+            })
+            .spawn()
+            .unwrap(),
+    )
 }
 
 /// The controller's metrics text.
@@ -377,7 +416,7 @@ async fn a_killed_render_server_replica_hands_its_repositories_to_another() {
     let dir = tempfile::tempdir().unwrap();
     let (repo, _daemon) = guestbook(&cluster, dir.path()).await;
     let ports = [free_port(), free_port()];
-    let mut servers: Vec<Child> = ports
+    let mut servers: Vec<Process> = ports
         .iter()
         .enumerate()
         .map(|(i, port)| {
@@ -455,7 +494,7 @@ async fn the_render_server_refuses_to_start_with_kubernetes_credentials() {
         (vec![("HOME", home.as_str())], "a kubeconfig at"),
     ] {
         let child = render_server(dir.path(), free_port(), &env, Stdio::piped());
-        let output = child.wait_with_output().unwrap();
+        let output = child.into_child().wait_with_output().unwrap();
         assert!(!output.status.success());
         let stderr = String::from_utf8_lossy(&output.stderr);
         assert!(
