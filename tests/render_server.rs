@@ -345,7 +345,7 @@ async fn guestbook(cluster: &Cluster, dir: &Path) -> (Fixture, GitDaemon) {
 /// `dir/certs`), its metrics on `metrics_port`.
 fn controller(dir: &Path, kubeconfig: &Path, metrics_port: u16, servers: &[String]) -> Process {
     let certs = dir.join("certs");
-    Process(
+    Process::new(
         Command::new(env!("CARGO_BIN_EXE_kiln"))
             .env_remove("KUBECONFIG")
             .env("HOME", dir)
