@@ -129,6 +129,13 @@ async fn main() {
             apps.create(&PostParams::default(), &app).await.unwrap();
         }
     }
+    // The resync of every application; the idle phase lasts three of them.
+    let resync = Duration::from_secs(
+        std::env::var("KILN_BENCH_RESYNC")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(60),
+    );
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
@@ -137,7 +144,8 @@ async fn main() {
     let log = std::fs::File::create(dir.path().join("controller.log")).unwrap();
     let begin = Instant::now();
     let mut controller_process = Command::new(env!("CARGO_BIN_EXE_kiln"))
-        .args(["controller", "--namespace", "kiln", "--resync", "3600s"])
+        .args(["controller", "--namespace", "kiln", "--resync"])
+        .arg(format!("{}s", resync.as_secs()))
         .args([
             "--no-leader-election",
             "--no-compile-cache",
@@ -211,6 +219,35 @@ async fn main() {
         peak_rss_mib(cluster_process.id())
     );
 
+    // At rest: every application resyncs a few times with nothing to do;
+    // count the API requests and the controller's CPU time meanwhile.
+    let sum = |text: &str, prefix: &str| -> f64 {
+        text.lines()
+            .filter(|l| l.starts_with(prefix))
+            .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+            .sum()
+    };
+    let at_rest = |text: &str| {
+        (
+            sum(text, "kiln_kube_requests_total{"),
+            sum(text, "kiln_reconciles_total{"),
+        )
+    };
+    let before = at_rest(&metrics().await);
+    let cpu_before = cpu_seconds(controller_process.id());
+    let idle_from = Instant::now();
+    tokio::time::sleep(resync * 3).await;
+    let after = at_rest(&metrics().await);
+    let cpu = cpu_seconds(controller_process.id()) - cpu_before;
+    let idle = idle_from.elapsed();
+    let resyncs = after.1 - before.1;
+    println!(
+        "at rest for {idle:?} (resync {resync:?}): {resyncs} reconciles, {} API requests = {:.3} per application per resync; controller CPU {:.2}% of one core",
+        after.0 - before.0,
+        (after.0 - before.0) / resyncs.max(1.0),
+        100.0 * cpu / idle.as_secs_f64()
+    );
+
     // One commit touching one application of repo 0; the push refreshes
     // every application of that repository, as a webhook without a file
     // list would.
@@ -268,4 +305,20 @@ async fn main() {
     let _ = controller_process.wait();
     let _ = cluster_process.kill();
     let _ = cluster_process.wait();
+}
+
+/// CPU time (user + system) of process `pid`, in seconds.
+fn cpu_seconds(pid: u32) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // Fields after the command name (which may hold spaces): state is the
+    // first, utime the 12th, stime the 13th.
+    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|v| v.parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
+    (ticks(11) + ticks(12)) / 100.0
 }
