@@ -17,6 +17,7 @@ pub mod plugins;
 pub mod project;
 pub mod read_paths;
 pub mod reconcile;
+pub mod resources;
 pub mod secrets;
 pub mod shard;
 pub mod work;
