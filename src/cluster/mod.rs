@@ -233,6 +233,22 @@ impl Cluster {
         Ok(self.all.read().await.clone())
     }
 
+    /// A kind by group and kind, at its preferred version.
+    pub async fn resolve_group_kind(
+        &self,
+        group: &str,
+        kind: &str,
+    ) -> Result<Resolved, ClusterError> {
+        self.all_kinds()
+            .await?
+            .into_iter()
+            .find(|r| r.resource.group == group && r.resource.kind == kind)
+            .ok_or_else(|| ClusterError::UnknownKind {
+                api_version: group.to_owned(),
+                kind: kind.to_owned(),
+            })
+    }
+
     /// The dynamic API of a resolved kind in `namespace` (ignored for
     /// cluster-scoped kinds; `None` lists across namespaces).
     pub fn api(&self, resolved: &Resolved, namespace: Option<&str>) -> Api<DynamicObject> {

@@ -7,7 +7,6 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use kube::api::Api;
 use serde_json::Value;
 
 use super::destination::Target;
@@ -15,7 +14,7 @@ use super::plugins;
 use super::project::{self, Placement, Project};
 use super::reconcile::Context;
 use crate::api::PolicyMode;
-use crate::api::{AppProject, Application, PolicyFinding, PolicyStatus};
+use crate::api::{Application, PolicyFinding, PolicyStatus};
 use crate::diff::{DiffOptions, IgnoreRules, Report};
 use crate::manifest::ObjectKey;
 use crate::plugin::World;
@@ -332,7 +331,16 @@ pub async fn compare(app: &Application, ctx: &Context, to: &CompareTo) -> Result
         manager: config.manager.clone(),
         ..DiffOptions::default()
     };
+    // Live state comes from the watches: of every kind rendered, and of
+    // every kind the application had objects of (what it may prune).
+    watch_kinds(app, ctx, &target, &objects).await;
+    let state = ctx.live.state(
+        &target.server,
+        &name,
+        app.metadata.generation.unwrap_or_default(),
+    );
     let diff = Engine::new(&target.cluster, sync_app.clone(), options.clone())
+        .with_live_state(state)
         .diff(objects.clone(), &diff_options)
         .await
         .map_err(|e| Stop::new("ComparisonError", "DiffFailed", crate::text::chain(&e)))?;
@@ -351,11 +359,62 @@ pub async fn compare(app: &Application, ctx: &Context, to: &CompareTo) -> Result
     })
 }
 
+/// Makes sure the kinds of `objects`, and those of the objects the
+/// application's status lists, are watched on `target`.
+async fn watch_kinds(
+    app: &Application,
+    ctx: &Context,
+    target: &super::destination::Target,
+    objects: &[Value],
+) {
+    let mut kinds: std::collections::BTreeSet<(String, String)> = objects
+        .iter()
+        .map(|object| {
+            let text = |field: &str| {
+                object
+                    .get(field)
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_owned()
+            };
+            (text("apiVersion"), text("kind"))
+        })
+        .collect();
+    let listed = app
+        .status
+        .as_ref()
+        .map(|s| s.resources.as_slice())
+        .unwrap_or_default();
+    for resource in listed {
+        if let Ok(resolved) = target
+            .cluster
+            .resolve_group_kind(&resource.group, &resource.kind)
+            .await
+        {
+            kinds.insert((resolved.resource.api_version.clone(), resource.kind.clone()));
+        }
+    }
+    for (api_version, kind) in kinds {
+        if let Ok(resolved) = target.cluster.resolve(&api_version, &kind).await {
+            ctx.live.ensure(&target.server, &target.cluster, &resolved);
+        }
+    }
+}
+
 /// The Application's project (the implicit `default` one when no AppProject
 /// of that name exists).
 pub(super) async fn load_project(app: &Application, ctx: &Context) -> Result<Project, Stop> {
-    let projects: Api<AppProject> = Api::namespaced(ctx.client.clone(), &ctx.config.namespace);
-    match projects.get_opt(&app.spec.project).await {
+    // The implicit `default` project is absent from the cache as from the
+    // cluster: no request for it.
+    let cached = ctx
+        .projects
+        .cached(&app.spec.project)
+        .filter(|found| found.is_some() || app.spec.project == "default");
+    let found = match cached {
+        Some(found) => Ok(found),
+        None => ctx.projects.get_opt(&app.spec.project).await,
+    };
+    match found {
         Ok(Some(found)) => Ok(Project::new(&app.spec.project, found.spec)),
         Ok(None) if app.spec.project == "default" => {
             Ok(Project::new("default", project::permissive()))

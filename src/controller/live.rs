@@ -11,39 +11,54 @@
 //! controller's own writes, and reporting them would make every sync
 //! trigger another reconcile.
 
-use std::collections::HashSet;
-use std::sync::Mutex;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use futures_util::StreamExt as _;
 use kube::api::DynamicObject;
-use kube::runtime::reflector::ObjectRef;
+use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{WatchStreamExt as _, watcher};
+use serde_json::Value;
 use tokio::sync::mpsc;
 
 use crate::api::Application;
 use crate::cluster::{Cluster, Resolved};
-use crate::sync::TRACKING_ID;
+use crate::manifest::ObjectKey;
+use crate::sync::{APP_LABEL, LiveState, TRACKING_ID};
 
 /// How many triggers may wait before the watches slow down.
 const QUEUE: usize = 1024;
 
-/// The watches, and the stream of Applications they trigger.
+/// How long a comparison waits for a new watch's first list before it
+/// reads the API server instead.
+const READY_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// One watched kind on one cluster.
+struct Watched {
+    resolved: Resolved,
+    store: Store<DynamicObject>,
+}
+
+/// Per application: the fingerprint of each object's last comparison and
+/// whether it was in sync.
+type Predictions = HashMap<ObjectKey, (u64, bool)>;
+
+/// The watches, their caches, and the stream of Applications they trigger.
 pub struct LiveWatches {
     namespace: String,
     manager: String,
     sender: mpsc::Sender<ObjectRef<Application>>,
     receiver: Mutex<Option<mpsc::Receiver<ObjectRef<Application>>>>,
-    watched: Mutex<HashSet<(String, String)>>,
+    watched: Arc<Mutex<HashMap<(String, String), Watched>>>,
+    predictions: Mutex<HashMap<String, Arc<Mutex<Predictions>>>>,
     tasks: Mutex<Vec<tokio::task::AbortHandle>>,
 }
 
 impl std::fmt::Debug for LiveWatches {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("LiveWatches")
-            .field(
-                "watched",
-                &self.watched.lock().map(|w| w.len()).unwrap_or(0),
-            )
+            .field("watched", &self.watched())
             .finish()
     }
 }
@@ -68,7 +83,8 @@ impl LiveWatches {
             manager: manager.to_owned(),
             sender,
             receiver: Mutex::new(Some(receiver)),
-            watched: Mutex::new(HashSet::new()),
+            watched: Arc::new(Mutex::new(HashMap::new())),
+            predictions: Mutex::new(HashMap::new()),
             tasks: Mutex::new(Vec::new()),
         }
     }
@@ -87,27 +103,37 @@ impl LiveWatches {
         self.watched.lock().map(|w| w.len()).unwrap_or(0)
     }
 
-    /// Makes sure `kind` is watched on `cluster` (named by its server URL).
+    /// Makes sure `kind` is watched on `cluster` (named by its server URL):
+    /// the objects Kiln labelled (`kiln.dev/app`), kept in a cache.
     pub fn ensure(&self, server: &str, cluster: &Cluster, kind: &Resolved) {
-        let key = (
-            server.to_owned(),
-            format!("{}/{}", kind.resource.api_version, kind.resource.plural),
-        );
+        let key = (server.to_owned(), kind_key(kind));
         let Ok(mut watched) = self.watched.lock() else {
             return;
         };
-        if !watched.insert(key) {
+        if watched.contains_key(&key) {
             return;
         }
         let api = cluster.api(kind, None);
+        let writer = reflector::store::Writer::new(kind.resource.clone());
+        let store = writer.as_reader();
+        watched.insert(
+            key,
+            Watched {
+                resolved: kind.clone(),
+                store,
+            },
+        );
+        drop(watched);
         let sender = self.sender.clone();
         let namespace = self.namespace.clone();
         let manager = self.manager.clone();
         let what = format!("{} on {server}", kind.resource.plural);
         tracing::debug!(kind = %what, "watching a managed kind");
+        let config = watcher::Config::default().labels(APP_LABEL);
         let task = tokio::spawn(async move {
-            let mut events = watcher(api, watcher::Config::default())
+            let mut events = watcher(api, config)
                 .default_backoff()
+                .reflect(writer)
                 .boxed();
             while let Some(event) = events.next().await {
                 let object = match event {
@@ -130,6 +156,146 @@ impl LiveWatches {
         });
         if let Ok(mut tasks) = self.tasks.lock() {
             tasks.push(task.abort_handle());
+        }
+    }
+
+    /// The cached live object `key` of `kind` on `server`, once the watch
+    /// has listed; `None` when the cache does not hold it (not watched,
+    /// not listed in time, or not labelled by Kiln): ask the API server.
+    pub async fn get(&self, server: &str, kind: &Resolved, key: &ObjectKey) -> Option<Value> {
+        let store = self
+            .watched
+            .lock()
+            .ok()?
+            .get(&(server.to_owned(), kind_key(kind)))?
+            .store
+            .clone();
+        ready(&store).await?;
+        let mut reference = ObjectRef::new_with(&key.name, kind.resource.clone());
+        if let Some(namespace) = key.namespace.as_deref().filter(|_| kind.namespaced) {
+            reference = reference.within(namespace);
+        }
+        let object = store.get(&reference)?;
+        serde_json::to_value(object.as_ref()).ok()
+    }
+
+    /// What a comparison of application `app` on `server` reads instead of
+    /// the API server. `generation` is the Application's: a new spec makes
+    /// every earlier prediction stale.
+    pub fn state(&self, server: &str, app: &str, generation: i64) -> Arc<dyn LiveState> {
+        let predictions = self
+            .predictions
+            .lock()
+            .map(|mut all| all.entry(app.to_owned()).or_default().clone())
+            .unwrap_or_default();
+        Arc::new(CachedState {
+            server: server.to_owned(),
+            watched: self.watched.clone(),
+            predictions,
+            generation,
+        })
+    }
+
+    /// Forgets what was remembered of application `app` (it was deleted).
+    pub fn forget(&self, app: &str) {
+        if let Ok(mut all) = self.predictions.lock() {
+            all.remove(app);
+        }
+    }
+}
+
+/// The key of a kind in the watch table.
+fn kind_key(kind: &Resolved) -> String {
+    format!("{}/{}", kind.resource.api_version, kind.resource.plural)
+}
+
+/// Waits until `store` has its first list; `None` when it does not in time.
+async fn ready(store: &Store<DynamicObject>) -> Option<()> {
+    tokio::time::timeout(READY_TIMEOUT, store.wait_until_ready())
+        .await
+        .ok()?
+        .ok()
+}
+
+/// The cached live state of one cluster, for one application.
+struct CachedState {
+    server: String,
+    watched: Arc<Mutex<HashMap<(String, String), Watched>>>,
+    predictions: Arc<Mutex<Predictions>>,
+    generation: i64,
+}
+
+impl CachedState {
+    fn stores(&self) -> Vec<(Resolved, Store<DynamicObject>)> {
+        self.watched
+            .lock()
+            .map(|watched| {
+                watched
+                    .iter()
+                    .filter(|((server, _), _)| *server == self.server)
+                    .map(|(_, w)| (w.resolved.clone(), w.store.clone()))
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    fn salted(&self, fingerprint: u64) -> u64 {
+        fingerprint ^ (self.generation as u64).rotate_left(17)
+    }
+}
+
+#[async_trait::async_trait]
+impl LiveState for CachedState {
+    async fn get(&self, resolved: &Resolved, key: &ObjectKey) -> Option<Option<Value>> {
+        let store = self
+            .watched
+            .lock()
+            .ok()?
+            .get(&(self.server.clone(), kind_key(resolved)))?
+            .store
+            .clone();
+        ready(&store).await?;
+        let mut reference = ObjectRef::new_with(&key.name, resolved.resource.clone());
+        if let Some(namespace) = key.namespace.as_deref().filter(|_| resolved.namespaced) {
+            reference = reference.within(namespace);
+        }
+        // Not cached: perhaps there but not labelled by Kiln; the API
+        // server says.
+        let object = store.get(&reference)?;
+        Some(serde_json::to_value(object.as_ref()).ok())
+    }
+
+    async fn labelled(&self, app: &str) -> Option<Vec<(Resolved, Value)>> {
+        let mut found = Vec::new();
+        for (resolved, store) in self.stores() {
+            ready(&store).await?;
+            for object in store.state() {
+                let labelled = object
+                    .metadata
+                    .labels
+                    .as_ref()
+                    .and_then(|l| l.get(APP_LABEL))
+                    .is_some_and(|v| v == app);
+                if labelled && let Ok(value) = serde_json::to_value(object.as_ref()) {
+                    found.push((resolved.clone(), value));
+                }
+            }
+        }
+        Some(found)
+    }
+
+    fn still_in_sync(&self, key: &ObjectKey, fingerprint: u64) -> bool {
+        let salted = self.salted(fingerprint);
+        self.predictions
+            .lock()
+            .map(|p| p.get(key) == Some(&(salted, true)))
+            .unwrap_or(false)
+    }
+
+    fn compared(&self, key: &ObjectKey, fingerprint: u64, in_sync: bool) {
+        let salted = self.salted(fingerprint);
+        if let Ok(mut p) = self.predictions.lock() {
+            p.insert(key.clone(), (salted, in_sync));
         }
     }
 }

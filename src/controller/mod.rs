@@ -18,6 +18,7 @@ pub mod policy_report;
 pub mod project;
 pub mod read_paths;
 pub mod reconcile;
+pub mod resources;
 pub mod secrets;
 pub mod shard;
 pub mod work;

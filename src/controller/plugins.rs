@@ -19,7 +19,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clru::CLruCache;
-use kube::api::Api;
 use tokio::sync::{Mutex, OnceCell};
 use tokio::time::Instant;
 
@@ -27,7 +26,7 @@ use super::compare::Stop;
 use super::project::Project;
 use super::reconcile::Context;
 use super::secrets::{self, SecretType};
-use crate::api::{Plugin as PluginResource, PluginKind};
+use crate::api::PluginKind;
 use crate::artifact::{Fetcher, PluginRef, RegistryCredentials, Store};
 use crate::digest::Digest;
 use crate::plugin::{Limits, Plugin, PluginHost, World};
@@ -238,8 +237,8 @@ pub(super) async fn describe(
     name: &str,
     world: World,
 ) -> Result<Described, Stop> {
-    let plugins: Api<PluginResource> = Api::namespaced(ctx.client.clone(), &ctx.config.namespace);
-    let resource = plugins
+    let resource = ctx
+        .plugins
         .get_opt(name)
         .await
         .map_err(|e| {

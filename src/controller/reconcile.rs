@@ -131,6 +131,10 @@ pub struct ControllerConfig {
     /// How `ignoreDifferences` jq expressions run (worker processes, their
     /// deadline and memory).
     pub jq: crate::diff::JqConfig,
+    /// The longest a status that did not change goes unwritten
+    /// (`status.reconciledAt` is refreshed then): a resync at rest writes
+    /// nothing. Default: 1 h.
+    pub status_heartbeat: Duration,
     /// How Applications are split over controller replicas. Default: one
     /// shard.
     pub sharding: super::shard::ShardingConfig,
@@ -156,6 +160,7 @@ impl Default for ControllerConfig {
             catalog: super::plugins::CatalogConfig::default(),
             allow_file_repositories: false,
             jq: crate::diff::JqConfig::default(),
+            status_heartbeat: Duration::from_secs(3600),
             sharding: super::shard::ShardingConfig::default(),
             kube_client: crate::cluster::requests::ClientOptions::default(),
         }
@@ -195,6 +200,10 @@ pub struct Context {
     pub jq: crate::diff::Jq,
     /// The shards this replica owns.
     pub shards: Arc<super::shard::Shards>,
+    /// The AppProjects of the controller's namespace, from a watch.
+    pub projects: super::resources::Cached<crate::api::AppProject>,
+    /// The Plugins of the controller's namespace, from a watch.
+    pub plugins: super::resources::Cached<crate::api::Plugin>,
     /// The render server doing the source work, if any; `None`: this
     /// process renders ([`Context::with_render_server`]).
     pub render_server: Option<Arc<crate::render::remote::Pool>>,
@@ -225,6 +234,8 @@ impl Context {
             None => render_cache,
         };
         let local = Arc::new(Cluster::new(client.clone()));
+        let projects = super::resources::Cached::watch(client.clone(), &config.namespace);
+        let plugins = super::resources::Cached::watch(client.clone(), &config.namespace);
         Self {
             destinations: Destinations::new(
                 local,
@@ -246,6 +257,8 @@ impl Context {
             read_paths: super::read_paths::ReadPaths::default(),
             shutdown: Arc::new(AtomicBool::new(false)),
             shards,
+            projects,
+            plugins,
             render_server: None,
             ssh_known_hosts: None,
             policy_reports: super::policy_report::PolicyReports::default(),
@@ -310,6 +323,42 @@ fn condition(stop: &Stop) -> Condition {
         message: Some(stop.message.clone()),
         last_transition_time: Some(crate::units::now()),
     }
+}
+
+/// Conditions that were already there keep the time they appeared (a
+/// condition's `lastTransitionTime` says when it became true).
+fn keep_transition_times(status: &mut ApplicationStatus, stored: Option<&ApplicationStatus>) {
+    let Some(stored) = stored else { return };
+    for condition in &mut status.conditions {
+        if let Some(earlier) = stored.conditions.iter().find(|c| {
+            c.type_ == condition.type_
+                && c.status == condition.status
+                && c.reason == condition.reason
+                && c.message == condition.message
+        }) {
+            condition.last_transition_time = earlier.last_transition_time.clone();
+        }
+    }
+}
+
+/// Whether `status` must be written over `stored`: it says something else,
+/// or the stored `reconciledAt` is older than `heartbeat` (or unreadable).
+fn needs_write(
+    status: &ApplicationStatus,
+    stored: Option<&ApplicationStatus>,
+    heartbeat: Duration,
+) -> bool {
+    let Some(stored) = stored else { return true };
+    let same = ApplicationStatus {
+        reconciled_at: stored.reconciled_at.clone(),
+        ..status.clone()
+    } == *stored;
+    let fresh = stored
+        .reconciled_at
+        .as_deref()
+        .and_then(|t| t.parse::<jiff::Timestamp>().ok())
+        .is_some_and(|at| jiff::Timestamp::now().duration_since(at).unsigned_abs() < heartbeat);
+    !(same && fresh)
 }
 
 fn requeue(config: &ControllerConfig) -> Action {
@@ -486,19 +535,26 @@ pub async fn reconcile(app: Arc<Application>, ctx: Arc<Context>) -> Result<Actio
     if let Some(stop) = &invalid_operation {
         status.conditions.push(condition(stop));
     }
-    status.reconciled_at = Some(crate::units::now());
     status.observed_generation = app.metadata.generation;
-    let patch = json!({"apiVersion": "kiln.dev/v1alpha1", "kind": "Application", "status": status});
-    apps.patch_status(
-        &name,
-        &PatchParams::apply("kiln-controller").force(),
-        &Patch::Apply(&patch),
-    )
-    .await
-    .map_err(|source| ReconcileError {
-        app: name.clone(),
-        source,
-    })?;
+    keep_transition_times(&mut status, app.status.as_ref());
+    // A status that says what the stored one says is not written again
+    // (a resync at rest costs no request); `reconciledAt` is refreshed at
+    // least every `status_heartbeat`.
+    if needs_write(&status, app.status.as_ref(), ctx.config.status_heartbeat) {
+        status.reconciled_at = Some(crate::units::now());
+        let patch =
+            json!({"apiVersion": "kiln.dev/v1alpha1", "kind": "Application", "status": status});
+        apps.patch_status(
+            &name,
+            &PatchParams::apply("kiln-controller").force(),
+            &Patch::Apply(&patch),
+        )
+        .await
+        .map_err(|source| ReconcileError {
+            app: name.clone(),
+            source,
+        })?;
+    }
     // After the status: the watch event of the removal then carries it.
     if let Some(raw) = &raw_operation {
         clear_annotation(&apps, &name, OPERATION_ANNOTATION, raw).await;
@@ -515,6 +571,7 @@ async fn finalize(
 ) -> Result<Action, ReconcileError> {
     let name = app.metadata.name.clone().unwrap_or_default();
     ctx.read_paths.forget(&name);
+    ctx.live.forget(&name);
     let finalizers = app.metadata.finalizers.clone().unwrap_or_default();
     if !finalizers
         .iter()
@@ -650,22 +707,6 @@ async fn run(
     span.record("phase", "compare");
     let cmp = compare(app, ctx, &CompareTo { revision: wanted }).await?;
     let commit = cmp.commit.clone();
-
-    // Watch what it manages, so that live changes reconcile it at once.
-    for object in &cmp.objects {
-        let api_version = object
-            .get("apiVersion")
-            .and_then(Value::as_str)
-            .unwrap_or_default();
-        let kind = object
-            .get("kind")
-            .and_then(Value::as_str)
-            .unwrap_or_default();
-        if let Ok(resolved) = cmp.target.cluster.resolve(api_version, kind).await {
-            ctx.live
-                .ensure(&cmp.target.server, &cmp.target.cluster, &resolved);
-        }
-    }
 
     status.policy = Some(cmp.policy.clone());
     ctx.policy_reports
@@ -807,17 +848,29 @@ async fn run(
             .unwrap_or_default();
         let cluster = &cmp.target.cluster;
         let health = match cluster.resolve(api_version, &resource.kind).await {
-            Ok(resolved) => match cluster
-                .api(&resolved, resource.namespace.as_deref())
-                .get_opt(&resource.name)
-                .await
-            {
-                Ok(Some(live)) => {
-                    health::assess(&serde_json::to_value(live).unwrap_or_default()).status
+            Ok(resolved) => {
+                // The status's namespace is the one applied (the rendered
+                // object may name none).
+                let key = ObjectKey {
+                    namespace: resource.namespace.clone(),
+                    ..ObjectKey::of(object)
+                };
+                // From the watch's cache; the API server when it lacks it.
+                let cached = ctx.live.get(&cmp.target.server, &resolved, &key).await;
+                let live = match cached {
+                    Some(live) => Ok(Some(live)),
+                    None => cluster
+                        .api(&resolved, resource.namespace.as_deref())
+                        .get_opt(&resource.name)
+                        .await
+                        .map(|o| o.map(|o| serde_json::to_value(o).unwrap_or_default())),
+                };
+                match live {
+                    Ok(Some(live)) => health::assess(&live).status,
+                    Ok(None) => Health::Missing,
+                    Err(_) => Health::Unknown,
                 }
-                Ok(None) => Health::Missing,
-                Err(_) => Health::Unknown,
-            },
+            }
             Err(_) => Health::Missing,
         };
         resource.health = Some(health.to_string());

@@ -11,6 +11,7 @@
 //! (`kiln.dev/app: APP`); only objects whose annotation names this
 //! application and the object itself are ever pruned.
 
+pub mod live;
 pub mod options;
 pub mod plan;
 
@@ -30,6 +31,7 @@ use crate::cluster::{Cluster, ClusterError, Resolved};
 use crate::diff::{self, DiffOptions, Report, SyncStatus};
 use crate::health::{self, Health};
 use crate::manifest::ObjectKey;
+pub use live::LiveState;
 pub use options::{PrunePropagation, RetryPolicy, SyncOptions};
 use plan::{DeletePolicy, Phase, Plan, Planned};
 
@@ -170,6 +172,7 @@ pub struct Engine<'a> {
     /// [`Engine::prepare`]): only those are waited for when not served yet.
     defined: std::sync::RwLock<DefinedScopes>,
     prune_guard: Option<PruneGuard>,
+    live_state: Option<Arc<dyn LiveState>>,
 }
 
 /// Says whether a tracked object may be pruned (`Err` says why not), given
@@ -226,7 +229,17 @@ impl<'a> Engine<'a> {
             interrupt: None,
             defined: std::sync::RwLock::new(DefinedScopes::default()),
             prune_guard: None,
+            live_state: None,
         }
+    }
+
+    /// Compares against `state` (kept by watches) instead of reading every
+    /// object and listing every kind, and skips predictions that still
+    /// hold; what `state` does not know is read from the API server.
+    /// Syncs still read the API server.
+    pub fn with_live_state(mut self, state: Arc<dyn LiveState>) -> Self {
+        self.live_state = Some(state);
+        self
     }
 
     /// Prunes only what `guard` allows; the rest is reported as
@@ -344,6 +357,19 @@ impl<'a> Engine<'a> {
             .map(|o| serde_json::to_value(o).unwrap_or_default()))
     }
 
+    /// Those of `labelled` this application tracks: whose annotation names
+    /// this app *and* this very object (a copied label or annotation is not
+    /// enough).
+    fn tracked_among(&self, labelled: Vec<(Resolved, Value)>) -> Vec<(Resolved, Value)> {
+        labelled
+            .into_iter()
+            .filter(|(_, value)| {
+                let key = ObjectKey::of(value);
+                tracked_as(value) == Some(tracking_id(&self.app.name, &key).as_str())
+            })
+            .collect()
+    }
+
     /// The objects this application tracks in the cluster, by key.
     async fn tracked(&self) -> Result<Vec<(Resolved, Value)>> {
         let mut found = Vec::new();
@@ -395,8 +421,29 @@ impl<'a> Engine<'a> {
                 }
                 Err(e) => return Err(e.into()),
             };
-            let live = self.live(&resolved, &key).await.ok().flatten();
+            let cached = match &self.live_state {
+                Some(state) => state.get(&resolved, &key).await,
+                None => None,
+            };
+            let live = match cached {
+                Some(live) => live,
+                None => self.live(&resolved, &key).await.ok().flatten(),
+            };
+            // A prediction that still holds (same desired object, same live
+            // version, in sync last time) is not asked for again.
+            let fingerprint = live.as_ref().map(|live| {
+                let version = live
+                    .pointer("/metadata/resourceVersion")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default();
+                live::fingerprint(object, version)
+            });
+            let holds = match (&self.live_state, fingerprint) {
+                (Some(state), Some(fingerprint)) => state.still_in_sync(&key, fingerprint),
+                _ => false,
+            };
             let predicted = match &live {
+                Some(live) if holds => Some(live.clone()),
                 Some(_) => {
                     let api = self.cluster.api(&resolved, key.namespace.as_deref());
                     api.patch(&key.name, &self.patch_params(true), &Patch::Apply(object))
@@ -406,11 +453,23 @@ impl<'a> Engine<'a> {
                 }
                 None => None,
             };
-            report.objects.push(
-                diff::compare(Some(object), live.as_ref(), predicted.as_ref(), options).await?,
-            );
+            let compared =
+                diff::compare(Some(object), live.as_ref(), predicted.as_ref(), options).await?;
+            if let (Some(state), Some(fingerprint)) = (&self.live_state, fingerprint)
+                && predicted.is_some()
+            {
+                state.compared(&key, fingerprint, compared.status == SyncStatus::Synced);
+            }
+            report.objects.push(compared);
         }
-        for (_, live) in self.tracked().await? {
+        let tracked = match &self.live_state {
+            Some(state) => match state.labelled(&self.app.name).await {
+                Some(labelled) => self.tracked_among(labelled),
+                None => self.tracked().await?,
+            },
+            None => self.tracked().await?,
+        };
+        for (_, live) in tracked {
             if !desired_keys.contains(&ObjectKey::of(&live)) {
                 report
                     .objects

@@ -1,0 +1,44 @@
+//! Where the engine reads live state when comparing: from the API server
+//! (the default, what `kiln diff` does), or from a [`LiveState`] the caller
+//! keeps up to date with watches (the controller), which also remembers
+//! which predictions still hold so that an unchanged object is not
+//! predicted (a `dryRun=All` apply) again.
+
+use serde_json::Value;
+
+use crate::cluster::Resolved;
+use crate::manifest::ObjectKey;
+
+/// Live state known without asking the API server. Every method may say
+/// "not known" (`None`/`false`); the engine then asks the API server.
+#[async_trait::async_trait]
+pub trait LiveState: Send + Sync {
+    /// The live object `key` of kind `resolved`: `Some(None)` when it is
+    /// known not to exist, `None` when not known.
+    async fn get(&self, resolved: &Resolved, key: &ObjectKey) -> Option<Option<Value>>;
+
+    /// Every live object labelled for application `app`, of every kind it
+    /// may have objects of; `None` when not known. The engine still checks
+    /// each object's tracking annotation.
+    async fn labelled(&self, app: &str) -> Option<Vec<(Resolved, Value)>>;
+
+    /// Whether the object `key` was last compared with the same desired
+    /// state and the same live version (`fingerprint`) and was in sync then:
+    /// its prediction holds and need not be asked again.
+    fn still_in_sync(&self, key: &ObjectKey, fingerprint: u64) -> bool;
+
+    /// Records the outcome of comparing `key` at `fingerprint`.
+    fn compared(&self, key: &ObjectKey, fingerprint: u64, in_sync: bool);
+}
+
+/// The fingerprint of comparing `desired` with the live version
+/// `resource_version`: equal fingerprints predict equally.
+pub fn fingerprint(desired: &Value, resource_version: &str) -> u64 {
+    use sha2::Digest as _;
+    let mut hash = sha2::Sha256::new();
+    hash.update(serde_json::to_vec(desired).unwrap_or_default());
+    hash.update([0]);
+    hash.update(resource_version.as_bytes());
+    let digest = hash.finalize();
+    u64::from_be_bytes(digest[..8].try_into().expect("8 bytes"))
+}
