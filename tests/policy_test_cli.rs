@@ -295,6 +295,45 @@ fn a_missing_object_file_exits_2_naming_it() {
 }
 
 #[test]
+fn attack_an_object_file_outside_the_suites_root_is_refused() {
+    // A file beside the suites' directory, named by `..` and by a link.
+    let outside = tempfile::tempdir().unwrap();
+    let secret = outside.path().join("secret.yaml");
+    std::fs::write(
+        &secret,
+        "apiVersion: v1\nkind: Secret\nmetadata: {name: db}\nstringData: {password: hunter2}\n",
+    )
+    .unwrap();
+    for object in [secret.display().to_string(), "link.yaml".to_owned()] {
+        let dir = allowedrepos_with(&format!(
+            "{SUITE_HEAD}  - name: escape\n    object: {object}\n    assertions:\n    - violations: no\n"
+        ));
+        std::os::unix::fs::symlink(&secret, dir.path().join("link.yaml")).unwrap();
+        let out = kiln(&[&path(dir.path())]);
+        let stdout = text(&out.stdout);
+        assert_eq!(out.status.code(), Some(2), "{object}: {stdout}");
+        assert!(stdout.contains("is outside"), "{object}: {stdout}");
+        assert!(!stdout.contains("hunter2"), "{stdout}");
+    }
+    // A FIFO is refused, not waited on.
+    let dir = allowedrepos_with(&format!(
+        "{SUITE_HEAD}  - name: fifo\n    object: samples/fifo.yaml\n    assertions:\n    - violations: no\n"
+    ));
+    let fifo = dir.path().join("samples/fifo.yaml");
+    assert!(
+        Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success()
+    );
+    let out = kiln(&[&path(dir.path())]);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(2), "{stdout}");
+    assert!(stdout.contains("not a regular file"), "{stdout}");
+}
+
+#[test]
 fn a_plugin_that_cannot_load_exits_2_naming_it() {
     let dir = allowedrepos_with(&format!(
         "{SUITE_HEAD}  - name: c\n    object: samples/repo-must-be-openpolicyagent/example_allowed.yaml\n    assertions:\n    - violations: no\n"

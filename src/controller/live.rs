@@ -13,7 +13,6 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use futures_util::StreamExt as _;
 use kube::api::DynamicObject;
@@ -25,14 +24,10 @@ use tokio::sync::mpsc;
 use crate::api::Application;
 use crate::cluster::{Cluster, Resolved};
 use crate::manifest::ObjectKey;
-use crate::sync::{APP_LABEL, LiveState, TRACKING_ID};
+use crate::sync::{APP_LABEL, Labelled, LiveState, TRACKING_ID};
 
 /// How many triggers may wait before the watches slow down.
 const QUEUE: usize = 1024;
-
-/// How long a comparison waits for a new watch's first list before it
-/// reads the API server instead.
-const READY_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// One watched kind on one cluster.
 struct Watched {
@@ -170,7 +165,7 @@ impl LiveWatches {
             .get(&(server.to_owned(), kind_key(kind)))?
             .store
             .clone();
-        ready(&store).await?;
+        ready(&store)?;
         let mut reference = ObjectRef::new_with(&key.name, kind.resource.clone());
         if let Some(namespace) = key.namespace.as_deref().filter(|_| kind.namespaced) {
             reference = reference.within(namespace);
@@ -209,12 +204,11 @@ fn kind_key(kind: &Resolved) -> String {
     format!("{}/{}", kind.resource.api_version, kind.resource.plural)
 }
 
-/// Waits until `store` has its first list; `None` when it does not in time.
-async fn ready(store: &Store<DynamicObject>) -> Option<()> {
-    tokio::time::timeout(READY_TIMEOUT, store.wait_until_ready())
-        .await
-        .ok()?
-        .ok()
+/// Whether `store` has had its first list (never waits: a kind that
+/// cannot be listed, or not yet, is read from the API server instead).
+fn ready(store: &Store<DynamicObject>) -> Option<()> {
+    use futures_util::FutureExt as _;
+    store.wait_until_ready().now_or_never()?.ok()
 }
 
 /// The cached live state of one cluster, for one application.
@@ -254,7 +248,7 @@ impl LiveState for CachedState {
             .get(&(self.server.clone(), kind_key(resolved)))?
             .store
             .clone();
-        ready(&store).await?;
+        ready(&store)?;
         let mut reference = ObjectRef::new_with(&key.name, resolved.resource.clone());
         if let Some(namespace) = key.namespace.as_deref().filter(|_| resolved.namespaced) {
             reference = reference.within(namespace);
@@ -265,23 +259,26 @@ impl LiveState for CachedState {
         Some(serde_json::to_value(object.as_ref()).ok())
     }
 
-    async fn labelled(&self, app: &str) -> Option<Vec<(Resolved, Value)>> {
-        let mut found = Vec::new();
+    async fn labelled(&self, app: &str) -> Option<Labelled> {
+        let mut labelled = Labelled::default();
         for (resolved, store) in self.stores() {
-            ready(&store).await?;
+            if ready(&store).is_none() {
+                labelled.unknown.push(resolved);
+                continue;
+            }
             for object in store.state() {
-                let labelled = object
+                let mine = object
                     .metadata
                     .labels
                     .as_ref()
                     .and_then(|l| l.get(APP_LABEL))
                     .is_some_and(|v| v == app);
-                if labelled && let Ok(value) = serde_json::to_value(object.as_ref()) {
-                    found.push((resolved.clone(), value));
+                if mine && let Ok(value) = serde_json::to_value(object.as_ref()) {
+                    labelled.objects.push((resolved.clone(), value));
                 }
             }
         }
-        Some(found)
+        Some(labelled)
     }
 
     fn still_in_sync(&self, key: &ObjectKey, fingerprint: u64) -> bool {
@@ -296,6 +293,12 @@ impl LiveState for CachedState {
         let salted = self.salted(fingerprint);
         if let Ok(mut p) = self.predictions.lock() {
             p.insert(key.clone(), (salted, in_sync));
+        }
+    }
+
+    fn keep_only(&self, keys: &std::collections::BTreeSet<ObjectKey>) {
+        if let Ok(mut p) = self.predictions.lock() {
+            p.retain(|key, _| keys.contains(key));
         }
     }
 }

@@ -76,6 +76,12 @@ pub struct Shards {
     config: ShardingConfig,
     owned: AtomicU64,
     running: Vec<AtomicUsize>,
+    /// When each shard's Lease was last taken or renewed, in milliseconds
+    /// since `epoch`: ownership lapses a lease duration after it (a replica
+    /// cut off from the API server stops on its own, before anyone may take
+    /// its shards over).
+    renewed: Vec<AtomicU64>,
+    epoch: Instant,
 }
 
 /// A reconcile of an owned shard, counted while it runs.
@@ -100,6 +106,8 @@ impl Shards {
         Arc::new(Self {
             owned: AtomicU64::new(u64::from(shards == 1)),
             running: (0..shards).map(|_| AtomicUsize::new(0)).collect(),
+            renewed: (0..shards).map(|_| AtomicU64::new(0)).collect(),
+            epoch: Instant::now(),
             config,
         })
     }
@@ -109,8 +117,28 @@ impl Shards {
         &self.config
     }
 
-    /// Whether this replica owns `shard` now.
+    /// Whether this replica owns `shard` now: it holds the shard and
+    /// renewed its Lease less than a lease duration ago (one shard: always).
     pub fn owns(&self, shard: u32) -> bool {
+        let held = self.owned.load(Ordering::SeqCst) & (1 << shard) != 0;
+        held && (self.config.shards == 1 || self.fresh(shard))
+    }
+
+    fn now_ms(&self) -> u64 {
+        u64::try_from(self.epoch.elapsed().as_millis()).unwrap_or(u64::MAX)
+    }
+
+    fn fresh(&self, shard: u32) -> bool {
+        let renewed = self.renewed[shard as usize].load(Ordering::SeqCst);
+        let fence = u64::try_from(self.config.lease_duration.as_millis()).unwrap_or(u64::MAX);
+        self.now_ms().saturating_sub(renewed) < fence
+    }
+
+    fn mark_renewed(&self, shard: u32) {
+        self.renewed[shard as usize].store(self.now_ms(), Ordering::SeqCst);
+    }
+
+    fn held(&self, shard: u32) -> bool {
         self.owned.load(Ordering::SeqCst) & (1 << shard) != 0
     }
 
@@ -154,6 +182,9 @@ impl Shards {
     /// expired for a lease duration), until `shutdown`; then deletes the
     /// Leases it holds so that others take them at once. `gained` is told
     /// each time a shard is taken (its Applications are reconciled then).
+    /// Nothing here waits for reconciles: a shard handed back is released
+    /// by a task of its own once its reconciles have finished, so the other
+    /// shards' Leases keep being renewed meanwhile.
     pub async fn contend(
         self: Arc<Self>,
         client: kube::Client,
@@ -161,9 +192,9 @@ impl Shards {
         gained: tokio::sync::mpsc::UnboundedSender<()>,
         shutdown: Arc<AtomicBool>,
     ) {
-        let electors: Vec<Elector> = (0..self.config.shards)
+        let electors: Vec<Arc<Elector>> = (0..self.config.shards)
             .map(|shard| {
-                Elector::new(
+                Arc::new(Elector::new(
                     client.clone(),
                     &namespace,
                     LeaseConfig {
@@ -173,13 +204,13 @@ impl Shards {
                         renew_every: self.config.renew_every,
                         retry_every: self.config.renew_every,
                     },
-                )
+                ))
             })
             .collect();
         let mut state = ContendState::default();
         while !shutdown.load(Ordering::Relaxed) {
             for (shard, elector) in (0..self.config.shards).zip(&electors) {
-                if self.step(shard, elector, &mut state).await {
+                if self.clone().step(shard, elector, &mut state).await {
                     tracing::info!(shard, "took the shard's lease");
                     let _ = gained.send(());
                 }
@@ -187,7 +218,7 @@ impl Shards {
             tokio::time::sleep(self.config.renew_every).await;
         }
         for (shard, elector) in (0..self.config.shards).zip(&electors) {
-            if self.owns(shard) {
+            if self.held(shard) {
                 self.drain(shard).await;
                 let version = elector.peek().await.ok().flatten();
                 let version = version
@@ -200,18 +231,25 @@ impl Shards {
         }
     }
 
-    /// One round for one shard; true when the shard was taken.
-    async fn step(&self, shard: u32, elector: &Elector, state: &mut ContendState) -> bool {
+    /// One round for one shard; true when the shard was taken (or its
+    /// ownership, lapsed, came back with a renewal).
+    async fn step(
+        self: Arc<Self>,
+        shard: u32,
+        elector: &Arc<Elector>,
+        state: &mut ContendState,
+    ) -> bool {
         let preferred = shard == self.config.index;
         let view = match elector.peek().await {
             Ok(view) => view,
             Err(e) => {
+                // Ownership lapses by itself a lease duration after the
+                // last renewal ([`Shards::owns`]).
                 tracing::warn!(shard, error = %e, "cannot read the shard's lease");
-                self.expire_if_stale(shard, state);
                 return false;
             }
         };
-        if self.owns(shard) {
+        if self.held(shard) {
             let claimed = view
                 .as_ref()
                 .and_then(|v| v.claimed_by.as_deref())
@@ -221,23 +259,31 @@ impl Shards {
                     shard,
                     "handing the shard back to the replica that claims it"
                 );
-                self.drain(shard).await;
-                if let Err(e) = elector.release(view.and_then(|v| v.resource_version)).await {
-                    tracing::warn!(shard, error = %e, "cannot release the shard's lease");
-                }
+                // No new reconcile of the shard from now; the Lease goes
+                // once those running have finished.
+                self.set(shard, false);
+                let (shards, elector) = (self.clone(), elector.clone());
+                let version = view.and_then(|v| v.resource_version);
+                tokio::spawn(async move {
+                    shards.drain(shard).await;
+                    if let Err(e) = elector.release(version).await {
+                        tracing::warn!(shard, error = %e, "cannot release the shard's lease");
+                    }
+                });
                 return false;
             }
+            let lapsed = !self.owns(shard);
             match elector.try_acquire_or_renew().await {
                 Ok(true) => {
-                    state.renewed.insert(shard, Instant::now());
+                    self.mark_renewed(shard);
+                    return lapsed;
                 }
                 Ok(false) => {
                     tracing::warn!(shard, "lost the shard's lease to another replica");
-                    self.drain(shard).await;
+                    self.set(shard, false);
                 }
                 Err(e) => {
                     tracing::warn!(shard, error = %e, "cannot renew the shard's lease");
-                    self.expire_if_stale(shard, state);
                 }
             }
             return false;
@@ -245,10 +291,14 @@ impl Shards {
         if !preferred && !self.may_take_over(shard, view.as_ref(), state) {
             return false;
         }
+        // Not while a hand-back of this shard still drains.
+        if self.running[shard as usize].load(Ordering::SeqCst) > 0 {
+            return false;
+        }
         match elector.try_acquire_or_renew().await {
             Ok(true) => {
-                state.renewed.insert(shard, Instant::now());
                 state.missing_since.remove(&shard);
+                self.mark_renewed(shard);
                 self.set(shard, true);
                 true
             }
@@ -294,25 +344,11 @@ impl Shards {
             }
         }
     }
-
-    /// Gives up a shard whose Lease could not be renewed for its duration.
-    fn expire_if_stale(&self, shard: u32, state: &ContendState) {
-        if self.owns(shard)
-            && state
-                .renewed
-                .get(&shard)
-                .is_none_or(|t| t.elapsed() >= self.config.lease_duration)
-        {
-            tracing::warn!(shard, "the shard's lease expired; stopping its reconciles");
-            self.set(shard, false);
-        }
-    }
 }
 
 /// What one replica remembers between rounds.
 #[derive(Debug, Default)]
 struct ContendState {
-    renewed: HashMap<u32, Instant>,
     missing_since: HashMap<u32, Instant>,
 }
 
@@ -348,11 +384,33 @@ mod tests {
         assert!(shards.enter("kiln", &name).is_none());
         assert_eq!(shards.running[1].load(Ordering::SeqCst), 0);
         shards.set(1, true);
+        shards.mark_renewed(1);
         let running = shards.enter("kiln", &name).unwrap();
         assert_eq!(shards.running[1].load(Ordering::SeqCst), 1);
         drop(running);
+        assert_eq!(shards.owned(), vec![1]);
         assert_eq!(shards.running[1].load(Ordering::SeqCst), 0);
         assert_eq!(shards.owned(), vec![1]);
+    }
+
+    #[test]
+    fn ownership_lapses_a_lease_duration_after_the_last_renewal() {
+        let shards = Shards::new(ShardingConfig {
+            shards: 2,
+            lease_duration: Duration::from_millis(50),
+            ..ShardingConfig::default()
+        });
+        shards.set(0, true);
+        shards.mark_renewed(0);
+        assert!(shards.owns(0));
+        std::thread::sleep(Duration::from_millis(80));
+        assert!(
+            !shards.owns(0),
+            "a replica that cannot renew stops by itself"
+        );
+        assert!(shards.held(0), "until it renews again or learns it lost");
+        shards.mark_renewed(0);
+        assert!(shards.owns(0));
     }
 
     #[test]

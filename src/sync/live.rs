@@ -17,10 +17,11 @@ pub trait LiveState: Send + Sync {
     /// known not to exist, `None` when not known.
     async fn get(&self, resolved: &Resolved, key: &ObjectKey) -> Option<Option<Value>>;
 
-    /// Every live object labelled for application `app`, of every kind it
-    /// may have objects of; `None` when not known. The engine still checks
-    /// each object's tracking annotation.
-    async fn labelled(&self, app: &str) -> Option<Vec<(Resolved, Value)>>;
+    /// The live objects labelled for application `app`, of every kind it
+    /// may have objects of, and the kinds not known yet (the engine lists
+    /// those from the API server); `None` when nothing is known. The engine
+    /// still checks each object's tracking annotation.
+    async fn labelled(&self, app: &str) -> Option<Labelled>;
 
     /// Whether the object `key` was last compared with the same desired
     /// state and the same live version (`fingerprint`) and was in sync then:
@@ -29,6 +30,18 @@ pub trait LiveState: Send + Sync {
 
     /// Records the outcome of comparing `key` at `fingerprint`.
     fn compared(&self, key: &ObjectKey, fingerprint: u64, in_sync: bool);
+
+    /// Forgets the outcomes of every object but `keys` (those rendered now).
+    fn keep_only(&self, keys: &std::collections::BTreeSet<ObjectKey>);
+}
+
+/// What a [`LiveState`] knows of an application's labelled objects.
+#[derive(Debug, Default)]
+pub struct Labelled {
+    /// The objects of the kinds it knows.
+    pub objects: Vec<(Resolved, Value)>,
+    /// Kinds it watches but has not listed yet.
+    pub unknown: Vec<Resolved>,
 }
 
 /// The fingerprint of comparing `desired` with the live version

@@ -31,7 +31,7 @@ use crate::cluster::{Cluster, ClusterError, Resolved};
 use crate::diff::{self, DiffOptions, Report, SyncStatus};
 use crate::health::{self, Health};
 use crate::manifest::ObjectKey;
-pub use live::LiveState;
+pub use live::{Labelled, LiveState};
 pub use options::{PrunePropagation, RetryPolicy, SyncOptions};
 use plan::{DeletePolicy, Phase, Plan, Planned};
 
@@ -370,34 +370,43 @@ impl<'a> Engine<'a> {
             .collect()
     }
 
+    /// The objects of `kind` labelled for this application, from the API
+    /// server (none when the client may not list the kind: not ours to
+    /// prune).
+    async fn labelled_of(&self, kind: &Resolved) -> Result<Vec<(Resolved, Value)>> {
+        let selector = ListParams::default().labels(&format!("{APP_LABEL}={}", self.app.name));
+        let api = self.cluster.api(kind, None);
+        let list = match api.list(&selector).await {
+            Ok(list) => list,
+            Err(kube::Error::Api(status)) if matches!(status.code, 403..=405) => {
+                return Ok(Vec::new());
+            }
+            Err(source) => {
+                return Err(SyncError::List {
+                    kind: kind.resource.kind.clone(),
+                    source,
+                });
+            }
+        };
+        Ok(list
+            .items
+            .into_iter()
+            .map(|object| {
+                (
+                    kind.clone(),
+                    serde_json::to_value(&object).unwrap_or_default(),
+                )
+            })
+            .collect())
+    }
+
     /// The objects this application tracks in the cluster, by key.
     async fn tracked(&self) -> Result<Vec<(Resolved, Value)>> {
         let mut found = Vec::new();
-        let selector = ListParams::default().labels(&format!("{APP_LABEL}={}", self.app.name));
         for resolved in self.cluster.all_kinds().await? {
-            let api = self.cluster.api(&resolved, None);
-            let list = match api.list(&selector).await {
-                Ok(list) => list,
-                // Kinds the client may not list are not ours to prune.
-                Err(kube::Error::Api(status)) if matches!(status.code, 403..=405) => continue,
-                Err(source) => {
-                    return Err(SyncError::List {
-                        kind: resolved.resource.kind.clone(),
-                        source,
-                    });
-                }
-            };
-            for object in list.items {
-                let value = serde_json::to_value(&object).unwrap_or_default();
-                let key = ObjectKey::of(&value);
-                // Only objects whose annotation names this app *and* this
-                // very object: a copied label or annotation is not enough.
-                if tracked_as(&value) == Some(tracking_id(&self.app.name, &key).as_str()) {
-                    found.push((resolved.clone(), value));
-                }
-            }
+            found.extend(self.labelled_of(&resolved).await?);
         }
-        Ok(found)
+        Ok(self.tracked_among(found))
     }
 
     /// Compares the rendered objects with the cluster. Each object is
@@ -462,9 +471,18 @@ impl<'a> Engine<'a> {
             }
             report.objects.push(compared);
         }
+        if let Some(state) = &self.live_state {
+            state.keep_only(&desired_keys);
+        }
         let tracked = match &self.live_state {
             Some(state) => match state.labelled(&self.app.name).await {
-                Some(labelled) => self.tracked_among(labelled),
+                Some(labelled) => {
+                    let mut found = labelled.objects;
+                    for kind in &labelled.unknown {
+                        found.extend(self.labelled_of(kind).await?);
+                    }
+                    self.tracked_among(found)
+                }
                 None => self.tracked().await?,
             },
             None => self.tracked().await?,

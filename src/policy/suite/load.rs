@@ -72,6 +72,13 @@ pub(super) fn read_bounded(path: &Path, max: u64) -> Result<String, SuiteError> 
         path: path.to_owned(),
         source,
     };
+    // Checked before opening: opening a FIFO would wait for a writer.
+    if !std::fs::metadata(path).map_err(io)?.is_file() {
+        return Err(SuiteError::Invalid {
+            path: path.to_owned(),
+            message: "not a regular file".into(),
+        });
+    }
     let file = std::fs::File::open(path).map_err(io)?;
     let size = file.metadata().map_err(io)?.len();
     if size > max {
@@ -486,6 +493,15 @@ pub fn load(root: &Path, file: &Path, options: &Options) -> Result<Suite, SuiteE
             }
         }
     }
+    // Object files are read by the host: only under the root the suites
+    // were found in (a suite cannot read the host's other files).
+    for test in &mut suite.tests {
+        for case in &mut test.cases {
+            for object in &mut case.objects {
+                *object = confined(root, object).map_err(&invalid)?;
+            }
+        }
+    }
     let cases: usize = suite.tests.iter().map(|t| t.cases.len()).sum();
     if cases > options.limits.max_cases {
         return Err(SuiteError::TooMany {
@@ -495,6 +511,25 @@ pub fn load(root: &Path, file: &Path, options: &Options) -> Result<Suite, SuiteE
         });
     }
     Ok(suite)
+}
+
+/// `path` resolved (links followed) if it is under `root`.
+fn confined(root: &Path, path: &Path) -> Result<PathBuf, String> {
+    let root = root
+        .canonicalize()
+        .map_err(|e| format!("{}: {e}", root.display()))?;
+    let resolved = path
+        .canonicalize()
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    if resolved.starts_with(&root) {
+        Ok(resolved)
+    } else {
+        Err(format!(
+            "{} is outside {}, where the suites were found",
+            path.display(),
+            root.display()
+        ))
+    }
 }
 
 /// `dir` relative to `root`, as the policies' Application path.

@@ -73,6 +73,39 @@ impl ChartCache {
         }
     }
 
+    fn origins(&self, digest: &Digest) -> PathBuf {
+        self.path.join(format!("sha256-{}.origins", digest.hex()))
+    }
+
+    /// The unpacked chart of this archive digest, if cached *and* once
+    /// downloaded from `origin` (a repository's scheme, host and port): an
+    /// index naming the digest of a chart another repository served (a
+    /// private one, fetched with credentials) does not get it from the
+    /// cache.
+    pub fn get_from(&self, digest: &Digest, origin: &str) -> Option<PathBuf> {
+        let listed = std::fs::read_to_string(self.origins(digest)).ok()?;
+        if !listed.lines().any(|line| line == origin) {
+            return None;
+        }
+        self.get(digest)
+    }
+
+    /// Records that `origin` served the archive `digest` (after checking
+    /// it). Blocking.
+    pub fn note_origin(&self, digest: &Digest, origin: &str) -> std::io::Result<()> {
+        use std::io::Write as _;
+        let path = self.origins(digest);
+        let listed = std::fs::read_to_string(&path).unwrap_or_default();
+        if listed.lines().any(|line| line == origin) {
+            return Ok(());
+        }
+        std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)?
+            .write_all(format!("{origin}\n").as_bytes())
+    }
+
     /// Unpacks `bytes` (whose digest the caller checked) under `digest`,
     /// then evicts old charts past the budget. Blocking.
     pub fn put(&self, digest: &Digest, bytes: &[u8], name: &str) -> Result<PathBuf, CacheError> {
@@ -164,6 +197,27 @@ mod tests {
             .append_data(&mut header, format!("{name}/Chart.yaml"), &data[..])
             .unwrap();
         builder.into_inner().unwrap().finish().unwrap()
+    }
+
+    #[test]
+    fn a_digest_is_served_only_to_the_origins_that_served_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache =
+            ChartCache::open(&dir.path().join("c"), 1 << 30, ArchiveLimits::default()).unwrap();
+        let bytes = tgz("a", 100);
+        let digest = Digest::of(&bytes);
+        cache.put(&digest, &bytes, "a").unwrap();
+        assert!(cache.get_from(&digest, "https://private.example").is_none());
+        cache
+            .note_origin(&digest, "https://private.example")
+            .unwrap();
+        assert!(cache.get_from(&digest, "https://private.example").is_some());
+        assert!(
+            cache
+                .get_from(&digest, "https://attacker.example")
+                .is_none(),
+            "another repository naming the same digest downloads it itself"
+        );
     }
 
     #[test]

@@ -499,8 +499,9 @@ impl ChartFetcher {
                 .get(&url)
                 .copied(),
         };
+        let origin = origin_of(&url);
         if let Some(digest) = pinned
-            && let Some(dir) = self.inner.cache.get(&digest)
+            && let Some(dir) = self.inner.cache.get_from(&digest, &origin)
         {
             return Ok((dir, entry.version, digest, url));
         }
@@ -537,6 +538,9 @@ impl ChartFetcher {
             _ => {}
         }
         let dir = self.unpack(found, bytes, url.clone()).await?;
+        if let Err(e) = self.inner.cache.note_origin(&found, &origin) {
+            tracing::warn!(%url, error = %e, "cannot record where a chart came from");
+        }
         Ok((dir, entry.version, found, url))
     }
 
@@ -822,4 +826,12 @@ mod dependencies {
         }
         Ok(needed)
     }
+}
+
+/// The scheme, host and port of `url` (what may serve a cached archive
+/// again).
+fn origin_of(url: &str) -> String {
+    reqwest::Url::parse(url)
+        .map(|u| u.origin().ascii_serialization())
+        .unwrap_or_else(|_| url.to_owned())
 }
