@@ -143,7 +143,8 @@ impl ChartCache {
         for entry in std::fs::read_dir(&self.path)? {
             let entry = entry?;
             let name = entry.file_name();
-            if !name.to_string_lossy().starts_with("sha256-") {
+            // Unpacked charts only (not their `.origins` records).
+            if !name.to_string_lossy().starts_with("sha256-") || !entry.file_type()?.is_dir() {
                 continue;
             }
             let size = dir_size(&entry.path())?;
@@ -161,6 +162,7 @@ impl ChartCache {
             }
             tracing::debug!(path = %path.display(), "chart cache over budget: removing");
             std::fs::remove_dir_all(&path)?;
+            let _ = std::fs::remove_file(path.with_extension("origins"));
             total -= size;
         }
         Ok(())
