@@ -99,6 +99,9 @@ pub struct Comparison {
     pub insecure_plugins: Vec<String>,
     /// What a sync may prune.
     pub prune_guard: PruneGuard,
+    /// The live state the comparison read (a sync records what it applied
+    /// there).
+    pub live_state: Arc<dyn crate::sync::LiveState>,
 }
 
 impl Comparison {
@@ -107,6 +110,7 @@ impl Comparison {
     pub fn engine(&self, options: SyncOptions) -> Engine<'_> {
         Engine::new(&self.target.cluster, self.sync_app.clone(), options)
             .with_prune_guard(self.prune_guard.clone())
+            .with_live_state(self.live_state.clone())
     }
 }
 
@@ -340,7 +344,7 @@ pub async fn compare(app: &Application, ctx: &Context, to: &CompareTo) -> Result
         app.metadata.generation.unwrap_or_default(),
     );
     let diff = Engine::new(&target.cluster, sync_app.clone(), options.clone())
-        .with_live_state(state)
+        .with_live_state(state.clone())
         .diff(objects.clone(), &diff_options)
         .await
         .map_err(|e| Stop::new("ComparisonError", "DiffFailed", crate::text::chain(&e)))?;
@@ -356,6 +360,7 @@ pub async fn compare(app: &Application, ctx: &Context, to: &CompareTo) -> Result
         options,
         insecure_plugins: insecure,
         prune_guard,
+        live_state: state,
     })
 }
 

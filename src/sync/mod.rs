@@ -785,6 +785,16 @@ impl<'a> Engine<'a> {
             }
         }
         .map_err(|e| api_error(&e))?;
+        // What was just applied is in sync at the version it produced: the
+        // next comparison need not predict it again.
+        if !dry_run
+            && let (Some(state), Some(version)) = (
+                &self.live_state,
+                written.metadata.resource_version.as_deref(),
+            )
+        {
+            state.compared(key, live::fingerprint(&planned.object, version), true);
+        }
         let before = live
             .as_ref()
             .and_then(|l| l.pointer("/metadata/resourceVersion"))
