@@ -354,7 +354,11 @@ impl ChartFetcher {
     /// Replaces the OCI registry credentials (the controller's registry
     /// Secrets changed).
     pub fn set_registry_credentials(&self, registry: RegistryCredentials) {
-        *self.inner.registry.write().unwrap_or_else(|e| e.into_inner()) = registry;
+        *self
+            .inner
+            .registry
+            .write()
+            .unwrap_or_else(|e| e.into_inner()) = registry;
     }
 
     /// A fetcher for public repositories only.

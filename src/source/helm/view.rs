@@ -130,7 +130,10 @@ impl FileOverlay {
 
     /// The overlay's directory and file name.
     fn split(&self) -> (&str, &str) {
-        self.at.as_str().rsplit_once('/').unwrap_or(("", self.at.as_str()))
+        self.at
+            .as_str()
+            .rsplit_once('/')
+            .unwrap_or(("", self.at.as_str()))
     }
 }
 
