@@ -298,7 +298,11 @@ async fn project_rules_and_bad_specs_become_conditions_and_nothing_is_applied() 
         ("locked-out", "ProjectViolation", "sourceRepos"),
         ("no-project", "InvalidSpec", "\"missing\" does not exist"),
         ("no-repo", "ComparisonError", "127.0.0.1:1"),
-        ("chart", "InvalidSpec", "plugin \"helm\" is not in the catalog"),
+        (
+            "chart",
+            "InvalidSpec",
+            "plugin \"helm\" is not in the catalog",
+        ),
     ] {
         let status = status_with_a_condition(&w.cluster, kind, app).await;
         let condition = &status["conditions"][0];

@@ -105,7 +105,19 @@ pub async fn work(shop: Workshop<'_>, request: &RenderRequest) -> Result<Worked,
         pin.unwrap_or_default(),
     ];
     let view = match &request.helm {
-        Some(helm) => helm_host_work(view, &context.path, helm, &mut chain, &mut shape)?,
+        Some(helm) => {
+            let Some(Step::Plugin { params, .. }) = chain.get_mut(helm.step) else {
+                return Err(Stop::new(
+                    "InvalidSpec",
+                    "InvalidHelmSource",
+                    format!(
+                        "spec.source.helm: the render chain has no step #{}",
+                        helm.step
+                    ),
+                ));
+            };
+            helm_host_work(view, &context.path, helm, params, &mut shape)?
+        }
         None => view,
     };
     for step in &chain {
@@ -274,16 +286,10 @@ fn helm_host_work(
     view: Arc<dyn SourceView>,
     chart_dir: &str,
     helm: &HelmHostWork,
-    chain: &mut [Step],
+    params: &mut crate::plugin::Params,
     shape: &mut Vec<String>,
 ) -> Result<Arc<dyn SourceView>, Stop> {
     let invalid = |message: String| Stop::new("InvalidSpec", "InvalidHelmSource", message);
-    let Some(Step::Plugin { params, .. }) = chain.get_mut(helm.step) else {
-        return Err(invalid(format!(
-            "spec.source.helm: the render chain has no step #{}",
-            helm.step
-        )));
-    };
     let dir = SourcePath::parse(chart_dir)
         .map_err(|e| invalid(format!("spec.source.path {chart_dir:?}: {e}")))?;
     if helm.ignore_missing_value_files {
@@ -401,5 +407,81 @@ impl PolicySources {
                 error: format!("revision {}: {error}", source.revision),
             },
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::source::LocalDir;
+
+    fn chart() -> (tempfile::TempDir, Arc<dyn SourceView>) {
+        let tmp = tempfile::tempdir().unwrap();
+        for (path, text) in [
+            ("apps/web/Chart.yaml", "name: web\n"),
+            ("apps/web/values-prod.yaml", "a: 1\n"),
+            ("apps/web/files/app.conf", "x=1,y=2\n"),
+            ("secret.txt", "not for the chart\n"),
+        ] {
+            let p = tmp.path().join(path);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, text).unwrap();
+        }
+        let view: Arc<dyn SourceView> = Arc::new(LocalDir::open(tmp.path()).unwrap());
+        (tmp, view)
+    }
+
+    fn pairs(list: &[(&str, &str)]) -> Vec<(String, String)> {
+        list.iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect()
+    }
+
+    #[test]
+    fn file_parameters_cannot_climb_out_of_the_source() {
+        let (_tmp, view) = chart();
+        let helm = HelmHostWork {
+            file_parameters: pairs(&[("leak", "../../../etc/passwd")]),
+            ..HelmHostWork::default()
+        };
+        let mut params = Vec::new();
+        let err = helm_host_work(view, "apps/web", &helm, &mut params, &mut Vec::new())
+            .err()
+            .expect("refused");
+        assert_eq!(err.reason, "InvalidHelmSource");
+        assert!(err.message.contains("fileParameters leak"), "{err}");
+        assert!(params.is_empty());
+    }
+
+    #[test]
+    fn the_host_part_of_the_helm_block_is_done_on_the_view() {
+        let (_tmp, view) = chart();
+        let helm = HelmHostWork {
+            step: 0,
+            inline_values: Some("replicas: 3\n".into()),
+            file_parameters: pairs(&[("config", "files/app.conf")]),
+            ignore_missing_value_files: true,
+        };
+        let mut params = pairs(&[
+            ("valueFiles", "values-prod.yaml"),
+            ("valueFiles", "values-missing.yaml"),
+            ("valueFiles", INLINE_VALUES_FILE),
+        ]);
+        let mut shape = Vec::new();
+        let view = helm_host_work(view, "apps/web", &helm, &mut params, &mut shape).unwrap();
+        assert_eq!(
+            params,
+            pairs(&[
+                ("valueFiles", "values-prod.yaml"),
+                ("valueFiles", INLINE_VALUES_FILE),
+                ("setString", "config=x=1\\,y=2\n"),
+            ])
+        );
+        let inline = SourcePath::parse(&format!("apps/web/{INLINE_VALUES_FILE}")).unwrap();
+        assert_eq!(view.read_file(&inline).unwrap(), b"replicas: 3\n");
+        assert!(
+            shape.iter().any(|s| s == "replicas: 3\n"),
+            "in the cache key"
+        );
     }
 }
