@@ -205,7 +205,15 @@ async fn an_argo_cd_helm_application_syncs_from_a_helm_repository_and_follows_it
     // Then the chart renders with the block mapped onto the helm plugin,
     // and the cluster's version and API versions in `.Capabilities`.
     let live = eventually("web synced", async || {
-        settings(&w.cluster, "web-release-settings").await
+        let live = settings(&w.cluster, "web-release-settings").await;
+        let status = app_status(&w.cluster, "web").await;
+        let failed = status["conditions"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .any(|c| c["type"] != "InsecurePlugin");
+        assert!(!failed, "{status}");
+        live
     })
     .await;
     let data = &live["data"];
