@@ -446,8 +446,7 @@ mod tests {
         };
         let mut params = Vec::new();
         let err = helm_host_work(view, "apps/web", &helm, &mut params, &mut Vec::new())
-            .err()
-            .expect("refused");
+            .expect_err("refused");
         assert_eq!(err.reason, "InvalidHelmSource");
         assert!(err.message.contains("fileParameters leak"), "{err}");
         assert!(params.is_empty());
