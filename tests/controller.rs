@@ -289,8 +289,8 @@ async fn project_rules_and_bad_specs_become_conditions_and_nothing_is_applied() 
     apps.create(&PostParams::default(), &missing_repo)
         .await
         .unwrap();
-    // A Helm repository chart: not fetched by the controller yet, and said
-    // so, rather than polled as a Git repository.
+    // A Helm repository chart renders with the catalog's Plugin `helm`
+    // (none here, which is said), not polled as a Git repository.
     let mut chart = application("chart", "https://charts.example.com", "default");
     chart.spec.source.chart = Some("web".into());
     apps.create(&PostParams::default(), &chart).await.unwrap();
@@ -298,7 +298,11 @@ async fn project_rules_and_bad_specs_become_conditions_and_nothing_is_applied() 
         ("locked-out", "ProjectViolation", "sourceRepos"),
         ("no-project", "InvalidSpec", "\"missing\" does not exist"),
         ("no-repo", "ComparisonError", "127.0.0.1:1"),
-        ("chart", "InvalidSpec", "does not fetch Helm charts yet"),
+        (
+            "chart",
+            "InvalidSpec",
+            "plugin \"helm\" is not in the catalog",
+        ),
     ] {
         let status = status_with_a_condition(&w.cluster, kind, app).await;
         let condition = &status["conditions"][0];

@@ -560,6 +560,8 @@ fn request(repo_url: &str, padding: usize) -> RenderRequest {
         repository_credentials: None,
         registry_credentials: Vec::new(),
         ssh_known_hosts: None,
+        chart: None,
+        helm: None,
     }
 }
 
@@ -890,6 +892,8 @@ async fn a_policy_source_and_its_credentials_travel_with_the_request() {
         repository_credentials: None,
         registry_credentials: Vec::new(),
         ssh_known_hosts: None,
+        chart: None,
+        helm: None,
     };
 
     let answer = client

@@ -103,6 +103,11 @@ pub(crate) struct ControllerArgs {
     #[arg(long, value_name = "SIZE", default_value = "256Mi", value_parser = super::args::parse_size)]
     render_cache_size: u64,
 
+    /// Directory of the unpacked-chart cache of `spec.source.chart`
+    /// (created 0700). Default: ~/.cache/kiln/charts.
+    #[arg(long, value_name = "DIR")]
+    chart_cache: Option<PathBuf>,
+
     /// A repository no Application has read for this long leaves the Git
     /// cache.
     #[arg(long, value_name = "DURATION", default_value = "24h", value_parser = parse_duration)]
@@ -343,6 +348,10 @@ pub(crate) async fn run(args: &ControllerArgs) -> anyhow::Result<u8> {
             .clone()
             .or_else(|| default_cache_dir().map(|d| d.join("renders"))),
         render_cache_size: args.render_cache_size,
+        chart_cache_dir: args
+            .chart_cache
+            .clone()
+            .or_else(|| default_cache_dir().map(|d| d.join("charts"))),
         git_cache_idle: args.git_cache_idle,
         catalog: controller::CatalogConfig {
             store: args

@@ -56,6 +56,8 @@ pub struct Cluster {
     /// share one round ([`MIN_REFRESH_INTERVAL`]).
     refreshed: tokio::sync::Mutex<Option<(std::time::Instant, Option<String>)>>,
     rounds: std::sync::atomic::AtomicU64,
+    /// The server's version (`/version`), asked once.
+    version: tokio::sync::OnceCell<String>,
 }
 
 /// The shortest time between two discovery rounds caused by unknown kinds:
@@ -122,6 +124,7 @@ impl Cluster {
             all: RwLock::new(Vec::new()),
             refreshed: tokio::sync::Mutex::new(None),
             rounds: std::sync::atomic::AtomicU64::new(0),
+            version: tokio::sync::OnceCell::new(),
         }
     }
 
@@ -133,6 +136,36 @@ impl Cluster {
     /// Discovery rounds so far (metrics, tests).
     pub fn discovery_rounds(&self) -> u64 {
         self.rounds.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// What Helm's `.Capabilities` should see of this cluster: its version
+    /// (`/version`'s `gitVersion`, asked once per process) and the
+    /// group/versions and `group/version/Kind`s it serves (from discovery,
+    /// run now if it never ran), sorted.
+    pub async fn facts(&self) -> Result<crate::api::helm::ClusterFacts, ClusterError> {
+        let version = self
+            .version
+            .get_or_try_init(|| async {
+                self.client
+                    .apiserver_version()
+                    .await
+                    .map(|info| info.git_version)
+                    .map_err(ClusterError::Discovery)
+            })
+            .await?
+            .clone();
+        if self.kinds.read().await.is_empty() {
+            self.refresh().await?;
+        }
+        let mut api_versions = std::collections::BTreeSet::new();
+        for (api_version, kind) in self.kinds.read().await.keys() {
+            api_versions.insert(api_version.clone());
+            api_versions.insert(format!("{api_version}/{kind}"));
+        }
+        Ok(crate::api::helm::ClusterFacts {
+            kube_version: Some(version),
+            api_versions: api_versions.into_iter().collect(),
+        })
     }
 
     async fn refresh(&self) -> Result<(), ClusterError> {

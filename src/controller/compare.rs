@@ -20,7 +20,8 @@ use crate::manifest::ObjectKey;
 use crate::plugin::World;
 use crate::policy::{self, Mode};
 use crate::render::remote::{
-    AppRef, PolicySourceRef, PolicyStepRef, RenderRequest, RenderStep, WireSecret,
+    AppRef, ChartSourceRef, HelmHostWork, PolicySourceRef, PolicyStepRef, RenderRequest,
+    RenderStep, WireSecret,
 };
 use crate::source::git::{CredentialProvider as _, RepoUrl};
 use crate::sync::{
@@ -121,18 +122,13 @@ pub async fn compare(app: &Application, ctx: &Context, to: &CompareTo) -> Result
 
     // Project rules, before anything else.
     let project = load_project(app, ctx).await?;
-    // A chart repository URL is no Git URL: say what is missing instead.
-    if let Some(chart) = &app.spec.source.chart {
-        return Err(Stop::new(
-            "InvalidSpec",
-            "ChartSourceNotSupported",
-            format!(
-                "spec.source.chart {chart:?}: the controller does not fetch Helm charts yet; \
-                 vendor the chart in Git, or render it with `kiln render --chart` (docs/helm.md)"
-            ),
-        ));
-    }
-    let url = repository(app, config)?;
+    // A chart's repository is a Helm repository or an OCI registry, not
+    // Git: its URL is checked where the chart is fetched.
+    let chart = app.spec.source.chart.clone().filter(|c| !c.is_empty());
+    let url = match &chart {
+        Some(_) => None,
+        None => Some(repository(app, config)?),
+    };
     project.admit(app).map_err(|v| {
         Stop::new(
             "ProjectViolation",
@@ -177,6 +173,7 @@ pub async fn compare(app: &Application, ctx: &Context, to: &CompareTo) -> Result
             params: params.into_iter().collect(),
         });
     }
+    let helm = helm_step(app, ctx, &project, &target, &mut chain, &mut insecure).await?;
     let mut policies = Vec::new();
     let mut policy_urls = Vec::new();
     for used in project.policies().iter().chain(&app.spec.policies) {
@@ -233,6 +230,8 @@ pub async fn compare(app: &Application, ctx: &Context, to: &CompareTo) -> Result
         ssh_known_hosts: None,
         repository_credentials: None,
         registry_credentials: Vec::new(),
+        chart: chart.clone().map(|chart| ChartSourceRef { chart }),
+        helm,
     };
     // Checked here, so that a malformed Secret is named in the condition.
     plugins::controller_registry_credentials(ctx)?;
@@ -242,14 +241,27 @@ pub async fn compare(app: &Application, ctx: &Context, to: &CompareTo) -> Result
         .collect();
 
     // Revision, render and policies: here, or on the render server.
-    let rendered = match &ctx.render_server {
-        Some(server) => {
-            request.refresh = ctx.take_forget(&url);
+    let rendered = match (&ctx.render_server, &url) {
+        (Some(server), None) => {
+            return Err(Stop::new(
+                "ComparisonError",
+                "ChartSourceNotSupportedByRenderServer",
+                format!(
+                    "spec.source.chart {:?}: render server {} does not fetch Helm charts yet; \
+                     render this Application in the controller (no --render-server), or vendor \
+                     the chart in Git (docs/helm.md)",
+                    chart.unwrap_or_default(),
+                    server.name()
+                ),
+            ));
+        }
+        (Some(server), Some(url)) => {
+            request.refresh = ctx.take_forget(url);
             request.ssh_known_hosts = ctx.ssh_known_hosts.as_ref().and_then(|k| k.known_hosts());
             request.repository_credentials = ctx
                 .secrets
                 .repo_credentials()
-                .credentials(&url)
+                .credentials(url)
                 .map(Into::into);
             let credentials = ctx.secrets.repo_credentials();
             for (step, url) in request
@@ -277,8 +289,23 @@ pub async fn compare(app: &Application, ctx: &Context, to: &CompareTo) -> Result
                 .inc();
             routed.response
         }
-        None => {
+        (None, _) => {
+            let charts = match &chart {
+                Some(_) => Some(
+                    ctx.charts(plugins::controller_registry_credentials(ctx)?)
+                        .await
+                        .map_err(|e| {
+                            Stop::new(
+                                "ComparisonError",
+                                "ChartCacheUnavailable",
+                                crate::text::chain(&e),
+                            )
+                        })?,
+                ),
+                None => None,
+            };
             let shop = super::work::Workshop {
+                charts,
                 git: &ctx.git,
                 host: &ctx.host,
                 catalog: &ctx.catalog,
@@ -404,6 +431,84 @@ async fn watch_kinds(
             ctx.live.ensure(&target.server, &target.cluster, &resolved);
         }
     }
+}
+
+/// The name of the catalog Plugin that renders Helm charts: a chart
+/// source, or a Git path with a `spec.source.helm` block and no plugins,
+/// renders with it; with plugins, the block maps onto the step naming it.
+pub const HELM_PLUGIN: &str = "helm";
+
+/// Maps `spec.source.helm` (and `spec.source.chart`) onto the chain: the
+/// step of the Plugin named [`HELM_PLUGIN`] (added when the Application
+/// names no plugins) gets the block's parameters after its own, with
+/// `kubeVersion`/`apiVersions` from the destination cluster unless the
+/// block sets them. Returns what the host must do on the view.
+async fn helm_step(
+    app: &Application,
+    ctx: &Context,
+    project: &Project,
+    target: &Target,
+    chain: &mut Vec<RenderStep>,
+    insecure: &mut Vec<String>,
+) -> Result<Option<HelmHostWork>, Stop> {
+    let source = &app.spec.source;
+    let is_chart = source.chart.as_deref().is_some_and(|c| !c.is_empty());
+    if source.helm.is_none() && !is_chart {
+        return Ok(None);
+    }
+    if chain.is_empty() {
+        let described = plugins::describe(ctx, project, HELM_PLUGIN, World::Renderer).await?;
+        if described.insecure {
+            insecure.push(HELM_PLUGIN.to_owned());
+        }
+        chain.push(RenderStep {
+            plugin: described.description,
+            params: described.defaults.into_iter().collect(),
+        });
+    }
+    let step = chain
+        .iter()
+        .position(|s| s.plugin.name == HELM_PLUGIN)
+        .ok_or_else(|| {
+            Stop::new(
+                "InvalidSpec",
+                "HelmPluginNotInChain",
+                format!(
+                    "spec.source.helm: the block maps onto the Plugin named {HELM_PLUGIN:?}, \
+                     which spec.source.plugins does not name"
+                ),
+            )
+        })?;
+    let block = source.helm.clone().unwrap_or_default();
+    let needs_cluster = block.kube_version.is_none() || block.api_versions.is_empty();
+    let facts = if needs_cluster {
+        target.cluster.facts().await.map_err(|e| {
+            Stop::new(
+                "ComparisonError",
+                "ClusterCapabilitiesUnavailable",
+                format!(
+                    "destination {}: cannot read its version and API versions for Helm's \
+                     .Capabilities: {}",
+                    target.server,
+                    crate::text::chain(&e)
+                ),
+            )
+        })?
+    } else {
+        crate::api::helm::ClusterFacts::default()
+    };
+    let name = app.metadata.name.clone().unwrap_or_default();
+    let namespace = app.spec.destination.namespace.clone().unwrap_or_default();
+    let plan = block
+        .plan(&name, &namespace, &facts)
+        .map_err(|e| Stop::new("InvalidSpec", "InvalidHelmSource", e.to_string()))?;
+    chain[step].params.extend(plan.params);
+    Ok(Some(HelmHostWork {
+        step,
+        inline_values: plan.inline_values,
+        file_parameters: plan.file_parameters,
+        ignore_missing_value_files: plan.ignore_missing_value_files,
+    }))
 }
 
 /// The Application's project (the implicit `default` one when no AppProject

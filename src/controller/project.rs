@@ -112,7 +112,17 @@ impl Project {
     /// Checks the application's source and plugins (the destination is
     /// checked once resolved: [`Project::admit_destination`]).
     pub fn admit(&self, app: &Application) -> Result<(), Violation> {
-        self.admit_repository(&app.spec.source.repo_url)?;
+        if app
+            .spec
+            .source
+            .chart
+            .as_deref()
+            .is_some_and(|c| !c.is_empty())
+        {
+            self.admit_chart_repository(&app.spec.source.repo_url)?;
+        } else {
+            self.admit_repository(&app.spec.source.repo_url)?;
+        }
         // An Application's own policies may read another repository only
         // if the project lets it use that repository (the project's
         // mandatory policies are trusted as the AppProject is).
@@ -120,12 +130,18 @@ impl Project {
             self.admit_repository(&source.repo_url)?;
         }
         if !self.spec.plugins.is_empty() {
-            for plugin in app
-                .spec
-                .source
+            // A chart (or a helm block) with no plugins renders with the
+            // Plugin `helm`, which the project must allow too.
+            let source = &app.spec.source;
+            let implicit_helm = (source.helm.is_some()
+                || source.chart.as_deref().is_some_and(|c| !c.is_empty()))
+                && source.plugins.is_empty();
+            let helm = super::compare::HELM_PLUGIN.to_owned();
+            for plugin in source
                 .plugins
                 .iter()
                 .map(|p| &p.name)
+                .chain(implicit_helm.then_some(&helm))
                 .chain(app.spec.policies.iter().map(|p| &p.name))
             {
                 if !self.spec.plugins.iter().any(|p| matches(p, plugin)) {
@@ -156,6 +172,31 @@ impl Project {
             return Err(self.violation(format!(
                 "repository {raw:?} ({}) is not in sourceRepos {:?}",
                 url.key(),
+                self.spec.source_repos
+            )));
+        }
+        Ok(())
+    }
+
+    /// Checks a Helm repository (or OCI registry path) URL against
+    /// `sourceRepos`, as Argo CD does: the repository URL itself
+    /// (`https://charts.example.com`, which may have no path) or its
+    /// `index.yaml`, both normalized as for Git ([`RepoUrl::key`]).
+    fn admit_chart_repository(&self, raw: &str) -> Result<(), Violation> {
+        let index = format!("{}/index.yaml", raw.trim_end_matches('/'));
+        let url = RepoUrl::parse(&index).map_err(|e| {
+            self.violation(format!(
+                "chart repository {raw:?}: {e}: it cannot be checked against sourceRepos"
+            ))
+        })?;
+        let repo = url.key().strip_suffix("/index.yaml").unwrap_or(url.key());
+        let allowed = self.spec.source_repos.iter().any(|pattern| {
+            let pattern = pattern_key(pattern);
+            matches(&pattern, url.key()) || matches(&pattern, repo)
+        });
+        if !allowed {
+            return Err(self.violation(format!(
+                "chart repository {raw:?} ({repo}) is not in sourceRepos {:?}",
                 self.spec.source_repos
             )));
         }

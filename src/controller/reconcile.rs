@@ -113,6 +113,9 @@ pub struct ControllerConfig {
     /// as much again at most on disk). Default: 256 MiB
     /// ([`super::cache::DEFAULT_CAPACITY`]).
     pub render_cache_size: u64,
+    /// Where charts of `spec.source.chart` are unpacked (created `0700`);
+    /// `None`: `kiln-charts-PID` in the system's temporary directory.
+    pub chart_cache_dir: Option<PathBuf>,
     /// How many Applications reconcile at once (default 32).
     pub concurrency: u16,
     /// A repository no Application has read for this long leaves the Git
@@ -154,6 +157,7 @@ impl Default for ControllerConfig {
             manager: "kiln".into(),
             render_cache_dir: None,
             render_cache_size: super::cache::DEFAULT_CAPACITY,
+            chart_cache_dir: None,
             concurrency: 32,
             git_cache_idle: Duration::from_secs(24 * 3600),
             self_heal_backoff: SelfHealBackoff::default(),
@@ -211,6 +215,8 @@ pub struct Context {
     pub ssh_known_hosts: Option<Arc<dyn crate::source::git::KnownHostsSource>>,
     /// The Applications' PolicyReports and the findings gauge.
     pub policy_reports: super::policy_report::PolicyReports,
+    /// Fetches the charts of `spec.source.chart` (made at the first one).
+    charts: tokio::sync::OnceCell<crate::source::helm::ChartFetcher>,
     forget: std::sync::Mutex<std::collections::HashSet<String>>,
     reverts: std::sync::Mutex<HashMap<String, Reverts>>,
     refreshes: std::sync::Mutex<HashMap<String, String>>,
@@ -262,6 +268,7 @@ impl Context {
             render_server: None,
             ssh_known_hosts: None,
             policy_reports: super::policy_report::PolicyReports::default(),
+            charts: tokio::sync::OnceCell::new(),
             forget: std::sync::Mutex::new(std::collections::HashSet::new()),
             reverts: std::sync::Mutex::new(HashMap::new()),
             refreshes: std::sync::Mutex::new(HashMap::new()),
@@ -279,6 +286,30 @@ impl Context {
                 .unwrap_or_else(|e| e.into_inner())
                 .insert(url.to_string());
         }
+    }
+
+    /// The chart fetcher: Helm repository credentials from the repository
+    /// Secrets (by URL prefix, as for Git), OCI credentials from the
+    /// registry Secrets (refreshed on each call).
+    pub(super) async fn charts(
+        &self,
+        registry: crate::artifact::RegistryCredentials,
+    ) -> Result<&crate::source::helm::ChartFetcher, crate::source::helm::ChartError> {
+        let fetcher = self
+            .charts
+            .get_or_try_init(|| async {
+                let dir = self.config.chart_cache_dir.clone().unwrap_or_else(|| {
+                    std::env::temp_dir().join(format!("kiln-charts-{}", std::process::id()))
+                });
+                crate::source::helm::ChartFetcher::new(
+                    crate::source::helm::HelmConfig::new(dir),
+                    Arc::new(self.secrets.repo_credentials()),
+                    crate::artifact::RegistryCredentials::none(),
+                )
+            })
+            .await?;
+        fetcher.set_registry_credentials(registry);
+        Ok(fetcher)
     }
 
     /// Whether the refs of `url` are to be resolved afresh (once).

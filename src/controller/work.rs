@@ -11,17 +11,23 @@ use std::time::Duration;
 use super::cache::RenderCache;
 use super::compare::Stop;
 use super::plugins::{self, Catalog};
+use crate::api::helm::{INLINE_VALUES_FILE, escape_set_value};
 use crate::plugin::{AppContext, PluginHost, World};
 use crate::policy::{self, PolicySource, PolicyStep};
-use crate::render::remote::{PolicySourceRef, RenderRequest, RenderResponse, WireObject};
+use crate::render::remote::{
+    ChartSourceRef, HelmHostWork, PolicySourceRef, RenderRequest, RenderResponse, WireObject,
+};
 use crate::render::{self, Step};
 use crate::source::git::{GitSource, GitTreeView, RepoUrl, Revision};
+use crate::source::helm::{ChartFetcher, ChartRef, FileOverlay};
 use crate::source::{SourcePath, SourceView, Subtree};
 
 /// What the source work uses: Git, the plugin host and catalog, and the
 /// render cache.
 #[derive(Clone, Copy)]
 pub struct Workshop<'a> {
+    /// Helm charts (`spec.source.chart`); `None`: refused.
+    pub charts: Option<&'a ChartFetcher>,
     /// Git (its credential provider answers for the request's repository).
     pub git: &'a GitSource,
     /// The plugin host.
@@ -46,35 +52,16 @@ pub struct Worked {
 
 /// Does the source work of `request`.
 pub async fn work(shop: Workshop<'_>, request: &RenderRequest) -> Result<Worked, Stop> {
-    let url = RepoUrl::parse(&request.app.repo_url).map_err(|e| {
-        Stop::new(
-            "InvalidSpec",
-            "InvalidRepoURL",
-            format!("spec.source.repoURL: {e}"),
-        )
-    })?;
-    if url.is_local() && !shop.allow_file_repositories {
-        return Err(Stop::new(
-            "InvalidSpec",
-            "FileRepositoryNotAllowed",
-            format!(
-                "spec.source.repoURL {url}: repositories on the renderer's filesystem are refused; \
-                 start it with --allow-file-repositories to allow them (development only)"
-            ),
-        ));
-    }
-    if request.refresh {
-        shop.git.forget_refs(&url).await;
-    }
-    let revision = Revision::parse(&request.revision);
-    let tree = shop.git.poll(&url, &revision).await.map_err(|e| {
-        Stop::new(
-            "ComparisonError",
-            "SourceUnavailable",
-            crate::text::chain(&e),
-        )
-    })?;
-    let commit = tree.commit().to_string();
+    let source = match &request.chart {
+        Some(chart) => fetch_chart(shop, request, chart).await?,
+        None => poll_git(shop, request).await?,
+    };
+    let Source {
+        view,
+        commit,
+        pin,
+        path,
+    } = source;
     tracing::Span::current().record("revision", commit.as_str());
     let names: Vec<String> = (0..request.registry_credentials.len())
         .map(|i| format!("#{i} of the request"))
@@ -104,18 +91,35 @@ pub async fn work(shop: Workshop<'_>, request: &RenderRequest) -> Result<Worked,
         project: app.project.clone(),
         repo_url: app.repo_url.clone(),
         revision: commit.clone(),
-        path: app.path.clone(),
+        path,
     };
-    let view: Arc<dyn SourceView> = Arc::new(tree);
     // What shapes the render besides the source: plugins, parameters, the
-    // application's path and destination.
+    // application's path and destination, the chart's pin, what the host
+    // added for the Helm block.
     let mut shape = vec![
         context.path.clone(),
         context.namespace.clone(),
         context.name.clone(),
         context.project.clone(),
         context.repo_url.clone(),
+        pin.unwrap_or_default(),
     ];
+    let view = match &request.helm {
+        Some(helm) => {
+            let Some(Step::Plugin { params, .. }) = chain.get_mut(helm.step) else {
+                return Err(Stop::new(
+                    "InvalidSpec",
+                    "InvalidHelmSource",
+                    format!(
+                        "spec.source.helm: the render chain has no step #{}",
+                        helm.step
+                    ),
+                ));
+            };
+            helm_host_work(view, &context.path, helm, params, &mut shape)?
+        }
+        None => view,
+    };
     for step in &chain {
         if let Step::Plugin { plugin, params } = step {
             shape.push(plugin.digest().to_string());
@@ -186,6 +190,157 @@ pub async fn work(shop: Workshop<'_>, request: &RenderRequest) -> Result<Worked,
     })
 }
 
+/// The source of one render: its view, what plays the commit (the Git
+/// commit, or the chart's version), the chart's digest, and the
+/// application's path in the view.
+struct Source {
+    view: Arc<dyn SourceView>,
+    commit: String,
+    pin: Option<String>,
+    path: String,
+}
+
+/// Polls the Application's Git repository.
+async fn poll_git(shop: Workshop<'_>, request: &RenderRequest) -> Result<Source, Stop> {
+    let url = RepoUrl::parse(&request.app.repo_url).map_err(|e| {
+        Stop::new(
+            "InvalidSpec",
+            "InvalidRepoURL",
+            format!("spec.source.repoURL: {e}"),
+        )
+    })?;
+    if url.is_local() && !shop.allow_file_repositories {
+        return Err(Stop::new(
+            "InvalidSpec",
+            "FileRepositoryNotAllowed",
+            format!(
+                "spec.source.repoURL {url}: repositories on the renderer's filesystem are refused; \
+                 start it with --allow-file-repositories to allow them (development only)"
+            ),
+        ));
+    }
+    if request.refresh {
+        shop.git.forget_refs(&url).await;
+    }
+    let revision = Revision::parse(&request.revision);
+    let tree = shop.git.poll(&url, &revision).await.map_err(|e| {
+        Stop::new(
+            "ComparisonError",
+            "SourceUnavailable",
+            crate::text::chain(&e),
+        )
+    })?;
+    Ok(Source {
+        commit: tree.commit().to_string(),
+        view: Arc::new(tree),
+        pin: None,
+        path: request.app.path.clone(),
+    })
+}
+
+/// Resolves and fetches `spec.source.chart` (its index polled with its
+/// ETag, the archive checked against the index's digest and unpacked once
+/// per digest); the chart's files are the view's root.
+async fn fetch_chart(
+    shop: Workshop<'_>,
+    request: &RenderRequest,
+    chart: &ChartSourceRef,
+) -> Result<Source, Stop> {
+    let Some(charts) = shop.charts else {
+        return Err(Stop::new(
+            "ComparisonError",
+            "ChartSourceNotSupportedByRenderServer",
+            format!(
+                "spec.source.chart {:?}: this renderer does not fetch Helm charts (docs/helm.md)",
+                chart.chart
+            ),
+        ));
+    };
+    let reference = ChartRef::new(
+        Some(request.app.repo_url.as_str()).filter(|r| !r.is_empty()),
+        &chart.chart,
+        &request.revision,
+    )
+    .map_err(|e| Stop::new("InvalidSpec", "InvalidChartSource", crate::text::chain(&e)))?;
+    let fetched = charts.fetch(&reference).await.map_err(|e| {
+        Stop::new(
+            "ComparisonError",
+            "ChartUnavailable",
+            crate::text::chain(&e),
+        )
+    })?;
+    tracing::debug!(chart = %reference, version = %fetched.version, digest = %fetched.digest, "chart resolved");
+    Ok(Source {
+        view: fetched.view,
+        commit: fetched.version,
+        pin: Some(fetched.digest.to_string()),
+        path: String::new(),
+    })
+}
+
+/// The host's part of `spec.source.helm` on the chart at `chart_dir`:
+/// drops missing value files when asked, reads `fileParameters` into
+/// `setString` parameters, serves the inline values as a file. What it read
+/// goes into the render cache key (`shape`).
+fn helm_host_work(
+    view: Arc<dyn SourceView>,
+    chart_dir: &str,
+    helm: &HelmHostWork,
+    params: &mut crate::plugin::Params,
+    shape: &mut Vec<String>,
+) -> Result<Arc<dyn SourceView>, Stop> {
+    let invalid = |message: String| Stop::new("InvalidSpec", "InvalidHelmSource", message);
+    let dir = SourcePath::parse(chart_dir)
+        .map_err(|e| invalid(format!("spec.source.path {chart_dir:?}: {e}")))?;
+    if helm.ignore_missing_value_files {
+        params.retain(|(key, file)| {
+            key != "valueFiles"
+                || file == INLINE_VALUES_FILE
+                || dir
+                    .join(file)
+                    .ok()
+                    .and_then(|p| view.stat(&p).ok())
+                    .is_none_or(|found| found.is_some())
+        });
+    }
+    for (name, file) in &helm.file_parameters {
+        let path = dir.join(file).map_err(|e| {
+            invalid(format!(
+                "spec.source.helm.fileParameters {name}: {file:?}: {e}"
+            ))
+        })?;
+        let bytes = view.read_file(&path).map_err(|e| {
+            invalid(format!(
+                "spec.source.helm.fileParameters {name}: {}",
+                crate::text::chain(&e)
+            ))
+        })?;
+        let text = String::from_utf8(bytes).map_err(|_| {
+            invalid(format!(
+                "spec.source.helm.fileParameters {name}: {path} is not UTF-8"
+            ))
+        })?;
+        params.push((
+            "setString".to_owned(),
+            format!("{name}={}", escape_set_value(&text)),
+        ));
+    }
+    shape.push(format!("{:?}", helm.file_parameters));
+    shape.push(format!("{params:?}"));
+    let Some(values) = &helm.inline_values else {
+        return Ok(view);
+    };
+    shape.push(values.clone());
+    let at = dir
+        .join(INLINE_VALUES_FILE)
+        .map_err(|e| invalid(format!("spec.source.helm.values: {e}")))?;
+    Ok(Arc::new(FileOverlay::new(
+        view,
+        at,
+        values.as_bytes().to_vec(),
+    )))
+}
+
 /// The policies' own sources of one request: each repository and revision
 /// is polled once, however many policies read it.
 #[derive(Default)]
@@ -252,5 +407,80 @@ impl PolicySources {
                 error: format!("revision {}: {error}", source.revision),
             },
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::source::LocalDir;
+
+    fn chart() -> (tempfile::TempDir, Arc<dyn SourceView>) {
+        let tmp = tempfile::tempdir().unwrap();
+        for (path, text) in [
+            ("apps/web/Chart.yaml", "name: web\n"),
+            ("apps/web/values-prod.yaml", "a: 1\n"),
+            ("apps/web/files/app.conf", "x=1,y=2\n"),
+            ("secret.txt", "not for the chart\n"),
+        ] {
+            let p = tmp.path().join(path);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, text).unwrap();
+        }
+        let view: Arc<dyn SourceView> = Arc::new(LocalDir::open(tmp.path()).unwrap());
+        (tmp, view)
+    }
+
+    fn pairs(list: &[(&str, &str)]) -> Vec<(String, String)> {
+        list.iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect()
+    }
+
+    #[test]
+    fn file_parameters_cannot_climb_out_of_the_source() {
+        let (_tmp, view) = chart();
+        let helm = HelmHostWork {
+            file_parameters: pairs(&[("leak", "../../../etc/passwd")]),
+            ..HelmHostWork::default()
+        };
+        let mut params = Vec::new();
+        let err = helm_host_work(view, "apps/web", &helm, &mut params, &mut Vec::new())
+            .expect_err("refused");
+        assert_eq!(err.reason, "InvalidHelmSource");
+        assert!(err.message.contains("fileParameters leak"), "{err}");
+        assert!(params.is_empty());
+    }
+
+    #[test]
+    fn the_host_part_of_the_helm_block_is_done_on_the_view() {
+        let (_tmp, view) = chart();
+        let helm = HelmHostWork {
+            step: 0,
+            inline_values: Some("replicas: 3\n".into()),
+            file_parameters: pairs(&[("config", "files/app.conf")]),
+            ignore_missing_value_files: true,
+        };
+        let mut params = pairs(&[
+            ("valueFiles", "values-prod.yaml"),
+            ("valueFiles", "values-missing.yaml"),
+            ("valueFiles", INLINE_VALUES_FILE),
+        ]);
+        let mut shape = Vec::new();
+        let view = helm_host_work(view, "apps/web", &helm, &mut params, &mut shape).unwrap();
+        assert_eq!(
+            params,
+            pairs(&[
+                ("valueFiles", "values-prod.yaml"),
+                ("valueFiles", INLINE_VALUES_FILE),
+                ("setString", "config=x=1\\,y=2\n"),
+            ])
+        );
+        let inline = SourcePath::parse(&format!("apps/web/{INLINE_VALUES_FILE}")).unwrap();
+        assert_eq!(view.read_file(&inline).unwrap(), b"replicas: 3\n");
+        assert!(
+            shape.iter().any(|s| s == "replicas: 3\n"),
+            "in the cache key"
+        );
     }
 }

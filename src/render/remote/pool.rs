@@ -431,6 +431,8 @@ mod tests {
             repository_credentials: None,
             registry_credentials: Vec::new(),
             ssh_known_hosts: None,
+            chart: None,
+            helm: None,
         };
         let error = pool.render("k", &request).await.unwrap_err();
         assert!(

@@ -228,6 +228,44 @@ pub struct RenderRequest {
     /// render server.
     #[serde(default)]
     pub ssh_known_hosts: Option<String>,
+    /// A Helm chart to fetch instead of polling `app.repo_url` as Git
+    /// (`spec.source.chart`); `revision` is its version or constraint.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chart: Option<ChartSourceRef>,
+    /// What the host does on the view for Argo CD's `spec.source.helm`
+    /// block besides the parameters (already in the chain's helm step).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub helm: Option<HelmHostWork>,
+}
+
+/// `spec.source.chart`: a chart of the Helm repository (or OCI registry)
+/// `app.repo_url`, fetched by whoever renders.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ChartSourceRef {
+    /// The chart's name (or a full `oci://` reference).
+    pub chart: String,
+}
+
+/// The host's part of `spec.source.helm` (see
+/// [`crate::api::helm::HelmPlan`]), carried out on the view before the
+/// render, for the chain step at `step`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HelmHostWork {
+    /// Index of the helm step in the chain.
+    pub step: usize,
+    /// The inline values, served at
+    /// [`crate::api::helm::INLINE_VALUES_FILE`] in the chart directory.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inline_values: Option<String>,
+    /// `fileParameters`: value path and file (relative to the chart),
+    /// read from the source and passed as `setString`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub file_parameters: Vec<(String, String)>,
+    /// Drop `valueFiles` that do not exist in the source.
+    #[serde(default)]
+    pub ignore_missing_value_files: bool,
 }
 
 /// The result of a render.

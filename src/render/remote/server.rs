@@ -245,6 +245,7 @@ impl RenderServer {
             }
         }
         let shop = Workshop {
+            charts: None,
             git: &self.git,
             host: &self.host,
             catalog: &self.catalog,

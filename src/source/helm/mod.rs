@@ -37,7 +37,7 @@ pub use cache::{CacheError, ChartCache, DEFAULT_MAX_CACHE_BYTES};
 pub use fetch::{Download, FetchError, HttpFetcher};
 pub use index::{Constraint, Index, IndexError};
 pub use oci::OciError;
-pub use view::MountView;
+pub use view::{FileOverlay, MountView};
 
 /// Default deadline of a whole chart fetch (index, archive, dependencies):
 /// 5 minutes.
@@ -315,7 +315,7 @@ pub struct ChartFetcher {
 struct Inner {
     config: HelmConfig,
     http: HttpFetcher,
-    registry: RegistryCredentials,
+    registry: std::sync::RwLock<RegistryCredentials>,
     cache: ChartCache,
     indexes: Mutex<HashMap<String, CachedIndex>>,
     /// Archive URL → digest, for indexes that pin none (each archive is
@@ -342,13 +342,23 @@ impl ChartFetcher {
                 downloads: tokio::sync::Semaphore::new(config.max_concurrent_downloads.max(1)),
                 config,
                 http,
-                registry,
+                registry: std::sync::RwLock::new(registry),
                 cache,
                 indexes: Mutex::new(HashMap::new()),
                 unpinned: Mutex::new(HashMap::new()),
                 manifests: Mutex::new(HashMap::new()),
             }),
         })
+    }
+
+    /// Replaces the OCI registry credentials (the controller's registry
+    /// Secrets changed).
+    pub fn set_registry_credentials(&self, registry: RegistryCredentials) {
+        *self
+            .inner
+            .registry
+            .write()
+            .unwrap_or_else(|e| e.into_inner()) = registry;
     }
 
     /// A fetcher for public repositories only.
@@ -559,10 +569,16 @@ impl ChartFetcher {
                 .copied();
             archive.is_some_and(|a| inner.cache.get(&a).is_some())
         };
+        let registry = self
+            .inner
+            .registry
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
         let pulled = {
             let _permit = self.inner.downloads.acquire().await.expect("never closed");
             oci::pull(
-                &self.inner.registry,
+                &registry,
                 &have,
                 repository,
                 version,

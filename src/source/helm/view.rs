@@ -108,6 +108,79 @@ impl SourceView for MountView {
     }
 }
 
+/// `base` with one more file at `at` (hiding whatever `base` has there):
+/// the inline values of Argo CD's `spec.source.helm` block, which the
+/// plugin reads like any value file.
+#[derive(Debug, Clone)]
+pub struct FileOverlay {
+    base: Arc<dyn SourceView>,
+    at: SourcePath,
+    bytes: Arc<[u8]>,
+}
+
+impl FileOverlay {
+    /// `base` with `bytes` served at `at` (not the root).
+    pub fn new(base: Arc<dyn SourceView>, at: SourcePath, bytes: impl Into<Arc<[u8]>>) -> Self {
+        FileOverlay {
+            base,
+            at,
+            bytes: bytes.into(),
+        }
+    }
+
+    /// The overlay's directory and file name.
+    fn split(&self) -> (&str, &str) {
+        self.at
+            .as_str()
+            .rsplit_once('/')
+            .unwrap_or(("", self.at.as_str()))
+    }
+}
+
+impl SourceView for FileOverlay {
+    fn read_file(&self, path: &SourcePath) -> Result<Vec<u8>> {
+        if path == &self.at {
+            return Ok(self.bytes.to_vec());
+        }
+        self.base.read_file(path)
+    }
+
+    fn read_dir(&self, path: &SourcePath) -> Result<Vec<DirEntry>> {
+        let (dir, name) = self.split();
+        if path.as_str() != dir {
+            return self.base.read_dir(path);
+        }
+        let mut entries = match self.base.read_dir(path) {
+            Ok(entries) => entries,
+            Err(SourceError::NotFound(_)) => Vec::new(),
+            Err(e) => return Err(e),
+        };
+        entries.retain(|e| e.name != name);
+        entries.push(DirEntry {
+            name: name.to_owned(),
+            kind: EntryKind::File,
+        });
+        entries.sort();
+        Ok(entries)
+    }
+
+    fn stat(&self, path: &SourcePath) -> Result<Option<Metadata>> {
+        if path == &self.at {
+            return Ok(Some(Metadata {
+                kind: EntryKind::File,
+                size: self.bytes.len() as u64,
+            }));
+        }
+        if self.split().0 == path.as_str() {
+            return Ok(Some(Metadata {
+                kind: EntryKind::Directory,
+                size: 0,
+            }));
+        }
+        self.base.stat(path)
+    }
+}
+
 /// An error of a mounted view names the path as the renderer asked for it.
 fn rebase(error: SourceError, outer: &SourcePath, inner: &SourcePath) -> SourceError {
     let same = |p: &SourcePath| p == inner;
@@ -166,6 +239,23 @@ mod tests {
             err.to_string(),
             "charts/redis/nope: no such file or directory"
         );
+    }
+
+    #[test]
+    fn an_overlaid_file_is_listed_and_read() {
+        let (_a, base) = dir(&[("web/Chart.yaml", "name: web"), ("web/.v", "old")]);
+        let p = |s: &str| SourcePath::parse(s).unwrap();
+        let view = FileOverlay::new(base, p("web/.v"), b"replicas: 3\n".to_vec());
+        assert_eq!(view.read_file(&p("web/.v")).unwrap(), b"replicas: 3\n");
+        assert_eq!(view.read_file(&p("web/Chart.yaml")).unwrap(), b"name: web");
+        let names: Vec<_> = view
+            .read_dir(&p("web"))
+            .unwrap()
+            .into_iter()
+            .map(|e| e.name)
+            .collect();
+        assert_eq!(names, [".v", "Chart.yaml"]);
+        assert_eq!(view.stat(&p("web/.v")).unwrap().unwrap().size, 12);
     }
 
     #[test]
