@@ -57,6 +57,24 @@ impl<'de> serde::Deserialize<'de> for Digest {
     }
 }
 
+/// A stable 64-bit hash of `parts`: the first 8 bytes (big-endian) of
+/// SHA-256 over the parts separated by a zero byte. Stable across
+/// processes, platforms and releases, unlike `std::hash`: shard
+/// assignment, render-server routing and prediction fingerprints rely on it.
+pub fn stable_hash64(parts: &[&[u8]]) -> u64 {
+    let mut hash = Sha256::new();
+    for (index, part) in parts.iter().enumerate() {
+        if index > 0 {
+            hash.update([0]);
+        }
+        hash.update(part);
+    }
+    let digest = hash.finalize();
+    let mut first = [0u8; 8];
+    first.copy_from_slice(&digest[..8]);
+    u64::from_be_bytes(first)
+}
+
 /// The text is not `sha256:` followed by 64 hex digits.
 #[derive(Debug, thiserror::Error)]
 #[error("`{0}` is not a digest of the form sha256:<64 hex digits>")]
@@ -77,6 +95,18 @@ impl FromStr for Digest {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_stable_hash_is_the_head_of_sha256_over_zero_separated_parts() {
+        // SHA-256("a") = ca978112ca1bbdca…: a release that changed this
+        // would move every Application to another shard.
+        assert_eq!(stable_hash64(&[b"a"]), 0xca97_8112_ca1b_bdca);
+        let joined = Digest::of(b"a\0b");
+        let mut head = [0u8; 8];
+        head.copy_from_slice(&joined.as_bytes()[..8]);
+        assert_eq!(stable_hash64(&[b"a", b"b"]), u64::from_be_bytes(head));
+        assert_ne!(stable_hash64(&[b"ab"]), stable_hash64(&[b"a", b"b"]));
+    }
 
     #[test]
     fn round_trips_through_text() {

@@ -186,39 +186,13 @@ async fn refused(archive: Vec<u8>, config: impl FnOnce(&mut HelmConfig)) -> Stri
     format!("{err}")
 }
 
-/// A `.tgz` of raw entries, names unchecked: (path, kind, data or link target).
-fn hostile(entries: &[(&str, tar::EntryType, &[u8])]) -> Vec<u8> {
-    let gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
-    let mut builder = tar::Builder::new(gz);
-    for (path, kind, data) in entries {
-        let mut header = tar::Header::new_gnu();
-        header.set_entry_type(*kind);
-        header.set_mode(0o644);
-        let name = &mut header.as_old_mut().name;
-        name[..path.len()].copy_from_slice(path.as_bytes());
-        if matches!(kind, tar::EntryType::Symlink | tar::EntryType::Link) {
-            header
-                .set_link_name(std::str::from_utf8(data).unwrap())
-                .unwrap();
-            header.set_size(0);
-            header.set_cksum();
-            builder.append(&header, &[][..]).unwrap();
-        } else {
-            header.set_size(data.len() as u64);
-            header.set_cksum();
-            builder.append(&header, *data).unwrap();
-        }
-    }
-    builder.into_inner().unwrap().finish().unwrap()
-}
-
 #[tokio::test]
 async fn hostile_archives_are_refused_with_a_clear_error() {
     let file = tar::EntryType::Regular;
     let chart_yaml: &[u8] = b"apiVersion: v2\nname: evil\nversion: 1.0.0\n";
 
     let err = refused(
-        hostile(&[
+        support::tgz::raw(&[
             ("evil/Chart.yaml", file, chart_yaml),
             ("evil/../../../../tmp/kiln-helm-escape", file, b"pwned"),
         ]),
@@ -233,7 +207,7 @@ async fn hostile_archives_are_refused_with_a_clear_error() {
     );
 
     let err = refused(
-        hostile(&[("/etc/cron.d/evil", file, b"* * * * * root true")]),
+        support::tgz::raw(&[("/etc/cron.d/evil", file, b"* * * * * root true")]),
         |_| {},
     )
     .await;
@@ -243,7 +217,7 @@ async fn hostile_archives_are_refused_with_a_clear_error() {
     );
 
     let err = refused(
-        hostile(&[
+        support::tgz::raw(&[
             ("evil/Chart.yaml", file, chart_yaml),
             ("evil/values.yaml", tar::EntryType::Symlink, b"/etc/shadow"),
         ]),
@@ -256,7 +230,7 @@ async fn hostile_archives_are_refused_with_a_clear_error() {
     );
 
     let err = refused(
-        hostile(&[("evil/templates/x", tar::EntryType::Link, b"/etc/shadow")]),
+        support::tgz::raw(&[("evil/templates/x", tar::EntryType::Link, b"/etc/shadow")]),
         |_| {},
     )
     .await;
@@ -264,7 +238,7 @@ async fn hostile_archives_are_refused_with_a_clear_error() {
 
     // A gzip bomb: 64 MiB of zeros in a few dozen KiB.
     let zeros = vec![0u8; 64 << 20];
-    let bomb = hostile(&[
+    let bomb = support::tgz::raw(&[
         ("evil/Chart.yaml", file, chart_yaml),
         ("evil/zeros", file, &zeros),
     ]);
@@ -283,7 +257,7 @@ async fn hostile_archives_are_refused_with_a_clear_error() {
         .iter()
         .map(|n| (n.as_str(), file, &b"x"[..]))
         .collect();
-    let err = refused(hostile(&many), |c| c.archive.entries = 20).await;
+    let err = refused(support::tgz::raw(&many), |c| c.archive.entries = 20).await;
     assert!(
         err.ends_with("evil-1.0.0.tgz: more than 20 entries"),
         "{err}"

@@ -20,7 +20,6 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use sha2::{Digest as _, Sha256};
 
 use super::leader::{Elector, LeaseConfig, LeaseView};
 
@@ -60,8 +59,7 @@ impl Default for ShardingConfig {
 /// SHA-256(`namespace/name`) modulo `shards` (stable across replicas,
 /// restarts and releases).
 pub fn shard_of(namespace: &str, name: &str, shards: u32) -> u32 {
-    let digest = Sha256::digest(format!("{namespace}/{name}").as_bytes());
-    let value = u64::from_be_bytes(digest[..8].try_into().expect("8 bytes"));
+    let value = crate::digest::stable_hash64(&[format!("{namespace}/{name}").as_bytes()]);
     u32::try_from(value % u64::from(shards.max(1))).expect("below shards")
 }
 

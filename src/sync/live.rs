@@ -47,11 +47,6 @@ pub struct Labelled {
 /// The fingerprint of comparing `desired` with the live version
 /// `resource_version`: equal fingerprints predict equally.
 pub fn fingerprint(desired: &Value, resource_version: &str) -> u64 {
-    use sha2::Digest as _;
-    let mut hash = sha2::Sha256::new();
-    hash.update(serde_json::to_vec(desired).unwrap_or_default());
-    hash.update([0]);
-    hash.update(resource_version.as_bytes());
-    let digest = hash.finalize();
-    u64::from_be_bytes(digest[..8].try_into().expect("8 bytes"))
+    let desired = serde_json::to_vec(desired).unwrap_or_default();
+    crate::digest::stable_hash64(&[&desired, resource_version.as_bytes()])
 }

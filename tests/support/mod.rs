@@ -128,6 +128,7 @@ pub mod cluster;
 pub mod git;
 pub mod registry;
 pub mod require;
+pub mod tgz;
 
 // Not every test binary needs a tool.
 #[allow(unused_imports)]

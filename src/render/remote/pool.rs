@@ -17,7 +17,6 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
-use sha2::{Digest as _, Sha256};
 
 use super::Limits;
 use super::client::{Client, ClientError};
@@ -81,12 +80,7 @@ impl Replica {
     /// The replica's weight for `key`: the first 8 bytes of
     /// SHA-256(replica, key), stable across processes and releases.
     fn weight(&self, key: &str) -> u64 {
-        let mut hash = Sha256::new();
-        hash.update(self.client.url().as_bytes());
-        hash.update([0]);
-        hash.update(key.as_bytes());
-        let digest = hash.finalize();
-        u64::from_be_bytes(digest[..8].try_into().expect("8 bytes"))
+        crate::digest::stable_hash64(&[self.client.url().as_bytes(), key.as_bytes()])
     }
 }
 

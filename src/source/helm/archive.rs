@@ -308,39 +308,18 @@ fn relative_path(
     Ok((!parts.is_empty()).then(|| parts.join("/")))
 }
 
+/// The tests' archive builder, shared with the integration tests.
+#[cfg(test)]
+#[path = "../../../tests/support/tgz.rs"]
+mod test_tgz;
+
 #[cfg(test)]
 mod tests {
+    use super::test_tgz as tgz;
     use super::*;
 
     fn open(dir: &std::path::Path) -> Dir {
         Dir::open_ambient_dir(dir, cap_std::ambient_authority()).unwrap()
-    }
-
-    /// A `.tgz` of raw entries: (path, type, content or link target).
-    fn tgz(entries: &[(&str, tar::EntryType, &[u8])]) -> Vec<u8> {
-        let gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
-        let mut builder = tar::Builder::new(gz);
-        for (path, kind, data) in entries {
-            let mut header = tar::Header::new_gnu();
-            header.set_entry_type(*kind);
-            header.set_mode(0o644);
-            // Set the raw name, unchecked: the point is hostile names.
-            let name = &mut header.as_old_mut().name;
-            name[..path.len()].copy_from_slice(path.as_bytes());
-            if matches!(kind, tar::EntryType::Symlink | tar::EntryType::Link) {
-                header
-                    .set_link_name(std::str::from_utf8(data).unwrap())
-                    .unwrap();
-                header.set_size(0);
-                header.set_cksum();
-                builder.append(&header, &[][..]).unwrap();
-            } else {
-                header.set_size(data.len() as u64);
-                header.set_cksum();
-                builder.append(&header, *data).unwrap();
-            }
-        }
-        builder.into_inner().unwrap().finish().unwrap()
     }
 
     fn unpack_to(
@@ -361,7 +340,7 @@ mod tests {
 
     #[test]
     fn unpacks_a_chart_stripping_its_top_directory() {
-        let bytes = tgz(&[
+        let bytes = tgz::raw(&[
             ("web/Chart.yaml", FILE, b"name: web\nversion: 1.0.0\n"),
             ("web/templates/cm.yaml", FILE, b"kind: ConfigMap\n"),
         ]);
@@ -386,7 +365,7 @@ mod tests {
             format!("web\\..\\{probe}"),
         ] {
             let path = path.as_str();
-            let bytes = tgz(&[(path, FILE, b"x")]);
+            let bytes = tgz::raw(&[(path, FILE, b"x")]);
             let (tmp, result) = unpack_to(&bytes, &ArchiveLimits::default());
             let err = result.unwrap_err();
             assert!(matches!(err, ArchiveError::Escape { .. }), "{path}: {err}");
@@ -407,7 +386,7 @@ mod tests {
             (tar::EntryType::Block, "device"),
             (tar::EntryType::Fifo, "FIFO"),
         ] {
-            let bytes = tgz(&[("web/values.yaml", kind, b"/etc/passwd")]);
+            let bytes = tgz::raw(&[("web/values.yaml", kind, b"/etc/passwd")]);
             let (_tmp, result) = unpack_to(&bytes, &ArchiveLimits::default());
             let err = result.unwrap_err().to_string();
             assert!(
@@ -420,7 +399,7 @@ mod tests {
     #[test]
     fn refuses_an_archive_bomb() {
         let zeros = vec![0u8; 4 << 20];
-        let bytes = tgz(&[("web/big", FILE, &zeros)]);
+        let bytes = tgz::raw(&[("web/big", FILE, &zeros)]);
         assert!(bytes.len() < 64 << 10, "compresses well");
         let limits = ArchiveLimits {
             uncompressed: 1 << 20,
@@ -437,7 +416,7 @@ mod tests {
 
     #[test]
     fn refuses_too_large_too_many_and_too_deep() {
-        let bytes = tgz(&[("web/a", FILE, b"x"), ("web/b", FILE, b"y")]);
+        let bytes = tgz::raw(&[("web/a", FILE, b"x"), ("web/b", FILE, b"y")]);
         let (_t, r) = unpack_to(
             &bytes,
             &ArchiveLimits {
@@ -460,7 +439,7 @@ mod tests {
             r.unwrap_err(),
             ArchiveError::TooManyEntries { limit: 1, .. }
         ));
-        let deep = tgz(&[("web/a/b/c/d", FILE, b"x")]);
+        let deep = tgz::raw(&[("web/a/b/c/d", FILE, b"x")]);
         let (_t, r) = unpack_to(
             &deep,
             &ArchiveLimits {
@@ -478,7 +457,7 @@ mod tests {
     fn refuses_garbage_and_duplicates() {
         let (_t, r) = unpack_to(b"not gzip at all", &ArchiveLimits::default());
         assert!(matches!(r.unwrap_err(), ArchiveError::Corrupt { .. }));
-        let bytes = tgz(&[("web/a", FILE, b"x"), ("web/./a", FILE, b"y")]);
+        let bytes = tgz::raw(&[("web/a", FILE, b"x"), ("web/./a", FILE, b"y")]);
         let (_t, r) = unpack_to(&bytes, &ArchiveLimits::default());
         assert!(matches!(r.unwrap_err(), ArchiveError::Duplicate { .. }));
     }
