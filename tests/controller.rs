@@ -7,9 +7,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use kiln::api::Application;
-use kiln::controller::{self, Context, ControllerConfig, ControllerSecrets};
-use kiln::plugin::{HostConfig, PluginHost};
-use kiln::source::git::{GitConfig, GitSource};
+use kiln::controller::{self, Context, ControllerConfig};
+use kiln::source::git::GitConfig;
 use kiln_devcluster::Config;
 use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
@@ -87,9 +86,6 @@ async fn world_crds(
     let url = daemon.url("apps");
     let mut git = GitConfig::new(dir.path().join("cache"));
     git.lookup_ttl = lookup_ttl;
-    let secrets = ControllerSecrets::watch(cluster.client.clone(), "kiln");
-    let git = GitSource::new(git, Arc::new(secrets.repo_credentials())).unwrap();
-    let host = PluginHost::new(HostConfig::default()).unwrap();
     let config = ControllerConfig {
         render_cache_dir: Some(dir.path().join("renders")),
         health_timeout: Duration::from_secs(10),
@@ -101,17 +97,8 @@ async fn world_crds(
         },
         ..tuned
     };
-    let ctx = Arc::new(Context::new(
-        cluster.client.clone(),
-        git,
-        host,
-        config,
-        secrets,
-    ));
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    tokio::spawn(controller::run(ctx.clone(), async move {
-        let _ = stopped.await;
-    }));
+    let support::controller::Running { ctx, stop, .. } =
+        support::controller::start(cluster.client.clone(), git, config);
     World {
         cluster,
         _daemon: daemon,

@@ -7,13 +7,11 @@
 
 mod support;
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use kiln::cluster::requests::{ClientOptions, RequestCounts};
-use kiln::controller::{self, Context, ControllerConfig, ControllerSecrets};
-use kiln::plugin::{HostConfig, PluginHost};
-use kiln::source::git::{GitConfig, GitSource};
+use kiln::controller::{Context, ControllerConfig};
+use kiln::source::git::GitConfig;
 use kiln_devcluster::Config;
 use serde_json::json;
 use support::cluster::{Cluster, app_status};
@@ -126,28 +124,17 @@ async fn resyncs_of_synced_applications_cost_almost_no_api_requests() {
         .unwrap();
     let server = config.cluster_url.to_string();
     let client = kiln::cluster::requests::client(config, &options).unwrap();
-    let secrets = ControllerSecrets::watch(client.clone(), "kiln");
-    let git = GitSource::new(
-        GitConfig::new(dir.path().join("cache")),
-        Arc::new(secrets.repo_credentials()),
-    )
-    .unwrap();
-    let ctx = Arc::new(Context::new(
+    let controller = support::controller::start(
         client,
-        git,
-        PluginHost::new(HostConfig::default()).unwrap(),
+        GitConfig::new(dir.path().join("cache")),
         ControllerConfig {
             resync: Duration::from_millis(200),
             health_timeout: Duration::from_secs(10),
             kube_client: options.clone(),
             ..ControllerConfig::default()
         },
-        secrets,
-    ));
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let done = tokio::spawn(controller::run(ctx.clone(), async move {
-        let _ = stopped.await;
-    }));
+    );
+    let ctx = controller.ctx.clone();
     for app in apps {
         eventually(&format!("{app} Synced"), async || {
             let status = app_status(&cluster, app).await;
@@ -181,6 +168,5 @@ async fn resyncs_of_synced_applications_cost_almost_no_api_requests() {
         per_resync <= 0.1,
         "{per_resync:.2} requests per Application per resync over {resyncs} resyncs: {spent:?}"
     );
-    let _ = stop.send(());
-    done.await.unwrap();
+    controller.shutdown().await;
 }

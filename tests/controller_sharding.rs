@@ -9,9 +9,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use kiln::controller::shard::{ShardingConfig, lease_name, shard_of};
-use kiln::controller::{self, Context, ControllerConfig, ControllerSecrets};
-use kiln::plugin::{HostConfig, PluginHost};
-use kiln::source::git::{GitConfig, GitSource};
+use kiln::controller::{Context, ControllerConfig};
+use kiln::source::git::GitConfig;
 use kiln_devcluster::Config;
 use serde_json::{Value, json};
 use support::cluster::Cluster;
@@ -27,12 +26,6 @@ struct Replica {
 impl Replica {
     /// Starts replica `identity` preferring shard `index` of 2.
     fn start(cluster: &Cluster, dir: &std::path::Path, identity: &str, index: u32) -> Self {
-        let secrets = ControllerSecrets::watch(cluster.client.clone(), "kiln");
-        let git = GitSource::new(
-            GitConfig::new(dir.join(format!("cache-{identity}"))),
-            Arc::new(secrets.repo_credentials()),
-        )
-        .unwrap();
         let config = ControllerConfig {
             resync: Duration::from_millis(500),
             health_timeout: Duration::from_secs(10),
@@ -45,17 +38,11 @@ impl Replica {
             },
             ..ControllerConfig::default()
         };
-        let ctx = Arc::new(Context::new(
+        let support::controller::Running { ctx, stop, done } = support::controller::start(
             cluster.client.clone(),
-            git,
-            PluginHost::new(HostConfig::default()).unwrap(),
+            GitConfig::new(dir.join(format!("cache-{identity}"))),
             config,
-            secrets,
-        ));
-        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let done = tokio::spawn(controller::run(ctx.clone(), async move {
-            let _ = stopped.await;
-        }));
+        );
         Self { ctx, stop, done }
     }
 

@@ -9,9 +9,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use kiln::api::Application;
-use kiln::controller::{self, Context, ControllerConfig, ControllerSecrets};
-use kiln::plugin::{HostConfig, PluginHost};
-use kiln::source::git::{GitConfig, GitSource};
+use kiln::controller::{self, Context, ControllerConfig};
+use kiln::source::git::GitConfig;
 use kiln_devcluster::Config;
 use kube::api::{Api, PostParams};
 use serde_json::{Value, json};
@@ -72,13 +71,6 @@ async fn world() -> World {
     )
     .await;
     let dir = tempfile::tempdir().unwrap();
-    let secrets = ControllerSecrets::watch(cluster.client.clone(), "kiln");
-    let git = GitSource::new(
-        GitConfig::new(dir.path().join("git")),
-        Arc::new(secrets.repo_credentials()),
-    )
-    .unwrap();
-    let host = PluginHost::new(HostConfig::default()).unwrap();
     let config = ControllerConfig {
         resync: Duration::from_millis(300),
         health_timeout: Duration::from_secs(10),
@@ -91,13 +83,6 @@ async fn world() -> World {
         },
         ..ControllerConfig::default()
     };
-    let ctx = Arc::new(Context::new(
-        cluster.client.clone(),
-        git,
-        host,
-        config,
-        secrets,
-    ));
     cluster
         .apply(
             "plugins",
@@ -110,10 +95,11 @@ async fn world() -> World {
         )
         .await
         .unwrap();
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    tokio::spawn(controller::run(ctx.clone(), async move {
-        let _ = stopped.await;
-    }));
+    let support::controller::Running { ctx, stop, .. } = support::controller::start(
+        cluster.client.clone(),
+        GitConfig::new(dir.path().join("git")),
+        config,
+    );
     World {
         cluster,
         ctx,

@@ -20,7 +20,6 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-
 use super::leader::{Elector, LeaseConfig, LeaseView};
 
 /// Most shards (one bit each in the ownership mask).

@@ -125,6 +125,7 @@ pub fn guestbook() -> PathBuf {
 
 pub mod chart_repo;
 pub mod cluster;
+pub mod controller;
 pub mod git;
 pub mod registry;
 pub mod require;

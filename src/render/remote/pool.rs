@@ -17,7 +17,6 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
-
 use super::Limits;
 use super::client::{Client, ClientError};
 use super::protocol::{RenderRequest, RenderResponse};
