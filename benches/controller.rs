@@ -229,6 +229,10 @@ async fn all_synced(
             begin.elapsed() < limit,
             "only {done} of {total} synced after {limit:?}"
         );
+        assert!(
+            done > 0 || begin.elapsed() < Duration::from_secs(120),
+            "nothing synced in two minutes: see the processes' logs"
+        );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
@@ -446,7 +450,7 @@ async fn main() {
     let cold = all_synced(
         &store,
         total,
-        Duration::from_secs(1800),
+        Duration::from_secs(900),
         async || true,
         &|app| Some(revisions[repo_of(app)?].clone()),
     )

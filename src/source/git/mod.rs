@@ -468,7 +468,11 @@ impl GitSource {
 
         // A cache that cannot even be opened is rebuilt before anything else.
         let existed = self.inner.root.exists(url.cache_dir_name());
-        let kept = repo.opened.lock().unwrap_or_else(PoisonError::into_inner).clone();
+        let kept = repo
+            .opened
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
         let local = match kept {
             // Its directory still there (else it was deleted under us: opened
             // or created again below).
