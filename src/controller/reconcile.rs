@@ -1022,7 +1022,7 @@ async fn sync(
             resource.status = "Synced".into();
         }
     }
-    Ok(result.written)
+    Ok(result.written.0)
 }
 
 #[cfg(test)]

@@ -155,8 +155,20 @@ pub struct SyncResult {
     pub attempts: u32,
     /// What the last attempt's applies wrote (the API server's answers),
     /// by object: the freshest state of each that the caller need not read
-    /// again.
-    pub written: HashMap<ObjectKey, Value>,
+    /// again. Never printed nor serialized (it holds Secret values).
+    #[serde(skip)]
+    pub written: Written,
+}
+
+/// What a sync wrote, by object. Its `Debug` names only how many objects
+/// it holds: their values may be Secrets'.
+#[derive(Clone, Default)]
+pub struct Written(pub HashMap<ObjectKey, Value>);
+
+impl std::fmt::Debug for Written {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Written({} objects)", self.0.len())
+    }
 }
 
 impl SyncResult {
@@ -683,7 +695,7 @@ impl<'a> Engine<'a> {
             objects: results,
             health,
             attempts: 1,
-            written,
+            written: Written(written),
         })
     }
 
