@@ -170,3 +170,119 @@ async fn resyncs_of_synced_applications_cost_almost_no_api_requests() {
     );
     controller.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cold_sync_reads_each_object_once_and_lists_no_kind_cluster_wide() {
+    // Given three Applications of five objects each, never synced.
+    let cluster = Cluster::with_kiln(Config::default(), &["kiln", "guestbook"]).await;
+    let dir = tempfile::tempdir().unwrap();
+    let repo = Fixture::new(dir.path(), "apps");
+    let apps = ["one", "two", "three"];
+    let files: Vec<(String, String)> = apps
+        .iter()
+        .flat_map(|app| {
+            (0..5).map(move |i| {
+                (
+                    format!("{app}/cm-{i}.yaml"),
+                    format!(
+                        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {app}-{i}\ndata:\n  color: blue\n"
+                    ),
+                )
+            })
+        })
+        .collect();
+    let files: Vec<(&str, &str)> = files
+        .iter()
+        .map(|(p, c)| (p.as_str(), c.as_str()))
+        .collect();
+    repo.commit("first", &files);
+    repo.publish();
+    let daemon = GitDaemon::start(dir.path());
+    let url = daemon.url("apps");
+    for app in apps {
+        cluster
+            .apply(
+                "applications",
+                json!({"apiVersion": "kiln.dev/v1alpha1", "kind": "Application",
+                    "metadata": {"name": app, "namespace": "kiln"},
+                    "spec": {"project": "default",
+                        "source": {"repoURL": url, "path": app},
+                        "destination": {"namespace": "guestbook"},
+                        "syncPolicy": {"automated": {"prune": true}}}}),
+                "operator",
+                false,
+            )
+            .await
+            .unwrap();
+    }
+    let options = ClientOptions {
+        qps: 0,
+        ..ClientOptions::default()
+    };
+    let kubeconfig = kube::config::Kubeconfig::from_yaml(&cluster.server.kubeconfig()).unwrap();
+    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
+        .await
+        .unwrap();
+    let server = config.cluster_url.to_string();
+    let client = kiln::cluster::requests::client(config, &options).unwrap();
+    let secrets = ControllerSecrets::watch(client.clone(), "kiln");
+    let git = GitSource::new(
+        GitConfig::new(dir.path().join("cache")),
+        Arc::new(secrets.repo_credentials()),
+    )
+    .unwrap();
+    // (A resync longer than the test: every reconcile counted is the
+    // cold one.)
+    let ctx = Arc::new(Context::new(
+        client,
+        git,
+        PluginHost::new(HostConfig::default()).unwrap(),
+        ControllerConfig {
+            resync: Duration::from_secs(600),
+            health_timeout: Duration::from_secs(10),
+            kube_client: options.clone(),
+            ..ControllerConfig::default()
+        },
+        secrets,
+    ));
+    // When the controller syncs them from cold.
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let done = tokio::spawn(controller::run(ctx.clone(), async move {
+        let _ = stopped.await;
+    }));
+    for app in apps {
+        eventually(&format!("{app} Synced"), async || {
+            let status = app_status(&cluster, app).await;
+            (status["sync"]["status"] == "Synced" && status["health"]["status"] == "Healthy")
+                .then_some(())
+        })
+        .await;
+    }
+    let spent: Vec<(String, u64)> = counts(&options.requests, &server)
+        .into_iter()
+        .filter(|(_, n)| *n > 0)
+        .collect();
+    let _ = stop.send(());
+    done.await.unwrap();
+
+    // Then prune candidates came from the watches' caches: the only lists
+    // are the watches' own first lists (one per watched kind: Applications,
+    // Secrets, ConfigMaps, AppProjects, Plugins and the managed kinds), not
+    // one per served kind per sync.
+    let verb = |name: &str| spent.iter().find(|(v, _)| v == name).map_or(0, |(_, n)| *n);
+    let watches = verb("watch");
+    assert!(
+        verb("list") <= watches + 2,
+        "{} lists for {watches} watches: {spent:?}",
+        verb("list")
+    );
+    // And each object was read once (the comparison, before it existed)
+    // and applied once: the sync reuses what the comparison read, and
+    // judges health from what it wrote.
+    let objects = 15;
+    assert!(
+        verb("get") <= objects + 3,
+        "{} GETs for {objects} objects: {spent:?}",
+        verb("get")
+    );
+}

@@ -209,6 +209,32 @@ async fn a_poll_of_1000_apps_over_10_repositories_makes_10_lookups_and_no_fetch(
     assert_eq!(second.fetches - first.fetches, 0, "{second:?}");
 }
 
+#[tokio::test]
+async fn a_repository_cache_is_opened_once_not_at_every_checkout() {
+    let root = tempfile::tempdir().unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    let daemon = GitDaemon::start(root.path());
+    let mut urls = Vec::new();
+    for i in 0..10 {
+        let f = Fixture::new(root.path(), &format!("repo{i}"));
+        f.commit("one", &[("app/cm.yaml", &format!("repo: {i}\n"))]);
+        f.publish();
+        urls.push(url(&daemon.url(&format!("repo{i}"))));
+    }
+    let engine = engine(cache.path());
+    // A hundred Applications of ten repositories resync twice.
+    poll_all(&engine, &urls, 100).await;
+    for url in &urls {
+        engine.forget_refs(url).await;
+    }
+    poll_all(&engine, &urls, 100).await;
+    // Each cache was created (or opened) once and kept open: opening a
+    // repository reads its configuration, refs and pack indexes.
+    let stats = engine.stats();
+    assert!(stats.opens <= 10, "{stats:?}");
+    assert_eq!(stats.fetches, 10, "{stats:?}");
+}
+
 async fn poll_all(engine: &GitSource, urls: &[RepoUrl], apps: usize) {
     let mut tasks = tokio::task::JoinSet::new();
     for app in 0..apps {

@@ -58,6 +58,37 @@ pub struct Cached {
 struct Entry {
     read_set: ReadSet,
     stored: Vec<u8>,
+    /// The identity of the last view the read set was found to hold in
+    /// ([`SourceView::identity`]): a view with the same identity reads
+    /// alike, so it need not be read again (every resync of an unchanged
+    /// commit).
+    held_in: Mutex<Option<String>>,
+}
+
+impl Entry {
+    fn new(read_set: ReadSet, stored: Vec<u8>) -> Self {
+        Entry {
+            read_set,
+            stored,
+            held_in: Mutex::new(None),
+        }
+    }
+
+    /// Whether the read set holds in `view`, reading it only when no view
+    /// of the same identity was checked last.
+    fn holds(&self, view: &dyn SourceView) -> bool {
+        let identity = view.identity();
+        let mut held_in = self.held_in.lock().unwrap_or_else(PoisonError::into_inner);
+        if identity.is_some() && *held_in == identity {
+            return true;
+        }
+        // Not held across the reads: another lookup may check meanwhile.
+        drop(held_in);
+        let holds = self.read_set.holds(view);
+        held_in = self.held_in.lock().unwrap_or_else(PoisonError::into_inner);
+        *held_in = identity.filter(|_| holds);
+        holds
+    }
 }
 
 /// Weighs entries by their serialized size.
@@ -73,7 +104,7 @@ impl Entry {
     fn decode(stored: Vec<u8>) -> Option<Entry> {
         // A damaged entry is a miss: it is rewritten after the next render.
         let Stored { read_set, .. } = serde_json::from_slice(&stored).ok()?;
-        Some(Entry { read_set, stored })
+        Some(Entry::new(read_set, stored))
     }
 
     fn cached(&self) -> Option<Cached> {
@@ -171,14 +202,7 @@ impl RenderCache {
                 entry
             }
         };
-        blocking(move || {
-            entry
-                .read_set
-                .holds(&*view)
-                .then(|| entry.cached())
-                .flatten()
-        })
-        .await
+        blocking(move || entry.holds(&*view).then(|| entry.cached()).flatten()).await
     }
 
     /// Stores a render.
@@ -200,7 +224,7 @@ impl RenderCache {
             );
             return;
         }
-        let entry = Arc::new(Entry { read_set, stored });
+        let entry = Arc::new(Entry::new(read_set, stored));
         let evicted = {
             let mut entries = self.lock();
             let mut evicted = Vec::new();
@@ -336,6 +360,83 @@ mod tests {
         .unwrap();
         assert!(restarted.get(&key, view).await.is_none());
         assert_eq!(restarted.stats(), (2, 1));
+    }
+
+    /// A view that counts its reads and says it has `identity`.
+    #[derive(Debug)]
+    struct Counted {
+        inner: LocalDir,
+        identity: &'static str,
+        reads: std::sync::atomic::AtomicUsize,
+    }
+
+    impl SourceView for Counted {
+        fn read_file(&self, path: &crate::source::SourcePath) -> crate::source::Result<Vec<u8>> {
+            self.reads.fetch_add(1, Ordering::Relaxed);
+            self.inner.read_file(path)
+        }
+        fn read_dir(
+            &self,
+            path: &crate::source::SourcePath,
+        ) -> crate::source::Result<Vec<crate::source::DirEntry>> {
+            self.reads.fetch_add(1, Ordering::Relaxed);
+            self.inner.read_dir(path)
+        }
+        fn stat(
+            &self,
+            path: &crate::source::SourcePath,
+        ) -> crate::source::Result<Option<crate::source::Metadata>> {
+            self.reads.fetch_add(1, Ordering::Relaxed);
+            self.inner.stat(path)
+        }
+        fn identity(&self) -> Option<String> {
+            Some(self.identity.to_owned())
+        }
+    }
+
+    #[tokio::test]
+    async fn a_view_already_checked_is_not_read_again_and_another_one_is() {
+        let source = tempfile::tempdir().unwrap();
+        std::fs::create_dir(source.path().join("app")).unwrap();
+        std::fs::write(
+            source.path().join("app/cm.yaml"),
+            "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n",
+        )
+        .unwrap();
+        let rendered = render_dir(source.path(), "app").await;
+        let cache = RenderCache::new(1 << 20);
+        let key = RenderCache::key(&["app"]);
+        cache
+            .put(key, rendered.read_set.clone(), &rendered.objects)
+            .await;
+        let view = |identity| {
+            Arc::new(Counted {
+                inner: LocalDir::open(source.path()).unwrap(),
+                identity,
+                reads: Default::default(),
+            })
+        };
+        // The first hit in a tree checks what the render read.
+        let first = view("tree-1");
+        assert!(cache.get(&key, first.clone()).await.is_some());
+        assert!(first.reads.load(Ordering::Relaxed) > 0);
+        // The same tree again (every resync of an unchanged commit): a
+        // hit without reading it.
+        let again = view("tree-1");
+        let hit = cache.get(&key, again.clone()).await.unwrap();
+        assert_eq!(hit.objects, rendered.objects);
+        assert_eq!(again.reads.load(Ordering::Relaxed), 0);
+        // Another tree whose file changed: read, and a miss.
+        std::fs::write(
+            source.path().join("app/cm.yaml"),
+            "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: b}\n",
+        )
+        .unwrap();
+        let changed = view("tree-2");
+        assert!(cache.get(&key, changed.clone()).await.is_none());
+        assert!(changed.reads.load(Ordering::Relaxed) > 0);
+        // And the first tree is still not trusted for the second.
+        assert!(cache.get(&key, view("tree-2")).await.is_none());
     }
 
     #[tokio::test]

@@ -109,9 +109,20 @@ impl Comparison {
     /// A sync engine for this comparison's destination, pruning only what
     /// the project allows.
     pub fn engine(&self, options: SyncOptions) -> Engine<'_> {
+        // The objects the comparison found missing need not be read
+        // again before they are created (those that exist come from the
+        // live state).
+        let known = self
+            .diff
+            .objects
+            .iter()
+            .filter(|o| o.status == crate::diff::SyncStatus::Missing)
+            .map(|o| (o.key.clone(), None))
+            .collect();
         Engine::new(&self.target.cluster, self.sync_app.clone(), options)
             .with_prune_guard(self.prune_guard.clone())
             .with_live_state(self.live_state.clone())
+            .with_known_live(known)
     }
 }
 

@@ -11,6 +11,8 @@
 //! controller's own writes, and reporting them would make every sync
 //! trigger another reconcile.
 
+pub mod owners;
+
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
@@ -33,6 +35,8 @@ const QUEUE: usize = 1024;
 struct Watched {
     resolved: Resolved,
     store: Store<DynamicObject>,
+    /// The cache's objects by the Application that labelled them.
+    owners: Arc<owners::Owners>,
 }
 
 /// Per application: the fingerprint of each object's last comparison and
@@ -111,11 +115,13 @@ impl LiveWatches {
         let api = cluster.api(kind, None);
         let writer = reflector::store::Writer::new(kind.resource.clone());
         let store = writer.as_reader();
+        let owners = Arc::new(owners::Owners::default());
         watched.insert(
             key,
             Watched {
                 resolved: kind.clone(),
                 store,
+                owners: owners.clone(),
             },
         );
         drop(watched);
@@ -131,6 +137,9 @@ impl LiveWatches {
                 .reflect(writer)
                 .boxed();
             while let Some(event) = events.next().await {
+                if let Ok(event) = &event {
+                    owners.apply(event);
+                }
                 let object = match event {
                     // The first list is the state the last reconcile saw.
                     Ok(watcher::Event::Apply(object)) if !written_by(&object, &manager) => object,
@@ -220,14 +229,14 @@ struct CachedState {
 }
 
 impl CachedState {
-    fn stores(&self) -> Vec<(Resolved, Store<DynamicObject>)> {
+    fn stores(&self) -> Vec<(Resolved, Store<DynamicObject>, Arc<owners::Owners>)> {
         self.watched
             .lock()
             .map(|watched| {
                 watched
                     .iter()
                     .filter(|((server, _), _)| *server == self.server)
-                    .map(|(_, w)| (w.resolved.clone(), w.store.clone()))
+                    .map(|(_, w)| (w.resolved.clone(), w.store.clone(), w.owners.clone()))
                     .collect()
             })
             .unwrap_or_default()
@@ -261,12 +270,16 @@ impl LiveState for CachedState {
 
     async fn labelled(&self, app: &str) -> Option<Labelled> {
         let mut labelled = Labelled::default();
-        for (resolved, store) in self.stores() {
+        for (resolved, store, owners) in self.stores() {
             if ready(&store).is_none() {
                 labelled.unknown.push(resolved);
                 continue;
             }
-            for object in store.state() {
+            // The index, not a scan of every object of the kind.
+            for reference in owners.of(app, &resolved.resource) {
+                let Some(object) = store.get(&reference) else {
+                    continue;
+                };
                 let mine = object
                     .metadata
                     .labels

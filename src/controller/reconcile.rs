@@ -821,6 +821,9 @@ async fn run(
         _ => None,
     };
     let mut after = None;
+    // What a sync wrote, by object: read for health when the watches do
+    // not have it yet, instead of asking the API server again.
+    let mut written = HashMap::new();
     let empty = cmp.objects.is_empty() && !automated.as_ref().is_some_and(|a| a.allow_empty);
     let trigger = trigger.filter(|t| *t == Trigger::Operation || !empty);
     if let Some(trigger) = trigger {
@@ -859,7 +862,7 @@ async fn run(
             }
             Ok(()) => {
                 span.record("phase", "sync");
-                sync(ctx, status, &cmp, trigger, operation).await?;
+                written = sync(ctx, status, &cmp, trigger, operation).await?;
             }
         }
     }
@@ -886,8 +889,12 @@ async fn run(
                     namespace: resource.namespace.clone(),
                     ..ObjectKey::of(object)
                 };
-                // From the watch's cache; the API server when it lacks it.
-                let cached = ctx.live.get(&cmp.target.server, &resolved, &key).await;
+                // From the watch's cache, or what the sync wrote; the API
+                // server when neither has it.
+                let cached = match ctx.live.get(&cmp.target.server, &resolved, &key).await {
+                    Some(live) => Some(live),
+                    None => written.remove(&key),
+                };
                 let live = match cached {
                     Some(live) => Ok(Some(live)),
                     None => cluster
@@ -914,14 +921,15 @@ async fn run(
     Ok(after)
 }
 
-/// Syncs a comparison and records the operation in the status.
+/// Syncs a comparison and records the operation in the status; returns
+/// what the sync wrote, by object.
 async fn sync(
     ctx: &Context,
     status: &mut ApplicationStatus,
     cmp: &super::compare::Comparison,
     trigger: Trigger,
     operation: Option<&Operation>,
-) -> Result<(), Stop> {
+) -> Result<HashMap<ObjectKey, Value>, Stop> {
     let mut options = cmp.options.clone();
     if let Some(op) = operation {
         options.prune = op.sync.prune;
@@ -986,7 +994,7 @@ async fn sync(
         _ => return Err(Stop::new("SyncError", "SyncFailed", result.message)),
     }
     if dry_run {
-        return Ok(());
+        return Ok(HashMap::new());
     }
     let id = status.history.last().map_or(0, |h| h.id) + 1;
     status.history.push(HistoryEntry {
@@ -1014,7 +1022,7 @@ async fn sync(
             resource.status = "Synced".into();
         }
     }
-    Ok(())
+    Ok(result.written.0)
 }
 
 #[cfg(test)]

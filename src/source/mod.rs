@@ -151,6 +151,13 @@ pub trait SourceView: Send + Sync + fmt::Debug {
     fn read_dir(&self, path: &SourcePath) -> Result<Vec<DirEntry>>;
     /// What exists at `path`; `None` if nothing does.
     fn stat(&self, path: &SourcePath) -> Result<Option<Metadata>>;
+
+    /// What names the whole content of this view, when something does:
+    /// two views with the same identity read alike (a Git tree is named by
+    /// the hash of its content). `None` (the default): nothing does.
+    fn identity(&self) -> Option<String> {
+        None
+    }
 }
 
 /// A view of an empty tree, for calls that have no source (a policy's

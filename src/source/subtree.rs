@@ -50,6 +50,12 @@ impl SourceView for Subtree {
         self.inner.read_dir(&self.inner_path(path)?)
     }
 
+    fn identity(&self) -> Option<String> {
+        // Length-prefixed, so that the two parts cannot run into each other.
+        let root = self.root.to_string();
+        Some(format!("{}:{root}:{}", root.len(), self.inner.identity()?))
+    }
+
     fn stat(&self, path: &SourcePath) -> Result<Option<Metadata>> {
         self.inner.stat(&self.inner_path(path)?)
     }

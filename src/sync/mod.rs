@@ -15,7 +15,7 @@ pub mod live;
 pub mod options;
 pub mod plan;
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -153,6 +153,22 @@ pub struct SyncResult {
     pub health: Health,
     /// How many attempts were made.
     pub attempts: u32,
+    /// What the last attempt's applies wrote (the API server's answers),
+    /// by object: the freshest state of each that the caller need not read
+    /// again. Never printed nor serialized (it holds Secret values).
+    #[serde(skip)]
+    pub written: Written,
+}
+
+/// What a sync wrote, by object. Its `Debug` names only how many objects
+/// it holds: their values may be Secrets'.
+#[derive(Clone, Default)]
+pub struct Written(pub HashMap<ObjectKey, Value>);
+
+impl std::fmt::Debug for Written {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Written({} objects)", self.0.len())
+    }
 }
 
 impl SyncResult {
@@ -173,6 +189,11 @@ pub struct Engine<'a> {
     defined: std::sync::RwLock<DefinedScopes>,
     prune_guard: Option<PruneGuard>,
     live_state: Option<Arc<dyn LiveState>>,
+    /// Live objects a comparison has just read, each used once by the
+    /// first apply of its object ([`Engine::with_known_live`]).
+    known: std::sync::Mutex<HashMap<ObjectKey, Option<Value>>>,
+    /// What this attempt's applies wrote (their health is judged from it).
+    written: std::sync::Mutex<HashMap<ObjectKey, Value>>,
 }
 
 /// Says whether a tracked object may be pruned (`Err` says why not), given
@@ -230,13 +251,23 @@ impl<'a> Engine<'a> {
             defined: std::sync::RwLock::new(DefinedScopes::default()),
             prune_guard: None,
             live_state: None,
+            known: std::sync::Mutex::new(HashMap::new()),
+            written: std::sync::Mutex::new(HashMap::new()),
         }
+    }
+
+    /// The live objects (`None`: missing) a comparison has just read: the
+    /// first server-side apply of each uses it instead of reading it
+    /// again (a retry, or any other kind of write, reads afresh).
+    pub fn with_known_live(mut self, known: HashMap<ObjectKey, Option<Value>>) -> Self {
+        self.known = std::sync::Mutex::new(known);
+        self
     }
 
     /// Compares against `state` (kept by watches) instead of reading every
     /// object and listing every kind, and skips predictions that still
-    /// hold; what `state` does not know is read from the API server.
-    /// Syncs still read the API server.
+    /// hold; what `state` does not know is read from the API server. A
+    /// sync's prune candidates come from `state` too.
     pub fn with_live_state(mut self, state: Arc<dyn LiveState>) -> Self {
         self.live_state = Some(state);
         self
@@ -400,6 +431,40 @@ impl<'a> Engine<'a> {
             .collect())
     }
 
+    /// The live object a server-side apply starts from: the live state's
+    /// when it has it, otherwise the API server's.
+    async fn live_for_apply(
+        &self,
+        resolved: &Resolved,
+        key: &ObjectKey,
+    ) -> Result<Option<Value>, kube::Error> {
+        if self.options.server_side_apply
+            && !self.options.replace
+            && let Some(state) = &self.live_state
+            && let Some(cached) = state.get(resolved, key).await
+        {
+            return Ok(cached);
+        }
+        self.live(resolved, key).await
+    }
+
+    /// The objects this application tracks: from the live state when there
+    /// is one (the kinds it has not listed yet from the API server),
+    /// otherwise by listing every served kind.
+    async fn tracked_now(&self) -> Result<Vec<(Resolved, Value)>> {
+        let Some(state) = &self.live_state else {
+            return self.tracked().await;
+        };
+        let Some(labelled) = state.labelled(&self.app.name).await else {
+            return self.tracked().await;
+        };
+        let mut found = labelled.objects;
+        for kind in &labelled.unknown {
+            found.extend(self.labelled_of(kind).await?);
+        }
+        Ok(self.tracked_among(found))
+    }
+
     /// The objects this application tracks in the cluster, by key.
     async fn tracked(&self) -> Result<Vec<(Resolved, Value)>> {
         let mut found = Vec::new();
@@ -474,20 +539,7 @@ impl<'a> Engine<'a> {
         if let Some(state) = &self.live_state {
             state.keep_only(&desired_keys);
         }
-        let tracked = match &self.live_state {
-            Some(state) => match state.labelled(&self.app.name).await {
-                Some(labelled) => {
-                    let mut found = labelled.objects;
-                    for kind in &labelled.unknown {
-                        found.extend(self.labelled_of(kind).await?);
-                    }
-                    self.tracked_among(found)
-                }
-                None => self.tracked().await?,
-            },
-            None => self.tracked().await?,
-        };
-        for (_, live) in tracked {
+        for (_, live) in self.tracked_now().await? {
             if !desired_keys.contains(&ObjectKey::of(&live)) {
                 report
                     .objects
@@ -517,6 +569,9 @@ impl<'a> Engine<'a> {
     }
 
     async fn attempt(&self, plan: &Plan) -> Result<SyncResult> {
+        if let Ok(mut written) = self.written.lock() {
+            written.clear();
+        }
         let mut results = Vec::new();
         let mut failure: Option<String> = None;
         if self.options.create_namespace
@@ -598,7 +653,12 @@ impl<'a> Engine<'a> {
                 results.push(result_for(planned, action, message));
             }
         }
-        let health = self.health(plan).await;
+        let written = self
+            .written
+            .lock()
+            .map(|mut w| std::mem::take(&mut *w))
+            .unwrap_or_default();
+        let health = self.health(plan, &written).await;
         let outcome = if failure.is_some() {
             Outcome::Failed
         } else if terminated.is_some() {
@@ -635,6 +695,7 @@ impl<'a> Engine<'a> {
             objects: results,
             health,
             attempts: 1,
+            written: Written(written),
         })
     }
 
@@ -668,7 +729,19 @@ impl<'a> Engine<'a> {
             .await
             .map_err(|e| e.to_string())?;
         let api = self.cluster.api(&resolved, key.namespace.as_deref());
-        let live = self.live(&resolved, key).await.map_err(|e| api_error(&e))?;
+        let known = self
+            .known
+            .lock()
+            .ok()
+            .and_then(|mut known| known.remove(key))
+            .filter(|_| self.options.server_side_apply && !self.options.replace);
+        let live = match known {
+            Some(live) => live,
+            None => self
+                .live_for_apply(&resolved, key)
+                .await
+                .map_err(|e| api_error(&e))?,
+        };
         if let Some(live) = &live {
             let owner = tracked_as(live);
             if self.options.fail_on_shared_resource
@@ -794,6 +867,12 @@ impl<'a> Engine<'a> {
             )
         {
             state.compared(key, live::fingerprint(&planned.object, version), true);
+        }
+        if !dry_run
+            && let Ok(value) = serde_json::to_value(&written)
+            && let Ok(mut all) = self.written.lock()
+        {
+            all.insert(key.clone(), value);
         }
         let before = live
             .as_ref()
@@ -974,7 +1053,7 @@ impl<'a> Engine<'a> {
         desired: &BTreeSet<ObjectKey>,
         results: &mut Vec<ObjectResult>,
     ) -> Result<()> {
-        for (resolved, live) in self.tracked().await? {
+        for (resolved, live) in self.tracked_now().await? {
             let key = ObjectKey::of(&live);
             if desired.contains(&key) {
                 continue;
@@ -1014,6 +1093,10 @@ impl<'a> Engine<'a> {
                 };
                 match api.delete(&key.name, &params).await {
                     Ok(_) => (Action::Pruned, String::new()),
+                    // Gone since the live state saw it.
+                    Err(kube::Error::Api(status)) if status.code == 404 => {
+                        (Action::Pruned, "already gone".into())
+                    }
                     Err(e) => (Action::Failed, format!("prune failed: {}", api_error(&e))),
                 }
             };
@@ -1029,8 +1112,9 @@ impl<'a> Engine<'a> {
         Ok(())
     }
 
-    /// The worst health of the application's (non-hook) objects.
-    async fn health(&self, plan: &Plan) -> Health {
+    /// The worst health of the application's (non-hook) objects: of what
+    /// this attempt wrote, or else of what the API server has.
+    async fn health(&self, plan: &Plan, written: &HashMap<ObjectKey, Value>) -> Health {
         let mut healths = Vec::new();
         for planned in plan
             .waves
@@ -1038,6 +1122,10 @@ impl<'a> Engine<'a> {
             .flat_map(|w| &w.objects)
             .filter(|p| p.hook.is_none())
         {
+            if let Some(object) = written.get(&planned.key) {
+                healths.push(health::assess(object).status);
+                continue;
+            }
             let status = match self.resolve(&planned.object).await {
                 Ok(resolved) => match self.live(&resolved, &planned.key).await {
                     Ok(Some(live)) => health::assess(&live).status,

@@ -234,6 +234,9 @@ pub struct Stats {
     pub fetches: u64,
     /// Repository caches rebuilt because they were missing or corrupt.
     pub rebuilds: u64,
+    /// Repository caches opened from disk (once per repository while it
+    /// stays in the engine, unless its directory disappears).
+    pub opens: u64,
 }
 
 #[derive(Debug, Default)]
@@ -241,6 +244,7 @@ struct Counters {
     ref_lookups: AtomicU64,
     fetches: AtomicU64,
     rebuilds: AtomicU64,
+    opens: AtomicU64,
 }
 
 /// One repository's shared state.
@@ -252,8 +256,19 @@ struct Repo {
     lookup: tokio::sync::Mutex<Option<(Instant, Arc<RefList>)>>,
     /// Serializes fetches (and cache rebuilds) of this repository.
     fetch: tokio::sync::Mutex<()>,
+    /// The cache, once opened (or created): kept open, since opening reads
+    /// its configuration, refs and pack indexes, and every resync of every
+    /// Application of the repository checks a tree out.
+    opened: Mutex<Option<gix::ThreadSafeRepository>>,
     /// When a tree of it was last checked out ([`GitSource::evict_idle`]).
     used: Mutex<Instant>,
+}
+
+impl Repo {
+    /// Keeps `local` as the repository's open cache.
+    fn keep(&self, local: &gix::ThreadSafeRepository) {
+        *self.opened.lock().unwrap_or_else(PoisonError::into_inner) = Some(local.clone());
+    }
 }
 
 /// The Git source engine. Cheap to clone; clones share everything.
@@ -345,6 +360,7 @@ impl GitSource {
             ref_lookups: c.ref_lookups.load(Ordering::Relaxed),
             fetches: c.fetches.load(Ordering::Relaxed),
             rebuilds: c.rebuilds.load(Ordering::Relaxed),
+            opens: c.opens.load(Ordering::Relaxed),
         }
     }
 
@@ -361,6 +377,7 @@ impl GitSource {
                     url: url.clone(),
                     lookup: tokio::sync::Mutex::new(None),
                     fetch: tokio::sync::Mutex::new(()),
+                    opened: Mutex::new(None),
                     used: Mutex::new(Instant::now()),
                 })
             })
@@ -451,10 +468,27 @@ impl GitSource {
 
         // A cache that cannot even be opened is rebuilt before anything else.
         let existed = self.inner.root.exists(url.cache_dir_name());
-        let local = match blocking(move || remote::open(&path)).await {
-            Ok(Ok(opened)) => opened,
-            _ if existed => self.rebuild(&url).await?,
-            _ => self.create(&url).await?,
+        let kept = repo
+            .opened
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        let local = match kept {
+            // Its directory still there (else it was deleted under us: opened
+            // or created again below).
+            Some(local) if existed => local,
+            _ => {
+                let opened = match blocking(move || remote::open(&path)).await {
+                    Ok(Ok(opened)) => {
+                        self.inner.counters.opens.fetch_add(1, Ordering::Relaxed);
+                        opened
+                    }
+                    _ if existed => self.rebuild(&url).await?,
+                    _ => self.create(&url).await?,
+                };
+                repo.keep(&opened);
+                opened
+            }
         };
         if let Some(view) = view_if_readable(&local, commit) {
             return Ok(view);
@@ -476,6 +510,7 @@ impl GitSource {
             _ => {}
         }
         let local = self.rebuild(&url).await?;
+        repo.keep(&local);
         self.fetch(&url, &local, commit).await?;
         view_if_readable(&local, commit).ok_or_else(|| GitError::Commit {
             url: url.clone(),

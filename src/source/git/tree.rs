@@ -203,6 +203,12 @@ impl GitTreeView {
 }
 
 impl SourceView for GitTreeView {
+    fn identity(&self) -> Option<String> {
+        // The root tree's id hashes every file under it; the size limit
+        // decides which of them can be read.
+        Some(format!("git:{}:{}", self.root, self.max_file_size))
+    }
+
     fn read_file(&self, path: &SourcePath) -> Result<Vec<u8>> {
         match self.resolve(path)? {
             None => Err(SourceError::NotFound(path.clone())),
