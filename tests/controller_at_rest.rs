@@ -114,26 +114,8 @@ async fn resyncs_of_synced_applications_cost_almost_no_api_requests() {
             .await
             .unwrap();
     }
-    let options = ClientOptions {
-        qps: 0,
-        ..ClientOptions::default()
-    };
-    let kubeconfig = kube::config::Kubeconfig::from_yaml(&cluster.server.kubeconfig()).unwrap();
-    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
-        .await
-        .unwrap();
-    let server = config.cluster_url.to_string();
-    let client = kiln::cluster::requests::client(config, &options).unwrap();
-    let controller = support::controller::start(
-        client,
-        GitConfig::new(dir.path().join("cache")),
-        ControllerConfig {
-            resync: Duration::from_millis(200),
-            health_timeout: Duration::from_secs(10),
-            kube_client: options.clone(),
-            ..ControllerConfig::default()
-        },
-    );
+    let (controller, options, server) =
+        counted_controller(&cluster, dir.path(), Duration::from_millis(200)).await;
     let ctx = controller.ctx.clone();
     for app in apps {
         eventually(&format!("{app} Synced"), async || {
@@ -215,41 +197,10 @@ async fn a_cold_sync_reads_each_object_once_and_lists_no_kind_cluster_wide() {
             .await
             .unwrap();
     }
-    let options = ClientOptions {
-        qps: 0,
-        ..ClientOptions::default()
-    };
-    let kubeconfig = kube::config::Kubeconfig::from_yaml(&cluster.server.kubeconfig()).unwrap();
-    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
-        .await
-        .unwrap();
-    let server = config.cluster_url.to_string();
-    let client = kiln::cluster::requests::client(config, &options).unwrap();
-    let secrets = ControllerSecrets::watch(client.clone(), "kiln");
-    let git = GitSource::new(
-        GitConfig::new(dir.path().join("cache")),
-        Arc::new(secrets.repo_credentials()),
-    )
-    .unwrap();
     // (A resync longer than the test: every reconcile counted is the
-    // cold one.)
-    let ctx = Arc::new(Context::new(
-        client,
-        git,
-        PluginHost::new(HostConfig::default()).unwrap(),
-        ControllerConfig {
-            resync: Duration::from_secs(600),
-            health_timeout: Duration::from_secs(10),
-            kube_client: options.clone(),
-            ..ControllerConfig::default()
-        },
-        secrets,
-    ));
-    // When the controller syncs them from cold.
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let done = tokio::spawn(controller::run(ctx.clone(), async move {
-        let _ = stopped.await;
-    }));
+    // cold one.) When the controller syncs them from cold.
+    let (controller, options, server) =
+        counted_controller(&cluster, dir.path(), Duration::from_secs(600)).await;
     for app in apps {
         eventually(&format!("{app} Synced"), async || {
             let status = app_status(&cluster, app).await;
@@ -262,8 +213,7 @@ async fn a_cold_sync_reads_each_object_once_and_lists_no_kind_cluster_wide() {
         .into_iter()
         .filter(|(_, n)| *n > 0)
         .collect();
-    let _ = stop.send(());
-    done.await.unwrap();
+    controller.shutdown().await;
 
     // Then prune candidates came from the watches' caches: the only lists
     // are the watches' own first lists (one per watched kind: Applications,
@@ -285,4 +235,35 @@ async fn a_cold_sync_reads_each_object_once_and_lists_no_kind_cluster_wide() {
         "{} GETs for {objects} objects: {spent:?}",
         verb("get")
     );
+}
+
+/// A controller in-process whose client counts every request it sends
+/// (no client-side pacing), with the API server's URL the counts are keyed
+/// by.
+async fn counted_controller(
+    cluster: &Cluster,
+    dir: &std::path::Path,
+    resync: Duration,
+) -> (support::controller::Running, ClientOptions, String) {
+    let options = ClientOptions {
+        qps: 0,
+        ..ClientOptions::default()
+    };
+    let kubeconfig = kube::config::Kubeconfig::from_yaml(&cluster.server.kubeconfig()).unwrap();
+    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
+        .await
+        .unwrap();
+    let server = config.cluster_url.to_string();
+    let client = kiln::cluster::requests::client(config, &options).unwrap();
+    let controller = support::controller::start(
+        client,
+        GitConfig::new(dir.join("cache")),
+        ControllerConfig {
+            resync,
+            health_timeout: Duration::from_secs(10),
+            kube_client: options.clone(),
+            ..ControllerConfig::default()
+        },
+    );
+    (controller, options, server)
 }
