@@ -127,6 +127,7 @@ pub mod chart_repo;
 pub mod cluster;
 pub mod git;
 pub mod registry;
+pub mod render_server;
 pub mod require;
 
 // Not every test binary needs a tool.
