@@ -376,6 +376,12 @@ async fn serve(dir: &Path, issued: &Issued, limits: Limits) -> String {
     let credentials = Arc::new(RequestCredentials::default());
     let server = Arc::new(RenderServer {
         git: GitSource::new(GitConfig::new(dir.join("repos")), credentials.clone()).unwrap(),
+        charts: kiln::source::helm::ChartFetcher::new(
+            kiln::source::helm::HelmConfig::new(dir.join("charts")),
+            credentials.clone(),
+            kiln::artifact::RegistryCredentials::none(),
+        )
+        .unwrap(),
         credentials,
         host: PluginHost::new(HostConfig::default()).unwrap(),
         catalog: Catalog::new(CatalogConfig {

@@ -239,12 +239,28 @@ pub struct RenderRequest {
 }
 
 /// `spec.source.chart`: a chart of the Helm repository (or OCI registry)
-/// `app.repo_url`, fetched by whoever renders.
+/// `app.repo_url`, at the version or semver constraint `revision`, fetched
+/// by whoever renders (index polled with its ETag, archive pinned by
+/// digest, dependencies fetched the same way). The answer's `commit` is the
+/// version resolved.
+///
+/// Added fields are optional, so that either side may be older: a server
+/// that predates them reads a plain chart name.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ChartSourceRef {
     /// The chart's name (or a full `oci://` reference).
     pub chart: String,
+    /// `app.repo_url` is an OCI registry path written without `oci://`
+    /// (Argo CD's form: its repository Secret says `type: helm` and
+    /// `enableOCI: "true"`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub oci: bool,
+    /// The credentials of the chart's repository (a Helm repository's
+    /// basic credentials, sent to its origin only; or an OCI registry's),
+    /// from the repository Secrets matching it, and nothing else's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub credentials: Option<WireCredentials>,
 }
 
 /// The host's part of `spec.source.helm` (see
