@@ -323,3 +323,33 @@ pub struct RenderFailure {
     /// What happened.
     pub message: String,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_chart_source_without_the_added_fields_reads_and_writes_as_before() {
+        let old: ChartSourceRef = serde_json::from_str(r#"{"chart":"web"}"#).unwrap();
+        assert_eq!(
+            old,
+            ChartSourceRef {
+                chart: "web".into(),
+                oci: false,
+                credentials: None,
+            }
+        );
+        assert_eq!(serde_json::to_string(&old).unwrap(), r#"{"chart":"web"}"#);
+        let new = ChartSourceRef {
+            chart: "web".into(),
+            oci: true,
+            credentials: Some(WireCredentials::Basic {
+                username: "puller".into(),
+                password: WireSecret("s3cret".into()),
+            }),
+        };
+        let text = serde_json::to_string(&new).unwrap();
+        assert_eq!(serde_json::from_str::<ChartSourceRef>(&text).unwrap(), new);
+        assert!(!format!("{new:?}").contains("s3cret"), "{new:?}");
+    }
+}
