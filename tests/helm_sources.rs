@@ -532,33 +532,6 @@ async fn a_dependency_named_by_a_helm_repo_alias_is_refused_with_a_hint() {
     );
 }
 
-/// Pushes `archive` as a Helm chart (Helm's media types) to `reference`.
-async fn push_chart(host: &str, repository: &str, tag: &str, archive: Vec<u8>) {
-    use kiln::source::helm::oci::{HELM_CHART_LAYER_MEDIA_TYPE, HELM_CONFIG_MEDIA_TYPE};
-    use oci_client::client::{ClientConfig, ClientProtocol, Config, ImageLayer};
-    let client = oci_client::Client::new(ClientConfig {
-        protocol: ClientProtocol::HttpsExcept(vec![host.to_owned()]),
-        ..Default::default()
-    });
-    let reference = oci_client::Reference::with_tag(host.into(), repository.into(), tag.into());
-    let layer = ImageLayer::new(archive, HELM_CHART_LAYER_MEDIA_TYPE.into(), None);
-    let config = Config::new(
-        format!("{{\"name\":\"web\",\"version\":\"{tag}\"}}").into_bytes(),
-        HELM_CONFIG_MEDIA_TYPE.into(),
-        None,
-    );
-    client
-        .push(
-            &reference,
-            &[layer],
-            config,
-            &oci_client::secrets::RegistryAuth::Anonymous,
-            None,
-        )
-        .await
-        .unwrap();
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_oci_chart_renders_by_tag_and_by_constraint() {
     let Some(binary) = support::require(support::Tool::DockerRegistry) else {
@@ -566,9 +539,16 @@ async fn an_oci_chart_renders_by_tag_and_by_constraint() {
     };
     let registry = support::registry::Registry::start(&binary, None);
     let host = registry.host();
-    push_chart(&host, "charts/web", "1.0.0", web("1.0.0")).await;
-    push_chart(&host, "charts/web", "1.1.0", web("1.1.0")).await;
-    push_chart(&host, "charts/web", "2.0.0-beta.1", web("2.0.0-beta.1")).await;
+    support::registry::push_chart(&host, "charts/web", "1.0.0", web("1.0.0"), None).await;
+    support::registry::push_chart(&host, "charts/web", "1.1.0", web("1.1.0"), None).await;
+    support::registry::push_chart(
+        &host,
+        "charts/web",
+        "2.0.0-beta.1",
+        web("2.0.0-beta.1"),
+        None,
+    )
+    .await;
     let cache = tempfile::tempdir().unwrap();
     let fetcher = fetcher(cache.path());
 

@@ -6,7 +6,7 @@
 mod support;
 
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::Stdio;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -24,100 +24,9 @@ use kiln_devcluster::Config;
 use serde_json::{Value, json};
 use support::cluster::{Cluster, app_status};
 use support::git::{Fixture, GitDaemon, free_port};
+use support::render_server::{Process, controller, render_server, wait_listening, write_certs};
 
 const CONFIGMAP: &str = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\n  labels:\n    rendered-for: \"{{ .App.Name }}\"\ndata:\n  color: blue\n";
-
-/// A child process killed when dropped, so that a failing test leaves no
-/// render server or controller behind.
-struct Process(Option<Child>);
-
-impl Process {
-    fn new(child: Child) -> Self {
-        Self(Some(child))
-    }
-
-    /// The child, no longer killed on drop.
-    fn into_child(mut self) -> Child {
-        self.0.take().expect("a child")
-    }
-}
-
-impl std::ops::Deref for Process {
-    type Target = Child;
-    fn deref(&self) -> &Child {
-        self.0.as_ref().expect("a child")
-    }
-}
-
-impl std::ops::DerefMut for Process {
-    fn deref_mut(&mut self) -> &mut Child {
-        self.0.as_mut().expect("a child")
-    }
-}
-
-impl Drop for Process {
-    fn drop(&mut self) {
-        if let Some(child) = &mut self.0 {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-    }
-}
-
-/// Writes the certificates of a render server reachable at 127.0.0.1.
-fn write_certs(dir: &Path) -> Issued {
-    let issued = Issued::new(&["127.0.0.1".to_owned(), "localhost".to_owned()]).unwrap();
-    for (name, text) in [
-        ("ca.crt", &issued.ca),
-        ("server.crt", &issued.server.0),
-        ("server.key", &issued.server.1),
-        ("client.crt", &issued.client.0),
-        ("client.key", &issued.client.1),
-    ] {
-        std::fs::write(dir.join(name), text).unwrap();
-    }
-    issued
-}
-
-/// Starts the real `kiln render-server` on `port` with nothing in its
-/// environment but PATH (no HOME, no KUBECONFIG) plus `env`, its standard
-/// error to `stderr`.
-fn render_server(dir: &Path, port: u16, env: &[(&str, &str)], stderr: Stdio) -> Process {
-    let certs = dir.join("certs");
-    let cache = dir.join("render-cache");
-    let mut command = Command::new(env!("CARGO_BIN_EXE_kiln"));
-    command
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .envs(env.iter().copied())
-        .arg("render-server")
-        .arg(format!("--listen=127.0.0.1:{port}"))
-        .arg(format!("--tls-cert={}", certs.join("server.crt").display()))
-        .arg(format!("--tls-key={}", certs.join("server.key").display()))
-        .arg(format!("--client-ca={}", certs.join("ca.crt").display()))
-        .arg(format!("--cache-dir={}", cache.display()))
-        .arg(format!(
-            "--compile-cache={}",
-            cache.join("compiled").display()
-        ))
-        .arg("--allow-file-plugins")
-        .stdout(Stdio::null())
-        .stderr(stderr);
-    Process::new(command.spawn().unwrap())
-}
-
-async fn wait_listening(port: u16) {
-    for _ in 0..300 {
-        if tokio::net::TcpStream::connect(("127.0.0.1", port))
-            .await
-            .is_ok()
-        {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    panic!("the render server never listened on {port}");
-}
 
 async fn eventually<T>(what: &str, mut check: impl AsyncFnMut() -> Option<T>) -> T {
     for _ in 0..600 {
@@ -186,7 +95,7 @@ async fn the_readme_loop_runs_through_a_render_server_without_credentials() {
     // When the render server runs with no credentials reachable, and a
     // controller renders through it.
     let port = free_port();
-    let mut server = render_server(dir.path(), port, &[], Stdio::null());
+    let mut server = render_server(dir.path(), port, &[], &[], Stdio::null());
     wait_listening(port).await;
     let env = environment(server.id());
     assert!(
@@ -282,7 +191,7 @@ async fn the_readme_loop_runs_through_a_render_server_without_credentials() {
     assert!(message.contains("unreachable"), "{message}");
 
     // And when it comes back, the Application recovers.
-    let mut server = render_server(dir.path(), port, &[], Stdio::null());
+    let mut server = render_server(dir.path(), port, &[], &[], Stdio::null());
     wait_listening(port).await;
     wait_for_color(&cluster, "yellow").await;
     eventually("the condition to clear", async || {
@@ -341,48 +250,6 @@ async fn guestbook(cluster: &Cluster, dir: &Path) -> (Fixture, GitDaemon) {
     (repo, daemon)
 }
 
-/// Starts `kiln controller` rendering on `servers` (certificates from
-/// `dir/certs`), its metrics on `metrics_port`.
-fn controller(dir: &Path, kubeconfig: &Path, metrics_port: u16, servers: &[String]) -> Process {
-    let certs = dir.join("certs");
-    Process::new(
-        Command::new(env!("CARGO_BIN_EXE_kiln"))
-            .env_remove("KUBECONFIG")
-            .env("HOME", dir)
-            .arg("controller")
-            .arg(format!("--kubeconfig={}", kubeconfig.display()))
-            .args(["--namespace=kiln", "--no-leader-election", "--resync=1s"])
-            .arg(format!("--listen=127.0.0.1:{metrics_port}"))
-            .args(servers.iter().map(|url| format!("--render-server={url}")))
-            .arg(format!("--render-ca={}", certs.join("ca.crt").display()))
-            .arg(format!(
-                "--render-client-cert={}",
-                certs.join("client.crt").display()
-            ))
-            .arg(format!(
-                "--render-client-key={}",
-                certs.join("client.key").display()
-            ))
-            .arg("--render-deadline=20s")
-            .env("KILN_LOG", "kiln=debug")
-            .arg(format!(
-                "--git-cache={}",
-                dir.join("controller-git").display()
-            ))
-            .arg(format!(
-                "--plugin-store={}",
-                dir.join("controller-plugins").display()
-            ))
-            .stdout(Stdio::null())
-            .stderr(match std::env::var_os("KILN_TEST_CONTROLLER_LOG") {
-                Some(path) => Stdio::from(std::fs::File::create(path).unwrap()),
-                None => Stdio::null(),
-            })
-            .spawn()
-            .unwrap(),
-    )
-}
-
 /// The controller's metrics text.
 async fn metrics(port: u16) -> String {
     reqwest::get(format!("http://127.0.0.1:{port}/metrics"))
@@ -423,7 +290,7 @@ async fn a_killed_render_server_replica_hands_its_repositories_to_another() {
             let home = dir.path().join(format!("replica-{i}"));
             std::fs::create_dir_all(&home).unwrap();
             std::os::unix::fs::symlink(dir.path().join("certs"), home.join("certs")).unwrap();
-            render_server(&home, *port, &[], Stdio::null())
+            render_server(&home, *port, &[], &[], Stdio::null())
         })
         .collect();
     for port in ports {
@@ -493,7 +360,7 @@ async fn the_render_server_refuses_to_start_with_kubernetes_credentials() {
         ),
         (vec![("HOME", home.as_str())], "a kubeconfig at"),
     ] {
-        let child = render_server(dir.path(), free_port(), &env, Stdio::piped());
+        let child = render_server(dir.path(), free_port(), &env, &[], Stdio::piped());
         let output = child.into_child().wait_with_output().unwrap();
         assert!(!output.status.success());
         let stderr = String::from_utf8_lossy(&output.stderr);
@@ -509,6 +376,12 @@ async fn serve(dir: &Path, issued: &Issued, limits: Limits) -> String {
     let credentials = Arc::new(RequestCredentials::default());
     let server = Arc::new(RenderServer {
         git: GitSource::new(GitConfig::new(dir.join("repos")), credentials.clone()).unwrap(),
+        charts: kiln::source::helm::ChartFetcher::new(
+            kiln::source::helm::HelmConfig::new(dir.join("charts")),
+            credentials.clone(),
+            kiln::artifact::RegistryCredentials::none(),
+        )
+        .unwrap(),
         credentials,
         host: PluginHost::new(HostConfig::default()).unwrap(),
         catalog: Catalog::new(CatalogConfig {

@@ -56,6 +56,17 @@ impl RegistryCredentials {
         Self::default()
     }
 
+    /// Basic credentials for one registry `host` (`host[:port]`), as an
+    /// Argo CD repository Secret with `enableOCI` gives them.
+    pub fn basic(host: &str, username: &str, password: &str) -> Self {
+        let mut by_host = BTreeMap::new();
+        by_host.insert(
+            host.trim_end_matches('/').to_owned(),
+            (username.to_owned(), password.to_owned()),
+        );
+        RegistryCredentials { by_host }
+    }
+
     /// Adds `other`'s hosts (its entries win).
     pub fn merge(&mut self, other: RegistryCredentials) {
         self.by_host.extend(other.by_host);

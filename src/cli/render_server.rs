@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 
+use kiln::artifact::RegistryCredentials;
 use kiln::controller::CatalogConfig;
 use kiln::controller::cache::RenderCache;
 use kiln::controller::plugins::Catalog;
@@ -14,6 +15,7 @@ use kiln::render::remote::server::{RenderServer, RequestCredentials};
 use kiln::render::remote::tls::{Identity, Issued};
 use kiln::render::remote::{self, Limits};
 use kiln::source::git::{GitConfig, GitSource};
+use kiln::source::helm::{ChartFetcher, HelmConfig};
 
 use super::args::{parse_duration, parse_size};
 use super::{HostArgs, default_cache_dir, exit};
@@ -23,8 +25,9 @@ pub(crate) const SERVICE_ACCOUNT_TOKEN: &str =
     "/var/run/secrets/kubernetes.io/serviceaccount/token";
 
 /// Serve renders for `kiln controller --render-server`: Git polling and
-/// fetching, plugin fetching and verification, the compile and render
-/// caches, plugin calls. Holds no Kubernetes credentials: it refuses to
+/// fetching, Helm chart fetching (Helm repositories and OCI registries),
+/// plugin fetching and verification, the compile, chart and render caches,
+/// plugin calls. Holds no Kubernetes credentials: it refuses to
 /// start when it finds some (a service-account token at the default path,
 /// KUBECONFIG, ~/.kube/config), and never reads them. Repository and
 /// registry credentials arrive with each request, for that request.
@@ -49,7 +52,7 @@ pub(crate) struct RenderServerArgs {
     #[arg(long, value_name = "FILE")]
     client_ca: PathBuf,
 
-    /// Directory of the Git, plugin and render caches. Default:
+    /// Directory of the Git, plugin, chart and render caches. Default:
     /// $XDG_CACHE_HOME/kiln or ~/.cache/kiln.
     #[arg(long, value_name = "DIR")]
     cache_dir: Option<PathBuf>,
@@ -101,7 +104,62 @@ pub(crate) struct RenderServerArgs {
     ssh_known_hosts_store: Option<PathBuf>,
 
     #[command(flatten)]
+    charts: ChartCacheArgs,
+
+    #[command(flatten)]
     host: HostArgs,
+}
+
+/// How the render server fetches the charts of `spec.source.chart`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct ChartCacheArgs {
+    /// Directory of the unpacked-chart cache (created 0700). Default:
+    /// charts in --cache-dir.
+    #[arg(long, value_name = "DIR")]
+    chart_cache: Option<PathBuf>,
+
+    /// Byte budget of the chart cache (least recently used charts go first).
+    #[arg(long, value_name = "SIZE", default_value = "1Gi", value_parser = parse_size)]
+    chart_cache_size: u64,
+
+    /// The largest chart archive (.tgz) accepted, compressed.
+    #[arg(long, value_name = "SIZE", default_value = "16Mi", value_parser = parse_size)]
+    chart_max_size: u64,
+
+    /// The largest index.yaml of a Helm repository accepted.
+    #[arg(long, value_name = "SIZE", default_value = "64Mi", value_parser = parse_size)]
+    chart_max_index: u64,
+
+    /// Deadline of a whole chart fetch (index, archive, dependencies).
+    #[arg(long, value_name = "DURATION", default_value = "5m", value_parser = parse_duration)]
+    chart_timeout: Duration,
+
+    /// PEM file of extra CA certificates to trust for HTTPS chart
+    /// repositories.
+    #[arg(long, value_name = "FILE")]
+    chart_ca_file: Option<PathBuf>,
+}
+
+impl ChartCacheArgs {
+    /// The fetcher's configuration, its cache under `cache` unless
+    /// --chart-cache names one.
+    fn config(&self, cache: &Path) -> anyhow::Result<HelmConfig> {
+        let mut config = HelmConfig::new(
+            self.chart_cache
+                .clone()
+                .unwrap_or_else(|| cache.join("charts")),
+        );
+        config.cache_max_bytes = self.chart_cache_size;
+        config.archive.compressed = self.chart_max_size;
+        config.max_index = self.chart_max_index;
+        config.deadline = self.chart_timeout;
+        config.timeout = self.chart_timeout;
+        if let Some(file) = &self.chart_ca_file {
+            config.tls_roots_pem = std::fs::read(file)
+                .with_context(|| format!("--chart-ca-file {}", file.display()))?;
+        }
+        Ok(config)
+    }
 }
 
 /// Kubernetes credentials this process can reach, if any.
@@ -144,6 +202,13 @@ pub(crate) async fn run(args: &RenderServerArgs) -> anyhow::Result<u8> {
     git_config.ssh_known_hosts = Some(credentials.clone());
     git_config.ssh_known_hosts_store = args.ssh_known_hosts_store.clone();
     let git = GitSource::new(git_config, credentials.clone())?;
+    // Helm repositories' credentials are those the requests bring (by the
+    // index's URL); OCI registries' come with each request.
+    let charts = ChartFetcher::new(
+        args.charts.config(&cache)?,
+        credentials.clone(),
+        RegistryCredentials::none(),
+    )?;
     let catalog = Catalog::new(CatalogConfig {
         store: cache.join("plugins"),
         trusted_root: args.trusted_root.clone(),
@@ -161,6 +226,7 @@ pub(crate) async fn run(args: &RenderServerArgs) -> anyhow::Result<u8> {
     let server = Arc::new(RenderServer {
         git,
         credentials,
+        charts,
         host: args.host.host()?,
         catalog,
         cache: RenderCache::new(args.render_cache_size).with_dir(cache.join("renders")),

@@ -20,8 +20,7 @@ use crate::manifest::ObjectKey;
 use crate::plugin::World;
 use crate::policy::{self, Mode};
 use crate::render::remote::{
-    AppRef, ChartSourceRef, HelmHostWork, PolicySourceRef, PolicyStepRef, RenderRequest,
-    RenderStep, WireSecret,
+    AppRef, HelmHostWork, PolicySourceRef, PolicyStepRef, RenderRequest, RenderStep, WireSecret,
 };
 use crate::source::git::{CredentialProvider as _, RepoUrl};
 use crate::sync::{
@@ -223,6 +222,24 @@ pub async fn compare(app: &Application, ctx: &Context, to: &CompareTo) -> Result
             source,
         });
     }
+    // The chart, parsed here (after sourceRepos), with its repository's
+    // credentials and nobody else's.
+    let revision = to
+        .revision
+        .clone()
+        .unwrap_or_else(|| app.spec.source.target_revision.clone());
+    let chart = match &chart {
+        Some(chart) => Some(
+            super::chart_source::chart_source(
+                &ctx.secrets,
+                &app.spec.source.repo_url,
+                chart,
+                &revision,
+            )
+            .map_err(|e| Stop::new("InvalidSpec", "InvalidChartSource", crate::text::chain(&e)))?,
+        ),
+        None => None,
+    };
     let mut request = RenderRequest {
         app: AppRef {
             name: name.clone(),
@@ -231,17 +248,14 @@ pub async fn compare(app: &Application, ctx: &Context, to: &CompareTo) -> Result
             repo_url: app.spec.source.repo_url.clone(),
             path: normalized_path(&app.spec.source.path),
         },
-        revision: to
-            .revision
-            .clone()
-            .unwrap_or_else(|| app.spec.source.target_revision.clone()),
+        revision,
         chain,
         policies,
         refresh: false,
         ssh_known_hosts: None,
         repository_credentials: None,
         registry_credentials: Vec::new(),
-        chart: chart.clone().map(|chart| ChartSourceRef { chart }),
+        chart: chart.as_ref().map(|(_, source)| source.clone()),
         helm,
     };
     // Checked here, so that a malformed Secret is named in the condition.
@@ -252,28 +266,24 @@ pub async fn compare(app: &Application, ctx: &Context, to: &CompareTo) -> Result
         .collect();
 
     // Revision, render and policies: here, or on the render server.
-    let rendered = match (&ctx.render_server, &url) {
-        (Some(server), None) => {
-            return Err(Stop::new(
-                "ComparisonError",
-                "ChartSourceNotSupportedByRenderServer",
-                format!(
-                    "spec.source.chart {:?}: render server {} does not fetch Helm charts yet; \
-                     render this Application in the controller (no --render-server), or vendor \
-                     the chart in Git (docs/helm.md)",
-                    chart.unwrap_or_default(),
-                    server.name()
-                ),
-            ));
-        }
-        (Some(server), Some(url)) => {
-            request.refresh = ctx.take_forget(url);
+    let rendered = match &ctx.render_server {
+        Some(server) => {
             request.ssh_known_hosts = ctx.ssh_known_hosts.as_ref().and_then(|k| k.known_hosts());
-            request.repository_credentials = ctx
-                .secrets
-                .repo_credentials()
-                .credentials(url)
-                .map(Into::into);
+            // Requests of one repository (Git, or the chart's) go to one
+            // replica, whose caches hold it.
+            let route = match (&url, &chart) {
+                (Some(url), _) => {
+                    request.refresh = ctx.take_forget(url);
+                    request.repository_credentials = ctx
+                        .secrets
+                        .repo_credentials()
+                        .credentials(url)
+                        .map(Into::into);
+                    url.as_str().to_owned()
+                }
+                (None, Some((reference, _))) => chart_route(reference),
+                (None, None) => String::new(),
+            };
             let credentials = ctx.secrets.repo_credentials();
             for (step, url) in request
                 .policies
@@ -285,7 +295,7 @@ pub async fn compare(app: &Application, ctx: &Context, to: &CompareTo) -> Result
                 step.credentials = credentials.credentials(url).map(Into::into);
             }
             let routed = server
-                .render(url.as_str(), &request)
+                .render(&route, &request)
                 .await
                 .map_err(|e| remote_stop(server.name(), e))?;
             for failed in &routed.failed_over {
@@ -300,7 +310,7 @@ pub async fn compare(app: &Application, ctx: &Context, to: &CompareTo) -> Result
                 .inc();
             routed.response
         }
-        (None, _) => {
+        None => {
             let charts = match &chart {
                 Some(_) => Some(
                     ctx.charts(plugins::controller_registry_credentials(ctx)?)
@@ -400,6 +410,16 @@ pub async fn compare(app: &Application, ctx: &Context, to: &CompareTo) -> Result
         prune_guard,
         live_state: state,
     })
+}
+
+/// What routes a chart's renders to one render server replica: its
+/// repository (a Helm repository's URL, an OCI chart's registry path).
+fn chart_route(reference: &crate::source::helm::ChartRef) -> String {
+    use crate::source::helm::ChartRef;
+    match reference {
+        ChartRef::Repo { repo, .. } => repo.clone(),
+        ChartRef::Oci { repository, .. } => format!("oci://{repository}"),
+    }
 }
 
 /// Makes sure the kinds of `objects`, and those of the objects the

@@ -112,14 +112,24 @@ impl Project {
     /// Checks the application's source and plugins (the destination is
     /// checked once resolved: [`Project::admit_destination`]).
     pub fn admit(&self, app: &Application) -> Result<(), Violation> {
-        if app
-            .spec
-            .source
-            .chart
-            .as_deref()
-            .is_some_and(|c| !c.is_empty())
-        {
-            self.admit_chart_repository(&app.spec.source.repo_url)?;
+        if let Some(chart) = app.spec.source.chart.as_deref().filter(|c| !c.is_empty()) {
+            let repo = app.spec.source.repo_url.trim();
+            match chart.strip_prefix("oci://") {
+                // A full reference: its registry path is the repository.
+                Some(reference) if repo.is_empty() => {
+                    let path = reference
+                        .split('@')
+                        .next()
+                        .unwrap_or(reference)
+                        .rsplit_once('/')
+                        .map_or(reference, |(path, _)| path);
+                    self.admit_oci_repository(&format!("oci://{path}"))?;
+                }
+                _ if repo.starts_with("oci://") || !repo.contains("://") => {
+                    self.admit_oci_repository(repo)?;
+                }
+                _ => self.admit_chart_repository(repo)?,
+            }
         } else {
             self.admit_repository(&app.spec.source.repo_url)?;
         }
@@ -197,6 +207,46 @@ impl Project {
         if !allowed {
             return Err(self.violation(format!(
                 "chart repository {raw:?} ({repo}) is not in sourceRepos {:?}",
+                self.spec.source_repos
+            )));
+        }
+        Ok(())
+    }
+
+    /// Checks an OCI registry path holding charts (`oci://registry/path`, or
+    /// Argo CD's `registry/path` without scheme) against `sourceRepos`: a
+    /// pattern matches its normalized `oci://` form, or (as Argo CD users
+    /// write it) the form without scheme. A path with empty, `.` or `..`
+    /// segments, or characters a client would cut at, is refused.
+    fn admit_oci_repository(&self, raw: &str) -> Result<(), Violation> {
+        let bare = raw
+            .strip_prefix("oci://")
+            .unwrap_or(raw)
+            .trim_end_matches('/');
+        let (host, path) = bare.split_once('/').unwrap_or((bare, ""));
+        let clean = !host.is_empty()
+            && !host.contains(['@', '\\', '?', '#'])
+            && (path.is_empty()
+                || path
+                    .split('/')
+                    .all(|segment| path_segment(segment) && !segment.contains(['\\', '@', ':'])));
+        if !clean {
+            return Err(self.violation(format!(
+                "chart registry {raw:?}: not an OCI registry path: it cannot be checked against sourceRepos"
+            )));
+        }
+        let bare = [host.to_ascii_lowercase().as_str(), path]
+            .join("/")
+            .trim_end_matches('/')
+            .to_owned();
+        let key = format!("oci://{bare}");
+        let allowed =
+            self.spec.source_repos.iter().any(|pattern| {
+                matches(&pattern_key(pattern), &key) || matches(pattern.trim(), &bare)
+            });
+        if !allowed {
+            return Err(self.violation(format!(
+                "chart registry {raw:?} ({key}) is not in sourceRepos {:?}",
                 self.spec.source_repos
             )));
         }
@@ -345,6 +395,51 @@ mod tests {
                 "clusterResourceWhitelist": [{"group": "", "kind": "Namespace"}]}))
             .unwrap(),
         )
+    }
+
+    fn chart_app(repo: &str, chart: &str) -> Application {
+        serde_json::from_value(json!({"apiVersion": "kiln.dev/v1alpha1", "kind": "Application", "metadata": {"name": "a"},
+            "spec": {"source": {"repoURL": repo, "chart": chart}, "destination": {"namespace": "team-a"}}}))
+        .unwrap()
+    }
+
+    #[test]
+    fn oci_chart_registries_are_checked_against_source_repos_in_either_form() {
+        let project = Project::new(
+            "charts",
+            serde_json::from_value(json!({"sourceRepos": [
+                "oci://registry.example.com/team/*", "127.0.0.1:5000/charts",
+                "https://charts.example.com"],
+                "destinations": [{"namespace": "*"}]}))
+            .unwrap(),
+        );
+        for (repo, chart) in [
+            ("oci://registry.example.com/team/charts", "web"),
+            ("Registry.example.com/team/charts/", "web"),
+            ("127.0.0.1:5000/charts", "web"),
+            ("oci://127.0.0.1:5000/charts", "web"),
+            ("", "oci://registry.example.com/team/charts/web:1.2.0"),
+            ("", "oci://registry.example.com/team/charts/web@sha256:00"),
+            ("https://charts.example.com", "web"),
+        ] {
+            let admitted = project.admit(&chart_app(repo, chart));
+            assert!(admitted.is_ok(), "{repo} {chart}: {admitted:?}");
+        }
+        for (repo, chart) in [
+            ("oci://registry.example.com/other/charts", "web"),
+            ("registry.example.com.evil/team/charts", "web"),
+            ("registry.example.com/team/../../other", "web"),
+            ("registry.example.com/team/charts?x=/", "web"),
+            ("127.0.0.1:5001/charts", "web"),
+            ("", "oci://registry.example.com/other/web:1.2.0"),
+            ("https://charts.example.com.evil", "web"),
+        ] {
+            let refused = project.admit(&chart_app(repo, chart)).unwrap_err();
+            assert!(
+                refused.to_string().contains("sourceRepos"),
+                "{repo} {chart}: {refused}"
+            );
+        }
     }
 
     #[test]

@@ -206,12 +206,20 @@ fn credentials_of(secret: &KubeSecret) -> Option<Credentials> {
 
 impl CredentialProvider for RepoCredentials {
     fn credentials(&self, url: &RepoUrl) -> Option<Credentials> {
-        // An exact repository entry first, compared in normalized form.
+        // An exact repository entry first, compared in normalized form. A
+        // Helm repository's credentials are asked for by its index's URL
+        // (`REPO/index.yaml`), and its Secret names `REPO` (which may have
+        // no path).
+        let helm_repo = url.key().strip_suffix("/index.yaml");
         for secret in self.secrets.of_type(SecretType::Repository) {
             let Some(repo) = value(&secret, "url") else {
                 continue;
             };
-            if RepoUrl::parse(&repo).is_ok_and(|r| r.key() == url.key()) {
+            let exact = RepoUrl::parse(&repo).is_ok_and(|r| r.key() == url.key())
+                || helm_repo.is_some_and(|helm_repo| {
+                    UrlPrefix::parse(&repo).is_ok_and(|r| r.as_str() == helm_repo)
+                });
+            if exact {
                 return credentials_of(&secret);
             }
         }
@@ -237,6 +245,72 @@ impl CredentialProvider for RepoCredentials {
             }
         }
         best.map(|(_, c)| c)
+    }
+}
+
+/// A chart repository as its Secret describes it (Argo CD's layout: `url`,
+/// `type: helm`, `enableOCI`, `username`, `password`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct HelmRepository {
+    /// `type: helm` and `enableOCI: "true"`: the URL, written without
+    /// `oci://`, is an OCI registry path.
+    pub enable_oci: bool,
+    /// Its credentials, if it has some.
+    pub credentials: Option<Credentials>,
+}
+
+/// A chart repository URL as Secrets and Applications write it, compared
+/// without an `oci://` scheme, a trailing `/` or case in the host.
+fn chart_repo_key(raw: &str) -> String {
+    let raw = raw.trim().trim_end_matches('/');
+    let raw = raw.strip_prefix("oci://").unwrap_or(raw);
+    let (scheme, rest) = match raw.split_once("://") {
+        Some((scheme, rest)) => (format!("{}://", scheme.to_ascii_lowercase()), rest),
+        None => (String::new(), raw),
+    };
+    let (host, path) = rest.split_once('/').unwrap_or((rest, ""));
+    if path.is_empty() {
+        format!("{scheme}{}", host.to_ascii_lowercase())
+    } else {
+        format!("{scheme}{}/{path}", host.to_ascii_lowercase())
+    }
+}
+
+impl ControllerSecrets {
+    /// The chart repository `repo` (`https://…`, `oci://…`, or an OCI
+    /// registry path without scheme, as an Application's `repoURL` or a
+    /// chart reference names it): the `repository` Secret whose `url` is
+    /// that repository, else the `repo-creds` Secret with the longest `url`
+    /// covering it at a path boundary. `None`: no Secret names it.
+    pub fn helm_repository(&self, repo: &str) -> Option<HelmRepository> {
+        let wanted = chart_repo_key(repo);
+        let describe = |secret: &KubeSecret| HelmRepository {
+            enable_oci: value(secret, "type").is_some_and(|t| t.eq_ignore_ascii_case("helm"))
+                && value(secret, "enableOCI").is_some_and(|v| v.eq_ignore_ascii_case("true")),
+            credentials: credentials_of(secret),
+        };
+        for secret in self.of_type(SecretType::Repository) {
+            if value(&secret, "url").is_some_and(|url| chart_repo_key(&url) == wanted) {
+                return Some(describe(&secret));
+            }
+        }
+        let mut best: Option<(usize, HelmRepository)> = None;
+        for secret in self.of_type(SecretType::RepoCreds) {
+            let Some(prefix) = value(&secret, "url").map(|url| chart_repo_key(&url)) else {
+                continue;
+            };
+            let covers = wanted
+                .strip_prefix(&prefix)
+                .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'));
+            if covers
+                && best
+                    .as_ref()
+                    .is_none_or(|(length, _)| prefix.len() > *length)
+            {
+                best = Some((prefix.len(), describe(&secret)));
+            }
+        }
+        best.map(|(_, repository)| repository)
     }
 }
 
@@ -379,5 +453,56 @@ mod tests {
         assert_eq!(found("https://git.corp/team/x.git"), Some("team".into()));
         // Prefixes are normalized like URLs.
         assert_eq!(found("HTTPS://GIT.CORP:443/team/x"), Some("team".into()));
+    }
+
+    #[test]
+    fn a_helm_oci_repository_is_named_by_its_secret_in_argo_cds_form() {
+        let secrets = ControllerSecrets::fixed([
+            labeled(
+                "oci",
+                SecretType::Repository,
+                &[
+                    ("url", "Registry.example.com/charts/"),
+                    ("type", "helm"),
+                    ("enableOCI", "true"),
+                    ("username", "puller"),
+                    ("password", "oci"),
+                ],
+            ),
+            labeled(
+                "not-oci",
+                SecretType::Repository,
+                &[("url", "registry.example.com/plain"), ("type", "helm")],
+            ),
+            labeled(
+                "org",
+                SecretType::RepoCreds,
+                &[
+                    ("url", "oci://registry.example.com/org"),
+                    ("type", "helm"),
+                    ("enableOCI", "true"),
+                    ("password", "org"),
+                ],
+            ),
+        ]);
+        let found = |u: &str| secrets.helm_repository(u);
+        let oci = found("registry.example.com/charts").unwrap();
+        assert!(oci.enable_oci);
+        assert_eq!(password(oci.credentials), Some("oci".into()));
+        assert_eq!(
+            found("oci://registry.example.com/charts"),
+            found("registry.example.com/charts")
+        );
+        let plain = found("registry.example.com/plain").unwrap();
+        assert!(!plain.enable_oci, "enableOCI is required");
+        assert!(plain.credentials.is_none());
+        let org = found("registry.example.com/org/team").unwrap();
+        assert!(org.enable_oci);
+        assert_eq!(password(org.credentials), Some("org".into()));
+        // Neither another path that starts with the same letters nor
+        // another host.
+        assert_eq!(found("registry.example.com/organic"), None);
+        assert_eq!(found("registry.example.com.evil/charts"), None);
+        assert_eq!(found("https://registry.example.com/charts"), None);
     }
 }

@@ -12,10 +12,12 @@ use super::cache::RenderCache;
 use super::compare::Stop;
 use super::plugins::{self, Catalog};
 use crate::api::helm::{INLINE_VALUES_FILE, escape_set_value};
+use crate::artifact::RegistryCredentials;
 use crate::plugin::{AppContext, PluginHost, World};
 use crate::policy::{self, PolicySource, PolicyStep};
 use crate::render::remote::{
-    ChartSourceRef, HelmHostWork, PolicySourceRef, RenderRequest, RenderResponse, WireObject,
+    ChartSourceRef, HelmHostWork, PolicySourceRef, RenderRequest, RenderResponse, WireCredentials,
+    WireObject,
 };
 use crate::render::{self, Step};
 use crate::source::git::{GitSource, GitTreeView, RepoUrl, Revision};
@@ -26,7 +28,8 @@ use crate::source::{SourcePath, SourceView, Subtree};
 /// render cache.
 #[derive(Clone, Copy)]
 pub struct Workshop<'a> {
-    /// Helm charts (`spec.source.chart`); `None`: refused.
+    /// Helm charts (`spec.source.chart`); `None`: refused (a process that
+    /// renders no chart need not make one).
     pub charts: Option<&'a ChartFetcher>,
     /// Git (its credential provider answers for the request's repository).
     pub git: &'a GitSource,
@@ -52,17 +55,6 @@ pub struct Worked {
 
 /// Does the source work of `request`.
 pub async fn work(shop: Workshop<'_>, request: &RenderRequest) -> Result<Worked, Stop> {
-    let source = match &request.chart {
-        Some(chart) => fetch_chart(shop, request, chart).await?,
-        None => poll_git(shop, request).await?,
-    };
-    let Source {
-        view,
-        commit,
-        pin,
-        path,
-    } = source;
-    tracing::Span::current().record("revision", commit.as_str());
     let names: Vec<String> = (0..request.registry_credentials.len())
         .map(|i| format!("#{i} of the request"))
         .collect();
@@ -72,6 +64,17 @@ pub async fn work(shop: Workshop<'_>, request: &RenderRequest) -> Result<Worked,
             .zip(&request.registry_credentials)
             .map(|(name, json)| (name.as_str(), json.0.as_str())),
     )?;
+    let source = match &request.chart {
+        Some(chart) => fetch_chart(shop, request, chart, &registry).await?,
+        None => poll_git(shop, request).await?,
+    };
+    let Source {
+        view,
+        commit,
+        pin,
+        path,
+    } = source;
+    tracing::Span::current().record("revision", commit.as_str());
 
     let mut chain = Vec::new();
     for step in &request.chain {
@@ -240,35 +243,50 @@ async fn poll_git(shop: Workshop<'_>, request: &RenderRequest) -> Result<Source,
 
 /// Resolves and fetches `spec.source.chart` (its index polled with its
 /// ETag, the archive checked against the index's digest and unpacked once
-/// per digest); the chart's files are the view's root.
+/// per digest); the chart's files are the view's root. An OCI chart is
+/// pulled with the request's registry credentials and, for its registry,
+/// the chart's own (`chart.credentials`); a Helm repository's credentials
+/// are the fetcher's provider's (on a render server: those the request
+/// brought for that repository).
 async fn fetch_chart(
     shop: Workshop<'_>,
     request: &RenderRequest,
     chart: &ChartSourceRef,
+    registry: &RegistryCredentials,
 ) -> Result<Source, Stop> {
     let Some(charts) = shop.charts else {
         return Err(Stop::new(
             "ComparisonError",
-            "ChartSourceNotSupportedByRenderServer",
+            "ChartCacheUnavailable",
             format!(
-                "spec.source.chart {:?}: this renderer does not fetch Helm charts (docs/helm.md)",
+                "spec.source.chart {:?}: this renderer has no chart fetcher",
                 chart.chart
             ),
         ));
     };
-    let reference = ChartRef::new(
-        Some(request.app.repo_url.as_str()).filter(|r| !r.is_empty()),
+    let reference = ChartRef::of_application(
+        &request.app.repo_url,
         &chart.chart,
         &request.revision,
+        chart.oci,
     )
     .map_err(|e| Stop::new("InvalidSpec", "InvalidChartSource", crate::text::chain(&e)))?;
-    let fetched = charts.fetch(&reference).await.map_err(|e| {
-        Stop::new(
-            "ComparisonError",
-            "ChartUnavailable",
-            crate::text::chain(&e),
-        )
-    })?;
+    let mut registry = registry.clone();
+    if let (Some(host), Some(WireCredentials::Basic { username, password })) =
+        (reference.registry(), &chart.credentials)
+    {
+        registry.merge(RegistryCredentials::basic(host, username, &password.0));
+    }
+    let fetched = charts
+        .fetch_with(&reference, &registry)
+        .await
+        .map_err(|e| {
+            Stop::new(
+                "ComparisonError",
+                "ChartUnavailable",
+                format!("{reference}: {}", crate::text::chain(&e)),
+            )
+        })?;
     tracing::debug!(chart = %reference, version = %fetched.version, digest = %fetched.digest, "chart resolved");
     Ok(Source {
         view: fetched.view,

@@ -128,6 +128,7 @@ pub mod cluster;
 pub mod controller;
 pub mod git;
 pub mod registry;
+pub mod render_server;
 pub mod require;
 pub mod tgz;
 

@@ -72,3 +72,37 @@ impl Drop for Registry {
         let _ = self.child.wait();
     }
 }
+
+/// Pushes `archive` as a Helm chart (Helm's media types) to
+/// `host/repository:tag`, as `auth` (`user`, `password`) if given.
+pub async fn push_chart(
+    host: &str,
+    repository: &str,
+    tag: &str,
+    archive: Vec<u8>,
+    auth: Option<(&str, &str)>,
+) {
+    use kiln::source::helm::oci::{HELM_CHART_LAYER_MEDIA_TYPE, HELM_CONFIG_MEDIA_TYPE};
+    use oci_client::client::{ClientConfig, ClientProtocol, Config, ImageLayer};
+    use oci_client::secrets::RegistryAuth;
+    let client = oci_client::Client::new(ClientConfig {
+        protocol: ClientProtocol::HttpsExcept(vec![host.to_owned()]),
+        ..Default::default()
+    });
+    let reference = oci_client::Reference::with_tag(host.into(), repository.into(), tag.into());
+    let layer = ImageLayer::new(archive, HELM_CHART_LAYER_MEDIA_TYPE.into(), None);
+    let name = repository.rsplit('/').next().unwrap_or(repository);
+    let config = Config::new(
+        format!("{{\"name\":\"{name}\",\"version\":\"{tag}\"}}").into_bytes(),
+        HELM_CONFIG_MEDIA_TYPE.into(),
+        None,
+    );
+    let auth = match auth {
+        Some((user, password)) => RegistryAuth::Basic(user.into(), password.into()),
+        None => RegistryAuth::Anonymous,
+    };
+    client
+        .push(&reference, &[layer], config, &auth, None)
+        .await
+        .unwrap();
+}

@@ -239,12 +239,28 @@ pub struct RenderRequest {
 }
 
 /// `spec.source.chart`: a chart of the Helm repository (or OCI registry)
-/// `app.repo_url`, fetched by whoever renders.
+/// `app.repo_url`, at the version or semver constraint `revision`, fetched
+/// by whoever renders (index polled with its ETag, archive pinned by
+/// digest, dependencies fetched the same way). The answer's `commit` is the
+/// version resolved.
+///
+/// Added fields are optional, so that either side may be older: a server
+/// that predates them reads a plain chart name.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ChartSourceRef {
     /// The chart's name (or a full `oci://` reference).
     pub chart: String,
+    /// `app.repo_url` is an OCI registry path written without `oci://`
+    /// (Argo CD's form: its repository Secret says `type: helm` and
+    /// `enableOCI: "true"`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub oci: bool,
+    /// The credentials of the chart's repository (a Helm repository's
+    /// basic credentials, sent to its origin only; or an OCI registry's),
+    /// from the repository Secrets matching it, and nothing else's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub credentials: Option<WireCredentials>,
 }
 
 /// The host's part of `spec.source.helm` (see
@@ -306,4 +322,34 @@ pub struct RenderFailure {
     pub reason: String,
     /// What happened.
     pub message: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_chart_source_without_the_added_fields_reads_and_writes_as_before() {
+        let old: ChartSourceRef = serde_json::from_str(r#"{"chart":"web"}"#).unwrap();
+        assert_eq!(
+            old,
+            ChartSourceRef {
+                chart: "web".into(),
+                oci: false,
+                credentials: None,
+            }
+        );
+        assert_eq!(serde_json::to_string(&old).unwrap(), r#"{"chart":"web"}"#);
+        let new = ChartSourceRef {
+            chart: "web".into(),
+            oci: true,
+            credentials: Some(WireCredentials::Basic {
+                username: "puller".into(),
+                password: WireSecret("s3cret".into()),
+            }),
+        };
+        let text = serde_json::to_string(&new).unwrap();
+        assert_eq!(serde_json::from_str::<ChartSourceRef>(&text).unwrap(), new);
+        assert!(!format!("{new:?}").contains("s3cret"), "{new:?}");
+    }
 }

@@ -24,6 +24,8 @@ use crate::controller::work::{self, Workshop};
 use crate::plugin::PluginHost;
 use crate::source::git::KnownHostsSource;
 use crate::source::git::{CredentialProvider, Credentials, GitSource, RepoUrl};
+use crate::source::helm::ChartFetcher;
+use crate::source::helm::fetch::index_key;
 
 /// The credentials of the repositories requests named, each as its last
 /// request gave them. The Git engine asks this provider; the render server
@@ -78,6 +80,10 @@ pub struct RenderServer {
     pub git: GitSource,
     /// The credentials requests brought.
     pub credentials: Arc<RequestCredentials>,
+    /// Helm charts (`spec.source.chart`): its Helm repository credentials
+    /// are [`RenderServer::credentials`]; OCI credentials come with each
+    /// request.
+    pub charts: ChartFetcher,
     /// The plugin host.
     pub host: PluginHost,
     /// Verified, compiled plugins.
@@ -244,8 +250,18 @@ impl RenderServer {
                     .set(&url, source.credentials.clone().map(Into::into));
             }
         }
+        // A Helm repository's credentials, kept under its index's URL (as
+        // the chart fetcher looks them up, for that origin only).
+        if let Some(chart) = &request.chart
+            && !chart.oci
+            && let Some(key) = index_key(&request.app.repo_url)
+            && matches!(key.scheme(), "http" | "https")
+        {
+            self.credentials
+                .set(&key, chart.credentials.clone().map(Into::into));
+        }
         let shop = Workshop {
-            charts: None,
+            charts: Some(&self.charts),
             git: &self.git,
             host: &self.host,
             catalog: &self.catalog,

@@ -213,9 +213,7 @@ impl HttpFetcher {
             );
             return None;
         }
-        // Credentials are matched against the index's URL: the repository
-        // URL itself may have no path, which a RepoUrl needs.
-        let key = RepoUrl::parse(&format!("{}/index.yaml", repo.trim_end_matches('/'))).ok()?;
+        let key = index_key(repo)?;
         match self.credentials.credentials(&key)? {
             Credentials::Basic { username, password } => {
                 Some((username, password.expose().to_owned()))
@@ -223,6 +221,13 @@ impl HttpFetcher {
             _ => None,
         }
     }
+}
+
+/// What the credentials of Helm repository `repo` are looked up by: its
+/// `index.yaml` URL (the repository URL itself may have no path, which a
+/// [`RepoUrl`] needs). `None`: not a URL credentials can be kept for.
+pub fn index_key(repo: &str) -> Option<RepoUrl> {
+    RepoUrl::parse(&format!("{}/index.yaml", repo.trim_end_matches('/'))).ok()
 }
 
 fn error_chain(e: &dyn std::error::Error) -> String {

@@ -114,7 +114,9 @@ impl ChartRef {
         }
         if !(repo.starts_with("https://") || repo.starts_with("http://")) {
             return Err(bad(
-                "a Helm repository URL starts with https://, http:// or oci://",
+                "a Helm repository URL starts with https://, http:// or oci:// \
+                 (an OCI registry written without oci://, as Argo CD allows, needs \
+                 a repository Secret for it with `type: helm` and `enableOCI: \"true\"`)",
             ));
         }
         Ok(ChartRef::Repo {
@@ -122,6 +124,36 @@ impl ChartRef {
             chart: chart.to_owned(),
             version,
         })
+    }
+
+    /// The chart of an Application's source: `spec.source.repoURL` (may be
+    /// empty with an `oci://` chart), `chart` and `targetRevision`.
+    /// `enable_oci` is Argo CD's convention for OCI registries written
+    /// without `oci://` (`registry.example.com/charts`): the repository
+    /// Secret of that URL says `type: helm` and `enableOCI: "true"`; such a
+    /// URL is then read as `oci://registry.example.com/charts`.
+    pub fn of_application(
+        repo: &str,
+        chart: &str,
+        version: &str,
+        enable_oci: bool,
+    ) -> Result<Self, ChartError> {
+        let repo = repo.trim();
+        if repo.is_empty() {
+            return Self::new(None, chart, version);
+        }
+        if enable_oci && !repo.contains("://") {
+            return Self::new(Some(&format!("oci://{repo}")), chart, version);
+        }
+        Self::new(Some(repo), chart, version)
+    }
+
+    /// The OCI registry (`host[:port]`) of an OCI chart.
+    pub fn registry(&self) -> Option<&str> {
+        match self {
+            ChartRef::Repo { .. } => None,
+            ChartRef::Oci { repository, .. } => repository.split('/').next(),
+        }
     }
 
     /// The chart's name (the last path segment of an OCI reference).
@@ -367,11 +399,28 @@ impl ChartFetcher {
     }
 
     /// Fetches (or finds in the cache) a chart and its dependencies, within
-    /// the configured deadline.
+    /// the configured deadline; OCI registries with the fetcher's registry
+    /// credentials.
     pub async fn fetch(&self, chart: &ChartRef) -> Result<FetchedChart, ChartError> {
+        let registry = self
+            .inner
+            .registry
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        self.fetch_with(chart, &registry).await
+    }
+
+    /// [`ChartFetcher::fetch`] with the OCI registry credentials of one
+    /// render (a render server's request), not the fetcher's.
+    pub async fn fetch_with(
+        &self,
+        chart: &ChartRef,
+        registry: &RegistryCredentials,
+    ) -> Result<FetchedChart, ChartError> {
         let deadline = self.inner.config.deadline;
         let mut budget = self.inner.config.max_dependencies;
-        match tokio::time::timeout(deadline, self.fetch_at(chart, 0, &mut budget)).await {
+        match tokio::time::timeout(deadline, self.fetch_at(chart, 0, &mut budget, registry)).await {
             Ok(result) => result,
             Err(_) => Err(ChartError::Deadline {
                 chart: chart.to_string(),
@@ -389,7 +438,13 @@ impl ChartFetcher {
     ) -> Result<(Arc<dyn SourceView>, Vec<(String, String)>), ChartError> {
         let deadline = self.inner.config.deadline;
         let mut budget = self.inner.config.max_dependencies;
-        let work = self.mount_dependencies(view, dir, 0, &mut budget);
+        let registry = self
+            .inner
+            .registry
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        let work = self.mount_dependencies(view, dir, 0, &mut budget, &registry);
         match tokio::time::timeout(deadline, work).await {
             Ok(result) => result,
             Err(_) => Err(ChartError::Deadline {
@@ -404,6 +459,7 @@ impl ChartFetcher {
         chart: &ChartRef,
         depth: usize,
         budget: &mut usize,
+        registry: &RegistryCredentials,
     ) -> Result<FetchedChart, ChartError> {
         let (dir, version, digest, source) = match chart {
             ChartRef::Repo {
@@ -414,7 +470,7 @@ impl ChartFetcher {
             ChartRef::Oci {
                 repository,
                 version,
-            } => self.fetch_oci(repository, version).await?,
+            } => self.fetch_oci(repository, version, registry).await?,
         };
         let base: Arc<dyn SourceView> =
             Arc::new(LocalDir::open(&dir).map_err(|source| CacheError::Io {
@@ -422,7 +478,8 @@ impl ChartFetcher {
                 source,
             })?);
         let (view, dependencies) =
-            Box::pin(self.mount_dependencies(base, &SourcePath::root(), depth, budget)).await?;
+            Box::pin(self.mount_dependencies(base, &SourcePath::root(), depth, budget, registry))
+                .await?;
         Ok(FetchedChart {
             view,
             version,
@@ -558,6 +615,7 @@ impl ChartFetcher {
         &self,
         repository: &str,
         version: &str,
+        registry: &RegistryCredentials,
     ) -> Result<(PathBuf, String, Digest, String), ChartError> {
         let inner = self.inner.clone();
         let have = move |manifest: &Digest| {
@@ -569,16 +627,10 @@ impl ChartFetcher {
                 .copied();
             archive.is_some_and(|a| inner.cache.get(&a).is_some())
         };
-        let registry = self
-            .inner
-            .registry
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone();
         let pulled = {
             let _permit = self.inner.downloads.acquire().await.expect("never closed");
             oci::pull(
-                &registry,
+                registry,
                 &have,
                 repository,
                 version,
@@ -617,7 +669,7 @@ impl ChartFetcher {
                     .lock()
                     .expect("poisoned")
                     .remove(&pulled.manifest);
-                return Box::pin(self.fetch_oci(repository, version)).await;
+                return Box::pin(self.fetch_oci(repository, version, registry)).await;
             }
         };
         Ok((dir, pulled.version, pulled.manifest, source))
@@ -645,6 +697,7 @@ impl ChartFetcher {
         dir: &SourcePath,
         depth: usize,
         budget: &mut usize,
+        registry: &RegistryCredentials,
     ) -> Result<(Arc<dyn SourceView>, Vec<(String, String)>), ChartError> {
         let chart_name = dir.as_str().to_owned();
         let needed = dependencies::missing(view.as_ref(), dir)?;
@@ -688,7 +741,7 @@ impl ChartFetcher {
                 &dependency.version,
             )
             .map_err(wrap)?;
-            let chart = Box::pin(self.fetch_at(&reference, depth + 1, budget))
+            let chart = Box::pin(self.fetch_at(&reference, depth + 1, budget, registry))
                 .await
                 .map_err(wrap)?;
             let at = dir

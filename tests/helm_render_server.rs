@@ -1,0 +1,391 @@
+//! Chart Applications (`spec.source.chart`) rendered through a real
+//! `kiln render-server` process: the controller sends the chart source and
+//! the credentials of that chart's repository only; the render server
+//! fetches (index, digest pin, cache), renders with the `helm` plugin and
+//! answers the objects, the chart's version and its digest. Helm
+//! repositories are served by the test on loopback
+//! (`support::chart_repo`, which logs every request and whether it carried
+//! credentials); OCI charts come from Debian's `docker-registry`.
+
+mod support;
+
+use std::process::Stdio;
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::Secret;
+use kiln::controller::secrets::{SecretType, labeled};
+use kiln_devcluster::Config;
+use kube::api::{Api, PostParams};
+use serde_json::{Value, json};
+use support::chart_repo::{ChartRepo, index, package, sha256};
+use support::cluster::{Cluster, app_status};
+use support::git::free_port;
+use support::render_server::{Process, controller, render_server, wait_listening, write_certs};
+
+const TEMPLATE: &str = r#"apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: {{ .Release.Name }}-settings
+data:
+  color: {{ .Values.color | quote }}
+  chart: {{ .Chart.Version | quote }}
+"#;
+
+/// The chart `name` at `version`.
+fn chart(name: &str, version: &str) -> Vec<u8> {
+    package(
+        name,
+        &[
+            (
+                "Chart.yaml",
+                &format!("apiVersion: v2\nname: {name}\nversion: {version}\n"),
+            ),
+            ("values.yaml", "color: blue\n"),
+            ("templates/settings.yaml", TEMPLATE),
+        ],
+    )
+}
+
+/// The dev cluster with Kiln's CRDs, the catalog Plugin `helm`, and the
+/// certificates of a render server in `dir/certs`.
+async fn cluster(dir: &std::path::Path) -> Cluster {
+    let cluster = Cluster::with_kiln(
+        Config {
+            simulate_readiness: Some(Duration::from_millis(20)),
+            ..Config::default()
+        },
+        &["kiln", "guestbook"],
+    )
+    .await;
+    std::fs::create_dir(dir.join("certs")).unwrap();
+    write_certs(&dir.join("certs"));
+    cluster
+        .apply(
+            "plugins",
+            json!({"apiVersion": "kiln.dev/v1alpha1", "kind": "Plugin",
+                "metadata": {"name": "helm", "namespace": "kiln"},
+                "spec": {"kind": "renderer", "ref": support::component("helm").display().to_string(),
+                    "verify": {"insecure": true}}}),
+            "operator",
+            false,
+        )
+        .await
+        .unwrap();
+    cluster
+}
+
+/// A render server (with `args`) and a controller rendering through it.
+async fn processes(
+    cluster: &Cluster,
+    dir: &std::path::Path,
+    args: &[String],
+) -> (Process, Process) {
+    let port = free_port();
+    let server = render_server(dir, port, &[], args, Stdio::null());
+    wait_listening(port).await;
+    let kubeconfig = dir.join("kubeconfig");
+    cluster.server.write_kubeconfig(&kubeconfig).unwrap();
+    let controller = controller(
+        dir,
+        &kubeconfig,
+        free_port(),
+        &[format!("https://127.0.0.1:{port}")],
+    );
+    (server, controller)
+}
+
+/// A chart Application of `project`.
+async fn application(cluster: &Cluster, name: &str, project: &str, repo: &str, chart: &str) {
+    cluster
+        .apply(
+            "applications",
+            json!({"apiVersion": "kiln.dev/v1alpha1", "kind": "Application",
+                "metadata": {"name": name, "namespace": "kiln"},
+                "spec": {
+                    "project": project,
+                    "source": {"repoURL": repo, "chart": chart, "targetRevision": "1.2.*",
+                        "helm": {"releaseName": name}},
+                    "destination": {"namespace": "guestbook"},
+                    "syncPolicy": {"automated": {"prune": true, "selfHeal": true}}}}),
+            "operator",
+            false,
+        )
+        .await
+        .unwrap();
+}
+
+async fn secret(cluster: &Cluster, name: &str, kind: SecretType, data: &[(&str, &str)]) {
+    let secrets: Api<Secret> = Api::namespaced(cluster.client.clone(), "kiln");
+    secrets
+        .create(&PostParams::default(), &labeled(name, kind, data))
+        .await
+        .unwrap();
+}
+
+async fn eventually<T>(what: &str, mut check: impl AsyncFnMut() -> Option<T>) -> T {
+    for _ in 0..600 {
+        if let Some(value) = check().await {
+            return value;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("timed out waiting for {what}");
+}
+
+async fn settings(cluster: &Cluster, name: &str) -> Option<Value> {
+    cluster
+        .get(
+            "v1",
+            "ConfigMap",
+            "configmaps",
+            Some("guestbook"),
+            &format!("{name}-settings"),
+        )
+        .await
+        .ok()
+}
+
+/// The first condition of Application `name` once it has one.
+async fn condition(cluster: &Cluster, name: &str) -> Value {
+    eventually(&format!("a condition on {name}"), async || {
+        let status = app_status(cluster, name).await;
+        status["conditions"]
+            .as_array()
+            .and_then(|c| c.iter().find(|c| c["type"] != "InsecurePlugin"))
+            .cloned()
+    })
+    .await
+}
+
+/// Waits for Application `name` to be synced at chart version `version`.
+async fn synced(cluster: &Cluster, name: &str, version: &str) -> Value {
+    eventually(&format!("{name} synced at {version}"), async || {
+        let status = app_status(cluster, name).await;
+        let failed = status["conditions"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|c| c["type"] != "InsecurePlugin");
+        assert!(failed.is_none(), "{status}");
+        let live = settings(cluster, name).await?;
+        (live["data"]["chart"] == version
+            && status["sync"]["revision"] == version
+            && status["sync"]["status"] == "Synced")
+            .then_some(live)
+    })
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn chart_applications_sync_through_the_render_server_with_their_own_credentials_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let cluster = cluster(dir.path()).await;
+    // A private repository (basic auth) with a good chart, a chart whose
+    // bytes are not what the index pins, and an archive only a stranger's
+    // index names.
+    let private = ChartRepo::start(Some("reader:s3cret"));
+    let web = chart("web", "1.2.0");
+    private.put("web-1.2.0.tgz", web.clone());
+    private.put("broken-1.2.0.tgz", chart("broken", "1.2.0"));
+    private.put("stray-1.2.0.tgz", chart("stray", "1.2.0"));
+    private.put(
+        "index.yaml",
+        index(&[
+            ("web", "1.2.0", "web-1.2.0.tgz", Some(sha256(&web))),
+            (
+                "broken",
+                "1.2.0",
+                "broken-1.2.0.tgz",
+                Some(sha256(b"something else")),
+            ),
+        ]),
+    );
+    // A public repository whose index points its archive at the private
+    // repository's origin.
+    let public = ChartRepo::start(None);
+    let stray = chart("stray", "1.2.0");
+    public.put(
+        "index.yaml",
+        index(&[(
+            "stray",
+            "1.2.0",
+            &format!("{}/stray-1.2.0.tgz", private.url()),
+            Some(sha256(&stray)),
+        )]),
+    );
+    // A repository whose index is larger than the render server accepts.
+    let big = ChartRepo::start(None);
+    big.put("index.yaml", format!("# {}\n", "x".repeat(200 << 10)));
+    // A repository outside the project's sourceRepos.
+    let outside = ChartRepo::start(None);
+    outside.put("web-1.2.0.tgz", web.clone());
+    outside.put(
+        "index.yaml",
+        index(&[("web", "1.2.0", "web-1.2.0.tgz", Some(sha256(&web)))]),
+    );
+    secret(
+        &cluster,
+        "private-charts",
+        SecretType::Repository,
+        &[
+            ("url", &private.url()),
+            ("type", "helm"),
+            ("username", "reader"),
+            ("password", "s3cret"),
+        ],
+    )
+    .await;
+    cluster
+        .apply(
+            "appprojects",
+            json!({"apiVersion": "kiln.dev/v1alpha1", "kind": "AppProject",
+                "metadata": {"name": "fenced", "namespace": "kiln"},
+                "spec": {"sourceRepos": [private.url(), public.url(), big.url()],
+                    "destinations": [{"namespace": "*"}]}}),
+            "operator",
+            false,
+        )
+        .await
+        .unwrap();
+    for (name, repo, chart) in [
+        ("web", private.url(), "web"),
+        ("bad", private.url(), "broken"),
+        ("stray", public.url(), "stray"),
+        ("huge", big.url(), "web"),
+        ("outside", outside.url(), "web"),
+    ] {
+        application(&cluster, name, "fenced", &repo, chart).await;
+    }
+    let (_server, _controller) = processes(
+        &cluster,
+        dir.path(),
+        &[
+            format!(
+                "--chart-cache={}",
+                dir.path().join("server-charts").display()
+            ),
+            "--chart-max-index=64Ki".to_owned(),
+        ],
+    )
+    .await;
+
+    // Then the private chart syncs through the render server, at the
+    // version it resolved, with the credentials of its repository.
+    let live = synced(&cluster, "web", "1.2.0").await;
+    assert_eq!(live["data"]["color"], "blue", "{live}");
+    assert!(
+        private
+            .requests()
+            .iter()
+            .filter(|r| r.path == "/index.yaml" || r.path == "/web-1.2.0.tgz")
+            .all(|r| r.authorized),
+        "{:?}",
+        private.requests()
+    );
+    assert!(
+        !dir.path().join("controller-charts").exists(),
+        "the controller fetched a chart itself"
+    );
+    assert!(
+        dir.path().join("server-charts").exists(),
+        "the render server's chart cache"
+    );
+
+    // A digest mismatch is a condition naming the chart and the URL, and
+    // nothing is applied.
+    let bad = condition(&cluster, "bad").await;
+    let message = bad["message"].as_str().unwrap();
+    assert_eq!(bad["type"], "ComparisonError", "{bad}");
+    assert!(message.contains("digest mismatch"), "{message}");
+    assert!(message.contains("broken"), "{message}");
+    assert!(
+        message.contains(&format!("{}/broken-1.2.0.tgz", private.url())),
+        "{message}"
+    );
+    assert!(settings(&cluster, "bad").await.is_none());
+
+    // The private repository's credentials never go to the archive a
+    // stranger's index points at it: the request arrives without them.
+    let stray_condition = condition(&cluster, "stray").await;
+    let message = stray_condition["message"].as_str().unwrap();
+    assert!(message.contains("401"), "{message}");
+    assert!(message.contains("stray"), "{message}");
+    let strays: Vec<_> = private
+        .requests()
+        .into_iter()
+        .filter(|r| r.path == "/stray-1.2.0.tgz")
+        .collect();
+    assert!(!strays.is_empty(), "{:?}", private.requests());
+    assert!(strays.iter().all(|r| !r.authorized), "{strays:?}");
+    assert!(settings(&cluster, "stray").await.is_none());
+
+    // An index larger than the render server's limit is refused, naming
+    // the chart and the URL.
+    let huge = condition(&cluster, "huge").await;
+    let message = huge["message"].as_str().unwrap();
+    assert_eq!(huge["type"], "ComparisonError", "{huge}");
+    assert!(
+        message.contains(&format!("{}/index.yaml", big.url())),
+        "{message}"
+    );
+    assert!(message.contains("larger than"), "{message}");
+    assert!(message.contains("chart web"), "{message}");
+    assert!(settings(&cluster, "huge").await.is_none());
+
+    // A repository outside sourceRepos is refused before anything is sent:
+    // the render server never fetched from it.
+    let fenced = condition(&cluster, "outside").await;
+    assert_eq!(fenced["type"], "ProjectViolation", "{fenced}");
+    assert!(outside.requests().is_empty(), "{:?}", outside.requests());
+    assert!(settings(&cluster, "outside").await.is_none());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_argo_cd_style_oci_chart_syncs_through_the_render_server() {
+    let Some(binary) = support::require(support::Tool::DockerRegistry) else {
+        return;
+    };
+    let registry = support::registry::Registry::start(&binary, Some(("puller", "pa55")));
+    let host = registry.host();
+    for version in ["1.2.0", "1.2.3", "1.3.0"] {
+        support::registry::push_chart(
+            &host,
+            "charts/web",
+            version,
+            chart("web", version),
+            Some(("puller", "pa55")),
+        )
+        .await;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let cluster = cluster(dir.path()).await;
+    // Argo CD's form: the registry path without oci://, the repository
+    // Secret saying `type: helm` and `enableOCI: "true"`, with the
+    // registry's credentials.
+    let repo = format!("{host}/charts");
+    secret(
+        &cluster,
+        "oci-charts",
+        SecretType::Repository,
+        &[
+            ("url", &repo),
+            ("type", "helm"),
+            ("enableOCI", "true"),
+            ("username", "puller"),
+            ("password", "pa55"),
+        ],
+    )
+    .await;
+    application(&cluster, "web", "default", &repo, "web").await;
+    let (_server, _controller) = processes(
+        &cluster,
+        dir.path(),
+        &[format!(
+            "--chart-cache={}",
+            dir.path().join("server-charts").display()
+        )],
+    )
+    .await;
+    let live = synced(&cluster, "web", "1.2.3").await;
+    assert_eq!(live["data"]["color"], "blue", "{live}");
+}
