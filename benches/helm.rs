@@ -28,7 +28,8 @@
 //!
 //! Run with `cargo bench --bench helm` after `scripts/build-plugins`, with
 //! the helm-python-sdk venv `scripts/test` installs; results are recorded
-//! in `docs/benchmarks.md`. `KILN_BENCH_ROUNDS` (default 5) sets the rounds.
+//! in `docs/benchmarks.md`. `KILN_BENCH_ROUNDS` (default 5) sets the rounds;
+//! `KILN_BENCH_WRITE_CHARTS=DIR` only writes the two charts under `DIR`.
 
 #[path = "helm/charts.rs"]
 mod charts;
@@ -150,12 +151,17 @@ struct InProcess {
     stdout: BufReader<ChildStdout>,
     /// Peak RSS (KiB) once the library is loaded, before any render.
     ready_maxrss: u64,
+    /// RSS (KiB) at the same moment.
+    ready_rss: u64,
 }
 
 /// One answer of the in-process engine.
 struct Batch {
     seconds: Vec<f64>,
+    /// Peak RSS so far (KiB).
     maxrss: u64,
+    /// RSS after the batch (KiB).
+    rss: u64,
 }
 
 impl InProcess {
@@ -174,10 +180,12 @@ impl InProcess {
             stdin,
             stdout,
             ready_maxrss: 0,
+            ready_rss: 0,
         };
         let ready = engine.answer();
         assert_eq!(ready["ready"], true, "{ready}");
         engine.ready_maxrss = ready["maxrss_kib"].as_u64().unwrap();
+        engine.ready_rss = ready["rss_kib"].as_u64().unwrap();
         engine
     }
 
@@ -201,6 +209,7 @@ impl InProcess {
                 .map(|s| s.as_f64().unwrap())
                 .collect(),
             maxrss: answer["maxrss_kib"].as_u64().unwrap(),
+            rss: answer["rss_kib"].as_u64().unwrap(),
         }
     }
 }
@@ -296,7 +305,7 @@ fn bench_chart(
 
     let mut engine = InProcess::start(python);
     let (mut a, mut b, mut c, mut c_rss) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-    let mut b_maxrss = engine.ready_maxrss;
+    let (mut b_maxrss, mut b_rss) = (engine.ready_maxrss, engine.ready_rss);
     // One warm-up of each, then interleaved rounds.
     engine.render(&dir, 1);
     for _ in 0..rounds {
@@ -307,7 +316,7 @@ fn bench_chart(
         }
         let batch = engine.render(&dir, PER_ROUND.1);
         b.extend(batch.seconds);
-        b_maxrss = batch.maxrss;
+        (b_maxrss, b_rss) = (batch.maxrss, batch.rss);
         for _ in 0..PER_ROUND.2 {
             let t = Instant::now();
             let (_, rss) = std::hint::black_box(helm_process(python, &dir));
@@ -336,11 +345,13 @@ fn bench_chart(
         c / a
     );
     println!(
-        "  memory per render: (a) peak linear memory of one instance {}; (b) peak RSS growth over {} renders {} \
-         (library loaded: {}); (c) peak RSS of the process {}",
+        "  memory per render: (a) peak linear memory of one instance {}; (b) over {} renders, peak RSS +{}, \
+         RSS +{} (library loaded: RSS {}, peak {}); (c) peak RSS of the process {}",
         mib(peak as f64),
         1 + rounds as u32 * PER_ROUND.1,
-        mib((b_maxrss - engine.ready_maxrss) as f64 * 1024.0),
+        mib(b_maxrss.saturating_sub(engine.ready_maxrss) as f64 * 1024.0),
+        mib(b_rss.saturating_sub(engine.ready_rss) as f64 * 1024.0),
+        mib(engine.ready_rss as f64 * 1024.0),
         mib(engine.ready_maxrss as f64 * 1024.0),
         mib(median(c_rss) * 1024.0),
     );
@@ -359,6 +370,13 @@ fn main() {
         .and_then(|r| r.parse().ok())
         .unwrap_or(5);
     let tree = tempfile::tempdir().unwrap();
+    if let Some(dir) = std::env::var_os("KILN_BENCH_WRITE_CHARTS") {
+        // To look at the charts, or render them with other tools.
+        let dir = PathBuf::from(dir);
+        let written = [charts::fleet(&dir), charts::monitoring(&dir)];
+        println!("wrote {written:?} under {}", dir.display());
+        return;
+    }
     let root = tree.path();
     let charts = [charts::fleet(root), charts::monitoring(root)];
     let bytes = std::fs::read(&component).unwrap();
