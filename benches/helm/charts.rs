@@ -258,27 +258,27 @@ pub fn fleet(root: &Path) -> &'static str {
     vendor_common(&chart);
     let mut values = String::from(FLEET_VALUES_HEAD);
     for i in 0..FLEET_SERVICES {
-        let _ = write!(
+        let _ = writeln!(
             values,
-            "  svc-{i:03}:\n    port: {port}\n    image:\n      registry: registry.example.com\n      repository: shop/svc-{i:03}\n      tag: \"1.{minor}.{i}\"\n",
+            "  svc-{i:03}:\n    port: {port}\n    image:\n      registry: registry.example.com\n      repository: shop/svc-{i:03}\n      tag: \"1.{minor}.{i}\"",
             port = 8000 + i,
             minor = i % 7,
         );
         if i % 3 == 0 {
-            let _ = write!(values, "    replicas: {}\n    minAvailable: 2\n", 3 + i % 4);
+            let _ = writeln!(values, "    replicas: {}\n    minAvailable: 2", 3 + i % 4);
         }
         if i % 5 == 0 {
             values.push_str("    args: [--log-level=info, --metrics]\n    resources:\n      requests: {cpu: 100m, memory: 128Mi}\n      limits: {memory: 512Mi}\n");
         }
         if i % 10 == 0 {
-            let _ = write!(
+            let _ = writeln!(
                 values,
-                "    serviceAccountAnnotations:\n      iam.example.com/role: \"{{{{ .Release.Name }}}}-svc-{i:03}\"\n"
+                "    serviceAccountAnnotations:\n      iam.example.com/role: \"{{{{ .Release.Name }}}}-svc-{i:03}\""
             );
         }
-        let _ = write!(
+        let _ = writeln!(
             values,
-            "    env:\n      log-level: info\n      region: eu-west-{r}\n      upstream: http://svc-{up:03}:80\n    config:\n      CACHE_TTL: \"{ttl}\"\n      FEATURE_FLAGS: checkout,search\n      MAX_CONNECTIONS: \"{conns}\"\n      DATABASE_HOST: db-{db}.internal\n",
+            "    env:\n      log-level: info\n      region: eu-west-{r}\n      upstream: http://svc-{up:03}:80\n    config:\n      CACHE_TTL: \"{ttl}\"\n      FEATURE_FLAGS: checkout,search\n      MAX_CONNECTIONS: \"{conns}\"\n      DATABASE_HOST: db-{db}.internal",
             r = 1 + i % 3,
             up = (i + 1) % FLEET_SERVICES,
             ttl = 30 + i,
