@@ -315,7 +315,7 @@ impl State<'_> {
         let Some(tree) = self.rt.trees.get(name).cloned() else {
             return Err(self.err(
                 pos,
-                &format!("template {name:?}"),
+                format!("template {name:?}"),
                 format!("template {name:?} not defined"),
             ));
         };
