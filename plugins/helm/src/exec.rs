@@ -1,6 +1,7 @@
 //! Go `text/template` execution: walking trees with dot and variables,
 //! under step, output and depth budgets.
 
+use std::fmt;
 use std::rc::Rc;
 
 use crate::funcs;
@@ -211,12 +212,12 @@ pub struct State<'r> {
 }
 
 impl State<'_> {
-    fn err(&self, pos: &Pos, context: &str, message: impl Into<String>) -> ExecError {
+    fn err(&self, pos: &Pos, context: impl fmt::Display, message: impl Into<String>) -> ExecError {
         ExecError::Go {
             name: pos.name.to_string(),
             line: pos.line,
             col: pos.col,
-            context: context.to_owned(),
+            context: context.to_string(),
             message: message.into(),
         }
     }
@@ -314,7 +315,7 @@ impl State<'_> {
         let Some(tree) = self.rt.trees.get(name).cloned() else {
             return Err(self.err(
                 pos,
-                &format!("template {name:?}"),
+                format!("template {name:?}"),
                 format!("template {name:?} not defined"),
             ));
         };
@@ -482,12 +483,11 @@ impl State<'_> {
         let has_more = cmd.args.len() > 1 || last.is_some();
         match first {
             Arg::Ident(name) => {
-                let context = cmd.to_string();
-                self.call_fn(dot, name, &cmd.args[1..], last, &cmd.pos, &context)
+                self.call_fn(dot, name, &cmd.args[1..], last, &cmd.pos, Ctx::Cmd(cmd))
             }
             Arg::Field(fields) => {
                 let args = self.eval_args(dot, &cmd.args[1..], last)?;
-                self.eval_fields(dot.clone(), fields, args, &cmd.pos, &dot_context(fields))
+                self.eval_fields(dot.clone(), fields, args, &cmd.pos, Ctx::Dot(fields))
             }
             Arg::Variable(v, fields) => {
                 let base = self.var(v);
@@ -502,8 +502,7 @@ impl State<'_> {
                     return Ok(base);
                 }
                 let args = self.eval_args(dot, &cmd.args[1..], last)?;
-                let context = format!("{v}.{}", fields.join("."));
-                self.eval_fields(base, fields, args, &cmd.pos, &context)
+                self.eval_fields(base, fields, args, &cmd.pos, Ctx::Var(v, fields))
             }
             Arg::Pipe(p, fields) => {
                 let base = self.eval_pipe(dot, p)?;
@@ -518,7 +517,7 @@ impl State<'_> {
                     return Ok(base);
                 }
                 let args = self.eval_args(dot, &cmd.args[1..], last)?;
-                self.eval_fields(base, fields, args, &cmd.pos, &dot_context(fields))
+                self.eval_fields(base, fields, args, &cmd.pos, Ctx::Dot(fields))
             }
             Arg::Nil => Err(self.err(&cmd.pos, "nil", "nil is not a command")),
             other => {
@@ -562,7 +561,7 @@ impl State<'_> {
                     line: 0,
                     col: 0,
                 };
-                self.eval_fields(dot.clone(), fields, Vec::new(), &pos, &dot_context(fields))?
+                self.eval_fields(dot.clone(), fields, Vec::new(), &pos, Ctx::Dot(fields))?
             }
             Arg::Variable(v, fields) => {
                 let base = self.var(v);
@@ -574,8 +573,7 @@ impl State<'_> {
                         line: 0,
                         col: 0,
                     };
-                    let context = format!("{v}.{}", fields.join("."));
-                    self.eval_fields(base, fields, Vec::new(), &pos, &context)?
+                    self.eval_fields(base, fields, Vec::new(), &pos, Ctx::Var(v, fields))?
                 }
             }
             Arg::Pipe(p, fields) => {
@@ -584,7 +582,7 @@ impl State<'_> {
                     base
                 } else {
                     let pos = p.pos.clone();
-                    self.eval_fields(base, fields, Vec::new(), &pos, &dot_context(fields))?
+                    self.eval_fields(base, fields, Vec::new(), &pos, Ctx::Dot(fields))?
                 }
             }
             Arg::Ident(name) => {
@@ -593,7 +591,7 @@ impl State<'_> {
                     line: 0,
                     col: 0,
                 };
-                self.call_fn(dot, name, &[], None, &pos, name)?
+                self.call_fn(dot, name, &[], None, &pos, Ctx::Text(name))?
             }
         })
     }
@@ -604,7 +602,7 @@ impl State<'_> {
         fields: &[String],
         args: Vec<Value>,
         pos: &Pos,
-        context: &str,
+        context: Ctx<'_>,
     ) -> Result<Value, ExecError> {
         let n = fields.len();
         let mut args = Some(args);
@@ -672,7 +670,7 @@ impl State<'_> {
         args: &[Arg],
         last: Option<Value>,
         pos: &Pos,
-        context: &str,
+        context: Ctx<'_>,
     ) -> Result<Value, ExecError> {
         self.rt.step(pos)?;
         // `and`/`or` evaluate their arguments only as far as needed.
@@ -741,8 +739,29 @@ impl State<'_> {
     }
 }
 
-fn dot_context(fields: &[String]) -> String {
-    format!(".{}", fields.join("."))
+/// The action an error names (Go's `<...>`), formatted only when an error
+/// needs it: formatting it for every step cost a tenth of a render.
+#[derive(Clone, Copy)]
+enum Ctx<'a> {
+    /// A command, as written.
+    Cmd(&'a Cmd),
+    /// Fields of dot: `.a.b`.
+    Dot(&'a [String]),
+    /// Fields of a variable: `$v.a.b`.
+    Var(&'a str, &'a [String]),
+    /// Text as it is.
+    Text(&'a str),
+}
+
+impl fmt::Display for Ctx<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Ctx::Cmd(cmd) => cmd.fmt(f),
+            Ctx::Dot(fields) => write!(f, ".{}", fields.join(".")),
+            Ctx::Var(v, fields) => write!(f, "{v}.{}", fields.join(".")),
+            Ctx::Text(text) => f.write_str(text),
+        }
+    }
 }
 
 fn arg_text(a: &Arg) -> String {

@@ -25,6 +25,7 @@ pub mod parse;
 pub mod render;
 pub mod schema;
 pub mod semver;
+pub mod split;
 pub mod strvals;
 pub mod value;
 pub mod yaml11;

@@ -918,16 +918,6 @@ fn kind_rank(kind: &str) -> (usize, String) {
     }
 }
 
-/// Splits rendered files into documents (`releaseutil.SplitManifests`).
-fn split_manifests(text: &str) -> Vec<String> {
-    let sep = regex_lite::Regex::new(r"(?:^|\s*\n)---\s*").expect("a valid pattern");
-    let trimmed = text.trim_start();
-    sep.split(trimmed)
-        .filter(|d| !d.trim().is_empty())
-        .map(|d| d.trim_start().to_owned())
-        .collect()
-}
-
 fn sort_manifests(
     files: Vec<(String, String)>,
     crds: Vec<Document>,
@@ -938,7 +928,7 @@ fn sort_manifests(
         if text.trim().is_empty() {
             continue;
         }
-        for doc in split_manifests(&text) {
+        for doc in crate::split::documents(&text) {
             let head: serde_yaml::Value =
                 serde_yaml::from_str(&doc).map_err(|e| RenderError::Yaml {
                     source_name: source.clone(),
