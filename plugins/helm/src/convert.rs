@@ -122,6 +122,31 @@ pub fn to_json(v: &Value) -> String {
     gostr::from_bytes(out.as_bytes()).into_owned()
 }
 
+/// A JSON text of `v` that YAML readers take too (the host reads manifests
+/// with a YAML parser, which refuses DEL, C1 controls, U+FEFF and the
+/// noncharacters U+FFFE/U+FFFF written raw): those are written as `\uXXXX`
+/// escapes, which mean the same JSON. Helm's output holds them when a
+/// template quotes binary bytes (`"\x82"` is U+0082).
+pub fn json_for_yaml_readers(v: &serde_json::Value) -> String {
+    let text = serde_json::to_string(v).unwrap_or_default();
+    if !text.chars().any(refused_by_yaml_readers) {
+        return text;
+    }
+    let mut out = String::with_capacity(text.len() + 16);
+    for c in text.chars() {
+        if refused_by_yaml_readers(c) {
+            out.push_str(&format!("\\u{:04x}", c as u32));
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+fn refused_by_yaml_readers(c: char) -> bool {
+    matches!(c as u32, 0x7f..=0x9f | 0xfeff | 0xfffe | 0xffff)
+}
+
 /// `toToml`: a map as TOML (scalars first, then tables), as BurntSushi's
 /// encoder writes it.
 pub fn to_toml(v: &Value) -> String {
@@ -191,6 +216,15 @@ pub fn map_of(pairs: impl IntoIterator<Item = (&'static str, Value)>) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn json_for_yaml_readers_escapes_what_they_refuse() {
+        let v = serde_json::json!({"k": "a\u{82}b\u{7f}\u{feff}é\0"});
+        let text = json_for_yaml_readers(&v);
+        assert_eq!(text, r#"{"k":"a\u0082b\u007f\ufeffé\u0000"}"#);
+        let back: serde_yaml::Value = serde_yaml::from_str(&text).unwrap();
+        assert_eq!(serde_json::to_value(back).unwrap(), v);
+    }
 
     // Expected strings from Helm v4.2.3 (toJson, toYaml).
     #[test]
