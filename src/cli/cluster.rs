@@ -248,6 +248,7 @@ pub(crate) async fn sync(args: &SyncArgs, matches: &ArgMatches) -> anyhow::Resul
             for object in &result.objects {
                 let place = match (object.phase, object.wave) {
                     (Some(phase), Some(wave)) => format!("{phase}/{wave}"),
+                    _ if object.action == Action::NeverRun => "-".to_owned(),
                     _ => "prune".to_owned(),
                 };
                 let message = if object.message.is_empty() {

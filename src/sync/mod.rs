@@ -11,6 +11,7 @@
 //! (`kiln.dev/app: APP`); only objects whose annotation names this
 //! application and the object itself are ever pruned.
 
+pub mod helm_hooks;
 pub mod live;
 pub mod options;
 pub mod plan;
@@ -94,6 +95,9 @@ pub enum Action {
     Pruned,
     /// Would be pruned, but pruning is off or the object says `Prune=false`.
     PruneSkipped,
+    /// A hook no sync runs (Helm's test, deletion and rollback hooks, as
+    /// in Argo CD): never applied; the message says which.
+    NeverRun,
     /// A hook ran and succeeded.
     HookSucceeded,
     /// A hook ran and failed.
@@ -113,7 +117,7 @@ impl std::fmt::Display for Action {
 pub struct ObjectResult {
     /// Which object.
     pub key: ObjectKey,
-    /// Its phase (none for pruned objects).
+    /// Its phase (none for pruned objects and hooks no sync runs).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub phase: Option<Phase>,
     /// Its wave.
@@ -572,7 +576,17 @@ impl<'a> Engine<'a> {
         if let Ok(mut written) = self.written.lock() {
             written.clear();
         }
-        let mut results = Vec::new();
+        let mut results: Vec<ObjectResult> = plan
+            .never_run
+            .iter()
+            .map(|skipped| ObjectResult {
+                key: skipped.key.clone(),
+                phase: None,
+                wave: None,
+                action: Action::NeverRun,
+                message: skipped.reason.clone(),
+            })
+            .collect();
         let mut failure: Option<String> = None;
         if self.options.create_namespace
             && let Some(ns) = &self.app.namespace

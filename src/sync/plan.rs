@@ -1,12 +1,14 @@
 //! Ordering a sync: phases (PreSync → Sync → PostSync, SyncFail on
 //! failure), waves inside a phase (`kiln.dev/sync-wave`, or Argo CD's
 //! `argocd.argoproj.io/sync-wave`), and Kubernetes kind order inside a wave.
+//! Helm's hook annotations are read as Argo CD reads them ([`helm_hooks`]).
 
 use std::collections::BTreeMap;
 
 use serde::Serialize;
 use serde_json::Value;
 
+use super::helm_hooks;
 use crate::manifest::ObjectKey;
 
 /// Kiln's sync-wave annotation.
@@ -92,7 +94,7 @@ pub struct PlanError {
     pub message: String,
 }
 
-fn annotation<'a>(object: &'a Value, names: [&str; 2]) -> Option<&'a str> {
+fn annotation<'a>(object: &'a Value, names: &[&str]) -> Option<&'a str> {
     let annotations = object.pointer("/metadata/annotations")?;
     names
         .iter()
@@ -101,7 +103,7 @@ fn annotation<'a>(object: &'a Value, names: [&str; 2]) -> Option<&'a str> {
 
 /// The per-object sync options (`Prune=false,...`).
 pub fn object_options(object: &Value) -> Vec<String> {
-    annotation(object, [SYNC_OPTIONS, ARGO_SYNC_OPTIONS])
+    annotation(object, &[SYNC_OPTIONS, ARGO_SYNC_OPTIONS])
         .map(|text| {
             text.split(',')
                 .map(|o| o.trim().to_owned())
@@ -153,57 +155,127 @@ pub fn kind_rank(kind: &str) -> usize {
         .unwrap_or(KIND_ORDER.len())
 }
 
-fn place(object: Value) -> Result<Planned, PlanError> {
+/// Where one object goes: once per phase it runs in (hooks may list
+/// several), or nowhere with the reason.
+enum Placement {
+    /// Applied or run in each of these places.
+    Runs(Vec<Planned>),
+    /// Never applied by a sync.
+    NeverRun(Skipped),
+}
+
+fn place(object: Value) -> Result<Placement, PlanError> {
     let key = ObjectKey::of(&object);
     let fail = |message: String| PlanError {
         object: key.to_string(),
         message,
     };
-    let wave = match annotation(&object, [WAVE, ARGO_WAVE]) {
-        None => 0,
+    let wave = match annotation(&object, &[WAVE, ARGO_WAVE]) {
         Some(text) => text
             .trim()
             .parse()
             .map_err(|_| fail(format!("sync wave {text:?} is not an integer")))?,
+        // Argo CD: a Helm hook weight is the wave when no sync wave is set.
+        None => match annotation(&object, &[helm_hooks::WEIGHT]) {
+            Some(text) => helm_hooks::weight(text).map_err(fail)?,
+            None => 0,
+        },
     };
-    let (phase, hook) = match annotation(&object, [HOOK, ARGO_HOOK]) {
-        None => (Phase::Sync, None),
+    let phases = match annotation(&object, &[HOOK, ARGO_HOOK]) {
+        // A Kiln or Argo CD hook annotation wins over Helm's.
         Some(text) => {
-            // Several phases may be listed; the first one decides.
-            let first = text.split(',').next().unwrap_or_default().trim();
-            let phase = match first {
-                "PreSync" => Phase::PreSync,
-                "Sync" => Phase::Sync,
-                "PostSync" => Phase::PostSync,
-                "SyncFail" => Phase::SyncFail,
-                other => {
-                    return Err(fail(format!(
-                        "hook {other:?} is not PreSync, Sync, PostSync or SyncFail"
-                    )));
+            let mut phases = Vec::new();
+            for name in text.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+                let phase = match name {
+                    "PreSync" => Phase::PreSync,
+                    "Sync" => Phase::Sync,
+                    "PostSync" => Phase::PostSync,
+                    "SyncFail" => Phase::SyncFail,
+                    other => {
+                        return Err(fail(format!(
+                            "hook {other:?} is not PreSync, Sync, PostSync or SyncFail"
+                        )));
+                    }
+                };
+                if !phases.contains(&phase) {
+                    phases.push(phase);
                 }
-            };
-            let mut policies = Vec::new();
-            for policy in annotation(&object, [HOOK_DELETE, ARGO_HOOK_DELETE])
-                .unwrap_or("BeforeHookCreation")
-                .split(',')
-            {
-                policies.push(match policy.trim() {
-                    "HookSucceeded" => DeletePolicy::HookSucceeded,
-                    "HookFailed" => DeletePolicy::HookFailed,
-                    "BeforeHookCreation" => DeletePolicy::BeforeHookCreation,
-                    other => return Err(fail(format!("hook delete policy {other:?} is not HookSucceeded, HookFailed or BeforeHookCreation"))),
-                });
             }
-            (phase, Some(policies))
+            if phases.is_empty() {
+                return Err(fail(format!("hook {text:?} names no phase")));
+            }
+            phases.sort();
+            Some(phases)
         }
+        None => match annotation(&object, &[helm_hooks::HOOK]) {
+            None => None,
+            Some(text) => match helm_hooks::role(text).map_err(fail)? {
+                helm_hooks::Role::Object => None,
+                helm_hooks::Role::Hook(phases) => Some(phases),
+                helm_hooks::Role::NeverRun(events) => {
+                    return Ok(Placement::NeverRun(Skipped {
+                        key,
+                        reason: format!(
+                            "Helm hook {events:?}: a sync never runs it (as in Argo CD)"
+                        ),
+                    }));
+                }
+            },
+        },
     };
-    Ok(Planned {
-        key,
-        object,
-        phase,
-        wave,
-        hook,
-    })
+    let Some(phases) = phases else {
+        return Ok(Placement::Runs(vec![Planned {
+            key,
+            object,
+            phase: Phase::Sync,
+            wave,
+            hook: None,
+        }]));
+    };
+    // Argo CD combines its own delete policies with Helm's, and deletes a
+    // hook with none before creating it again.
+    let mut policies = Vec::new();
+    if let Some(text) = annotation(&object, &[HOOK_DELETE, ARGO_HOOK_DELETE]) {
+        for policy in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+            policies.push(match policy {
+                "HookSucceeded" => DeletePolicy::HookSucceeded,
+                "HookFailed" => DeletePolicy::HookFailed,
+                "BeforeHookCreation" => DeletePolicy::BeforeHookCreation,
+                other => return Err(fail(format!("hook delete policy {other:?} is not HookSucceeded, HookFailed or BeforeHookCreation"))),
+            });
+        }
+    }
+    if let Some(text) = annotation(&object, &[helm_hooks::DELETE_POLICY]) {
+        for policy in helm_hooks::delete_policies(text).map_err(fail)? {
+            if !policies.contains(&policy) {
+                policies.push(policy);
+            }
+        }
+    }
+    if policies.is_empty() {
+        policies.push(DeletePolicy::BeforeHookCreation);
+    }
+    Ok(Placement::Runs(
+        phases
+            .into_iter()
+            .map(|phase| Planned {
+                key: key.clone(),
+                object: object.clone(),
+                phase,
+                wave,
+                hook: Some(policies.clone()),
+            })
+            .collect(),
+    ))
+}
+
+/// An object a sync never applies, and why.
+#[derive(Clone, Debug)]
+pub struct Skipped {
+    /// Which object.
+    pub key: ObjectKey,
+    /// Why it is never applied.
+    pub reason: String,
 }
 
 /// The ordered plan: PreSync, Sync and PostSync waves in order, then the
@@ -214,6 +286,8 @@ pub struct Plan {
     pub waves: Vec<Wave>,
     /// SyncFail hooks.
     pub on_failure: Vec<Planned>,
+    /// Objects no sync applies (Helm test, deletion and rollback hooks).
+    pub never_run: Vec<Skipped>,
 }
 
 impl Plan {
@@ -221,15 +295,24 @@ impl Plan {
     pub fn new(objects: Vec<Value>) -> Result<Self, PlanError> {
         let mut groups: BTreeMap<(Phase, i64), Vec<Planned>> = BTreeMap::new();
         let mut on_failure = Vec::new();
+        let mut never_run = Vec::new();
         for object in objects {
-            let planned = place(object)?;
-            if planned.phase == Phase::SyncFail {
-                on_failure.push(planned);
-            } else {
-                groups
-                    .entry((planned.phase, planned.wave))
-                    .or_default()
-                    .push(planned);
+            let placed = match place(object)? {
+                Placement::Runs(placed) => placed,
+                Placement::NeverRun(skipped) => {
+                    never_run.push(skipped);
+                    continue;
+                }
+            };
+            for planned in placed {
+                if planned.phase == Phase::SyncFail {
+                    on_failure.push(planned);
+                } else {
+                    groups
+                        .entry((planned.phase, planned.wave))
+                        .or_default()
+                        .push(planned);
+                }
             }
         }
         let waves = groups
@@ -244,7 +327,11 @@ impl Plan {
                 }
             })
             .collect();
-        Ok(Self { waves, on_failure })
+        Ok(Self {
+            waves,
+            on_failure,
+            never_run,
+        })
     }
 }
 
@@ -336,5 +423,150 @@ mod tests {
             "ConfigMap c: sync wave \"soon\" is not an integer"
         );
         assert!(Plan::new(vec![object("Job", "j", json!({"kiln.dev/hook": "Later"}))]).is_err());
+    }
+
+    fn places(plan: &Plan) -> Vec<String> {
+        plan.waves
+            .iter()
+            .flat_map(|w| {
+                w.objects
+                    .iter()
+                    .map(move |o| format!("{}/{} {} {:?}", w.phase, w.wave, o.key, o.hook))
+            })
+            .collect()
+    }
+
+    #[test]
+    fn helm_hooks_run_where_argo_cd_runs_them() {
+        let plan = Plan::new(vec![
+            object("Deployment", "web", json!({})),
+            object(
+                "Job",
+                "migrate",
+                json!({"helm.sh/hook": "pre-install,pre-upgrade", "helm.sh/hook-weight": "5",
+                    "helm.sh/hook-delete-policy": "hook-succeeded"}),
+            ),
+            object(
+                "ConfigMap",
+                "seed",
+                json!({"helm.sh/hook": "pre-install", "helm.sh/hook-weight": "-5"}),
+            ),
+            object(
+                "Job",
+                "notify",
+                json!({"helm.sh/hook": "post-upgrade", "helm.sh/hook-delete-policy": "before-hook-creation,hook-failed"}),
+            ),
+            object("Pod", "smoke", json!({"helm.sh/hook": "test"})),
+            object("Pod", "old-smoke", json!({"helm.sh/hook": "test-success"})),
+            object("Job", "goodbye", json!({"helm.sh/hook": "pre-delete"})),
+            object("Job", "undo", json!({"helm.sh/hook": "post-rollback"})),
+            object(
+                "CustomResourceDefinition",
+                "crd",
+                json!({"helm.sh/hook": "crd-install"}),
+            ),
+            object("ConfigMap", "weighted", json!({"helm.sh/hook-weight": "3"})),
+        ])
+        .unwrap();
+        assert_eq!(
+            places(&plan),
+            vec![
+                "PreSync/-5 ConfigMap seed Some([BeforeHookCreation])",
+                "PreSync/5 Job migrate Some([HookSucceeded])",
+                "Sync/0 CustomResourceDefinition crd None",
+                "Sync/0 Deployment web None",
+                "Sync/3 ConfigMap weighted None",
+                "PostSync/0 Job notify Some([BeforeHookCreation, HookFailed])",
+            ]
+        );
+        let never: Vec<String> = plan.never_run.iter().map(|s| s.key.name.clone()).collect();
+        assert_eq!(never, vec!["smoke", "old-smoke", "goodbye", "undo"]);
+        assert!(plan.never_run[0].reason.contains("\"test\""));
+    }
+
+    #[test]
+    fn argo_and_kiln_annotations_win_over_helms() {
+        let plan = Plan::new(vec![
+            object(
+                "Job",
+                "a",
+                json!({"argocd.argoproj.io/hook": "PostSync", "helm.sh/hook": "pre-install",
+                    "argocd.argoproj.io/sync-wave": "2", "helm.sh/hook-weight": "-9",
+                    "argocd.argoproj.io/hook-delete-policy": "HookFailed",
+                    "helm.sh/hook-delete-policy": "hook-succeeded"}),
+            ),
+            object(
+                "Job",
+                "b",
+                json!({"kiln.dev/hook": "Sync", "helm.sh/hook": "test"}),
+            ),
+            object(
+                "Job",
+                "c",
+                json!({"argocd.argoproj.io/hook": "PreSync", "helm.sh/hook": "no-such-hook",
+                    "kiln.dev/sync-wave": "1", "helm.sh/hook-weight": "x"}),
+            ),
+        ])
+        .unwrap();
+        assert_eq!(
+            places(&plan),
+            vec![
+                "PreSync/1 Job c Some([BeforeHookCreation])",
+                "Sync/0 Job b Some([BeforeHookCreation])",
+                // Delete policies of both annotations count, as in Argo CD.
+                "PostSync/2 Job a Some([HookFailed, HookSucceeded])",
+            ]
+        );
+        assert!(plan.never_run.is_empty());
+    }
+
+    #[test]
+    fn a_hook_listing_several_phases_runs_in_each() {
+        let plan = Plan::new(vec![
+            object(
+                "Job",
+                "twice",
+                json!({"helm.sh/hook": "post-install,pre-upgrade"}),
+            ),
+            object(
+                "Job",
+                "thrice",
+                json!({"kiln.dev/hook": "PreSync, PostSync,SyncFail"}),
+            ),
+        ])
+        .unwrap();
+        assert_eq!(
+            places(&plan),
+            vec![
+                "PreSync/0 Job twice Some([BeforeHookCreation])",
+                "PreSync/0 Job thrice Some([BeforeHookCreation])",
+                "PostSync/0 Job twice Some([BeforeHookCreation])",
+                "PostSync/0 Job thrice Some([BeforeHookCreation])",
+            ]
+        );
+        assert_eq!(plan.on_failure[0].key.name, "thrice");
+    }
+
+    #[test]
+    fn bad_helm_annotations_name_the_object() {
+        let error = |annotations| {
+            Plan::new(vec![object("Job", "j", annotations)])
+                .unwrap_err()
+                .to_string()
+        };
+        assert!(
+            error(json!({"helm.sh/hook": "pre-install,pre-instal"}))
+                .starts_with("Job j: helm.sh/hook \"pre-instal\" is not one of pre-install,")
+        );
+        assert_eq!(
+            error(json!({"helm.sh/hook": "pre-install", "helm.sh/hook-weight": "1.5"})),
+            "Job j: helm.sh/hook-weight \"1.5\" is not an integer"
+        );
+        assert_eq!(
+            error(
+                json!({"helm.sh/hook": "pre-install", "helm.sh/hook-delete-policy": "HookSucceeded"})
+            ),
+            "Job j: helm.sh/hook-delete-policy \"HookSucceeded\" is not before-hook-creation, hook-succeeded or hook-failed"
+        );
     }
 }

@@ -404,7 +404,11 @@ fn walk(
         let full = join(root, &path);
         if let Some(t) = path.strip_prefix("templates/") {
             let _ = t;
-            chart.templates.push((path.clone(), text(src, &full)?));
+            // A template's text is a Go string: a private-range character
+            // in it is carried as its bytes (`crate::gostr`).
+            let template = text(src, &full)?;
+            let template = crate::gostr::from_bytes(template.as_bytes()).into_owned();
+            chart.templates.push((path.clone(), template));
         } else if path.starts_with("crds/") {
             chart.crds.push((path.clone(), text(src, &full)?));
         } else {

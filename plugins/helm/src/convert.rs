@@ -3,6 +3,7 @@
 //! like `sigs.k8s.io/yaml` (through JSON: keys sorted, integral floats as
 //! integers); `toJson` escapes HTML characters as Go's `encoding/json`.
 
+use crate::gostr;
 use crate::value::{Map, Value};
 
 /// A YAML text (one document) as a value, read as Helm reads it
@@ -28,10 +29,19 @@ pub fn from_json(v: &serde_json::Value) -> Value {
 /// A template value as JSON, the way Go's `encoding/json` encodes it; None
 /// for a map that contains itself (Go refuses a cycle), found by its depth.
 pub fn to_json_value(v: &Value) -> Option<serde_json::Value> {
-    json_at(v, 0)
+    json_at(v, 0, true)
 }
 
-fn json_at(v: &Value, depth: usize) -> Option<serde_json::Value> {
+/// With `natural`, strings are plain text (each byte that is not UTF-8 one
+/// U+FFFD); without, they stay Go strings ([`gostr`]).
+fn json_at(v: &Value, depth: usize, natural: bool) -> Option<serde_json::Value> {
+    let text = |s: &str| {
+        if natural {
+            gostr::natural(s).into_owned()
+        } else {
+            s.to_owned()
+        }
+    };
     if depth > crate::value::MAX_NESTING {
         return None;
     }
@@ -47,16 +57,18 @@ fn json_at(v: &Value, depth: usize) -> Option<serde_json::Value> {
                     .map_or(serde_json::Value::Null, serde_json::Value::Number)
             }
         }
-        Value::Str(s) => serde_json::Value::String(s.to_string()),
+        Value::Str(s) => serde_json::Value::String(text(s)),
+        // ... and a []byte is base64.
+        Value::Bytes(b) => serde_json::Value::String(base64_std(b)),
         Value::List(l) | Value::Strings(l) => serde_json::Value::Array(
             l.iter()
-                .map(|x| json_at(x, depth + 1))
+                .map(|x| json_at(x, depth + 1, natural))
                 .collect::<Option<_>>()?,
         ),
         Value::Map(m) => serde_json::Value::Object(
             m.borrow()
                 .iter()
-                .map(|(k, x)| Some((k.clone(), json_at(x, depth + 1)?)))
+                .map(|(k, x)| Some((text(k), json_at(x, depth + 1, natural)?)))
                 .collect::<Option<_>>()?,
         ),
         Value::Files(f) => serde_json::Value::Object(
@@ -80,17 +92,24 @@ fn base64_std(b: &[u8]) -> String {
 
 /// `toYaml`: the value as `sigs.k8s.io/yaml.Marshal` prints it.
 pub fn to_yaml(v: &Value) -> String {
-    to_json_value(v).map_or_else(String::new, |j| kiln_goyaml::document(&j))
+    to_json_value(v).map_or_else(String::new, |j| {
+        gostr::from_bytes(kiln_goyaml::document(&j).as_bytes()).into_owned()
+    })
 }
 
 /// `toJson`: Go's `json.Marshal` (HTML characters escaped).
 pub fn to_json(v: &Value) -> String {
-    let Some(json) = to_json_value(v) else {
+    let Some(json) = json_at(v, 0, false) else {
         return String::new();
     };
     let text = serde_json::to_string(&json).unwrap_or_default();
     let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
+    gostr::for_each_rune(&text, |rune| {
+        let Ok(c) = rune else {
+            // A byte that is not UTF-8, as Go's encoder writes it.
+            out.push_str("\\ufffd");
+            return;
+        };
         match c {
             '<' => out.push_str("\\u003c"),
             '>' => out.push_str("\\u003e"),
@@ -99,8 +118,33 @@ pub fn to_json(v: &Value) -> String {
             '\u{2029}' => out.push_str("\\u2029"),
             c => out.push(c),
         }
+    });
+    gostr::from_bytes(out.as_bytes()).into_owned()
+}
+
+/// A JSON text of `v` that YAML readers take too (the host reads manifests
+/// with a YAML parser, which refuses DEL, C1 controls, U+FEFF and the
+/// noncharacters U+FFFE/U+FFFF written raw): those are written as `\uXXXX`
+/// escapes, which mean the same JSON. Helm's output holds them when a
+/// template quotes binary bytes (`"\x82"` is U+0082).
+pub fn json_for_yaml_readers(v: &serde_json::Value) -> String {
+    let text = serde_json::to_string(v).unwrap_or_default();
+    if !text.chars().any(refused_by_yaml_readers) {
+        return text;
+    }
+    let mut out = String::with_capacity(text.len() + 16);
+    for c in text.chars() {
+        if refused_by_yaml_readers(c) {
+            out.push_str(&format!("\\u{:04x}", c as u32));
+        } else {
+            out.push(c);
+        }
     }
     out
+}
+
+fn refused_by_yaml_readers(c: char) -> bool {
+    matches!(c as u32, 0x7f..=0x9f | 0xfeff | 0xfffe | 0xffff)
 }
 
 /// `toToml`: a map as TOML (scalars first, then tables), as BurntSushi's
@@ -172,6 +216,15 @@ pub fn map_of(pairs: impl IntoIterator<Item = (&'static str, Value)>) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn json_for_yaml_readers_escapes_what_they_refuse() {
+        let v = serde_json::json!({"k": "a\u{82}b\u{7f}\u{feff}é\0"});
+        let text = json_for_yaml_readers(&v);
+        assert_eq!(text, r#"{"k":"a\u0082b\u007f\ufeffé\u0000"}"#);
+        let back: serde_yaml::Value = serde_yaml::from_str(&text).unwrap();
+        assert_eq!(serde_json::to_value(back).unwrap(), v);
+    }
 
     // Expected strings from Helm v4.2.3 (toJson, toYaml).
     #[test]

@@ -369,7 +369,7 @@ impl State<'_> {
             Value::Files(f) => f
                 .entries()
                 .iter()
-                .map(|(k, x)| (Value::str(k), Value::str(String::from_utf8_lossy(x))))
+                .map(|(k, x)| (Value::str(k), Value::Bytes(Rc::from(x.as_slice()))))
                 .collect(),
             Value::ApiVersions(l) => l
                 .iter()

@@ -6,6 +6,7 @@ use std::rc::Rc;
 
 use base64::Engine as _;
 
+use crate::gostr;
 use crate::value::{Map, Value};
 
 /// The files of one chart, by path relative to the chart.
@@ -23,10 +24,12 @@ impl Files {
         &self.0
     }
 
+    /// Go's `string(bytes)` of a file: bytes that are not UTF-8 kept
+    /// ([`crate::gostr`]); empty when there is no such file.
     fn get(&self, path: &str) -> String {
         self.0
             .get(path)
-            .map(|b| String::from_utf8_lossy(b).into_owned())
+            .map(|b| gostr::from_bytes(b).into_owned())
             .unwrap_or_default()
     }
 
@@ -73,7 +76,12 @@ pub fn method(files: &Rc<Files>, name: &str, args: &[Value]) -> Result<Value, St
     };
     Ok(match name {
         "Get" => Value::str(files.get(&arg(0)?)),
-        "GetBytes" => Value::str(files.get(&arg(0)?)),
+        "GetBytes" => Value::Bytes(
+            files
+                .0
+                .get(&arg(0)?)
+                .map_or_else(|| Rc::from(&[][..]), |b| Rc::from(b.as_slice())),
+        ),
         "Glob" => Value::Files(Rc::new(files.glob(&arg(0)?))),
         "Lines" => {
             let text = files.get(&arg(0)?);
@@ -83,7 +91,8 @@ pub fn method(files: &Rc<Files>, name: &str, args: &[Value]) -> Result<Value, St
             let text = text.strip_suffix('\n').unwrap_or(&text);
             Value::Strings(Rc::new(text.split('\n').map(Value::str).collect()))
         }
-        "AsConfig" => Value::str(files.by_base(|b| String::from_utf8_lossy(b).into_owned())),
+        // Helm marshals through JSON: each byte that is not UTF-8 is U+FFFD.
+        "AsConfig" => Value::str(files.by_base(|b| gostr::from_bytes(b).into_owned())),
         "AsSecrets" => {
             Value::str(files.by_base(|b| base64::engine::general_purpose::STANDARD.encode(b)))
         }

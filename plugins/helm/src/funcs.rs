@@ -209,6 +209,57 @@ pub const NAMES: &[&str] = &[
     "uuidv4",
 ];
 
+/// Functions whose parameters are all Go `string`s: a `[]byte`
+/// (`.Files.GetBytes`) passed to one is refused, as Go refuses it (use
+/// `toString`).
+const STRING_PARAMETERS: &[&str] = &[
+    "b64enc",
+    "b64dec",
+    "b32enc",
+    "b32dec",
+    "sha256sum",
+    "sha1sum",
+    "adler32sum",
+    "upper",
+    "lower",
+    "title",
+    "untitle",
+    "trim",
+    "trimAll",
+    "trimPrefix",
+    "trimSuffix",
+    "replace",
+    "contains",
+    "hasPrefix",
+    "hasSuffix",
+    "indent",
+    "nindent",
+    "nospace",
+    "abbrev",
+    "abbrevboth",
+    "initials",
+    "camelcase",
+    "snakecase",
+    "kebabcase",
+    "swapcase",
+    "wrap",
+    "wrapWith",
+    "split",
+    "splitList",
+    "splitn",
+    "regexMatch",
+    "mustRegexMatch",
+    "regexFind",
+    "regexFindAll",
+    "regexReplaceAll",
+    "regexReplaceAllLiteral",
+    "regexSplit",
+    "fromYaml",
+    "fromYamlArray",
+    "fromJson",
+    "fromJsonArray",
+];
+
 /// Whether `name` is a function.
 pub fn exists(name: &str) -> bool {
     NAMES.contains(&name)
@@ -228,6 +279,7 @@ fn arity(name: &str, args: &[Value], want: usize) -> Result<(), FnError> {
 pub fn strval(v: &Value) -> String {
     match v {
         Value::Str(s) => s.to_string(),
+        Value::Bytes(b) => crate::gostr::from_bytes(b).into_owned(),
         Value::Nil => "<nil>".to_owned(),
         other => other.to_go_string(),
     }
@@ -327,6 +379,15 @@ fn dict_of<'a>(v: &'a Value, name: &str) -> Result<std::cell::Ref<'a, Map>, FnEr
 /// Calls function `name` with evaluated `args`.
 pub fn call(st: &mut State<'_>, name: &str, args: Vec<Value>, _pos: &Pos) -> R {
     let a = &args;
+    if let Some(bytes) = a.iter().find(|v| matches!(v, Value::Bytes(_)))
+        && STRING_PARAMETERS.contains(&name)
+    {
+        // Go does not convert a []byte to a string parameter.
+        return Err(FnError::Msg(format!(
+            "wrong type for value; expected string; got {}",
+            bytes.type_name()
+        )));
+    }
     let s = |i: usize| a.get(i).map(strval).unwrap_or_default();
     Ok(match name {
         // ---- Go builtins
@@ -337,7 +398,9 @@ pub fn call(st: &mut State<'_>, name: &str, args: Vec<Value>, _pos: &Pos) -> R {
         "len" => {
             arity(name, a, 1)?;
             Value::Int(match &a[0] {
-                Value::Str(s) => s.len(),
+                // Go counts bytes.
+                Value::Str(s) => crate::gostr::to_bytes(s).len(),
+                Value::Bytes(b) => b.len(),
                 Value::List(l) | Value::Strings(l) => l.len(),
                 Value::Map(m) => m.borrow().len(),
                 Value::Files(f) => f.entries().len(),
@@ -513,8 +576,9 @@ pub fn call(st: &mut State<'_>, name: &str, args: Vec<Value>, _pos: &Pos) -> R {
         "trimAll" => Value::str(s(1).trim_matches(|c| s(0).contains(c))),
         "trimPrefix" => Value::str(s(1).strip_prefix(&s(0)).map_or(s(1), str::to_owned)),
         "trimSuffix" => Value::str(s(1).strip_suffix(&s(0)).map_or(s(1), str::to_owned)),
-        "upper" => Value::str(s(0).to_uppercase()),
-        "lower" => Value::str(s(0).to_lowercase()),
+        // Go maps runes: each byte that is not UTF-8 becomes U+FFFD.
+        "upper" => Value::str(crate::gostr::lossy(&s(0)).to_uppercase()),
+        "lower" => Value::str(crate::gostr::lossy(&s(0)).to_lowercase()),
         "title" => Value::str(title(&s(0))),
         "untitle" => Value::str(untitle(&s(0))),
         "quote" | "squote" => {
@@ -541,20 +605,18 @@ pub fn call(st: &mut State<'_>, name: &str, args: Vec<Value>, _pos: &Pos) -> R {
         "hasSuffix" => Value::Bool(s(1).ends_with(&s(0))),
         "trunc" => {
             arity(name, a, 2)?;
+            // Go slices the string's bytes (a character cut in two leaves
+            // bytes that are not UTF-8).
             let n = to_i64(&a[0]);
             let t = s(1);
-            let len = t.len() as i64;
-            Value::str(if n < 0 {
-                if -n < len {
-                    t[(len + n) as usize..].to_owned()
-                } else {
-                    t
-                }
-            } else if n < len {
-                t.get(..n as usize).map_or(t.clone(), str::to_owned)
+            let bytes = crate::gostr::to_bytes(&t);
+            let len = bytes.len() as i64;
+            let kept = if n < 0 {
+                &bytes[(len + n).max(0) as usize..]
             } else {
-                t
-            })
+                &bytes[..n.min(len) as usize]
+            };
+            Value::str(crate::gostr::from_bytes(kept))
         }
         "indent" | "nindent" => {
             arity(name, a, 2)?;
@@ -615,15 +677,18 @@ pub fn call(st: &mut State<'_>, name: &str, args: Vec<Value>, _pos: &Pos) -> R {
             let text = s(1);
             strings(re.split(&text).map(str::to_owned).collect())
         }
-        "b64enc" => Value::str(base64::engine::general_purpose::STANDARD.encode(s(0))),
+        // The bytes of Go strings, including those that are not UTF-8.
+        "b64enc" => Value::str(
+            base64::engine::general_purpose::STANDARD.encode(crate::gostr::to_bytes(&s(0))),
+        ),
         "b64dec" => match base64::engine::general_purpose::STANDARD.decode(s(0)) {
-            Ok(b) => Value::str(String::from_utf8_lossy(&b)),
+            Ok(b) => Value::str(crate::gostr::from_bytes(&b)),
             Err(e) => Value::str(e.to_string()),
         },
-        "b32enc" => Value::str(base32(s(0).as_bytes())),
-        "sha256sum" => Value::str(hex(&sha2::Sha256::digest(s(0).as_bytes()))),
+        "b32enc" => Value::str(base32(&crate::gostr::to_bytes(&s(0)))),
+        "sha256sum" => Value::str(hex(&sha2::Sha256::digest(crate::gostr::to_bytes(&s(0))))),
         "sha1sum" => return Err("sha1sum is not supported yet".into()),
-        "adler32sum" => Value::str(adler32(s(0).as_bytes()).to_string()),
+        "adler32sum" => Value::str(adler32(&crate::gostr::to_bytes(&s(0))).to_string()),
         "repeat" => {
             arity(name, a, 2)?;
             let n = to_i64(&a[0]).max(0) as usize;
@@ -1146,6 +1211,7 @@ pub fn deep_equal(a: &Value, b: &Value) -> bool {
         (Value::Int(x), Value::Int(y)) | (Value::Int64(x), Value::Int64(y)) => x == y,
         (Value::Float(x), Value::Float(y)) => x == y,
         (Value::Str(x), Value::Str(y)) => x == y,
+        (Value::Bytes(x), Value::Bytes(y)) => x == y,
         (Value::List(x), Value::List(y)) | (Value::Strings(x), Value::Strings(y)) => {
             x.len() == y.len() && x.iter().zip(y.iter()).all(|(p, q)| deep_equal(p, q))
         }

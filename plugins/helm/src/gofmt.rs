@@ -176,6 +176,14 @@ fn format_one(verb: char, v: &Value, spec: Spec) -> String {
         ('v', Value::Str(s)) => truncate(s, spec.prec),
         ('v', other) => other.to_go_string(),
         ('s', Value::Str(s)) => truncate(s, spec.prec),
+        ('s' | 'q', Value::Bytes(b)) => {
+            let text = crate::gostr::from_bytes(b);
+            if verb == 'q' {
+                quote(&text)
+            } else {
+                truncate(&text, spec.prec)
+            }
+        }
         ('q', Value::Str(s)) => {
             if spec.sharp && !s.contains('`') {
                 format!("`{s}`")
@@ -193,7 +201,7 @@ fn format_one(verb: char, v: &Value, spec: Spec) -> String {
         }
         ('x' | 'X', Value::Str(s)) => {
             let mut h = String::new();
-            for b in s.bytes() {
+            for &b in crate::gostr::to_bytes(s).iter() {
                 let _ = if verb == 'x' {
                     write!(h, "{b:02x}")
                 } else {
@@ -321,11 +329,25 @@ fn float(f: f64, verb: char, prec: Option<usize>, spec: Spec) -> String {
     body
 }
 
+/// Private use characters, which Go's `strconv.IsPrint` says are not
+/// printable.
+fn private_use(c: char) -> bool {
+    matches!(c as u32, 0xe000..=0xf8ff | 0xf_0000..=0xf_fffd | 0x10_0000..=0x10_fffd)
+}
+
 /// Go's `strconv.Quote`.
 pub fn quote(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + 2);
     out.push('"');
-    for c in s.chars() {
+    crate::gostr::for_each_rune(s, |rune| {
+        let c = match rune {
+            Ok(c) => c,
+            Err(b) => {
+                // A byte that is not UTF-8, as strconv.Quote writes it.
+                let _ = write!(out, "\\x{b:02x}");
+                return;
+            }
+        };
         match c {
             '"' => out.push_str("\\\""),
             '\\' => out.push_str("\\\\"),
@@ -341,6 +363,7 @@ pub fn quote(s: &str) -> String {
             }
             '\u{fffd}' => out.push('\u{fffd}'),
             c if c.is_control()
+                || private_use(c)
                 || (c as u32 >= 0x80 && c.is_whitespace() && c != '\u{a0}' && c != '\u{3000}') =>
             {
                 if (c as u32) < 0x10000 {
@@ -351,7 +374,7 @@ pub fn quote(s: &str) -> String {
             }
             c => out.push(c),
         }
-    }
+    });
     out.push('"');
     out
 }

@@ -19,6 +19,7 @@ pub mod exec;
 pub mod files;
 pub mod funcs;
 pub mod gofmt;
+pub mod gostr;
 pub mod ignore;
 pub mod lex;
 pub mod parse;

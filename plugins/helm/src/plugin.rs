@@ -101,7 +101,7 @@ impl Renderer for Helm {
                 continue;
             }
             out.push(Manifest::new(
-                serde_json::to_string(&value).unwrap_or_default(),
+                crate::convert::json_for_yaml_readers(&value),
                 Some(d.source),
             ));
         }

@@ -36,6 +36,8 @@ pub enum Value {
     Files(Rc<crate::files::Files>),
     /// `.Capabilities.APIVersions`.
     ApiVersions(Rc<Vec<String>>),
+    /// `[]byte` (`.Files.GetBytes`, the values of ranging over `.Files`).
+    Bytes(Rc<[u8]>),
 }
 
 impl Value {
@@ -65,6 +67,7 @@ impl Value {
             Value::List(l) | Value::Strings(l) => !l.is_empty(),
             Value::Map(m) => !m.borrow().is_empty(),
             Value::Files(_) | Value::ApiVersions(_) => true,
+            Value::Bytes(b) => !b.is_empty(),
         }
     }
 
@@ -81,6 +84,7 @@ impl Value {
             Value::Strings(_) => "[]string",
             Value::Map(_) => "map[string]interface {}",
             Value::Files(_) => "chart.Files",
+            Value::Bytes(_) => "[]uint8",
             Value::ApiVersions(_) => "chartutil.VersionSet",
         }
     }
@@ -94,7 +98,9 @@ impl Value {
             Value::Int64(_) => "int64",
             Value::Float(_) => "float64",
             Value::Str(_) => "string",
-            Value::List(_) | Value::Strings(_) | Value::ApiVersions(_) => "slice",
+            Value::List(_) | Value::Strings(_) | Value::ApiVersions(_) | Value::Bytes(_) => {
+                "slice"
+            }
             Value::Map(_) | Value::Files(_) => "map",
         }
     }
@@ -226,6 +232,16 @@ fn write_go(out: &mut String, v: &Value, depth: usize) {
         }
         Value::ApiVersions(l) => {
             let _ = write!(out, "[{}]", l.join(" "));
+        }
+        Value::Bytes(b) => {
+            out.push('[');
+            for (i, byte) in b.iter().enumerate() {
+                if i > 0 {
+                    out.push(' ');
+                }
+                let _ = write!(out, "{byte}");
+            }
+            out.push(']');
         }
     }
 }
