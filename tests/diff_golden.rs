@@ -40,6 +40,7 @@ async fn run(case: &Path) -> String {
     diff::output::text(
         &Report {
             objects: vec![object],
+            ..Report::default()
         },
         false,
     )
@@ -95,6 +96,7 @@ async fn secret_plaintext_never_reaches_any_output() {
     .unwrap();
     let report = Report {
         objects: vec![object],
+        ..Report::default()
     };
     for output in [
         diff::output::text(&report, false),

@@ -228,6 +228,10 @@ fn add_stale(seen: &mut Value, live: &Value, desired: &Value, fields: &Value) {
 pub struct Report {
     /// One entry per object, in the order given.
     pub objects: Vec<ObjectDiff>,
+    /// Hooks: run by a sync, never compared (as in Argo CD), so they never
+    /// make the set OutOfSync.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub hooks: Vec<ObjectKey>,
 }
 
 impl Report {

@@ -489,6 +489,10 @@ impl<'a> Engine<'a> {
         for object in &objects {
             let key = ObjectKey::of(object);
             desired_keys.insert(key.clone());
+            if plan::is_hook(object) {
+                report.hooks.push(key);
+                continue;
+            }
             let resolved = match self.resolve(object).await {
                 Ok(resolved) => resolved,
                 Err(ClusterError::UnknownKind { .. }) => {

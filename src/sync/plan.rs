@@ -101,6 +101,22 @@ fn annotation<'a>(object: &'a Value, names: &[&str]) -> Option<&'a str> {
         .find_map(|name| annotations.get(*name).and_then(Value::as_str))
 }
 
+/// True when `object` is a hook (Kiln's, Argo CD's or a Helm hook other
+/// than `crd-install`), including hooks a sync never runs. As in Argo CD,
+/// hooks are run by a sync but never compared: a `HookSucceeded` Job that is
+/// gone, or a Helm test Pod never created, does not make an Application
+/// OutOfSync. A hook whose annotation is malformed counts as a hook (the
+/// sync refuses it, naming the object).
+pub fn is_hook(object: &Value) -> bool {
+    if annotation(object, &[HOOK, ARGO_HOOK]).is_some() {
+        return true;
+    }
+    match annotation(object, &[helm_hooks::HOOK]) {
+        None => false,
+        Some(text) => !matches!(helm_hooks::role(text), Ok(helm_hooks::Role::Object)),
+    }
+}
+
 /// The per-object sync options (`Prune=false,...`).
 pub fn object_options(object: &Value) -> Vec<String> {
     annotation(object, &[SYNC_OPTIONS, ARGO_SYNC_OPTIONS])

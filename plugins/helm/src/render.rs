@@ -928,10 +928,7 @@ fn sort_manifests(
         if text.trim().is_empty() {
             continue;
         }
-<<<<<<< HEAD
         for doc in crate::split::documents(&text) {
-=======
-        for doc in split_manifests(&text) {
             // A Go string's bytes as the manifest's text: raw bytes printed
             // into it are refused, as Helm's YAML reader refuses them.
             let doc = match String::from_utf8(crate::gostr::to_bytes(&doc).into_owned()) {
@@ -945,7 +942,6 @@ fn sort_manifests(
                     });
                 }
             };
->>>>>>> wip-b-helm-hooks
             let head: serde_yaml::Value =
                 serde_yaml::from_str(&doc).map_err(|e| RenderError::Yaml {
                     source_name: source.clone(),
