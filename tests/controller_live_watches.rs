@@ -463,15 +463,17 @@ async fn large_labelled_objects_keep_the_caches_within_their_budget_and_syncs_go
             .await
             .is_ok()
     );
-    // Drift is still reverted (found at a resync).
+    // Drift (someone's edit) is still reverted, found at a resync.
+    let edit = kube::api::PatchParams {
+        field_manager: Some("kubectl-edit".into()),
+        ..Default::default()
+    };
     cluster
-        .apply(
-            "configmaps",
-            json!({"apiVersion": "v1", "kind": "ConfigMap",
-                "metadata": {"name": "a", "namespace": "guestbook"},
-                "data": {"color": "red"}}),
-            "someone",
-            true,
+        .api("v1", "ConfigMap", "configmaps", Some("guestbook"))
+        .patch(
+            "a",
+            &edit,
+            &kube::api::Patch::Merge(json!({"data": {"color": "red"}})),
         )
         .await
         .unwrap();
