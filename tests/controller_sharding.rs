@@ -1,7 +1,9 @@
 //! Controller sharding: two controller replicas split the Applications by
 //! shard Lease; when one stops, the other takes its shard and keeps its
 //! Applications syncing; when it comes back, it gets its shard back.
-//! Replicas run in-process against the dev cluster and a real `git daemon`.
+//! Replicas run in-process against the dev cluster and a real `git daemon`;
+//! the hard loss (SIGKILL, no Lease released) runs two `kiln controller`
+//! processes.
 
 mod support;
 
@@ -211,4 +213,174 @@ async fn shards_split_the_applications_and_a_stopped_replica_s_shard_is_taken_ov
     assert_eq!(a2.ctx.shards.owned(), vec![0]);
     a2.stop().await;
     b.stop().await;
+}
+
+/// A `kiln controller` process, killed (SIGKILL) when dropped.
+struct Process(std::process::Child);
+
+impl Drop for Process {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Starts `kiln controller --shards 2 --shard-index index` as the process
+/// `name` (its Lease identity is `name-PID`), its files under `dir/name`.
+fn controller_process(
+    dir: &std::path::Path,
+    kubeconfig: &std::path::Path,
+    name: &str,
+    index: u32,
+) -> Process {
+    let home = dir.join(name);
+    std::fs::create_dir_all(&home).unwrap();
+    let port = support::git::free_port();
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_kiln"))
+        .env_remove("KUBECONFIG")
+        .env("HOME", &home)
+        .env("HOSTNAME", name)
+        .arg("controller")
+        .arg(format!("--kubeconfig={}", kubeconfig.display()))
+        .args(["--namespace=kiln", "--shards=2", "--resync=1s"])
+        .arg(format!("--shard-index={index}"))
+        .arg(format!("--lease-duration={}s", PROCESS_LEASE.as_secs()))
+        .arg(format!("--listen=127.0.0.1:{port}"))
+        .stdout(std::process::Stdio::null())
+        .stderr(match std::env::var_os("KILN_TEST_CONTROLLER_LOG") {
+            Some(path) => {
+                std::process::Stdio::from(std::fs::File::create(home.join(path)).unwrap())
+            }
+            None => std::process::Stdio::null(),
+        })
+        .spawn()
+        .unwrap();
+    Process(child)
+}
+
+/// The Lease duration of the controller processes.
+const PROCESS_LEASE: Duration = Duration::from_secs(2);
+
+async fn lease_spec(cluster: &Cluster, shard: u32) -> Value {
+    cluster
+        .get(
+            "coordination.k8s.io/v1",
+            "Lease",
+            "leases",
+            Some("kiln"),
+            &lease_name(shard),
+        )
+        .await
+        .map(|l| l["spec"].clone())
+        .unwrap_or_default()
+}
+
+fn timestamp(spec: &Value, field: &str) -> jiff::Timestamp {
+    spec[field].as_str().unwrap().parse().unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_controller_process_s_shard_is_taken_over_after_its_lease_expires() {
+    // Given four Applications, two in each shard, and two `kiln
+    // controller` processes, each preferring one shard.
+    let cluster = Cluster::with_kiln(
+        Config {
+            simulate_readiness: Some(Duration::from_millis(20)),
+            ..Config::default()
+        },
+        &["kiln", "guestbook"],
+    )
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut apps: Vec<Vec<String>> = vec![Vec::new(), Vec::new()];
+    for i in 0.. {
+        let name = format!("app-{i}");
+        let shard = shard_of("kiln", &name, 2) as usize;
+        if apps[shard].len() < 2 {
+            apps[shard].push(name);
+        }
+        if apps.iter().all(|a| a.len() == 2) {
+            break;
+        }
+    }
+    let all: Vec<String> = apps.concat();
+    let repo = Fixture::new(dir.path(), "apps");
+    push(&repo, &all, "blue");
+    let daemon = GitDaemon::start(dir.path());
+    let url = daemon.url("apps");
+    for app in &all {
+        cluster
+            .apply(
+                "applications",
+                json!({"apiVersion": "kiln.dev/v1alpha1", "kind": "Application",
+                    "metadata": {"name": app, "namespace": "kiln"},
+                    "spec": {"project": "default",
+                        "source": {"repoURL": url, "path": app},
+                        "destination": {"namespace": "guestbook"},
+                        "syncPolicy": {"automated": {"prune": true, "selfHeal": true}}}}),
+                "operator",
+                false,
+            )
+            .await
+            .unwrap();
+    }
+    let kubeconfig = dir.path().join("kubeconfig");
+    cluster.server.write_kubeconfig(&kubeconfig).unwrap();
+    let mut a = controller_process(dir.path(), &kubeconfig, "replica-a", 0);
+    let b = controller_process(dir.path(), &kubeconfig, "replica-b", 1);
+    let (a_id, b_id) = (
+        format!("replica-a-{}", a.0.id()),
+        format!("replica-b-{}", b.0.id()),
+    );
+    wait_for(&cluster, &all, "blue").await;
+    eventually("each process holding its shard", async || {
+        (holder(&cluster, 0).await.as_deref() == Some(a_id.as_str())
+            && holder(&cluster, 1).await.as_deref() == Some(b_id.as_str()))
+        .then_some(())
+    })
+    .await;
+
+    // When process a is killed (SIGKILL: no Lease released)...
+    a.0.kill().unwrap();
+    a.0.wait().unwrap();
+    let left = lease_spec(&cluster, 0).await;
+    assert_eq!(
+        left["holderIdentity"],
+        a_id.as_str(),
+        "the dead process's Lease stays"
+    );
+
+    // ...then b takes shard 0 once the Lease has been expired for a
+    // further lease duration (never before: the seconds are those the
+    // controllers compare)...
+    eventually("b to take shard 0", async || {
+        (holder(&cluster, 0).await.as_deref() == Some(b_id.as_str())).then_some(())
+    })
+    .await;
+    let taken = lease_spec(&cluster, 0).await;
+    let last_renewal = timestamp(&left, "renewTime");
+    let acquired = timestamp(&taken, "acquireTime");
+    let lease = i64::try_from(PROCESS_LEASE.as_secs()).unwrap();
+    assert!(
+        acquired.as_second() >= last_renewal.as_second() + 2 * lease,
+        "shard 0 taken at {acquired}, its Lease last renewed at {last_renewal}"
+    );
+    assert_eq!(holder(&cluster, 1).await.as_deref(), Some(b_id.as_str()));
+
+    // ...and syncs the dead process's Applications: a new commit to them
+    // is Synced.
+    let commit = {
+        push(&repo, &all, "green");
+        repo.rev_parse("HEAD")
+    };
+    wait_for(&cluster, &all, "green").await;
+    for app in &apps[0] {
+        eventually(&format!("{app} Synced at the new commit"), async || {
+            let status = support::cluster::app_status(&cluster, app).await;
+            (status["sync"]["status"] == "Synced" && status["sync"]["revision"] == commit.as_str())
+                .then_some(())
+        })
+        .await;
+    }
+    drop(b);
 }

@@ -103,6 +103,19 @@ pub(crate) struct ControllerArgs {
     #[arg(long, value_name = "SIZE", default_value = "256Mi", value_parser = super::args::parse_size)]
     render_cache_size: u64,
 
+    /// How long the watch of a kind no Application needs any more keeps
+    /// running (an Application that needs it again meanwhile finds its
+    /// cache warm) before it is stopped and its cache freed.
+    #[arg(long, value_name = "DURATION", default_value = "5m", value_parser = parse_duration)]
+    live_watch_grace: Duration,
+
+    /// Bytes (JSON) of live objects the watches' caches hold together, e.g.
+    /// `512Mi`: a kind whose cache would go over it is read from the API
+    /// server instead (kiln_live_cache_dropped_total), and watched again
+    /// 10 minutes later if still needed.
+    #[arg(long, value_name = "SIZE", default_value = "512Mi", value_parser = super::args::parse_size)]
+    live_cache_size: u64,
+
     /// Directory of the unpacked-chart cache of `spec.source.chart`
     /// (created 0700). Default: ~/.cache/kiln/charts.
     #[arg(long, value_name = "DIR")]
@@ -368,6 +381,11 @@ pub(crate) async fn run(args: &ControllerArgs) -> anyhow::Result<u8> {
         jq: args.jq.config(),
         sharding: sharding(args)?,
         kube_client,
+        live: controller::live::LiveConfig {
+            grace: args.live_watch_grace,
+            cache_bytes: args.live_cache_size,
+            ..controller::live::LiveConfig::default()
+        },
         ..ControllerConfig::default()
     };
     if args.allow_file_repositories {

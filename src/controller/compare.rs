@@ -152,7 +152,11 @@ pub async fn compare(app: &Application, ctx: &Context, to: &CompareTo) -> Result
         .await
         .map_err(|e| {
             let reason = match e {
-                super::destination::DestinationError::NotRegistered { .. } => "UnknownDestination",
+                super::destination::DestinationError::NotRegistered { .. } => {
+                    // Its cluster is gone: it needs no watch there.
+                    ctx.live.release(&name);
+                    "UnknownDestination"
+                }
                 _ => "InvalidDestination",
             };
             Stop::new("InvalidSpec", reason, crate::text::chain(&e))
@@ -385,7 +389,7 @@ pub async fn compare(app: &Application, ctx: &Context, to: &CompareTo) -> Result
     };
     // Live state comes from the watches: of every kind rendered, and of
     // every kind the application had objects of (what it may prune).
-    watch_kinds(app, ctx, &target, &objects).await;
+    watch_kinds(app, &name, ctx, &target, &objects).await;
     let state = ctx.live.state(
         &target.server,
         &name,
@@ -422,10 +426,12 @@ fn chart_route(reference: &crate::source::helm::ChartRef) -> String {
     }
 }
 
-/// Makes sure the kinds of `objects`, and those of the objects the
-/// application's status lists, are watched on `target`.
+/// Records that application `name` needs the kinds of `objects`, and
+/// those of the objects its status lists, watched on `target` (and no
+/// other kinds).
 async fn watch_kinds(
     app: &Application,
+    name: &str,
     ctx: &Context,
     target: &super::destination::Target,
     objects: &[Value],
@@ -457,11 +463,14 @@ async fn watch_kinds(
             kinds.insert((resolved.resource.api_version.clone(), resource.kind.clone()));
         }
     }
+    let mut needed = Vec::new();
     for (api_version, kind) in kinds {
         if let Ok(resolved) = target.cluster.resolve(&api_version, &kind).await {
-            ctx.live.ensure(&target.server, &target.cluster, &resolved);
+            needed.push(resolved);
         }
     }
+    ctx.live
+        .need(name, &target.server, &target.cluster, &needed);
 }
 
 /// The name of the catalog Plugin that renders Helm charts: a chart

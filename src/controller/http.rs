@@ -55,6 +55,8 @@ pub struct Metrics {
     /// Prometheus users expect of a current state, as Policy Reporter's
     /// results are), by policy, severity and mode.
     pub policy_findings: Family<Labels, Gauge>,
+    /// The live watches' gauges and counters.
+    pub live: super::live::LiveMetrics,
     git_lookups: Gauge,
     git_fetches: Gauge,
     cache_hits: Gauge,
@@ -135,6 +137,22 @@ impl Metrics {
             "Policy findings in the Applications' status now (at most 100 per Application), by policy, severity and mode",
             policy_findings.clone(),
         );
+        let live = super::live::LiveMetrics::default();
+        registry.register(
+            "live_watches",
+            "Live watches running (one per managed kind a shard's Applications need), by cluster",
+            live.watches.clone(),
+        );
+        registry.register(
+            "live_cache_bytes",
+            "Bytes (JSON) of live objects the watches' caches hold",
+            live.cache_bytes.clone(),
+        );
+        registry.register(
+            "live_cache_dropped",
+            "Live caches dropped for going over the byte budget (the kind is read from the API server), by cluster and kind",
+            live.dropped.clone(),
+        );
         let cache_hits = Gauge::default();
         registry.register(
             "render_cache_hits",
@@ -171,6 +189,7 @@ impl Metrics {
             render_server_requests,
             render_server_failovers,
             policy_findings,
+            live,
             git_lookups,
             git_fetches,
             cache_hits,

@@ -69,6 +69,43 @@ async fn evict_idle_repositories(ctx: Arc<Context>) {
     }
 }
 
+/// How often the live watches are checked for one no Application needs:
+/// a quarter of the grace period, within these bounds.
+const SWEEP_BOUNDS: (std::time::Duration, std::time::Duration) = (
+    std::time::Duration::from_millis(100),
+    std::time::Duration::from_secs(30),
+);
+
+/// Stops the live watches no Application of this replica's shards has
+/// needed for [`live::LiveConfig::grace`], until the controller stops.
+/// `apps` is the controller's store of Applications: those gone, or of
+/// shards this replica does not own, need nothing.
+async fn stop_unneeded_watches(ctx: Arc<Context>, apps: reflector::Store<Application>) {
+    use futures_util::FutureExt as _;
+    let grace = ctx.config.live.grace;
+    let every = (grace / 4).clamp(SWEEP_BOUNDS.0, SWEEP_BOUNDS.1);
+    let mut ticks = tokio::time::interval(every);
+    while !ctx.shutdown.load(std::sync::atomic::Ordering::Relaxed) {
+        ticks.tick().await;
+        // Not before the Applications are listed (all would seem gone).
+        if !matches!(apps.wait_until_ready().now_or_never(), Some(Ok(()))) {
+            continue;
+        }
+        let mine: std::collections::HashSet<String> = apps
+            .state()
+            .iter()
+            .filter_map(|app| {
+                let name = app.metadata.name.clone()?;
+                let namespace = app.metadata.namespace.as_deref();
+                let namespace = namespace.unwrap_or(&ctx.config.namespace);
+                ctx.shards.owns_app(namespace, &name).then_some(name)
+            })
+            .collect();
+        ctx.live.retain_apps(|app| mine.contains(app));
+        ctx.live.stop_unneeded(grace);
+    }
+}
+
 /// Runs the controller until `shutdown` resolves. Then no reconcile
 /// starts; those running finish, their syncs ending after the current wave
 /// ([`Context::shutdown`]).
@@ -95,6 +132,7 @@ pub async fn run(
         // times while it rolls out): one reconcile per burst.
         .debounce(std::time::Duration::from_millis(500));
     tokio::spawn(evict_idle_repositories(ctx.clone()));
+    tokio::spawn(stop_unneeded_watches(ctx.clone(), reader.clone()));
     let mut controller = Controller::for_stream(changes, reader).with_config(config);
     if let Some(live) = ctx.live.triggers() {
         controller = controller.reconcile_on(live);

@@ -145,6 +145,9 @@ pub struct ControllerConfig {
     /// requests (the counts are served as `kiln_kube_requests_total`; give
     /// the controller's own cluster's client the same options).
     pub kube_client: crate::cluster::requests::ClientOptions,
+    /// How the live watches are kept: stopped when unneeded, their caches
+    /// within a byte budget.
+    pub live: super::live::LiveConfig,
 }
 
 impl Default for ControllerConfig {
@@ -167,6 +170,7 @@ impl Default for ControllerConfig {
             status_heartbeat: Duration::from_secs(3600),
             sharding: super::shard::ShardingConfig::default(),
             kube_client: crate::cluster::requests::ClientOptions::default(),
+            live: super::live::LiveConfig::default(),
         }
     }
 }
@@ -252,7 +256,12 @@ impl Context {
             catalog: super::plugins::Catalog::new(config.catalog.clone()),
             jq: crate::diff::Jq::new(config.jq.clone()),
             secrets,
-            live: LiveWatches::new(&config.namespace, &config.manager),
+            live: LiveWatches::new(
+                &config.namespace,
+                &config.manager,
+                config.live.clone(),
+                metrics.live.clone(),
+            ),
             client,
             git,
             host,

@@ -139,6 +139,12 @@ impl Shards {
         self.owned.load(Ordering::SeqCst) & (1 << shard) != 0
     }
 
+    /// Whether this replica owns the shard of the Application
+    /// `namespace/name` now.
+    pub fn owns_app(&self, namespace: &str, name: &str) -> bool {
+        self.owns(shard_of(namespace, name, self.config.shards))
+    }
+
     /// The shards owned now.
     pub fn owned(&self) -> Vec<u32> {
         (0..self.config.shards).filter(|s| self.owns(*s)).collect()

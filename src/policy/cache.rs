@@ -10,8 +10,10 @@
 //!
 //! Only reviews that ran to the end are kept (a policy that could not run
 //! runs again), and only with at most [`MAX_CACHED_FINDINGS`] findings;
-//! the cache holds at most [`DEFAULT_REVIEWS`] reviews by default, least
-//! recently used first out. It lives in memory only.
+//! the cache holds at most [`DEFAULT_REVIEWS`] reviews and
+//! [`DEFAULT_REVIEW_BYTES`] bytes of them (their findings and read sets,
+//! measured as JSON) by default, least recently used first out. It lives
+//! in memory only.
 
 use std::num::NonZeroUsize;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -27,25 +29,42 @@ use crate::source::{ReadSet, SourceView};
 
 /// Reviews the cache holds by default.
 pub const DEFAULT_REVIEWS: usize = 4096;
+/// Bytes of reviews (findings and read sets, as JSON) the cache holds by
+/// default: 64 MiB.
+pub const DEFAULT_REVIEW_BYTES: usize = 64 * 1024 * 1024;
 /// Reviews with more findings than this are not kept (they are the rare,
 /// broken case, and the large one).
 pub const MAX_CACHED_FINDINGS: usize = 1000;
 
 /// Cached reviews, by what shapes them.
 pub struct ReviewCache {
-    entries: Mutex<CLruCache<Digest, Arc<Entry>>>,
+    entries: Mutex<Entries>,
+    reviews: usize,
     hits: AtomicU64,
     misses: AtomicU64,
 }
 
+type Entries = CLruCache<Digest, Arc<Entry>, std::collections::hash_map::RandomState, EntryBytes>;
+
 struct Entry {
     read_set: ReadSet,
     findings: Vec<Finding>,
+    /// Its findings' and read set's JSON size.
+    bytes: usize,
+}
+
+/// Weighs an entry by its bytes.
+struct EntryBytes;
+
+impl clru::WeightScale<Digest, Arc<Entry>> for EntryBytes {
+    fn weight(&self, _key: &Digest, entry: &Arc<Entry>) -> usize {
+        entry.bytes
+    }
 }
 
 impl Default for ReviewCache {
     fn default() -> Self {
-        Self::new(DEFAULT_REVIEWS)
+        Self::with_bytes(DEFAULT_REVIEWS, DEFAULT_REVIEW_BYTES)
     }
 }
 
@@ -58,15 +77,35 @@ impl std::fmt::Debug for ReviewCache {
 }
 
 impl ReviewCache {
-    /// A cache of at most `reviews` reviews (at least one).
+    /// A cache of at most `reviews` reviews (at least one) and
+    /// [`DEFAULT_REVIEW_BYTES`].
     pub fn new(reviews: usize) -> Self {
+        Self::with_bytes(reviews, DEFAULT_REVIEW_BYTES)
+    }
+
+    /// A cache of at most `reviews` reviews (at least one) and `bytes` of
+    /// them; a review larger than that is not kept.
+    pub fn with_bytes(reviews: usize, bytes: usize) -> Self {
+        let reviews = reviews.max(1);
+        // clru bounds entries plus weight by one capacity; the count of
+        // entries is bounded on its own in `put`.
+        let capacity =
+            NonZeroUsize::new(bytes.saturating_add(reviews)).unwrap_or(NonZeroUsize::MIN);
         Self {
-            entries: Mutex::new(CLruCache::new(
-                NonZeroUsize::new(reviews).unwrap_or(NonZeroUsize::MIN),
+            entries: Mutex::new(CLruCache::with_config(
+                clru::CLruCacheConfig::new(capacity).with_scale(EntryBytes),
             )),
+            reviews,
             hits: AtomicU64::new(0),
             misses: AtomicU64::new(0),
         }
+    }
+
+    /// `(reviews, bytes)` held now.
+    pub fn held(&self) -> (usize, usize) {
+        let entries = self.lock();
+        let bytes = entries.iter().map(|(_, entry)| entry.bytes).sum();
+        (entries.len(), bytes)
     }
 
     /// `(hits, misses)` so far.
@@ -77,7 +116,7 @@ impl ReviewCache {
         )
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, CLruCache<Digest, Arc<Entry>>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Entries> {
         self.entries.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
@@ -121,12 +160,37 @@ impl ReviewCache {
         if result.error.is_some() || result.findings.len() > MAX_CACHED_FINDINGS {
             return;
         }
+        let bytes = json_size(&(&result.findings, &result.read_set));
         let entry = Arc::new(Entry {
             read_set: result.read_set.clone(),
             findings: result.findings.clone(),
+            bytes,
         });
-        let _ = self.lock().put(key, entry);
+        let mut entries = self.lock();
+        // Larger than the whole cache: not kept.
+        let _ = entries.put_with_weight(key, entry);
+        while entries.len() > self.reviews {
+            entries.pop_back();
+        }
     }
+}
+
+/// The length of `value`'s JSON, counted without building it.
+fn json_size(value: &impl serde::Serialize) -> usize {
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0 += bytes.len();
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    // Writing into a counter cannot fail.
+    let _ = serde_json::to_writer(&mut count, value);
+    count.0
 }
 
 /// The view a policy's review reads, if it can read one.
@@ -192,5 +256,55 @@ pub async fn evaluate_cached(
     }
     Report {
         results: results.into_iter().flatten().collect(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plugin::Severity;
+
+    fn review(findings: usize, message: usize) -> PolicyResult {
+        PolicyResult {
+            policy: "p".into(),
+            mode: super::super::Mode::Enforce,
+            findings: (0..findings)
+                .map(|_| Finding {
+                    object: None,
+                    field_path: None,
+                    message: "m".repeat(message),
+                    severity: Severity::Error,
+                })
+                .collect(),
+            error: None,
+            duration: std::time::Duration::ZERO,
+            read_set: ReadSet::default(),
+            cached: false,
+        }
+    }
+
+    #[test]
+    fn reviews_with_large_findings_are_bounded_in_bytes_as_in_entries() {
+        // A policy whose findings carry 100 KiB messages, reviewed over
+        // and over, against a cache of 1 MiB: the cache never holds more.
+        const BYTES: usize = 1024 * 1024;
+        let cache = ReviewCache::with_bytes(DEFAULT_REVIEWS, BYTES);
+        for i in 0..100u32 {
+            cache.put(Digest::of(&i.to_be_bytes()), &review(1, 100 * 1024));
+            let (_, bytes) = cache.held();
+            assert!(bytes <= BYTES, "{bytes} bytes held");
+        }
+        let (reviews, _) = cache.held();
+        assert!((5..=10).contains(&reviews), "{reviews} reviews held");
+        // The bound in entries still holds for small reviews.
+        let cache = ReviewCache::with_bytes(3, BYTES);
+        for i in 0..10u32 {
+            cache.put(Digest::of(&i.to_be_bytes()), &review(1, 10));
+        }
+        assert_eq!(cache.held().0, 3);
+        // A review larger than the whole cache is not kept.
+        let cache = ReviewCache::with_bytes(3, 1024);
+        cache.put(Digest::of(b"x"), &review(1, 4096));
+        assert_eq!(cache.held(), (0, 0));
     }
 }
