@@ -7,6 +7,7 @@ pub mod requests;
 
 use std::collections::HashMap;
 use std::path::Path;
+use std::sync::Arc;
 
 use kube::api::{Api, DynamicObject};
 use kube::core::{ApiResource, GroupVersionKind};
@@ -51,7 +52,7 @@ pub struct Resolved {
 pub struct Cluster {
     client: kube::Client,
     kinds: RwLock<HashMap<(String, String), Resolved>>,
-    all: RwLock<Vec<Resolved>>,
+    all: RwLock<Arc<[Resolved]>>,
     /// When discovery last ran; held while it runs, so concurrent misses
     /// share one round ([`MIN_REFRESH_INTERVAL`]).
     refreshed: tokio::sync::Mutex<Option<(std::time::Instant, Option<String>)>>,
@@ -121,7 +122,7 @@ impl Cluster {
         Self {
             client,
             kinds: RwLock::new(HashMap::new()),
-            all: RwLock::new(Vec::new()),
+            all: RwLock::new(Arc::from(Vec::new())),
             refreshed: tokio::sync::Mutex::new(None),
             rounds: std::sync::atomic::AtomicU64::new(0),
             version: tokio::sync::OnceCell::new(),
@@ -207,7 +208,7 @@ impl Cluster {
             }
         }
         *self.kinds.write().await = kinds;
-        *self.all.write().await = all;
+        *self.all.write().await = all.into();
         Ok(())
     }
 
@@ -259,7 +260,7 @@ impl Cluster {
 
     /// Every listable and deletable kind, at its preferred version (for
     /// finding what to prune).
-    pub async fn all_kinds(&self) -> Result<Vec<Resolved>, ClusterError> {
+    pub async fn all_kinds(&self) -> Result<Arc<[Resolved]>, ClusterError> {
         if self.all.read().await.is_empty() {
             self.refresh().await?;
         }
@@ -274,8 +275,9 @@ impl Cluster {
     ) -> Result<Resolved, ClusterError> {
         self.all_kinds()
             .await?
-            .into_iter()
+            .iter()
             .find(|r| r.resource.group == group && r.resource.kind == kind)
+            .cloned()
             .ok_or_else(|| ClusterError::UnknownKind {
                 api_version: group.to_owned(),
                 kind: kind.to_owned(),

@@ -472,8 +472,8 @@ impl<'a> Engine<'a> {
     /// The objects this application tracks in the cluster, by key.
     async fn tracked(&self) -> Result<Vec<(Resolved, Value)>> {
         let mut found = Vec::new();
-        for resolved in self.cluster.all_kinds().await? {
-            found.extend(self.labelled_of(&resolved).await?);
+        for resolved in self.cluster.all_kinds().await?.iter() {
+            found.extend(self.labelled_of(resolved).await?);
         }
         Ok(self.tracked_among(found))
     }
