@@ -98,9 +98,7 @@ impl Value {
             Value::Int64(_) => "int64",
             Value::Float(_) => "float64",
             Value::Str(_) => "string",
-            Value::List(_) | Value::Strings(_) | Value::ApiVersions(_) | Value::Bytes(_) => {
-                "slice"
-            }
+            Value::List(_) | Value::Strings(_) | Value::ApiVersions(_) | Value::Bytes(_) => "slice",
             Value::Map(_) | Value::Files(_) => "map",
         }
     }
