@@ -241,6 +241,10 @@ impl Jq {
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .env_clear()
+            // The kiln binary runs on mimalloc, which reserves a 1 GiB
+            // arena at start: past the worker's RLIMIT_DATA, so the worker
+            // could not start. A small reserve keeps the hard bound usable.
+            .env("MIMALLOC_ARENA_RESERVE", "8MiB")
             .kill_on_drop(true)
             .spawn()
             .map_err(|e| self.worker_error(e))?;
