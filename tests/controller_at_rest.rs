@@ -100,19 +100,8 @@ async fn resyncs_of_synced_applications_cost_almost_no_api_requests() {
     let url = daemon.url("apps");
     for app in apps {
         cluster
-            .apply(
-                "applications",
-                json!({"apiVersion": "kiln.dev/v1alpha1", "kind": "Application",
-                    "metadata": {"name": app, "namespace": "kiln"},
-                    "spec": {"project": "default",
-                        "source": {"repoURL": url, "path": app},
-                        "destination": {"namespace": "guestbook"},
-                        "syncPolicy": {"automated": {"prune": true, "selfHeal": true}}}}),
-                "operator",
-                false,
-            )
-            .await
-            .unwrap();
+            .automated_app(app, "default", json!({"repoURL": url, "path": app}))
+            .await;
     }
     let (controller, options, server) =
         counted_controller(&cluster, dir.path(), Duration::from_millis(200)).await;

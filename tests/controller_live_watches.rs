@@ -128,19 +128,8 @@ fn cronjob(name: &str) -> String {
 
 async fn application(cluster: &Cluster, name: &str, url: &str) {
     cluster
-        .apply(
-            "applications",
-            json!({"apiVersion": "kiln.dev/v1alpha1", "kind": "Application",
-                "metadata": {"name": name, "namespace": "kiln"},
-                "spec": {"project": "default",
-                    "source": {"repoURL": url, "path": name},
-                    "destination": {"namespace": "guestbook"},
-                    "syncPolicy": {"automated": {"prune": true, "selfHeal": true}}}}),
-            "operator",
-            false,
-        )
-        .await
-        .unwrap();
+        .automated_app(name, "default", json!({"repoURL": url, "path": name}))
+        .await;
 }
 
 async fn live(cluster: &Cluster, kind: &str, name: &str) -> Option<Value> {

@@ -160,19 +160,8 @@ async fn shards_split_the_applications_and_a_stopped_replica_s_shard_is_taken_ov
     let url = daemon.url("apps");
     for app in &all {
         cluster
-            .apply(
-                "applications",
-                json!({"apiVersion": "kiln.dev/v1alpha1", "kind": "Application",
-                    "metadata": {"name": app, "namespace": "kiln"},
-                    "spec": {"project": "default",
-                        "source": {"repoURL": url, "path": app},
-                        "destination": {"namespace": "guestbook"},
-                        "syncPolicy": {"automated": {"prune": true, "selfHeal": true}}}}),
-                "operator",
-                false,
-            )
-            .await
-            .unwrap();
+            .automated_app(app, "default", json!({"repoURL": url, "path": app}))
+            .await;
     }
 
     // When two replicas run, each preferring its shard.
@@ -310,19 +299,8 @@ async fn a_killed_controller_process_s_shard_is_taken_over_after_its_lease_expir
     let url = daemon.url("apps");
     for app in &all {
         cluster
-            .apply(
-                "applications",
-                json!({"apiVersion": "kiln.dev/v1alpha1", "kind": "Application",
-                    "metadata": {"name": app, "namespace": "kiln"},
-                    "spec": {"project": "default",
-                        "source": {"repoURL": url, "path": app},
-                        "destination": {"namespace": "guestbook"},
-                        "syncPolicy": {"automated": {"prune": true, "selfHeal": true}}}}),
-                "operator",
-                false,
-            )
-            .await
-            .unwrap();
+            .automated_app(app, "default", json!({"repoURL": url, "path": app}))
+            .await;
     }
     let kubeconfig = dir.path().join("kubeconfig");
     cluster.server.write_kubeconfig(&kubeconfig).unwrap();

@@ -97,21 +97,13 @@ async fn processes(
 /// A chart Application of `project`.
 async fn application(cluster: &Cluster, name: &str, project: &str, repo: &str, chart: &str) {
     cluster
-        .apply(
-            "applications",
-            json!({"apiVersion": "kiln.dev/v1alpha1", "kind": "Application",
-                "metadata": {"name": name, "namespace": "kiln"},
-                "spec": {
-                    "project": project,
-                    "source": {"repoURL": repo, "chart": chart, "targetRevision": "1.2.*",
-                        "helm": {"releaseName": name}},
-                    "destination": {"namespace": "guestbook"},
-                    "syncPolicy": {"automated": {"prune": true, "selfHeal": true}}}}),
-            "operator",
-            false,
+        .automated_app(
+            name,
+            project,
+            json!({"repoURL": repo, "chart": chart, "targetRevision": "1.2.*",
+                "helm": {"releaseName": name}}),
         )
-        .await
-        .unwrap();
+        .await;
 }
 
 async fn secret(cluster: &Cluster, name: &str, kind: SecretType, data: &[(&str, &str)]) {

@@ -232,21 +232,12 @@ async fn guestbook(cluster: &Cluster, dir: &Path) -> (Fixture, GitDaemon) {
         .await
         .unwrap();
     cluster
-        .apply(
-            "applications",
-            json!({"apiVersion": "kiln.dev/v1alpha1", "kind": "Application",
-                "metadata": {"name": "guestbook", "namespace": "kiln"},
-                "spec": {
-                    "project": "default",
-                    "source": {"repoURL": url, "path": "guestbook",
-                        "plugins": [{"name": "values"}]},
-                    "destination": {"namespace": "guestbook"},
-                    "syncPolicy": {"automated": {"prune": true, "selfHeal": true}}}}),
-            "operator",
-            false,
+        .automated_app(
+            "guestbook",
+            "default",
+            json!({"repoURL": url, "path": "guestbook", "plugins": [{"name": "values"}]}),
         )
-        .await
-        .unwrap();
+        .await;
     (repo, daemon)
 }
 

@@ -109,6 +109,24 @@ impl Cluster {
         Ok(serde_json::to_value(applied).unwrap())
     }
 
+    /// Applies an automated Application (prune, self-heal) `name` in
+    /// namespace `kiln`, of `project`, from `source`, into namespace
+    /// `guestbook`.
+    pub async fn automated_app(&self, name: &str, project: &str, source: Value) {
+        self.apply(
+            "applications",
+            serde_json::json!({"apiVersion": "kiln.dev/v1alpha1", "kind": "Application",
+                "metadata": {"name": name, "namespace": "kiln"},
+                "spec": {"project": project, "source": source,
+                    "destination": {"namespace": "guestbook"},
+                    "syncPolicy": {"automated": {"prune": true, "selfHeal": true}}}}),
+            "operator",
+            false,
+        )
+        .await
+        .unwrap();
+    }
+
     /// Reads an object as JSON.
     pub async fn get(
         &self,
