@@ -361,9 +361,7 @@ impl LiveWatches {
     /// not listed in time, dropped for the budget, or not labelled by
     /// Kiln): ask the API server.
     pub async fn get(&self, server: &str, kind: &Resolved, key: &ObjectKey) -> Option<Value> {
-        let store = store_of(&self.watched, server, kind)?;
-        ready(&store)?;
-        let object = store.get(&reference(kind, key))?;
+        let object = cached(&self.watched, server, kind, key)?;
         serde_json::to_value(object.as_ref()).ok()
     }
 
@@ -489,6 +487,19 @@ fn kind_key(kind: &Resolved) -> String {
     format!("{}/{}", kind.resource.api_version, kind.resource.plural)
 }
 
+/// The cached object `key` of `kind` on `server`, once its watch has
+/// listed.
+fn cached(
+    table: &Table,
+    server: &str,
+    kind: &Resolved,
+    key: &ObjectKey,
+) -> Option<Arc<DynamicObject>> {
+    let store = store_of(table, server, kind)?;
+    ready(&store)?;
+    store.get(&reference(kind, key))
+}
+
 /// The cache of `kind` on `server`, if it is watched.
 fn store_of(table: &Table, server: &str, kind: &Resolved) -> Option<Store<DynamicObject>> {
     let watched = table.lock().ok()?;
@@ -553,11 +564,9 @@ impl CachedState {
 #[async_trait::async_trait]
 impl LiveState for CachedState {
     async fn get(&self, resolved: &Resolved, key: &ObjectKey) -> Option<Option<Value>> {
-        let store = store_of(&self.watched, &self.server, resolved)?;
-        ready(&store)?;
         // Not cached: perhaps there but not labelled by Kiln; the API
         // server says.
-        let object = store.get(&reference(resolved, key))?;
+        let object = cached(&self.watched, &self.server, resolved, key)?;
         Some(serde_json::to_value(object.as_ref()).ok())
     }
 
