@@ -144,6 +144,8 @@ pub struct Runtime {
     pub seed: u64,
     /// Calls of random functions so far (each gets its own stream).
     pub random_calls: u64,
+    /// The render's clock ([`crate::render::Options::now`]).
+    pub now: chrono::DateTime<chrono::Utc>,
 }
 
 impl Runtime {
@@ -157,6 +159,7 @@ impl Runtime {
             depth: 0,
             seed,
             random_calls: 0,
+            now: chrono::DateTime::UNIX_EPOCH,
         }
     }
 

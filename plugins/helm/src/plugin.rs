@@ -33,6 +33,8 @@ const KNOWN: &[&str] = &[
     "kubeVersion",
     "apiVersions",
     "skipCrds",
+    "now",
+    "randomSeed",
 ];
 
 fn options(params: &Params<'_>) -> Result<Options, RenderError> {
@@ -72,6 +74,17 @@ fn options(params: &Params<'_>) -> Result<Options, RenderError> {
         },
         limits: defaults.limits,
         archive: defaults.archive,
+        now: match params.get("now") {
+            None => defaults.now,
+            Some(text) => chrono::DateTime::parse_from_rfc3339(text)
+                .map_err(|e| {
+                    RenderError::InvalidParameters(format!(
+                        "now: {text:?} is not an RFC 3339 time: {e}"
+                    ))
+                })?
+                .to_utc(),
+        },
+        random_seed: params.get("randomSeed").map(str::to_owned),
     })
 }
 

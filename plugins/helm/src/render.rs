@@ -4,6 +4,8 @@
 
 use std::rc::Rc;
 
+use chrono::{DateTime, Utc};
+
 use crate::archive::{ArchiveLimits, Budget};
 use crate::chart::{Chart, ImportValue, LoadError, Source, load_with};
 use crate::convert::{from_yaml, map_of};
@@ -37,6 +39,15 @@ pub struct Options {
     pub limits: Limits,
     /// Budgets of packaged subcharts (`charts/*.tgz`).
     pub archive: ArchiveLimits,
+    /// The render's clock (`now`, certificates' validity): a render is a
+    /// pure function of its inputs, so the host passes the time it wants
+    /// (the controller: the source revision's commit time). Default: the
+    /// Unix epoch.
+    pub now: DateTime<Utc>,
+    /// A secret the host mixes into the seed of the random functions
+    /// (`randAlphaNum`, `genCA`, ...), so that their output cannot be
+    /// predicted from the chart and the release alone. Never printed.
+    pub random_seed: Option<String>,
 }
 
 impl Default for Options {
@@ -52,6 +63,8 @@ impl Default for Options {
             skip_crds: false,
             limits: Limits::default(),
             archive: ArchiveLimits::default(),
+            now: DateTime::UNIX_EPOCH,
+            random_seed: None,
         }
     }
 }
@@ -877,6 +890,7 @@ pub fn render(
         parse(name, text, &mut trees, &crate::funcs::exists)?;
     }
     let mut rt = Runtime::new(trees, opts.limits, 0);
+    rt.now = opts.now;
     let mut rendered: Vec<(String, String)> = Vec::new();
     for name in &names {
         let base = name.rsplit('/').next().unwrap_or(name);
