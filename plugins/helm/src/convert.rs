@@ -97,12 +97,35 @@ pub fn to_yaml(v: &Value) -> String {
     })
 }
 
+/// How Go's encoder writes JSON.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum JsonStyle {
+    /// `json.Marshal` (`toJson`): compact, `<>&` escaped.
+    Compact,
+    /// `json.MarshalIndent(v, "", "  ")` (`toPrettyJson`): `<>&` escaped.
+    Indented,
+    /// An `Encoder` with `SetEscapeHTML(false)` (`toRawJson`): compact,
+    /// `<>&` as they are.
+    Raw,
+}
+
 /// `toJson`: Go's `json.Marshal` (HTML characters escaped).
 pub fn to_json(v: &Value) -> String {
+    to_json_styled(v, JsonStyle::Compact)
+}
+
+/// `v` as Go's encoder writes it in `style`; U+2028/U+2029 are always
+/// escaped, bytes that are not UTF-8 are U+FFFD.
+pub fn to_json_styled(v: &Value, style: JsonStyle) -> String {
     let Some(json) = json_at(v, 0, false) else {
         return String::new();
     };
-    let text = serde_json::to_string(&json).unwrap_or_default();
+    let text = match style {
+        JsonStyle::Indented => serde_json::to_string_pretty(&json),
+        JsonStyle::Compact | JsonStyle::Raw => serde_json::to_string(&json),
+    }
+    .unwrap_or_default();
+    let escape_html = style != JsonStyle::Raw;
     let mut out = String::with_capacity(text.len());
     gostr::for_each_rune(&text, |rune| {
         let Ok(c) = rune else {
@@ -111,9 +134,9 @@ pub fn to_json(v: &Value) -> String {
             return;
         };
         match c {
-            '<' => out.push_str("\\u003c"),
-            '>' => out.push_str("\\u003e"),
-            '&' => out.push_str("\\u0026"),
+            '<' if escape_html => out.push_str("\\u003c"),
+            '>' if escape_html => out.push_str("\\u003e"),
+            '&' if escape_html => out.push_str("\\u0026"),
             '\u{2028}' => out.push_str("\\u2028"),
             '\u{2029}' => out.push_str("\\u2029"),
             c => out.push(c),
@@ -145,6 +168,44 @@ pub fn json_for_yaml_readers(v: &serde_json::Value) -> String {
 
 fn refused_by_yaml_readers(c: char) -> bool {
     matches!(c as u32, 0x7f..=0x9f | 0xfeff | 0xfffe | 0xffff)
+}
+
+/// `fromToml`: a TOML document as a map (integers int64, floats float64,
+/// date-times as their text); the parser's message when it is not TOML.
+pub fn from_toml(text: &str) -> Result<Value, String> {
+    let table: toml::Table = toml::from_str(text).map_err(|e| {
+        let message = e.message().to_owned();
+        format!("toml: {message}")
+    })?;
+    Ok(from_toml_table(&table, 0))
+}
+
+fn from_toml_table(table: &toml::Table, depth: usize) -> Value {
+    let mut map = Map::new();
+    for (key, value) in table {
+        map.insert(key.clone(), from_toml_value(value, depth + 1));
+    }
+    Value::map(map)
+}
+
+fn from_toml_value(value: &toml::Value, depth: usize) -> Value {
+    if depth > crate::value::MAX_NESTING {
+        return Value::Nil;
+    }
+    match value {
+        toml::Value::String(s) => Value::str(s),
+        toml::Value::Integer(i) => Value::Int64(*i),
+        toml::Value::Float(f) => Value::Float(*f),
+        toml::Value::Boolean(b) => Value::Bool(*b),
+        toml::Value::Datetime(d) => Value::str(d.to_string()),
+        toml::Value::Array(items) => Value::list(
+            items
+                .iter()
+                .map(|item| from_toml_value(item, depth + 1))
+                .collect(),
+        ),
+        toml::Value::Table(table) => from_toml_table(table, depth),
+    }
 }
 
 /// `toToml`: a map as TOML (scalars first, then tables), as BurntSushi's

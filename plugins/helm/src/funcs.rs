@@ -137,6 +137,41 @@ pub const NAMES: &[&str] = &[
     "untilStep",
     "seq",
     "chunk",
+    "mustHas",
+    "mustInitial",
+    "mustPrepend",
+    "mustRest",
+    "mustReverse",
+    "mustSlice",
+    "mustUniq",
+    "mustWithout",
+    "mustCompact",
+    "mustChunk",
+    // more strings, encodings and paths
+    "trimall",
+    "hello",
+    "regexQuoteMeta",
+    "mustRegexFind",
+    "mustRegexFindAll",
+    "mustRegexReplaceAll",
+    "mustRegexReplaceAllLiteral",
+    "mustRegexSplit",
+    "sha512sum",
+    "toPrettyJson",
+    "mustToPrettyJson",
+    "toRawJson",
+    "mustToRawJson",
+    "mustFromJson",
+    "fromToml",
+    "mustToToml",
+    "add1f",
+    "biggest",
+    "osBase",
+    "osClean",
+    "osDir",
+    "osExt",
+    "osIsAbs",
+    "getHostByName",
     // dicts
     "dict",
     "get",
@@ -213,6 +248,16 @@ pub const NAMES: &[&str] = &[
 /// (`.Files.GetBytes`) passed to one is refused, as Go refuses it (use
 /// `toString`).
 const STRING_PARAMETERS: &[&str] = &[
+    "sha512sum",
+    "trimall",
+    "regexQuoteMeta",
+    "mustRegexFind",
+    "mustRegexFindAll",
+    "mustRegexReplaceAll",
+    "mustRegexReplaceAllLiteral",
+    "mustRegexSplit",
+    "mustFromJson",
+    "fromToml",
     "b64enc",
     "b64dec",
     "b32enc",
@@ -448,7 +493,7 @@ pub fn call(st: &mut State<'_>, name: &str, args: Vec<Value>, _pos: &Pos) -> R {
             }
             v
         }
-        "slice" => {
+        "slice" | "mustSlice" => {
             if a.is_empty() {
                 return Err("wrong number of args for slice: want at least 1 got 0".into());
             }
@@ -517,7 +562,10 @@ pub fn call(st: &mut State<'_>, name: &str, args: Vec<Value>, _pos: &Pos) -> R {
                 _ => o.is_ge(),
             })
         }
-        "html" | "js" | "urlquery" => Value::str(go_sprint(a)),
+        // Go's evalArgs: one string argument as it is, else fmt.Sprint.
+        "html" => Value::str(crate::goescape::html(&go_sprint(a))),
+        "js" => Value::str(crate::goescape::js(&go_sprint(a))),
+        "urlquery" => Value::str(crate::goescape::query(&go_sprint(a))),
         "call" => return Err("call is not supported: no function values in Helm charts".into()),
 
         // ---- Helm
@@ -568,12 +616,37 @@ pub fn call(st: &mut State<'_>, name: &str, args: Vec<Value>, _pos: &Pos) -> R {
             )]),
             Err(e) => Value::list(vec![Value::str(e.to_string())]),
         },
-        "toToml" => Value::str(convert::to_toml(&a.first().cloned().unwrap_or_default())),
+        "toToml" | "mustToToml" => {
+            Value::str(convert::to_toml(&a.first().cloned().unwrap_or_default()))
+        }
+        // Helm's: the error as the map's `Error` key.
+        "fromToml" => match convert::from_toml(&s(0)) {
+            Ok(v) => v,
+            Err(e) => error_map(&e),
+        },
+        "toPrettyJson" | "mustToPrettyJson" => {
+            arity(name, a, 1)?;
+            Value::str(convert::to_json_styled(&a[0], convert::JsonStyle::Indented))
+        }
+        "toRawJson" | "mustToRawJson" => {
+            arity(name, a, 1)?;
+            Value::str(convert::to_json_styled(&a[0], convert::JsonStyle::Raw))
+        }
+        // Sprig's (Helm replaces `fromJson`, not this one): any JSON value,
+        // an error when it is not JSON.
+        "mustFromJson" => match serde_json::from_str::<serde_json::Value>(&s(0)) {
+            Ok(v) => convert::from_json(&v),
+            Err(e) => return Err(FnError::Msg(e.to_string())),
+        },
+        // DNS is off in `helm template` (Helm's `--enable-dns` unset): "".
+        "getHostByName" => Value::str(""),
         "lookup" => Value::map(Map::new()),
 
         // ---- Sprig strings
         "trim" => Value::str(s(0).trim_matches(is_go_space)),
-        "trimAll" => Value::str(s(1).trim_matches(|c| s(0).contains(c))),
+        "trimAll" | "trimall" => Value::str(s(1).trim_matches(|c| s(0).contains(c))),
+        "hello" => Value::str("Hello!"),
+        "regexQuoteMeta" => Value::str(regex_lite::escape(&s(0))),
         "trimPrefix" => Value::str(s(1).strip_prefix(&s(0)).map_or(s(1), str::to_owned)),
         "trimSuffix" => Value::str(s(1).strip_suffix(&s(0)).map_or(s(1), str::to_owned)),
         // Go maps runes: each byte that is not UTF-8 becomes U+FFFD.
@@ -654,14 +727,16 @@ pub fn call(st: &mut State<'_>, name: &str, args: Vec<Value>, _pos: &Pos) -> R {
         }
         "splitList" => strings(s(1).split(&s(0)).map(str::to_owned).collect()),
         "regexMatch" | "mustRegexMatch" => Value::Bool(regex(&s(0))?.is_match(&s(1))),
-        "regexReplaceAll" => {
+        "regexReplaceAll" | "mustRegexReplaceAll" => {
             Value::str(regex(&s(0))?.replace_all(&s(1), go_expand(&s(2)).as_str()))
         }
-        "regexReplaceAllLiteral" => {
+        "regexReplaceAllLiteral" | "mustRegexReplaceAllLiteral" => {
             Value::str(regex(&s(0))?.replace_all(&s(1), regex_lite::NoExpand(&s(2))))
         }
-        "regexFind" => Value::str(regex(&s(0))?.find(&s(1)).map_or("", |m| m.as_str())),
-        "regexFindAll" => {
+        "regexFind" | "mustRegexFind" => {
+            Value::str(regex(&s(0))?.find(&s(1)).map_or("", |m| m.as_str()))
+        }
+        "regexFindAll" | "mustRegexFindAll" => {
             let n = to_i64(&a[2]);
             let re = regex(&s(0))?;
             let text = s(1);
@@ -672,10 +747,13 @@ pub fn call(st: &mut State<'_>, name: &str, args: Vec<Value>, _pos: &Pos) -> R {
                 all.into_iter().take(n as usize).collect()
             })
         }
-        "regexSplit" => {
+        "regexSplit" | "mustRegexSplit" => {
             let re = regex(&s(0))?;
-            let text = s(1);
-            strings(re.split(&text).map(str::to_owned).collect())
+            match to_i64(&a[2]) {
+                // Go's nil []string (`toJson` prints null).
+                0 => Value::Nil,
+                n => strings(go_regex_split(&re, &s(1), n)),
+            }
         }
         // The bytes of Go strings, including those that are not UTF-8.
         "b64enc" => Value::str(
@@ -687,7 +765,8 @@ pub fn call(st: &mut State<'_>, name: &str, args: Vec<Value>, _pos: &Pos) -> R {
         },
         "b32enc" => Value::str(base32(&crate::gostr::to_bytes(&s(0)))),
         "sha256sum" => Value::str(hex(&sha2::Sha256::digest(crate::gostr::to_bytes(&s(0))))),
-        "sha1sum" => return Err("sha1sum is not supported yet".into()),
+        "sha1sum" => Value::str(hex(&sha1::Sha1::digest(crate::gostr::to_bytes(&s(0))))),
+        "sha512sum" => Value::str(hex(&sha2::Sha512::digest(crate::gostr::to_bytes(&s(0))))),
         "adler32sum" => Value::str(adler32(&crate::gostr::to_bytes(&s(0))).to_string()),
         "repeat" => {
             arity(name, a, 2)?;
@@ -810,20 +889,20 @@ pub fn call(st: &mut State<'_>, name: &str, args: Vec<Value>, _pos: &Pos) -> R {
             l.push(a[1].clone());
             Value::list(l)
         }
-        "prepend" => {
+        "prepend" | "mustPrepend" => {
             let mut l = list_of(&a[0])?;
             l.insert(0, a[1].clone());
             Value::list(l)
         }
         "first" | "mustFirst" => list_of(&a[0])?.first().cloned().unwrap_or_default(),
         "last" | "mustLast" => list_of(&a[0])?.last().cloned().unwrap_or_default(),
-        "rest" => Value::list(list_of(&a[0])?.into_iter().skip(1).collect()),
-        "initial" => {
+        "rest" | "mustRest" => Value::list(list_of(&a[0])?.into_iter().skip(1).collect()),
+        "initial" | "mustInitial" => {
             let mut l = list_of(&a[0])?;
             l.pop();
             Value::list(l)
         }
-        "uniq" => {
+        "uniq" | "mustUniq" => {
             let mut out: Vec<Value> = Vec::new();
             for v in list_of(&a[0])? {
                 if !out.iter().any(|x| deep_equal(x, &v)) {
@@ -832,8 +911,8 @@ pub fn call(st: &mut State<'_>, name: &str, args: Vec<Value>, _pos: &Pos) -> R {
             }
             Value::list(out)
         }
-        "has" => Value::Bool(list_of(&a[1])?.iter().any(|x| deep_equal(x, &a[0]))),
-        "without" => {
+        "has" | "mustHas" => Value::Bool(list_of(&a[1])?.iter().any(|x| deep_equal(x, &a[0]))),
+        "without" | "mustWithout" => {
             let l = list_of(&a[0])?;
             Value::list(
                 l.into_iter()
@@ -841,7 +920,9 @@ pub fn call(st: &mut State<'_>, name: &str, args: Vec<Value>, _pos: &Pos) -> R {
                     .collect(),
             )
         }
-        "compact" => Value::list(list_of(&a[0])?.into_iter().filter(|v| !empty(v)).collect()),
+        "compact" | "mustCompact" => {
+            Value::list(list_of(&a[0])?.into_iter().filter(|v| !empty(v)).collect())
+        }
         "concat" => {
             let mut out = Vec::new();
             for l in a {
@@ -849,7 +930,7 @@ pub fn call(st: &mut State<'_>, name: &str, args: Vec<Value>, _pos: &Pos) -> R {
             }
             Value::list(out)
         }
-        "reverse" => Value::list(list_of(&a[0])?.into_iter().rev().collect()),
+        "reverse" | "mustReverse" => Value::list(list_of(&a[0])?.into_iter().rev().collect()),
         "sortAlpha" => {
             let mut l: Vec<String> = list_of(&a[0])?.iter().map(strval).collect();
             l.sort();
@@ -896,7 +977,7 @@ pub fn call(st: &mut State<'_>, name: &str, args: Vec<Value>, _pos: &Pos) -> R {
             }
             Value::str(out.join(" "))
         }
-        "chunk" => {
+        "chunk" | "mustChunk" => {
             let size = to_i64(&a[0]).max(1) as usize;
             Value::list(
                 list_of(&a[1])?
@@ -1004,6 +1085,7 @@ pub fn call(st: &mut State<'_>, name: &str, args: Vec<Value>, _pos: &Pos) -> R {
 
         // ---- math (int64, as Sprig's cast does)
         "add" => Value::Int64(a.iter().map(to_i64).fold(0i64, i64::wrapping_add)),
+        "add1f" => Value::Float(to_f64(&a[0]) + 1.0),
         "add1" => Value::Int64(to_i64(&a[0]).wrapping_add(1)),
         "sub" => Value::Int64(to_i64(&a[0]).wrapping_sub(to_i64(&a[1]))),
         "mul" => Value::Int64(a.iter().map(to_i64).fold(1i64, i64::wrapping_mul)),
@@ -1018,7 +1100,7 @@ pub fn call(st: &mut State<'_>, name: &str, args: Vec<Value>, _pos: &Pos) -> R {
                 to_i64(&a[0]).wrapping_rem(d)
             })
         }
-        "max" => Value::Int64(a.iter().map(to_i64).max().unwrap_or(0)),
+        "max" | "biggest" => Value::Int64(a.iter().map(to_i64).max().unwrap_or(0)),
         "min" => Value::Int64(a.iter().map(to_i64).min().unwrap_or(0)),
         "addf" => Value::Float(a.iter().map(to_f64).sum()),
         "subf" => Value::Float(a[1..].iter().map(to_f64).fold(to_f64(&a[0]), |x, y| x - y)),
@@ -1069,14 +1151,12 @@ pub fn call(st: &mut State<'_>, name: &str, args: Vec<Value>, _pos: &Pos) -> R {
         }
 
         // ---- paths
-        "base" => Value::str(path_base(&s(0))),
-        "dir" => Value::str(path_dir(&s(0))),
-        "ext" => {
-            let b = path_base(&s(0));
-            Value::str(b.rfind('.').map_or("", |i| &b[i..]))
-        }
-        "clean" => Value::str(s(0)),
-        "isAbs" => Value::Bool(s(0).starts_with('/')),
+        // Go's `path`, and `path/filepath` on Linux (the same).
+        "base" | "osBase" => Value::str(crate::gopath::base(&s(0))),
+        "dir" | "osDir" => Value::str(crate::gopath::dir(&s(0))),
+        "ext" | "osExt" => Value::str(crate::gopath::ext(&s(0))),
+        "clean" | "osClean" => Value::str(crate::gopath::clean(&s(0))),
+        "isAbs" | "osIsAbs" => Value::Bool(crate::gopath::is_abs(&s(0))),
         "urlParse" => return Err("urlParse is not supported yet".into()),
 
         // ---- random, deterministic
@@ -1299,6 +1379,33 @@ fn case_words(s: &str) -> Vec<String> {
     words
 }
 
+/// Go's `Regexp.Split(s, n)`: at most `n` pieces (all when `n < 0`, none
+/// when `n == 0`); an empty match at the start splits nothing off.
+fn go_regex_split(re: &regex_lite::Regex, text: &str, n: i64) -> Vec<String> {
+    if n == 0 {
+        return Vec::new();
+    }
+    if !re.as_str().is_empty() && text.is_empty() {
+        return vec![String::new()];
+    }
+    let mut out = Vec::new();
+    let (mut begin, mut end) = (0, 0);
+    for m in re.find_iter(text) {
+        if n > 0 && out.len() as i64 == n - 1 {
+            break;
+        }
+        end = m.start();
+        if m.end() != 0 {
+            out.push(text[begin..end].to_owned());
+        }
+        begin = m.end();
+    }
+    if end != text.len() {
+        out.push(text[begin..].to_owned());
+    }
+    out
+}
+
 fn regex(pattern: &str) -> Result<regex_lite::Regex, FnError> {
     regex_lite::Regex::new(pattern).map_err(|e| FnError::Msg(format!("error parsing regexp: {e}")))
 }
@@ -1343,25 +1450,6 @@ fn adler32(data: &[u8]) -> u32 {
         b = (b + a) % 65521;
     }
     (b << 16) | a
-}
-
-fn path_base(p: &str) -> String {
-    if p.is_empty() {
-        return ".".into();
-    }
-    let t = p.trim_end_matches('/');
-    if t.is_empty() {
-        return "/".into();
-    }
-    t.rsplit('/').next().unwrap_or(t).to_owned()
-}
-
-fn path_dir(p: &str) -> String {
-    match p.rfind('/') {
-        Some(0) => "/".into(),
-        Some(i) => p[..i].to_owned(),
-        None => ".".into(),
-    }
 }
 
 /// A small deterministic generator (SplitMix64) for the random functions.
