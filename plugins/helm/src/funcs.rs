@@ -83,6 +83,7 @@ pub const NAMES: &[&str] = &[
     "b64enc",
     "b64dec",
     "b32enc",
+    "b32dec",
     "sha256sum",
     "sha1sum",
     "adler32sum",
@@ -90,9 +91,11 @@ pub const NAMES: &[&str] = &[
     "substr",
     "nospace",
     "abbrev",
+    "abbrevboth",
     "initials",
     "cat",
     "wrap",
+    "wrapWith",
     "snakecase",
     "camelcase",
     "kebabcase",
@@ -337,8 +340,8 @@ pub fn to_i64(v: &Value) -> i64 {
         Value::Float(f) => *f as i64,
         Value::Bool(b) => i64::from(*b),
         Value::Str(s) => {
-            let t = s.trim();
-            let t = t.strip_suffix(".0").unwrap_or(t);
+            // cast.ToInt64: no spaces; a zero decimal part dropped.
+            let t = s.strip_suffix(".0").unwrap_or(s);
             crate::strvals::parse_go_int(t).unwrap_or(0)
         }
         _ => 0,
@@ -351,7 +354,7 @@ pub fn to_f64(v: &Value) -> f64 {
         Value::Int(i) | Value::Int64(i) => *i as f64,
         Value::Float(f) => *f,
         Value::Bool(b) => f64::from(u8::from(*b)),
-        Value::Str(s) => s.trim().parse().unwrap_or(0.0),
+        Value::Str(s) => s.parse().unwrap_or(0.0),
         _ => 0.0,
     }
 }
@@ -650,8 +653,18 @@ pub fn call(st: &mut State<'_>, name: &str, args: Vec<Value>, _pos: &Pos) -> R {
         "trimPrefix" => Value::str(s(1).strip_prefix(&s(0)).map_or(s(1), str::to_owned)),
         "trimSuffix" => Value::str(s(1).strip_suffix(&s(0)).map_or(s(1), str::to_owned)),
         // Go maps runes: each byte that is not UTF-8 becomes U+FFFD.
-        "upper" => Value::str(crate::gostr::lossy(&s(0)).to_uppercase()),
-        "lower" => Value::str(crate::gostr::lossy(&s(0)).to_lowercase()),
+        "upper" => Value::str(
+            crate::gostr::lossy(&s(0))
+                .chars()
+                .map(go_upper_rune)
+                .collect::<String>(),
+        ),
+        "lower" => Value::str(
+            crate::gostr::lossy(&s(0))
+                .chars()
+                .map(go_lower_rune)
+                .collect::<String>(),
+        ),
         "title" => Value::str(title(&s(0))),
         "untitle" => Value::str(untitle(&s(0))),
         "quote" | "squote" => {
@@ -703,12 +716,7 @@ pub fn call(st: &mut State<'_>, name: &str, args: Vec<Value>, _pos: &Pos) -> R {
         }
         "join" => {
             arity(name, a, 2)?;
-            let items: Vec<String> = match &a[1] {
-                Value::List(l) | Value::Strings(l) => l.iter().map(strval).collect(),
-                Value::Nil => Vec::new(),
-                other => vec![strval(other)],
-            };
-            Value::str(items.join(&s(0)))
+            Value::str(str_slice(&a[1]).join(&s(0)))
         }
         "split" => {
             let mut m = Map::new();
@@ -761,7 +769,14 @@ pub fn call(st: &mut State<'_>, name: &str, args: Vec<Value>, _pos: &Pos) -> R {
         ),
         "b64dec" => match base64::engine::general_purpose::STANDARD.decode(s(0)) {
             Ok(b) => Value::str(crate::gostr::from_bytes(&b)),
-            Err(e) => Value::str(e.to_string()),
+            Err(e) => Value::str(format!(
+                "illegal base64 data at input byte {}",
+                base64_error_offset(&e, s(0).len())
+            )),
+        },
+        "b32dec" => match base32_decode(&crate::gostr::to_bytes(&s(0))) {
+            Ok(b) => Value::str(crate::gostr::from_bytes(&b)),
+            Err(at) => Value::str(format!("illegal base32 data at input byte {at}")),
         },
         "b32enc" => Value::str(base32(&crate::gostr::to_bytes(&s(0)))),
         "sha256sum" => Value::str(hex(&sha2::Sha256::digest(crate::gostr::to_bytes(&s(0))))),
@@ -797,12 +812,21 @@ pub fn call(st: &mut State<'_>, name: &str, args: Vec<Value>, _pos: &Pos) -> R {
                 .collect::<String>(),
         ),
         "abbrev" => {
-            let n = to_i64(&a[0]).max(0) as usize;
+            let width = to_i64(&a[0]);
             let t = s(1);
-            Value::str(if n < 4 || t.len() <= n {
+            Value::str(if width < 4 {
                 t
             } else {
-                format!("{}...", &t[..n - 3])
+                abbreviate(&t, 0, width).unwrap_or_default()
+            })
+        }
+        "abbrevboth" => {
+            let (left, right) = (to_i64(&a[0]), to_i64(&a[1]));
+            let t = s(2);
+            Value::str(if right < 4 || left > 0 && right < 7 {
+                t
+            } else {
+                abbreviate(&t, left, right).unwrap_or_default()
             })
         }
         "initials" => Value::str(
@@ -818,39 +842,31 @@ pub fn call(st: &mut State<'_>, name: &str, args: Vec<Value>, _pos: &Pos) -> R {
                 .collect();
             Value::str(parts.join(" "))
         }
-        "snakecase" => Value::str(case_words(&s(0)).join("_")),
-        "kebabcase" => Value::str(case_words(&s(0)).join("-")),
-        "camelcase" => Value::str(
-            s(0).split('_')
-                .map(|w| {
-                    let mut c = w.chars();
-                    c.next()
-                        .map_or(String::new(), |f| f.to_uppercase().chain(c).collect())
-                })
-                .collect::<String>(),
-        ),
+        "snakecase" => Value::str(crate::xcase::to_lower_case(&s(0), '_')),
+        "kebabcase" => Value::str(crate::xcase::to_lower_case(&s(0), '-')),
+        "camelcase" => Value::str(crate::xcase::to_camel_case(&s(0))),
         "swapcase" => Value::str(
             s(0).chars()
                 .map(|c| {
-                    if c.is_uppercase() {
-                        c.to_lowercase().next().unwrap_or(c)
+                    if c.is_uppercase()
+                        || matches!(c, '\u{1C5}' | '\u{1C8}' | '\u{1CB}' | '\u{1F2}')
+                    {
+                        go_lower_rune(c)
+                    } else if c.is_lowercase() {
+                        go_upper_rune(c)
                     } else {
-                        c.to_uppercase().next().unwrap_or(c)
+                        c
                     }
                 })
                 .collect::<String>(),
         ),
         "plural" => Value::str(if to_i64(&a[2]) == 1 { s(0) } else { s(1) }),
-        "wrap" => Value::str(s(1)),
+        "wrap" => Value::str(word_wrap(&s(1), to_i64(&a[0]), "", false)),
+        "wrapWith" => Value::str(word_wrap(&s(2), to_i64(&a[0]), &s(1), true)),
         "toString" => Value::str(s(0)),
-        "toStrings" => strings(
-            list_of(&a[0])
-                .unwrap_or_else(|_| vec![a[0].clone()])
-                .iter()
-                .map(strval)
-                .collect(),
-        ),
-        "atoi" => Value::Int(s(0).trim().parse().unwrap_or(0)),
+        "toStrings" => strings(str_slice(&a[0])),
+        // strconv.Atoi: no spaces, no base prefix.
+        "atoi" => Value::Int(s(0).parse().unwrap_or(0)),
         "int" => Value::Int(to_i64(&a[0])),
         "int64" => Value::Int64(to_i64(&a[0])),
         "float64" => Value::Float(to_f64(&a[0])),
@@ -1327,18 +1343,87 @@ fn is_go_space(c: char) -> bool {
     c.is_whitespace()
 }
 
+/// Go's `strings.Title`: the first rune after a separator title-cased
+/// (ASCII letters, digits and `_` are not separators; beyond ASCII,
+/// letters and digits are not, spaces are, the rest are not).
 fn title(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    let mut prev_letter = false;
-    for c in s.chars() {
-        if !prev_letter && c.is_alphabetic() {
-            out.extend(c.to_uppercase());
+    let separator = |c: char| {
+        if c.is_ascii() {
+            !(c.is_ascii_alphanumeric() || c == '_')
+        } else if c.is_alphabetic() || c.is_numeric() {
+            false
         } else {
-            out.push(c);
+            c.is_whitespace()
         }
-        prev_letter = !(c.is_whitespace() || c == '-' || c == '_' || c == '.' || c == '/');
+    };
+    let mut prev = ' ';
+    s.chars()
+        .map(|c| {
+            let out = if separator(prev) { go_title_rune(c) } else { c };
+            prev = c;
+            out
+        })
+        .collect()
+}
+
+/// Go's `unicode.ToUpper` (simple case mapping: one rune for one rune; a
+/// rune whose upper case is several stays).
+pub fn go_upper_rune(c: char) -> char {
+    let mut upper = c.to_uppercase();
+    match (upper.next(), upper.next()) {
+        (Some(u), None) => u,
+        _ => c,
     }
-    out
+}
+
+/// Go's `unicode.ToLower` (simple case mapping).
+pub fn go_lower_rune(c: char) -> char {
+    if c == '\u{130}' {
+        return 'i';
+    }
+    let mut lower = c.to_lowercase();
+    match (lower.next(), lower.next()) {
+        (Some(l), None) => l,
+        _ => c,
+    }
+}
+
+/// Go's `unicode.ToTitle`: upper case, except the digraphs that have a
+/// title case of their own.
+pub fn go_title_rune(c: char) -> char {
+    match c {
+        '\u{1C4}'..='\u{1C6}' => '\u{1C5}',
+        '\u{1C7}'..='\u{1C9}' => '\u{1C8}',
+        '\u{1CA}'..='\u{1CC}' => '\u{1CB}',
+        '\u{1F1}'..='\u{1F3}' => '\u{1F2}',
+        c => go_upper_rune(c),
+    }
+}
+
+/// Sprig's `strslice`: a list's items as strings, nils left out; another
+/// value as one string; nil as none.
+fn str_slice(v: &Value) -> Vec<String> {
+    match v {
+        Value::List(l) | Value::Strings(l) => l
+            .iter()
+            .filter(|x| !matches!(x, Value::Nil))
+            .map(strval)
+            .collect(),
+        Value::Nil => Vec::new(),
+        other => vec![strval(other)],
+    }
+}
+
+/// Where Go's base64 decoder reports the first error.
+fn base64_error_offset(error: &base64::DecodeError, len: usize) -> usize {
+    match error {
+        base64::DecodeError::InvalidByte(at, _) | base64::DecodeError::InvalidLastSymbol(at, _) => {
+            *at
+        }
+        // Go reports the start of the incomplete quantum.
+        base64::DecodeError::InvalidLength(_) => len / 4 * 4,
+        base64::DecodeError::InvalidPadding => len,
+    }
 }
 
 fn untitle(s: &str) -> String {
@@ -1355,28 +1440,86 @@ fn untitle(s: &str) -> String {
     out
 }
 
-fn case_words(s: &str) -> Vec<String> {
-    let mut words = Vec::new();
-    let mut cur = String::new();
-    let mut prev_lower = false;
-    for c in s.chars() {
-        if c == '_' || c == '-' || c.is_whitespace() {
-            if !cur.is_empty() {
-                words.push(std::mem::take(&mut cur));
-            }
-            prev_lower = false;
+/// goutils' `AbbreviateFull` (Sprig's `abbrev`, `abbrevboth`), on bytes as
+/// Go slices strings: `None` where it returns an error (width too small).
+fn abbreviate(text: &str, offset: i64, width: i64) -> Option<String> {
+    let b = crate::gostr::to_bytes(text);
+    let len = b.len() as i64;
+    if b.is_empty() {
+        return Some(String::new());
+    }
+    if width < 4 {
+        return None;
+    }
+    if len <= width {
+        return Some(text.to_owned());
+    }
+    let mut offset = offset.min(len);
+    if len - offset < width - 3 {
+        offset = len - (width - 3);
+    }
+    let cut =
+        |from: i64, to: i64| crate::gostr::from_bytes(&b[from as usize..to as usize]).into_owned();
+    if offset <= 4 {
+        return Some(format!("{}...", cut(0, width - 3)));
+    }
+    if width < 7 {
+        return None;
+    }
+    if offset + width - 3 < len {
+        let rest = cut(offset, len);
+        return Some(format!("...{}", abbreviate(&rest, 0, width - 3)?));
+    }
+    Some(format!("...{}", cut(len - (width - 3), len)))
+}
+
+/// goutils' `WrapCustom` (Sprig's `wrap`, `wrapWith`): breaks at the last
+/// space within `width` bytes; a longer word is cut (`wrap_long`) or left
+/// whole; spaces starting a line are dropped.
+fn word_wrap(text: &str, width: i64, newline: &str, wrap_long: bool) -> String {
+    let b = crate::gostr::to_bytes(text);
+    if b.is_empty() {
+        return String::new();
+    }
+    let newline = if newline.is_empty() {
+        b"\n".to_vec()
+    } else {
+        crate::gostr::to_bytes(newline).into_owned()
+    };
+    let width = width.max(1) as usize;
+    let mut out: Vec<u8> = Vec::with_capacity(b.len() + b.len() / width * newline.len());
+    let mut offset = 0;
+    while b.len() - offset > width {
+        if b[offset] == b' ' {
+            offset += 1;
             continue;
         }
-        if c.is_uppercase() && prev_lower && !cur.is_empty() {
-            words.push(std::mem::take(&mut cur));
+        let end = width + offset + 1;
+        if let Some(space) = b[offset..end].iter().rposition(|&c| c == b' ') {
+            out.extend_from_slice(&b[offset..offset + space]);
+            out.extend_from_slice(&newline);
+            offset += space + 1;
+        } else if wrap_long {
+            out.extend_from_slice(&b[offset..offset + width]);
+            out.extend_from_slice(&newline);
+            offset += width;
+        } else {
+            let end = width + offset;
+            match b[end..].iter().position(|&c| c == b' ') {
+                None => {
+                    out.extend_from_slice(&b[offset..]);
+                    offset = b.len();
+                }
+                Some(i) => {
+                    out.extend_from_slice(&b[offset..end + i]);
+                    out.extend_from_slice(&newline);
+                    offset = end + i + 1;
+                }
+            }
         }
-        prev_lower = c.is_lowercase() || c.is_ascii_digit();
-        cur.extend(c.to_lowercase());
     }
-    if !cur.is_empty() {
-        words.push(cur);
-    }
-    words
+    out.extend_from_slice(&b[offset..]);
+    crate::gostr::from_bytes(&out).into_owned()
 }
 
 /// Go's `Regexp.Split(s, n)`: at most `n` pieces (all when `n < 0`, none
@@ -1441,6 +1584,56 @@ fn base32(data: &[u8]) -> String {
         }
     }
     out
+}
+
+/// Go's `base32.StdEncoding.DecodeString`: padded blocks of eight
+/// (newlines skipped); `Err` is the offset of the first illegal byte.
+fn base32_decode(text: &[u8]) -> Result<Vec<u8>, usize> {
+    let symbols: Vec<(usize, u8)> = text
+        .iter()
+        .copied()
+        .enumerate()
+        .filter(|(_, c)| *c != b'\r' && *c != b'\n')
+        .collect();
+    let mut out = Vec::with_capacity(symbols.len() * 5 / 8);
+    for block in symbols.chunks(8) {
+        if block.len() < 8 {
+            // An illegal byte first, else the incomplete block's start.
+            let illegal = block
+                .iter()
+                .find(|(_, c)| !matches!(c, b'A'..=b'Z' | b'2'..=b'7' | b'='));
+            return Err(illegal.map_or(block[0].0, |(at, _)| *at));
+        }
+        let mut bits = 0u64;
+        let mut data = 0;
+        for (i, &(at, c)) in block.iter().enumerate() {
+            let v = match c {
+                b'A'..=b'Z' => c - b'A',
+                b'2'..=b'7' => c - b'2' + 26,
+                b'=' if i >= 2 && block[i..].iter().all(|(_, c)| *c == b'=') => break,
+                _ => return Err(at),
+            };
+            bits = (bits << 5) | u64::from(v);
+            data += 1;
+        }
+        let bytes = match data {
+            8 => 5,
+            7 => 4,
+            5 => 3,
+            4 => 2,
+            2 => 1,
+            _ => return Err(block[data].0),
+        };
+        bits <<= 5 * (8 - data);
+        for i in 0..bytes {
+            out.push((bits >> (32 - 8 * i)) as u8);
+        }
+        if data < 8 {
+            // Padding ends the data.
+            break;
+        }
+    }
+    Ok(out)
 }
 
 fn adler32(data: &[u8]) -> u32 {

@@ -31,6 +31,7 @@ pub mod semver;
 pub mod split;
 pub mod strvals;
 pub mod value;
+pub mod xcase;
 pub mod yaml11;
 
 #[cfg(target_arch = "wasm32")]
