@@ -385,7 +385,8 @@ async fn an_argo_cd_style_oci_chart_syncs_through_the_render_server() {
 /// A chart `name` at `version` depending on `dependencies` (name, version,
 /// repository URL), none vendored.
 fn parent(name: &str, version: &str, dependencies: &[(String, &str, String)]) -> Vec<u8> {
-    let mut chart_yaml = format!("apiVersion: v2\nname: {name}\nversion: {version}\ndependencies:\n");
+    let mut chart_yaml =
+        format!("apiVersion: v2\nname: {name}\nversion: {version}\ndependencies:\n");
     for (dependency, version, repository) in dependencies {
         chart_yaml.push_str(&format!(
             "- name: {dependency}\n  version: \"{version}\"\n  repository: \"{repository}\"\n"
@@ -498,7 +499,13 @@ async fn a_dependency_in_another_private_repository_gets_its_own_credentials_and
     // with its own credentials.
     synced(&cluster, "app", "1.2.0").await;
     let lib_object = cluster
-        .get("v1", "ConfigMap", "configmaps", Some("guestbook"), "app-lib")
+        .get(
+            "v1",
+            "ConfigMap",
+            "configmaps",
+            Some("guestbook"),
+            "app-lib",
+        )
         .await
         .unwrap();
     assert_eq!(lib_object["data"]["from"], "library", "{lib_object}");

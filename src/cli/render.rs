@@ -38,8 +38,11 @@ Examples:
       --plugin plugins/dist/helm.wasm --param releaseName=web --param set=replicas=3
   kiln render --chart oci://registry.example.com/charts/web --version 1.2.3 \\
       --plugin plugins/dist/helm.wasm
+  kiln render --chart web --repo registry.example.com/charts --enable-oci --version 1.2.3 \\
+      --plugin plugins/dist/helm.wasm
 
-With --chart, --repo is the Helm repository (or oci://REGISTRY/PATH) and the chart's
+With --chart, --repo is the Helm repository (or oci://REGISTRY/PATH, or REGISTRY/PATH with
+--enable-oci as Argo CD writes it) and the chart's
 files are the source the plugin reads; dependencies that Chart.yaml declares but
 charts/ does not vendor are fetched too.
 

@@ -1,0 +1,235 @@
+//! Which repositories a chart's dependencies may be fetched from, and with
+//! whose credentials.
+//!
+//! A chart names its dependencies' repositories itself, so each is checked
+//! against the Application's project (`sourceRepos`, as the chart's own
+//! repository is) before anything is sent to it; a repository outside it is
+//! refused with a condition naming the chart, the dependency and the URL.
+//! (Argo CD sends its repo-server the Helm repositories and credentials
+//! that `sourceRepos` permits, so a dependency elsewhere gets no
+//! credentials; Kiln refuses it outright.)
+//!
+//! - In this process the project is the fetch's gate ([`for_project`]) and
+//!   the credentials are the repository Secrets'.
+//! - A render server holds no Secrets: a request grants the dependency
+//!   repositories the controller checked, each with its own credentials
+//!   ([`requested`]), and the server answers any other it meets with
+//!   [`REPOSITORIES_NEEDED`] instead of fetching it. The controller then
+//!   checks those against the project, adds them with their Secrets'
+//!   credentials and asks again ([`grant`]), a bounded number of times.
+//!   A repository's credentials thus go to the render server only for a
+//!   chart that depends on it, and only to that repository.
+
+use std::collections::{BTreeSet, HashMap};
+use std::sync::Arc;
+
+use super::compare::Stop;
+use super::project::Project;
+use super::secrets::ControllerSecrets;
+use crate::artifact::RegistryCredentials;
+use crate::render::remote::{
+    ChartSourceRef, GrantedRepository, REPOSITORIES_NEEDED, RenderRequest, WireCredentials,
+};
+use crate::source::git::{CredentialProvider, Credentials, RepoUrl};
+use crate::source::helm::fetch::index_key;
+use crate::source::helm::{
+    Admission, AllowAll, ChartAccess, ChartRef, NeededRepository, RepositoryGate,
+};
+
+/// Requests a render server may be sent for one chart render: the first,
+/// and one more for each level of dependencies whose repositories it asks
+/// for, that is one more than
+/// [`crate::source::helm::DEFAULT_MAX_DEPENDENCY_DEPTH`] (9): deeper
+/// dependencies are refused by the server anyway.
+pub const MAX_GRANT_ROUNDS: usize = crate::source::helm::DEFAULT_MAX_DEPENDENCY_DEPTH + 1;
+
+/// Dependency repositories one chart render may be granted: 32.
+pub const MAX_GRANTED_REPOSITORIES: usize = 32;
+
+/// The project as a fetch's gate: a dependency repository outside
+/// `sourceRepos` is refused.
+#[derive(Debug)]
+struct ProjectGate(Project);
+
+impl RepositoryGate for ProjectGate {
+    fn admit(&self, repository: &str) -> Admission {
+        match self.0.admit_dependency_repository(repository) {
+            Ok(()) => Admission::Allowed,
+            Err(violation) => Admission::Refused(violation.to_string()),
+        }
+    }
+}
+
+/// The chart access of a render in this process: dependency repositories
+/// held to `project`'s `sourceRepos`, credentials from the fetcher's
+/// provider (the repository Secrets).
+pub fn for_project(project: &Project) -> ChartAccess {
+    ChartAccess {
+        credentials: None,
+        gate: Arc::new(ProjectGate(project.clone())),
+    }
+}
+
+/// The repositories a request granted; any other is left to the
+/// controller.
+#[derive(Debug)]
+struct Granted(BTreeSet<String>);
+
+impl RepositoryGate for Granted {
+    fn admit(&self, repository: &str) -> Admission {
+        if self.0.contains(repository.trim_end_matches('/')) {
+            Admission::Allowed
+        } else {
+            Admission::Unknown
+        }
+    }
+}
+
+/// Helm repository credentials of one request, by `index.yaml` URL.
+#[derive(Debug, Default)]
+struct Scoped(HashMap<String, Credentials>);
+
+impl CredentialProvider for Scoped {
+    fn credentials(&self, url: &RepoUrl) -> Option<Credentials> {
+        self.0.get(&url.to_string()).cloned()
+    }
+}
+
+/// A render server's chart access for one request: the chart's own
+/// repository's credentials and those of the granted dependency
+/// repositories (Helm repositories' by their `index.yaml` URL; OCI
+/// registries' in the returned registry credentials), for this request
+/// only. A request without `dependencyRepositories` (an older
+/// controller) lets dependencies be fetched without credentials, as
+/// before.
+pub fn requested(
+    reference: &ChartRef,
+    chart: &ChartSourceRef,
+) -> (ChartAccess, RegistryCredentials) {
+    let mut helm = HashMap::new();
+    let mut registry = RegistryCredentials::none();
+    let mut keep = |url: &str, credentials: &Option<WireCredentials>| {
+        let Some(credentials) = credentials else {
+            return;
+        };
+        match (url.strip_prefix("oci://"), credentials) {
+            (Some(path), WireCredentials::Basic { username, password }) => {
+                let host = path.split('/').next().unwrap_or(path);
+                registry.merge(RegistryCredentials::basic(host, username, &password.0));
+            }
+            (Some(_), _) => {}
+            (None, credentials) => {
+                if let Some(key) = index_key(url) {
+                    helm.insert(key.to_string(), credentials.clone().into());
+                }
+            }
+        }
+    };
+    if let ChartRef::Repo { repo, .. } = reference {
+        keep(repo, &chart.credentials);
+    }
+    let gate: Arc<dyn RepositoryGate> = match &chart.dependency_repositories {
+        None => Arc::new(AllowAll),
+        Some(granted) => {
+            for repository in granted {
+                keep(&repository.url, &repository.credentials);
+            }
+            Arc::new(Granted(
+                granted
+                    .iter()
+                    .map(|g| g.url.trim_end_matches('/').to_owned())
+                    .collect(),
+            ))
+        }
+    };
+    let access = ChartAccess {
+        credentials: Some(Arc::new(Scoped(helm))),
+        gate,
+    };
+    (access, registry)
+}
+
+/// The credentials of dependency repository `url` (`https://…` or
+/// `oci://…`) from the repository Secrets: basic credentials only.
+fn credentials_of(secrets: &ControllerSecrets, url: &str) -> Option<WireCredentials> {
+    let credentials = match url.strip_prefix("oci://") {
+        Some(path) => secrets.helm_repository(path).and_then(|r| r.credentials),
+        None => index_key(url).and_then(|key| secrets.repo_credentials().credentials(&key)),
+    };
+    match credentials? {
+        c @ Credentials::Basic { .. } => Some(c.into()),
+        _ => None,
+    }
+}
+
+/// After a render server's answer `stop`: if it asks for dependency
+/// repositories (and `round`, counted from 0, may have a successor), checks
+/// each against `project`, adds it to `request` with its credentials and
+/// returns `Ok` (ask again); otherwise the stop to record.
+pub fn grant(
+    project: &Project,
+    secrets: &ControllerSecrets,
+    request: &mut RenderRequest,
+    stop: Stop,
+    round: usize,
+) -> Result<(), Stop> {
+    let Some(chart) = request.chart.as_mut() else {
+        return Err(stop);
+    };
+    if stop.reason != REPOSITORIES_NEEDED || stop.repositories_needed.is_empty() {
+        return Err(stop);
+    }
+    let granted = chart.dependency_repositories.get_or_insert_with(Vec::new);
+    if round + 1 >= MAX_GRANT_ROUNDS {
+        return Err(Stop::new(
+            "ComparisonError",
+            "TooManyDependencyRounds",
+            format!(
+                "chart {}: its dependencies still name new repositories after {MAX_GRANT_ROUNDS} requests to the render server: {}",
+                chart.chart,
+                list(&stop.repositories_needed)
+            ),
+        ));
+    }
+    let wanted: BTreeSet<&NeededRepository> = stop.repositories_needed.iter().collect();
+    for needed in wanted {
+        if let Err(violation) = project.admit_dependency_repository(&needed.url) {
+            return Err(Stop::new(
+                "ProjectViolation",
+                "DependencyRepositoryNotPermitted",
+                format!("{needed}: {violation}"),
+            ));
+        }
+        let url = needed.url.trim_end_matches('/');
+        if granted.iter().any(|g| g.url == url) {
+            return Err(Stop::new(
+                "ComparisonError",
+                "RenderServerFailed",
+                format!("{needed}: the render server asks again for a repository it was granted"),
+            ));
+        }
+        if granted.len() >= MAX_GRANTED_REPOSITORIES {
+            return Err(Stop::new(
+                "ComparisonError",
+                "TooManyDependencyRepositories",
+                format!(
+                    "chart {}: its dependencies name more than {MAX_GRANTED_REPOSITORIES} repositories (at {needed})",
+                    chart.chart
+                ),
+            ));
+        }
+        granted.push(GrantedRepository {
+            url: url.to_owned(),
+            credentials: credentials_of(secrets, url),
+        });
+    }
+    Ok(())
+}
+
+fn list(needed: &[NeededRepository]) -> String {
+    needed
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join("; ")
+}
