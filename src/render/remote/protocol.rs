@@ -349,7 +349,11 @@ pub struct RenderFailure {
     /// repositories the request did not grant (nothing was sent to them).
     /// Absent otherwise, and to a controller that predates it the message
     /// says the same.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(
+        default,
+        rename = "repositoriesNeeded",
+        skip_serializing_if = "Vec::is_empty"
+    )]
     pub repositories_needed: Vec<NeededRepository>,
 }
 
