@@ -233,3 +233,272 @@ fn list(needed: &[NeededRepository]) -> String {
         .collect::<Vec<_>>()
         .join("; ")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::controller::secrets::{SecretType, labeled};
+    use crate::render::remote::{AppRef, WireSecret};
+
+    fn project() -> Project {
+        Project::new(
+            "fenced",
+            serde_json::from_value(serde_json::json!({
+                "sourceRepos": ["https://a.example.com/charts", "https://b.example.com/charts",
+                    "oci://registry.example.com/charts"]
+            }))
+            .unwrap(),
+        )
+    }
+
+    fn secrets() -> ControllerSecrets {
+        ControllerSecrets::fixed([
+            labeled(
+                "a",
+                SecretType::Repository,
+                &[
+                    ("url", "https://a.example.com/charts"),
+                    ("type", "helm"),
+                    ("username", "alice"),
+                    ("password", "a-secret"),
+                ],
+            ),
+            labeled(
+                "b",
+                SecretType::Repository,
+                &[
+                    ("url", "https://b.example.com/charts"),
+                    ("type", "helm"),
+                    ("username", "bob"),
+                    ("password", "b-secret"),
+                ],
+            ),
+            labeled(
+                "oci",
+                SecretType::Repository,
+                &[
+                    ("url", "registry.example.com/charts"),
+                    ("type", "helm"),
+                    ("enableOCI", "true"),
+                    ("username", "puller"),
+                    ("password", "oci-secret"),
+                ],
+            ),
+        ])
+    }
+
+    fn request() -> RenderRequest {
+        RenderRequest {
+            app: AppRef {
+                repo_url: "https://a.example.com/charts".into(),
+                ..AppRef::default()
+            },
+            revision: "1.2.*".into(),
+            chain: Vec::new(),
+            policies: Vec::new(),
+            refresh: false,
+            repository_credentials: None,
+            registry_credentials: Vec::new(),
+            ssh_known_hosts: None,
+            chart: Some(ChartSourceRef {
+                chart: "app".into(),
+                oci: false,
+                credentials: None,
+                dependency_repositories: Some(Vec::new()),
+            }),
+            helm: None,
+        }
+    }
+
+    fn needs(urls: &[&str]) -> Stop {
+        let mut stop = Stop::new("ComparisonError", REPOSITORIES_NEEDED, "needed");
+        stop.repositories_needed = urls
+            .iter()
+            .enumerate()
+            .map(|(i, url)| NeededRepository {
+                chart: "app".into(),
+                dependency: format!("d{i}"),
+                url: (*url).into(),
+            })
+            .collect();
+        stop
+    }
+
+    fn granted(request: &RenderRequest) -> Vec<(String, Option<String>)> {
+        let chart = request.chart.as_ref().unwrap();
+        chart
+            .dependency_repositories
+            .iter()
+            .flatten()
+            .map(|g| {
+                let user = match &g.credentials {
+                    Some(WireCredentials::Basic { username, .. }) => Some(username.clone()),
+                    _ => None,
+                };
+                (g.url.clone(), user)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn each_named_repository_is_granted_with_its_own_credentials_only() {
+        let mut request = request();
+        grant(
+            &project(),
+            &secrets(),
+            &mut request,
+            needs(&[
+                "https://b.example.com/charts/",
+                "oci://registry.example.com/charts",
+            ]),
+            0,
+        )
+        .unwrap();
+        assert_eq!(
+            granted(&request),
+            [
+                ("https://b.example.com/charts".into(), Some("bob".into())),
+                (
+                    "oci://registry.example.com/charts".into(),
+                    Some("puller".into())
+                ),
+            ]
+        );
+        // Another failure is recorded as it is.
+        let other = Stop::new("ComparisonError", "ChartUnavailable", "401");
+        assert_eq!(
+            grant(&project(), &secrets(), &mut request, other.clone(), 1).unwrap_err(),
+            other
+        );
+    }
+
+    #[test]
+    fn a_repository_outside_source_repos_is_refused_naming_chart_dependency_and_url() {
+        let mut request = request();
+        let stop = grant(
+            &project(),
+            &secrets(),
+            &mut request,
+            needs(&["https://evil.example.com/charts"]),
+            0,
+        )
+        .unwrap_err();
+        assert_eq!(stop.kind, "ProjectViolation");
+        assert_eq!(stop.reason, "DependencyRepositoryNotPermitted");
+        assert!(
+            stop.message
+                .starts_with("app: dependency `d0` from https://evil.example.com/charts: "),
+            "{}",
+            stop.message
+        );
+        assert!(stop.message.contains("sourceRepos"), "{}", stop.message);
+        assert!(granted(&request).is_empty());
+    }
+
+    #[test]
+    fn rounds_and_repositories_are_bounded_and_a_repeated_ask_stops() {
+        let open = Project::new(
+            "open",
+            serde_json::from_value(serde_json::json!({"sourceRepos": ["*"]})).unwrap(),
+        );
+        // Too many repositories.
+        let urls: Vec<String> = (0..=MAX_GRANTED_REPOSITORIES)
+            .map(|i| format!("https://r{i}.example.com/charts"))
+            .collect();
+        let urls: Vec<&str> = urls.iter().map(String::as_str).collect();
+        let stop = grant(&open, &secrets(), &mut request(), needs(&urls), 0).unwrap_err();
+        assert_eq!(stop.reason, "TooManyDependencyRepositories", "{stop}");
+        // Too many rounds.
+        let stop = grant(
+            &open,
+            &secrets(),
+            &mut request(),
+            needs(&["https://b.example.com/charts"]),
+            MAX_GRANT_ROUNDS - 1,
+        )
+        .unwrap_err();
+        assert_eq!(stop.reason, "TooManyDependencyRounds", "{stop}");
+        // A server asking again for what it was granted.
+        let mut request = request();
+        let again = || needs(&["https://b.example.com/charts"]);
+        grant(&open, &secrets(), &mut request, again(), 0).unwrap();
+        let stop = grant(&open, &secrets(), &mut request, again(), 1).unwrap_err();
+        assert_eq!(stop.reason, "RenderServerFailed", "{stop}");
+    }
+
+    #[test]
+    fn a_render_servers_access_is_the_requests_grants_and_nothing_else() {
+        let basic = |user: &str| WireCredentials::Basic {
+            username: user.into(),
+            password: WireSecret(format!("{user}-secret")),
+        };
+        let chart = ChartSourceRef {
+            chart: "app".into(),
+            oci: false,
+            credentials: Some(basic("alice")),
+            dependency_repositories: Some(vec![
+                GrantedRepository {
+                    url: "https://b.example.com/charts".into(),
+                    credentials: Some(basic("bob")),
+                },
+                GrantedRepository {
+                    url: "oci://registry.example.com/charts".into(),
+                    credentials: Some(basic("puller")),
+                },
+            ]),
+        };
+        let reference =
+            ChartRef::new(Some("https://a.example.com/charts"), "app", "1.2.*").unwrap();
+        let (access, registry) = requested(&reference, &chart);
+        let user = |repo: &str| {
+            let provider = access.credentials.as_ref().unwrap();
+            match provider.credentials(&index_key(repo).unwrap()) {
+                Some(Credentials::Basic { username, .. }) => Some(username),
+                _ => None,
+            }
+        };
+        assert_eq!(
+            user("https://a.example.com/charts").as_deref(),
+            Some("alice")
+        );
+        assert_eq!(user("https://b.example.com/charts").as_deref(), Some("bob"));
+        assert_eq!(user("https://c.example.com/charts"), None);
+        assert_eq!(
+            access.gate.admit("https://b.example.com/charts/"),
+            Admission::Allowed
+        );
+        assert_eq!(
+            access.gate.admit("oci://registry.example.com/charts"),
+            Admission::Allowed
+        );
+        assert_eq!(
+            access.gate.admit("https://c.example.com/charts"),
+            Admission::Unknown
+        );
+        assert_eq!(
+            access.gate.admit("https://a.example.com/charts"),
+            Admission::Unknown
+        );
+        assert_eq!(
+            format!("{registry:?}"),
+            r#"RegistryCredentials { hosts: ["registry.example.com"] }"#
+        );
+        // An older controller's request: dependencies are fetched as
+        // before, with no credentials but the chart's own.
+        let old = ChartSourceRef {
+            dependency_repositories: None,
+            ..chart
+        };
+        let (access, _) = requested(&reference, &old);
+        assert_eq!(
+            access.gate.admit("https://c.example.com/charts"),
+            Admission::Allowed
+        );
+        let provider = access.credentials.as_ref().unwrap();
+        assert!(
+            provider
+                .credentials(&index_key("https://b.example.com/charts").unwrap())
+                .is_none()
+        );
+    }
+}
