@@ -42,9 +42,9 @@ Examples:
       --plugin plugins/dist/helm.wasm
 
 With --chart, --repo is the Helm repository (or oci://REGISTRY/PATH, or REGISTRY/PATH with
---enable-oci as Argo CD writes it) and the chart's
-files are the source the plugin reads; dependencies that Chart.yaml declares but
-charts/ does not vendor are fetched too.
+--enable-oci, as Argo CD writes an OCI registry) and the chart's files are the source the
+plugin reads; dependencies that Chart.yaml declares but charts/ does not vendor are fetched
+too.
 
 Exit status: 0 rendered (policies passed or only warned), 1 an enforced policy blocked the
 result, 2 an error (unreadable input, a plugin failed; the message names the plugin).")]

@@ -18,7 +18,10 @@
 //!   checks those against the project, adds them with their Secrets'
 //!   credentials and asks again ([`grant`]), a bounded number of times.
 //!   A repository's credentials thus go to the render server only for a
-//!   chart that depends on it, and only to that repository.
+//!   chart that depends on it, and only to that repository. A render
+//!   server that lies about what a chart needs obtains at most the
+//!   credentials of repositories the project's `sourceRepos` admit (what
+//!   Argo CD sends its repo-server with every request).
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
