@@ -558,3 +558,92 @@ async fn a_dependency_in_another_private_repository_gets_its_own_credentials_and
         outside.requests()
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dependency_in_a_private_oci_registry_is_pulled_with_its_own_secret() {
+    let Some(binary) = support::require(support::Tool::DockerRegistry) else {
+        return;
+    };
+    let registry = support::registry::Registry::start(&binary, Some(("puller", "pa55")));
+    let host = registry.host();
+    let lib = package(
+        "lib",
+        &[
+            ("Chart.yaml", "apiVersion: v2\nname: lib\nversion: 1.0.0\n"),
+            (
+                "templates/lib.yaml",
+                "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}-lib\ndata:\n  from: oci\n",
+            ),
+        ],
+    );
+    support::registry::push_chart(&host, "libs/lib", "1.0.0", lib, Some(("puller", "pa55"))).await;
+    let dir = tempfile::tempdir().unwrap();
+    let cluster = cluster(dir.path()).await;
+    let a = ChartRepo::start(Some("alice:a-s3cret"));
+    let libs = format!("oci://{host}/libs");
+    let app = parent("app", "1.2.0", &[("lib".into(), "1.0.0", libs.clone())]);
+    a.put("app-1.2.0.tgz", app.clone());
+    a.put(
+        "index.yaml",
+        index(&[("app", "1.2.0", "app-1.2.0.tgz", Some(sha256(&app)))]),
+    );
+    secret(
+        &cluster,
+        "charts-a",
+        SecretType::Repository,
+        &[
+            ("url", &a.url()),
+            ("type", "helm"),
+            ("username", "alice"),
+            ("password", "a-s3cret"),
+        ],
+    )
+    .await;
+    secret(
+        &cluster,
+        "oci-libs",
+        SecretType::Repository,
+        &[
+            ("url", &format!("{host}/libs")),
+            ("type", "helm"),
+            ("enableOCI", "true"),
+            ("username", "puller"),
+            ("password", "pa55"),
+        ],
+    )
+    .await;
+    cluster
+        .apply(
+            "appprojects",
+            json!({"apiVersion": "kiln.dev/v1alpha1", "kind": "AppProject",
+                "metadata": {"name": "fenced", "namespace": "kiln"},
+                "spec": {"sourceRepos": [a.url(), libs],
+                    "destinations": [{"namespace": "*"}]}}),
+            "operator",
+            false,
+        )
+        .await
+        .unwrap();
+    application(&cluster, "app", "fenced", &a.url(), "app").await;
+    let (_server, _controller) = processes(
+        &cluster,
+        dir.path(),
+        &[format!(
+            "--chart-cache={}",
+            dir.path().join("server-charts").display()
+        )],
+    )
+    .await;
+    synced(&cluster, "app", "1.2.0").await;
+    let lib_object = cluster
+        .get(
+            "v1",
+            "ConfigMap",
+            "configmaps",
+            Some("guestbook"),
+            "app-lib",
+        )
+        .await
+        .unwrap();
+    assert_eq!(lib_object["data"]["from"], "oci", "{lib_object}");
+}

@@ -50,41 +50,81 @@ pub const MAX_GRANT_ROUNDS: usize = crate::source::helm::DEFAULT_MAX_DEPENDENCY_
 pub const MAX_GRANTED_REPOSITORIES: usize = 32;
 
 /// The project as a fetch's gate: a dependency repository outside
-/// `sourceRepos` is refused.
-#[derive(Debug)]
-struct ProjectGate(Project);
+/// `sourceRepos` is refused; an OCI one's credentials are the Secret's
+/// naming its registry path.
+struct ProjectGate {
+    project: Project,
+    secrets: ControllerSecrets,
+}
+
+impl std::fmt::Debug for ProjectGate {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ProjectGate")
+            .field("project", &self.project)
+            .finish_non_exhaustive()
+    }
+}
 
 impl RepositoryGate for ProjectGate {
     fn admit(&self, repository: &str) -> Admission {
-        match self.0.admit_dependency_repository(repository) {
+        match self.project.admit_dependency_repository(repository) {
             Ok(()) => Admission::Allowed,
             Err(violation) => Admission::Refused(violation.to_string()),
         }
+    }
+
+    fn registry_credentials(&self, repository: &str) -> Option<RegistryCredentials> {
+        registry_credentials(repository, &credentials_of(&self.secrets, repository)?)
     }
 }
 
 /// The chart access of a render in this process: dependency repositories
 /// held to `project`'s `sourceRepos`, credentials from the fetcher's
-/// provider (the repository Secrets).
-pub fn for_project(project: &Project) -> ChartAccess {
+/// provider (the repository Secrets) and, for an OCI dependency, the
+/// Secret naming its registry path.
+pub fn for_project(project: &Project, secrets: &ControllerSecrets) -> ChartAccess {
     ChartAccess {
         credentials: None,
-        gate: Arc::new(ProjectGate(project.clone())),
+        gate: Arc::new(ProjectGate {
+            project: project.clone(),
+            secrets: secrets.clone(),
+        }),
     }
 }
 
-/// The repositories a request granted; any other is left to the
+/// The repositories a request granted (URL → its OCI registry
+/// credentials, if it is one with some); any other is left to the
 /// controller.
 #[derive(Debug)]
-struct Granted(BTreeSet<String>);
+struct Granted(HashMap<String, Option<RegistryCredentials>>);
 
 impl RepositoryGate for Granted {
     fn admit(&self, repository: &str) -> Admission {
-        if self.0.contains(repository.trim_end_matches('/')) {
+        if self.0.contains_key(repository.trim_end_matches('/')) {
             Admission::Allowed
         } else {
             Admission::Unknown
         }
+    }
+
+    fn registry_credentials(&self, repository: &str) -> Option<RegistryCredentials> {
+        self.0.get(repository.trim_end_matches('/'))?.clone()
+    }
+}
+
+/// An `oci://` repository's basic credentials as registry credentials for
+/// its host.
+fn registry_credentials(
+    repository: &str,
+    credentials: &WireCredentials,
+) -> Option<RegistryCredentials> {
+    let path = repository.strip_prefix("oci://")?;
+    let host = path.split('/').next().unwrap_or(path);
+    match credentials {
+        WireCredentials::Basic { username, password } => {
+            Some(RegistryCredentials::basic(host, username, &password.0))
+        }
+        _ => None,
     }
 }
 
@@ -100,32 +140,18 @@ impl CredentialProvider for Scoped {
 
 /// A render server's chart access for one request: the chart's own
 /// repository's credentials and those of the granted dependency
-/// repositories (Helm repositories' by their `index.yaml` URL; OCI
-/// registries' in the returned registry credentials), for this request
-/// only. A request without `dependencyRepositories` (an older
-/// controller) lets dependencies be fetched without credentials, as
-/// before.
-pub fn requested(
-    reference: &ChartRef,
-    chart: &ChartSourceRef,
-) -> (ChartAccess, RegistryCredentials) {
+/// repositories (a Helm repository's by its `index.yaml` URL; an OCI
+/// registry path's for that dependency's pull), for this request only. A
+/// request without `dependencyRepositories` (an older controller) lets
+/// dependencies be fetched without credentials, as before.
+pub fn requested(reference: &ChartRef, chart: &ChartSourceRef) -> ChartAccess {
     let mut helm = HashMap::new();
-    let mut registry = RegistryCredentials::none();
     let mut keep = |url: &str, credentials: &Option<WireCredentials>| {
-        let Some(credentials) = credentials else {
-            return;
-        };
-        match (url.strip_prefix("oci://"), credentials) {
-            (Some(path), WireCredentials::Basic { username, password }) => {
-                let host = path.split('/').next().unwrap_or(path);
-                registry.merge(RegistryCredentials::basic(host, username, &password.0));
-            }
-            (Some(_), _) => {}
-            (None, credentials) => {
-                if let Some(key) = index_key(url) {
-                    helm.insert(key.to_string(), credentials.clone().into());
-                }
-            }
+        if let Some(credentials) = credentials
+            && !url.starts_with("oci://")
+            && let Some(key) = index_key(url)
+        {
+            helm.insert(key.to_string(), credentials.clone().into());
         }
     };
     if let ChartRef::Repo { repo, .. } = reference {
@@ -134,22 +160,23 @@ pub fn requested(
     let gate: Arc<dyn RepositoryGate> = match &chart.dependency_repositories {
         None => Arc::new(AllowAll),
         Some(granted) => {
+            let mut by_url = HashMap::new();
             for repository in granted {
                 keep(&repository.url, &repository.credentials);
+                let url = repository.url.trim_end_matches('/');
+                let registry = repository
+                    .credentials
+                    .as_ref()
+                    .and_then(|c| registry_credentials(url, c));
+                by_url.insert(url.to_owned(), registry);
             }
-            Arc::new(Granted(
-                granted
-                    .iter()
-                    .map(|g| g.url.trim_end_matches('/').to_owned())
-                    .collect(),
-            ))
+            Arc::new(Granted(by_url))
         }
     };
-    let access = ChartAccess {
+    ChartAccess {
         credentials: Some(Arc::new(Scoped(helm))),
         gate,
-    };
-    (access, registry)
+    }
 }
 
 /// The credentials of dependency repository `url` (`https://…` or
@@ -452,7 +479,7 @@ mod tests {
         };
         let reference =
             ChartRef::new(Some("https://a.example.com/charts"), "app", "1.2.*").unwrap();
-        let (access, registry) = requested(&reference, &chart);
+        let access = requested(&reference, &chart);
         let user = |repo: &str| {
             let provider = access.credentials.as_ref().unwrap();
             match provider.credentials(&index_key(repo).unwrap()) {
@@ -483,8 +510,19 @@ mod tests {
             Admission::Unknown
         );
         assert_eq!(
-            format!("{registry:?}"),
-            r#"RegistryCredentials { hosts: ["registry.example.com"] }"#
+            format!(
+                "{:?}",
+                access
+                    .gate
+                    .registry_credentials("oci://registry.example.com/charts")
+            ),
+            r#"Some(RegistryCredentials { hosts: ["registry.example.com"] })"#
+        );
+        assert!(
+            access
+                .gate
+                .registry_credentials("oci://registry.example.com/other")
+                .is_none()
         );
         // An older controller's request: dependencies are fetched as
         // before, with no credentials but the chart's own.
@@ -492,7 +530,7 @@ mod tests {
             dependency_repositories: None,
             ..chart
         };
-        let (access, _) = requested(&reference, &old);
+        let access = requested(&reference, &old);
         assert_eq!(
             access.gate.admit("https://c.example.com/charts"),
             Admission::Allowed

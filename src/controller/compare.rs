@@ -350,7 +350,7 @@ pub async fn compare(app: &Application, ctx: &Context, to: &CompareTo) -> Result
                 ),
                 None => None,
             };
-            let chart_access = super::chart_access::for_project(&project);
+            let chart_access = super::chart_access::for_project(&project, &ctx.secrets);
             let shop = super::work::Workshop {
                 charts,
                 chart_access: Some(&chart_access),

@@ -287,9 +287,7 @@ async fn fetch_chart(
     let access = match shop.chart_access {
         Some(access) => access,
         None => {
-            let (access, granted_registries) = super::chart_access::requested(&reference, chart);
-            registry.merge(granted_registries);
-            requested = access;
+            requested = super::chart_access::requested(&reference, chart);
             &requested
         }
     };

@@ -13,6 +13,7 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
+use crate::artifact::RegistryCredentials;
 use crate::source::git::CredentialProvider;
 
 /// What a gate says of a dependency repository.
@@ -32,6 +33,13 @@ pub trait RepositoryGate: Send + Sync + fmt::Debug {
     /// `repository` as the chart writes it (an `http(s)://` Helm
     /// repository or an `oci://` registry path, no trailing `/`).
     fn admit(&self, repository: &str) -> Admission;
+
+    /// Credentials of an admitted `oci://` dependency repository, added to
+    /// the fetch's registry credentials for that dependency (and its own
+    /// dependencies) only. Default: none beyond the fetch's.
+    fn registry_credentials(&self, _repository: &str) -> Option<RegistryCredentials> {
+        None
+    }
 }
 
 /// Every repository may be fetched (the CLI, where the user names the

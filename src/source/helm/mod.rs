@@ -876,6 +876,18 @@ impl ChartFetcher {
                 &dependency.version,
             )
             .map_err(wrap)?;
+            // An OCI dependency's own registry credentials, if the gate
+            // has some, for its fetch only.
+            let extended;
+            let registry = match access.gate.registry_credentials(&dependency.repository) {
+                Some(extra) if matches!(reference, ChartRef::Oci { .. }) => {
+                    let mut merged = registry.clone();
+                    merged.merge(extra);
+                    extended = merged;
+                    &extended
+                }
+                _ => registry,
+            };
             let chart = Box::pin(self.fetch_at(&reference, depth + 1, budget, registry, access))
                 .await
                 .map_err(wrap)?;
