@@ -282,3 +282,156 @@ async fn an_argo_cd_helm_application_syncs_from_a_helm_repository_and_follows_it
     assert_eq!(repo.count("/web-1.3.0.tgz", 200), 0);
     let _ = w.stop.send(());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_charts_dependency_repositories_are_held_to_the_projects_source_repos() {
+    use k8s_openapi::api::core::v1::Secret;
+    use kiln::controller::secrets::{SecretType, labeled};
+    let w = world().await;
+    let lib = package(
+        "lib",
+        &[
+            ("Chart.yaml", "apiVersion: v2\nname: lib\nversion: 1.0.0\n"),
+            (
+                "templates/lib.yaml",
+                "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}-lib\n",
+            ),
+        ],
+    );
+    // B (private, user bob) and a public repository outside the project
+    // both hold the library; A (private, user alice) holds two charts,
+    // one depending on each.
+    let b = ChartRepo::start(Some("bob:b-s3cret"));
+    let outside = ChartRepo::start(None);
+    for repo in [&b, &outside] {
+        repo.put("lib-1.0.0.tgz", lib.clone());
+        repo.put(
+            "index.yaml",
+            index(&[("lib", "1.0.0", "lib-1.0.0.tgz", Some(sha256(&lib)))]),
+        );
+    }
+    let a = ChartRepo::start(Some("alice:a-s3cret"));
+    let parent = |name: &str, repository: &str| {
+        package(
+            name,
+            &[
+                (
+                    "Chart.yaml",
+                    &format!(
+                        "apiVersion: v2\nname: {name}\nversion: 1.2.0\ndependencies:\n\
+                         - name: lib\n  version: 1.0.0\n  repository: {repository}\n"
+                    ),
+                ),
+                (
+                    "templates/app.yaml",
+                    "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}-app\n",
+                ),
+            ],
+        )
+    };
+    let (app, leaky) = (parent("app", &b.url()), parent("leaky", &outside.url()));
+    a.put("app-1.2.0.tgz", app.clone());
+    a.put("leaky-1.2.0.tgz", leaky.clone());
+    a.put(
+        "index.yaml",
+        index(&[
+            ("app", "1.2.0", "app-1.2.0.tgz", Some(sha256(&app))),
+            ("leaky", "1.2.0", "leaky-1.2.0.tgz", Some(sha256(&leaky))),
+        ]),
+    );
+    let secrets: Api<Secret> = Api::namespaced(w.cluster.client.clone(), "kiln");
+    for (name, repo, user, password) in [
+        ("charts-a", &a, "alice", "a-s3cret"),
+        ("charts-b", &b, "bob", "b-s3cret"),
+    ] {
+        let data = [
+            ("url", repo.url()),
+            ("type", "helm".into()),
+            ("username", user.into()),
+            ("password", password.into()),
+        ];
+        let data: Vec<(&str, &str)> = data.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        secrets
+            .create(
+                &PostParams::default(),
+                &labeled(name, SecretType::Repository, &data),
+            )
+            .await
+            .unwrap();
+    }
+    w.cluster
+        .apply(
+            "appprojects",
+            json!({"apiVersion": "kiln.dev/v1alpha1", "kind": "AppProject",
+                "metadata": {"name": "fenced", "namespace": "kiln"},
+                "spec": {"sourceRepos": [a.url(), b.url()],
+                    "destinations": [{"namespace": "*"}]}}),
+            "operator",
+            false,
+        )
+        .await
+        .unwrap();
+    let apps: Api<Application> = Api::namespaced(w.cluster.client.clone(), "kiln");
+    for name in ["app", "leaky"] {
+        let app: Application = serde_json::from_value(json!({
+            "apiVersion": "kiln.dev/v1alpha1", "kind": "Application",
+            "metadata": {"name": name, "namespace": "kiln"},
+            "spec": {
+                "project": "fenced",
+                "source": {"repoURL": a.url(), "chart": name, "targetRevision": "1.2.*",
+                    "helm": {"releaseName": name}},
+                "destination": {"namespace": "guestbook"},
+                "syncPolicy": {"automated": {"prune": true}}
+            }
+        }))
+        .unwrap();
+        apps.create(&PostParams::default(), &app).await.unwrap();
+    }
+
+    // A's chart renders with B's library, each fetched with its own
+    // repository's credentials.
+    eventually("app synced with its library", async || {
+        let status = app_status(&w.cluster, "app").await;
+        let failed = status["conditions"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|c| c["type"] != "InsecurePlugin");
+        assert!(failed.is_none(), "{status}");
+        settings(&w.cluster, "app-lib").await
+    })
+    .await;
+    assert!(
+        b.requests()
+            .iter()
+            .all(|r| r.user.is_none() || r.user.as_deref() == Some("bob")),
+        "{:?}",
+        b.requests()
+    );
+    assert!(
+        a.requests()
+            .iter()
+            .all(|r| r.user.is_none() || r.user.as_deref() == Some("alice")),
+        "{:?}",
+        a.requests()
+    );
+
+    // The dependency outside sourceRepos is refused before anything is
+    // asked of its repository, naming the chart, dependency and URL.
+    let refused = eventually("leaky refused", async || {
+        let status = app_status(&w.cluster, "leaky").await;
+        status["conditions"]
+            .as_array()
+            .and_then(|c| c.iter().find(|c| c["type"] != "InsecurePlugin"))
+            .cloned()
+    })
+    .await;
+    let message = refused["message"].as_str().unwrap();
+    assert_eq!(refused["type"], "ProjectViolation", "{refused}");
+    assert!(message.contains("leaky: dependency `lib`"), "{message}");
+    assert!(message.contains(&outside.url()), "{message}");
+    assert!(message.contains("sourceRepos"), "{message}");
+    assert!(outside.requests().is_empty(), "{:?}", outside.requests());
+    assert!(settings(&w.cluster, "leaky-app").await.is_none());
+    w.stop.send(()).ok();
+}

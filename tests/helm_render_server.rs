@@ -381,3 +381,269 @@ async fn an_argo_cd_style_oci_chart_syncs_through_the_render_server() {
     let live = synced(&cluster, "web", "1.2.3").await;
     assert_eq!(live["data"]["color"], "blue", "{live}");
 }
+
+/// A chart `name` at `version` depending on `dependencies` (name, version,
+/// repository URL), none vendored.
+fn parent(name: &str, version: &str, dependencies: &[(String, &str, String)]) -> Vec<u8> {
+    let mut chart_yaml =
+        format!("apiVersion: v2\nname: {name}\nversion: {version}\ndependencies:\n");
+    for (dependency, version, repository) in dependencies {
+        chart_yaml.push_str(&format!(
+            "- name: {dependency}\n  version: \"{version}\"\n  repository: \"{repository}\"\n"
+        ));
+    }
+    package(
+        name,
+        &[
+            ("Chart.yaml", &chart_yaml),
+            ("values.yaml", "color: blue\n"),
+            ("templates/settings.yaml", TEMPLATE),
+        ],
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dependency_in_another_private_repository_gets_its_own_credentials_and_only_if_permitted()
+{
+    let dir = tempfile::tempdir().unwrap();
+    let cluster = cluster(dir.path()).await;
+    // Repository B (private, user bob) holds the library chart; so does a
+    // public repository outside the project's sourceRepos.
+    let b = ChartRepo::start(Some("bob:b-s3cret"));
+    let outside = ChartRepo::start(None);
+    let lib = package(
+        "lib",
+        &[
+            ("Chart.yaml", "apiVersion: v2\nname: lib\nversion: 1.0.0\n"),
+            (
+                "templates/lib.yaml",
+                "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}-lib\ndata:\n  from: library\n",
+            ),
+        ],
+    );
+    for repo in [&b, &outside] {
+        repo.put("lib-1.0.0.tgz", lib.clone());
+        repo.put(
+            "index.yaml",
+            index(&[("lib", "1.0.0", "lib-1.0.0.tgz", Some(sha256(&lib)))]),
+        );
+    }
+    // Repository A (private, user alice): a chart depending on B's
+    // library, one depending on the outside repository's, and a hostile
+    // one listing 1,000 dependency repositories.
+    let a = ChartRepo::start(Some("alice:a-s3cret"));
+    let app = parent("app", "1.2.0", &[("lib".into(), "1.0.0", b.url())]);
+    let leaky = parent("leaky", "1.2.0", &[("lib".into(), "1.0.0", outside.url())]);
+    let many_dependencies: Vec<(String, &str, String)> = (0..1000)
+        .map(|i| (format!("d{i}"), "1.0.0", format!("{}/r{i}", outside.url())))
+        .collect();
+    let many = parent("many", "1.2.0", &many_dependencies);
+    a.put("app-1.2.0.tgz", app.clone());
+    a.put("leaky-1.2.0.tgz", leaky.clone());
+    a.put("many-1.2.0.tgz", many.clone());
+    a.put(
+        "index.yaml",
+        index(&[
+            ("app", "1.2.0", "app-1.2.0.tgz", Some(sha256(&app))),
+            ("leaky", "1.2.0", "leaky-1.2.0.tgz", Some(sha256(&leaky))),
+            ("many", "1.2.0", "many-1.2.0.tgz", Some(sha256(&many))),
+        ]),
+    );
+    for (name, repo, user, password) in [
+        ("charts-a", &a, "alice", "a-s3cret"),
+        ("charts-b", &b, "bob", "b-s3cret"),
+    ] {
+        secret(
+            &cluster,
+            name,
+            SecretType::Repository,
+            &[
+                ("url", &repo.url()),
+                ("type", "helm"),
+                ("username", user),
+                ("password", password),
+            ],
+        )
+        .await;
+    }
+    for (project, repos) in [
+        ("fenced", json!([a.url(), b.url()])),
+        ("open", json!(["*"])),
+    ] {
+        cluster
+            .apply(
+                "appprojects",
+                json!({"apiVersion": "kiln.dev/v1alpha1", "kind": "AppProject",
+                    "metadata": {"name": project, "namespace": "kiln"},
+                    "spec": {"sourceRepos": repos, "destinations": [{"namespace": "*"}]}}),
+                "operator",
+                false,
+            )
+            .await
+            .unwrap();
+    }
+    application(&cluster, "app", "fenced", &a.url(), "app").await;
+    application(&cluster, "leaky", "fenced", &a.url(), "leaky").await;
+    application(&cluster, "many", "open", &a.url(), "many").await;
+    let (_server, _controller) = processes(
+        &cluster,
+        dir.path(),
+        &[format!(
+            "--chart-cache={}",
+            dir.path().join("server-charts").display()
+        )],
+    )
+    .await;
+
+    // The chart of A renders with B's library, each repository fetched
+    // with its own credentials.
+    synced(&cluster, "app", "1.2.0").await;
+    let lib_object = cluster
+        .get(
+            "v1",
+            "ConfigMap",
+            "configmaps",
+            Some("guestbook"),
+            "app-lib",
+        )
+        .await
+        .unwrap();
+    assert_eq!(lib_object["data"]["from"], "library", "{lib_object}");
+    let b_requests = b.requests();
+    assert!(
+        b_requests
+            .iter()
+            .any(|r| r.path == "/lib-1.0.0.tgz" && r.status == 200),
+        "{b_requests:?}"
+    );
+    assert!(
+        b_requests
+            .iter()
+            .all(|r| r.user.is_none() || r.user.as_deref() == Some("bob")),
+        "{b_requests:?}"
+    );
+
+    // A dependency repository outside sourceRepos is refused before
+    // anything is fetched from it, naming the chart, the dependency and
+    // the URL.
+    let refused = condition(&cluster, "leaky").await;
+    let message = refused["message"].as_str().unwrap();
+    assert_eq!(refused["type"], "ProjectViolation", "{refused}");
+    assert!(message.contains("leaky"), "{message}");
+    assert!(message.contains("`lib`"), "{message}");
+    assert!(message.contains(&outside.url()), "{message}");
+    assert!(message.contains("sourceRepos"), "{message}");
+    assert!(settings(&cluster, "leaky").await.is_none());
+
+    // A chart listing 1,000 dependency repositories is refused with a
+    // clear error, before any of them is asked anything.
+    let bounded = condition(&cluster, "many").await;
+    let message = bounded["message"].as_str().unwrap();
+    assert!(message.contains("many"), "{message}");
+    assert!(message.contains("1000 dependencies"), "{message}");
+    assert!(settings(&cluster, "many").await.is_none());
+    assert!(outside.requests().is_empty(), "{:?}", outside.requests());
+
+    // B's credentials went to B only; A saw only its own.
+    assert!(
+        a.requests()
+            .iter()
+            .all(|r| r.user.is_none() || r.user.as_deref() == Some("alice")),
+        "{:?}",
+        a.requests()
+    );
+    assert!(
+        outside.requests().iter().all(|r| r.user.is_none()),
+        "{:?}",
+        outside.requests()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dependency_in_a_private_oci_registry_is_pulled_with_its_own_secret() {
+    let Some(binary) = support::require(support::Tool::DockerRegistry) else {
+        return;
+    };
+    let registry = support::registry::Registry::start(&binary, Some(("puller", "pa55")));
+    let host = registry.host();
+    let lib = package(
+        "lib",
+        &[
+            ("Chart.yaml", "apiVersion: v2\nname: lib\nversion: 1.0.0\n"),
+            (
+                "templates/lib.yaml",
+                "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}-lib\ndata:\n  from: oci\n",
+            ),
+        ],
+    );
+    support::registry::push_chart(&host, "libs/lib", "1.0.0", lib, Some(("puller", "pa55"))).await;
+    let dir = tempfile::tempdir().unwrap();
+    let cluster = cluster(dir.path()).await;
+    let a = ChartRepo::start(Some("alice:a-s3cret"));
+    let libs = format!("oci://{host}/libs");
+    let app = parent("app", "1.2.0", &[("lib".into(), "1.0.0", libs.clone())]);
+    a.put("app-1.2.0.tgz", app.clone());
+    a.put(
+        "index.yaml",
+        index(&[("app", "1.2.0", "app-1.2.0.tgz", Some(sha256(&app)))]),
+    );
+    secret(
+        &cluster,
+        "charts-a",
+        SecretType::Repository,
+        &[
+            ("url", &a.url()),
+            ("type", "helm"),
+            ("username", "alice"),
+            ("password", "a-s3cret"),
+        ],
+    )
+    .await;
+    secret(
+        &cluster,
+        "oci-libs",
+        SecretType::Repository,
+        &[
+            ("url", &format!("{host}/libs")),
+            ("type", "helm"),
+            ("enableOCI", "true"),
+            ("username", "puller"),
+            ("password", "pa55"),
+        ],
+    )
+    .await;
+    cluster
+        .apply(
+            "appprojects",
+            json!({"apiVersion": "kiln.dev/v1alpha1", "kind": "AppProject",
+                "metadata": {"name": "fenced", "namespace": "kiln"},
+                "spec": {"sourceRepos": [a.url(), libs],
+                    "destinations": [{"namespace": "*"}]}}),
+            "operator",
+            false,
+        )
+        .await
+        .unwrap();
+    application(&cluster, "app", "fenced", &a.url(), "app").await;
+    let (_server, _controller) = processes(
+        &cluster,
+        dir.path(),
+        &[format!(
+            "--chart-cache={}",
+            dir.path().join("server-charts").display()
+        )],
+    )
+    .await;
+    synced(&cluster, "app", "1.2.0").await;
+    let lib_object = cluster
+        .get(
+            "v1",
+            "ConfigMap",
+            "configmaps",
+            Some("guestbook"),
+            "app-lib",
+        )
+        .await
+        .unwrap();
+    assert_eq!(lib_object["data"]["from"], "oci", "{lib_object}");
+}

@@ -500,7 +500,7 @@ async fn a_dependency_declared_but_not_vendored_is_fetched_at_its_locked_version
         .unwrap_err()
         .to_string();
     assert!(
-        err.starts_with(".: dependency `cache`: ") && err.contains("digest mismatch"),
+        err.starts_with("app: dependency `cache`: ") && err.contains("digest mismatch"),
         "{err}"
     );
 }
@@ -659,4 +659,47 @@ fn chart_references_are_checked_when_parsed() {
             version: "1.*".into()
         }
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kiln_render_reads_an_oci_registry_written_as_argo_cd_does_with_enable_oci() {
+    let Some(binary) = support::require(support::Tool::DockerRegistry) else {
+        return;
+    };
+    let registry = support::registry::Registry::start(&binary, None);
+    let host = registry.host();
+    support::registry::push_chart(&host, "charts/web", "1.0.0", web("1.0.0"), None).await;
+    let home = tempfile::tempdir().unwrap();
+    let helm = support::component("helm");
+    let repo = format!("{host}/charts");
+    let run = |extra: &'static [&'static str]| {
+        let mut args = vec![
+            "render",
+            "--chart",
+            "web",
+            "--repo",
+            &repo,
+            "--version",
+            "1.0.0",
+            "--plugin",
+            helm.to_str().unwrap(),
+            "--param",
+            "releaseName=argo",
+        ];
+        args.extend_from_slice(extra);
+        support::kiln_as_user(home.path(), home.path(), &args)
+    };
+
+    // `registry/path` and --enable-oci, as `argocd repo add --enable-oci`.
+    let out = tokio::task::block_in_place(|| run(&["--enable-oci"]));
+    let text = support::assert_success(&out);
+    assert!(text.contains("name: argo-web"), "{text}");
+    assert!(text.contains("version: 1.0.0"), "{text}");
+
+    // Without it the URL is refused, and the error says what to write.
+    let out = tokio::task::block_in_place(|| run(&[]));
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("--enable-oci"), "{stderr}");
+    assert!(stderr.contains(&format!("oci://{repo}")), "{stderr}");
 }

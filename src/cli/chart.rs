@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::Context as _;
+use anyhow::{Context as _, bail};
 
 use kiln::artifact::RegistryCredentials;
 use kiln::plugin::AppContext;
@@ -21,11 +21,20 @@ use super::args::{parse_duration, parse_size};
 #[derive(Debug, clap::Args)]
 pub(crate) struct ChartArgs {
     /// Render a Helm chart: a chart NAME of the Helm repository --repo
-    /// (https://…, or oci://REGISTRY/PATH), or a full oci://REGISTRY/PATH/NAME
-    /// reference. Credentials: KILN_HELM_USERNAME and KILN_HELM_PASSWORD for
-    /// the Helm repository (sent to its origin only); --registry-config for OCI.
+    /// (https://…, or oci://REGISTRY/PATH, or REGISTRY/PATH with
+    /// --enable-oci), or a full oci://REGISTRY/PATH/NAME reference.
+    /// Credentials: KILN_HELM_USERNAME and KILN_HELM_PASSWORD for the Helm
+    /// repository (sent to its origin only); --registry-config for OCI.
     #[arg(long, value_name = "NAME|oci://REF")]
     pub(crate) chart: Option<String>,
+
+    /// --repo is an OCI registry path written without oci://
+    /// (registry.example.com/charts), as Argo CD writes one: a repository
+    /// added with `argocd repo add … --type helm --enable-oci`, or a
+    /// repository Secret with `enableOCI: "true"`. The same as
+    /// --repo oci://registry.example.com/charts.
+    #[arg(long, requires = "chart")]
+    pub(crate) enable_oci: bool,
 
     /// The chart's version: exact, or a semver constraint as Helm reads it
     /// (`1.2.*`, `~1.2`, `^1.2`, `>=1.0 <2.0`). Default: the latest release.
@@ -66,7 +75,7 @@ impl ChartArgs {
         registry: RegistryCredentials,
     ) -> anyhow::Result<(Arc<dyn SourceView>, AppContext)> {
         let chart = self.chart.as_deref().context("--chart is required")?;
-        let reference = ChartRef::new(repo, chart, &self.chart_version)?;
+        let reference = chart_ref(repo, chart, &self.chart_version, self.enable_oci)?;
         let cache = match &self.chart_cache {
             Some(dir) => dir.clone(),
             None => super::default_cache_dir()
@@ -97,6 +106,36 @@ impl ChartArgs {
             ..AppContext::default()
         };
         Ok((fetched.view, context))
+    }
+}
+
+/// The chart `chart` of `--repo` `repo` at `version`: Argo CD's OCI form
+/// (`registry/path`) with `--enable-oci`; without it, a URL without a
+/// scheme is refused with what to write instead.
+fn chart_ref(
+    repo: Option<&str>,
+    chart: &str,
+    version: &str,
+    enable_oci: bool,
+) -> anyhow::Result<ChartRef> {
+    let repo = repo.map(str::trim).filter(|r| !r.is_empty());
+    match repo {
+        Some(repo) if repo.contains("://") && enable_oci => bail!(
+            "--enable-oci: --repo {repo} has a scheme: --enable-oci is for an OCI registry \
+             path written without oci:// (registry.example.com/charts)"
+        ),
+        Some(repo) if !repo.contains("://") && !enable_oci => bail!(
+            "--repo {repo}: no scheme: if it is an OCI registry path written as Argo CD \
+             does (a repository added with --enable-oci), pass --enable-oci or write \
+             --repo oci://{repo}; a Helm repository URL starts with https:// or http://"
+        ),
+        None if enable_oci => bail!("--enable-oci needs --repo REGISTRY/PATH"),
+        _ => Ok(ChartRef::of_application(
+            repo.unwrap_or(""),
+            chart,
+            version,
+            enable_oci,
+        )?),
     }
 }
 

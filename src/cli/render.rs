@@ -38,10 +38,13 @@ Examples:
       --plugin plugins/dist/helm.wasm --param releaseName=web --param set=replicas=3
   kiln render --chart oci://registry.example.com/charts/web --version 1.2.3 \\
       --plugin plugins/dist/helm.wasm
+  kiln render --chart web --repo registry.example.com/charts --enable-oci --version 1.2.3 \\
+      --plugin plugins/dist/helm.wasm
 
-With --chart, --repo is the Helm repository (or oci://REGISTRY/PATH) and the chart's
-files are the source the plugin reads; dependencies that Chart.yaml declares but
-charts/ does not vendor are fetched too.
+With --chart, --repo is the Helm repository (or oci://REGISTRY/PATH, or REGISTRY/PATH with
+--enable-oci, as Argo CD writes an OCI registry) and the chart's files are the source the
+plugin reads; dependencies that Chart.yaml declares but charts/ does not vendor are fetched
+too.
 
 Exit status: 0 rendered (policies passed or only warned), 1 an enforced policy blocked the
 result, 2 an error (unreadable input, a plugin failed; the message names the plugin).")]

@@ -44,6 +44,9 @@ pub fn chart_source(
         chart: chart.to_owned(),
         oci: enable_oci,
         credentials,
+        // Dependency repositories are granted once the render server
+        // names them (`super::chart_access::grant`).
+        dependency_repositories: Some(Vec::new()),
     };
     Ok((reference, source))
 }

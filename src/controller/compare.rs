@@ -37,6 +37,10 @@ pub struct Stop {
     pub reason: Cow<'static, str>,
     /// What happened, naming the file, object or plugin.
     pub message: String,
+    /// A chart's dependency repositories a render server was not granted
+    /// (reason [`crate::render::remote::REPOSITORIES_NEEDED`]); empty
+    /// otherwise.
+    pub repositories_needed: Vec<crate::source::helm::NeededRepository>,
 }
 
 impl Stop {
@@ -47,6 +51,7 @@ impl Stop {
             kind: Cow::Borrowed(kind),
             reason: Cow::Borrowed(reason),
             message: crate::text::bounded(&message.into(), crate::text::MAX_MESSAGE),
+            repositories_needed: Vec::new(),
         }
     }
 
@@ -57,6 +62,7 @@ impl Stop {
             kind: Cow::Owned(kind),
             reason: Cow::Owned(reason),
             message: crate::text::bounded(&message.into(), crate::text::MAX_MESSAGE),
+            repositories_needed: Vec::new(),
         }
     }
 }
@@ -298,10 +304,25 @@ pub async fn compare(app: &Application, ctx: &Context, to: &CompareTo) -> Result
                 step.refresh = ctx.take_forget(url);
                 step.credentials = credentials.credentials(url).map(Into::into);
             }
-            let routed = server
-                .render(&route, &request)
-                .await
-                .map_err(|e| remote_stop(server.name(), e))?;
+            // A chart's dependency repositories are granted as the render
+            // server names them, each checked against the project.
+            let mut round = 0;
+            let routed = loop {
+                match server.render(&route, &request).await {
+                    Ok(routed) => break routed,
+                    Err(e) => {
+                        let stop = remote_stop(server.name(), e);
+                        super::chart_access::grant(
+                            &project,
+                            &ctx.secrets,
+                            &mut request,
+                            stop,
+                            round,
+                        )?;
+                        round += 1;
+                    }
+                }
+            };
             for failed in &routed.failed_over {
                 ctx.metrics
                     .render_server_failovers
@@ -329,8 +350,10 @@ pub async fn compare(app: &Application, ctx: &Context, to: &CompareTo) -> Result
                 ),
                 None => None,
             };
+            let chart_access = super::chart_access::for_project(&project, &ctx.secrets);
             let shop = super::work::Workshop {
                 charts,
+                chart_access: Some(&chart_access),
                 git: &ctx.git,
                 host: &ctx.host,
                 catalog: &ctx.catalog,
@@ -834,7 +857,9 @@ fn remote_stop(pool: &str, error: crate::render::remote::PoolError) -> Stop {
     use crate::render::remote::{ClientError, PoolError};
     match error {
         PoolError::Client(ClientError::Refused(failure)) => {
-            Stop::owned(failure.kind, failure.reason, failure.message)
+            let mut stop = Stop::owned(failure.kind, failure.reason, failure.message);
+            stop.repositories_needed = failure.repositories_needed;
+            stop
         }
         PoolError::Client(
             error @ (ClientError::ResponseTooLarge { .. } | ClientError::RequestTooLarge { .. }),

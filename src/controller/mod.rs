@@ -7,6 +7,7 @@
 //! changes in a destination cluster ([`live`]).
 
 pub mod cache;
+pub mod chart_access;
 pub mod chart_source;
 pub mod compare;
 pub mod destination;

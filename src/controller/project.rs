@@ -213,6 +213,17 @@ impl Project {
         Ok(())
     }
 
+    /// Checks a chart dependency's repository (as `Chart.yaml` writes it:
+    /// an `http(s)://` Helm repository or an `oci://` registry path)
+    /// against `sourceRepos`, as the chart's own repository is.
+    pub fn admit_dependency_repository(&self, raw: &str) -> Result<(), Violation> {
+        if raw.trim_start().starts_with("oci://") {
+            self.admit_oci_repository(raw.trim())
+        } else {
+            self.admit_chart_repository(raw.trim())
+        }
+    }
+
     /// Checks an OCI registry path holding charts (`oci://registry/path`, or
     /// Argo CD's `registry/path` without scheme) against `sourceRepos`: a
     /// pattern matches its normalized `oci://` form, or (as Argo CD users

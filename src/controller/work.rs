@@ -16,12 +16,12 @@ use crate::artifact::RegistryCredentials;
 use crate::plugin::{AppContext, PluginHost, World};
 use crate::policy::{self, PolicySource, PolicyStep};
 use crate::render::remote::{
-    ChartSourceRef, HelmHostWork, PolicySourceRef, RenderRequest, RenderResponse, WireCredentials,
-    WireObject,
+    ChartSourceRef, HelmHostWork, PolicySourceRef, REPOSITORIES_NEEDED, RenderRequest,
+    RenderResponse, WireCredentials, WireObject,
 };
 use crate::render::{self, Step};
 use crate::source::git::{GitSource, GitTreeView, RepoUrl, Revision};
-use crate::source::helm::{ChartFetcher, ChartRef, FileOverlay};
+use crate::source::helm::{ChartAccess, ChartFetcher, ChartRef, FileOverlay};
 use crate::source::{SourcePath, SourceView, Subtree};
 
 /// What the source work uses: Git, the plugin host and catalog, and the
@@ -31,6 +31,11 @@ pub struct Workshop<'a> {
     /// Helm charts (`spec.source.chart`); `None`: refused (a process that
     /// renders no chart need not make one).
     pub charts: Option<&'a ChartFetcher>,
+    /// The dependency repositories and credentials a chart may use: the
+    /// controller's (its project's `sourceRepos`, the repository Secrets);
+    /// `None` (a render server): those the request grants
+    /// ([`ChartSourceRef::dependency_repositories`]) and nothing else.
+    pub chart_access: Option<&'a ChartAccess>,
     /// Git (its credential provider answers for the request's repository).
     pub git: &'a GitSource,
     /// The plugin host.
@@ -246,8 +251,9 @@ async fn poll_git(shop: Workshop<'_>, request: &RenderRequest) -> Result<Source,
 /// per digest); the chart's files are the view's root. An OCI chart is
 /// pulled with the request's registry credentials and, for its registry,
 /// the chart's own (`chart.credentials`); a Helm repository's credentials
-/// are the fetcher's provider's (on a render server: those the request
-/// brought for that repository).
+/// are the workshop's [`ChartAccess`]'s (on a render server: those the
+/// request brought for the chart's repository and each granted dependency
+/// repository, for this render only).
 async fn fetch_chart(
     shop: Workshop<'_>,
     request: &RenderRequest,
@@ -277,15 +283,32 @@ async fn fetch_chart(
     {
         registry.merge(RegistryCredentials::basic(host, username, &password.0));
     }
+    let requested;
+    let access = match shop.chart_access {
+        Some(access) => access,
+        None => {
+            requested = super::chart_access::requested(&reference, chart);
+            &requested
+        }
+    };
     let fetched = charts
-        .fetch_with(&reference, &registry)
+        .fetch_scoped(&reference, &registry, access)
         .await
         .map_err(|e| {
-            Stop::new(
-                "ComparisonError",
-                "ChartUnavailable",
-                format!("{reference}: {}", crate::text::chain(&e)),
-            )
+            let message = format!("{reference}: {}", crate::text::chain(&e));
+            if let Some(needed) = e.repositories_needed() {
+                let mut stop = Stop::new("ComparisonError", REPOSITORIES_NEEDED, message);
+                stop.repositories_needed = needed.to_vec();
+                stop
+            } else if e.is_refused_dependency() {
+                Stop::new(
+                    "ProjectViolation",
+                    "DependencyRepositoryNotPermitted",
+                    message,
+                )
+            } else {
+                Stop::new("ComparisonError", "ChartUnavailable", message)
+            }
         })?;
     tracing::debug!(chart = %reference, version = %fetched.version, digest = %fetched.digest, "chart resolved");
     Ok(Source {

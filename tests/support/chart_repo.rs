@@ -19,6 +19,8 @@ pub struct Request {
     pub path: String,
     /// Whether it carried an `Authorization` header.
     pub authorized: bool,
+    /// The user name of the basic credentials it carried, if any.
+    pub user: Option<String>,
     /// The status answered.
     pub status: u16,
 }
@@ -128,9 +130,16 @@ async fn serve(State(shared): State<Arc<Mutex<Shared>>>, uri: Uri, headers: Head
             }
         }
     };
+    let user = given
+        .as_deref()
+        .and_then(|v| v.strip_prefix("Basic "))
+        .and_then(|b| base64::engine::general_purpose::STANDARD.decode(b).ok())
+        .and_then(|pair| String::from_utf8(pair).ok())
+        .map(|pair| pair.split(':').next().unwrap_or_default().to_owned());
     shared.log.push(Request {
         path,
         authorized: given.is_some(),
+        user,
         status,
     });
     response

@@ -15,6 +15,7 @@ use crate::api::PolicyStatus;
 use crate::plugin::World;
 use crate::policy::Mode;
 use crate::source::ReadSet;
+pub use crate::source::helm::NeededRepository;
 use crate::trust::VerificationSpec;
 
 /// The path of the render endpoint.
@@ -261,6 +262,28 @@ pub struct ChartSourceRef {
     /// from the repository Secrets matching it, and nothing else's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub credentials: Option<WireCredentials>,
+    /// The repositories the chart's dependencies (at any depth) may be
+    /// fetched from, each checked by the controller against the project's
+    /// `sourceRepos` and with its own credentials. A dependency repository
+    /// not listed is not fetched: the render server answers
+    /// [`RenderFailure::repositories_needed`], and the controller asks
+    /// again with it (or refuses). `None` (a controller that predates the
+    /// field): every dependency repository is fetched, without
+    /// credentials.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dependency_repositories: Option<Vec<GrantedRepository>>,
+}
+
+/// A dependency repository granted to a chart's render.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct GrantedRepository {
+    /// The URL as the chart writes it (`https://…` Helm repository or
+    /// `oci://` registry path), as the render server reported it.
+    pub url: String,
+    /// Its credentials, from the repository Secrets matching it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub credentials: Option<WireCredentials>,
 }
 
 /// The host's part of `spec.source.helm` (see
@@ -322,7 +345,20 @@ pub struct RenderFailure {
     pub reason: String,
     /// What happened.
     pub message: String,
+    /// With reason [`REPOSITORIES_NEEDED`]: the chart's dependency
+    /// repositories the request did not grant (nothing was sent to them).
+    /// Absent otherwise, and to a controller that predates it the message
+    /// says the same.
+    #[serde(
+        default,
+        rename = "repositoriesNeeded",
+        skip_serializing_if = "Vec::is_empty"
+    )]
+    pub repositories_needed: Vec<NeededRepository>,
 }
+
+/// The reason of a [`RenderFailure`] asking for dependency repositories.
+pub const REPOSITORIES_NEEDED: &str = "DependencyRepositoriesNeeded";
 
 #[cfg(test)]
 mod tests {
@@ -337,6 +373,7 @@ mod tests {
                 chart: "web".into(),
                 oci: false,
                 credentials: None,
+                dependency_repositories: None,
             }
         );
         assert_eq!(serde_json::to_string(&old).unwrap(), r#"{"chart":"web"}"#);
@@ -347,9 +384,40 @@ mod tests {
                 username: "puller".into(),
                 password: WireSecret("s3cret".into()),
             }),
+            dependency_repositories: Some(vec![GrantedRepository {
+                url: "https://b.example.com/charts".into(),
+                credentials: Some(WireCredentials::Basic {
+                    username: "bob".into(),
+                    password: WireSecret("b-s3cret".into()),
+                }),
+            }]),
         };
         let text = serde_json::to_string(&new).unwrap();
         assert_eq!(serde_json::from_str::<ChartSourceRef>(&text).unwrap(), new);
         assert!(!format!("{new:?}").contains("s3cret"), "{new:?}");
+    }
+
+    #[test]
+    fn a_failure_without_repositories_needed_reads_and_writes_as_before() {
+        let text = r#"{"kind":"ComparisonError","reason":"ChartUnavailable","message":"m"}"#;
+        let old: RenderFailure = serde_json::from_str(text).unwrap();
+        assert!(old.repositories_needed.is_empty());
+        assert_eq!(serde_json::to_string(&old).unwrap(), text);
+        let new = RenderFailure {
+            kind: "ComparisonError".into(),
+            reason: REPOSITORIES_NEEDED.into(),
+            message: "m".into(),
+            repositories_needed: vec![NeededRepository {
+                chart: "app".into(),
+                dependency: "lib".into(),
+                url: "https://b.example.com/charts".into(),
+            }],
+        };
+        let text = serde_json::to_string(&new).unwrap();
+        assert!(
+            text.contains(r#""repositoriesNeeded":[{"chart":"app""#),
+            "{text}"
+        );
+        assert_eq!(serde_json::from_str::<RenderFailure>(&text).unwrap(), new);
     }
 }

@@ -25,7 +25,6 @@ use crate::plugin::PluginHost;
 use crate::source::git::KnownHostsSource;
 use crate::source::git::{CredentialProvider, Credentials, GitSource, RepoUrl};
 use crate::source::helm::ChartFetcher;
-use crate::source::helm::fetch::index_key;
 
 /// The credentials of the repositories requests named, each as its last
 /// request gave them. The Git engine asks this provider; the render server
@@ -80,9 +79,9 @@ pub struct RenderServer {
     pub git: GitSource,
     /// The credentials requests brought.
     pub credentials: Arc<RequestCredentials>,
-    /// Helm charts (`spec.source.chart`): its Helm repository credentials
-    /// are [`RenderServer::credentials`]; OCI credentials come with each
-    /// request.
+    /// Helm charts (`spec.source.chart`): the credentials of the chart's
+    /// repository and of the dependency repositories the controller
+    /// granted come with each request and serve that request only.
     pub charts: ChartFetcher,
     /// The plugin host.
     pub host: PluginHost,
@@ -206,11 +205,13 @@ impl RenderServer {
                 message: format!(
                     "the render took longer than the render server's deadline of {deadline:?}"
                 ),
+                repositories_needed: Vec::new(),
             }),
             Ok(Err(stop)) => failure(RenderFailure {
                 kind: stop.kind.into_owned(),
                 reason: stop.reason.into_owned(),
                 message: stop.message,
+                repositories_needed: stop.repositories_needed,
             }),
             Ok(Ok(response)) => match serde_json::to_vec(&response) {
                 Ok(bytes) if bytes.len() <= self.limits.max_response => Response::builder()
@@ -226,6 +227,7 @@ impl RenderServer {
                         bytes.len(),
                         self.limits.max_response
                     ),
+                    repositories_needed: Vec::new(),
                 }),
                 Err(e) => plain(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
             },
@@ -250,18 +252,12 @@ impl RenderServer {
                     .set(&url, source.credentials.clone().map(Into::into));
             }
         }
-        // A Helm repository's credentials, kept under its index's URL (as
-        // the chart fetcher looks them up, for that origin only).
-        if let Some(chart) = &request.chart
-            && !chart.oci
-            && let Some(key) = index_key(&request.app.repo_url)
-            && matches!(key.scheme(), "http" | "https")
-        {
-            self.credentials
-                .set(&key, chart.credentials.clone().map(Into::into));
-        }
+        // A chart's credentials (its repository's and its granted
+        // dependency repositories') serve this request only: the work
+        // makes them its chart access (`chart_access: None`).
         let shop = Workshop {
             charts: Some(&self.charts),
+            chart_access: None,
             git: &self.git,
             host: &self.host,
             catalog: &self.catalog,

@@ -135,19 +135,23 @@ impl HttpFetcher {
 
     /// GETs `url` (of the repository `repo`), at most `max` bytes. With
     /// `etag`, asks `If-None-Match` and may get [`Download::NotModified`].
+    /// `credentials`: where the repository's credentials are looked up for
+    /// this request (`None`: the fetcher's own provider).
     pub async fn get(
         &self,
         repo: &str,
         url: &str,
         max: u64,
         etag: Option<&str>,
+        credentials: Option<&dyn CredentialProvider>,
     ) -> Result<Download, FetchError> {
         let parsed = url::Url::parse(url).map_err(|_| FetchError::BadUrl { url: url.into() })?;
         if !matches!(parsed.scheme(), "http" | "https") {
             return Err(FetchError::BadUrl { url: url.into() });
         }
         let mut request = self.client.get(parsed.clone());
-        if let Some((username, password)) = self.basic_for(repo, &parsed) {
+        let provider = credentials.unwrap_or(self.credentials.as_ref());
+        if let Some((username, password)) = basic_for(provider, repo, &parsed) {
             request = request.basic_auth(username, Some(password));
         }
         if let Some(etag) = etag {
@@ -193,33 +197,35 @@ impl HttpFetcher {
         }
         Ok(Download::Body { bytes, etag })
     }
+}
 
-    /// The repository's basic credentials, if `target` is on the
-    /// repository's origin and the transport is fit for them.
-    fn basic_for(&self, repo: &str, target: &url::Url) -> Option<(String, String)> {
-        let repo_url = url::Url::parse(repo).ok()?;
-        if repo_url.origin() != target.origin() {
-            return None;
-        }
-        let loopback = matches!(
-            target.host(),
-            Some(url::Host::Ipv4(ip)) if ip.is_loopback()
-        ) || matches!(target.host(), Some(url::Host::Ipv6(ip)) if ip.is_loopback())
-            || target.host_str() == Some("localhost");
-        if target.scheme() != "https" && !loopback {
-            tracing::warn!(
-                repo,
-                "credentials not sent over plain http to a remote host"
-            );
-            return None;
-        }
-        let key = index_key(repo)?;
-        match self.credentials.credentials(&key)? {
-            Credentials::Basic { username, password } => {
-                Some((username, password.expose().to_owned()))
-            }
-            _ => None,
-        }
+/// The repository's basic credentials from `provider`, if `target` is on
+/// the repository's origin and the transport is fit for them.
+fn basic_for(
+    provider: &dyn CredentialProvider,
+    repo: &str,
+    target: &url::Url,
+) -> Option<(String, String)> {
+    let repo_url = url::Url::parse(repo).ok()?;
+    if repo_url.origin() != target.origin() {
+        return None;
+    }
+    let loopback = matches!(
+        target.host(),
+        Some(url::Host::Ipv4(ip)) if ip.is_loopback()
+    ) || matches!(target.host(), Some(url::Host::Ipv6(ip)) if ip.is_loopback())
+        || target.host_str() == Some("localhost");
+    if target.scheme() != "https" && !loopback {
+        tracing::warn!(
+            repo,
+            "credentials not sent over plain http to a remote host"
+        );
+        return None;
+    }
+    let key = index_key(repo)?;
+    match provider.credentials(&key)? {
+        Credentials::Basic { username, password } => Some((username, password.expose().to_owned())),
+        _ => None,
     }
 }
 

@@ -7,6 +7,8 @@
 //!
 //! The sandbox never fetches anything: the plugin only reads the view.
 //!
+//! - [`access`]: which dependency repositories one fetch may use, and
+//!   with whose credentials;
 //! - [`index`]: `index.yaml` and Helm's semver constraints;
 //! - [`fetch`]: HTTP downloads with credentials for the repository's origin;
 //! - [`oci`]: Helm's OCI artifact layout;
@@ -14,6 +16,7 @@
 //! - [`cache`]: unpacked charts by digest under a byte budget;
 //! - [`view`]: a view with fetched dependencies mounted in it.
 
+pub mod access;
 pub mod archive;
 pub mod cache;
 pub mod fetch;
@@ -32,6 +35,7 @@ use crate::digest::Digest;
 use crate::source::git::{CredentialProvider, NoCredentials};
 use crate::source::{LocalDir, SourcePath, SourceView};
 
+pub use access::{Admission, AllowAll, ChartAccess, NeededRepository, RepositoryGate};
 pub use archive::{ArchiveError, ArchiveLimits};
 pub use cache::{CacheError, ChartCache, DEFAULT_MAX_CACHE_BYTES};
 pub use fetch::{Download, FetchError, HttpFetcher};
@@ -253,6 +257,29 @@ pub enum ChartError {
         /// Why.
         source: Box<ChartError>,
     },
+    /// A dependency's repository may not be used (the project's
+    /// `sourceRepos`).
+    #[error("{chart}: dependency `{dependency}` from {repository}: {message}")]
+    DependencyRefused {
+        /// The chart declaring it.
+        chart: String,
+        /// The dependency's name.
+        dependency: String,
+        /// The repository URL, as the chart writes it.
+        repository: String,
+        /// Why.
+        message: String,
+    },
+    /// Dependency repositories the fetch's gate could not decide on
+    /// ([`Admission::Unknown`]): nothing was sent to them.
+    #[error(
+        "dependency repositories not granted to this fetch: {}",
+        list(repositories)
+    )]
+    RepositoriesNeeded {
+        /// Each, with the chart and dependency naming it.
+        repositories: Vec<NeededRepository>,
+    },
     /// `Chart.yaml` or `Chart.lock` is unusable, or dependencies go too deep.
     #[error("{chart}: {message}")]
     Chart {
@@ -269,6 +296,36 @@ pub enum ChartError {
         /// The deadline.
         after: Duration,
     },
+}
+
+fn list(repositories: &[NeededRepository]) -> String {
+    repositories
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+impl ChartError {
+    /// The dependency repositories this fetch was not granted, if that is
+    /// why it failed (at any depth).
+    pub fn repositories_needed(&self) -> Option<&[NeededRepository]> {
+        match self {
+            ChartError::RepositoriesNeeded { repositories } => Some(repositories),
+            ChartError::Dependency { source, .. } => source.repositories_needed(),
+            _ => None,
+        }
+    }
+
+    /// Whether the fetch failed because a dependency repository was
+    /// refused ([`Admission::Refused`]), at any depth.
+    pub fn is_refused_dependency(&self) -> bool {
+        match self {
+            ChartError::DependencyRefused { .. } => true,
+            ChartError::Dependency { source, .. } => source.is_refused_dependency(),
+            _ => false,
+        }
+    }
 }
 
 /// How charts are fetched and cached; every limit has a documented default.
@@ -418,9 +475,23 @@ impl ChartFetcher {
         chart: &ChartRef,
         registry: &RegistryCredentials,
     ) -> Result<FetchedChart, ChartError> {
+        self.fetch_scoped(chart, registry, &ChartAccess::default())
+            .await
+    }
+
+    /// [`ChartFetcher::fetch_with`] with the Helm repository credentials
+    /// and the dependency repositories of `access` (one Application's:
+    /// its project's `sourceRepos`, or what a render request granted).
+    pub async fn fetch_scoped(
+        &self,
+        chart: &ChartRef,
+        registry: &RegistryCredentials,
+        access: &ChartAccess,
+    ) -> Result<FetchedChart, ChartError> {
         let deadline = self.inner.config.deadline;
         let mut budget = self.inner.config.max_dependencies;
-        match tokio::time::timeout(deadline, self.fetch_at(chart, 0, &mut budget, registry)).await {
+        let work = self.fetch_at(chart, 0, &mut budget, registry, access);
+        match tokio::time::timeout(deadline, work).await {
             Ok(result) => result,
             Err(_) => Err(ChartError::Deadline {
                 chart: chart.to_string(),
@@ -444,7 +515,9 @@ impl ChartFetcher {
             .read()
             .unwrap_or_else(|e| e.into_inner())
             .clone();
-        let work = self.mount_dependencies(view, dir, 0, &mut budget, &registry);
+        let label = dir.to_string();
+        let access = ChartAccess::default();
+        let work = self.mount_dependencies(view, dir, &label, 0, &mut budget, &registry, &access);
         match tokio::time::timeout(deadline, work).await {
             Ok(result) => result,
             Err(_) => Err(ChartError::Deadline {
@@ -460,13 +533,14 @@ impl ChartFetcher {
         depth: usize,
         budget: &mut usize,
         registry: &RegistryCredentials,
+        access: &ChartAccess,
     ) -> Result<FetchedChart, ChartError> {
         let (dir, version, digest, source) = match chart {
             ChartRef::Repo {
                 repo,
                 chart: name,
                 version,
-            } => self.fetch_repo(repo, name, version).await?,
+            } => self.fetch_repo(repo, name, version, access).await?,
             ChartRef::Oci {
                 repository,
                 version,
@@ -477,9 +551,16 @@ impl ChartFetcher {
                 path: dir.clone(),
                 source,
             })?);
-        let (view, dependencies) =
-            Box::pin(self.mount_dependencies(base, &SourcePath::root(), depth, budget, registry))
-                .await?;
+        let (view, dependencies) = Box::pin(self.mount_dependencies(
+            base,
+            &SourcePath::root(),
+            chart.name(),
+            depth,
+            budget,
+            registry,
+            access,
+        ))
+        .await?;
         Ok(FetchedChart {
             view,
             version,
@@ -492,6 +573,10 @@ impl ChartFetcher {
     /// The repository's index: fetched with `If-None-Match` when seen
     /// before (an unchanged index costs one request and no parse).
     pub async fn index(&self, repo: &str) -> Result<Arc<Index>, ChartError> {
+        self.index_with(repo, &ChartAccess::default()).await
+    }
+
+    async fn index_with(&self, repo: &str, access: &ChartAccess) -> Result<Arc<Index>, ChartError> {
         let url = format!("{repo}/index.yaml");
         let cached = self
             .inner
@@ -505,7 +590,13 @@ impl ChartFetcher {
             let _permit = self.inner.downloads.acquire().await.expect("never closed");
             self.inner
                 .http
-                .get(repo, &url, self.inner.config.max_index, etag)
+                .get(
+                    repo,
+                    &url,
+                    self.inner.config.max_index,
+                    etag,
+                    access.credentials.as_deref(),
+                )
                 .await?
         };
         match (download, cached) {
@@ -534,8 +625,9 @@ impl ChartFetcher {
         repo: &str,
         name: &str,
         constraint: &str,
+        access: &ChartAccess,
     ) -> Result<(PathBuf, String, Digest, String), ChartError> {
-        let index = self.index(repo).await?;
+        let index = self.index_with(repo, access).await?;
         let entry = index.resolve(repo, name, constraint)?.clone();
         let first = entry.urls.first().ok_or_else(|| ChartError::NoUrl {
             chart: name.to_owned(),
@@ -577,7 +669,13 @@ impl ChartFetcher {
             match self
                 .inner
                 .http
-                .get(repo, &url, self.inner.config.archive.compressed, None)
+                .get(
+                    repo,
+                    &url,
+                    self.inner.config.archive.compressed,
+                    None,
+                    access.credentials.as_deref(),
+                )
                 .await
             {
                 Ok(Download::Body { bytes, .. }) => bytes,
@@ -689,20 +787,61 @@ impl ChartFetcher {
         )
     }
 
-    /// Fetches the dependencies of the chart at `dir` in `view` that are
-    /// neither vendored in `charts/` nor local (`file://`), and mounts them.
+    /// Fetches the dependencies of the chart at `dir` in `view` (named
+    /// `label` in errors) that are neither vendored in `charts/` nor local
+    /// (`file://`), and mounts them. Before anything is fetched, their
+    /// number is held to what is left of the budget, and each repository is
+    /// put to `access`'s gate.
+    #[allow(clippy::too_many_arguments)]
     async fn mount_dependencies(
         &self,
         view: Arc<dyn SourceView>,
         dir: &SourcePath,
+        label: &str,
         depth: usize,
         budget: &mut usize,
         registry: &RegistryCredentials,
+        access: &ChartAccess,
     ) -> Result<(Arc<dyn SourceView>, Vec<(String, String)>), ChartError> {
-        let chart_name = dir.as_str().to_owned();
+        let chart_name = if label.is_empty() { "." } else { label }.to_owned();
         let needed = dependencies::missing(view.as_ref(), dir)?;
         if needed.is_empty() {
             return Ok((view, Vec::new()));
+        }
+        if needed.len() > *budget {
+            return Err(ChartError::Chart {
+                chart: chart_name,
+                message: format!(
+                    "declares {} dependencies to fetch, more than the {} left of the limit of {} dependencies per chart",
+                    needed.len(),
+                    *budget,
+                    self.inner.config.max_dependencies
+                ),
+            });
+        }
+        let mut unknown = Vec::new();
+        for dependency in &needed {
+            match access.gate.admit(&dependency.repository) {
+                Admission::Allowed => {}
+                Admission::Unknown => unknown.push(NeededRepository {
+                    chart: chart_name.clone(),
+                    dependency: dependency.name.clone(),
+                    url: dependency.repository.clone(),
+                }),
+                Admission::Refused(message) => {
+                    return Err(ChartError::DependencyRefused {
+                        chart: chart_name,
+                        dependency: dependency.name.clone(),
+                        repository: dependency.repository.clone(),
+                        message,
+                    });
+                }
+            }
+        }
+        if !unknown.is_empty() {
+            return Err(ChartError::RepositoriesNeeded {
+                repositories: unknown,
+            });
         }
         if depth >= self.inner.config.max_dependency_depth {
             return Err(ChartError::Chart {
@@ -727,11 +866,7 @@ impl ChartFetcher {
             }
             *budget -= 1;
             let wrap = |source| ChartError::Dependency {
-                chart: if chart_name.is_empty() {
-                    ".".into()
-                } else {
-                    chart_name.clone()
-                },
+                chart: chart_name.clone(),
                 dependency: dependency.name.clone(),
                 source: Box::new(source),
             };
@@ -741,7 +876,19 @@ impl ChartFetcher {
                 &dependency.version,
             )
             .map_err(wrap)?;
-            let chart = Box::pin(self.fetch_at(&reference, depth + 1, budget, registry))
+            // An OCI dependency's own registry credentials, if the gate
+            // has some, for its fetch only.
+            let extended;
+            let registry = match access.gate.registry_credentials(&dependency.repository) {
+                Some(extra) if matches!(reference, ChartRef::Oci { .. }) => {
+                    let mut merged = registry.clone();
+                    merged.merge(extra);
+                    extended = merged;
+                    &extended
+                }
+                _ => registry,
+            };
+            let chart = Box::pin(self.fetch_at(&reference, depth + 1, budget, registry, access))
                 .await
                 .map_err(wrap)?;
             let at = dir
@@ -859,7 +1006,11 @@ mod dependencies {
         };
         let mut needed = Vec::new();
         for dependency in declared.dependencies {
-            let repository = dependency.repository.trim().to_owned();
+            let repository = dependency
+                .repository
+                .trim()
+                .trim_end_matches('/')
+                .to_owned();
             if repository.is_empty()
                 || repository.starts_with("file://")
                 || is_vendored(&dependency.name)

@@ -1,0 +1,545 @@
+//! Which repositories a chart's dependencies may be fetched from, and with
+//! whose credentials.
+//!
+//! A chart names its dependencies' repositories itself, so each is checked
+//! against the Application's project (`sourceRepos`, as the chart's own
+//! repository is) before anything is sent to it; a repository outside it is
+//! refused with a condition naming the chart, the dependency and the URL.
+//! (Argo CD sends its repo-server the Helm repositories and credentials
+//! that `sourceRepos` permits, so a dependency elsewhere gets no
+//! credentials; Kiln refuses it outright.)
+//!
+//! - In this process the project is the fetch's gate ([`for_project`]) and
+//!   the credentials are the repository Secrets'.
+//! - A render server holds no Secrets: a request grants the dependency
+//!   repositories the controller checked, each with its own credentials
+//!   ([`requested`]), and the server answers any other it meets with
+//!   [`REPOSITORIES_NEEDED`] instead of fetching it. The controller then
+//!   checks those against the project, adds them with their Secrets'
+//!   credentials and asks again ([`grant`]), a bounded number of times.
+//!   A repository's credentials thus go to the render server only for a
+//!   chart that depends on it, and only to that repository. A render
+//!   server that lies about what a chart needs obtains at most the
+//!   credentials of repositories the project's `sourceRepos` admit (what
+//!   Argo CD sends its repo-server with every request).
+
+use std::collections::{BTreeSet, HashMap};
+use std::sync::Arc;
+
+use super::compare::Stop;
+use super::project::Project;
+use super::secrets::ControllerSecrets;
+use crate::artifact::RegistryCredentials;
+use crate::render::remote::{
+    ChartSourceRef, GrantedRepository, REPOSITORIES_NEEDED, RenderRequest, WireCredentials,
+};
+use crate::source::git::{CredentialProvider, Credentials, RepoUrl};
+use crate::source::helm::fetch::index_key;
+use crate::source::helm::{
+    Admission, AllowAll, ChartAccess, ChartRef, NeededRepository, RepositoryGate,
+};
+
+/// Requests a render server may be sent for one chart render: the first,
+/// and one more for each level of dependencies whose repositories it asks
+/// for, that is one more than
+/// [`crate::source::helm::DEFAULT_MAX_DEPENDENCY_DEPTH`] (9): deeper
+/// dependencies are refused by the server anyway.
+pub const MAX_GRANT_ROUNDS: usize = crate::source::helm::DEFAULT_MAX_DEPENDENCY_DEPTH + 1;
+
+/// Dependency repositories one chart render may be granted: 32.
+pub const MAX_GRANTED_REPOSITORIES: usize = 32;
+
+/// The project as a fetch's gate: a dependency repository outside
+/// `sourceRepos` is refused; an OCI one's credentials are the Secret's
+/// naming its registry path.
+struct ProjectGate {
+    project: Project,
+    secrets: ControllerSecrets,
+}
+
+impl std::fmt::Debug for ProjectGate {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ProjectGate")
+            .field("project", &self.project)
+            .finish_non_exhaustive()
+    }
+}
+
+impl RepositoryGate for ProjectGate {
+    fn admit(&self, repository: &str) -> Admission {
+        match self.project.admit_dependency_repository(repository) {
+            Ok(()) => Admission::Allowed,
+            Err(violation) => Admission::Refused(violation.to_string()),
+        }
+    }
+
+    fn registry_credentials(&self, repository: &str) -> Option<RegistryCredentials> {
+        registry_credentials(repository, &credentials_of(&self.secrets, repository)?)
+    }
+}
+
+/// The chart access of a render in this process: dependency repositories
+/// held to `project`'s `sourceRepos`, credentials from the fetcher's
+/// provider (the repository Secrets) and, for an OCI dependency, the
+/// Secret naming its registry path.
+pub fn for_project(project: &Project, secrets: &ControllerSecrets) -> ChartAccess {
+    ChartAccess {
+        credentials: None,
+        gate: Arc::new(ProjectGate {
+            project: project.clone(),
+            secrets: secrets.clone(),
+        }),
+    }
+}
+
+/// The repositories a request granted (URL → its OCI registry
+/// credentials, if it is one with some); any other is left to the
+/// controller.
+#[derive(Debug)]
+struct Granted(HashMap<String, Option<RegistryCredentials>>);
+
+impl RepositoryGate for Granted {
+    fn admit(&self, repository: &str) -> Admission {
+        if self.0.contains_key(repository.trim_end_matches('/')) {
+            Admission::Allowed
+        } else {
+            Admission::Unknown
+        }
+    }
+
+    fn registry_credentials(&self, repository: &str) -> Option<RegistryCredentials> {
+        self.0.get(repository.trim_end_matches('/'))?.clone()
+    }
+}
+
+/// An `oci://` repository's basic credentials as registry credentials for
+/// its host.
+fn registry_credentials(
+    repository: &str,
+    credentials: &WireCredentials,
+) -> Option<RegistryCredentials> {
+    let path = repository.strip_prefix("oci://")?;
+    let host = path.split('/').next().unwrap_or(path);
+    match credentials {
+        WireCredentials::Basic { username, password } => {
+            Some(RegistryCredentials::basic(host, username, &password.0))
+        }
+        _ => None,
+    }
+}
+
+/// Helm repository credentials of one request, by `index.yaml` URL.
+#[derive(Debug, Default)]
+struct Scoped(HashMap<String, Credentials>);
+
+impl CredentialProvider for Scoped {
+    fn credentials(&self, url: &RepoUrl) -> Option<Credentials> {
+        self.0.get(&url.to_string()).cloned()
+    }
+}
+
+/// A render server's chart access for one request: the chart's own
+/// repository's credentials and those of the granted dependency
+/// repositories (a Helm repository's by its `index.yaml` URL; an OCI
+/// registry path's for that dependency's pull), for this request only. A
+/// request without `dependencyRepositories` (an older controller) lets
+/// dependencies be fetched without credentials, as before.
+pub fn requested(reference: &ChartRef, chart: &ChartSourceRef) -> ChartAccess {
+    let mut helm = HashMap::new();
+    let mut keep = |url: &str, credentials: &Option<WireCredentials>| {
+        if let Some(credentials) = credentials
+            && !url.starts_with("oci://")
+            && let Some(key) = index_key(url)
+        {
+            helm.insert(key.to_string(), credentials.clone().into());
+        }
+    };
+    if let ChartRef::Repo { repo, .. } = reference {
+        keep(repo, &chart.credentials);
+    }
+    let gate: Arc<dyn RepositoryGate> = match &chart.dependency_repositories {
+        None => Arc::new(AllowAll),
+        Some(granted) => {
+            let mut by_url = HashMap::new();
+            for repository in granted {
+                keep(&repository.url, &repository.credentials);
+                let url = repository.url.trim_end_matches('/');
+                let registry = repository
+                    .credentials
+                    .as_ref()
+                    .and_then(|c| registry_credentials(url, c));
+                by_url.insert(url.to_owned(), registry);
+            }
+            Arc::new(Granted(by_url))
+        }
+    };
+    ChartAccess {
+        credentials: Some(Arc::new(Scoped(helm))),
+        gate,
+    }
+}
+
+/// The credentials of dependency repository `url` (`https://…` or
+/// `oci://…`) from the repository Secrets: basic credentials only.
+fn credentials_of(secrets: &ControllerSecrets, url: &str) -> Option<WireCredentials> {
+    let credentials = match url.strip_prefix("oci://") {
+        Some(path) => secrets.helm_repository(path).and_then(|r| r.credentials),
+        None => index_key(url).and_then(|key| secrets.repo_credentials().credentials(&key)),
+    };
+    match credentials? {
+        c @ Credentials::Basic { .. } => Some(c.into()),
+        _ => None,
+    }
+}
+
+/// After a render server's answer `stop`: if it asks for dependency
+/// repositories (and `round`, counted from 0, may have a successor), checks
+/// each against `project`, adds it to `request` with its credentials and
+/// returns `Ok` (ask again); otherwise the stop to record.
+pub fn grant(
+    project: &Project,
+    secrets: &ControllerSecrets,
+    request: &mut RenderRequest,
+    stop: Stop,
+    round: usize,
+) -> Result<(), Stop> {
+    let Some(chart) = request.chart.as_mut() else {
+        return Err(stop);
+    };
+    if stop.reason != REPOSITORIES_NEEDED || stop.repositories_needed.is_empty() {
+        return Err(stop);
+    }
+    let granted = chart.dependency_repositories.get_or_insert_with(Vec::new);
+    if round + 1 >= MAX_GRANT_ROUNDS {
+        return Err(Stop::new(
+            "ComparisonError",
+            "TooManyDependencyRounds",
+            format!(
+                "chart {}: its dependencies still name new repositories after {MAX_GRANT_ROUNDS} requests to the render server: {}",
+                chart.chart,
+                list(&stop.repositories_needed)
+            ),
+        ));
+    }
+    let wanted: BTreeSet<&NeededRepository> = stop.repositories_needed.iter().collect();
+    for needed in wanted {
+        if let Err(violation) = project.admit_dependency_repository(&needed.url) {
+            return Err(Stop::new(
+                "ProjectViolation",
+                "DependencyRepositoryNotPermitted",
+                format!("{needed}: {violation}"),
+            ));
+        }
+        let url = needed.url.trim_end_matches('/');
+        if granted.iter().any(|g| g.url == url) {
+            return Err(Stop::new(
+                "ComparisonError",
+                "RenderServerFailed",
+                format!("{needed}: the render server asks again for a repository it was granted"),
+            ));
+        }
+        if granted.len() >= MAX_GRANTED_REPOSITORIES {
+            return Err(Stop::new(
+                "ComparisonError",
+                "TooManyDependencyRepositories",
+                format!(
+                    "chart {}: its dependencies name more than {MAX_GRANTED_REPOSITORIES} repositories (at {needed})",
+                    chart.chart
+                ),
+            ));
+        }
+        granted.push(GrantedRepository {
+            url: url.to_owned(),
+            credentials: credentials_of(secrets, url),
+        });
+    }
+    Ok(())
+}
+
+fn list(needed: &[NeededRepository]) -> String {
+    needed
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::controller::secrets::{SecretType, labeled};
+    use crate::render::remote::{AppRef, WireSecret};
+
+    fn project() -> Project {
+        Project::new(
+            "fenced",
+            serde_json::from_value(serde_json::json!({
+                "sourceRepos": ["https://a.example.com/charts", "https://b.example.com/charts",
+                    "oci://registry.example.com/charts"]
+            }))
+            .unwrap(),
+        )
+    }
+
+    fn secrets() -> ControllerSecrets {
+        ControllerSecrets::fixed([
+            labeled(
+                "a",
+                SecretType::Repository,
+                &[
+                    ("url", "https://a.example.com/charts"),
+                    ("type", "helm"),
+                    ("username", "alice"),
+                    ("password", "a-secret"),
+                ],
+            ),
+            labeled(
+                "b",
+                SecretType::Repository,
+                &[
+                    ("url", "https://b.example.com/charts"),
+                    ("type", "helm"),
+                    ("username", "bob"),
+                    ("password", "b-secret"),
+                ],
+            ),
+            labeled(
+                "oci",
+                SecretType::Repository,
+                &[
+                    ("url", "registry.example.com/charts"),
+                    ("type", "helm"),
+                    ("enableOCI", "true"),
+                    ("username", "puller"),
+                    ("password", "oci-secret"),
+                ],
+            ),
+        ])
+    }
+
+    fn request() -> RenderRequest {
+        RenderRequest {
+            app: AppRef {
+                repo_url: "https://a.example.com/charts".into(),
+                ..AppRef::default()
+            },
+            revision: "1.2.*".into(),
+            chain: Vec::new(),
+            policies: Vec::new(),
+            refresh: false,
+            repository_credentials: None,
+            registry_credentials: Vec::new(),
+            ssh_known_hosts: None,
+            chart: Some(ChartSourceRef {
+                chart: "app".into(),
+                oci: false,
+                credentials: None,
+                dependency_repositories: Some(Vec::new()),
+            }),
+            helm: None,
+        }
+    }
+
+    fn needs(urls: &[&str]) -> Stop {
+        let mut stop = Stop::new("ComparisonError", REPOSITORIES_NEEDED, "needed");
+        stop.repositories_needed = urls
+            .iter()
+            .enumerate()
+            .map(|(i, url)| NeededRepository {
+                chart: "app".into(),
+                dependency: format!("d{i}"),
+                url: (*url).into(),
+            })
+            .collect();
+        stop
+    }
+
+    fn granted(request: &RenderRequest) -> Vec<(String, Option<String>)> {
+        let chart = request.chart.as_ref().unwrap();
+        chart
+            .dependency_repositories
+            .iter()
+            .flatten()
+            .map(|g| {
+                let user = match &g.credentials {
+                    Some(WireCredentials::Basic { username, .. }) => Some(username.clone()),
+                    _ => None,
+                };
+                (g.url.clone(), user)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn each_named_repository_is_granted_with_its_own_credentials_only() {
+        let mut request = request();
+        grant(
+            &project(),
+            &secrets(),
+            &mut request,
+            needs(&[
+                "https://b.example.com/charts/",
+                "oci://registry.example.com/charts",
+            ]),
+            0,
+        )
+        .unwrap();
+        assert_eq!(
+            granted(&request),
+            [
+                ("https://b.example.com/charts".into(), Some("bob".into())),
+                (
+                    "oci://registry.example.com/charts".into(),
+                    Some("puller".into())
+                ),
+            ]
+        );
+        // Another failure is recorded as it is.
+        let other = Stop::new("ComparisonError", "ChartUnavailable", "401");
+        assert_eq!(
+            grant(&project(), &secrets(), &mut request, other.clone(), 1).unwrap_err(),
+            other
+        );
+    }
+
+    #[test]
+    fn a_repository_outside_source_repos_is_refused_naming_chart_dependency_and_url() {
+        let mut request = request();
+        let stop = grant(
+            &project(),
+            &secrets(),
+            &mut request,
+            needs(&["https://evil.example.com/charts"]),
+            0,
+        )
+        .unwrap_err();
+        assert_eq!(stop.kind, "ProjectViolation");
+        assert_eq!(stop.reason, "DependencyRepositoryNotPermitted");
+        assert!(
+            stop.message
+                .starts_with("app: dependency `d0` from https://evil.example.com/charts: "),
+            "{}",
+            stop.message
+        );
+        assert!(stop.message.contains("sourceRepos"), "{}", stop.message);
+        assert!(granted(&request).is_empty());
+    }
+
+    #[test]
+    fn rounds_and_repositories_are_bounded_and_a_repeated_ask_stops() {
+        let open = Project::new(
+            "open",
+            serde_json::from_value(serde_json::json!({"sourceRepos": ["*"]})).unwrap(),
+        );
+        // Too many repositories.
+        let urls: Vec<String> = (0..=MAX_GRANTED_REPOSITORIES)
+            .map(|i| format!("https://r{i}.example.com/charts"))
+            .collect();
+        let urls: Vec<&str> = urls.iter().map(String::as_str).collect();
+        let stop = grant(&open, &secrets(), &mut request(), needs(&urls), 0).unwrap_err();
+        assert_eq!(stop.reason, "TooManyDependencyRepositories", "{stop}");
+        // Too many rounds.
+        let stop = grant(
+            &open,
+            &secrets(),
+            &mut request(),
+            needs(&["https://b.example.com/charts"]),
+            MAX_GRANT_ROUNDS - 1,
+        )
+        .unwrap_err();
+        assert_eq!(stop.reason, "TooManyDependencyRounds", "{stop}");
+        // A server asking again for what it was granted.
+        let mut request = request();
+        let again = || needs(&["https://b.example.com/charts"]);
+        grant(&open, &secrets(), &mut request, again(), 0).unwrap();
+        let stop = grant(&open, &secrets(), &mut request, again(), 1).unwrap_err();
+        assert_eq!(stop.reason, "RenderServerFailed", "{stop}");
+    }
+
+    #[test]
+    fn a_render_servers_access_is_the_requests_grants_and_nothing_else() {
+        let basic = |user: &str| WireCredentials::Basic {
+            username: user.into(),
+            password: WireSecret(format!("{user}-secret")),
+        };
+        let chart = ChartSourceRef {
+            chart: "app".into(),
+            oci: false,
+            credentials: Some(basic("alice")),
+            dependency_repositories: Some(vec![
+                GrantedRepository {
+                    url: "https://b.example.com/charts".into(),
+                    credentials: Some(basic("bob")),
+                },
+                GrantedRepository {
+                    url: "oci://registry.example.com/charts".into(),
+                    credentials: Some(basic("puller")),
+                },
+            ]),
+        };
+        let reference =
+            ChartRef::new(Some("https://a.example.com/charts"), "app", "1.2.*").unwrap();
+        let access = requested(&reference, &chart);
+        let user = |repo: &str| {
+            let provider = access.credentials.as_ref().unwrap();
+            match provider.credentials(&index_key(repo).unwrap()) {
+                Some(Credentials::Basic { username, .. }) => Some(username),
+                _ => None,
+            }
+        };
+        assert_eq!(
+            user("https://a.example.com/charts").as_deref(),
+            Some("alice")
+        );
+        assert_eq!(user("https://b.example.com/charts").as_deref(), Some("bob"));
+        assert_eq!(user("https://c.example.com/charts"), None);
+        assert_eq!(
+            access.gate.admit("https://b.example.com/charts/"),
+            Admission::Allowed
+        );
+        assert_eq!(
+            access.gate.admit("oci://registry.example.com/charts"),
+            Admission::Allowed
+        );
+        assert_eq!(
+            access.gate.admit("https://c.example.com/charts"),
+            Admission::Unknown
+        );
+        assert_eq!(
+            access.gate.admit("https://a.example.com/charts"),
+            Admission::Unknown
+        );
+        assert_eq!(
+            format!(
+                "{:?}",
+                access
+                    .gate
+                    .registry_credentials("oci://registry.example.com/charts")
+            ),
+            r#"Some(RegistryCredentials { hosts: ["registry.example.com"] })"#
+        );
+        assert!(
+            access
+                .gate
+                .registry_credentials("oci://registry.example.com/other")
+                .is_none()
+        );
+        // An older controller's request: dependencies are fetched as
+        // before, with no credentials but the chart's own.
+        let old = ChartSourceRef {
+            dependency_repositories: None,
+            ..chart
+        };
+        let access = requested(&reference, &old);
+        assert_eq!(
+            access.gate.admit("https://c.example.com/charts"),
+            Admission::Allowed
+        );
+        let provider = access.credentials.as_ref().unwrap();
+        assert!(
+            provider
+                .credentials(&index_key("https://b.example.com/charts").unwrap())
+                .is_none()
+        );
+    }
+}
