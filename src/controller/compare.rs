@@ -517,7 +517,16 @@ async fn helm_step(
     let source = &app.spec.source;
     let is_chart = source.chart.as_deref().is_some_and(|c| !c.is_empty());
     if source.helm.is_none() && !is_chart {
-        return Ok(None);
+        // A helm step the Application configures itself gets only the
+        // host's seed and clock.
+        let Some(step) = chain.iter().position(|s| s.plugin.name == HELM_PLUGIN) else {
+            return Ok(None);
+        };
+        add_random_seed(app, ctx, &mut chain[step].params).await?;
+        return Ok(Some(HelmHostWork {
+            step,
+            ..HelmHostWork::default()
+        }));
     }
     if chain.is_empty() {
         let described = plugins::describe(ctx, project, HELM_PLUGIN, World::Renderer).await?;
@@ -566,6 +575,7 @@ async fn helm_step(
         .plan(&name, &namespace, &facts)
         .map_err(|e| Stop::new("InvalidSpec", "InvalidHelmSource", e.to_string()))?;
     chain[step].params.extend(plan.params);
+    add_random_seed(app, ctx, &mut chain[step].params).await?;
     Ok(Some(HelmHostWork {
         step,
         inline_values: plan.inline_values,
@@ -573,6 +583,39 @@ async fn helm_step(
         ignore_missing_value_files: plan.ignore_missing_value_files,
     }))
 }
+
+/// Gives the helm step the Application's `randomSeed` (unless it sets one):
+/// its random functions' output cannot be computed from the repository.
+async fn add_random_seed(
+    app: &Application,
+    ctx: &Context,
+    params: &mut crate::plugin::Params,
+) -> Result<(), Stop> {
+    if params.iter().any(|(key, _)| key == RANDOM_SEED_PARAM) {
+        return Ok(());
+    }
+    let seed = ctx
+        .random_seed(
+            app.metadata.namespace.as_deref().unwrap_or_default(),
+            app.metadata.name.as_deref().unwrap_or_default(),
+        )
+        .await
+        .map_err(|e| {
+            Stop::new(
+                "ComparisonError",
+                "RandomSeedUnavailable",
+                format!(
+                    "the key of the helm plugin's random functions: {}",
+                    crate::text::chain(&e)
+                ),
+            )
+        })?;
+    params.push((RANDOM_SEED_PARAM.to_owned(), seed));
+    Ok(())
+}
+
+/// The helm plugin's parameter carrying the Application's secret seed.
+pub const RANDOM_SEED_PARAM: &str = "randomSeed";
 
 /// The Application's project (the implicit `default` one when no AppProject
 /// of that name exists).

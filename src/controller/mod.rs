@@ -18,6 +18,7 @@ pub mod live;
 pub mod plugins;
 pub mod policy_report;
 pub mod project;
+pub mod random_seed;
 pub mod read_paths;
 pub mod reconcile;
 pub mod resources;

@@ -221,6 +221,8 @@ pub struct Context {
     pub policy_reports: super::policy_report::PolicyReports,
     /// Fetches the charts of `spec.source.chart` (made at the first one).
     charts: tokio::sync::OnceCell<crate::source::helm::ChartFetcher>,
+    /// The key of the Helm plugin's random seeds (read at the first chart).
+    random_seeds: tokio::sync::OnceCell<super::random_seed::RandomSeeds>,
     forget: std::sync::Mutex<std::collections::HashSet<String>>,
     reverts: std::sync::Mutex<HashMap<String, Reverts>>,
     refreshes: std::sync::Mutex<HashMap<String, String>>,
@@ -278,6 +280,7 @@ impl Context {
             ssh_known_hosts: None,
             policy_reports: super::policy_report::PolicyReports::default(),
             charts: tokio::sync::OnceCell::new(),
+            random_seeds: tokio::sync::OnceCell::new(),
             forget: std::sync::Mutex::new(std::collections::HashSet::new()),
             reverts: std::sync::Mutex::new(HashMap::new()),
             refreshes: std::sync::Mutex::new(HashMap::new()),
@@ -319,6 +322,26 @@ impl Context {
             .await?;
         fetcher.set_registry_credentials(registry);
         Ok(fetcher)
+    }
+
+    /// The `randomSeed` of the Application `namespace`/`name` for the Helm
+    /// plugin, derived from the installation's key
+    /// ([`super::random_seed`]; read, or made, at the first call).
+    pub(super) async fn random_seed(
+        &self,
+        namespace: &str,
+        name: &str,
+    ) -> Result<String, super::random_seed::SeedError> {
+        let seeds = self
+            .random_seeds
+            .get_or_try_init(|| {
+                super::random_seed::RandomSeeds::load_or_create(
+                    self.client.clone(),
+                    &self.config.namespace,
+                )
+            })
+            .await?;
+        Ok(seeds.for_application(namespace, name))
     }
 
     /// Whether the refs of `url` are to be resolved afresh (once).

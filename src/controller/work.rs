@@ -76,6 +76,7 @@ pub async fn work(shop: Workshop<'_>, request: &RenderRequest) -> Result<Worked,
     let Source {
         view,
         commit,
+        time,
         pin,
         path,
     } = source;
@@ -124,6 +125,7 @@ pub async fn work(shop: Workshop<'_>, request: &RenderRequest) -> Result<Worked,
                     ),
                 ));
             };
+            add_clock(params, time);
             helm_host_work(view, &context.path, helm, params, &mut shape)?
         }
         None => view,
@@ -204,6 +206,8 @@ pub async fn work(shop: Workshop<'_>, request: &RenderRequest) -> Result<Worked,
 struct Source {
     view: Arc<dyn SourceView>,
     commit: String,
+    /// When the revision was made: the render's clock (see [`add_clock`]).
+    time: Option<jiff::Timestamp>,
     pin: Option<String>,
     path: String,
 }
@@ -240,6 +244,7 @@ async fn poll_git(shop: Workshop<'_>, request: &RenderRequest) -> Result<Source,
     })?;
     Ok(Source {
         commit: tree.commit().to_string(),
+        time: tree.commit_time(),
         view: Arc::new(tree),
         pin: None,
         path: request.app.path.clone(),
@@ -314,9 +319,25 @@ async fn fetch_chart(
     Ok(Source {
         view: fetched.view,
         commit: fetched.version,
+        time: None,
         pin: Some(fetched.digest.to_string()),
         path: String::new(),
     })
+}
+
+/// The helm plugin's parameter giving the render's clock.
+pub const CLOCK_PARAM: &str = "now";
+
+/// Gives the helm step the time its source revision was made as its clock
+/// (`now`, certificates' validity), unless the step sets one: a render
+/// stays a function of the revision (the same commit renders the same
+/// objects at every refresh), and what `now` prints moves with the commits.
+fn add_clock(params: &mut crate::plugin::Params, time: Option<jiff::Timestamp>) {
+    if let Some(time) = time
+        && !params.iter().any(|(key, _)| key == CLOCK_PARAM)
+    {
+        params.push((CLOCK_PARAM.to_owned(), time.to_string()));
+    }
 }
 
 /// The host's part of `spec.source.helm` on the chart at `chart_dir`:

@@ -727,21 +727,26 @@ fn view_if_readable(local: &gix::ThreadSafeRepository, commit: CommitId) -> Opti
     if !repo.has_object(commit.to_gix()) {
         return None;
     }
-    let root = repo
+    let object = repo
         .find_object(commit.to_gix())
         .ok()?
         .try_into_commit()
-        .ok()?
-        .tree_id()
-        .ok()?
-        .detach();
+        .ok()?;
+    let root = object.tree_id().ok()?.detach();
+    // The committer's time; a commit whose time cannot be read still
+    // renders (without a clock).
+    let time = object
+        .committer()
+        .ok()
+        .and_then(|signature| signature.time().ok())
+        .and_then(|time| jiff::Timestamp::from_second(time.seconds).ok());
     repo.find_object(root)
         .ok()?
         .try_into_tree()
         .ok()?
         .decode()
         .ok()?;
-    Some(GitTreeView::new(local.clone(), commit, root))
+    Some(GitTreeView::new(local.clone(), commit, root, time))
 }
 
 async fn blocking<T: Send + 'static>(

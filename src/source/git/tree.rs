@@ -28,6 +28,7 @@ pub struct GitTreeView {
     repo: gix::ThreadSafeRepository,
     commit: CommitId,
     root: ObjectId,
+    time: Option<jiff::Timestamp>,
     max_file_size: u64,
 }
 
@@ -48,11 +49,17 @@ struct Resolved {
 
 impl GitTreeView {
     /// The view of `commit`, whose root tree is `root`.
-    pub(super) fn new(repo: gix::ThreadSafeRepository, commit: CommitId, root: ObjectId) -> Self {
+    pub(super) fn new(
+        repo: gix::ThreadSafeRepository,
+        commit: CommitId,
+        root: ObjectId,
+        time: Option<jiff::Timestamp>,
+    ) -> Self {
         GitTreeView {
             repo,
             commit,
             root,
+            time,
             max_file_size: DEFAULT_MAX_FILE_SIZE,
         }
     }
@@ -60,6 +67,11 @@ impl GitTreeView {
     /// The commit this view shows.
     pub fn commit(&self) -> CommitId {
         self.commit
+    }
+
+    /// When the commit was made (its committer's time), if readable.
+    pub fn commit_time(&self) -> Option<jiff::Timestamp> {
+        self.time
     }
 
     /// The id of the tree or blob at `path` (after resolving symlinks), or
