@@ -265,3 +265,57 @@ async fn generated_values_are_stable_secret_per_application_and_the_clock_is_the
     }
     restarted.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_chart_from_a_helm_repository_renders_with_the_time_its_index_says_it_was_created() {
+    use support::chart_repo::{ChartRepo, package, sha256};
+    let dir = tempfile::tempdir().unwrap();
+    let (cluster, _repo) = world(dir.path()).await;
+    let charts = ChartRepo::start(None);
+    let archive = package(
+        "web",
+        &[
+            ("Chart.yaml", "apiVersion: v2\nname: web\nversion: 1.0.0\n"),
+            ("templates/clock.yaml", CLOCK),
+        ],
+    );
+    charts.put(
+        "index.yaml",
+        format!(
+            "apiVersion: v1\nentries:\n  web:\n  - name: web\n    version: 1.0.0\n    \
+             urls: [web-1.0.0.tgz]\n    digest: {}\n    created: \"2024-05-06T07:08:09.5+02:00\"\n",
+            sha256(&archive)
+        ),
+    );
+    charts.put("web-1.0.0.tgz", archive);
+    let running = support::controller::start(
+        cluster.client.clone(),
+        GitConfig::new(dir.path().join("git")),
+        ControllerConfig {
+            chart_cache_dir: Some(dir.path().join("charts")),
+            ..config(dir.path())
+        },
+    );
+    cluster
+        .automated_app(
+            "dated",
+            "default",
+            json!({"repoURL": charts.url(), "chart": "web", "targetRevision": "1.0.0"}),
+        )
+        .await;
+    let clock = eventually("the chart synced", async || {
+        cluster
+            .get(
+                "v1",
+                "ConfigMap",
+                "configmaps",
+                Some("guestbook"),
+                "dated-clock",
+            )
+            .await
+            .ok()
+    })
+    .await;
+    assert_eq!(clock["data"]["made"], "2024-05-06T05:08:09Z");
+    running.shutdown().await;
+}

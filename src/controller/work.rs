@@ -319,7 +319,7 @@ async fn fetch_chart(
     Ok(Source {
         view: fetched.view,
         commit: fetched.version,
-        time: None,
+        time: fetched.created,
         pin: Some(fetched.digest.to_string()),
         path: String::new(),
     })

@@ -74,6 +74,18 @@ pub struct ChartVersion {
     /// The archive's SHA-256, hex (with or without `sha256:`).
     #[serde(default)]
     pub digest: Option<String>,
+    /// When the version was packaged (RFC 3339), as the index says; a
+    /// value that is not a string is ignored.
+    #[serde(default, deserialize_with = "text_or_nothing")]
+    pub created: Option<String>,
+}
+
+fn text_or_nothing<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    let value = <serde_yaml::Value as serde::Deserialize>::deserialize(d)?;
+    Ok(match value {
+        serde_yaml::Value::String(s) => Some(s),
+        _ => None,
+    })
 }
 
 /// A parsed `index.yaml`: chart name → versions.
@@ -370,6 +382,24 @@ impl Constraint {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_versions_creation_time_is_kept_and_a_strange_one_ignored() {
+        let index = Index::parse(
+            b"apiVersion: v1\nentries:\n  web:\n  - {name: web, version: 1.0.0, created: \"2024-05-06T07:08:09Z\"}\n  \
+              - {name: web, version: 1.1.0, created: 12}\n  - {name: web, version: 1.2.0, created: {a: b}}\n",
+            "https://charts.example",
+        )
+        .unwrap();
+        let created: Vec<_> = index.entries["web"]
+            .iter()
+            .map(|v| v.created.clone())
+            .collect();
+        assert_eq!(
+            created,
+            [Some("2024-05-06T07:08:09Z".to_owned()), None, None]
+        );
+    }
 
     fn ok(constraint: &str, version: &str) -> bool {
         Constraint::parse(constraint)

@@ -378,6 +378,9 @@ pub struct FetchedChart {
     pub view: Arc<dyn SourceView>,
     /// The version resolved.
     pub version: String,
+    /// When it was packaged, as its index or OCI manifest says (unparsable:
+    /// `None`): a chart's stand-in for a commit's time.
+    pub created: Option<jiff::Timestamp>,
     /// The pin: the archive digest (Helm repository) or the manifest
     /// digest (OCI).
     pub digest: Digest,
@@ -385,6 +388,15 @@ pub struct FetchedChart {
     pub source: String,
     /// Dependencies fetched and mounted: `charts/NAME` → version.
     pub dependencies: Vec<(String, String)>,
+}
+
+/// Where a resolved chart was unpacked, and what it was.
+struct Located {
+    dir: PathBuf,
+    version: String,
+    digest: Digest,
+    source: String,
+    created: Option<String>,
 }
 
 /// The last `index.yaml` seen of a repository.
@@ -535,7 +547,13 @@ impl ChartFetcher {
         registry: &RegistryCredentials,
         access: &ChartAccess,
     ) -> Result<FetchedChart, ChartError> {
-        let (dir, version, digest, source) = match chart {
+        let Located {
+            dir,
+            version,
+            digest,
+            source,
+            created,
+        } = match chart {
             ChartRef::Repo {
                 repo,
                 chart: name,
@@ -567,6 +585,7 @@ impl ChartFetcher {
             digest,
             source,
             dependencies,
+            created: created.and_then(|text| text.trim().parse().ok()),
         })
     }
 
@@ -626,7 +645,7 @@ impl ChartFetcher {
         name: &str,
         constraint: &str,
         access: &ChartAccess,
-    ) -> Result<(PathBuf, String, Digest, String), ChartError> {
+    ) -> Result<Located, ChartError> {
         let index = self.index_with(repo, access).await?;
         let entry = index.resolve(repo, name, constraint)?.clone();
         let first = entry.urls.first().ok_or_else(|| ChartError::NoUrl {
@@ -662,7 +681,13 @@ impl ChartFetcher {
         if let Some(digest) = pinned
             && let Some(dir) = self.inner.cache.get_from(&digest, &origin)
         {
-            return Ok((dir, entry.version, digest, url));
+            return Ok(Located {
+                dir,
+                version: entry.version,
+                digest,
+                source: url,
+                created: entry.created,
+            });
         }
         let bytes = {
             let _permit = self.inner.downloads.acquire().await.expect("never closed");
@@ -706,7 +731,13 @@ impl ChartFetcher {
         if let Err(e) = self.inner.cache.note_origin(&found, &origin) {
             tracing::warn!(%url, error = %e, "cannot record where a chart came from");
         }
-        Ok((dir, entry.version, found, url))
+        Ok(Located {
+            dir,
+            version: entry.version,
+            digest: found,
+            source: url,
+            created: entry.created,
+        })
     }
 
     async fn fetch_oci(
@@ -714,7 +745,7 @@ impl ChartFetcher {
         repository: &str,
         version: &str,
         registry: &RegistryCredentials,
-    ) -> Result<(PathBuf, String, Digest, String), ChartError> {
+    ) -> Result<Located, ChartError> {
         let inner = self.inner.clone();
         let have = move |manifest: &Digest| {
             let archive = inner
@@ -770,7 +801,13 @@ impl ChartFetcher {
                 return Box::pin(self.fetch_oci(repository, version, registry)).await;
             }
         };
-        Ok((dir, pulled.version, pulled.manifest, source))
+        Ok(Located {
+            dir,
+            version: pulled.version,
+            digest: pulled.manifest,
+            source,
+            created: pulled.created,
+        })
     }
 
     async fn unpack(

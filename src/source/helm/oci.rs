@@ -13,6 +13,9 @@ use crate::artifact::ArtifactError;
 use crate::artifact::registry::{self, RegistryCredentials};
 use crate::digest::Digest;
 
+/// The manifest annotation saying when an artifact was made.
+pub const CREATED_ANNOTATION: &str = "org.opencontainers.image.created";
+
 /// The config media type of a Helm chart artifact.
 pub const HELM_CONFIG_MEDIA_TYPE: &str = "application/vnd.cncf.helm.config.v1+json";
 /// The media type of a Helm chart's archive layer.
@@ -73,6 +76,10 @@ pub struct OciChart {
     pub manifest: Digest,
     /// The version (tag) resolved.
     pub version: String,
+    /// When it was made, as its manifest's
+    /// `org.opencontainers.image.created` annotation says (`helm push`
+    /// writes it), if it does.
+    pub created: Option<String>,
 }
 
 /// Pulls `repository` (`registry/path/name`, no scheme) at `version`: an
@@ -156,11 +163,17 @@ pub async fn pull(
             ),
         });
     };
+    let created = manifest
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(CREATED_ANNOTATION))
+        .cloned();
     if have(&manifest_digest) {
         return Ok(OciChart {
             archive: None,
             manifest: manifest_digest,
             version: tag.replace('_', "+"),
+            created,
         });
     }
     let by_digest = reference.clone_with_digest(digest.clone());
@@ -177,6 +190,7 @@ pub async fn pull(
         archive: Some(archive),
         manifest: manifest_digest,
         version: tag.replace('_', "+"),
+        created,
     })
 }
 
