@@ -27,6 +27,11 @@ pub const ARGO_HOOK_DELETE: &str = "argocd.argoproj.io/hook-delete-policy";
 pub const SYNC_OPTIONS: &str = "kiln.dev/sync-options";
 /// Argo CD's per-object sync options, also accepted.
 pub const ARGO_SYNC_OPTIONS: &str = "argocd.argoproj.io/sync-options";
+/// The hook type of hooks run when their Application is deleted, after its
+/// objects are gone (Argo CD's, since 2.10).
+pub const POST_DELETE: &str = "PostDelete";
+const POST_DELETE_REASON: &str =
+    "a PostDelete hook: runs when its Application is deleted, once its objects are gone";
 
 /// A sync phase.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -117,6 +122,38 @@ pub fn is_hook(object: &Value) -> bool {
     }
 }
 
+/// True when `object` is a PostDelete hook: Kiln's or Argo CD's hook
+/// annotation lists `PostDelete`, or (when neither is set) Helm's lists
+/// `post-delete`. A sync never runs it; deleting its Application does,
+/// once the Application's objects are gone.
+pub fn is_post_delete(object: &Value) -> bool {
+    match annotation(object, &[HOOK, ARGO_HOOK]) {
+        Some(text) => text.split(',').any(|name| name.trim() == POST_DELETE),
+        None => annotation(object, &[helm_hooks::HOOK]).is_some_and(helm_hooks::is_post_delete),
+    }
+}
+
+/// Why deleting its Application leaves `object` in the cluster, if it
+/// does: the sync option `Delete=false` (Kiln's or Argo CD's annotation), or
+/// Helm's `helm.sh/resource-policy: keep` (which Argo CD reads as
+/// `Delete=false` too).
+pub fn kept_on_delete(object: &Value) -> Option<&'static str> {
+    if object_options(object).iter().any(|o| o == "Delete=false") {
+        Some("Delete=false")
+    } else if helm_keep(object) {
+        Some("helm.sh/resource-policy: keep")
+    } else {
+        None
+    }
+}
+
+/// True when `object` says `helm.sh/resource-policy: keep`: Helm never
+/// deletes it, neither when the release goes nor when the object leaves
+/// the chart, so Kiln never prunes it either.
+pub fn helm_keep(object: &Value) -> bool {
+    annotation(object, &[helm_hooks::RESOURCE_POLICY]).is_some_and(helm_hooks::keeps)
+}
+
 /// The per-object sync options (`Prune=false,...`).
 pub fn object_options(object: &Value) -> Vec<String> {
     annotation(object, &[SYNC_OPTIONS, ARGO_SYNC_OPTIONS])
@@ -201,21 +238,35 @@ fn place(object: Value) -> Result<Placement, PlanError> {
         // A Kiln or Argo CD hook annotation wins over Helm's.
         Some(text) => {
             let mut phases = Vec::new();
+            let mut post_delete = false;
             for name in text.split(',').map(str::trim).filter(|n| !n.is_empty()) {
                 let phase = match name {
                     "PreSync" => Phase::PreSync,
                     "Sync" => Phase::Sync,
                     "PostSync" => Phase::PostSync,
                     "SyncFail" => Phase::SyncFail,
+                    POST_DELETE => {
+                        post_delete = true;
+                        continue;
+                    }
                     other => {
                         return Err(fail(format!(
-                            "hook {other:?} is not PreSync, Sync, PostSync or SyncFail"
+                            "hook {other:?} is not PreSync, Sync, PostSync, SyncFail or PostDelete"
                         )));
                     }
                 };
                 if !phases.contains(&phase) {
                     phases.push(phase);
                 }
+            }
+            if phases.is_empty() && post_delete {
+                // Checked now, so that a typo fails the sync rather than
+                // the Application's deletion.
+                delete_policies(&object)?;
+                return Ok(Placement::NeverRun(Skipped {
+                    key,
+                    reason: POST_DELETE_REASON.into(),
+                }));
             }
             if phases.is_empty() {
                 return Err(fail(format!("hook {text:?} names no phase")));
@@ -228,6 +279,13 @@ fn place(object: Value) -> Result<Placement, PlanError> {
             Some(text) => match helm_hooks::role(text).map_err(fail)? {
                 helm_hooks::Role::Object => None,
                 helm_hooks::Role::Hook(phases) => Some(phases),
+                helm_hooks::Role::NeverRun(events) if helm_hooks::is_post_delete(&events) => {
+                    delete_policies(&object)?;
+                    return Ok(Placement::NeverRun(Skipped {
+                        key,
+                        reason: format!("Helm hook {events:?}: {POST_DELETE_REASON}"),
+                    }));
+                }
                 helm_hooks::Role::NeverRun(events) => {
                     return Ok(Placement::NeverRun(Skipped {
                         key,
@@ -248,29 +306,7 @@ fn place(object: Value) -> Result<Placement, PlanError> {
             hook: None,
         }]));
     };
-    // Argo CD combines its own delete policies with Helm's, and deletes a
-    // hook with none before creating it again.
-    let mut policies = Vec::new();
-    if let Some(text) = annotation(&object, &[HOOK_DELETE, ARGO_HOOK_DELETE]) {
-        for policy in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-            policies.push(match policy {
-                "HookSucceeded" => DeletePolicy::HookSucceeded,
-                "HookFailed" => DeletePolicy::HookFailed,
-                "BeforeHookCreation" => DeletePolicy::BeforeHookCreation,
-                other => return Err(fail(format!("hook delete policy {other:?} is not HookSucceeded, HookFailed or BeforeHookCreation"))),
-            });
-        }
-    }
-    if let Some(text) = annotation(&object, &[helm_hooks::DELETE_POLICY]) {
-        for policy in helm_hooks::delete_policies(text).map_err(fail)? {
-            if !policies.contains(&policy) {
-                policies.push(policy);
-            }
-        }
-    }
-    if policies.is_empty() {
-        policies.push(DeletePolicy::BeforeHookCreation);
-    }
+    let policies = delete_policies(&object)?;
     Ok(Placement::Runs(
         phases
             .into_iter()
@@ -283,6 +319,37 @@ fn place(object: Value) -> Result<Placement, PlanError> {
             })
             .collect(),
     ))
+}
+
+/// A hook's delete policies: Argo CD combines its own with Helm's, and
+/// deletes a hook with none before creating it again (BeforeHookCreation).
+pub fn delete_policies(object: &Value) -> Result<Vec<DeletePolicy>, PlanError> {
+    let fail = |message: String| PlanError {
+        object: ObjectKey::of(object).to_string(),
+        message,
+    };
+    let mut policies = Vec::new();
+    if let Some(text) = annotation(object, &[HOOK_DELETE, ARGO_HOOK_DELETE]) {
+        for policy in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+            policies.push(match policy {
+                "HookSucceeded" => DeletePolicy::HookSucceeded,
+                "HookFailed" => DeletePolicy::HookFailed,
+                "BeforeHookCreation" => DeletePolicy::BeforeHookCreation,
+                other => return Err(fail(format!("hook delete policy {other:?} is not HookSucceeded, HookFailed or BeforeHookCreation"))),
+            });
+        }
+    }
+    if let Some(text) = annotation(object, &[helm_hooks::DELETE_POLICY]) {
+        for policy in helm_hooks::delete_policies(text).map_err(fail)? {
+            if !policies.contains(&policy) {
+                policies.push(policy);
+            }
+        }
+    }
+    if policies.is_empty() {
+        policies.push(DeletePolicy::BeforeHookCreation);
+    }
+    Ok(policies)
 }
 
 /// An object a sync never applies, and why.
@@ -584,5 +651,72 @@ mod tests {
             ),
             "Job j: helm.sh/hook-delete-policy \"HookSucceeded\" is not before-hook-creation, hook-succeeded or hook-failed"
         );
+    }
+
+    #[test]
+    fn post_delete_hooks_are_never_run_by_a_sync() {
+        let plan = Plan::new(vec![
+            object(
+                "Job",
+                "argo",
+                json!({"argocd.argoproj.io/hook": "PostDelete"}),
+            ),
+            object("Job", "helm", json!({"helm.sh/hook": "post-delete"})),
+            object(
+                "Job",
+                "both",
+                json!({"kiln.dev/hook": "PostSync,PostDelete"}),
+            ),
+        ])
+        .unwrap();
+        assert_eq!(
+            places(&plan),
+            vec!["PostSync/0 Job both Some([BeforeHookCreation])"]
+        );
+        let never: Vec<String> = plan.never_run.iter().map(|s| s.key.name.clone()).collect();
+        assert_eq!(never, vec!["argo", "helm"]);
+        assert!(plan.never_run[1].reason.contains("PostDelete"));
+        // A bad delete policy fails the sync, not the deletion.
+        assert!(
+            Plan::new(vec![object(
+                "Job",
+                "j",
+                json!({"argocd.argoproj.io/hook": "PostDelete",
+                    "argocd.argoproj.io/hook-delete-policy": "Never"})
+            )])
+            .is_err()
+        );
+        let hook = |annotations| is_post_delete(&object("Job", "j", annotations));
+        assert!(hook(json!({"argocd.argoproj.io/hook": "PostDelete"})));
+        assert!(hook(json!({"kiln.dev/hook": "PostSync, PostDelete"})));
+        assert!(hook(json!({"helm.sh/hook": "post-delete"})));
+        assert!(!hook(json!({"helm.sh/hook": "pre-delete"})));
+        assert!(
+            !hook(json!({"argocd.argoproj.io/hook": "PostSync", "helm.sh/hook": "post-delete"})),
+            "Argo CD's annotation wins over Helm's"
+        );
+    }
+
+    #[test]
+    fn what_deleting_the_application_leaves() {
+        let kept = |annotations| kept_on_delete(&object("ConfigMap", "c", annotations));
+        assert_eq!(
+            kept(json!({"argocd.argoproj.io/sync-options": "Delete=false"})),
+            Some("Delete=false")
+        );
+        assert_eq!(
+            kept(json!({"kiln.dev/sync-options": "Prune=false,Delete=false"})),
+            Some("Delete=false")
+        );
+        assert_eq!(
+            kept(json!({"helm.sh/resource-policy": "keep"})),
+            Some("helm.sh/resource-policy: keep")
+        );
+        assert_eq!(
+            kept(json!({"argocd.argoproj.io/sync-options": "Delete=true"})),
+            None
+        );
+        assert_eq!(kept(json!({"helm.sh/resource-policy": "delete"})), None);
+        assert_eq!(kept(json!({})), None);
     }
 }

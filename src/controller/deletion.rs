@@ -1,0 +1,303 @@
+//! An Application being deleted, finalizer by finalizer, as Argo CD does:
+//!
+//! 1. [`RESOURCES_FINALIZER`]: its tracked resources are deleted (cascade),
+//!    except those that say `Delete=false` or `helm.sh/resource-policy:
+//!    keep`, and those its project does not allow; the finalizer goes once
+//!    the rest are gone.
+//! 2. [`POST_DELETE_FINALIZER`] (added by a reconcile that rendered
+//!    PostDelete hooks): the hooks are rendered again from the target
+//!    revision, held to the project like a sync's objects, created, and
+//!    judged by their health; the finalizer goes once every one completed.
+//!    A hook that failed, or ran longer than the health timeout, leaves the
+//!    finalizer with a `DeletionError` condition naming it.
+//! 3. [`POST_DELETE_CLEANUP_FINALIZER`]: the hooks are deleted as their
+//!    delete policies say; then the finalizer goes, and so does the
+//!    Application.
+//!
+//! No step waits in place: each reconcile does one round and requeues, so
+//! that a deletion never holds a worker the other Applications need.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use kube::api::{Api, Patch, PatchParams};
+use kube::runtime::controller::Action;
+use serde_json::json;
+
+use super::compare::{CompareTo, compare};
+use super::reconcile::{Context, ReconcileError};
+use crate::api::{
+    Application, Condition, POST_DELETE_CLEANUP_FINALIZER, POST_DELETE_FINALIZER,
+    RESOURCES_FINALIZER,
+};
+use crate::sync::{Action as SyncAction, Application as SyncApp, Engine, PostDelete, SyncOptions};
+
+/// How soon a deletion looks again while objects are being deleted or
+/// hooks run.
+pub const DELETION_POLL: Duration = Duration::from_secs(2);
+/// How soon a deletion that failed (a hook failed, the hooks could not be
+/// rendered) tries again.
+pub const DELETION_RETRY: Duration = Duration::from_secs(30);
+
+/// The condition type of a deletion that cannot go on.
+pub const DELETION_ERROR: &str = "DeletionError";
+
+/// Finalizes an Application being deleted (see the module's doc).
+pub async fn finalize(
+    app: &Application,
+    ctx: &Context,
+    apps: &Api<Application>,
+) -> Result<Action, ReconcileError> {
+    let name = app.metadata.name.clone().unwrap_or_default();
+    ctx.read_paths.forget(&name);
+    ctx.live.forget(&name);
+    let finalizers = app.metadata.finalizers.clone().unwrap_or_default();
+    let has = |f: &str| finalizers.iter().any(|g| g == f);
+    let (resources, post_delete, cleanup) = (
+        has(RESOURCES_FINALIZER),
+        has(POST_DELETE_FINALIZER),
+        has(POST_DELETE_CLEANUP_FINALIZER),
+    );
+    if !(resources || post_delete || cleanup) {
+        return Ok(Action::await_change());
+    }
+    let options = SyncOptions {
+        prune: true,
+        manager: ctx.config.manager.clone(),
+        ..SyncOptions::default()
+    };
+    let target = SyncApp {
+        name: name.clone(),
+        namespace: app.spec.destination.namespace.clone(),
+    };
+    let destination = match ctx.destinations.resolve(&app.spec.destination).await {
+        Ok(destination) => destination,
+        Err(e) => {
+            // Its resources cannot be found without the cluster; the
+            // finalizers stay until the cluster is registered again (or a
+            // person removes them, leaving the resources in place).
+            tracing::warn!(error = %e, "cannot delete the application's resources; retrying in 30s");
+            return Ok(Action::requeue(DELETION_RETRY));
+        }
+    };
+    if let Err(e) = ctx
+        .policy_reports
+        .remove(app, &destination, &ctx.metrics)
+        .await
+    {
+        tracing::warn!(error = %crate::text::chain(&e), "could not delete the application's PolicyReport; retrying");
+        return Ok(Action::requeue(Duration::from_secs(5)));
+    }
+    // What is deleted is held to the project, like what was applied. An
+    // Application naming a project that does not exist deletes nothing and
+    // runs no hook: otherwise anyone recreating an Application under an old
+    // name with a made-up project could delete what it once wrote
+    // anywhere.
+    let (guard, project_missing): (crate::sync::PruneGuard, bool) =
+        match super::compare::load_project(app, ctx).await {
+            Ok(project) => (
+                super::compare::prune_guard(
+                    project,
+                    &destination.server,
+                    &destination.name,
+                    &ctx.config.namespace,
+                ),
+                false,
+            ),
+            Err(stop) if stop.reason == "ProjectNotFound" => {
+                tracing::warn!(project = %app.spec.project, "the project does not exist; the application's resources are left in place");
+                let project = app.spec.project.clone();
+                (
+                    Arc::new(move |_, _| Err(format!("project {project:?} does not exist"))),
+                    true,
+                )
+            }
+            Err(stop) => {
+                tracing::warn!(error = %stop, "cannot read the project; retrying in 30s");
+                return Ok(Action::requeue(DELETION_RETRY));
+            }
+        };
+    let engine = Engine::new(&destination.cluster, target, options.clone()).with_prune_guard(guard);
+
+    if resources {
+        let deletion = match engine.delete_objects().await {
+            Ok(deletion) => deletion,
+            Err(e) => {
+                tracing::warn!(error = %crate::text::chain(&e), "could not delete the application's resources; retrying");
+                return Ok(Action::requeue(Duration::from_secs(5)));
+            }
+        };
+        for left in deletion
+            .objects
+            .iter()
+            .filter(|o| matches!(o.action, SyncAction::Kept | SyncAction::PruneSkipped))
+        {
+            tracing::info!(object = %left.key, reason = %left.message, "left in place");
+        }
+        if deletion.remaining > 0 {
+            tracing::info!(
+                remaining = deletion.remaining,
+                "waiting for the application's resources to be gone"
+            );
+            return Ok(Action::requeue(DELETION_POLL));
+        }
+        tracing::info!(
+            left = deletion.count(SyncAction::Kept) + deletion.count(SyncAction::PruneSkipped),
+            "the application's resources are gone"
+        );
+        return remove_finalizers(app, apps, &[RESOURCES_FINALIZER]).await;
+    }
+
+    if post_delete {
+        if project_missing {
+            return remove_finalizers(
+                app,
+                apps,
+                &[POST_DELETE_FINALIZER, POST_DELETE_CLEANUP_FINALIZER],
+            )
+            .await;
+        }
+        // The hooks of the target revision, as Argo CD renders them, held
+        // to the project like everything a sync writes.
+        let compared = compare(app, ctx, &CompareTo { revision: None }).await;
+        ctx.live.forget(&name);
+        ctx.read_paths.forget(&name);
+        let cmp = match compared {
+            Ok(cmp) => cmp,
+            Err(stop) => {
+                let message = format!(
+                    "cannot run the PostDelete hooks: {stop}; the finalizer {POST_DELETE_FINALIZER} stays (remove it to delete the Application without them)"
+                );
+                return fail(apps, &name, &stop.reason, message).await;
+            }
+        };
+        if !cmp.objects.iter().any(crate::sync::plan::is_post_delete) {
+            return remove_finalizers(
+                app,
+                apps,
+                &[POST_DELETE_FINALIZER, POST_DELETE_CLEANUP_FINALIZER],
+            )
+            .await;
+        }
+        if cmp.blocked {
+            let message = format!(
+                "an enforced policy failed: the PostDelete hooks are not run (see status.policy); the finalizer {POST_DELETE_FINALIZER} stays"
+            );
+            return fail(apps, &name, "PolicyBlocked", message).await;
+        }
+        let hooks = Engine::new(&cmp.target.cluster, cmp.sync_app.clone(), options)
+            .with_prune_guard(cmp.prune_guard.clone());
+        let state = hooks
+            .run_post_delete_hooks(cmp.objects.clone(), ctx.config.health_timeout)
+            .await;
+        return match state {
+            Ok(PostDelete::None | PostDelete::Succeeded) => {
+                tracing::info!("the PostDelete hooks completed");
+                remove_finalizers(app, apps, &[POST_DELETE_FINALIZER]).await
+            }
+            Ok(PostDelete::Running(waiting)) => {
+                tracing::info!(%waiting, "waiting for the PostDelete hooks");
+                Ok(Action::requeue(DELETION_POLL))
+            }
+            Ok(PostDelete::Failed(why)) => {
+                let message = format!(
+                    "PostDelete hook {why}; the finalizer {POST_DELETE_FINALIZER} stays: delete the hook to run it again, or remove the finalizer to give up"
+                );
+                fail(apps, &name, "PostDeleteHookFailed", message).await
+            }
+            Err(e) => {
+                let message = format!(
+                    "cannot run the PostDelete hooks: {}",
+                    crate::text::chain(&e)
+                );
+                fail(apps, &name, "PostDeleteHookInvalid", message).await
+            }
+        };
+    }
+
+    // Cleanup: the hooks completed.
+    if let Err(e) = engine.cleanup_post_delete_hooks().await {
+        tracing::warn!(error = %crate::text::chain(&e), "could not delete the PostDelete hooks; retrying");
+        return Ok(Action::requeue(Duration::from_secs(5)));
+    }
+    remove_finalizers(app, apps, &[POST_DELETE_CLEANUP_FINALIZER]).await
+}
+
+/// Records a deletion that cannot go on as a `DeletionError` condition
+/// (the finalizers stay) and tries again later.
+async fn fail(
+    apps: &Api<Application>,
+    name: &str,
+    reason: &str,
+    message: String,
+) -> Result<Action, ReconcileError> {
+    tracing::warn!(%reason, %message, "the deletion cannot go on");
+    let condition = Condition {
+        type_: DELETION_ERROR.into(),
+        status: "True".into(),
+        reason: Some(reason.to_owned()),
+        message: Some(message),
+        last_transition_time: Some(crate::units::now()),
+    };
+    let patch = json!({"status": {"conditions": [condition]}});
+    apps.patch_status(name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .map_err(|source| ReconcileError {
+            app: name.to_owned(),
+            source,
+        })?;
+    Ok(Action::requeue(DELETION_RETRY))
+}
+
+/// Removes `gone` from the Application's finalizers, if it is still the
+/// version read (a newer one is reconciled again).
+async fn remove_finalizers(
+    app: &Application,
+    apps: &Api<Application>,
+    gone: &[&str],
+) -> Result<Action, ReconcileError> {
+    let name = app.metadata.name.clone().unwrap_or_default();
+    let remaining: Vec<String> = app
+        .metadata
+        .finalizers
+        .iter()
+        .flatten()
+        .filter(|f| !gone.contains(&f.as_str()))
+        .cloned()
+        .collect();
+    let patch = json!({"metadata": {"finalizers": remaining, "resourceVersion": app.metadata.resource_version}});
+    apps.patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .map_err(|source| ReconcileError { app: name, source })?;
+    Ok(Action::await_change())
+}
+
+/// Adds the PostDelete finalizers to an Application whose rendered objects
+/// hold PostDelete hooks, if it lacks them (as Argo CD adds its own): its
+/// deletion then runs them. Best effort: a failure is logged, and the next
+/// reconcile tries again.
+pub async fn add_post_delete_finalizers(app: &Application, apps: &Api<Application>) {
+    let mut finalizers = app.metadata.finalizers.clone().unwrap_or_default();
+    let before = finalizers.len();
+    for wanted in [POST_DELETE_FINALIZER, POST_DELETE_CLEANUP_FINALIZER] {
+        if !finalizers.iter().any(|f| f == wanted) {
+            finalizers.push(wanted.to_owned());
+        }
+    }
+    if finalizers.len() == before {
+        return;
+    }
+    let name = app.metadata.name.clone().unwrap_or_default();
+    let patch = json!({"metadata": {"finalizers": finalizers, "resourceVersion": app.metadata.resource_version}});
+    match apps
+        .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+    {
+        Ok(_) => {
+            tracing::info!("added the PostDelete finalizers: the application has PostDelete hooks")
+        }
+        Err(error) => {
+            tracing::warn!(%error, "could not add the PostDelete finalizers; the next reconcile tries again");
+        }
+    }
+}
