@@ -101,7 +101,9 @@ pub struct ControllerConfig {
     pub namespace: String,
     /// How often every Application is reconciled (plus up to 10% jitter).
     pub resync: Duration,
-    /// How long a sync waits for a wave to become healthy.
+    /// How long a sync waits for a wave to become healthy, and how long
+    /// an Application's PostDelete hooks may run (from their creation)
+    /// before its deletion stops with a condition. Default 5 minutes.
     pub health_timeout: Duration,
     /// How many synced revisions `status.history` keeps.
     pub history_limit: usize,
