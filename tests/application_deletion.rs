@@ -12,7 +12,7 @@ mod support;
 use std::sync::Arc;
 use std::time::Duration;
 
-use kiln::api::{Application, POST_DELETE_FINALIZER, RESOURCES_FINALIZER};
+use kiln::api::{Application, POST_DELETE_FINALIZER, PRE_DELETE_FINALIZER, RESOURCES_FINALIZER};
 use kiln::controller::{self, Context, ControllerConfig};
 use kiln::source::git::GitConfig;
 use kiln_devcluster::Config;
@@ -425,9 +425,76 @@ async fn a_post_delete_hook_runs_after_the_objects_are_gone() {
     let _ = w.stop.send(());
 }
 
+/// A chart's `pre-delete` hook (Argo CD 3's PreDelete) runs before the
+/// Application's objects are deleted; they stay until it completed; then
+/// the hook (no delete policy: deleted, as Argo CD does) and the objects
+/// go, and so does the Application.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pre_delete_hook_runs_before_the_objects_are_deleted() {
+    let w = world(default_config()).await;
+    let repo = ChartRepo::start(None);
+    publish(
+        &repo,
+        "pre",
+        &[(
+            "1.0.0",
+            chart(
+                "pre",
+                "1.0.0",
+                &[
+                    ("plain.yaml", configmap("plain", "")),
+                    (
+                        "prepare.yaml",
+                        job(
+                            "prepare",
+                            None,
+                            "    helm.sh/hook: pre-delete
+",
+                        ),
+                    ),
+                ],
+            ),
+        )],
+    );
+    create_app(&w.cluster, "pre", &repo, "pre", "default").await;
+    eventually("synced with the pre-delete finalizer", async || {
+        live_configmap(&w.cluster, "plain").await?;
+        let app = apps(&w.cluster).get("pre").await.unwrap();
+        finalizers(&app)
+            .iter()
+            .any(|f| f == PRE_DELETE_FINALIZER)
+            .then_some(())
+    })
+    .await;
+    assert!(live_job(&w.cluster, NS, "prepare").await.is_none());
+
+    apps(&w.cluster)
+        .delete("pre", &Default::default())
+        .await
+        .unwrap();
+    eventually("the hook created", async || {
+        live_job(&w.cluster, NS, "prepare").await
+    })
+    .await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert!(
+        live_configmap(&w.cluster, "plain").await.is_some(),
+        "the objects wait for the hook"
+    );
+    finish_job(&w.cluster, "prepare", "Complete").await;
+    eventually("the Application gone", async || {
+        app_gone(&w.cluster, "pre").await
+    })
+    .await;
+    assert!(live_configmap(&w.cluster, "plain").await.is_none());
+    assert!(live_job(&w.cluster, NS, "prepare").await.is_none());
+    let _ = w.stop.send(());
+}
+
 /// A PostDelete hook (Argo CD's annotation) that fails leaves the
-/// Application, its finalizer and the hook in place, with a condition
-/// naming the hook.
+/// Application and its finalizer in place, with a condition naming the
+/// hook; the failed hook is deleted and run again (as Argo CD 3 does), and
+/// once a run completes the Application goes.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failed_post_delete_hook_keeps_the_finalizer_and_says_why() {
     let w = world(default_config()).await;
@@ -492,10 +559,17 @@ async fn a_failed_post_delete_hook_keeps_the_finalizer_and_says_why() {
         "{:?}",
         app.metadata
     );
-    assert!(
-        live_job(&w.cluster, NS, "failing-cleanup").await.is_some(),
-        "kept for inspection"
-    );
+    eventually("the hook run again", async || {
+        let job = live_job(&w.cluster, NS, "failing-cleanup").await?;
+        job["status"]["conditions"].is_null().then_some(())
+    })
+    .await;
+    finish_job(&w.cluster, "failing-cleanup", "Complete").await;
+    eventually("the Application gone", async || {
+        app_gone(&w.cluster, "failing").await
+    })
+    .await;
+    assert!(live_job(&w.cluster, NS, "failing-cleanup").await.is_none());
     let _ = w.stop.send(());
 }
 
