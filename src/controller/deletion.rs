@@ -1,18 +1,26 @@
 //! An Application being deleted, finalizer by finalizer, as Argo CD does:
 //!
-//! 1. [`RESOURCES_FINALIZER`]: its tracked resources are deleted (cascade),
+//! 1. [`PRE_DELETE_FINALIZER`] (added by a reconcile that rendered
+//!    PreDelete hooks: Argo CD's `PreDelete`, Helm's `pre-delete`): the
+//!    hooks are rendered again from the target revision, held to the
+//!    project like a sync's objects, created, and judged by their health;
+//!    the finalizer goes once every one completed.
+//!    [`PRE_DELETE_CLEANUP_FINALIZER`]: then they are deleted as their
+//!    delete policies say.
+//! 2. [`RESOURCES_FINALIZER`]: the tracked resources are deleted (cascade),
 //!    except those that say `Delete=false` or `helm.sh/resource-policy:
-//!    keep`, and those its project does not allow; the finalizer goes once
+//!    keep`, and those the project does not allow; the finalizer goes once
 //!    the rest are gone.
-//! 2. [`POST_DELETE_FINALIZER`] (added by a reconcile that rendered
-//!    PostDelete hooks): the hooks are rendered again from the target
-//!    revision, held to the project like a sync's objects, created, and
-//!    judged by their health; the finalizer goes once every one completed.
-//!    A hook that failed, or ran longer than the health timeout, leaves the
-//!    finalizer with a `DeletionError` condition naming it.
-//! 3. [`POST_DELETE_CLEANUP_FINALIZER`]: the hooks are deleted as their
-//!    delete policies say; then the finalizer goes, and so does the
-//!    Application.
+//! 3. [`POST_DELETE_FINALIZER`] and [`POST_DELETE_CLEANUP_FINALIZER`]: the
+//!    same as 1. for the PostDelete hooks (Argo CD's `PostDelete`, Helm's
+//!    `post-delete`), once the resources are gone.
+//!
+//! A hook that failed, or ran longer than the health timeout, stops the
+//! deletion with a `DeletionError` condition naming it; the finalizer
+//! stays, the failed hook is deleted and the next try (at the next resync,
+//! at most 30 s later) runs it again, as Argo CD 3 does. A controller
+//! restarted between a hook's completion and its cleanup never runs it
+//! twice: the two finalizers record where the deletion stands.
 //!
 //! No step waits in place: each reconcile does one round and requeues, so
 //! that a deletion never holds a worker the other Applications need.
@@ -28,9 +36,10 @@ use super::compare::{CompareTo, compare};
 use super::reconcile::{Context, ReconcileError};
 use crate::api::{
     Application, Condition, POST_DELETE_CLEANUP_FINALIZER, POST_DELETE_FINALIZER,
-    RESOURCES_FINALIZER,
+    PRE_DELETE_CLEANUP_FINALIZER, PRE_DELETE_FINALIZER, RESOURCES_FINALIZER,
 };
-use crate::sync::{Action as SyncAction, Application as SyncApp, Engine, PostDelete, SyncOptions};
+use crate::sync::plan::DeletionHook;
+use crate::sync::{Action as SyncAction, Application as SyncApp, Engine, HookRound, SyncOptions};
 
 /// How soon a deletion looks again while objects are being deleted or
 /// hooks run.
@@ -53,14 +62,17 @@ pub async fn finalize(
     ctx.live.forget(&name);
     let finalizers = app.metadata.finalizers.clone().unwrap_or_default();
     let has = |f: &str| finalizers.iter().any(|g| g == f);
-    let (resources, post_delete, cleanup) = (
-        has(RESOURCES_FINALIZER),
-        has(POST_DELETE_FINALIZER),
-        has(POST_DELETE_CLEANUP_FINALIZER),
-    );
-    if !(resources || post_delete || cleanup) {
+    let ours = [
+        PRE_DELETE_FINALIZER,
+        PRE_DELETE_CLEANUP_FINALIZER,
+        RESOURCES_FINALIZER,
+        POST_DELETE_FINALIZER,
+        POST_DELETE_CLEANUP_FINALIZER,
+    ];
+    if !ours.iter().any(|f| has(f)) {
         return Ok(Action::await_change());
     }
+    let (resources, post_delete) = (has(RESOURCES_FINALIZER), has(POST_DELETE_FINALIZER));
     let options = SyncOptions {
         prune: true,
         manager: ctx.config.manager.clone(),
@@ -119,6 +131,20 @@ pub async fn finalize(
         };
     let engine = Engine::new(&destination.cluster, target, options.clone()).with_prune_guard(guard);
 
+    if has(PRE_DELETE_FINALIZER) {
+        return hooks_stage(
+            app,
+            ctx,
+            apps,
+            DeletionHook::PreDelete,
+            options,
+            project_missing,
+        )
+        .await;
+    }
+    if has(PRE_DELETE_CLEANUP_FINALIZER) {
+        return cleanup_stage(app, apps, &engine, DeletionHook::PreDelete).await;
+    }
     if resources {
         let deletion = match engine.delete_objects().await {
             Ok(deletion) => deletion,
@@ -149,84 +175,121 @@ pub async fn finalize(
     }
 
     if post_delete {
-        if project_missing {
-            return remove_finalizers(
-                app,
-                apps,
-                &[POST_DELETE_FINALIZER, POST_DELETE_CLEANUP_FINALIZER],
-            )
-            .await;
-        }
-        // The hooks of the target revision, as Argo CD renders them, held
-        // to the project like everything a sync writes.
-        let compared = compare(app, ctx, &CompareTo { revision: None }).await;
-        ctx.live.forget(&name);
-        ctx.read_paths.forget(&name);
-        let cmp = match compared {
-            Ok(cmp) => cmp,
-            Err(stop) => {
-                let message = format!(
-                    "cannot run the PostDelete hooks: {stop}; the finalizer {POST_DELETE_FINALIZER} stays (remove it to delete the Application without them)"
-                );
-                return fail(apps, &name, &stop.reason, message).await;
-            }
-        };
-        if !cmp.objects.iter().any(crate::sync::plan::is_post_delete) {
-            return remove_finalizers(
-                app,
-                apps,
-                &[POST_DELETE_FINALIZER, POST_DELETE_CLEANUP_FINALIZER],
-            )
-            .await;
-        }
-        if cmp.blocked {
-            let message = format!(
-                "an enforced policy failed: the PostDelete hooks are not run (see status.policy); the finalizer {POST_DELETE_FINALIZER} stays"
-            );
-            return fail(apps, &name, "PolicyBlocked", message).await;
-        }
-        let hooks = Engine::new(&cmp.target.cluster, cmp.sync_app.clone(), options)
-            .with_prune_guard(cmp.prune_guard.clone());
-        let state = hooks
-            .run_post_delete_hooks(cmp.objects.clone(), ctx.config.health_timeout)
-            .await;
-        return match state {
-            Ok(PostDelete::None | PostDelete::Succeeded) => {
-                tracing::info!("the PostDelete hooks completed");
-                remove_finalizers(app, apps, &[POST_DELETE_FINALIZER]).await
-            }
-            Ok(PostDelete::Running(waiting)) => {
-                tracing::info!(%waiting, "waiting for the PostDelete hooks");
-                Ok(Action::requeue(DELETION_POLL))
-            }
-            Ok(PostDelete::Failed(why)) => {
-                let message = format!(
-                    "PostDelete hook {why}; the finalizer {POST_DELETE_FINALIZER} stays: delete the hook to run it again, or remove the finalizer to give up"
-                );
-                fail(apps, &name, "PostDeleteHookFailed", message).await
-            }
-            Err(e) => {
-                let message = format!(
-                    "cannot run the PostDelete hooks: {}",
-                    crate::text::chain(&e)
-                );
-                fail(apps, &name, "PostDeleteHookInvalid", message).await
-            }
-        };
+        return hooks_stage(
+            app,
+            ctx,
+            apps,
+            DeletionHook::PostDelete,
+            options,
+            project_missing,
+        )
+        .await;
     }
+    cleanup_stage(app, apps, &engine, DeletionHook::PostDelete).await
+}
 
-    // Cleanup: the hooks completed.
-    if let Err(e) = engine.cleanup_post_delete_hooks().await {
-        tracing::warn!(error = %crate::text::chain(&e), "could not delete the PostDelete hooks; retrying");
+/// The finalizer that holds an Application until its `hook` hooks
+/// completed, and the one that holds it until they are cleaned up.
+fn finalizers_of(hook: DeletionHook) -> [&'static str; 2] {
+    match hook {
+        DeletionHook::PreDelete => [PRE_DELETE_FINALIZER, PRE_DELETE_CLEANUP_FINALIZER],
+        DeletionHook::PostDelete => [POST_DELETE_FINALIZER, POST_DELETE_CLEANUP_FINALIZER],
+    }
+}
+
+/// One round of the `hook` hooks: rendered again from the target revision
+/// (as Argo CD renders them) and held to the project like everything a
+/// sync writes, then run ([`Engine::run_deletion_hooks`]).
+async fn hooks_stage(
+    app: &Application,
+    ctx: &Context,
+    apps: &Api<Application>,
+    hook: DeletionHook,
+    options: SyncOptions,
+    project_missing: bool,
+) -> Result<Action, ReconcileError> {
+    let name = app.metadata.name.clone().unwrap_or_default();
+    let [finalizer, cleanup] = finalizers_of(hook);
+    if project_missing {
+        return remove_finalizers(app, apps, &[finalizer, cleanup]).await;
+    }
+    let compared = compare(app, ctx, &CompareTo { revision: None }).await;
+    ctx.live.forget(&name);
+    ctx.read_paths.forget(&name);
+    let cmp = match compared {
+        Ok(cmp) => cmp,
+        Err(stop) => {
+            let message = format!(
+                "cannot run the {hook} hooks: {stop}; the finalizer {finalizer} stays (remove it to delete the Application without them)"
+            );
+            return fail(apps, ctx, &name, &stop.reason, message).await;
+        }
+    };
+    if !cmp
+        .objects
+        .iter()
+        .any(|object| crate::sync::plan::is_deletion_hook(object, hook))
+    {
+        return remove_finalizers(app, apps, &[finalizer, cleanup]).await;
+    }
+    if cmp.blocked {
+        let message = format!(
+            "an enforced policy failed: the {hook} hooks are not run (see status.policy); the finalizer {finalizer} stays"
+        );
+        return fail(apps, ctx, &name, "PolicyBlocked", message).await;
+    }
+    let engine = Engine::new(&cmp.target.cluster, cmp.sync_app.clone(), options)
+        .with_prune_guard(cmp.prune_guard.clone());
+    let round = engine
+        .run_deletion_hooks(hook, cmp.objects.clone(), ctx.config.health_timeout)
+        .await;
+    match round {
+        Ok(HookRound::None | HookRound::Succeeded) => {
+            tracing::info!(%hook, "the hooks completed");
+            remove_finalizers(app, apps, &[finalizer]).await
+        }
+        Ok(HookRound::Running(waiting)) => {
+            tracing::info!(%hook, %waiting, "waiting for the hooks");
+            Ok(Action::requeue(DELETION_POLL))
+        }
+        Ok(HookRound::Failed(why)) => {
+            let message = format!(
+                "{hook} hook {why}; the finalizer {finalizer} stays: the hooks run again at the next try, or remove the finalizer to give up"
+            );
+            let reason = match hook {
+                DeletionHook::PreDelete => "PreDeleteHookFailed",
+                DeletionHook::PostDelete => "PostDeleteHookFailed",
+            };
+            fail(apps, ctx, &name, reason, message).await
+        }
+        Err(e) => {
+            let message = format!("cannot run the {hook} hooks: {}", crate::text::chain(&e));
+            fail(apps, ctx, &name, "DeletionHookInvalid", message).await
+        }
+    }
+}
+
+/// Deletes the `hook` hooks as their delete policies say, then the cleanup
+/// finalizer.
+async fn cleanup_stage(
+    app: &Application,
+    apps: &Api<Application>,
+    engine: &Engine<'_>,
+    hook: DeletionHook,
+) -> Result<Action, ReconcileError> {
+    if let Err(e) = engine.cleanup_deletion_hooks(hook).await {
+        tracing::warn!(%hook, error = %crate::text::chain(&e), "could not delete the hooks; retrying");
         return Ok(Action::requeue(Duration::from_secs(5)));
     }
-    remove_finalizers(app, apps, &[POST_DELETE_CLEANUP_FINALIZER]).await
+    let [_, cleanup] = finalizers_of(hook);
+    remove_finalizers(app, apps, &[cleanup]).await
 }
 
 /// Records a deletion that cannot go on as a `DeletionError` condition
 /// (the finalizers stay) and tries again later.
 async fn fail(
     apps: &Api<Application>,
+    ctx: &Context,
     name: &str,
     reason: &str,
     message: String,
@@ -246,7 +309,13 @@ async fn fail(
             app: name.to_owned(),
             source,
         })?;
-    Ok(Action::requeue(DELETION_RETRY))
+    Ok(Action::requeue(retry_after(ctx)))
+}
+
+/// How soon a deletion that cannot go on tries again: at the next resync,
+/// at most [`DELETION_RETRY`] later.
+fn retry_after(ctx: &Context) -> Duration {
+    ctx.config.resync.min(DELETION_RETRY)
 }
 
 /// Removes `gone` from the Application's finalizers, if it is still the
@@ -272,16 +341,28 @@ async fn remove_finalizers(
     Ok(Action::await_change())
 }
 
-/// Adds the PostDelete finalizers to an Application whose rendered objects
-/// hold PostDelete hooks, if it lacks them (as Argo CD adds its own): its
-/// deletion then runs them. Best effort: a failure is logged, and the next
-/// reconcile tries again.
-pub async fn add_post_delete_finalizers(app: &Application, apps: &Api<Application>) {
+/// Adds the finalizers of the deletion hooks among `objects` (an
+/// Application's rendered objects) that the Application lacks, as Argo CD
+/// adds its own: its deletion then runs them. Best effort: a failure is
+/// logged, and the next reconcile tries again.
+pub async fn add_hook_finalizers(
+    app: &Application,
+    apps: &Api<Application>,
+    objects: &[serde_json::Value],
+) {
     let mut finalizers = app.metadata.finalizers.clone().unwrap_or_default();
     let before = finalizers.len();
-    for wanted in [POST_DELETE_FINALIZER, POST_DELETE_CLEANUP_FINALIZER] {
-        if !finalizers.iter().any(|f| f == wanted) {
-            finalizers.push(wanted.to_owned());
+    for hook in DeletionHook::ALL {
+        if !objects
+            .iter()
+            .any(|object| crate::sync::plan::is_deletion_hook(object, hook))
+        {
+            continue;
+        }
+        for wanted in finalizers_of(hook) {
+            if !finalizers.iter().any(|f| f == wanted) {
+                finalizers.push(wanted.to_owned());
+            }
         }
     }
     if finalizers.len() == before {
@@ -293,11 +374,9 @@ pub async fn add_post_delete_finalizers(app: &Application, apps: &Api<Applicatio
         .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
         .await
     {
-        Ok(_) => {
-            tracing::info!("added the PostDelete finalizers: the application has PostDelete hooks")
-        }
+        Ok(_) => tracing::info!("added the deletion hooks' finalizers"),
         Err(error) => {
-            tracing::warn!(%error, "could not add the PostDelete finalizers; the next reconcile tries again");
+            tracing::warn!(%error, "could not add the deletion hooks' finalizers; the next reconcile tries again");
         }
     }
 }

@@ -649,14 +649,18 @@ async fn run(
     span.record("phase", "compare");
     let cmp = compare(app, ctx, &CompareTo { revision: wanted }).await?;
     let commit = cmp.commit.clone();
-    if cmp.objects.iter().any(crate::sync::plan::is_post_delete) {
+    if cmp.objects.iter().any(|object| {
+        crate::sync::plan::DeletionHook::ALL
+            .into_iter()
+            .any(|hook| crate::sync::plan::is_deletion_hook(object, hook))
+    }) {
         let namespace = app
             .metadata
             .namespace
             .clone()
             .unwrap_or_else(|| config.namespace.clone());
         let apps: Api<Application> = Api::namespaced(ctx.client.clone(), &namespace);
-        super::deletion::add_post_delete_finalizers(app, &apps).await;
+        super::deletion::add_hook_finalizers(app, &apps, &cmp.objects).await;
     }
 
     status.policy = Some(cmp.policy.clone());

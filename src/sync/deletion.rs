@@ -1,9 +1,12 @@
-//! Deleting an application, as Argo CD does: its tracked objects first,
+//! Deleting an application, as Argo CD does: its PreDelete hooks (Argo CD's
+//! `PreDelete`, Helm's `pre-delete`) first; then its tracked objects,
 //! leaving those that say `Delete=false` (Kiln's or Argo CD's sync option)
 //! or Helm's `helm.sh/resource-policy: keep`; then, once they are gone, its
-//! PostDelete hooks (Argo CD's `PostDelete`, Helm's `post-delete`),
-//! created, judged by their health as a sync judges its hooks, and deleted
-//! as their delete policies say once every one completed.
+//! PostDelete hooks (Argo CD's `PostDelete`, Helm's `post-delete`). Hooks
+//! are created, judged by their health as a sync judges its hooks (a failed
+//! one is deleted, to be run again by the next round, as Argo CD 3 does),
+//! and deleted as their delete policies say once every one completed (those
+//! without a policy too, as Argo CD does).
 //!
 //! Nothing here waits: each call does one round of work and says where
 //! things stand, so that a hook that never completes holds its own
@@ -21,7 +24,7 @@ use std::time::Duration;
 use kube::api::{DeleteParams, DynamicObject, PostParams};
 use serde_json::Value;
 
-use super::plan::{self, DeletePolicy};
+use super::plan::{self, DeletePolicy, DeletionHook};
 use super::{Action, Engine, ObjectResult, Result, SyncError, api_error};
 use crate::health::{self, Health};
 use crate::manifest::ObjectKey;
@@ -46,9 +49,9 @@ impl Deletion {
     }
 }
 
-/// Where an application's PostDelete hooks stand.
+/// Where an application's PreDelete or PostDelete hooks stand.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum PostDelete {
+pub enum HookRound {
     /// It has none.
     None,
     /// Some were just created, or are still running; the text says which.
@@ -56,7 +59,8 @@ pub enum PostDelete {
     /// Every one completed (is healthy).
     Succeeded,
     /// At least one failed (is degraded), ran longer than the timeout, or
-    /// could not be created; the text names each and says why.
+    /// could not be created; the text names each and says why. Those that
+    /// ran were deleted, so that the next round runs them again.
     Failed(String),
 }
 
@@ -86,6 +90,7 @@ impl Engine<'_> {
         let mut deletion = Deletion::default();
         for (resolved, live) in self.tracked_now().await? {
             if plan::is_post_delete(&live) {
+                // The deletion's own, run once the rest is gone.
                 continue;
             }
             let key = ObjectKey::of(&live);
@@ -132,37 +137,39 @@ impl Engine<'_> {
         Ok(deletion)
     }
 
-    /// One round of the PostDelete hooks among `rendered` (the
-    /// application's rendered objects, already held to its project): each
-    /// one not in the cluster is created (a failed one a person deleted is
-    /// thus run again), each one there is judged by its health. A hook
-    /// still running `timeout` after its creation has failed.
-    pub async fn run_post_delete_hooks(
+    /// One round of the `hook` hooks among `rendered` (the application's
+    /// rendered objects, already held to its project): each one not in the
+    /// cluster is created, each one there is judged by its health. A hook
+    /// still running `timeout` after its creation has failed; a failed hook
+    /// is deleted, so that the next round creates it again.
+    pub async fn run_deletion_hooks(
         &self,
+        hook: DeletionHook,
         rendered: Vec<Value>,
         timeout: Duration,
-    ) -> Result<PostDelete> {
+    ) -> Result<HookRound> {
         let hooks: Vec<Value> = self
             .prepare(rendered)
             .await
             .into_iter()
-            .filter(plan::is_post_delete)
+            .filter(|object| plan::is_deletion_hook(object, hook))
             .collect();
         if hooks.is_empty() {
-            return Ok(PostDelete::None);
+            return Ok(HookRound::None);
         }
         let mut running = Vec::new();
         let mut failed = Vec::new();
-        for hook in &hooks {
-            plan::delete_policies(hook)?;
-            let key = ObjectKey::of(hook);
-            let resolved = match self.resolve(hook).await {
+        for object in &hooks {
+            plan::delete_policies(object)?;
+            let key = ObjectKey::of(object);
+            let resolved = match self.resolve(object).await {
                 Ok(resolved) => resolved,
                 Err(e) => {
                     failed.push(format!("{key}: {e}"));
                     continue;
                 }
             };
+            let api = self.cluster.api(&resolved, key.namespace.as_deref());
             let live = match self.live(&resolved, &key).await {
                 Ok(live) => live,
                 Err(e) => {
@@ -171,8 +178,8 @@ impl Engine<'_> {
                 }
             };
             let Some(live) = live else {
-                let object: DynamicObject = match serde_json::from_value(hook.clone()) {
-                    Ok(object) => object,
+                let created: DynamicObject = match serde_json::from_value(object.clone()) {
+                    Ok(created) => created,
                     Err(e) => {
                         failed.push(format!("{key}: {e}"));
                         continue;
@@ -182,10 +189,9 @@ impl Engine<'_> {
                     dry_run: false,
                     field_manager: Some(self.options.manager.clone()),
                 };
-                let api = self.cluster.api(&resolved, key.namespace.as_deref());
-                match api.create(&params, &object).await {
+                match api.create(&params, &created).await {
                     Ok(_) => {
-                        tracing::info!(hook = %key, "created the PostDelete hook");
+                        tracing::info!(%hook, object = %key, "created the hook");
                         running.push(format!("{key}: created"));
                     }
                     Err(e) => failed.push(format!("{key}: cannot create it: {}", api_error(&e))),
@@ -197,35 +203,49 @@ impl Engine<'_> {
                 continue;
             }
             let assessment = health::assess(&live);
-            match assessment.status {
-                Health::Healthy => {}
-                Health::Degraded => failed.push(format!("{key} failed: {}", assessment.message)),
-                _ if age(&live).is_some_and(|age| age > timeout) => failed.push(format!(
+            let failure = match assessment.status {
+                Health::Healthy => continue,
+                Health::Degraded => format!("{key} failed: {}", assessment.message),
+                _ if age(&live).is_some_and(|age| age > timeout) => format!(
                     "{key} did not complete within {timeout:?}: {}",
                     assessment.message
+                ),
+                _ => {
+                    running.push(format!("{key}: {}", assessment.message));
+                    continue;
+                }
+            };
+            // Deleted so that the next round runs it again (a fixed
+            // revision's, or the same, after a passing fault).
+            match api.delete(&key.name, &DeleteParams::background()).await {
+                Ok(_) => failed.push(format!("{failure} (deleted, to be run again)")),
+                Err(kube::Error::Api(status)) if status.code == 404 => failed.push(failure),
+                Err(e) => failed.push(format!(
+                    "{failure} (and cannot be deleted: {})",
+                    api_error(&e)
                 )),
-                _ => running.push(format!("{key}: {}", assessment.message)),
             }
         }
         Ok(if !failed.is_empty() {
-            PostDelete::Failed(failed.join("; "))
+            HookRound::Failed(failed.join("; "))
         } else if !running.is_empty() {
-            PostDelete::Running(running.join("; "))
+            HookRound::Running(running.join("; "))
         } else {
-            PostDelete::Succeeded
+            HookRound::Succeeded
         })
     }
 
-    /// Deletes the application's PostDelete hooks as their delete policies
-    /// say, judged on their health together (as Argo CD does):
-    /// `HookSucceeded` ones when every hook is healthy, `HookFailed` ones
-    /// when any is degraded. Returns how many it deleted.
-    pub async fn cleanup_post_delete_hooks(&self) -> Result<usize> {
+    /// Deletes the application's `hook` hooks as their delete policies say,
+    /// judged on their health together (as Argo CD does): `HookSucceeded`
+    /// ones when every hook is healthy, `HookFailed` ones when any is
+    /// degraded, and those that set no policy at all. Returns how many it
+    /// deleted.
+    pub async fn cleanup_deletion_hooks(&self, hook: DeletionHook) -> Result<usize> {
         let hooks: Vec<_> = self
             .tracked_now()
             .await?
             .into_iter()
-            .filter(|(_, live)| plan::is_post_delete(live))
+            .filter(|(_, live)| plan::is_deletion_hook(live, hook))
             .collect();
         let healths: Vec<Health> = hooks
             .iter()
@@ -237,7 +257,8 @@ impl Engine<'_> {
         for (resolved, live) in &hooks {
             let key = ObjectKey::of(live);
             let policies = plan::delete_policies(live)?;
-            let doomed = (succeeded && policies.contains(&DeletePolicy::HookSucceeded))
+            let doomed = !plan::has_delete_policy(live)
+                || (succeeded && policies.contains(&DeletePolicy::HookSucceeded))
                 || (failed && policies.contains(&DeletePolicy::HookFailed));
             if !doomed || being_deleted(live) {
                 continue;
@@ -247,7 +268,7 @@ impl Engine<'_> {
                 .as_ref()
                 .map(|guard| guard(&key, resolved.namespaced))
             {
-                tracing::warn!(hook = %key, reason = %why, "PostDelete hook left in place");
+                tracing::warn!(%hook, object = %key, reason = %why, "hook left in place");
                 continue;
             }
             let api = self.cluster.api(resolved, key.namespace.as_deref());
@@ -261,7 +282,7 @@ impl Engine<'_> {
                     });
                 }
             }
-            tracing::info!(hook = %key, "deleted the PostDelete hook");
+            tracing::info!(%hook, object = %key, "deleted the hook");
             deleted += 1;
         }
         Ok(deleted)

@@ -7,7 +7,7 @@
 //! | `post-install`, `post-upgrade`        | PostSync hook                              |
 //! | `crd-install`                         | not a hook: an ordinary object (Sync)      |
 //! | `post-delete`                         | PostDelete hook: run when the Application is deleted, never by a sync |
-//! | `pre-delete`                          | never run (Kiln has no PreDelete hooks yet) |
+//! | `pre-delete`                          | PreDelete hook: run when the Application is deleted, before its objects (Argo CD 3) |
 //! | `pre-rollback`, `post-rollback`       | never run (Argo CD has no rollback phase)  |
 //! | `test`, `test-success`, `test-failure`| never run (no equivalent in Argo CD)       |
 //! | `helm.sh/hook-weight`                 | the wave, unless a sync-wave annotation is set |
@@ -43,15 +43,15 @@ pub fn keeps(value: &str) -> bool {
     value.trim().eq_ignore_ascii_case("keep")
 }
 
-/// Whether `helm.sh/hook`'s value lists `post-delete` (a value naming an
-/// unknown event is no hook: the sync refuses it, naming the object).
-pub fn is_post_delete(value: &str) -> bool {
+/// Whether `helm.sh/hook`'s value lists `event` (a value naming an
+/// unknown event lists none: the sync refuses it, naming the object).
+pub fn lists(value: &str, event: Event) -> bool {
     let events: Option<Vec<Event>> = value
         .split(',')
         .filter(|n| !n.trim().is_empty())
         .map(Event::parse)
         .collect();
-    events.is_some_and(|events| events.contains(&Event::PostDelete))
+    events.is_some_and(|events| events.contains(&event))
 }
 
 /// One of Helm's hook events.
@@ -225,10 +225,11 @@ mod tests {
 
     #[test]
     fn post_delete_and_keep_read_as_helm_reads_them() {
-        assert!(is_post_delete("post-delete"));
-        assert!(is_post_delete(" Post-Delete ,pre-delete"));
-        assert!(!is_post_delete("pre-delete"));
-        assert!(!is_post_delete("post-delete,bogus"));
+        assert!(lists("post-delete", Event::PostDelete));
+        assert!(lists(" Post-Delete ,pre-delete", Event::PostDelete));
+        assert!(lists(" Post-Delete ,pre-delete", Event::PreDelete));
+        assert!(!lists("pre-delete", Event::PostDelete));
+        assert!(!lists("post-delete,bogus", Event::PostDelete));
         assert!(keeps("keep") && keeps(" Keep "));
         assert!(!keeps("delete") && !keeps("kept"));
     }

@@ -33,7 +33,7 @@ use crate::cluster::{Cluster, ClusterError, Resolved};
 use crate::diff::{self, DiffOptions, Report, SyncStatus};
 use crate::health::{self, Health};
 use crate::manifest::ObjectKey;
-pub use deletion::{Deletion, PostDelete};
+pub use deletion::{Deletion, HookRound};
 pub use live::{Labelled, LiveState};
 pub use options::{PrunePropagation, RetryPolicy, SyncOptions};
 use plan::{DeletePolicy, Phase, Plan, Planned};

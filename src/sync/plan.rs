@@ -27,11 +27,68 @@ pub const ARGO_HOOK_DELETE: &str = "argocd.argoproj.io/hook-delete-policy";
 pub const SYNC_OPTIONS: &str = "kiln.dev/sync-options";
 /// Argo CD's per-object sync options, also accepted.
 pub const ARGO_SYNC_OPTIONS: &str = "argocd.argoproj.io/sync-options";
-/// The hook type of hooks run when their Application is deleted, after its
-/// objects are gone (Argo CD's, since 2.10).
-pub const POST_DELETE: &str = "PostDelete";
-const POST_DELETE_REASON: &str =
-    "a PostDelete hook: runs when its Application is deleted, once its objects are gone";
+
+/// A hook run when its Application is deleted, never by a sync (Argo CD's
+/// hook types of the same names).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum DeletionHook {
+    /// Before the Application's objects are deleted (Argo CD 3; Helm's
+    /// `pre-delete`).
+    PreDelete,
+    /// Once the Application's objects are gone (Argo CD 2.10+; Helm's
+    /// `post-delete`).
+    PostDelete,
+}
+
+impl DeletionHook {
+    /// Both, in the order a deletion runs them.
+    pub const ALL: [DeletionHook; 2] = [DeletionHook::PreDelete, DeletionHook::PostDelete];
+
+    /// Its name in Kiln's and Argo CD's hook annotations.
+    pub fn name(self) -> &'static str {
+        match self {
+            DeletionHook::PreDelete => "PreDelete",
+            DeletionHook::PostDelete => "PostDelete",
+        }
+    }
+
+    fn helm_event(self) -> helm_hooks::Event {
+        match self {
+            DeletionHook::PreDelete => helm_hooks::Event::PreDelete,
+            DeletionHook::PostDelete => helm_hooks::Event::PostDelete,
+        }
+    }
+
+    fn reason(self) -> &'static str {
+        match self {
+            DeletionHook::PreDelete => {
+                "a PreDelete hook: runs when its Application is deleted, before its objects are"
+            }
+            DeletionHook::PostDelete => {
+                "a PostDelete hook: runs when its Application is deleted, once its objects are gone"
+            }
+        }
+    }
+}
+
+impl std::fmt::Display for DeletionHook {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// The deletion hook types `object` has, by the annotation that decides:
+/// Kiln's or Argo CD's, else Helm's.
+fn deletion_hooks(object: &Value) -> Vec<DeletionHook> {
+    DeletionHook::ALL
+        .into_iter()
+        .filter(|hook| match annotation(object, &[HOOK, ARGO_HOOK]) {
+            Some(text) => text.split(',').any(|name| name.trim() == hook.name()),
+            None => annotation(object, &[helm_hooks::HOOK])
+                .is_some_and(|text| helm_hooks::lists(text, hook.helm_event())),
+        })
+        .collect()
+}
 
 /// A sync phase.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -122,15 +179,28 @@ pub fn is_hook(object: &Value) -> bool {
     }
 }
 
-/// True when `object` is a PostDelete hook: Kiln's or Argo CD's hook
-/// annotation lists `PostDelete`, or (when neither is set) Helm's lists
-/// `post-delete`. A sync never runs it; deleting its Application does,
-/// once the Application's objects are gone.
+/// True when `object` is a `hook` hook: Kiln's or Argo CD's hook
+/// annotation lists `PreDelete`/`PostDelete`, or (when neither is set)
+/// Helm's lists `pre-delete`/`post-delete`. A sync never runs it; deleting
+/// its Application does.
+pub fn is_deletion_hook(object: &Value, hook: DeletionHook) -> bool {
+    deletion_hooks(object).contains(&hook)
+}
+
+/// True when `object` is a PostDelete hook ([`is_deletion_hook`]).
 pub fn is_post_delete(object: &Value) -> bool {
-    match annotation(object, &[HOOK, ARGO_HOOK]) {
-        Some(text) => text.split(',').any(|name| name.trim() == POST_DELETE),
-        None => annotation(object, &[helm_hooks::HOOK]).is_some_and(helm_hooks::is_post_delete),
-    }
+    is_deletion_hook(object, DeletionHook::PostDelete)
+}
+
+/// True when `object` sets a hook delete policy itself (Kiln's, Argo CD's
+/// or Helm's annotation): a deletion hook without one is deleted once the
+/// deletion's hooks completed, as Argo CD does.
+pub fn has_delete_policy(object: &Value) -> bool {
+    annotation(
+        object,
+        &[HOOK_DELETE, ARGO_HOOK_DELETE, helm_hooks::DELETE_POLICY],
+    )
+    .is_some_and(|text| text.split(',').any(|p| !p.trim().is_empty()))
 }
 
 /// Why deleting its Application leaves `object` in the cluster, if it
@@ -238,20 +308,16 @@ fn place(object: Value) -> Result<Placement, PlanError> {
         // A Kiln or Argo CD hook annotation wins over Helm's.
         Some(text) => {
             let mut phases = Vec::new();
-            let mut post_delete = false;
             for name in text.split(',').map(str::trim).filter(|n| !n.is_empty()) {
                 let phase = match name {
                     "PreSync" => Phase::PreSync,
                     "Sync" => Phase::Sync,
                     "PostSync" => Phase::PostSync,
                     "SyncFail" => Phase::SyncFail,
-                    POST_DELETE => {
-                        post_delete = true;
-                        continue;
-                    }
+                    "PreDelete" | "PostDelete" => continue,
                     other => {
                         return Err(fail(format!(
-                            "hook {other:?} is not PreSync, Sync, PostSync, SyncFail or PostDelete"
+                            "hook {other:?} is not PreSync, Sync, PostSync, SyncFail, PreDelete or PostDelete"
                         )));
                     }
                 };
@@ -259,13 +325,13 @@ fn place(object: Value) -> Result<Placement, PlanError> {
                     phases.push(phase);
                 }
             }
-            if phases.is_empty() && post_delete {
+            if let (true, Some(hook)) = (phases.is_empty(), deletion_hooks(&object).first()) {
                 // Checked now, so that a typo fails the sync rather than
                 // the Application's deletion.
                 delete_policies(&object)?;
                 return Ok(Placement::NeverRun(Skipped {
                     key,
-                    reason: POST_DELETE_REASON.into(),
+                    reason: hook.reason().into(),
                 }));
             }
             if phases.is_empty() {
@@ -279,11 +345,13 @@ fn place(object: Value) -> Result<Placement, PlanError> {
             Some(text) => match helm_hooks::role(text).map_err(fail)? {
                 helm_hooks::Role::Object => None,
                 helm_hooks::Role::Hook(phases) => Some(phases),
-                helm_hooks::Role::NeverRun(events) if helm_hooks::is_post_delete(&events) => {
+                helm_hooks::Role::NeverRun(events) if !deletion_hooks(&object).is_empty() => {
                     delete_policies(&object)?;
+                    let reasons: Vec<&str> =
+                        deletion_hooks(&object).iter().map(|h| h.reason()).collect();
                     return Ok(Placement::NeverRun(Skipped {
                         key,
-                        reason: format!("Helm hook {events:?}: {POST_DELETE_REASON}"),
+                        reason: format!("Helm hook {events:?}: {}", reasons.join("; ")),
                     }));
                 }
                 helm_hooks::Role::NeverRun(events) => {
@@ -686,6 +754,24 @@ mod tests {
             )])
             .is_err()
         );
+        assert!(is_deletion_hook(
+            &object("Job", "j", json!({"helm.sh/hook": "pre-delete"})),
+            DeletionHook::PreDelete
+        ));
+        assert!(is_deletion_hook(
+            &object("Job", "j", json!({"argocd.argoproj.io/hook": "PreDelete"})),
+            DeletionHook::PreDelete
+        ));
+        assert!(!has_delete_policy(&object(
+            "Job",
+            "j",
+            json!({"helm.sh/hook": "pre-delete"})
+        )));
+        assert!(has_delete_policy(&object(
+            "Job",
+            "j",
+            json!({"helm.sh/hook-delete-policy": "hook-succeeded"})
+        )));
         let hook = |annotations| is_post_delete(&object("Job", "j", annotations));
         assert!(hook(json!({"argocd.argoproj.io/hook": "PostDelete"})));
         assert!(hook(json!({"kiln.dev/hook": "PostSync, PostDelete"})));
