@@ -44,8 +44,10 @@ use crate::sync::{Action as SyncAction, Application as SyncApp, Engine, HookRoun
 /// How soon a deletion looks again while objects are being deleted or
 /// hooks run.
 pub const DELETION_POLL: Duration = Duration::from_secs(2);
-/// How soon a deletion that failed (a hook failed, the hooks could not be
-/// rendered) tries again.
+/// The longest a deletion that cannot go on (its cluster or project
+/// unreadable, a hook failed, the hooks could not be rendered) waits
+/// before it tries again; a failed hook is retried at the next resync when
+/// that comes sooner.
 pub const DELETION_RETRY: Duration = Duration::from_secs(30);
 
 /// The condition type of a deletion that cannot go on.
