@@ -22,6 +22,23 @@ pub const GROUP: &str = "kiln.dev";
 pub const VERSION: &str = "v1alpha1";
 /// The finalizer that makes deleting an Application delete its resources.
 pub const RESOURCES_FINALIZER: &str = "resources-finalizer.kiln.dev";
+/// The finalizer the controller adds to an Application whose rendered
+/// objects hold PreDelete hooks (as Argo CD 3 adds its own): deleting the
+/// Application runs them before anything else, and the finalizer goes once
+/// they completed.
+pub const PRE_DELETE_FINALIZER: &str = "pre-delete-finalizer.kiln.dev";
+/// Added with [`PRE_DELETE_FINALIZER`]: the PreDelete hooks that completed
+/// are deleted as their delete policies say before it goes.
+pub const PRE_DELETE_CLEANUP_FINALIZER: &str = "pre-delete-finalizer.kiln.dev/cleanup";
+/// The finalizer the controller adds to an Application whose rendered
+/// objects hold PostDelete hooks (as Argo CD adds its own): deleting the
+/// Application runs them once its resources are gone, and the finalizer
+/// goes once they completed.
+pub const POST_DELETE_FINALIZER: &str = "post-delete-finalizer.kiln.dev";
+/// Added with [`POST_DELETE_FINALIZER`] and removed last: the PostDelete
+/// hooks that completed are deleted as their delete policies say before it
+/// goes, so that a controller restarted in between never runs them twice.
+pub const POST_DELETE_CLEANUP_FINALIZER: &str = "post-delete-finalizer.kiln.dev/cleanup";
 /// The annotation that asks for an immediate refresh.
 pub const REFRESH_ANNOTATION: &str = "kiln.dev/refresh";
 /// The annotation that asks the controller for an operation (`kiln app

@@ -47,7 +47,9 @@ pub(crate) struct ControllerArgs {
     #[arg(long, value_name = "DURATION", default_value = "180s", value_parser = parse_duration)]
     resync: Duration,
 
-    /// How long a sync waits for a wave to become healthy.
+    /// How long a sync waits for a wave to become healthy, and how long
+    /// an Application's PostDelete hooks may run before its deletion stops
+    /// with a condition.
     #[arg(long, value_name = "DURATION", default_value = "5m", value_parser = parse_duration)]
     health_timeout: Duration,
 

@@ -10,6 +10,7 @@ pub mod cache;
 pub mod chart_access;
 pub mod chart_source;
 pub mod compare;
+pub mod deletion;
 pub mod destination;
 pub mod http;
 pub mod known_hosts;

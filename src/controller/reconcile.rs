@@ -28,7 +28,7 @@ use crate::health::{self, Health};
 use crate::manifest::ObjectKey;
 use crate::plugin::PluginHost;
 use crate::source::git::{GitSource, RepoUrl};
-use crate::sync::{Action as SyncAction, Application as SyncApp, Engine, Outcome, SyncOptions};
+use crate::sync::{Action as SyncAction, Outcome};
 
 /// How long self-heal waits before reverting the same drift again:
 /// `duration × factor^(attempts − 1)`, at most `max`. Attempts are counted
@@ -101,7 +101,9 @@ pub struct ControllerConfig {
     pub namespace: String,
     /// How often every Application is reconciled (plus up to 10% jitter).
     pub resync: Duration,
-    /// How long a sync waits for a wave to become healthy.
+    /// How long a sync waits for a wave to become healthy, and how long
+    /// an Application's PostDelete hooks may run (from their creation)
+    /// before its deletion stops with a condition. Default 5 minutes.
     pub health_timeout: Duration,
     /// How many synced revisions `status.history` keeps.
     pub history_limit: usize,
@@ -500,7 +502,8 @@ pub async fn reconcile(app: Arc<Application>, ctx: Arc<Context>) -> Result<Actio
     };
     let apps: Api<Application> = Api::namespaced(ctx.client.clone(), &namespace);
     if app.metadata.deletion_timestamp.is_some() {
-        return tracing::Instrument::instrument(finalize(&app, &ctx, &apps), span).await;
+        return tracing::Instrument::instrument(super::deletion::finalize(&app, &ctx, &apps), span)
+            .await;
     }
     // A new refresh request (`kiln app refresh`, a webhook) asks the server
     // for its refs now rather than reusing a lookup a few seconds old. The
@@ -625,107 +628,6 @@ pub async fn reconcile(app: Arc<Application>, ctx: Arc<Context>) -> Result<Actio
     Ok(after.map_or_else(|| requeue(&ctx.config), Action::requeue))
 }
 
-/// An Application being deleted: with the resources finalizer, its tracked
-/// resources are deleted first (cascade); then the finalizer goes.
-async fn finalize(
-    app: &Application,
-    ctx: &Context,
-    apps: &Api<Application>,
-) -> Result<Action, ReconcileError> {
-    let name = app.metadata.name.clone().unwrap_or_default();
-    ctx.read_paths.forget(&name);
-    ctx.live.forget(&name);
-    let finalizers = app.metadata.finalizers.clone().unwrap_or_default();
-    if !finalizers
-        .iter()
-        .any(|f| f == crate::api::RESOURCES_FINALIZER)
-    {
-        return Ok(Action::await_change());
-    }
-    let options = SyncOptions {
-        prune: true,
-        manager: ctx.config.manager.clone(),
-        ..SyncOptions::default()
-    };
-    let target = SyncApp {
-        name: name.clone(),
-        namespace: app.spec.destination.namespace.clone(),
-    };
-    let destination = match ctx.destinations.resolve(&app.spec.destination).await {
-        Ok(destination) => destination,
-        Err(e) => {
-            // Its resources cannot be found without the cluster; the
-            // finalizer stays until the cluster is registered again (or a
-            // person removes it, leaving the resources in place).
-            tracing::warn!(error = %e, "cannot delete the application's resources; retrying in 30s");
-            return Ok(Action::requeue(Duration::from_secs(30)));
-        }
-    };
-    if let Err(e) = ctx
-        .policy_reports
-        .remove(app, &destination, &ctx.metrics)
-        .await
-    {
-        tracing::warn!(error = %crate::text::chain(&e), "could not delete the application's PolicyReport; retrying");
-        return Ok(Action::requeue(Duration::from_secs(5)));
-    }
-    // What is deleted is held to the project, like what was applied. An
-    // Application naming a project that does not exist deletes nothing:
-    // otherwise anyone recreating an Application under an old name with a
-    // made-up project could delete what it once wrote anywhere.
-    let guard: crate::sync::PruneGuard = match super::compare::load_project(app, ctx).await {
-        Ok(project) => super::compare::prune_guard(
-            project,
-            &destination.server,
-            &destination.name,
-            &ctx.config.namespace,
-        ),
-        Err(stop) if stop.reason == "ProjectNotFound" => {
-            tracing::warn!(project = %app.spec.project, "the project does not exist; the application's resources are left in place");
-            let project = app.spec.project.clone();
-            Arc::new(move |_, _| Err(format!("project {project:?} does not exist")))
-        }
-        Err(stop) => {
-            tracing::warn!(error = %stop, "cannot read the project; retrying in 30s");
-            return Ok(Action::requeue(Duration::from_secs(30)));
-        }
-    };
-    let engine = Engine::new(&destination.cluster, target, options).with_prune_guard(guard);
-    match engine.sync(Vec::new()).await {
-        Ok(result) if result.outcome == Outcome::Succeeded => {
-            for left in result
-                .objects
-                .iter()
-                .filter(|o| o.action == SyncAction::PruneSkipped)
-            {
-                tracing::warn!(object = %left.key, reason = %left.message, "left in place");
-            }
-            tracing::info!(
-                pruned = result.count(SyncAction::Pruned),
-                left = result.count(SyncAction::PruneSkipped),
-                "deleted the application's resources"
-            );
-        }
-        Ok(result) => {
-            tracing::warn!(message = %result.message, "could not delete every resource; retrying");
-            return Ok(Action::requeue(Duration::from_secs(5)));
-        }
-        Err(e) => {
-            tracing::warn!(error = %e, "could not delete the application's resources; retrying");
-            return Ok(Action::requeue(Duration::from_secs(5)));
-        }
-    }
-    let remaining: Vec<String> = finalizers
-        .into_iter()
-        .filter(|f| f != crate::api::RESOURCES_FINALIZER)
-        .collect();
-    let patch = json!({"metadata": {"finalizers": remaining, "resourceVersion": app.metadata.resource_version}});
-    apps.patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
-        .await
-        .map_err(|source| ReconcileError { app: name, source })?;
-    Ok(Action::await_change())
-}
-
 /// Why a sync is about to happen.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Trigger {
@@ -770,6 +672,19 @@ async fn run(
     span.record("phase", "compare");
     let cmp = compare(app, ctx, &CompareTo { revision: wanted }).await?;
     let commit = cmp.commit.clone();
+    if cmp.objects.iter().any(|object| {
+        crate::sync::plan::DeletionHook::ALL
+            .into_iter()
+            .any(|hook| crate::sync::plan::is_deletion_hook(object, hook))
+    }) {
+        let namespace = app
+            .metadata
+            .namespace
+            .clone()
+            .unwrap_or_else(|| config.namespace.clone());
+        let apps: Api<Application> = Api::namespaced(ctx.client.clone(), &namespace);
+        super::deletion::add_hook_finalizers(app, &apps, &cmp.objects).await;
+    }
 
     status.policy = Some(cmp.policy.clone());
     ctx.policy_reports

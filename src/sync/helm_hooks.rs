@@ -6,7 +6,8 @@
 //! | `pre-install`, `pre-upgrade`          | PreSync hook                               |
 //! | `post-install`, `post-upgrade`        | PostSync hook                              |
 //! | `crd-install`                         | not a hook: an ordinary object (Sync)      |
-//! | `pre-delete`, `post-delete`           | never run by a sync (deletion hooks)       |
+//! | `post-delete`                         | PostDelete hook: run when the Application is deleted, never by a sync |
+//! | `pre-delete`                          | PreDelete hook: run when the Application is deleted, before its objects (Argo CD 3) |
 //! | `pre-rollback`, `post-rollback`       | never run (Argo CD has no rollback phase)  |
 //! | `test`, `test-success`, `test-failure`| never run (no equivalent in Argo CD)       |
 //! | `helm.sh/hook-weight`                 | the wave, unless a sync-wave annotation is set |
@@ -32,6 +33,26 @@ pub const HOOK: &str = "helm.sh/hook";
 pub const WEIGHT: &str = "helm.sh/hook-weight";
 /// Helm's hook delete policy annotation.
 pub const DELETE_POLICY: &str = "helm.sh/hook-delete-policy";
+/// Helm's resource policy annotation: `keep` leaves the object in the
+/// cluster when the release is uninstalled or the object leaves the chart.
+pub const RESOURCE_POLICY: &str = "helm.sh/resource-policy";
+
+/// Whether a `helm.sh/resource-policy` value says `keep` (compared as Helm
+/// compares it: trimmed, case-insensitive).
+pub fn keeps(value: &str) -> bool {
+    value.trim().eq_ignore_ascii_case("keep")
+}
+
+/// Whether `helm.sh/hook`'s value lists `event` (a value naming an
+/// unknown event lists none: the sync refuses it, naming the object).
+pub fn lists(value: &str, event: Event) -> bool {
+    let events: Option<Vec<Event>> = value
+        .split(',')
+        .filter(|n| !n.trim().is_empty())
+        .map(Event::parse)
+        .collect();
+    events.is_some_and(|events| events.contains(&event))
+}
 
 /// One of Helm's hook events.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -200,6 +221,17 @@ mod tests {
             "the events a sync runs run; the others are ignored"
         );
         assert!(role("pre-instal").unwrap_err().contains("\"pre-instal\""));
+    }
+
+    #[test]
+    fn post_delete_and_keep_read_as_helm_reads_them() {
+        assert!(lists("post-delete", Event::PostDelete));
+        assert!(lists(" Post-Delete ,pre-delete", Event::PostDelete));
+        assert!(lists(" Post-Delete ,pre-delete", Event::PreDelete));
+        assert!(!lists("pre-delete", Event::PostDelete));
+        assert!(!lists("post-delete,bogus", Event::PostDelete));
+        assert!(keeps("keep") && keeps(" Keep "));
+        assert!(!keeps("delete") && !keeps("kept"));
     }
 
     #[test]

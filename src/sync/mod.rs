@@ -11,6 +11,7 @@
 //! (`kiln.dev/app: APP`); only objects whose annotation names this
 //! application and the object itself are ever pruned.
 
+pub mod deletion;
 pub mod helm_hooks;
 pub mod live;
 pub mod options;
@@ -32,6 +33,7 @@ use crate::cluster::{Cluster, ClusterError, Resolved};
 use crate::diff::{self, DiffOptions, Report, SyncStatus};
 use crate::health::{self, Health};
 use crate::manifest::ObjectKey;
+pub use deletion::{Deletion, HookRound};
 pub use live::{Labelled, LiveState};
 pub use options::{PrunePropagation, RetryPolicy, SyncOptions};
 use plan::{DeletePolicy, Phase, Plan, Planned};
@@ -57,6 +59,15 @@ pub enum SyncError {
     List {
         /// The kind.
         kind: String,
+        /// Why.
+        #[source]
+        source: kube::Error,
+    },
+    /// Deleting an object failed.
+    #[error("cannot delete {object}")]
+    Delete {
+        /// The object.
+        object: String,
         /// Why.
         #[source]
         source: kube::Error,
@@ -93,8 +104,12 @@ pub enum Action {
     Skipped,
     /// Deleted because it is no longer rendered.
     Pruned,
-    /// Would be pruned, but pruning is off or the object says `Prune=false`.
+    /// Would be pruned, but pruning is off or the object says `Prune=false`
+    /// or `helm.sh/resource-policy: keep`.
     PruneSkipped,
+    /// Left in the cluster while its application is deleted: the object
+    /// says `Delete=false` or `helm.sh/resource-policy: keep`.
+    Kept,
     /// A hook no sync runs (Helm's test, deletion and rollback hooks, as
     /// in Argo CD): never applied; the message says which.
     NeverRun,
@@ -1065,6 +1080,20 @@ impl<'a> Engine<'a> {
         }
     }
 
+    /// How pruned objects are deleted: as a dry run or not, with the
+    /// configured propagation.
+    fn prune_params(&self) -> DeleteParams {
+        DeleteParams {
+            dry_run: self.options.dry_run,
+            propagation_policy: Some(match self.options.prune_propagation {
+                PrunePropagation::Foreground => kube::api::PropagationPolicy::Foreground,
+                PrunePropagation::Background => kube::api::PropagationPolicy::Background,
+                PrunePropagation::Orphan => kube::api::PropagationPolicy::Orphan,
+            }),
+            ..DeleteParams::default()
+        }
+    }
+
     /// Deletes (or reports) tracked objects that are no longer rendered.
     async fn prune(
         &self,
@@ -1089,6 +1118,13 @@ impl<'a> Engine<'a> {
                     Action::PruneSkipped,
                     "no longer rendered; the object says Prune=false".to_owned(),
                 )
+            } else if plan::helm_keep(&live) {
+                // Helm never deletes such an object when it leaves the
+                // chart; Argo CD would prune it (its issue #17819).
+                (
+                    Action::PruneSkipped,
+                    "no longer rendered; the object says helm.sh/resource-policy: keep".to_owned(),
+                )
             } else if let Some(Err(why)) = self
                 .prune_guard
                 .as_ref()
@@ -1100,16 +1136,7 @@ impl<'a> Engine<'a> {
                 )
             } else {
                 let api = self.cluster.api(&resolved, key.namespace.as_deref());
-                let params = DeleteParams {
-                    dry_run: self.options.dry_run,
-                    propagation_policy: Some(match self.options.prune_propagation {
-                        PrunePropagation::Foreground => kube::api::PropagationPolicy::Foreground,
-                        PrunePropagation::Background => kube::api::PropagationPolicy::Background,
-                        PrunePropagation::Orphan => kube::api::PropagationPolicy::Orphan,
-                    }),
-                    ..DeleteParams::default()
-                };
-                match api.delete(&key.name, &params).await {
+                match api.delete(&key.name, &self.prune_params()).await {
                     Ok(_) => (Action::Pruned, String::new()),
                     // Gone since the live state saw it.
                     Err(kube::Error::Api(status)) if status.code == 404 => {

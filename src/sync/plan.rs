@@ -28,6 +28,68 @@ pub const SYNC_OPTIONS: &str = "kiln.dev/sync-options";
 /// Argo CD's per-object sync options, also accepted.
 pub const ARGO_SYNC_OPTIONS: &str = "argocd.argoproj.io/sync-options";
 
+/// A hook run when its Application is deleted, never by a sync (Argo CD's
+/// hook types of the same names).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum DeletionHook {
+    /// Before the Application's objects are deleted (Argo CD 3; Helm's
+    /// `pre-delete`).
+    PreDelete,
+    /// Once the Application's objects are gone (Argo CD 2.10+; Helm's
+    /// `post-delete`).
+    PostDelete,
+}
+
+impl DeletionHook {
+    /// Both, in the order a deletion runs them.
+    pub const ALL: [DeletionHook; 2] = [DeletionHook::PreDelete, DeletionHook::PostDelete];
+
+    /// Its name in Kiln's and Argo CD's hook annotations.
+    pub fn name(self) -> &'static str {
+        match self {
+            DeletionHook::PreDelete => "PreDelete",
+            DeletionHook::PostDelete => "PostDelete",
+        }
+    }
+
+    fn helm_event(self) -> helm_hooks::Event {
+        match self {
+            DeletionHook::PreDelete => helm_hooks::Event::PreDelete,
+            DeletionHook::PostDelete => helm_hooks::Event::PostDelete,
+        }
+    }
+
+    fn reason(self) -> &'static str {
+        match self {
+            DeletionHook::PreDelete => {
+                "a PreDelete hook: runs when its Application is deleted, before its objects are"
+            }
+            DeletionHook::PostDelete => {
+                "a PostDelete hook: runs when its Application is deleted, once its objects are gone"
+            }
+        }
+    }
+}
+
+impl std::fmt::Display for DeletionHook {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// The deletion hook types `object` has, by the annotation that decides:
+/// Kiln's or Argo CD's, else Helm's.
+fn deletion_hooks(object: &Value) -> Vec<DeletionHook> {
+    DeletionHook::ALL
+        .into_iter()
+        .filter(|hook| match annotation(object, &[HOOK, ARGO_HOOK]) {
+            Some(text) => text.split(',').any(|name| name.trim() == hook.name()),
+            None => annotation(object, &[helm_hooks::HOOK])
+                .is_some_and(|text| helm_hooks::lists(text, hook.helm_event())),
+        })
+        .collect()
+}
+
 /// A sync phase.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 pub enum Phase {
@@ -115,6 +177,51 @@ pub fn is_hook(object: &Value) -> bool {
         None => false,
         Some(text) => !matches!(helm_hooks::role(text), Ok(helm_hooks::Role::Object)),
     }
+}
+
+/// True when `object` is a `hook` hook: Kiln's or Argo CD's hook
+/// annotation lists `PreDelete`/`PostDelete`, or (when neither is set)
+/// Helm's lists `pre-delete`/`post-delete`. A sync never runs it; deleting
+/// its Application does.
+pub fn is_deletion_hook(object: &Value, hook: DeletionHook) -> bool {
+    deletion_hooks(object).contains(&hook)
+}
+
+/// True when `object` is a PostDelete hook ([`is_deletion_hook`]).
+pub fn is_post_delete(object: &Value) -> bool {
+    is_deletion_hook(object, DeletionHook::PostDelete)
+}
+
+/// True when `object` sets a hook delete policy itself (Kiln's, Argo CD's
+/// or Helm's annotation): a deletion hook without one is deleted once the
+/// deletion's hooks completed, as Argo CD does.
+pub fn has_delete_policy(object: &Value) -> bool {
+    annotation(
+        object,
+        &[HOOK_DELETE, ARGO_HOOK_DELETE, helm_hooks::DELETE_POLICY],
+    )
+    .is_some_and(|text| text.split(',').any(|p| !p.trim().is_empty()))
+}
+
+/// Why deleting its Application leaves `object` in the cluster, if it
+/// does: the sync option `Delete=false` (Kiln's or Argo CD's annotation), or
+/// Helm's `helm.sh/resource-policy: keep` (which Argo CD reads as
+/// `Delete=false` too).
+pub fn kept_on_delete(object: &Value) -> Option<&'static str> {
+    if object_options(object).iter().any(|o| o == "Delete=false") {
+        Some("Delete=false")
+    } else if helm_keep(object) {
+        Some("helm.sh/resource-policy: keep")
+    } else {
+        None
+    }
+}
+
+/// True when `object` says `helm.sh/resource-policy: keep`: Helm never
+/// deletes it, neither when the release goes nor when the object leaves
+/// the chart, so Kiln never prunes it either.
+pub fn helm_keep(object: &Value) -> bool {
+    annotation(object, &[helm_hooks::RESOURCE_POLICY]).is_some_and(helm_hooks::keeps)
 }
 
 /// The per-object sync options (`Prune=false,...`).
@@ -207,15 +314,25 @@ fn place(object: Value) -> Result<Placement, PlanError> {
                     "Sync" => Phase::Sync,
                     "PostSync" => Phase::PostSync,
                     "SyncFail" => Phase::SyncFail,
+                    "PreDelete" | "PostDelete" => continue,
                     other => {
                         return Err(fail(format!(
-                            "hook {other:?} is not PreSync, Sync, PostSync or SyncFail"
+                            "hook {other:?} is not PreSync, Sync, PostSync, SyncFail, PreDelete or PostDelete"
                         )));
                     }
                 };
                 if !phases.contains(&phase) {
                     phases.push(phase);
                 }
+            }
+            if let (true, Some(hook)) = (phases.is_empty(), deletion_hooks(&object).first()) {
+                // Checked now, so that a typo fails the sync rather than
+                // the Application's deletion.
+                delete_policies(&object)?;
+                return Ok(Placement::NeverRun(Skipped {
+                    key,
+                    reason: hook.reason().into(),
+                }));
             }
             if phases.is_empty() {
                 return Err(fail(format!("hook {text:?} names no phase")));
@@ -228,6 +345,15 @@ fn place(object: Value) -> Result<Placement, PlanError> {
             Some(text) => match helm_hooks::role(text).map_err(fail)? {
                 helm_hooks::Role::Object => None,
                 helm_hooks::Role::Hook(phases) => Some(phases),
+                helm_hooks::Role::NeverRun(events) if !deletion_hooks(&object).is_empty() => {
+                    delete_policies(&object)?;
+                    let reasons: Vec<&str> =
+                        deletion_hooks(&object).iter().map(|h| h.reason()).collect();
+                    return Ok(Placement::NeverRun(Skipped {
+                        key,
+                        reason: format!("Helm hook {events:?}: {}", reasons.join("; ")),
+                    }));
+                }
                 helm_hooks::Role::NeverRun(events) => {
                     return Ok(Placement::NeverRun(Skipped {
                         key,
@@ -248,29 +374,7 @@ fn place(object: Value) -> Result<Placement, PlanError> {
             hook: None,
         }]));
     };
-    // Argo CD combines its own delete policies with Helm's, and deletes a
-    // hook with none before creating it again.
-    let mut policies = Vec::new();
-    if let Some(text) = annotation(&object, &[HOOK_DELETE, ARGO_HOOK_DELETE]) {
-        for policy in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-            policies.push(match policy {
-                "HookSucceeded" => DeletePolicy::HookSucceeded,
-                "HookFailed" => DeletePolicy::HookFailed,
-                "BeforeHookCreation" => DeletePolicy::BeforeHookCreation,
-                other => return Err(fail(format!("hook delete policy {other:?} is not HookSucceeded, HookFailed or BeforeHookCreation"))),
-            });
-        }
-    }
-    if let Some(text) = annotation(&object, &[helm_hooks::DELETE_POLICY]) {
-        for policy in helm_hooks::delete_policies(text).map_err(fail)? {
-            if !policies.contains(&policy) {
-                policies.push(policy);
-            }
-        }
-    }
-    if policies.is_empty() {
-        policies.push(DeletePolicy::BeforeHookCreation);
-    }
+    let policies = delete_policies(&object)?;
     Ok(Placement::Runs(
         phases
             .into_iter()
@@ -283,6 +387,37 @@ fn place(object: Value) -> Result<Placement, PlanError> {
             })
             .collect(),
     ))
+}
+
+/// A hook's delete policies: Argo CD combines its own with Helm's, and
+/// deletes a hook with none before creating it again (BeforeHookCreation).
+pub fn delete_policies(object: &Value) -> Result<Vec<DeletePolicy>, PlanError> {
+    let fail = |message: String| PlanError {
+        object: ObjectKey::of(object).to_string(),
+        message,
+    };
+    let mut policies = Vec::new();
+    if let Some(text) = annotation(object, &[HOOK_DELETE, ARGO_HOOK_DELETE]) {
+        for policy in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+            policies.push(match policy {
+                "HookSucceeded" => DeletePolicy::HookSucceeded,
+                "HookFailed" => DeletePolicy::HookFailed,
+                "BeforeHookCreation" => DeletePolicy::BeforeHookCreation,
+                other => return Err(fail(format!("hook delete policy {other:?} is not HookSucceeded, HookFailed or BeforeHookCreation"))),
+            });
+        }
+    }
+    if let Some(text) = annotation(object, &[helm_hooks::DELETE_POLICY]) {
+        for policy in helm_hooks::delete_policies(text).map_err(fail)? {
+            if !policies.contains(&policy) {
+                policies.push(policy);
+            }
+        }
+    }
+    if policies.is_empty() {
+        policies.push(DeletePolicy::BeforeHookCreation);
+    }
+    Ok(policies)
 }
 
 /// An object a sync never applies, and why.
@@ -584,5 +719,90 @@ mod tests {
             ),
             "Job j: helm.sh/hook-delete-policy \"HookSucceeded\" is not before-hook-creation, hook-succeeded or hook-failed"
         );
+    }
+
+    #[test]
+    fn post_delete_hooks_are_never_run_by_a_sync() {
+        let plan = Plan::new(vec![
+            object(
+                "Job",
+                "argo",
+                json!({"argocd.argoproj.io/hook": "PostDelete"}),
+            ),
+            object("Job", "helm", json!({"helm.sh/hook": "post-delete"})),
+            object(
+                "Job",
+                "both",
+                json!({"kiln.dev/hook": "PostSync,PostDelete"}),
+            ),
+        ])
+        .unwrap();
+        assert_eq!(
+            places(&plan),
+            vec!["PostSync/0 Job both Some([BeforeHookCreation])"]
+        );
+        let never: Vec<String> = plan.never_run.iter().map(|s| s.key.name.clone()).collect();
+        assert_eq!(never, vec!["argo", "helm"]);
+        assert!(plan.never_run[1].reason.contains("PostDelete"));
+        // A bad delete policy fails the sync, not the deletion.
+        assert!(
+            Plan::new(vec![object(
+                "Job",
+                "j",
+                json!({"argocd.argoproj.io/hook": "PostDelete",
+                    "argocd.argoproj.io/hook-delete-policy": "Never"})
+            )])
+            .is_err()
+        );
+        assert!(is_deletion_hook(
+            &object("Job", "j", json!({"helm.sh/hook": "pre-delete"})),
+            DeletionHook::PreDelete
+        ));
+        assert!(is_deletion_hook(
+            &object("Job", "j", json!({"argocd.argoproj.io/hook": "PreDelete"})),
+            DeletionHook::PreDelete
+        ));
+        assert!(!has_delete_policy(&object(
+            "Job",
+            "j",
+            json!({"helm.sh/hook": "pre-delete"})
+        )));
+        assert!(has_delete_policy(&object(
+            "Job",
+            "j",
+            json!({"helm.sh/hook-delete-policy": "hook-succeeded"})
+        )));
+        let hook = |annotations| is_post_delete(&object("Job", "j", annotations));
+        assert!(hook(json!({"argocd.argoproj.io/hook": "PostDelete"})));
+        assert!(hook(json!({"kiln.dev/hook": "PostSync, PostDelete"})));
+        assert!(hook(json!({"helm.sh/hook": "post-delete"})));
+        assert!(!hook(json!({"helm.sh/hook": "pre-delete"})));
+        assert!(
+            !hook(json!({"argocd.argoproj.io/hook": "PostSync", "helm.sh/hook": "post-delete"})),
+            "Argo CD's annotation wins over Helm's"
+        );
+    }
+
+    #[test]
+    fn what_deleting_the_application_leaves() {
+        let kept = |annotations| kept_on_delete(&object("ConfigMap", "c", annotations));
+        assert_eq!(
+            kept(json!({"argocd.argoproj.io/sync-options": "Delete=false"})),
+            Some("Delete=false")
+        );
+        assert_eq!(
+            kept(json!({"kiln.dev/sync-options": "Prune=false,Delete=false"})),
+            Some("Delete=false")
+        );
+        assert_eq!(
+            kept(json!({"helm.sh/resource-policy": "keep"})),
+            Some("helm.sh/resource-policy: keep")
+        );
+        assert_eq!(
+            kept(json!({"argocd.argoproj.io/sync-options": "Delete=true"})),
+            None
+        );
+        assert_eq!(kept(json!({"helm.sh/resource-policy": "delete"})), None);
+        assert_eq!(kept(json!({})), None);
     }
 }
