@@ -58,6 +58,9 @@ fn json_at(v: &Value, depth: usize, natural: bool) -> Option<serde_json::Value> 
             }
         }
         Value::Str(s) => serde_json::Value::String(text(s)),
+        // A time.Time marshals as RFC 3339 text (none outside years
+        // 0..=9999: Go's MarshalJSON fails, and `toJson` prints "").
+        Value::Time(t) => serde_json::Value::String(t.rfc3339_nano().ok()?),
         // ... and a []byte is base64.
         Value::Bytes(b) => serde_json::Value::String(base64_std(b)),
         Value::List(l) | Value::Strings(l) => serde_json::Value::Array(

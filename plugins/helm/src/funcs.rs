@@ -183,15 +183,6 @@ pub const NAMES: &[&str] = &[
     // semver
     "semver",
     "semverCompare",
-    // dates
-    "now",
-    "date",
-    "dateInZone",
-    "toDate",
-    "unixEpoch",
-    "ago",
-    "dateModify",
-    "htmlDate",
     // encoding, paths, misc
     "base",
     "dir",
@@ -262,7 +253,7 @@ const STRING_PARAMETERS: &[&str] = &[
 
 /// Whether `name` is a function.
 pub fn exists(name: &str) -> bool {
-    NAMES.contains(&name)
+    NAMES.contains(&name) || crate::dates::NAMES.contains(&name)
 }
 
 fn arity(name: &str, args: &[Value], want: usize) -> Result<(), FnError> {
@@ -1060,13 +1051,8 @@ pub fn call(st: &mut State<'_>, name: &str, args: Vec<Value>, _pos: &Pos) -> R {
             Value::map(m)
         }
 
-        // ---- dates: a render is a pure function of its inputs; `now` is
-        // the Unix epoch (documented).
-        "now" => Value::str("1970-01-01 00:00:00 +0000 UTC"),
-        "unixEpoch" => Value::str("0"),
-        "date" | "dateInZone" | "htmlDate" | "toDate" | "ago" | "dateModify" => {
-            return Err(format!("{name} is not supported yet").into());
-        }
+        // ---- dates: `now` is the render's clock (crate::dates).
+        _ if crate::dates::NAMES.contains(&name) => crate::dates::call(name, a, &st.rt.now)?,
 
         // ---- paths
         "base" => Value::str(path_base(&s(0))),

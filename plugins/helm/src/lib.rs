@@ -2,7 +2,8 @@
 //!
 //! The engine of `helm template`, written for Kiln: Go's `text/template`
 //! ([`lex`], [`parse`], [`exec`]) with Go's printing ([`gofmt`], [`value`]),
-//! Sprig's and Helm's functions ([`funcs`]), values and `--set`
+//! Sprig's and Helm's functions ([`funcs`]; dates: [`dates`], [`gotime`],
+//! [`golayout`]), values and `--set`
 //! ([`strvals`]), charts and subcharts ([`chart`]) and the rendering and
 //! sorting of `helm template` ([`render`]). See `docs/helm.md` for what is
 //! supported so far.
@@ -15,11 +16,14 @@
 pub mod archive;
 pub mod chart;
 pub mod convert;
+pub mod dates;
 pub mod exec;
 pub mod files;
 pub mod funcs;
 pub mod gofmt;
+pub mod golayout;
 pub mod gostr;
+pub mod gotime;
 pub mod ignore;
 pub mod lex;
 pub mod parse;
