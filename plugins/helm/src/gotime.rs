@@ -79,11 +79,30 @@ impl Location {
                     .naive_utc();
                 let offset = tz.offset_from_utc_datetime(&utc);
                 let seconds = offset.fix().local_minus_utc();
-                let name = offset.abbreviation().map_or_else(|| Rc::from(""), Rc::from);
+                // The database writes numeric abbreviations (`+03`,
+                // `+0530`) that chrono-tz leaves out: made the same way.
+                let name = offset
+                    .abbreviation()
+                    .map_or_else(|| Rc::from(numeric_abbreviation(seconds)), Rc::from);
                 (name, seconds)
             }
         }
     }
+}
+
+/// The tz database's numeric abbreviation of an offset (`%z` in its
+/// rules): `+03`, `-0330`, `+053015`.
+fn numeric_abbreviation(offset: i32) -> String {
+    let a = offset.unsigned_abs();
+    let (h, m, s) = (a / 3600, a / 60 % 60, a % 60);
+    let mut out = format!("{}{h:02}", if offset < 0 { '-' } else { '+' });
+    if m != 0 || s != 0 {
+        let _ = write!(out, "{m:02}");
+    }
+    if s != 0 {
+        let _ = write!(out, "{s:02}");
+    }
+    out
 }
 
 /// The instant whose zone rules apply at `unix`: itself, or past the
