@@ -50,7 +50,7 @@ fn arity(name: &str, args: &[Value], want: usize) -> Result<(), FnError> {
 fn string_arg(v: &Value) -> Result<&str, FnError> {
     match v {
         Value::Str(s) => Ok(s),
-        Value::Nil => Err("invalid value; expected string".into()),
+        Value::Nil => Err("wrong type for value; expected string; got interface {}".into()),
         other => Err(format!(
             "wrong type for value; expected string; got {}",
             other.type_name()
@@ -63,7 +63,7 @@ fn string_arg(v: &Value) -> Result<&str, FnError> {
 fn time_arg(v: &Value) -> Result<&Time, FnError> {
     match v {
         Value::Time(t) => Ok(t),
-        Value::Nil => Err("invalid value; expected time.Time".into()),
+        Value::Nil => Err("wrong type for value; expected time.Time; got interface {}".into()),
         other => Err(format!(
             "wrong type for value; expected time.Time; got {}",
             other.type_name()
