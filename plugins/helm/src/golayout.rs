@@ -252,7 +252,7 @@ pub fn format(t: &Time, layout: &str) -> String {
             h => h,
         };
         match std {
-            Std::Year => append_int(&mut out, (c.year.abs() % 100) as i64, 2),
+            Std::Year => append_int(&mut out, c.year.abs() % 100, 2),
             Std::LongYear => append_int(&mut out, c.year, 4),
             Std::Month => out.extend_from_slice(&LONG_MONTHS[c.month as usize - 1].as_bytes()[..3]),
             Std::LongMonth => out.extend_from_slice(LONG_MONTHS[c.month as usize - 1].as_bytes()),
