@@ -190,6 +190,7 @@ pub const NAMES: &[&str] = &[
     "clean",
     "isAbs",
     "urlParse",
+    "urlJoin",
     "fail",
     // random (deterministic)
     "randAlphaNum",
@@ -1063,7 +1064,22 @@ pub fn call(st: &mut State<'_>, name: &str, args: Vec<Value>, _pos: &Pos) -> R {
         }
         "clean" => Value::str(s(0)),
         "isAbs" => Value::Bool(s(0).starts_with('/')),
-        "urlParse" => return Err("urlParse is not supported yet".into()),
+        "urlParse" => {
+            arity(name, a, 1)?;
+            let Value::Str(url) = &a[0] else {
+                return Err(format!(
+                    "wrong type for value; expected string; got {}",
+                    a[0].type_name()
+                )
+                .into());
+            };
+            crate::urls::url_parse(url)?
+        }
+        "urlJoin" => {
+            arity(name, a, 1)?;
+            let parts = dict_of(&a[0], name)?;
+            crate::urls::url_join(&parts)?
+        }
 
         // ---- random, deterministic
         "randAlphaNum" | "randAlpha" | "randNumeric" | "randAscii" => {

@@ -32,6 +32,7 @@ pub mod schema;
 pub mod semver;
 pub mod split;
 pub mod strvals;
+pub mod urls;
 pub mod value;
 pub mod yaml11;
 
