@@ -271,9 +271,13 @@ pub fn method(t: &Time, name: &str, args: &[Value]) -> Result<Value, String> {
             no_args()?;
             Value::Bool(t.is_zero())
         }
-        "UTC" | "Local" => {
+        "UTC" => {
             no_args()?;
             time(t.with_location(Location::Utc))
+        }
+        "Local" => {
+            no_args()?;
+            time(t.with_location(Location::Local))
         }
         "String" => {
             no_args()?;

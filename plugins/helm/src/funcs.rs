@@ -326,6 +326,7 @@ fn basic_eq(a: &Value, b: &Value) -> Result<bool, FnError> {
         (Value::Int(x) | Value::Int64(x), Value::Int(y) | Value::Int64(y)) => x == y,
         (Value::Float(x), Value::Float(y)) => x == y,
         (Value::Str(x), Value::Str(y)) => x == y,
+        (Value::Time(x), Value::Time(y)) => x.go_eq(y),
         (Value::List(_) | Value::Strings(_) | Value::Map(_), _)
         | (_, Value::List(_) | Value::Strings(_) | Value::Map(_)) => {
             return Err(FnError::Msg(format!(
@@ -1214,6 +1215,7 @@ pub fn deep_equal(a: &Value, b: &Value) -> bool {
         (Value::Float(x), Value::Float(y)) => x == y,
         (Value::Str(x), Value::Str(y)) => x == y,
         (Value::Bytes(x), Value::Bytes(y)) => x == y,
+        (Value::Time(x), Value::Time(y)) => x.deep_eq(y),
         (Value::List(x), Value::List(y)) | (Value::Strings(x), Value::Strings(y)) => {
             x.len() == y.len() && x.iter().zip(y.iter()).all(|(p, q)| deep_equal(p, q))
         }

@@ -832,14 +832,11 @@ pub fn parse(layout_text: &str, value_text: &str) -> Result<Time, String> {
     if zone_offset != -1 {
         // The local zone (UTC) when it matches, else a fixed zone.
         if zone_offset == 0 && (zone_name.is_empty() || zone_name == b"UTC") {
-            return Ok(build(0, Location::Utc));
+            return Ok(build(0, Location::Local));
         }
         return Ok(build(
             zone_offset,
-            Location::Fixed {
-                name,
-                offset: zone_offset as i32,
-            },
+            Location::fixed(name, zone_offset as i32),
         ));
     }
     if !zone_name.is_empty() {
@@ -849,12 +846,9 @@ pub fn parse(layout_text: &str, value_text: &str) -> Result<Time, String> {
         if zone_name.len() > 3 && zone_name.starts_with(b"GMT") {
             offset = atoi(&zone_name[3..]).unwrap_or(0) * 3600;
         }
-        return Ok(build(0, Location::Utc).with_location(Location::Fixed {
-            name,
-            offset: offset as i32,
-        }));
+        return Ok(build(0, Location::Utc).with_location(Location::fixed(name, offset as i32)));
     }
-    Ok(build(0, Location::Utc))
+    Ok(build(0, Location::Local))
 }
 
 #[cfg(test)]

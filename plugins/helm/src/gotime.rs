@@ -31,29 +31,72 @@ const ZONE_TABLES_END: i64 = 4_102_444_800;
 /// Nanoseconds per second.
 pub const NANOS_PER_SECOND: i64 = 1_000_000_000;
 
-/// Where a time is shown: Go's `*time.Location`.
-#[derive(Debug, Clone, PartialEq)]
+/// Where a time is shown: Go's `*time.Location`. Go's `==` on times
+/// compares these pointers ([`Time::go_eq`]): a clone is the same location.
+#[derive(Debug, Clone)]
 pub enum Location {
-    /// `time.UTC`, and `time.Local`: a render's local zone is UTC (Helm's
-    /// in a container, and Kiln's by definition).
+    /// `time.UTC` (Go's nil location: the zero time, `Z` offsets, `.UTC`).
     Utc,
+    /// `time.Local`: a render's local zone is UTC (Helm's in a container,
+    /// and Kiln's by definition), but Go tells the two apart in `eq`.
+    Local,
     /// `time.FixedZone(name, offset)` (a parsed offset or abbreviation).
-    Fixed {
-        /// The abbreviation (`""`: printed as the offset).
-        name: Rc<str>,
-        /// Seconds east of UTC.
-        offset: i32,
-    },
+    Fixed(Rc<FixedZone>),
     /// An IANA zone (`time.LoadLocation`).
     Zone(chrono_tz::Tz),
 }
 
+/// A fixed zone's abbreviation and offset.
+#[derive(Debug, PartialEq, Eq)]
+pub struct FixedZone {
+    /// The abbreviation (`""`: printed as the offset).
+    pub name: Rc<str>,
+    /// Seconds east of UTC.
+    pub offset: i32,
+}
+
+impl FixedZone {
+    /// Whether Go hands out one shared location for this zone: unnamed,
+    /// whole hours from -12 to +14 (`time.FixedZone`'s cache).
+    fn shared(&self) -> bool {
+        self.name.is_empty()
+            && self.offset % 3600 == 0
+            && (-12..=14).contains(&(self.offset / 3600))
+    }
+}
+
 impl Location {
+    /// `time.FixedZone(name, offset)`.
+    pub fn fixed(name: Rc<str>, offset: i32) -> Location {
+        Location::Fixed(Rc::new(FixedZone { name, offset }))
+    }
+
+    /// Go's `==` of two `*Location`s.
+    fn same(&self, other: &Location) -> bool {
+        match (self, other) {
+            (Location::Utc, Location::Utc) | (Location::Local, Location::Local) => true,
+            (Location::Fixed(a), Location::Fixed(b)) => {
+                Rc::ptr_eq(a, b) || a.shared() && b.shared() && a.offset == b.offset
+            }
+            (Location::Zone(a), Location::Zone(b)) => a == b,
+            _ => false,
+        }
+    }
+
+    /// `reflect.DeepEqual` of two `*Location`s.
+    fn deep_same(&self, other: &Location) -> bool {
+        match (self, other) {
+            (Location::Fixed(a), Location::Fixed(b)) => a == b,
+            _ => self.same(other),
+        }
+    }
+
     /// Go's `time.LoadLocation`: `""`, `UTC` and `Local` are UTC; other
     /// names are IANA zones (case-sensitive, as Go reads them from files).
     pub fn load(name: &str) -> Result<Location, String> {
         match name {
-            "" | "UTC" | "Local" => return Ok(Location::Utc),
+            "" | "UTC" => return Ok(Location::Utc),
+            "Local" => return Ok(Location::Local),
             _ => {}
         }
         if name.contains("..") || name.starts_with('/') || name.starts_with('\\') {
@@ -70,8 +113,8 @@ impl Location {
     /// The zone's abbreviation and offset (seconds east) at Unix second `unix`.
     pub fn lookup(&self, unix: i64) -> (Rc<str>, i32) {
         match self {
-            Location::Utc => (Rc::from("UTC"), 0),
-            Location::Fixed { name, offset } => (name.clone(), *offset),
+            Location::Utc | Location::Local => (Rc::from("UTC"), 0),
+            Location::Fixed(zone) => (zone.name.clone(), zone.offset),
             Location::Zone(tz) => {
                 let at = table_instant(unix);
                 let utc = chrono::DateTime::from_timestamp(at, 0)
@@ -128,7 +171,7 @@ fn table_instant(unix: i64) -> i64 {
 }
 
 /// Go's `time.Time` (without a monotonic reading).
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub struct Time {
     /// Seconds since 0001-01-01 UTC (Go's internal seconds: sums wrap as
     /// Go's do).
@@ -171,14 +214,14 @@ impl Time {
         }
     }
 
-    /// Go's `time.Unix(sec, nsec)` (in the local zone, UTC).
+    /// Go's `time.Unix(sec, nsec)` (in the local zone).
     pub fn unix(sec: i64, nsec: i64) -> Time {
         let sec = sec.wrapping_add(nsec.div_euclid(NANOS_PER_SECOND));
         let nsec = nsec.rem_euclid(NANOS_PER_SECOND) as u32;
         Time {
             sec: sec.wrapping_add(UNIX_TO_INTERNAL),
             nsec,
-            loc: Location::Utc,
+            loc: Location::Local,
         }
     }
 
@@ -235,6 +278,16 @@ impl Time {
             loc,
             ..self.clone()
         }
+    }
+
+    /// Go's `t == u`: the same instant in the same location.
+    pub fn go_eq(&self, u: &Time) -> bool {
+        self.sec == u.sec && self.nsec == u.nsec && self.loc.same(&u.loc)
+    }
+
+    /// `reflect.DeepEqual(t, u)`.
+    pub fn deep_eq(&self, u: &Time) -> bool {
+        self.sec == u.sec && self.nsec == u.nsec && self.loc.deep_same(&u.loc)
     }
 
     /// Go's `t.IsZero()`.
