@@ -172,6 +172,8 @@ fn toml_scalar(v: &Value) -> Option<String> {
             }
         }
         Value::Str(s) => crate::gofmt::quote(s),
+        // A TOML datetime, RFC 3339 with nanoseconds (any year).
+        Value::Time(t) => crate::golayout::format(t, "2006-01-02T15:04:05.999999999Z07:00"),
         Value::List(l) | Value::Strings(l) => {
             let parts: Option<Vec<String>> = l.iter().map(toml_scalar).collect();
             format!("[{}]", parts?.join(", "))
