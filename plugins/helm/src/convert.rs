@@ -58,6 +58,9 @@ fn json_at(v: &Value, depth: usize, natural: bool) -> Option<serde_json::Value> 
             }
         }
         Value::Str(s) => serde_json::Value::String(text(s)),
+        // A time.Time marshals as RFC 3339 text (none outside years
+        // 0..=9999: Go's MarshalJSON fails, and `toJson` prints "").
+        Value::Time(t) => serde_json::Value::String(t.rfc3339_nano().ok()?),
         // ... and a []byte is base64.
         Value::Bytes(b) => serde_json::Value::String(base64_std(b)),
         Value::List(l) | Value::Strings(l) => serde_json::Value::Array(
@@ -230,6 +233,8 @@ fn toml_scalar(v: &Value) -> Option<String> {
             }
         }
         Value::Str(s) => crate::gofmt::quote(s),
+        // A TOML datetime, RFC 3339 with nanoseconds (any year).
+        Value::Time(t) => crate::golayout::format(t, "2006-01-02T15:04:05.999999999Z07:00"),
         Value::List(l) | Value::Strings(l) => {
             let parts: Option<Vec<String>> = l.iter().map(toml_scalar).collect();
             format!("[{}]", parts?.join(", "))

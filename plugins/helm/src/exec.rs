@@ -628,6 +628,9 @@ impl State<'_> {
                 }
                 Value::Files(files) => crate::files::method(files, f, &call_args)
                     .map_err(|m| self.err(pos, context, format!("error calling {f}: {m}")))?,
+                Value::Time(t) => {
+                    crate::dates::method(t, f, &call_args).map_err(|m| self.err(pos, context, m))?
+                }
                 Value::ApiVersions(list) => match f.as_str() {
                     "Has" => {
                         let [Value::Str(s)] = call_args.as_slice() else {

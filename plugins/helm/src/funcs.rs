@@ -221,15 +221,6 @@ pub const NAMES: &[&str] = &[
     // semver
     "semver",
     "semverCompare",
-    // dates
-    "now",
-    "date",
-    "dateInZone",
-    "toDate",
-    "unixEpoch",
-    "ago",
-    "dateModify",
-    "htmlDate",
     // encoding, paths, misc
     "base",
     "dir",
@@ -237,6 +228,7 @@ pub const NAMES: &[&str] = &[
     "clean",
     "isAbs",
     "urlParse",
+    "urlJoin",
     "fail",
     // random (deterministic)
     "randAlphaNum",
@@ -310,7 +302,7 @@ const STRING_PARAMETERS: &[&str] = &[
 
 /// Whether `name` is a function.
 pub fn exists(name: &str) -> bool {
-    NAMES.contains(&name)
+    NAMES.contains(&name) || crate::dates::NAMES.contains(&name)
 }
 
 fn arity(name: &str, args: &[Value], want: usize) -> Result<(), FnError> {
@@ -382,6 +374,7 @@ fn basic_eq(a: &Value, b: &Value) -> Result<bool, FnError> {
         (Value::Int(x) | Value::Int64(x), Value::Int(y) | Value::Int64(y)) => x == y,
         (Value::Float(x), Value::Float(y)) => x == y,
         (Value::Str(x), Value::Str(y)) => x == y,
+        (Value::Time(x), Value::Time(y)) => x.go_eq(y),
         (Value::List(_) | Value::Strings(_) | Value::Map(_), _)
         | (_, Value::List(_) | Value::Strings(_) | Value::Map(_)) => {
             return Err(FnError::Msg(format!(
@@ -1158,13 +1151,8 @@ pub fn call(st: &mut State<'_>, name: &str, args: Vec<Value>, _pos: &Pos) -> R {
             Value::map(m)
         }
 
-        // ---- dates: a render is a pure function of its inputs; `now` is
-        // the Unix epoch (documented).
-        "now" => Value::str("1970-01-01 00:00:00 +0000 UTC"),
-        "unixEpoch" => Value::str("0"),
-        "date" | "dateInZone" | "htmlDate" | "toDate" | "ago" | "dateModify" => {
-            return Err(format!("{name} is not supported yet").into());
-        }
+        // ---- dates: `now` is the render's clock (crate::dates).
+        _ if crate::dates::NAMES.contains(&name) => crate::dates::call(name, a, &st.rt.now)?,
 
         // ---- paths
         // Go's `path`, and `path/filepath` on Linux (the same).
@@ -1173,7 +1161,22 @@ pub fn call(st: &mut State<'_>, name: &str, args: Vec<Value>, _pos: &Pos) -> R {
         "ext" | "osExt" => Value::str(crate::gopath::ext(&s(0))),
         "clean" | "osClean" => Value::str(crate::gopath::clean(&s(0))),
         "isAbs" | "osIsAbs" => Value::Bool(crate::gopath::is_abs(&s(0))),
-        "urlParse" => return Err("urlParse is not supported yet".into()),
+        "urlParse" => {
+            arity(name, a, 1)?;
+            let Value::Str(url) = &a[0] else {
+                return Err(format!(
+                    "wrong type for value; expected string; got {}",
+                    a[0].type_name()
+                )
+                .into());
+            };
+            crate::urls::url_parse(url)?
+        }
+        "urlJoin" => {
+            arity(name, a, 1)?;
+            let parts = dict_of(&a[0], name)?;
+            crate::urls::url_join(&parts)?
+        }
 
         // ---- random, deterministic
         "randAlphaNum" | "randAlpha" | "randNumeric" | "randAscii" => {
@@ -1308,6 +1311,7 @@ pub fn deep_equal(a: &Value, b: &Value) -> bool {
         (Value::Float(x), Value::Float(y)) => x == y,
         (Value::Str(x), Value::Str(y)) => x == y,
         (Value::Bytes(x), Value::Bytes(y)) => x == y,
+        (Value::Time(x), Value::Time(y)) => x.deep_eq(y),
         (Value::List(x), Value::List(y)) | (Value::Strings(x), Value::Strings(y)) => {
             x.len() == y.len() && x.iter().zip(y.iter()).all(|(p, q)| deep_equal(p, q))
         }

@@ -176,6 +176,9 @@ fn format_one(verb: char, v: &Value, spec: Spec) -> String {
         ('v', Value::Str(s)) => truncate(s, spec.prec),
         ('v', other) => other.to_go_string(),
         ('s', Value::Str(s)) => truncate(s, spec.prec),
+        // A time.Time is a fmt.Stringer.
+        ('s', Value::Time(t)) => truncate(&t.go_string(), spec.prec),
+        ('q', Value::Time(t)) => quote(&t.go_string()),
         ('s' | 'q', Value::Bytes(b)) => {
             let text = crate::gostr::from_bytes(b);
             if verb == 'q' {

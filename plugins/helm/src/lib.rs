@@ -2,7 +2,8 @@
 //!
 //! The engine of `helm template`, written for Kiln: Go's `text/template`
 //! ([`lex`], [`parse`], [`exec`]) with Go's printing ([`gofmt`], [`value`]),
-//! Sprig's and Helm's functions ([`funcs`]), values and `--set`
+//! Sprig's and Helm's functions ([`funcs`]; dates: [`dates`], [`gotime`],
+//! [`golayout`]), values and `--set`
 //! ([`strvals`]), charts and subcharts ([`chart`]) and the rendering and
 //! sorting of `helm template` ([`render`]). See `docs/helm.md` for what is
 //! supported so far.
@@ -15,13 +16,16 @@
 pub mod archive;
 pub mod chart;
 pub mod convert;
+pub mod dates;
 pub mod exec;
 pub mod files;
 pub mod funcs;
 pub mod goescape;
 pub mod gofmt;
+pub mod golayout;
 pub mod gopath;
 pub mod gostr;
+pub mod gotime;
 pub mod ignore;
 pub mod lex;
 pub mod parse;
@@ -30,6 +34,7 @@ pub mod schema;
 pub mod semver;
 pub mod split;
 pub mod strvals;
+pub mod urls;
 pub mod value;
 pub mod xcase;
 pub mod yaml11;

@@ -621,22 +621,24 @@ fn number(text: &str) -> Option<Number> {
         None => (false, clean.strip_prefix('+').unwrap_or(&clean)),
     };
     let lower = body.to_ascii_lowercase();
+    // The magnitude is read wider than an int, so that `-9223372036854775808`
+    // (Go's smallest int) is an int too.
     let int = if let Some(h) = lower.strip_prefix("0x") {
-        i64::from_str_radix(h, 16).ok()
+        i128::from_str_radix(h, 16).ok()
     } else if let Some(o) = lower.strip_prefix("0o") {
-        i64::from_str_radix(o, 8).ok()
+        i128::from_str_radix(o, 8).ok()
     } else if let Some(b) = lower.strip_prefix("0b") {
-        i64::from_str_radix(b, 2).ok()
+        i128::from_str_radix(b, 2).ok()
     } else if lower.len() > 1 && lower.starts_with('0') && lower.bytes().all(|c| c.is_ascii_digit())
     {
-        i64::from_str_radix(&lower[1..], 8).ok()
+        i128::from_str_radix(&lower[1..], 8).ok()
     } else if lower.bytes().all(|c| c.is_ascii_digit()) {
-        lower.parse().ok()
+        lower.parse::<i128>().ok()
     } else {
         None
     };
-    if let Some(i) = int {
-        return Some(Number::Int(if neg { -i } else { i }));
+    if let Some(i) = int.and_then(|i| i64::try_from(if neg { -i } else { i }).ok()) {
+        return Some(Number::Int(i));
     }
     let f: f64 = body.parse().ok()?;
     Some(Number::Float(if neg { -f } else { f }))

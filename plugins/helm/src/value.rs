@@ -38,6 +38,8 @@ pub enum Value {
     ApiVersions(Rc<Vec<String>>),
     /// `[]byte` (`.Files.GetBytes`, the values of ranging over `.Files`).
     Bytes(Rc<[u8]>),
+    /// `time.Time` (`now`, `toDate`, `dateModify`).
+    Time(Rc<crate::gotime::Time>),
 }
 
 impl Value {
@@ -66,7 +68,7 @@ impl Value {
             Value::Str(s) => !s.is_empty(),
             Value::List(l) | Value::Strings(l) => !l.is_empty(),
             Value::Map(m) => !m.borrow().is_empty(),
-            Value::Files(_) | Value::ApiVersions(_) => true,
+            Value::Files(_) | Value::ApiVersions(_) | Value::Time(_) => true,
             Value::Bytes(b) => !b.is_empty(),
         }
     }
@@ -86,6 +88,7 @@ impl Value {
             Value::Files(_) => "chart.Files",
             Value::Bytes(_) => "[]uint8",
             Value::ApiVersions(_) => "chartutil.VersionSet",
+            Value::Time(_) => "time.Time",
         }
     }
 
@@ -100,6 +103,7 @@ impl Value {
             Value::Str(_) => "string",
             Value::List(_) | Value::Strings(_) | Value::ApiVersions(_) | Value::Bytes(_) => "slice",
             Value::Map(_) | Value::Files(_) => "map",
+            Value::Time(_) => "struct",
         }
     }
 
@@ -196,6 +200,8 @@ fn write_go(out: &mut String, v: &Value, depth: usize) {
         }
         Value::Float(f) => out.push_str(&format_float_g(*f)),
         Value::Str(s) => out.push_str(s),
+        // Go prints a time.Time with its String method.
+        Value::Time(t) => out.push_str(&t.go_string()),
         Value::List(l) | Value::Strings(l) => {
             out.push('[');
             for (i, item) in l.iter().enumerate() {
