@@ -140,25 +140,22 @@ pub struct Runtime {
     pub output: usize,
     /// Current call depth.
     pub depth: usize,
-    /// Seed of the deterministic random functions.
-    pub seed: u64,
-    /// Calls of random functions so far (each gets its own stream).
-    pub random_calls: u64,
+    /// The random functions' keys and call counts ([`crate::random`]).
+    pub random: crate::random::Randomness,
     /// The render's clock ([`crate::render::Options::now`]).
     pub now: chrono::DateTime<chrono::Utc>,
 }
 
 impl Runtime {
     /// A runtime over `trees`.
-    pub fn new(trees: Trees, limits: Limits, seed: u64) -> Self {
+    pub fn new(trees: Trees, limits: Limits) -> Self {
         Runtime {
             trees: Rc::new(trees),
             limits,
             steps: 0,
             output: 0,
             depth: 0,
-            seed,
-            random_calls: 0,
+            random: crate::random::Randomness::default(),
             now: chrono::DateTime::UNIX_EPOCH,
         }
     }

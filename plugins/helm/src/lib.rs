@@ -15,6 +15,7 @@
 pub mod archive;
 pub mod chart;
 pub mod convert;
+pub mod crypto;
 pub mod exec;
 pub mod files;
 pub mod funcs;
@@ -23,6 +24,7 @@ pub mod gostr;
 pub mod ignore;
 pub mod lex;
 pub mod parse;
+pub mod random;
 pub mod render;
 pub mod schema;
 pub mod semver;
