@@ -71,6 +71,17 @@ pub enum PrivateKey {
     Ed25519(Box<ed25519_dalek::SigningKey>),
 }
 
+impl std::fmt::Debug for PrivateKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The kind only: a key stays out of debug output.
+        f.write_str(match self {
+            PrivateKey::Rsa(_) => "PrivateKey::Rsa",
+            PrivateKey::Ec(_) => "PrivateKey::Ec",
+            PrivateKey::Ed25519(_) => "PrivateKey::Ed25519",
+        })
+    }
+}
+
 const OID_CN: ObjectIdentifier = ObjectIdentifier::new_unwrap("2.5.4.3");
 const OID_RSA_SHA256: ObjectIdentifier = ObjectIdentifier::new_unwrap("1.2.840.113549.1.1.11");
 const OID_ECDSA_SHA256: ObjectIdentifier = ObjectIdentifier::new_unwrap("1.2.840.10045.4.3.2");
@@ -225,15 +236,15 @@ impl PrivateKey {
 fn generate(st: &mut State<'_>, typ: &str, rng: &mut ChaCha20Rng) -> Result<Result<PrivateKey, String>, FnError> {
     Ok(Ok(match typ {
         "" | "rsa" => {
-            st.rt.random.charge(COST_RSA_4096)?;
+            charge(st, COST_RSA_4096)?;
             rsa_key(rng, 4096)?
         }
         "ecdsa" => {
-            st.rt.random.charge(COST_CHEAP_KEY)?;
+            charge(st, COST_CHEAP_KEY)?;
             PrivateKey::Ec(p256::SecretKey::random(rng))
         }
         "ed25519" => {
-            st.rt.random.charge(COST_CHEAP_KEY)?;
+            charge(st, COST_CHEAP_KEY)?;
             PrivateKey::Ed25519(Box::new(ed25519_dalek::SigningKey::generate(rng)))
         }
         "dsa" => {
@@ -611,9 +622,10 @@ fn issuer_of(ca_cert: &str, ca_key: &str) -> Result<Issuer, String> {
     })
 }
 
-fn charge_for(st: &mut State<'_>, key: &PrivateKey) -> Result<(), FnError> {
-    let _ = key;
-    st.rt.random.charge(COST_CHEAP_KEY)
+/// Charges `units` of crypto work to the render.
+fn charge(st: &mut State<'_>, units: u64) -> Result<(), FnError> {
+    let max = st.rt.limits.max_crypto_work;
+    st.rt.random.charge(units, max)
 }
 
 /// Calls crypto function `name`.
@@ -642,13 +654,13 @@ pub fn call(st: &mut State<'_>, name: &str, a: &[Value], pos: &Pos) -> R {
             let days = int_arg(&a[1])?;
             let mut rng = st.rt.random.stream(pos);
             let key = if name == "genCA" {
-                st.rt.random.charge(COST_RSA_2048)?;
+                charge(st, COST_RSA_2048)?;
                 rsa_key(&mut rng, 2048)?
             } else {
                 parse_private_key(&string_arg(&a[2])?)
                     .map_err(|e| FnError::Msg(format!("parsing private key: {e}")))?
             };
-            charge_for(st, &key)?;
+            charge(st, COST_CHEAP_KEY)?;
             let t = Template {
                 cn,
                 ips: Vec::new(),
@@ -672,10 +684,10 @@ pub fn call(st: &mut State<'_>, name: &str, a: &[Value], pos: &Pos) -> R {
                 parse_private_key(&string_arg(&a[4])?)
                     .map_err(|e| FnError::Msg(format!("parsing private key: {e}")))?
             } else {
-                st.rt.random.charge(COST_RSA_2048)?;
+                charge(st, COST_RSA_2048)?;
                 rsa_key(&mut rng, 2048)?
             };
-            charge_for(st, &key)?;
+            charge(st, COST_CHEAP_KEY)?;
             let t = Template {
                 cn,
                 ips,
@@ -700,11 +712,11 @@ pub fn call(st: &mut State<'_>, name: &str, a: &[Value], pos: &Pos) -> R {
                 parse_private_key(&string_arg(&a[5])?)
                     .map_err(|e| FnError::Msg(format!("parsing private key: {e}")))?
             } else {
-                st.rt.random.charge(COST_RSA_2048)?;
+                charge(st, COST_RSA_2048)?;
                 rsa_key(&mut rng, 2048)?
             };
             let issuer = issuer_of(&ca_cert, &ca_key).map_err(FnError::Msg)?;
-            charge_for(st, &key)?;
+            charge(st, COST_CHEAP_KEY)?;
             let t = Template {
                 cn,
                 ips,
@@ -754,13 +766,13 @@ pub fn call(st: &mut State<'_>, name: &str, a: &[Value], pos: &Pos) -> R {
             let Some(templates) = password_templates(&typ) else {
                 return Ok(Value::str(format!("cannot find password template {typ}")));
             };
-            st.rt.random.charge(COST_SCRYPT)?;
+            charge(st, COST_SCRYPT)?;
             Ok(Value::str(derive_password(counter, templates, &password, &user, &site)))
         }
         "bcrypt" => {
             arity(name, a, 1)?;
             let password = string_arg(&a[0])?;
-            st.rt.random.charge(COST_BCRYPT)?;
+            charge(st, COST_BCRYPT)?;
             let mut rng = st.rt.random.stream(pos);
             Ok(Value::str(bcrypt_text(&password, &mut rng)))
         }
@@ -779,7 +791,7 @@ pub fn call(st: &mut State<'_>, name: &str, a: &[Value], pos: &Pos) -> R {
                     base64::engine::general_purpose::STANDARD.encode(sum)
                 )));
             }
-            st.rt.random.charge(COST_BCRYPT)?;
+            charge(st, COST_BCRYPT)?;
             let mut rng = st.rt.random.stream(pos);
             Ok(Value::str(format!("{user}:{}", bcrypt_text(&password, &mut rng))))
         }

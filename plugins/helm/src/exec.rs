@@ -22,6 +22,10 @@ pub struct Limits {
     /// Nesting of `template`/`include`/`tpl` calls. Default
     /// [`Limits::DEFAULT_DEPTH`].
     pub max_depth: usize,
+    /// Work units of the expensive random and crypto functions (RSA keys,
+    /// scrypt, bcrypt; see [`crate::random`]) in one render. Default
+    /// [`Limits::DEFAULT_CRYPTO_WORK`].
+    pub max_crypto_work: u64,
 }
 
 impl Limits {
@@ -32,6 +36,8 @@ impl Limits {
     /// Default call depth: 100. (Helm allows 1000 `include`s deep; the
     /// sandbox's stack does not, and real charts nest a handful.)
     pub const DEFAULT_DEPTH: usize = 100;
+    /// Default crypto work: [`crate::random::DEFAULT_CRYPTO_WORK`].
+    pub const DEFAULT_CRYPTO_WORK: u64 = crate::random::DEFAULT_CRYPTO_WORK;
 }
 
 impl Default for Limits {
@@ -40,6 +46,7 @@ impl Default for Limits {
             max_steps: Self::DEFAULT_STEPS,
             max_output: Self::DEFAULT_OUTPUT,
             max_depth: Self::DEFAULT_DEPTH,
+            max_crypto_work: Self::DEFAULT_CRYPTO_WORK,
         }
     }
 }
@@ -699,6 +706,10 @@ impl State<'_> {
         let result = if name == "include" || name == "tpl" {
             funcs::call_nested(self, name, values, pos)
         } else {
+            if crate::random::exists(name) {
+                // A random call's stream is keyed by the call as written.
+                self.rt.random.set_site(context.to_string());
+            }
             funcs::call(self, name, values, pos)
         };
         match result {

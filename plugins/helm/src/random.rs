@@ -11,17 +11,19 @@
 //! - a **template key** is derived from it and the rendered template's name
 //!   (`chart/templates/secret.yaml`, subcharts' paths included);
 //! - each call's **stream** is derived from the template key, the call's
-//!   site (the file, line and column of the function's command) and how
-//!   many times that site has run in this template (so iterations of a
-//!   `range` differ), and seeds a ChaCha20 generator.
+//!   site (the file that holds the call and the call as written:
+//!   `randAlphaNum 16`, `genCA "ca" 365`) and how many times that site has
+//!   run in this template (so iterations of a `range`, or two identical
+//!   calls, differ), and seeds a ChaCha20 generator.
 //!
-//! So another random call added above a call leaves that call's value
-//! alone, and without the secret anyone can recompute the values from the
-//! repository (documented in `docs/helm.md`). The secret itself never
-//! reaches output or errors.
+//! So editing a template (lines added, other random calls added above a
+//! call) leaves a call's value alone unless the edit adds an identical
+//! call before it; and without the secret anyone can recompute the values
+//! from the repository (documented in `docs/helm.md`). The secret itself
+//! never reaches output or errors.
 //!
 //! Expensive functions (RSA keys, scrypt, bcrypt) are charged against a
-//! work budget ([`MAX_CRYPTO_WORK`]) so that a chart cannot keep a render
+//! work budget ([`crate::exec::Limits::max_crypto_work`]) so that a chart cannot keep a render
 //! busy for minutes; sizes (`randAlphaNum 1000000000`) are checked against
 //! the output budget before anything is generated.
 
@@ -37,14 +39,15 @@ use crate::exec::{FnError, State};
 use crate::parse::Pos;
 use crate::value::Value;
 
-/// Work units one render may spend on expensive functions. One unit is
-/// roughly a millisecond of native work: an RSA-4096 key costs
+/// Work units one render may spend on expensive functions by default
+/// ([`crate::exec::Limits::max_crypto_work`]). One unit is roughly a
+/// millisecond of work in the sandbox: an RSA-4096 key costs
 /// [`COST_RSA_4096`], an RSA-2048 key (`genCA`, `genSignedCert`, ...)
 /// [`COST_RSA_2048`], `derivePassword` (scrypt) [`COST_SCRYPT`], `bcrypt`
 /// and `htpasswd` [`COST_BCRYPT`], other keys and signatures
-/// [`COST_CHEAP_KEY`]. Enough for a few dozen certificates; a chart over it
-/// fails with an error naming the function.
-pub const MAX_CRYPTO_WORK: u64 = 20_000;
+/// [`COST_CHEAP_KEY`]. A chart over it fails with an error naming the
+/// function.
+pub const DEFAULT_CRYPTO_WORK: u64 = 20_000;
 /// Cost of an RSA-4096 key (`genPrivateKey "rsa"`).
 pub const COST_RSA_4096: u64 = 2_000;
 /// Cost of an RSA-2048 key (`genCA`, `genSelfSignedCert`, `genSignedCert`).
@@ -61,8 +64,8 @@ const DOMAIN: &[u8] = b"kiln-helm random functions v1";
 
 type HmacSha256 = Hmac<Sha256>;
 
-/// A call site: the file, line and column of a function's command.
-type Site = (Rc<str>, usize, usize);
+/// A call site: the file that holds the call and the call as written.
+type Site = (Rc<str>, String);
 
 /// The random state of one render: its key, the current template's key,
 /// how often each call site has run, and the work spent.
@@ -71,6 +74,7 @@ pub struct Randomness {
     render: [u8; 32],
     template: [u8; 32],
     sites: HashMap<Site, u64>,
+    site: String,
     work: u64,
 }
 
@@ -112,6 +116,7 @@ impl Randomness {
             render,
             template: render,
             sites: HashMap::new(),
+            site: String::new(),
             work: 0,
         }
     }
@@ -122,11 +127,18 @@ impl Randomness {
         self.sites.clear();
     }
 
-    /// The generator of one call at `pos` (each run of a site gets its own).
+    /// Names the call about to run (the executor sets it before calling a
+    /// random function): the call as written.
+    pub fn set_site(&mut self, call: String) {
+        self.site = call;
+    }
+
+    /// The generator of one call at `pos`, the call named by
+    /// [`Randomness::set_site`] (each run of a site gets its own).
     pub fn stream(&mut self, pos: &Pos) -> ChaCha20Rng {
         let count = self
             .sites
-            .entry((pos.name.clone(), pos.line, pos.col))
+            .entry((pos.name.clone(), self.site.clone()))
             .or_insert(0);
         *count += 1;
         let seed = derive(
@@ -134,21 +146,20 @@ impl Randomness {
             &[
                 b"call",
                 pos.name.as_bytes(),
-                &(pos.line as u64).to_be_bytes(),
-                &(pos.col as u64).to_be_bytes(),
+                self.site.as_bytes(),
                 &count.to_be_bytes(),
             ],
         );
         ChaCha20Rng::from_seed(seed)
     }
 
-    /// Charges `units` of work for `function`, failing past
-    /// [`MAX_CRYPTO_WORK`].
-    pub fn charge(&mut self, units: u64) -> Result<(), FnError> {
+    /// Charges `units` of work, failing past `max` (checked before the
+    /// work is done).
+    pub fn charge(&mut self, units: u64, max: u64) -> Result<(), FnError> {
         self.work = self.work.saturating_add(units);
-        if self.work > MAX_CRYPTO_WORK {
+        if self.work > max {
             return Err(FnError::Msg(format!(
-                "the render's budget of {MAX_CRYPTO_WORK} crypto work units is spent \
+                "the render's budget of {max} crypto work units is spent \
                  (RSA keys, scrypt and bcrypt; a limit against hostile charts)"
             )));
         }
@@ -312,8 +323,10 @@ mod tests {
         }
     }
 
-    fn first(r: &mut Randomness, line: usize, col: usize) -> u64 {
-        r.stream(&pos(line, col)).next_u64()
+    /// The first draw of call number `site` (its text), at `line`/`col`.
+    fn first(r: &mut Randomness, line: usize, site: usize) -> u64 {
+        r.set_site(format!("randAlphaNum {site}"));
+        r.stream(&pos(line, 1)).next_u64()
     }
 
     #[test]
@@ -348,15 +361,22 @@ mod tests {
     }
 
     #[test]
-    fn a_site_keeps_its_value_whatever_runs_before_it() {
+    fn a_site_keeps_its_value_whatever_runs_before_it_or_where_it_moves() {
         let mut a = Randomness::new(None, &["r", "n", "c"]);
         a.start_template("t");
         let alone = first(&mut a, 5, 3);
         let mut b = Randomness::new(None, &["r", "n", "c"]);
         b.start_template("t");
-        first(&mut b, 1, 3);
+        first(&mut b, 1, 4);
         first(&mut b, 2, 9);
-        assert_eq!(first(&mut b, 5, 3), alone);
+        assert_eq!(first(&mut b, 7, 3), alone);
+    }
+
+    #[test]
+    fn different_calls_differ() {
+        let mut r = Randomness::new(None, &["r", "n", "c"]);
+        r.start_template("t");
+        assert_ne!(first(&mut r, 5, 3), first(&mut r, 5, 4));
     }
 
     #[test]
@@ -373,8 +393,8 @@ mod tests {
     #[test]
     fn budget_refuses_past_the_limit() {
         let mut r = Randomness::default();
-        r.charge(MAX_CRYPTO_WORK).unwrap();
-        let FnError::Msg(m) = r.charge(1).unwrap_err() else {
+        r.charge(100, 100).unwrap();
+        let FnError::Msg(m) = r.charge(1, 100).unwrap_err() else {
             panic!()
         };
         assert!(m.contains("budget"), "{m}");
