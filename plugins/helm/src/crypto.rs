@@ -87,6 +87,7 @@ const OID_RSA_SHA256: ObjectIdentifier = ObjectIdentifier::new_unwrap("1.2.840.1
 const OID_ECDSA_SHA256: ObjectIdentifier = ObjectIdentifier::new_unwrap("1.2.840.10045.4.3.2");
 const OID_ED25519: ObjectIdentifier = ObjectIdentifier::new_unwrap("1.3.101.112");
 const OID_RSA: ObjectIdentifier = ObjectIdentifier::new_unwrap("1.2.840.113549.1.1.1");
+const OID_P256: ObjectIdentifier = ObjectIdentifier::new_unwrap("1.2.840.10045.3.1.7");
 const OID_EC: ObjectIdentifier = ObjectIdentifier::new_unwrap("1.2.840.10045.2.1");
 const OID_KEY_USAGE: ObjectIdentifier = ObjectIdentifier::new_unwrap("2.5.29.15");
 const OID_EXT_KEY_USAGE: ObjectIdentifier = ObjectIdentifier::new_unwrap("2.5.29.37");
@@ -160,10 +161,21 @@ impl PrivateKey {
                 "RSA PRIVATE KEY",
                 k.to_pkcs1_der().expect("RSA keys encode").as_bytes(),
             ),
-            PrivateKey::Ec(k) => pem(
-                "EC PRIVATE KEY",
-                &k.to_sec1_der().expect("P-256 keys encode"),
-            ),
+            PrivateKey::Ec(k) => {
+                use p256::elliptic_curve::sec1::ToEncodedPoint as _;
+                // Go's `MarshalECPrivateKey`: version 1, the key, the
+                // curve's name and the public key.
+                let private = k.to_bytes();
+                let public = k.public_key().to_encoded_point(false);
+                let der = sec1::EcPrivateKey {
+                    private_key: &private,
+                    parameters: Some(sec1::EcParameters::NamedCurve(OID_P256)),
+                    public_key: Some(public.as_bytes()),
+                }
+                .to_der()
+                .expect("P-256 keys encode");
+                pem("EC PRIVATE KEY", &der)
+            }
             PrivateKey::Ed25519(k) => {
                 use pkcs8::EncodePrivateKey as _;
                 // Go's PKCS#8 for Ed25519: version 1, no public key.
@@ -777,19 +789,12 @@ pub fn call(st: &mut State<'_>, name: &str, a: &[Value], pos: &Pos) -> R {
             Ok(Value::str(bcrypt_text(&password, &mut rng)))
         }
         "htpasswd" => {
-            arity(name, a, 3)?;
+            // Sprig v3.3.0 (Helm's): bcrypt only.
+            arity(name, a, 2)?;
             let user = text_arg(&a[0])?;
             let password = string_arg(&a[1])?;
-            let algorithm = text_arg(&a[2])?;
             if user.contains(':') {
                 return Ok(Value::str(format!("invalid username: {user}")));
-            }
-            if algorithm == "sha" {
-                let sum = sha1::Sha1::digest(&password);
-                return Ok(Value::str(format!(
-                    "{user}:{{SHA}}{}",
-                    base64::engine::general_purpose::STANDARD.encode(sum)
-                )));
             }
             charge(st, COST_BCRYPT)?;
             let mut rng = st.rt.random.stream(pos);
