@@ -286,6 +286,16 @@ fn gen_private_key_gives_sprigs_blocks_and_sizes() {
 }
 
 #[test]
+fn gen_private_key_of_no_type_is_rsa_4096() {
+    let d = data("  k: {{ genPrivateKey \"\" | quote }}\n", &seeded("s"));
+    use rsa::pkcs1::DecodeRsaPrivateKey as _;
+    use rsa::traits::PublicKeyParts as _;
+    let k = rsa::RsaPrivateKey::from_pkcs1_der(&pem_der(&field(&d, "k"), "RSA PRIVATE KEY"))
+        .unwrap();
+    assert_eq!(k.size() * 8, 4096);
+}
+
+#[test]
 fn gen_ca_is_a_self_signed_ca_valid_from_the_renders_clock() {
     let d = data(
         "{{- $ca := genCA \"my-ca\" 365 }}\n  cert: {{ $ca.Cert | quote }}\n  key: {{ $ca.Key | quote }}\n",
