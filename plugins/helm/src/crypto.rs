@@ -14,7 +14,9 @@
 //! other than P-256; both are refused with an error naming the function.
 
 use base64::Engine as _;
-use der::asn1::{BitString, Ia5String, OctetString, PrintableString, SetOfVec, UtcTime, Utf8StringRef};
+use der::asn1::{
+    BitString, Ia5String, OctetString, PrintableString, SetOfVec, UtcTime, Utf8StringRef,
+};
 use der::{Any, Decode as _, Encode as _};
 use rand_chacha::ChaCha20Rng;
 use rand_core::RngCore as _;
@@ -245,7 +247,11 @@ impl PrivateKey {
 
 /// Generates a key of Sprig's `typ` (`genPrivateKey`): `Ok(Err(text))` is
 /// Sprig's in-band answer for an unknown type.
-fn generate(st: &mut State<'_>, typ: &str, rng: &mut ChaCha20Rng) -> Result<Result<PrivateKey, String>, FnError> {
+fn generate(
+    st: &mut State<'_>,
+    typ: &str,
+    rng: &mut ChaCha20Rng,
+) -> Result<Result<PrivateKey, String>, FnError> {
     Ok(Ok(match typ {
         "" | "rsa" => {
             charge(st, COST_RSA_4096)?;
@@ -322,7 +328,9 @@ fn parse_pkcs8(der: &[u8]) -> Result<PrivateKey, String> {
             .map(|k| PrivateKey::Ed25519(Box::new(k)))
             .map_err(|e| format!("x509: invalid Ed25519 private key: {e}"))
     } else {
-        Err(format!("x509: PKCS#8 wrapping contained private key with unknown algorithm: {oid}"))
+        Err(format!(
+            "x509: PKCS#8 wrapping contained private key with unknown algorithm: {oid}"
+        ))
     }
 }
 
@@ -347,19 +355,16 @@ fn name_of(cn: &str) -> Result<Name, String> {
     if cn.is_empty() {
         return Ok(RdnSequence(Vec::new()));
     }
-    let printable = cn.bytes().all(|b| {
-        b.is_ascii_alphanumeric() || b" '()+,-./:=?*".contains(&b)
-    });
+    let printable = cn
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || b" '()+,-./:=?*".contains(&b));
     let value = if printable {
         Any::encode_from(&PrintableString::new(cn).map_err(|e| e.to_string())?)
     } else {
         Any::encode_from(&Utf8StringRef::new(cn).map_err(|e| e.to_string())?)
     }
     .map_err(|e| e.to_string())?;
-    let atv = AttributeTypeAndValue {
-        oid: OID_CN,
-        value,
-    };
+    let atv = AttributeTypeAndValue { oid: OID_CN, value };
     let rdn = RelativeDistinguishedName(SetOfVec::try_from(vec![atv]).map_err(|e| e.to_string())?);
     Ok(RdnSequence(vec![rdn]))
 }
@@ -382,7 +387,11 @@ fn time_of(t: chrono::DateTime<chrono::Utc>) -> Result<Time, String> {
     }
 }
 
-fn ext(oid: ObjectIdentifier, critical: bool, value: &impl der::Encode) -> Result<Extension, String> {
+fn ext(
+    oid: ObjectIdentifier,
+    critical: bool,
+    value: &impl der::Encode,
+) -> Result<Extension, String> {
     Ok(Extension {
         extn_id: oid,
         critical,
@@ -557,7 +566,10 @@ fn ips_of(v: &Value) -> Result<Vec<Vec<u8>>, String> {
     let mut out = Vec::new();
     for ip in list_arg(v).map_err(fn_text)? {
         let Value::Str(s) = &ip else {
-            return Err(format!("error parsing ip: {} is not a string", ip.to_go_string()));
+            return Err(format!(
+                "error parsing ip: {} is not a string",
+                ip.to_go_string()
+            ));
         };
         let parsed: std::net::IpAddr = s.parse().map_err(|_| format!("error parsing ip: {s}"))?;
         out.push(match parsed {
@@ -752,9 +764,8 @@ pub fn call(st: &mut State<'_>, name: &str, a: &[Value], pos: &Pos) -> R {
             let Some((_, der)) = pem_decode(&cert) else {
                 return Err("unable to decode certificate".into());
             };
-            Certificate::from_der(&der).map_err(|e| {
-                format!("error parsing certificate: decodedCert.Bytes: {e}")
-            })?;
+            Certificate::from_der(&der)
+                .map_err(|e| format!("error parsing certificate: decodedCert.Bytes: {e}"))?;
             parse_private_key(&key).map_err(|e| format!("error parsing private key: {e}"))?;
             Ok(certificate(
                 crate::gostr::from_bytes(&cert).into_owned(),
@@ -779,7 +790,9 @@ pub fn call(st: &mut State<'_>, name: &str, a: &[Value], pos: &Pos) -> R {
                 return Ok(Value::str(format!("cannot find password template {typ}")));
             };
             charge(st, COST_SCRYPT)?;
-            Ok(Value::str(derive_password(counter, templates, &password, &user, &site)))
+            Ok(Value::str(derive_password(
+                counter, templates, &password, &user, &site,
+            )))
         }
         "bcrypt" => {
             arity(name, a, 1)?;
@@ -798,7 +811,10 @@ pub fn call(st: &mut State<'_>, name: &str, a: &[Value], pos: &Pos) -> R {
             }
             charge(st, COST_BCRYPT)?;
             let mut rng = st.rt.random.stream(pos);
-            Ok(Value::str(format!("{user}:{}", bcrypt_text(&password, &mut rng))))
+            Ok(Value::str(format!(
+                "{user}:{}",
+                bcrypt_text(&password, &mut rng)
+            )))
         }
         "encryptAES" => {
             arity(name, a, 2)?;
@@ -963,7 +979,13 @@ fn template_characters(class: u8) -> &'static [u8] {
 /// Master Password (Sprig's `derivePassword`): scrypt of the password
 /// salted with the user, HMAC-SHA256 of the site and counter, characters
 /// of a template.
-fn derive_password(counter: u32, templates: &[&str], password: &[u8], user: &[u8], site: &[u8]) -> String {
+fn derive_password(
+    counter: u32,
+    templates: &[&str],
+    password: &[u8],
+    user: &[u8],
+    site: &[u8],
+) -> String {
     use hmac::Mac as _;
     const SEED: &[u8] = b"com.lyndir.masterpassword";
     let mut salt = SEED.to_vec();
@@ -997,10 +1019,15 @@ mod tests {
     #[test]
     fn aes_round_trip_and_helms_padding() {
         let c = encrypt_aes(b"secret", b"hello world", [9; 16]);
-        assert_eq!(decrypt_aes(b"secret", c.as_bytes()).unwrap(), b"hello world");
+        assert_eq!(
+            decrypt_aes(b"secret", c.as_bytes()).unwrap(),
+            b"hello world"
+        );
         // 16 bytes of plaintext get a whole block of padding.
         let c = encrypt_aes(b"k", &[b'x'; 16], [1; 16]);
-        let raw = base64::engine::general_purpose::STANDARD.decode(&c).unwrap();
+        let raw = base64::engine::general_purpose::STANDARD
+            .decode(&c)
+            .unwrap();
         assert_eq!(raw.len(), 16 + 32);
     }
 
@@ -1021,7 +1048,11 @@ mod tests {
             decrypt_aes(b"k", iv_only.as_bytes()).unwrap_err(),
             "runtime error: index out of range [-1]"
         );
-        assert!(decrypt_aes(b"k", b"!!!!").unwrap_err().starts_with("illegal base64"));
+        assert!(
+            decrypt_aes(b"k", b"!!!!")
+                .unwrap_err()
+                .starts_with("illegal base64")
+        );
     }
 
     #[test]
@@ -1034,7 +1065,10 @@ mod tests {
 
     #[test]
     fn private_key_parsing_errors_as_sprig_words_them() {
-        assert_eq!(parse_private_key(b"nothing").unwrap_err(), "no PEM data in input");
+        assert_eq!(
+            parse_private_key(b"nothing").unwrap_err(),
+            "no PEM data in input"
+        );
         let cert = pem("CERTIFICATE", &[1, 2, 3]);
         assert_eq!(
             parse_private_key(cert.as_bytes()).unwrap_err(),

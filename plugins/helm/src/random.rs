@@ -236,7 +236,12 @@ fn size(st: &State<'_>, name: &str, n: i64, per: u64) -> Result<usize, FnError> 
 }
 
 /// Calls random or crypto function `name`, or `None` when it is neither.
-pub fn call(st: &mut State<'_>, name: &str, args: &[Value], pos: &Pos) -> Option<Result<Value, FnError>> {
+pub fn call(
+    st: &mut State<'_>,
+    name: &str,
+    args: &[Value],
+    pos: &Pos,
+) -> Option<Result<Value, FnError>> {
     if crate::crypto::NAMES.contains(&name) {
         return Some(crate::crypto::call(st, name, args, pos));
     }

@@ -48,7 +48,9 @@ fn data(body: &str, opts: &Options) -> serde_json::Map<String, serde_json::Value
 }
 
 fn field(d: &serde_json::Map<String, serde_json::Value>, k: &str) -> String {
-    d[k].as_str().unwrap_or_else(|| panic!("{k}: {d:?}")).to_owned()
+    d[k].as_str()
+        .unwrap_or_else(|| panic!("{k}: {d:?}"))
+        .to_owned()
 }
 
 fn err(body: &str, opts: &Options) -> String {
@@ -98,10 +100,13 @@ fn same_inputs_render_the_same_and_each_input_changes_it() {
 #[test]
 fn the_template_changes_the_values() {
     let cm = |n: &str| {
-        format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {n}\ndata:\n  a: {{{{ randAlphaNum 24 | quote }}}}\n")
+        format!(
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {n}\ndata:\n  a: {{{{ randAlphaNum 24 | quote }}}}\n"
+        )
     };
     let docs = try_render(&[("a.yaml", &cm("a")), ("b.yaml", &cm("b"))], &seeded("s")).unwrap();
-    let value = |d: &str| serde_yaml::from_str::<serde_json::Value>(d).unwrap()["data"]["a"].clone();
+    let value =
+        |d: &str| serde_yaml::from_str::<serde_json::Value>(d).unwrap()["data"]["a"].clone();
     assert_ne!(value(&docs[0]), value(&docs[1]));
 }
 
@@ -261,10 +266,10 @@ fn gen_private_key_gives_sprigs_blocks_and_sizes() {
 "#,
         &seeded("s"),
     );
-    use rsa::traits::PublicKeyParts as _;
     use rsa::pkcs1::DecodeRsaPrivateKey as _;
-    let rsa = rsa::RsaPrivateKey::from_pkcs1_der(&pem_der(&field(&d, "rsa"), "RSA PRIVATE KEY"))
-        .unwrap();
+    use rsa::traits::PublicKeyParts as _;
+    let rsa =
+        rsa::RsaPrivateKey::from_pkcs1_der(&pem_der(&field(&d, "rsa"), "RSA PRIVATE KEY")).unwrap();
     assert_eq!(rsa.size() * 8, 4096);
     assert_eq!(rsa.e(), &rsa::BigUint::from(65537u32));
     rsa.validate().unwrap();
@@ -274,7 +279,10 @@ fn gen_private_key_gives_sprigs_blocks_and_sizes() {
     assert_eq!(ec.len(), 121);
     let parsed = sec1::EcPrivateKey::try_from(ec.as_slice()).unwrap();
     assert_eq!(
-        parsed.parameters.and_then(|p| p.named_curve()).map(|o| o.to_string()),
+        parsed
+            .parameters
+            .and_then(|p| p.named_curve())
+            .map(|o| o.to_string()),
         Some("1.2.840.10045.3.1.7".to_owned())
     );
     let ed = pem_der(&field(&d, "ed"), "PRIVATE KEY");
@@ -290,8 +298,8 @@ fn gen_private_key_of_no_type_is_rsa_4096() {
     let d = data("  k: {{ genPrivateKey \"\" | quote }}\n", &seeded("s"));
     use rsa::pkcs1::DecodeRsaPrivateKey as _;
     use rsa::traits::PublicKeyParts as _;
-    let k = rsa::RsaPrivateKey::from_pkcs1_der(&pem_der(&field(&d, "k"), "RSA PRIVATE KEY"))
-        .unwrap();
+    let k =
+        rsa::RsaPrivateKey::from_pkcs1_der(&pem_der(&field(&d, "k"), "RSA PRIVATE KEY")).unwrap();
     assert_eq!(k.size() * 8, 4096);
 }
 
@@ -316,10 +324,15 @@ fn gen_ca_is_a_self_signed_ca_valid_from_the_renders_clock() {
     assert!(server_and_client_auth(&cert));
     assert!(cert.key_usage().unwrap().unwrap().critical);
     assert!(cert.basic_constraints().unwrap().unwrap().critical);
-    assert!(cert.get_extension_unique(&x509_parser::oid_registry::OID_X509_EXT_SUBJECT_KEY_IDENTIFIER).unwrap().is_some());
+    assert!(
+        cert.get_extension_unique(&x509_parser::oid_registry::OID_X509_EXT_SUBJECT_KEY_IDENTIFIER)
+            .unwrap()
+            .is_some()
+    );
     // A positive serial of at most 128 bits.
     assert!(cert.serial.bits() <= 128 && cert.serial.bits() > 64);
-    cert.verify_signature(None).expect("self-signed signature verifies");
+    cert.verify_signature(None)
+        .expect("self-signed signature verifies");
     assert_eq!(
         cert.signature_algorithm.algorithm,
         x509_parser::oid_registry::OID_PKCS1_SHA256WITHRSA
@@ -358,7 +371,11 @@ fn gen_signed_cert_verifies_against_its_ca_with_the_sans_asked() {
         cert.validity().not_after.timestamp(),
         now().timestamp() + 7 * 86400
     );
-    let san = cert.subject_alternative_name().unwrap().expect("SANs").value;
+    let san = cert
+        .subject_alternative_name()
+        .unwrap()
+        .expect("SANs")
+        .value;
     let names: Vec<String> = san
         .general_names
         .iter()
@@ -426,9 +443,15 @@ fn with_key_forms_use_the_key_given() {
     assert_eq!(public_of(&field(&d, "ed")), selfc.public_key().raw);
     assert_eq!(public_of(&field(&d, "ed")), leaf.public_key().raw);
     ca.verify_signature(None).unwrap();
-    assert_eq!(ca.signature_algorithm.algorithm, x509_parser::oid_registry::OID_SIG_ECDSA_WITH_SHA256);
+    assert_eq!(
+        ca.signature_algorithm.algorithm,
+        x509_parser::oid_registry::OID_SIG_ECDSA_WITH_SHA256
+    );
     selfc.verify_signature(None).unwrap();
-    assert_eq!(selfc.signature_algorithm.algorithm, x509_parser::oid_registry::OID_SIG_ED25519);
+    assert_eq!(
+        selfc.signature_algorithm.algorithm,
+        x509_parser::oid_registry::OID_SIG_ED25519
+    );
     assert!(!selfc.is_ca());
     leaf.verify_signature(Some(ca.public_key())).unwrap();
     assert!(leaf.subject_alternative_name().unwrap().is_none());
@@ -468,9 +491,15 @@ fn hostile_sizes_are_refused_before_the_work() {
     assert!(e.contains("error calling randAlphaNum"), "{e}");
     assert!(e.contains("output budget"), "{e}");
     let e = err("  a: {{ randBytes 1000000000 }}\n", &Options::default());
-    assert!(e.contains("error calling randBytes") && e.contains("output budget"), "{e}");
+    assert!(
+        e.contains("error calling randBytes") && e.contains("output budget"),
+        "{e}"
+    );
     let e = err("  a: {{ randBytes -1 }}\n", &Options::default());
-    assert!(e.contains("error calling randBytes: runtime error: makeslice: len out of range"), "{e}");
+    assert!(
+        e.contains("error calling randBytes: runtime error: makeslice: len out of range"),
+        "{e}"
+    );
     let small = Options {
         limits: Limits {
             max_crypto_work: 1_000,
@@ -488,7 +517,10 @@ fn hostile_sizes_are_refused_before_the_work() {
         "{{- range until 1000 }}\n  - {{ derivePassword 1 \"long\" \"p\" \"u\" \"s\" }}\n{{- end }}\n",
         &small,
     );
-    assert!(e.contains("error calling derivePassword") && e.contains("crypto work units"), "{e}");
+    assert!(
+        e.contains("error calling derivePassword") && e.contains("crypto work units"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -547,7 +579,10 @@ fn bad_arguments_are_errors_naming_the_function() {
             r#"{{ decryptAES "k" "AAAA" }}"#,
             "error calling decryptAES: runtime error: slice bounds out of range [:16] with capacity 3",
         ),
-        (r#"{{ randInt 5 5 }}"#, "error calling randInt: invalid argument to Intn"),
+        (
+            r#"{{ randInt 5 5 }}"#,
+            "error calling randInt: invalid argument to Intn",
+        ),
         (
             r#"{{ genCA "x" "365" }}"#,
             "error calling genCA: wrong type for value; expected int; got string",
