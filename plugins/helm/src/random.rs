@@ -49,8 +49,8 @@ use crate::value::Value;
 /// [`COST_BCRYPT`], other keys and signatures [`COST_CHEAP_KEY`]. The
 /// call over it fails with an error naming the function, before it works.
 pub const DEFAULT_CRYPTO_WORK: u64 = 10_000;
-/// Cost of an RSA-4096 key (`genPrivateKey "rsa"`: 3 to 7 s in the
-/// sandbox, 0.5 to 1 s natively).
+/// Cost of an RSA-4096 key (`genPrivateKey "rsa"`: usually 3 to 7 s in
+/// the sandbox, over 20 s for unlucky seeds; 0.5 to 1 s natively).
 pub const COST_RSA_4096: u64 = 5_000;
 /// Cost of an RSA-2048 key (about 1 s in the sandbox, 0.15 s natively).
 pub const COST_RSA_2048: u64 = 1_000;
