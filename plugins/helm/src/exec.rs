@@ -22,6 +22,10 @@ pub struct Limits {
     /// Nesting of `template`/`include`/`tpl` calls. Default
     /// [`Limits::DEFAULT_DEPTH`].
     pub max_depth: usize,
+    /// Work units of the expensive random and crypto functions (RSA keys,
+    /// scrypt, bcrypt; see [`crate::random`]) in one render. Default
+    /// [`Limits::DEFAULT_CRYPTO_WORK`].
+    pub max_crypto_work: u64,
 }
 
 impl Limits {
@@ -32,6 +36,8 @@ impl Limits {
     /// Default call depth: 100. (Helm allows 1000 `include`s deep; the
     /// sandbox's stack does not, and real charts nest a handful.)
     pub const DEFAULT_DEPTH: usize = 100;
+    /// Default crypto work: [`crate::random::DEFAULT_CRYPTO_WORK`].
+    pub const DEFAULT_CRYPTO_WORK: u64 = crate::random::DEFAULT_CRYPTO_WORK;
 }
 
 impl Default for Limits {
@@ -40,6 +46,7 @@ impl Default for Limits {
             max_steps: Self::DEFAULT_STEPS,
             max_output: Self::DEFAULT_OUTPUT,
             max_depth: Self::DEFAULT_DEPTH,
+            max_crypto_work: Self::DEFAULT_CRYPTO_WORK,
         }
     }
 }
@@ -140,25 +147,22 @@ pub struct Runtime {
     pub output: usize,
     /// Current call depth.
     pub depth: usize,
-    /// Seed of the deterministic random functions.
-    pub seed: u64,
-    /// Calls of random functions so far (each gets its own stream).
-    pub random_calls: u64,
+    /// The random functions' keys and call counts ([`crate::random`]).
+    pub random: crate::random::Randomness,
     /// The render's clock ([`crate::render::Options::now`]).
     pub now: chrono::DateTime<chrono::Utc>,
 }
 
 impl Runtime {
     /// A runtime over `trees`.
-    pub fn new(trees: Trees, limits: Limits, seed: u64) -> Self {
+    pub fn new(trees: Trees, limits: Limits) -> Self {
         Runtime {
             trees: Rc::new(trees),
             limits,
             steps: 0,
             output: 0,
             depth: 0,
-            seed,
-            random_calls: 0,
+            random: crate::random::Randomness::default(),
             now: chrono::DateTime::UNIX_EPOCH,
         }
     }
@@ -705,6 +709,10 @@ impl State<'_> {
         let result = if name == "include" || name == "tpl" {
             funcs::call_nested(self, name, values, pos)
         } else {
+            if crate::random::exists(name) {
+                // A random call's stream is keyed by the call as written.
+                self.rt.random.set_site(context.to_string());
+            }
             funcs::call(self, name, values, pos)
         };
         match result {

@@ -85,7 +85,6 @@ pub const NAMES: &[&str] = &[
     "b32enc",
     "b32dec",
     "sha256sum",
-    "sha1sum",
     "adler32sum",
     "repeat",
     "substr",
@@ -159,7 +158,6 @@ pub const NAMES: &[&str] = &[
     "mustRegexReplaceAll",
     "mustRegexReplaceAllLiteral",
     "mustRegexSplit",
-    "sha512sum",
     "toPrettyJson",
     "mustToPrettyJson",
     "toRawJson",
@@ -230,13 +228,6 @@ pub const NAMES: &[&str] = &[
     "urlParse",
     "urlJoin",
     "fail",
-    // random (deterministic)
-    "randAlphaNum",
-    "randAlpha",
-    "randNumeric",
-    "randAscii",
-    "randInt",
-    "uuidv4",
 ];
 
 /// Functions whose parameters are all Go `string`s: a `[]byte`
@@ -302,7 +293,7 @@ const STRING_PARAMETERS: &[&str] = &[
 
 /// Whether `name` is a function.
 pub fn exists(name: &str) -> bool {
-    NAMES.contains(&name) || crate::dates::NAMES.contains(&name)
+    NAMES.contains(&name) || crate::dates::NAMES.contains(&name) || crate::random::exists(name)
 }
 
 fn arity(name: &str, args: &[Value], want: usize) -> Result<(), FnError> {
@@ -418,7 +409,7 @@ fn dict_of<'a>(v: &'a Value, name: &str) -> Result<std::cell::Ref<'a, Map>, FnEr
 }
 
 /// Calls function `name` with evaluated `args`.
-pub fn call(st: &mut State<'_>, name: &str, args: Vec<Value>, _pos: &Pos) -> R {
+pub fn call(st: &mut State<'_>, name: &str, args: Vec<Value>, pos: &Pos) -> R {
     let a = &args;
     if let Some(bytes) = a.iter().find(|v| matches!(v, Value::Bytes(_)))
         && STRING_PARAMETERS.contains(&name)
@@ -428,6 +419,10 @@ pub fn call(st: &mut State<'_>, name: &str, args: Vec<Value>, _pos: &Pos) -> R {
             "wrong type for value; expected string; got {}",
             bytes.type_name()
         )));
+    }
+    // Random and crypto functions (seeded by the call's site).
+    if let Some(result) = crate::random::call(st, name, a, pos) {
+        return result;
     }
     let s = |i: usize| a.get(i).map(strval).unwrap_or_default();
     Ok(match name {
@@ -773,8 +768,6 @@ pub fn call(st: &mut State<'_>, name: &str, args: Vec<Value>, _pos: &Pos) -> R {
         },
         "b32enc" => Value::str(base32(&crate::gostr::to_bytes(&s(0)))),
         "sha256sum" => Value::str(hex(&sha2::Sha256::digest(crate::gostr::to_bytes(&s(0))))),
-        "sha1sum" => Value::str(hex(&sha1::Sha1::digest(crate::gostr::to_bytes(&s(0))))),
-        "sha512sum" => Value::str(hex(&sha2::Sha512::digest(crate::gostr::to_bytes(&s(0))))),
         "adler32sum" => Value::str(adler32(&crate::gostr::to_bytes(&s(0))).to_string()),
         "repeat" => {
             arity(name, a, 2)?;
@@ -1178,48 +1171,6 @@ pub fn call(st: &mut State<'_>, name: &str, args: Vec<Value>, _pos: &Pos) -> R {
             crate::urls::url_join(&parts)?
         }
 
-        // ---- random, deterministic
-        "randAlphaNum" | "randAlpha" | "randNumeric" | "randAscii" => {
-            let n = to_i64(&a[0]).clamp(0, 1 << 20) as usize;
-            let set: Vec<char> = match name {
-                "randAlphaNum" => ('a'..='z').chain('A'..='Z').chain('0'..='9').collect(),
-                "randAlpha" => ('a'..='z').chain('A'..='Z').collect(),
-                "randNumeric" => ('0'..='9').collect(),
-                _ => (' '..='~').collect(),
-            };
-            let mut rng = st.rt.rng();
-            Value::str(
-                (0..n)
-                    .map(|_| set[(rng.next() % set.len() as u64) as usize])
-                    .collect::<String>(),
-            )
-        }
-        "randInt" => {
-            let (lo, hi) = (to_i64(&a[0]), to_i64(&a[1]));
-            if hi <= lo {
-                return Err("invalid argument to Int63n".into());
-            }
-            let mut rng = st.rt.rng();
-            Value::Int(lo + (rng.next() % (hi - lo) as u64) as i64)
-        }
-        "uuidv4" => {
-            let mut rng = st.rt.rng();
-            let (x, y) = (rng.next(), rng.next());
-            let mut b = [0u8; 16];
-            b[..8].copy_from_slice(&x.to_be_bytes());
-            b[8..].copy_from_slice(&y.to_be_bytes());
-            b[6] = (b[6] & 0x0f) | 0x40;
-            b[8] = (b[8] & 0x3f) | 0x80;
-            let h = hex(&b);
-            Value::str(format!(
-                "{}-{}-{}-{}-{}",
-                &h[..8],
-                &h[8..12],
-                &h[12..16],
-                &h[16..20],
-                &h[20..]
-            ))
-        }
         other => return Err(format!("function {other:?} not defined").into()),
     })
 }
@@ -1647,28 +1598,4 @@ fn adler32(data: &[u8]) -> u32 {
         b = (b + a) % 65521;
     }
     (b << 16) | a
-}
-
-/// A small deterministic generator (SplitMix64) for the random functions.
-pub struct Rng(u64);
-
-impl Rng {
-    /// The next 64 random bits.
-    #[allow(clippy::should_implement_trait)]
-    pub fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-}
-
-impl crate::exec::Runtime {
-    /// The generator of the next random call: the render's seed and the
-    /// call's ordinal, so the same chart and inputs give the same output.
-    pub fn rng(&mut self) -> Rng {
-        self.random_calls += 1;
-        Rng(self.seed ^ self.random_calls.wrapping_mul(0xd6e8_feb8_6659_fd93))
-    }
 }

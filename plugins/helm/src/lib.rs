@@ -16,6 +16,7 @@
 pub mod archive;
 pub mod chart;
 pub mod convert;
+pub mod crypto;
 pub mod dates;
 pub mod exec;
 pub mod files;
@@ -29,6 +30,7 @@ pub mod gotime;
 pub mod ignore;
 pub mod lex;
 pub mod parse;
+pub mod random;
 pub mod render;
 pub mod schema;
 pub mod semver;

@@ -830,18 +830,6 @@ fn parse_order(names: &mut [String]) {
     });
 }
 
-fn seed_of(parts: &[&str]) -> u64 {
-    // FNV-1a over the parts.
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for p in parts {
-        for b in p.bytes().chain([0]) {
-            h ^= u64::from(b);
-            h = h.wrapping_mul(0x0100_0000_01b3);
-        }
-    }
-    h
-}
-
 /// Renders the chart at `chart_dir` as `helm template` does: CRDs first
 /// (unless skipped), then the manifests in install order, then hooks.
 pub fn render(
@@ -889,8 +877,12 @@ pub fn render(
             .expect("collected");
         parse(name, text, &mut trees, &crate::funcs::exists)?;
     }
-    let mut rt = Runtime::new(trees, opts.limits, 0);
+    let mut rt = Runtime::new(trees, opts.limits);
     rt.now = opts.now;
+    rt.random = crate::random::Randomness::new(
+        opts.random_seed.as_deref(),
+        &[&opts.release_name, &opts.namespace, &root],
+    );
     let mut rendered: Vec<(String, String)> = Vec::new();
     for name in &names {
         let base = name.rsplit('/').next().unwrap_or(name);
@@ -910,8 +902,7 @@ pub fn render(
             ]),
         );
         let dot = Value::map(dot);
-        rt.seed = seed_of(&[&opts.release_name, &opts.namespace, &root, name]);
-        rt.random_calls = 0;
+        rt.random.start_template(name);
         let out = rt.execute(name, dot)?;
         // `NOTES.txt` is rendered (its errors fail the render, as in Helm)
         // and never emitted.
