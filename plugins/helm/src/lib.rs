@@ -20,6 +20,7 @@ pub mod files;
 pub mod funcs;
 pub mod gofmt;
 pub mod gostr;
+mod head;
 pub mod ignore;
 pub mod lex;
 pub mod parse;
