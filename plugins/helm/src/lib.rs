@@ -27,6 +27,7 @@ pub mod golayout;
 pub mod gopath;
 pub mod gostr;
 pub mod gotime;
+mod head;
 pub mod ignore;
 pub mod lex;
 pub mod parse;

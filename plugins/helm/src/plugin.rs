@@ -108,8 +108,11 @@ impl Renderer for Helm {
         for d in docs {
             // Helm prints each document followed by a newline; a block scalar
             // at its end keeps that newline (`|` clips to one).
-            let value: serde_json::Value = serde_yaml::from_str(&format!("{}\n", d.text))
-                .map_err(|e| RenderError::input(d.source.clone(), None, e.to_string()))?;
+            let value = match d.json {
+                Some(value) => value,
+                None => serde_yaml::from_str(&format!("{}\n", d.text))
+                    .map_err(|e| RenderError::input(d.source.clone(), None, e.to_string()))?,
+            };
             if value.is_null() {
                 continue;
             }

@@ -197,6 +197,10 @@ pub struct Document {
     pub text: String,
     /// Whether it is a hook (`helm.sh/hook`).
     pub hook: bool,
+    /// The text as `helm template` prints it (followed by a newline), read
+    /// as JSON when the install-order sort read it (one parse for both);
+    /// None when it must be read from [`text`](Self::text).
+    pub json: Option<serde_json::Value>,
 }
 
 /// A render failure.
@@ -771,6 +775,7 @@ fn collect(
                 source: format!("{id}/{path}"),
                 text: text.clone(),
                 hook: false,
+                json: None,
             });
         }
     }
@@ -947,31 +952,16 @@ fn sort_manifests(
                     });
                 }
             };
-            let head: serde_yaml::Value =
-                serde_yaml::from_str(&doc).map_err(|e| RenderError::Yaml {
-                    source_name: source.clone(),
-                    message: e.to_string(),
-                })?;
-            let kind = head
-                .get("kind")
-                .and_then(serde_yaml::Value::as_str)
-                .unwrap_or("")
-                .to_owned();
-            let hook = head
-                .get("metadata")
-                .and_then(|m| m.get("annotations"))
-                .and_then(|a| a.get("helm.sh/hook"))
-                .map(|h| match h {
-                    serde_yaml::Value::String(s) => s.clone(),
-                    other => serde_yaml::to_string(other)
-                        .unwrap_or_default()
-                        .trim()
-                        .to_owned(),
-                });
+            let head = crate::head::read(&doc).map_err(|e| RenderError::Yaml {
+                source_name: source.clone(),
+                message: e.to_string(),
+            })?;
+            let (kind, hook) = (head.kind, head.hook);
             let document = Document {
                 source: source.clone(),
                 text: doc,
                 hook: hook.is_some(),
+                json: head.json,
             };
             match hook {
                 None => generic.push((kind_rank(&kind), document)),

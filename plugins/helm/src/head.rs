@@ -1,0 +1,184 @@
+//! One YAML parse of each rendered document for two readers: Helm's
+//! install-order sort (its `kind` and `helm.sh/hook` annotation, read from
+//! the document as Helm's `SortManifests` reads it) and the plugin's
+//! conversion of the document to JSON (read as `helm template` prints it:
+//! followed by a newline).
+//!
+//! The two texts differ only by that trailing newline, which can change
+//! one thing: the last scalar of the document when it is a block scalar
+//! (`|`, `>`: its final line break, kept or clipped). So the document is
+//! parsed once as printed; the sort takes its `kind` and hook from that
+//! parse unless one of them could be such a scalar (a string ending in a
+//! line break, or a hook that is not a string), in which case the document
+//! is parsed again the sort's way. Any parse failure falls back to the
+//! sort's own parse too, so that its error (or success) is exactly the
+//! sort's.
+
+/// What the sort reads of a document, and the document as JSON.
+#[derive(Debug)]
+pub struct Head {
+    /// Its `kind` ("" if absent or not a string).
+    pub kind: String,
+    /// Its `metadata.annotations["helm.sh/hook"]`, as text.
+    pub hook: Option<String>,
+    /// The document as `helm template` prints it, as JSON; None when it
+    /// must be read again from its text (a YAML tag, a key that is not a
+    /// string: the plugin's own conversion decides those).
+    pub json: Option<serde_json::Value>,
+}
+
+/// Reads `doc` (a rendered document, without its trailing newline).
+pub fn read(doc: &str) -> Result<Head, serde_yaml::Error> {
+    if let Ok(printed) = serde_yaml::from_str::<serde_yaml::Value>(&format!("{doc}\n")) {
+        let kind = kind_of(&printed);
+        let hook = printed
+            .get("metadata")
+            .and_then(|m| m.get("annotations"))
+            .and_then(|a| a.get("helm.sh/hook"));
+        let exact = !kind.ends_with('\n')
+            && match hook {
+                None => true,
+                Some(serde_yaml::Value::String(s)) => !s.ends_with('\n'),
+                Some(_) => false,
+            };
+        if exact {
+            let hook = hook.and_then(serde_yaml::Value::as_str).map(str::to_owned);
+            return Ok(Head {
+                kind,
+                hook,
+                json: to_json(printed),
+            });
+        }
+    }
+    let head: serde_yaml::Value = serde_yaml::from_str(doc)?;
+    let hook = head
+        .get("metadata")
+        .and_then(|m| m.get("annotations"))
+        .and_then(|a| a.get("helm.sh/hook"))
+        .map(|h| match h {
+            serde_yaml::Value::String(s) => s.clone(),
+            other => serde_yaml::to_string(other)
+                .unwrap_or_default()
+                .trim()
+                .to_owned(),
+        });
+    Ok(Head {
+        kind: kind_of(&head),
+        hook,
+        json: None,
+    })
+}
+
+fn kind_of(doc: &serde_yaml::Value) -> String {
+    doc.get("kind")
+        .and_then(serde_yaml::Value::as_str)
+        .unwrap_or("")
+        .to_owned()
+}
+
+/// The value as reading the same text into a `serde_json::Value` gives
+/// it (the same events through the same deserializer), or None where the
+/// two could differ: a tagged value, a key that is not a string (JSON
+/// reads its text).
+fn to_json(value: serde_yaml::Value) -> Option<serde_json::Value> {
+    use serde_json::Value as J;
+    use serde_yaml::Value as Y;
+    Some(match value {
+        Y::Null => J::Null,
+        Y::Bool(b) => J::Bool(b),
+        Y::Number(n) => {
+            if let Some(u) = n.as_u64() {
+                J::from(u)
+            } else if let Some(i) = n.as_i64() {
+                J::from(i)
+            } else {
+                // serde_json reads a NaN or an infinity as null.
+                n.as_f64()
+                    .and_then(serde_json::Number::from_f64)
+                    .map_or(J::Null, J::Number)
+            }
+        }
+        Y::String(s) => J::String(s),
+        Y::Sequence(items) => J::Array(items.into_iter().map(to_json).collect::<Option<_>>()?),
+        Y::Mapping(map) => J::Object(
+            map.into_iter()
+                .map(|(k, v)| match k {
+                    Y::String(k) => Some((k, to_json(v)?)),
+                    _ => None,
+                })
+                .collect::<Option<_>>()?,
+        ),
+        Y::Tagged(_) => return None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The JSON the plugin read before this module: the printed text
+    /// straight into a `serde_json::Value`.
+    fn direct(doc: &str) -> Option<serde_json::Value> {
+        serde_yaml::from_str(&format!("{doc}\n")).ok()
+    }
+
+    #[test]
+    fn the_json_is_what_reading_the_printed_text_gives() {
+        for doc in [
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\ndata:\n  x: \"1\"\n  y: 1\n  z: -3\n  f: 1.5\n  g: 2.0\n  nan: .nan\n  inf: -.inf\n  b: true\n  n: ~\n  l: [1, a, {b: c}]",
+            "kind: ConfigMap\ndata:\n  script: |\n    echo hi",
+            "kind: ConfigMap\ndata:\n  script: |+\n    echo hi\n",
+            "kind: ConfigMap\ndata:\n  script: >\n    folded\n    text",
+            "anchors: &a {x: 1}\nuse: *a",
+            "",
+            "# only a comment",
+            "- a\n- b",
+            "plain scalar",
+        ] {
+            let head = read(doc).unwrap();
+            assert_eq!(head.json, direct(doc), "{doc:?}");
+        }
+    }
+
+    #[test]
+    fn tags_and_keys_that_are_not_strings_are_left_to_the_plugin() {
+        for doc in [
+            "kind: Foo\nx: !custom 1",
+            "kind: Foo\n1: one",
+            "kind: Foo\ntrue: yes",
+        ] {
+            assert_eq!(read(doc).unwrap().json, None, "{doc:?}");
+        }
+    }
+
+    #[test]
+    fn the_sort_reads_a_block_scalar_at_the_end_without_the_printed_newline() {
+        // Printed, the kind would be "Secret\n"; Helm's sort reads "Secret".
+        let head = read("metadata:\n  name: a\nkind: |\n  Secret").unwrap();
+        assert_eq!(head.kind, "Secret");
+        let head =
+            read("kind: Job\nmetadata:\n  annotations:\n    helm.sh/hook: >\n      pre-install")
+                .unwrap();
+        assert_eq!(head.hook.as_deref(), Some("pre-install"));
+        assert_eq!(head.kind, "Job");
+        // A hook that is not a string is printed as YAML, as before.
+        let head = read("kind: Job\nmetadata:\n  annotations:\n    helm.sh/hook: [a, b]").unwrap();
+        assert_eq!(head.hook.as_deref(), Some("- a\n- b"));
+    }
+
+    #[test]
+    fn a_document_the_sort_cannot_read_fails_with_the_sorts_error() {
+        for doc in [
+            "a: b\na: c",
+            "a: [",
+            "kind: Foo\n  bad: indent",
+            "big: 123456789012345678901234567890",
+        ] {
+            let ours = read(doc).unwrap_err().to_string();
+            let sorts = serde_yaml::from_str::<serde_yaml::Value>(doc)
+                .unwrap_err()
+                .to_string();
+            assert_eq!(ours, sorts, "{doc:?}");
+        }
+    }
+}
