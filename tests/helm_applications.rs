@@ -83,18 +83,7 @@ async fn world() -> World {
         },
         ..ControllerConfig::default()
     };
-    cluster
-        .apply(
-            "plugins",
-            json!({"apiVersion": "kiln.dev/v1alpha1", "kind": "Plugin",
-                "metadata": {"name": "helm", "namespace": "kiln"},
-                "spec": {"kind": "renderer", "ref": support::component("helm").display().to_string(),
-                    "verify": {"insecure": true}}}),
-            "operator",
-            false,
-        )
-        .await
-        .unwrap();
+    cluster.register_helm_plugin().await;
     let support::controller::Running { ctx, stop, .. } = support::controller::start(
         cluster.client.clone(),
         GitConfig::new(dir.path().join("git")),

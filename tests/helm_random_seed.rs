@@ -57,18 +57,7 @@ async fn world(dir: &std::path::Path) -> (Cluster, Fixture) {
         &["kiln", "guestbook"],
     )
     .await;
-    cluster
-        .apply(
-            "plugins",
-            json!({"apiVersion": "kiln.dev/v1alpha1", "kind": "Plugin",
-                "metadata": {"name": "helm", "namespace": "kiln"},
-                "spec": {"kind": "renderer", "ref": support::component("helm").display().to_string(),
-                    "verify": {"insecure": true}}}),
-            "operator",
-            false,
-        )
-        .await
-        .unwrap();
+    cluster.register_helm_plugin().await;
     let repo = Fixture::new(dir, "charts");
     repo.commit(
         "a chart that generates a password",

@@ -59,18 +59,7 @@ async fn cluster(dir: &std::path::Path) -> Cluster {
     .await;
     std::fs::create_dir(dir.join("certs")).unwrap();
     write_certs(&dir.join("certs"));
-    cluster
-        .apply(
-            "plugins",
-            json!({"apiVersion": "kiln.dev/v1alpha1", "kind": "Plugin",
-                "metadata": {"name": "helm", "namespace": "kiln"},
-                "spec": {"kind": "renderer", "ref": support::component("helm").display().to_string(),
-                    "verify": {"insecure": true}}}),
-            "operator",
-            false,
-        )
-        .await
-        .unwrap();
+    cluster.register_helm_plugin().await;
     cluster
 }
 

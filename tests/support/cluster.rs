@@ -109,6 +109,22 @@ impl Cluster {
         Ok(serde_json::to_value(applied).unwrap())
     }
 
+    /// Registers the catalog Plugin `helm` (`plugins/dist/helm.wasm`,
+    /// unsigned: the controller must allow file plugins).
+    pub async fn register_helm_plugin(&self) {
+        self.apply(
+            "plugins",
+            serde_json::json!({"apiVersion": "kiln.dev/v1alpha1", "kind": "Plugin",
+                "metadata": {"name": "helm", "namespace": "kiln"},
+                "spec": {"kind": "renderer", "ref": super::component("helm").display().to_string(),
+                    "verify": {"insecure": true}}}),
+            "operator",
+            false,
+        )
+        .await
+        .unwrap();
+    }
+
     /// Applies an automated Application (prune, self-heal) `name` in
     /// namespace `kiln`, of `project`, from `source`, into namespace
     /// `guestbook`.
