@@ -18,6 +18,19 @@ fn plugin() -> Plugin {
         .unwrap()
 }
 
+/// The plugin with a deadline for output, not speed: the corpus's crypto
+/// cases (scrypt, RSA) take seconds in the sandbox, more on a loaded CI
+/// machine, and what they check is the objects.
+fn corpus_plugin() -> Plugin {
+    let limits = kiln::plugin::Limits {
+        timeout: std::time::Duration::from_secs(120),
+        ..kiln::plugin::Limits::default()
+    };
+    support::host()
+        .load_file(&support::component("helm"), World::Renderer, Some(limits))
+        .unwrap()
+}
+
 /// The plugin parameters a case's `case.json` asks for.
 fn params(case: &Value) -> Vec<(String, String)> {
     let mut out = Vec::new();
@@ -97,7 +110,7 @@ async fn every_chart_renders_through_the_plugin_as_helm_renders_it() {
     let Some(python) = support::require(support::Tool::HelmPython) else {
         return;
     };
-    let plugin = plugin();
+    let plugin = corpus_plugin();
     let corpus = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/helm");
     let mut cases: Vec<PathBuf> = std::fs::read_dir(corpus)
         .unwrap()

@@ -185,7 +185,7 @@ async fn generated_values_are_stable_secret_per_application_and_the_clock_is_the
     assert_eq!(key.len(), 32);
     let seed = RandomSeeds::from_key(key)
         .unwrap()
-        .for_application("kiln", "alpha");
+        .for_application("kiln", "alpha", "default");
     let chart = repo.work.join("web");
     let seeded = render(
         &chart,

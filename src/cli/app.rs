@@ -566,6 +566,7 @@ async fn diff(args: &AppDiffArgs) -> anyhow::Result<u8> {
     let mut config = ControllerConfig {
         namespace: namespace.clone(),
         allow_file_repositories: args.allow_file_repositories,
+        make_random_seed_key: false,
         ..ControllerConfig::default()
     };
     if let Some(dir) = default_cache_dir() {

@@ -598,6 +598,7 @@ async fn add_random_seed(
         .random_seed(
             app.metadata.namespace.as_deref().unwrap_or_default(),
             app.metadata.name.as_deref().unwrap_or_default(),
+            &app.spec.project,
         )
         .await
         .map_err(|e| {

@@ -8,8 +8,8 @@
 //! in a secret: one key per controller installation, kept in the Secret
 //! [`SECRET_NAME`] of its namespace (created with 32 random bytes the first
 //! time a chart needs it, shared by every replica and shard), from which
-//! each Application gets its own seed (HMAC-SHA256 of its namespace and
-//! name), passed to the plugin as its `randomSeed` parameter. The seed
+//! each Application gets its own seed (HMAC-SHA256 of its namespace, name
+//! and project), passed to the plugin as its `randomSeed` parameter. The seed
 //! travels to a render server inside the (mutually authenticated) render
 //! request and is never logged, printed or written to a status.
 //!
@@ -50,6 +50,15 @@ pub enum SeedError {
         #[source]
         source: kube::Error,
     },
+    /// There is no key, and this process does not make one.
+    #[error(
+        "Secret {namespace}/{SECRET_NAME} does not exist yet: the controller makes it when it \
+         first renders a chart"
+    )]
+    Missing {
+        /// The controller's namespace.
+        namespace: String,
+    },
     /// The Secret exists but holds no usable key.
     #[error(
         "Secret {namespace}/{SECRET_NAME}: data.{DATA_KEY} must hold at least {KEY_BYTES} bytes \
@@ -81,10 +90,14 @@ impl RandomSeeds {
         (key.len() >= KEY_BYTES).then_some(Self { key })
     }
 
-    /// The key of the Secret in `namespace`, made (with [`KEY_BYTES`]
-    /// random bytes) if there is none. Two replicas racing to make it
-    /// agree: the loser reads the winner's.
-    pub async fn load_or_create(client: kube::Client, namespace: &str) -> Result<Self, SeedError> {
+    /// The key of the Secret in `namespace`; with `make`, made (with
+    /// [`KEY_BYTES`] random bytes) if there is none. Two replicas racing to
+    /// make it agree: the loser reads the winner's.
+    pub async fn load(
+        client: kube::Client,
+        namespace: &str,
+        make: bool,
+    ) -> Result<Self, SeedError> {
         let api: Api<Secret> = Api::namespaced(client, namespace);
         let api_error = |source| SeedError::Api {
             namespace: namespace.to_owned(),
@@ -92,6 +105,11 @@ impl RandomSeeds {
         };
         if let Some(secret) = api.get_opt(SECRET_NAME).await.map_err(api_error)? {
             return Self::of_secret(&secret, namespace);
+        }
+        if !make {
+            return Err(SeedError::Missing {
+                namespace: namespace.to_owned(),
+            });
         }
         let mut key = vec![0u8; KEY_BYTES];
         rand_core::RngCore::fill_bytes(&mut rand_core::OsRng, &mut key);
@@ -139,10 +157,18 @@ impl RandomSeeds {
         })
     }
 
-    /// The seed of the Application `namespace`/`name` (64 hex digits).
-    pub fn for_application(&self, namespace: &str, name: &str) -> String {
+    /// The seed of the Application `namespace`/`name` of `project` (64 hex
+    /// digits). The project is part of it: an Application deleted and made
+    /// again under the same name in another project does not regenerate
+    /// the first one's values.
+    pub fn for_application(&self, namespace: &str, name: &str, project: &str) -> String {
         let mut mac = Hmac::<Sha256>::new_from_slice(&self.key).expect("HMAC takes any key");
-        for part in [DOMAIN, namespace.as_bytes(), name.as_bytes()] {
+        for part in [
+            DOMAIN,
+            namespace.as_bytes(),
+            name.as_bytes(),
+            project.as_bytes(),
+        ] {
             mac.update(&(part.len() as u64).to_be_bytes());
             mac.update(part);
         }
@@ -157,19 +183,20 @@ mod tests {
     #[test]
     fn each_application_gets_its_own_seed_and_the_key_decides_them_all() {
         let seeds = RandomSeeds::from_key(vec![7; KEY_BYTES]).unwrap();
-        let web = seeds.for_application("kiln", "web");
+        let web = seeds.for_application("kiln", "web", "default");
         assert_eq!(web.len(), 64);
-        assert_eq!(web, seeds.for_application("kiln", "web"));
-        assert_ne!(web, seeds.for_application("kiln", "api"));
-        assert_ne!(web, seeds.for_application("team", "web"));
+        assert_eq!(web, seeds.for_application("kiln", "web", "default"));
+        assert_ne!(web, seeds.for_application("kiln", "api", "default"));
+        assert_ne!(web, seeds.for_application("team", "web", "default"));
+        assert_ne!(web, seeds.for_application("kiln", "web", "payments"));
         // Parts are length-prefixed: moving a character across them is
         // another Application.
         assert_ne!(
-            seeds.for_application("kil", "nweb"),
-            seeds.for_application("kiln", "web")
+            seeds.for_application("kil", "nweb", "default"),
+            seeds.for_application("kiln", "web", "default")
         );
         let other = RandomSeeds::from_key(vec![8; KEY_BYTES]).unwrap();
-        assert_ne!(web, other.for_application("kiln", "web"));
+        assert_ne!(web, other.for_application("kiln", "web", "default"));
     }
 
     #[test]

@@ -150,6 +150,10 @@ pub struct ControllerConfig {
     /// How the live watches are kept: stopped when unneeded, their caches
     /// within a byte budget.
     pub live: super::live::LiveConfig,
+    /// Whether a missing random-seed key ([`super::random_seed`]) is made.
+    /// Default `true` (the controller); `kiln app diff` only reads it, so
+    /// that a person's kubeconfig never makes the installation's key.
+    pub make_random_seed_key: bool,
 }
 
 impl Default for ControllerConfig {
@@ -173,6 +177,7 @@ impl Default for ControllerConfig {
             sharding: super::shard::ShardingConfig::default(),
             kube_client: crate::cluster::requests::ClientOptions::default(),
             live: super::live::LiveConfig::default(),
+            make_random_seed_key: true,
         }
     }
 }
@@ -333,17 +338,19 @@ impl Context {
         &self,
         namespace: &str,
         name: &str,
+        project: &str,
     ) -> Result<String, super::random_seed::SeedError> {
         let seeds = self
             .random_seeds
             .get_or_try_init(|| {
-                super::random_seed::RandomSeeds::load_or_create(
+                super::random_seed::RandomSeeds::load(
                     self.client.clone(),
                     &self.config.namespace,
+                    self.config.make_random_seed_key,
                 )
             })
             .await?;
-        Ok(seeds.for_application(namespace, name))
+        Ok(seeds.for_application(namespace, name, project))
     }
 
     /// Whether the refs of `url` are to be resolved afresh (once).

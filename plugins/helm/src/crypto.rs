@@ -295,8 +295,8 @@ pub fn parse_private_key(text: &[u8]) -> Result<PrivateKey, String> {
         "RSA" => {
             use rsa::pkcs1::DecodeRsaPrivateKey as _;
             rsa::RsaPrivateKey::from_pkcs1_der(&der)
-                .map(|k| PrivateKey::Rsa(Box::new(k)))
                 .map_err(|e| format!("parsing RSA private key from PEM: {e}"))
+                .and_then(sized_rsa)
         }
         "EC" => p256::SecretKey::from_sec1_der(&der)
             .map(PrivateKey::Ec)
@@ -310,6 +310,23 @@ pub fn parse_private_key(text: &[u8]) -> Result<PrivateKey, String> {
     }
 }
 
+/// The RSA key sizes a chart may hand in: Go refuses keys under 1,024
+/// bits; above 8,192 bits, signing would cost what the budget cannot see.
+const RSA_KEY_BITS: std::ops::RangeInclusive<usize> = 1024..=8192;
+
+fn sized_rsa(key: rsa::RsaPrivateKey) -> Result<PrivateKey, String> {
+    use rsa::traits::PublicKeyParts as _;
+    let bits = key.size() * 8;
+    if !RSA_KEY_BITS.contains(&bits) {
+        return Err(format!(
+            "crypto/rsa: {bits}-bit keys are not supported here (from {} to {} bits)",
+            RSA_KEY_BITS.start(),
+            RSA_KEY_BITS.end()
+        ));
+    }
+    Ok(PrivateKey::Rsa(Box::new(key)))
+}
+
 fn parse_pkcs8(der: &[u8]) -> Result<PrivateKey, String> {
     use pkcs8::DecodePrivateKey as _;
     let info = pkcs8::PrivateKeyInfo::try_from(der)
@@ -317,8 +334,8 @@ fn parse_pkcs8(der: &[u8]) -> Result<PrivateKey, String> {
     let oid = info.algorithm.oid;
     if oid == OID_RSA {
         rsa::RsaPrivateKey::from_pkcs8_der(der)
-            .map(|k| PrivateKey::Rsa(Box::new(k)))
             .map_err(|e| format!("x509: failed to parse RSA private key embedded in PKCS#8: {e}"))
+            .and_then(sized_rsa)
     } else if oid == OID_EC {
         p256::SecretKey::from_pkcs8_der(der)
             .map(PrivateKey::Ec)
@@ -789,10 +806,17 @@ pub fn call(st: &mut State<'_>, name: &str, a: &[Value], pos: &Pos) -> R {
             let Some(templates) = password_templates(&typ) else {
                 return Ok(Value::str(format!("cannot find password template {typ}")));
             };
-            charge(st, COST_SCRYPT)?;
-            Ok(Value::str(derive_password(
-                counter, templates, &password, &user, &site,
-            )))
+            let id = master_key_id(&password, &user);
+            let key = match st.rt.random.master_key(&id) {
+                Some(key) => key,
+                None => {
+                    charge(st, COST_SCRYPT)?;
+                    let key = master_key(&password, &user);
+                    st.rt.random.keep_master_key(id, key);
+                    key
+                }
+            };
+            Ok(Value::str(site_password(&key, counter, templates, &site)))
         }
         "bcrypt" => {
             arity(name, a, 1)?;
@@ -976,29 +1000,41 @@ fn template_characters(class: u8) -> &'static [u8] {
     }
 }
 
-/// Master Password (Sprig's `derivePassword`): scrypt of the password
-/// salted with the user, HMAC-SHA256 of the site and counter, characters
-/// of a template.
-fn derive_password(
-    counter: u32,
-    templates: &[&str],
-    password: &[u8],
-    user: &[u8],
-    site: &[u8],
-) -> String {
-    use hmac::Mac as _;
-    const SEED: &[u8] = b"com.lyndir.masterpassword";
-    let mut salt = SEED.to_vec();
+/// Master Password's namespace (Sprig's `derivePassword`).
+const MASTER_PASSWORD_SEED: &[u8] = b"com.lyndir.masterpassword";
+
+/// What identifies a Master Password key within a render (the key itself
+/// is never kept by its inputs).
+fn master_key_id(password: &[u8], user: &[u8]) -> [u8; 32] {
+    let mut hash = sha2::Sha256::new();
+    for part in [password, user] {
+        hash.update((part.len() as u64).to_be_bytes());
+        hash.update(part);
+    }
+    hash.finalize().into()
+}
+
+/// Master Password's key: scrypt of the password salted with the user.
+fn master_key(password: &[u8], user: &[u8]) -> [u8; 64] {
+    let mut salt = MASTER_PASSWORD_SEED.to_vec();
     salt.extend((user.len() as u32).to_be_bytes());
     salt.extend(user);
     let mut key = [0u8; 64];
     let params = scrypt::Params::new(15, 8, 2, 64).expect("constant scrypt parameters");
     scrypt::scrypt(password, &salt, &params, &mut key).expect("64-byte output");
+    key
+}
+
+/// Master Password (Sprig's `derivePassword`) of a site: HMAC-SHA256 of
+/// the site and counter under the key, characters of a template.
+fn site_password(key: &[u8; 64], counter: u32, templates: &[&str], site: &[u8]) -> String {
+    use hmac::Mac as _;
+    const SEED: &[u8] = MASTER_PASSWORD_SEED;
     let mut message = SEED.to_vec();
     message.extend((site.len() as u32).to_be_bytes());
     message.extend(site);
     message.extend(counter.to_be_bytes());
-    let mut mac = hmac::Hmac::<sha2::Sha256>::new_from_slice(&key).expect("any key length");
+    let mut mac = hmac::Hmac::<sha2::Sha256>::new_from_slice(key).expect("any key length");
     mac.update(&message);
     let seed = mac.finalize().into_bytes();
     let template = templates[usize::from(seed[0]) % templates.len()].as_bytes();

@@ -80,6 +80,11 @@ pub struct Randomness {
     sites: HashMap<Site, u64>,
     site: String,
     work: u64,
+    /// Master Password keys derived in this render, by a hash of the
+    /// master password and user: scrypt is the costly part of
+    /// `derivePassword`, and charts derive several passwords from one
+    /// master. Bounded by the work budget (each new key is charged).
+    master_keys: HashMap<[u8; 32], [u8; 64]>,
 }
 
 impl Default for Randomness {
@@ -122,6 +127,7 @@ impl Randomness {
             sites: HashMap::new(),
             site: String::new(),
             work: 0,
+            master_keys: HashMap::new(),
         }
     }
 
@@ -155,6 +161,16 @@ impl Randomness {
             ],
         );
         ChaCha20Rng::from_seed(seed)
+    }
+
+    /// The Master Password key of `id` if this render derived it already.
+    pub fn master_key(&self, id: &[u8; 32]) -> Option<[u8; 64]> {
+        self.master_keys.get(id).copied()
+    }
+
+    /// Keeps a derived Master Password key for the rest of the render.
+    pub fn keep_master_key(&mut self, id: [u8; 32], key: [u8; 64]) {
+        self.master_keys.insert(id, key);
     }
 
     /// Charges `units` of work, failing past `max` (checked before the
@@ -278,7 +294,9 @@ fn call_random(st: &mut State<'_>, name: &str, a: &[Value], pos: &Pos) -> Result
                 return Err("invalid argument to Intn".into());
             }
             let mut rng = st.rt.random.stream(pos);
-            Ok(Value::Int(lo + below(&mut rng, span as u64) as i64))
+            Ok(Value::Int(
+                lo.wrapping_add(below(&mut rng, span as u64) as i64),
+            ))
         }
         "randBytes" => {
             arity(name, a, 1)?;

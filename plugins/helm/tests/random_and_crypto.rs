@@ -514,13 +514,57 @@ fn hostile_sizes_are_refused_before_the_work() {
     assert!(e.contains("error calling genPrivateKey"), "{e}");
     assert!(e.contains("budget of 1000 crypto work units"), "{e}");
     let e = err(
-        "{{- range until 1000 }}\n  - {{ derivePassword 1 \"long\" \"p\" \"u\" \"s\" }}\n{{- end }}\n",
+        "{{- range until 1000 }}\n  - {{ derivePassword 1 \"long\" \"p\" (toString .) \"s\" }}\n{{- end }}\n",
         &small,
     );
     assert!(
         e.contains("error calling derivePassword") && e.contains("crypto work units"),
         "{e}"
     );
+}
+
+#[test]
+fn passwords_of_one_master_password_and_user_cost_one_key_derivation() {
+    // Room for one scrypt only: twenty sites of one master and user
+    // render; a second user does not.
+    let one = Options {
+        limits: Limits {
+            max_crypto_work: 1_000,
+            ..Limits::default()
+        },
+        ..Options::default()
+    };
+    let d = data(
+        "{{- range until 20 }}\n  s{{ . }}: {{ derivePassword 1 \"long\" \"master\" \"alice\" (printf \"site%d\" .) | quote }}\n{{- end }}\n",
+        &one,
+    );
+    assert_eq!(d.len(), 20);
+    assert_ne!(field(&d, "s0"), field(&d, "s1"));
+    let e = err(
+        "  a: {{ derivePassword 1 \"long\" \"master\" \"alice\" \"x\" }}\n  b: {{ derivePassword 1 \"long\" \"master\" \"bob\" \"x\" }}\n",
+        &one,
+    );
+    assert!(e.contains("crypto work units"), "{e}");
+}
+
+#[test]
+fn rsa_keys_handed_in_are_held_to_sizes_go_signs_with() {
+    use rand_core::SeedableRng as _;
+    use rsa::pkcs1::EncodeRsaPrivateKey as _;
+    let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(7);
+    let small = rsa::RsaPrivateKey::new(&mut rng, 512).unwrap();
+    let der = small.to_pkcs1_der().unwrap();
+    let pem = pem_rfc7468::encode_string(
+        "RSA PRIVATE KEY",
+        pem_rfc7468::LineEnding::LF,
+        der.as_bytes(),
+    )
+    .unwrap();
+    let e = err(
+        &format!("  a: {{{{ genCAWithKey \"x\" 1 {:?} }}}}\n", pem.as_str()),
+        &Options::default(),
+    );
+    assert!(e.contains("512-bit keys are not supported"), "{e}");
 }
 
 #[test]
