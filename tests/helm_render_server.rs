@@ -410,30 +410,68 @@ async fn a_dependency_in_another_private_repository_gets_its_own_credentials_and
             ),
         ],
     );
+    // A second library in B (an umbrella chart's postgresql and redis
+    // come from one repository).
+    let cache = package(
+        "cache",
+        &[
+            (
+                "Chart.yaml",
+                "apiVersion: v2\nname: cache\nversion: 1.0.0\n",
+            ),
+            (
+                "templates/cache.yaml",
+                "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}-cache\ndata:\n  from: cache\n",
+            ),
+        ],
+    );
+    b.put("cache-1.0.0.tgz", cache.clone());
+    b.put(
+        "index.yaml",
+        index(&[
+            ("lib", "1.0.0", "lib-1.0.0.tgz", Some(sha256(&lib))),
+            ("cache", "1.0.0", "cache-1.0.0.tgz", Some(sha256(&cache))),
+        ]),
+    );
     for repo in [&b, &outside] {
         repo.put("lib-1.0.0.tgz", lib.clone());
-        repo.put(
-            "index.yaml",
-            index(&[("lib", "1.0.0", "lib-1.0.0.tgz", Some(sha256(&lib)))]),
-        );
     }
+    outside.put(
+        "index.yaml",
+        index(&[("lib", "1.0.0", "lib-1.0.0.tgz", Some(sha256(&lib)))]),
+    );
     // Repository A (private, user alice): a chart depending on B's
     // library, one depending on the outside repository's, and a hostile
     // one listing 1,000 dependency repositories.
     let a = ChartRepo::start(Some("alice:a-s3cret"));
     let app = parent("app", "1.2.0", &[("lib".into(), "1.0.0", b.url())]);
+    let umbrella = parent(
+        "umbrella",
+        "1.2.0",
+        &[
+            ("lib".into(), "1.0.0", b.url()),
+            ("cache".into(), "1.0.0", format!("{}/", b.url())),
+        ],
+    );
     let leaky = parent("leaky", "1.2.0", &[("lib".into(), "1.0.0", outside.url())]);
     let many_dependencies: Vec<(String, &str, String)> = (0..1000)
         .map(|i| (format!("d{i}"), "1.0.0", format!("{}/r{i}", outside.url())))
         .collect();
     let many = parent("many", "1.2.0", &many_dependencies);
     a.put("app-1.2.0.tgz", app.clone());
+    a.put("umbrella-1.2.0.tgz", umbrella.clone());
     a.put("leaky-1.2.0.tgz", leaky.clone());
     a.put("many-1.2.0.tgz", many.clone());
     a.put(
         "index.yaml",
         index(&[
             ("app", "1.2.0", "app-1.2.0.tgz", Some(sha256(&app))),
+            (
+                "umbrella",
+                "1.2.0",
+                "umbrella-1.2.0.tgz",
+                Some(sha256(&umbrella)),
+            ),
             ("leaky", "1.2.0", "leaky-1.2.0.tgz", Some(sha256(&leaky))),
             ("many", "1.2.0", "many-1.2.0.tgz", Some(sha256(&many))),
         ]),
@@ -472,6 +510,7 @@ async fn a_dependency_in_another_private_repository_gets_its_own_credentials_and
             .unwrap();
     }
     application(&cluster, "app", "fenced", &a.url(), "app").await;
+    application(&cluster, "umbrella", "fenced", &a.url(), "umbrella").await;
     application(&cluster, "leaky", "fenced", &a.url(), "leaky").await;
     application(&cluster, "many", "open", &a.url(), "many").await;
     let (_server, _controller) = processes(
@@ -511,6 +550,17 @@ async fn a_dependency_in_another_private_repository_gets_its_own_credentials_and
             .all(|r| r.user.is_none() || r.user.as_deref() == Some("bob")),
         "{b_requests:?}"
     );
+
+    // Two dependencies from one repository: it is granted once and both
+    // render.
+    synced(&cluster, "umbrella", "1.2.0").await;
+    for (name, from) in [("umbrella-lib", "library"), ("umbrella-cache", "cache")] {
+        let object = cluster
+            .get("v1", "ConfigMap", "configmaps", Some("guestbook"), name)
+            .await
+            .unwrap();
+        assert_eq!(object["data"]["from"], from, "{object}");
+    }
 
     // A dependency repository outside sourceRepos is refused before
     // anything is fetched from it, naming the chart, the dependency and

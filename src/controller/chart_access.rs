@@ -20,8 +20,10 @@
 //!   A repository's credentials thus go to the render server only for a
 //!   chart that depends on it, and only to that repository. A render
 //!   server that lies about what a chart needs obtains at most the
-//!   credentials of repositories the project's `sourceRepos` admit (what
-//!   Argo CD sends its repo-server with every request).
+//!   credentials of chart repositories the project's `sourceRepos` admit
+//!   (what Argo CD sends its repo-server with every request): only Secrets
+//!   marked `type: helm` are granted, never a Git repository's.
+//!   Dependencies of one repository in one answer get it granted once.
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
@@ -192,10 +194,35 @@ fn credentials_of(secrets: &ControllerSecrets, url: &str) -> Option<WireCredenti
     }
 }
 
+/// The credentials dependency repository `url` (`https://…` or `oci://…`)
+/// is granted on a render server's word: those of the Secret describing it
+/// as [`ControllerSecrets::helm_repository`] finds it, only if that Secret
+/// is meant for a chart repository (`type: helm`; for `oci://`, also
+/// `enableOCI: "true"`), never for the URL of a Git repository's Secret,
+/// and basic credentials only. A render server naming a Git repository
+/// thus obtains no Git token. (Stricter than [`credentials_of`], used in
+/// this process where the credentials go only to the repository itself,
+/// and than a chart's own repository, whose Secret needs no `type: helm`:
+/// the Application, not the render server, names that one.)
+fn granted_credentials(secrets: &ControllerSecrets, url: &str) -> Option<WireCredentials> {
+    if secrets.is_git_repository(url) {
+        return None;
+    }
+    let repository = secrets.helm_repository(url)?;
+    if !repository.helm || (url.starts_with("oci://") && !repository.enable_oci) {
+        return None;
+    }
+    match repository.credentials? {
+        c @ Credentials::Basic { .. } => Some(c.into()),
+        _ => None,
+    }
+}
+
 /// After a render server's answer `stop`: if it asks for dependency
 /// repositories (and `round`, counted from 0, may have a successor), checks
 /// each against `project`, adds it to `request` with its credentials and
-/// returns `Ok` (ask again); otherwise the stop to record.
+/// returns `Ok` (ask again); otherwise the stop to record. Credentials are
+/// granted only from chart repositories' Secrets ([`granted_credentials`]).
 pub fn grant(
     project: &Project,
     secrets: &ControllerSecrets,
@@ -222,6 +249,10 @@ pub fn grant(
         ));
     }
     let wanted: BTreeSet<&NeededRepository> = stop.repositories_needed.iter().collect();
+    // The server names a repository once per dependency from it: one
+    // named again in this round (two dependencies of one repository) is
+    // granted once; one granted in an earlier round is the server's fault.
+    let earlier = granted.len();
     for needed in wanted {
         if let Err(violation) = project.admit_dependency_repository(&needed.url) {
             return Err(Stop::new(
@@ -231,12 +262,15 @@ pub fn grant(
             ));
         }
         let url = needed.url.trim_end_matches('/');
-        if granted.iter().any(|g| g.url == url) {
+        if granted[..earlier].iter().any(|g| g.url == url) {
             return Err(Stop::new(
                 "ComparisonError",
                 "RenderServerFailed",
                 format!("{needed}: the render server asks again for a repository it was granted"),
             ));
+        }
+        if granted[earlier..].iter().any(|g| g.url == url) {
+            continue;
         }
         if granted.len() >= MAX_GRANTED_REPOSITORIES {
             return Err(Stop::new(
@@ -250,7 +284,7 @@ pub fn grant(
         }
         granted.push(GrantedRepository {
             url: url.to_owned(),
-            credentials: credentials_of(secrets, url),
+            credentials: granted_credentials(secrets, url),
         });
     }
     Ok(())
@@ -454,6 +488,140 @@ mod tests {
         grant(&open, &secrets(), &mut request, again(), 0).unwrap();
         let stop = grant(&open, &secrets(), &mut request, again(), 1).unwrap_err();
         assert_eq!(stop.reason, "RenderServerFailed", "{stop}");
+    }
+
+    #[test]
+    fn dependencies_sharing_a_repository_in_one_round_get_it_granted_once() {
+        // An umbrella chart's postgresql and redis from one repository: the
+        // server names the repository once per dependency.
+        let mut request = request();
+        grant(
+            &project(),
+            &secrets(),
+            &mut request,
+            needs(&[
+                "https://b.example.com/charts",
+                "https://b.example.com/charts/",
+                "https://a.example.com/charts",
+                "https://b.example.com/charts",
+            ]),
+            0,
+        )
+        .unwrap();
+        assert_eq!(
+            granted(&request),
+            [
+                ("https://b.example.com/charts".into(), Some("bob".into())),
+                ("https://a.example.com/charts".into(), Some("alice".into())),
+            ]
+        );
+        // Asked for again in a later round, it is still the server's fault.
+        let stop = grant(
+            &project(),
+            &secrets(),
+            &mut request,
+            needs(&["https://b.example.com/charts"]),
+            1,
+        )
+        .unwrap_err();
+        assert_eq!(stop.reason, "RenderServerFailed", "{stop}");
+    }
+
+    #[test]
+    fn a_git_repositorys_credentials_are_never_granted_to_a_render_server() {
+        let open = Project::new(
+            "open",
+            serde_json::from_value(serde_json::json!({"sourceRepos": ["*"]})).unwrap(),
+        );
+        let secrets = ControllerSecrets::fixed([
+            // Git repositories (no `type: helm`): a repository, an
+            // organisation's repo-creds, a registry path without a type.
+            labeled(
+                "git",
+                SecretType::Repository,
+                &[
+                    ("url", "https://git.example.com/org/config"),
+                    ("username", "ci"),
+                    ("password", "git-pat"),
+                ],
+            ),
+            labeled(
+                "git-org",
+                SecretType::RepoCreds,
+                &[
+                    ("url", "https://git.example.com/org"),
+                    ("password", "org-pat"),
+                ],
+            ),
+            labeled(
+                "git-registry",
+                SecretType::Repository,
+                &[
+                    ("url", "registry.example.com/git"),
+                    ("password", "registry-pat"),
+                ],
+            ),
+            // A Helm repo-creds covering a Git repository's URL.
+            labeled(
+                "charts",
+                SecretType::RepoCreds,
+                &[
+                    ("url", "https://charts.example.com"),
+                    ("type", "helm"),
+                    ("username", "charts"),
+                    ("password", "charts-secret"),
+                ],
+            ),
+            labeled(
+                "git-on-charts",
+                SecretType::Repository,
+                &[
+                    ("url", "https://charts.example.com/team/config"),
+                    ("type", "git"),
+                    ("password", "team-pat"),
+                ],
+            ),
+            // A Helm repository whose registry path lacks `enableOCI`.
+            labeled(
+                "not-oci",
+                SecretType::Repository,
+                &[
+                    ("url", "registry.example.com/plain"),
+                    ("type", "helm"),
+                    ("password", "plain-secret"),
+                ],
+            ),
+        ]);
+        let mut request = request();
+        grant(
+            &open,
+            &secrets,
+            &mut request,
+            needs(&[
+                "https://git.example.com/org/config",
+                "https://git.example.com/org/other/",
+                "oci://registry.example.com/git",
+                "https://charts.example.com/team/config",
+                "oci://registry.example.com/plain",
+                "https://charts.example.com/stable",
+            ]),
+            0,
+        )
+        .unwrap();
+        assert_eq!(
+            granted(&request),
+            [
+                ("https://git.example.com/org/config".into(), None),
+                ("https://git.example.com/org/other".into(), None),
+                ("oci://registry.example.com/git".into(), None),
+                ("https://charts.example.com/team/config".into(), None),
+                ("oci://registry.example.com/plain".into(), None),
+                (
+                    "https://charts.example.com/stable".into(),
+                    Some("charts".into())
+                ),
+            ]
+        );
     }
 
     #[test]

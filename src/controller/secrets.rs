@@ -252,6 +252,9 @@ impl CredentialProvider for RepoCredentials {
 /// `type: helm`, `enableOCI`, `username`, `password`).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct HelmRepository {
+    /// `type: helm`: the Secret is meant for a chart repository (Helm or
+    /// OCI); without it, Argo CD reads it as a Git repository's.
+    pub helm: bool,
     /// `type: helm` and `enableOCI: "true"`: the URL, written without
     /// `oci://`, is an OCI registry path.
     pub enable_oci: bool,
@@ -285,7 +288,8 @@ impl ControllerSecrets {
     pub fn helm_repository(&self, repo: &str) -> Option<HelmRepository> {
         let wanted = chart_repo_key(repo);
         let describe = |secret: &KubeSecret| HelmRepository {
-            enable_oci: value(secret, "type").is_some_and(|t| t.eq_ignore_ascii_case("helm"))
+            helm: is_helm(secret),
+            enable_oci: is_helm(secret)
                 && value(secret, "enableOCI").is_some_and(|v| v.eq_ignore_ascii_case("true")),
             credentials: credentials_of(secret),
         };
@@ -312,6 +316,23 @@ impl ControllerSecrets {
         }
         best.map(|(_, repository)| repository)
     }
+
+    /// Whether a `repository` Secret without `type: helm` (a Git
+    /// repository's) names `repo` (compared as [`Self::helm_repository`]
+    /// compares).
+    pub fn is_git_repository(&self, repo: &str) -> bool {
+        let wanted = chart_repo_key(repo);
+        self.of_type(SecretType::Repository).iter().any(|secret| {
+            !is_helm(secret)
+                && value(secret, "url").is_some_and(|url| chart_repo_key(&url) == wanted)
+        })
+    }
+}
+
+/// Whether `secret` says `type: helm` (Argo CD's mark of a Helm or OCI
+/// chart repository's Secret).
+fn is_helm(secret: &KubeSecret) -> bool {
+    value(secret, "type").is_some_and(|t| t.eq_ignore_ascii_case("helm"))
 }
 
 /// A labeled Secret for tests and examples: `data` from string pairs.
