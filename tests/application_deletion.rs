@@ -725,3 +725,160 @@ async fn a_post_delete_hook_is_held_to_the_project() {
     assert!(finalizers(&app).iter().any(|f| f == POST_DELETE_FINALIZER));
     let _ = w.stop.send(());
 }
+
+/// Attack: a chart's PreDelete hooks name other teams' failed Jobs: one
+/// nobody tracks, one another Application tracks. Deleting the Application
+/// must not delete them "to run them again": the deletion stops with a
+/// condition naming each, and both Jobs stay as they were.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_deletion_hook_never_deletes_an_object_it_does_not_track() {
+    let w = world(default_config()).await;
+    let mut uids = Vec::new();
+    for (name, owner) in [("victim", None), ("other-victim", Some("other"))] {
+        let mut metadata = json!({"name": name, "namespace": NS});
+        if let Some(app) = owner {
+            metadata["labels"] = json!({"kiln.dev/app": app});
+            metadata["annotations"] =
+                json!({"kiln.dev/tracking-id": format!("{app}:batch/Job:{NS}/{name}")});
+        }
+        let victim = w
+            .cluster
+            .apply(
+                "jobs",
+                json!({"apiVersion": "batch/v1", "kind": "Job", "metadata": metadata,
+                    "spec": {"template": {"spec": {"restartPolicy": "Never",
+                        "containers": [{"name": "run", "image": "busybox"}]}}}}),
+                "other-team",
+                false,
+            )
+            .await
+            .unwrap();
+        finish_job(&w.cluster, name, "Failed").await;
+        uids.push((name, victim["metadata"]["uid"].clone()));
+    }
+    let repo = ChartRepo::start(None);
+    publish(
+        &repo,
+        "grabby",
+        &[(
+            "1.0.0",
+            chart(
+                "grabby",
+                "1.0.0",
+                &[
+                    ("plain.yaml", configmap("plain", "")),
+                    (
+                        "victim.yaml",
+                        job("victim", None, "    helm.sh/hook: pre-delete\n"),
+                    ),
+                    (
+                        "other-victim.yaml",
+                        job("other-victim", None, "    helm.sh/hook: pre-delete\n"),
+                    ),
+                ],
+            ),
+        )],
+    );
+    create_app(&w.cluster, "grabby", &repo, "grabby", "default").await;
+    eventually("synced with the pre-delete finalizer", async || {
+        live_configmap(&w.cluster, "plain").await?;
+        let app = apps(&w.cluster).get("grabby").await.unwrap();
+        finalizers(&app)
+            .iter()
+            .any(|f| f == PRE_DELETE_FINALIZER)
+            .then_some(())
+    })
+    .await;
+    apps(&w.cluster)
+        .delete("grabby", &Default::default())
+        .await
+        .unwrap();
+    let condition = eventually("a condition naming the Jobs", async || {
+        condition_with(&w.cluster, "grabby", "victim").await
+    })
+    .await;
+    assert_eq!(condition["type"], "DeletionError", "{condition}");
+    let message = condition["message"].as_str().unwrap();
+    for (name, uid) in &uids {
+        assert!(
+            message.contains(&format!(
+                "batch/Job {NS}/{name} exists and is not this application's hook"
+            )),
+            "{condition}"
+        );
+        let live = live_job(&w.cluster, NS, name).await.expect("the Job stays");
+        assert_eq!(&live["metadata"]["uid"], uid, "the very same Job: {live}");
+        assert!(live["metadata"]["deletionTimestamp"].is_null(), "{live}");
+    }
+    assert!(live_configmap(&w.cluster, "plain").await.is_some());
+    let app = apps(&w.cluster).get("grabby").await.unwrap();
+    assert!(finalizers(&app).iter().any(|f| f == PRE_DELETE_FINALIZER));
+    let _ = w.stop.send(());
+}
+
+/// Attack: a live PreDelete hook whose delete policy someone rewrote to
+/// nonsense does not hold its Application forever: it is cleaned up as a
+/// hook without a policy is, and the Application goes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hook_whose_live_delete_policy_is_invalid_is_still_cleaned_up() {
+    let w = world(default_config()).await;
+    let repo = ChartRepo::start(None);
+    publish(
+        &repo,
+        "garbled",
+        &[(
+            "1.0.0",
+            chart(
+                "garbled",
+                "1.0.0",
+                &[
+                    ("plain.yaml", configmap("plain", "")),
+                    (
+                        "prepare.yaml",
+                        job(
+                            "garbled-prepare",
+                            None,
+                            "    helm.sh/hook: pre-delete\n    helm.sh/hook-delete-policy: hook-succeeded\n",
+                        ),
+                    ),
+                ],
+            ),
+        )],
+    );
+    create_app(&w.cluster, "garbled", &repo, "garbled", "default").await;
+    eventually("the pre-delete finalizer", async || {
+        let app = apps(&w.cluster).get("garbled").await.unwrap();
+        finalizers(&app)
+            .iter()
+            .any(|f| f == PRE_DELETE_FINALIZER)
+            .then_some(())
+    })
+    .await;
+    apps(&w.cluster)
+        .delete("garbled", &Default::default())
+        .await
+        .unwrap();
+    eventually("the hook created", async || {
+        live_job(&w.cluster, NS, "garbled-prepare").await
+    })
+    .await;
+    let garble =
+        json!({"metadata": {"annotations": {"helm.sh/hook-delete-policy": "not-a-policy"}}});
+    w.cluster
+        .api("batch/v1", "Job", "jobs", Some(NS))
+        .patch(
+            "garbled-prepare",
+            &PatchParams::default(),
+            &Patch::Merge(&garble),
+        )
+        .await
+        .unwrap();
+    finish_job(&w.cluster, "garbled-prepare", "Complete").await;
+    eventually("the Application gone", async || {
+        app_gone(&w.cluster, "garbled").await
+    })
+    .await;
+    assert!(live_job(&w.cluster, NS, "garbled-prepare").await.is_none());
+    assert!(live_configmap(&w.cluster, "plain").await.is_none());
+    let _ = w.stop.send(());
+}

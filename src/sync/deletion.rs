@@ -58,8 +58,9 @@ pub enum HookRound {
     Running(String),
     /// Every one completed (is healthy).
     Succeeded,
-    /// At least one failed (is degraded), ran longer than the timeout, or
-    /// could not be created; the text names each and says why. Those that
+    /// At least one failed (is degraded), ran longer than the timeout,
+    /// could not be created, or its name is taken by an object this
+    /// application does not track; the text names each and says why. Those that
     /// ran were deleted, so that the next round runs them again.
     Failed(String),
 }
@@ -141,7 +142,9 @@ impl Engine<'_> {
     /// rendered objects, already held to its project): each one not in the
     /// cluster is created, each one there is judged by its health. A hook
     /// still running `timeout` after its creation has failed; a failed hook
-    /// is deleted, so that the next round creates it again.
+    /// is deleted, so that the next round creates it again. An object at a
+    /// hook's name that this application does not track (another's, or
+    /// nobody's) is neither judged nor deleted: the round fails, naming it.
     pub async fn run_deletion_hooks(
         &self,
         hook: DeletionHook,
@@ -198,6 +201,12 @@ impl Engine<'_> {
                 }
                 continue;
             };
+            if !self.tracks(&live) {
+                // Someone else's object at the hook's name (another
+                // team's failed Job, say): neither judged nor deleted.
+                failed.push(format!("{key} exists and is not this application's hook"));
+                continue;
+            }
             if being_deleted(&live) {
                 running.push(format!("{key}: being deleted"));
                 continue;
@@ -238,8 +247,8 @@ impl Engine<'_> {
     /// Deletes the application's `hook` hooks as their delete policies say,
     /// judged on their health together (as Argo CD does): `HookSucceeded`
     /// ones when every hook is healthy, `HookFailed` ones when any is
-    /// degraded, and those that set no policy at all. Returns how many it
-    /// deleted.
+    /// degraded, and those that set no policy at all (or one that no longer
+    /// parses: someone edited the live hook). Returns how many it deleted.
     pub async fn cleanup_deletion_hooks(&self, hook: DeletionHook) -> Result<usize> {
         let hooks: Vec<_> = self
             .tracked_now()
@@ -256,8 +265,14 @@ impl Engine<'_> {
         let mut deleted = 0;
         for (resolved, live) in &hooks {
             let key = ObjectKey::of(live);
-            let policies = plan::delete_policies(live)?;
+            // A live policy someone made unreadable counts as none (the
+            // hook is cleaned up) rather than holding the finalizer forever.
+            let policies = plan::delete_policies(live).unwrap_or_else(|e| {
+                tracing::warn!(%hook, object = %key, error = %e, "invalid delete policy; cleaned up as a hook without one");
+                Vec::new()
+            });
             let doomed = !plan::has_delete_policy(live)
+                || policies.is_empty()
                 || (succeeded && policies.contains(&DeletePolicy::HookSucceeded))
                 || (failed && policies.contains(&DeletePolicy::HookFailed));
             if !doomed || being_deleted(live) {

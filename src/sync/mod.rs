@@ -413,11 +413,14 @@ impl<'a> Engine<'a> {
     fn tracked_among(&self, labelled: Vec<(Resolved, Value)>) -> Vec<(Resolved, Value)> {
         labelled
             .into_iter()
-            .filter(|(_, value)| {
-                let key = ObjectKey::of(value);
-                tracked_as(value) == Some(tracking_id(&self.app.name, &key).as_str())
-            })
+            .filter(|(_, value)| self.tracks(value))
             .collect()
+    }
+
+    /// True when this application tracks `live`: its tracking annotation
+    /// names this app *and* this very object.
+    fn tracks(&self, live: &Value) -> bool {
+        tracked_as(live) == Some(tracking_id(&self.app.name, &ObjectKey::of(live)).as_str())
     }
 
     /// The objects of `kind` labelled for this application, from the API
