@@ -138,6 +138,49 @@ async fn waves_and_hooks_apply_in_order_and_hooks_are_cleaned_up() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hook_never_replaces_an_object_the_application_does_not_track() {
+    let cluster = ready_cluster().await;
+    let kube = KubeCluster::new(cluster.client.clone());
+    let jobs = cluster.api("batch/v1", "Job", "jobs", Some("default"));
+    for policy in ["BeforeHookCreation", "HookSucceeded"] {
+        // Another team's Job, with the name a chart gives its hook.
+        let mut theirs = job("victim", "PreSync", policy);
+        theirs["metadata"]["namespace"] = "default".into();
+        theirs["metadata"]["annotations"] = json!({});
+        let theirs = cluster
+            .apply("jobs", theirs, "other-team", false)
+            .await
+            .unwrap();
+        let result = Engine::new(&kube, app(), fast())
+            .sync(vec![
+                job("victim", "PreSync", policy),
+                cm("config", json!({})),
+            ])
+            .await
+            .unwrap();
+        assert_ne!(
+            result.outcome,
+            Outcome::Succeeded,
+            "{policy}: {}",
+            result.message
+        );
+        assert!(
+            format!("{result:?}").contains("exists and is not this application's hook"),
+            "{policy}: {result:?}"
+        );
+        let live = jobs.get_opt("victim").await.unwrap().expect("still there");
+        assert_eq!(
+            live.metadata.uid,
+            theirs["metadata"]["uid"].as_str().map(str::to_owned),
+            "{policy}: the other team's Job was replaced"
+        );
+        assert!(live.metadata.deletion_timestamp.is_none());
+        jobs.delete("victim", &Default::default()).await.unwrap();
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failing_wave_stops_the_sync_and_runs_sync_fail_hooks() {
     let cluster = ready_cluster().await;
     let kube = KubeCluster::new(cluster.client.clone());

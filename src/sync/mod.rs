@@ -956,12 +956,15 @@ impl<'a> Engine<'a> {
         if self.options.dry_run {
             return Ok((Action::HookSucceeded, "dry run: not run".into(), None));
         }
-        if self
-            .live(&resolved, key)
-            .await
-            .map_err(|e| api_error(&e))?
-            .is_some()
-        {
+        if let Some(live) = self.live(&resolved, key).await.map_err(|e| api_error(&e))? {
+            // Only an earlier run of this application's hook is replaced
+            // or counted: a chart must not delete, or pass off as its
+            // own, another owner's object by naming a hook after it.
+            if !self.tracks(&live) {
+                return Err(format!(
+                    "{key} exists and is not this application's hook: nothing was replaced"
+                ));
+            }
             if policies.contains(&DeletePolicy::BeforeHookCreation) {
                 api.delete(&key.name, &DeleteParams::background())
                     .await
