@@ -854,8 +854,9 @@ pub fn call(st: &mut State<'_>, name: &str, a: &[Value], pos: &Pos) -> R {
                     plain.len()
                 )));
             }
-            let mut iv = [0u8; 16];
-            st.rt.random.stream(pos).fill_bytes(&mut iv);
+            let mut stream_key = [0u8; 32];
+            st.rt.random.stream(pos).fill_bytes(&mut stream_key);
+            let iv = aes_iv(&stream_key, &password, &plain);
             Ok(Value::str(encrypt_aes(&password, &plain, iv)))
         }
         "decryptAES" => {
@@ -898,6 +899,22 @@ fn aes_key(password: &[u8]) -> [u8; 32] {
 }
 
 /// Sprig's `encryptAES`: base64 of IV and AES-256-CBC with PKCS#7 padding.
+/// The IV of an `encryptAES` call: keyed by the call's stream, and a
+/// function of the password and the plaintext too. The same inputs give
+/// the same ciphertext (no drift at every refresh); another plaintext at
+/// the same call site (the next revision's) gets another IV, so CBC does
+/// not show which leading blocks two revisions share.
+fn aes_iv(stream_key: &[u8; 32], password: &[u8], plain: &[u8]) -> [u8; 16] {
+    use hmac::Mac as _;
+    let mut mac = hmac::Hmac::<sha2::Sha256>::new_from_slice(stream_key).expect("any key length");
+    for part in [password, plain] {
+        mac.update(&(part.len() as u64).to_be_bytes());
+        mac.update(part);
+    }
+    let tag = mac.finalize().into_bytes();
+    tag[..16].try_into().expect("32-byte tag")
+}
+
 pub fn encrypt_aes(password: &[u8], plain: &[u8], iv: [u8; 16]) -> String {
     use cbc::cipher::{BlockEncryptMut as _, KeyIvInit as _, block_padding::Pkcs7};
     let enc = cbc::Encryptor::<aes::Aes256>::new(&aes_key(password).into(), &iv.into());

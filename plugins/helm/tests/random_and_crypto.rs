@@ -636,3 +636,29 @@ fn bad_arguments_are_errors_naming_the_function() {
         assert!(e.contains(want), "{body}\n  got: {e}\n  want: {want}");
     }
 }
+
+#[test]
+fn encrypt_aes_gives_another_iv_to_another_plaintext_at_the_same_call() {
+    use base64::Engine as _;
+    let with = |secret: &str| Options {
+        set: vec![format!("secret={secret}")],
+        ..seeded("s")
+    };
+    let body = "  c: {{ encryptAES \"key\" .Values.secret | quote }}\n  p: {{ encryptAES \"key\" .Values.secret | decryptAES \"key\" | quote }}\n";
+    let iv = |d: &serde_json::Map<String, serde_json::Value>| {
+        base64::engine::general_purpose::STANDARD
+            .decode(field(d, "c"))
+            .unwrap()[..16]
+            .to_vec()
+    };
+    let one = data(body, &with("0123456789abcdef-one"));
+    let two = data(body, &with("0123456789abcdef-two"));
+    assert_eq!(field(&one, "p"), "0123456789abcdef-one");
+    assert_eq!(field(&two, "p"), "0123456789abcdef-two");
+    assert_ne!(iv(&one), iv(&two), "the same IV for two plaintexts");
+    assert_eq!(
+        data(body, &with("0123456789abcdef-one")),
+        one,
+        "not deterministic"
+    );
+}
