@@ -359,6 +359,63 @@ async fn credentials_go_to_the_repository_origin_only() {
 }
 
 #[tokio::test]
+async fn another_repositorys_index_cannot_take_a_private_chart_from_the_cache() {
+    // A private chart fetched with credentials is in the cache; another
+    // repository's index names the same archive (its URL on the private
+    // origin, its digest): it must not be served from the cache.
+    let private = ChartRepo::start(Some("alice:s3cret"));
+    let bytes = web("1.0.0");
+    private.put("web-1.0.0.tgz", bytes.clone());
+    private.put(
+        "index.yaml",
+        index(&[("web", "1.0.0", "web-1.0.0.tgz", Some(sha256(&bytes)))]),
+    );
+    let hostile = ChartRepo::start(None);
+    hostile.put(
+        "index.yaml",
+        index(&[(
+            "web",
+            "1.0.0",
+            &format!("{}/web-1.0.0.tgz", private.url()),
+            Some(sha256(&bytes)),
+        )]),
+    );
+    let cache = tempfile::tempdir().unwrap();
+    let credentials = PrefixCredentials::new().with(
+        private.url(),
+        Credentials::Basic {
+            username: "alice".into(),
+            password: Secret::new("s3cret"),
+        },
+    );
+    let fetcher = ChartFetcher::new(
+        HelmConfig::new(cache.path().to_path_buf()),
+        Arc::new(credentials),
+        kiln::artifact::RegistryCredentials::none(),
+    )
+    .unwrap();
+    fetcher
+        .fetch(&repo_chart(&private, "web", "1.0.0"))
+        .await
+        .unwrap();
+    let taken = fetcher.fetch(&repo_chart(&hostile, "web", "1.0.0")).await;
+    assert!(
+        taken.is_err(),
+        "the hostile repository got the private chart from the cache"
+    );
+    assert_eq!(
+        private
+            .requests()
+            .iter()
+            .filter(|r| r.authorized && r.path == "/web-1.0.0.tgz")
+            .count(),
+        1,
+        "{:?}",
+        private.requests()
+    );
+}
+
+#[tokio::test]
 async fn polling_an_unchanged_index_fetches_no_archive() {
     let repo = repository();
     let cache = tempfile::tempdir().unwrap();

@@ -78,10 +78,10 @@ impl ChartCache {
     }
 
     /// The unpacked chart of this archive digest, if cached *and* once
-    /// downloaded from `origin` (a repository's scheme, host and port): an
+    /// downloaded for `origin` (the repository whose index named it): an
     /// index naming the digest of a chart another repository served (a
-    /// private one, fetched with credentials) does not get it from the
-    /// cache.
+    /// private one, fetched with credentials), even at that chart's URL,
+    /// does not get it from the cache.
     pub fn get_from(&self, digest: &Digest, origin: &str) -> Option<PathBuf> {
         let listed = std::fs::read_to_string(self.origins(digest)).ok()?;
         if !listed.lines().any(|line| line == origin) {
@@ -90,8 +90,8 @@ impl ChartCache {
         self.get(digest)
     }
 
-    /// Records that `origin` served the archive `digest` (after checking
-    /// it). Blocking.
+    /// Records that the archive `digest` was downloaded (and checked) for
+    /// the repository `origin`. Blocking.
     pub fn note_origin(&self, digest: &Digest, origin: &str) -> std::io::Result<()> {
         use std::io::Write as _;
         let path = self.origins(digest);

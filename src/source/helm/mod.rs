@@ -677,7 +677,11 @@ impl ChartFetcher {
                 .get(&url)
                 .copied(),
         };
-        let origin = origin_of(&url);
+        // Cache entries are per repository (the one whose index named the
+        // archive and whose credentials fetched it), not per the archive
+        // URL's origin, which an index chooses: another repository's index
+        // naming a private chart's URL and digest gets no cache hit.
+        let origin = repo.trim_end_matches('/').to_owned();
         if let Some(digest) = pinned
             && let Some(dir) = self.inner.cache.get_from(&digest, &origin)
         {
@@ -1083,12 +1087,4 @@ mod dependencies {
         }
         Ok(needed)
     }
-}
-
-/// The scheme, host and port of `url` (what may serve a cached archive
-/// again).
-fn origin_of(url: &str) -> String {
-    reqwest::Url::parse(url)
-        .map(|u| u.origin().ascii_serialization())
-        .unwrap_or_else(|_| url.to_owned())
 }
