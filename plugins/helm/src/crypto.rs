@@ -664,6 +664,38 @@ fn issuer_of(ca_cert: &str, ca_key: &str) -> Result<Issuer, String> {
 }
 
 /// Charges `units` of crypto work to the render.
+/// The key of a certificate: the PEM the `…WithKey` form was given, or a
+/// new RSA-2048 key (charged) from the call's stream.
+fn key_or_new(
+    st: &mut State<'_>,
+    pem: Option<&Value>,
+    rng: &mut ChaCha20Rng,
+) -> Result<PrivateKey, FnError> {
+    match pem {
+        Some(pem) => parse_private_key(&string_arg(pem)?)
+            .map_err(|e| FnError::Msg(format!("parsing private key: {e}"))),
+        None => {
+            charge(st, COST_RSA_2048)?;
+            rsa_key(rng, 2048)
+        }
+    }
+}
+
+/// Signs the certificate `t` for `key` (self-signed without `issuer`) at
+/// the render's clock: Sprig's certificate object.
+fn issue(
+    st: &mut State<'_>,
+    t: &Template,
+    key: &PrivateKey,
+    issuer: Option<&Issuer>,
+    rng: &mut ChaCha20Rng,
+) -> R {
+    charge(st, COST_CHEAP_KEY)?;
+    let (cert, key) = create(t, key, issuer, st.rt.now, rng)
+        .map_err(|e| FnError::Msg(format!("error creating certificate: {e}")))?;
+    Ok(certificate(cert, key))
+}
+
 fn charge(st: &mut State<'_>, units: u64) -> Result<(), FnError> {
     let max = st.rt.limits.max_crypto_work;
     st.rt.random.charge(units, max)
@@ -694,14 +726,7 @@ pub fn call(st: &mut State<'_>, name: &str, a: &[Value], pos: &Pos) -> R {
             let cn = text_arg(&a[0])?;
             let days = int_arg(&a[1])?;
             let mut rng = st.rt.random.stream(pos);
-            let key = if name == "genCA" {
-                charge(st, COST_RSA_2048)?;
-                rsa_key(&mut rng, 2048)?
-            } else {
-                parse_private_key(&string_arg(&a[2])?)
-                    .map_err(|e| FnError::Msg(format!("parsing private key: {e}")))?
-            };
-            charge(st, COST_CHEAP_KEY)?;
+            let key = key_or_new(st, (name == "genCAWithKey").then(|| &a[2]), &mut rng)?;
             let t = Template {
                 cn,
                 ips: Vec::new(),
@@ -709,9 +734,7 @@ pub fn call(st: &mut State<'_>, name: &str, a: &[Value], pos: &Pos) -> R {
                 days,
                 is_ca: true,
             };
-            let (cert, key) = create(&t, &key, None, st.rt.now, &mut rng)
-                .map_err(|e| FnError::Msg(format!("error creating certificate: {e}")))?;
-            Ok(certificate(cert, key))
+            issue(st, &t, &key, None, &mut rng)
         }
         "genSelfSignedCert" | "genSelfSignedCertWithKey" => {
             let with_key = name.ends_with("WithKey");
@@ -721,14 +744,7 @@ pub fn call(st: &mut State<'_>, name: &str, a: &[Value], pos: &Pos) -> R {
             let dns = dns_of(&a[2]).map_err(FnError::Msg)?;
             let days = int_arg(&a[3])?;
             let mut rng = st.rt.random.stream(pos);
-            let key = if with_key {
-                parse_private_key(&string_arg(&a[4])?)
-                    .map_err(|e| FnError::Msg(format!("parsing private key: {e}")))?
-            } else {
-                charge(st, COST_RSA_2048)?;
-                rsa_key(&mut rng, 2048)?
-            };
-            charge(st, COST_CHEAP_KEY)?;
+            let key = key_or_new(st, with_key.then(|| &a[4]), &mut rng)?;
             let t = Template {
                 cn,
                 ips,
@@ -736,9 +752,7 @@ pub fn call(st: &mut State<'_>, name: &str, a: &[Value], pos: &Pos) -> R {
                 days,
                 is_ca: false,
             };
-            let (cert, key) = create(&t, &key, None, st.rt.now, &mut rng)
-                .map_err(|e| FnError::Msg(format!("error creating certificate: {e}")))?;
-            Ok(certificate(cert, key))
+            issue(st, &t, &key, None, &mut rng)
         }
         "genSignedCert" | "genSignedCertWithKey" => {
             let with_key = name.ends_with("WithKey");
@@ -749,15 +763,8 @@ pub fn call(st: &mut State<'_>, name: &str, a: &[Value], pos: &Pos) -> R {
             let days = int_arg(&a[3])?;
             let (ca_cert, ca_key) = certificate_arg(&a[4])?;
             let mut rng = st.rt.random.stream(pos);
-            let key = if with_key {
-                parse_private_key(&string_arg(&a[5])?)
-                    .map_err(|e| FnError::Msg(format!("parsing private key: {e}")))?
-            } else {
-                charge(st, COST_RSA_2048)?;
-                rsa_key(&mut rng, 2048)?
-            };
+            let key = key_or_new(st, with_key.then(|| &a[5]), &mut rng)?;
             let issuer = issuer_of(&ca_cert, &ca_key).map_err(FnError::Msg)?;
-            charge(st, COST_CHEAP_KEY)?;
             let t = Template {
                 cn,
                 ips,
@@ -765,9 +772,7 @@ pub fn call(st: &mut State<'_>, name: &str, a: &[Value], pos: &Pos) -> R {
                 days,
                 is_ca: false,
             };
-            let (cert, key) = create(&t, &key, Some(&issuer), st.rt.now, &mut rng)
-                .map_err(|e| FnError::Msg(format!("error creating certificate: {e}")))?;
-            Ok(certificate(cert, key))
+            issue(st, &t, &key, Some(&issuer), &mut rng)
         }
         "buildCustomCert" => {
             arity(name, a, 2)?;
