@@ -29,7 +29,10 @@
 //! Run with `cargo bench --bench helm` after `scripts/build-plugins`, with
 //! the helm-python-sdk venv `scripts/test` installs; results are recorded
 //! in `docs/benchmarks.md`. `KILN_BENCH_ROUNDS` (default 5) sets the rounds;
-//! `KILN_BENCH_WRITE_CHARTS=DIR` only writes the two charts under `DIR`.
+//! `KILN_BENCH_WRITE_CHARTS=DIR` only writes the two charts under `DIR`;
+//! `KILN_BENCH_PLUGIN_ONLY=N` only renders each chart N times with the
+//! plugin and prints the time per render (to profile the plugin alone,
+//! e.g. under `perf record`).
 
 #[path = "helm/charts.rs"]
 mod charts;
@@ -277,6 +280,11 @@ fn mib(bytes: f64) -> String {
     format!("{:.1} MiB", bytes / f64::from(1 << 20))
 }
 
+/// `KILN_BENCH_PLUGIN_ONLY`: how many plugin-only renders, if set.
+fn plugin_only() -> Option<u32> {
+    std::env::var("KILN_BENCH_PLUGIN_ONLY").ok()?.parse().ok()
+}
+
 fn bench_chart(
     host: &PluginHost,
     bytes: &[u8],
@@ -288,6 +296,14 @@ fn bench_chart(
 ) {
     let view: Arc<dyn SourceView> = Arc::new(LocalDir::open(root).unwrap());
     let dir = root.join(chart);
+    if let Some(n) = plugin_only() {
+        let t = Instant::now();
+        for _ in 0..n {
+            std::hint::black_box(plugin_render(plugin, &view, chart));
+        }
+        println!("{chart}: plugin only, {:?} per render", t.elapsed() / n);
+        return;
+    }
     let ours = plugin_render(plugin, &view, chart);
     let (manifest, _) = helm_process(python, &dir);
     let helm = objects(&manifest);
