@@ -743,10 +743,10 @@ fn resolve_scalar(v: &str) -> Option<Scalar> {
     {
         return None;
     }
-    if !yaml_int::digits_but_not_number(v) {
-        if let Some(f) = yaml_int::parse_f64(v) {
-            return Some(Scalar::Float(f));
-        }
+    if !yaml_int::digits_but_not_number(v)
+        && let Some(f) = yaml_int::parse_f64(v)
+    {
+        return Some(Scalar::Float(f));
     }
     Some(Scalar::Str)
 }
@@ -818,10 +818,10 @@ mod yaml_int {
         if let ".nan" | ".NaN" | ".NAN" = scalar {
             return Some(f64::NAN.copysign(1.0));
         }
-        if let Ok(float) = unpositive.parse::<f64>() {
-            if float.is_finite() {
-                return Some(float);
-            }
+        if let Ok(float) = unpositive.parse::<f64>()
+            && float.is_finite()
+        {
+            return Some(float);
         }
         None
     }
