@@ -1,0 +1,839 @@
+//! A fast reader for the YAML a chart renders, exact or silent.
+//!
+//! Rendered documents are nearly always block mappings and sequences of
+//! one-line scalars. Reading them through `serde_yaml` (libyaml's events,
+//! a `serde_yaml::Value`, then a `serde_json::Value`) costs a few dozen
+//! allocations per scalar; this reader builds the `serde_json::Value`
+//! straight from the text, one pass, one allocation per string.
+//!
+//! It is exact or silent: [`read`] gives the value that
+//! `serde_yaml::from_str::<serde_yaml::Value>` of the printed text (the
+//! document and a newline), converted as [`super::to_json`] converts it,
+//! gives, or `None` whenever it is not certain of that — any YAML feature
+//! outside the subset below, any odd byte, any shape libyaml might reject.
+//! The caller then takes the `serde_yaml` path, so errors and rare shapes
+//! keep their exact behaviour.
+//!
+//! The subset: block mappings whose keys are one-line plain or quoted
+//! strings; block sequences (also at their key's indentation, and compact
+//! `- - a`, `- a: b`); one-line plain scalars resolved as `serde_yaml`
+//! resolves them (null, booleans, integers, floats, else a string); one-line
+//! single- and double-quoted scalars; literal and folded block scalars
+//! without an indentation indicator (read as libyaml's scanner reads them);
+//! one-line flow sequences and mappings of such scalars; comments and blank
+//! lines. Not in it, so `None`: anchors, aliases, tags, `?` keys, merge
+//! keys, keys that are not strings, duplicate keys, multi-line plain or
+//! quoted scalars, tabs outside block scalars' text, carriage returns and
+//! other line breaks, byte order marks, directives and document markers,
+//! nesting deeper than [`MAX_DEPTH`].
+
+use serde_json::{Map, Value};
+
+/// Collections nested deeper than this are left to `serde_yaml` (its
+/// recursion limit, 128, then decides).
+const MAX_DEPTH: usize = 100;
+
+/// Implicit keys longer than this (in bytes) are left to libyaml, which
+/// refuses simple keys longer than 1024 characters.
+const MAX_KEY_BYTES: usize = 1000;
+
+/// `doc` (a rendered document, without the newline `helm template` prints
+/// after it) as `serde_yaml` reads the printed text into a
+/// `serde_yaml::Value`, converted to JSON as [`super::to_json`] converts
+/// it; `None` when this reader is not certain to give exactly that.
+pub fn read(doc: &str) -> Option<Value> {
+    if !printable(doc) {
+        return None;
+    }
+    let mut reader = Reader {
+        text: doc.as_bytes(),
+        src: doc,
+        pos: 0,
+        depth: 0,
+        next: None,
+    };
+    reader.advance()?;
+    let Some(indent) = reader.next else {
+        // Only comments and blank lines: no document, read as null.
+        return Some(Value::Null);
+    };
+    let value = reader.block_node(indent)?;
+    match reader.next {
+        None => Some(value),
+        Some(_) => None,
+    }
+}
+
+/// Whether every character is one libyaml reads without complaint and
+/// without a line break other than `\n` (no `\r`, NEL, LS, PS), and no byte
+/// order mark.
+fn printable(doc: &str) -> bool {
+    if doc.is_ascii() {
+        return doc
+            .bytes()
+            .all(|b| matches!(b, b'\t' | b'\n' | b' '..=b'~'));
+    }
+    doc.chars().all(|c| match c {
+        '\t' | '\n' | ' '..='~' => true,
+        '\u{a0}'..='\u{d7ff}' => !matches!(c, '\u{2028}' | '\u{2029}'),
+        '\u{e000}'..='\u{fffd}' => c != '\u{feff}',
+        '\u{10000}'.. => true,
+        _ => false,
+    })
+}
+
+/// How a block scalar ends (its chomping indicator).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Chomp {
+    /// `-`: no final line break.
+    Strip,
+    /// None: one final line break.
+    Clip,
+    /// `+`: every final line break.
+    Keep,
+}
+
+/// A cursor over the printed text: the document and, at `text.len()`, the
+/// newline `helm template` prints after it (see [`Reader::at`]).
+struct Reader<'a> {
+    text: &'a [u8],
+    src: &'a str,
+    /// Byte offset; `text.len() + 1` is the end of the printed text.
+    pos: usize,
+    /// Collections open around `pos`.
+    depth: usize,
+    /// The indentation of the content line `pos` is on (`pos` at its first
+    /// character) after [`Reader::advance`]; None at the end.
+    next: Option<usize>,
+}
+
+impl Reader<'_> {
+    /// The byte at `i` of the printed text: the document's, then the
+    /// printed newline, then 0 past the end.
+    fn at(&self, i: usize) -> u8 {
+        match i.cmp(&self.text.len()) {
+            std::cmp::Ordering::Less => self.text[i],
+            std::cmp::Ordering::Equal => b'\n',
+            std::cmp::Ordering::Greater => 0,
+        }
+    }
+
+    /// The offset of the line break ending the line `i` is on.
+    fn line_end(&self, i: usize) -> usize {
+        self.text
+            .get(i..)
+            .and_then(|rest| rest.iter().position(|&b| b == b'\n'))
+            .map_or(self.text.len(), |n| i + n)
+    }
+
+    fn skip_spaces(&mut self) -> usize {
+        let start = self.pos;
+        while self.at(self.pos) == b' ' {
+            self.pos += 1;
+        }
+        self.pos - start
+    }
+
+    /// From a line start, past blank and comment lines to the next content
+    /// line: `pos` at its first character, `next` its indentation.
+    fn advance(&mut self) -> Option<()> {
+        loop {
+            if self.pos > self.text.len() {
+                self.next = None;
+                return Some(());
+            }
+            let start = self.pos;
+            let mut i = start;
+            while self.at(i) == b' ' {
+                i += 1;
+            }
+            match self.at(i) {
+                b'\n' => self.pos = i + 1,
+                b'#' => self.pos = self.line_end(i) + 1,
+                b'\t' => return None,
+                _ => {
+                    let line = &self.text[start..];
+                    if i == start
+                        && (line.starts_with(b"---")
+                            || line.starts_with(b"...")
+                            || line.starts_with(b"%"))
+                    {
+                        return None;
+                    }
+                    self.pos = i;
+                    self.next = Some(i - start);
+                    return Some(());
+                }
+            }
+        }
+    }
+
+    /// After a node's last character on its line: spaces, then the line's
+    /// end or a comment, then [`Reader::advance`].
+    fn finish_line(&mut self) -> Option<()> {
+        let spaces = self.skip_spaces();
+        match self.at(self.pos) {
+            b'\n' => {}
+            b'#' if spaces > 0 || self.at(self.pos.wrapping_sub(1)) == b' ' => {
+                self.pos = self.line_end(self.pos);
+            }
+            _ => return None,
+        }
+        self.pos += 1;
+        self.advance()
+    }
+
+    fn enter(&mut self) -> Option<()> {
+        self.depth += 1;
+        (self.depth <= MAX_DEPTH).then_some(())
+    }
+
+    /// Whether `i` starts a block sequence entry (`-` and a space or the
+    /// line's end).
+    fn is_entry(&self, i: usize) -> bool {
+        self.at(i) == b'-' && matches!(self.at(i + 1), b' ' | b'\n')
+    }
+
+    /// The block collection starting at `pos`, at column `col`.
+    fn block_node(&mut self, col: usize) -> Option<Value> {
+        self.enter()?;
+        let value = if self.is_entry(self.pos) {
+            self.sequence(col)?
+        } else {
+            self.mapping(col)?
+        };
+        self.depth -= 1;
+        Some(value)
+    }
+
+    /// A block mapping whose keys are at column `col`.
+    fn mapping(&mut self, col: usize) -> Option<Value> {
+        let mut map = Map::new();
+        loop {
+            let key = self.key()?;
+            let value = self.mapping_value(col)?;
+            if map.insert(key, value).is_some() {
+                // serde_yaml refuses duplicate keys: its error, its way.
+                return None;
+            }
+            match self.next {
+                Some(i) if i == col => {}
+                Some(i) if i > col => return None,
+                _ => return Some(Value::Object(map)),
+            }
+        }
+    }
+
+    /// A key and its `:` (followed by a space or the line's end).
+    fn key(&mut self) -> Option<String> {
+        let start = self.pos;
+        let key = match self.at(start) {
+            b'"' | b'\'' => {
+                let key = self.quoted()?;
+                self.skip_spaces();
+                key
+            }
+            _ => {
+                let end = self.plain_key_end(start)?;
+                let key = self.src.get(start..end)?.trim_end_matches(' ');
+                if !resolves_to_string(key) || key == "<<" {
+                    return None;
+                }
+                self.pos = end;
+                key.to_owned()
+            }
+        };
+        if self.pos - start > MAX_KEY_BYTES
+            || self.at(self.pos) != b':'
+            || !matches!(self.at(self.pos + 1), b' ' | b'\n')
+        {
+            return None;
+        }
+        self.pos += 1;
+        Some(key)
+    }
+
+    /// Where the plain key starting at `start` ends (its `:`), if it is one.
+    fn plain_key_end(&self, start: usize) -> Option<usize> {
+        if !self.plain_start(start, false) {
+            return None;
+        }
+        let mut i = start + 1;
+        loop {
+            match self.at(i) {
+                b':' if matches!(self.at(i + 1), b' ' | b'\n') => return Some(i),
+                b'#' if self.at(i - 1) == b' ' => return None,
+                b'\n' | b'\t' | 0 => return None,
+                _ => i += 1,
+            }
+        }
+    }
+
+    /// Whether the rest of the line, from `pos`, is a key and its `:`.
+    fn is_key(&self) -> bool {
+        let start = self.pos;
+        let close = match self.at(start) {
+            b'"' => {
+                let mut i = start + 1;
+                loop {
+                    match self.at(i) {
+                        b'"' => break i,
+                        b'\\' if self.at(i + 1) != b'\n' => i += 2,
+                        b'\n' | 0 => return false,
+                        _ => i += 1,
+                    }
+                }
+            }
+            b'\'' => {
+                let mut i = start + 1;
+                loop {
+                    match self.at(i) {
+                        b'\'' if self.at(i + 1) == b'\'' => i += 2,
+                        b'\'' => break i,
+                        b'\n' | 0 => return false,
+                        _ => i += 1,
+                    }
+                }
+            }
+            _ => return self.plain_key_end(start).is_some(),
+        };
+        let mut i = close + 1;
+        while self.at(i) == b' ' {
+            i += 1;
+        }
+        self.at(i) == b':' && matches!(self.at(i + 1), b' ' | b'\n')
+    }
+
+    /// The value after a block mapping's `:`, its keys at column `col`.
+    fn mapping_value(&mut self, col: usize) -> Option<Value> {
+        self.skip_spaces();
+        match self.at(self.pos) {
+            b'\n' | b'#' => {
+                self.finish_line()?;
+                match self.next {
+                    Some(i) if i > col => self.block_node(i),
+                    Some(i) if i == col && self.is_entry(self.pos) => {
+                        // A sequence at its key's indentation.
+                        self.enter()?;
+                        let value = self.sequence(col)?;
+                        self.depth -= 1;
+                        Some(value)
+                    }
+                    _ => Some(Value::Null),
+                }
+            }
+            _ => self.inline_value(col),
+        }
+    }
+
+    /// A block sequence whose entries are at column `col`.
+    fn sequence(&mut self, col: usize) -> Option<Value> {
+        let mut items = Vec::new();
+        loop {
+            // Past the `-`.
+            self.pos += 1;
+            let column = col + 1 + self.skip_spaces();
+            let item = match self.at(self.pos) {
+                b'\n' | b'#' => {
+                    self.finish_line()?;
+                    match self.next {
+                        Some(i) if i > col => self.block_node(i)?,
+                        _ => Value::Null,
+                    }
+                }
+                _ if self.is_entry(self.pos) || self.is_key() => self.block_node(column)?,
+                _ => self.inline_value(col)?,
+            };
+            items.push(item);
+            match self.next {
+                Some(i) if i == col && self.is_entry(self.pos) => {}
+                Some(i) if i > col => return None,
+                _ => return Some(Value::Array(items)),
+            }
+        }
+    }
+
+    /// A value on the line of its key or entry, inside the block
+    /// collection at column `col`; then on to the next content line.
+    fn inline_value(&mut self, col: usize) -> Option<Value> {
+        let value = match self.at(self.pos) {
+            b'|' | b'>' => return self.block_scalar(col).map(Value::String),
+            b'[' | b'{' => self.flow_node()?,
+            b'"' | b'\'' => Value::String(self.quoted()?),
+            _ => {
+                let start = self.pos;
+                let end = self.plain_end(start)?;
+                let text = self.src.get(start..end)?.trim_end_matches(' ');
+                self.pos = start + text.len();
+                resolve(text)?
+            }
+        };
+        self.finish_line()?;
+        Some(value)
+    }
+
+    /// Whether a plain scalar may start at `i` (libyaml's rule, narrowed:
+    /// no `?` or `:` starts; in flow, no `-` before an indicator).
+    fn plain_start(&self, i: usize, flow: bool) -> bool {
+        match self.at(i) {
+            b'-' => match self.at(i + 1) {
+                b' ' | b'\n' | b'\t' | 0 => false,
+                b',' | b'[' | b']' | b'{' | b'}' => !flow,
+                _ => true,
+            },
+            b'?' | b':' | b',' | b'[' | b']' | b'{' | b'}' | b'#' | b'&' | b'*' | b'!' | b'|'
+            | b'>' | b'\'' | b'"' | b'%' | b'@' | b'`' | b' ' | b'\t' | b'\n' | 0 => false,
+            _ => true,
+        }
+    }
+
+    /// Where the one-line plain scalar starting at `start` (a value, in
+    /// block context) ends: the line's end or a comment.
+    fn plain_end(&self, start: usize) -> Option<usize> {
+        if !self.plain_start(start, false) {
+            return None;
+        }
+        let mut i = start + 1;
+        loop {
+            match self.at(i) {
+                // `a: b: c` is refused by libyaml.
+                b':' if matches!(self.at(i + 1), b' ' | b'\n') => return None,
+                b'#' if self.at(i - 1) == b' ' => return Some(i),
+                b'\n' => return Some(i),
+                b'\t' | 0 => return None,
+                _ => i += 1,
+            }
+        }
+    }
+
+    /// A one-line quoted scalar starting at `pos`; `pos` after it.
+    fn quoted(&mut self) -> Option<String> {
+        let quote = self.at(self.pos);
+        self.pos += 1;
+        let mut out = String::new();
+        let mut run = self.pos;
+        loop {
+            let b = self.at(self.pos);
+            match b {
+                b'\n' | b'\t' | 0 => return None,
+                b'\'' if quote == b'\'' => {
+                    out.push_str(self.src.get(run..self.pos)?);
+                    if self.at(self.pos + 1) == b'\'' {
+                        out.push('\'');
+                        self.pos += 2;
+                        run = self.pos;
+                    } else {
+                        self.pos += 1;
+                        return Some(out);
+                    }
+                }
+                b'"' if quote == b'"' => {
+                    out.push_str(self.src.get(run..self.pos)?);
+                    self.pos += 1;
+                    return Some(out);
+                }
+                b'\\' if quote == b'"' => {
+                    out.push_str(self.src.get(run..self.pos)?);
+                    self.pos += 1;
+                    self.escape(&mut out)?;
+                    run = self.pos;
+                }
+                _ => self.pos += 1,
+            }
+        }
+    }
+
+    /// The escape after a `\` in a double-quoted scalar, as libyaml reads it.
+    fn escape(&mut self, out: &mut String) -> Option<()> {
+        let c = match self.at(self.pos) {
+            b'0' => '\0',
+            b'a' => '\x07',
+            b'b' => '\x08',
+            b't' => '\t',
+            b'n' => '\n',
+            b'v' => '\x0b',
+            b'f' => '\x0c',
+            b'r' => '\r',
+            b'e' => '\x1b',
+            b' ' => ' ',
+            b'"' => '"',
+            b'/' => '/',
+            b'\\' => '\\',
+            b'N' => '\u{85}',
+            b'_' => '\u{a0}',
+            b'L' => '\u{2028}',
+            b'P' => '\u{2029}',
+            b'x' | b'u' | b'U' => {
+                let len = match self.at(self.pos) {
+                    b'x' => 2,
+                    b'u' => 4,
+                    _ => 8,
+                };
+                let digits = self.text.get(self.pos + 1..self.pos + 1 + len)?;
+                if !digits.iter().all(u8::is_ascii_hexdigit) {
+                    return None;
+                }
+                let code = u32::from_str_radix(std::str::from_utf8(digits).ok()?, 16).ok()?;
+                self.pos += len;
+                char::from_u32(code)?
+            }
+            _ => return None,
+        };
+        self.pos += 1;
+        out.push(c);
+        Some(())
+    }
+
+    /// A literal (`|`) or folded (`>`) block scalar whose header is at
+    /// `pos`, inside the block collection at column `col`: libyaml's
+    /// `yaml_parser_scan_block_scalar`, line by line; then on to the next
+    /// content line.
+    fn block_scalar(&mut self, col: usize) -> Option<String> {
+        let literal = self.at(self.pos) == b'|';
+        self.pos += 1;
+        let chomp = match self.at(self.pos) {
+            b'+' => Chomp::Keep,
+            b'-' => Chomp::Strip,
+            _ => Chomp::Clip,
+        };
+        if chomp != Chomp::Clip {
+            self.pos += 1;
+        }
+        let spaces = self.skip_spaces();
+        match self.at(self.pos) {
+            b'\n' => {}
+            b'#' if spaces > 0 => self.pos = self.line_end(self.pos),
+            _ => return None,
+        }
+        self.pos += 1;
+
+        let mut indent = 0;
+        let mut out = String::new();
+        let mut leading_break = false;
+        let mut leading_blank = false;
+        let mut trailing_breaks = 0;
+        let mut line_start = self.pos;
+        let mut column = self.breaks(&mut indent, &mut trailing_breaks, col, &mut line_start)?;
+        while column == indent && self.pos <= self.text.len() {
+            let trailing_blank = matches!(self.at(self.pos), b' ' | b'\t');
+            if !literal && leading_break && !leading_blank && !trailing_blank {
+                if trailing_breaks == 0 {
+                    out.push(' ');
+                }
+            } else if leading_break {
+                out.push('\n');
+            }
+            push_breaks(&mut out, trailing_breaks);
+            trailing_breaks = 0;
+            leading_blank = trailing_blank;
+            let end = self.line_end(self.pos);
+            out.push_str(self.src.get(self.pos..end)?);
+            leading_break = true;
+            self.pos = end + 1;
+            line_start = self.pos;
+            column = self.breaks(&mut indent, &mut trailing_breaks, col, &mut line_start)?;
+        }
+        if chomp != Chomp::Strip && leading_break {
+            out.push('\n');
+        }
+        if chomp == Chomp::Keep {
+            push_breaks(&mut out, trailing_breaks);
+        }
+        self.pos = line_start;
+        self.advance()?;
+        Some(out)
+    }
+
+    /// libyaml's `yaml_parser_scan_block_scalar_breaks`: the indentation and
+    /// the empty lines before a block scalar's next line (`pos` at a line
+    /// start), the indentation detected on the first call. Returns the
+    /// column reached; `line_start` is the start of the line it is on.
+    fn breaks(
+        &mut self,
+        indent: &mut usize,
+        breaks: &mut usize,
+        col: usize,
+        line_start: &mut usize,
+    ) -> Option<usize> {
+        let mut max_indent = 0;
+        let mut column;
+        loop {
+            *line_start = self.pos;
+            column = 0;
+            while (*indent == 0 || column < *indent) && self.at(self.pos) == b' ' {
+                self.pos += 1;
+                column += 1;
+            }
+            max_indent = max_indent.max(column);
+            if (*indent == 0 || column < *indent) && self.at(self.pos) == b'\t' {
+                return None;
+            }
+            if self.at(self.pos) != b'\n' {
+                break;
+            }
+            self.pos += 1;
+            *breaks += 1;
+        }
+        if *indent == 0 {
+            *indent = max_indent.max(col + 1);
+        }
+        Some(column)
+    }
+
+    /// A one-line flow sequence or mapping at `pos`; `pos` after it.
+    fn flow_node(&mut self) -> Option<Value> {
+        self.enter()?;
+        let open = self.at(self.pos);
+        self.pos += 1;
+        let value = if open == b'[' {
+            let mut items = Vec::new();
+            loop {
+                self.skip_spaces();
+                if self.at(self.pos) == b']' {
+                    break;
+                }
+                items.push(self.flow_item()?);
+                self.skip_spaces();
+                match self.at(self.pos) {
+                    b',' => self.pos += 1,
+                    b']' => break,
+                    _ => return None,
+                }
+            }
+            Value::Array(items)
+        } else {
+            let mut map = Map::new();
+            loop {
+                self.skip_spaces();
+                if self.at(self.pos) == b'}' {
+                    break;
+                }
+                let key = self.flow_key()?;
+                self.skip_spaces();
+                if self.at(self.pos) != b':' || self.at(self.pos + 1) != b' ' {
+                    return None;
+                }
+                self.pos += 1;
+                self.skip_spaces();
+                if matches!(self.at(self.pos), b',' | b'}') {
+                    return None;
+                }
+                let value = self.flow_item()?;
+                if map.insert(key, value).is_some() {
+                    return None;
+                }
+                self.skip_spaces();
+                match self.at(self.pos) {
+                    b',' => self.pos += 1,
+                    b'}' => break,
+                    _ => return None,
+                }
+            }
+            Value::Object(map)
+        };
+        self.pos += 1;
+        self.depth -= 1;
+        Some(value)
+    }
+
+    /// A flow collection's entry: a flow collection or a one-line scalar.
+    fn flow_item(&mut self) -> Option<Value> {
+        match self.at(self.pos) {
+            b'[' | b'{' => self.flow_node(),
+            b'"' | b'\'' => self.quoted().map(Value::String),
+            _ => {
+                let text = self.flow_plain(false)?;
+                resolve(text)
+            }
+        }
+    }
+
+    /// A flow mapping's key: a quoted or plain string.
+    fn flow_key(&mut self) -> Option<String> {
+        match self.at(self.pos) {
+            b'"' | b'\'' => self.quoted(),
+            _ => {
+                let key = self.flow_plain(true)?;
+                (resolves_to_string(key) && key != "<<").then(|| key.to_owned())
+            }
+        }
+    }
+
+    /// A plain scalar in a flow collection (a key when `key`, ended by
+    /// `: `); `pos` after its last non-space character.
+    fn flow_plain(&mut self, key: bool) -> Option<&str> {
+        let start = self.pos;
+        if !self.plain_start(start, true) {
+            return None;
+        }
+        let mut i = start + 1;
+        loop {
+            match self.at(i) {
+                b',' | b'[' | b']' | b'{' | b'}' => break,
+                b':' if key && self.at(i + 1) == b' ' => break,
+                b':' | b'#' | b'?' | b'\n' | b'\t' | 0 => return None,
+                _ => i += 1,
+            }
+        }
+        let text = self.src.get(start..i)?.trim_end_matches(' ');
+        self.pos = start + text.len();
+        Some(text)
+    }
+}
+
+fn push_breaks(out: &mut String, n: usize) {
+    for _ in 0..n {
+        out.push('\n');
+    }
+}
+
+/// Whether a plain scalar is read as a string (not null, a boolean or a
+/// number).
+fn resolves_to_string(text: &str) -> bool {
+    matches!(resolve_scalar(text), Some(Scalar::Str))
+}
+
+/// A plain scalar's value, as serde_yaml resolves it and `to_json`
+/// converts it; None for an integer beyond 64 bits (serde_yaml's own
+/// business).
+fn resolve(text: &str) -> Option<Value> {
+    Some(match resolve_scalar(text)? {
+        Scalar::Null => Value::Null,
+        Scalar::Bool(b) => Value::Bool(b),
+        Scalar::Int(n) => Value::Number(n),
+        // serde_json reads a NaN or an infinity as null.
+        Scalar::Float(f) => serde_json::Number::from_f64(f).map_or(Value::Null, Value::Number),
+        Scalar::Str => Value::String(text.to_owned()),
+    })
+}
+
+/// What a plain scalar resolves to.
+enum Scalar {
+    Null,
+    Bool(bool),
+    Int(serde_json::Number),
+    Float(f64),
+    Str,
+}
+
+/// serde_yaml 0.9's `visit_untagged_scalar`: null, bool, integer (64-bit;
+/// None when only 128 bits hold it), float, else a string.
+fn resolve_scalar(v: &str) -> Option<Scalar> {
+    if v.is_empty() || matches!(v, "null" | "Null" | "NULL" | "~") {
+        return Some(Scalar::Null);
+    }
+    match v {
+        "true" | "True" | "TRUE" => return Some(Scalar::Bool(true)),
+        "false" | "False" | "FALSE" => return Some(Scalar::Bool(false)),
+        _ => {}
+    }
+    // Only these can start a number (or `inf`/`nan`, which Rust parses and
+    // serde_yaml then refuses as not finite).
+    if !matches!(v.as_bytes()[0], b'0'..=b'9' | b'+' | b'-' | b'.') {
+        return Some(Scalar::Str);
+    }
+    if let Some(n) = yaml_int::unsigned(v, u64::from_str_radix) {
+        return Some(Scalar::Int(n.into()));
+    }
+    if let Some(n) = yaml_int::negative(v, i64::from_str_radix) {
+        return Some(Scalar::Int(n.into()));
+    }
+    if yaml_int::unsigned(v, u128::from_str_radix).is_some()
+        || yaml_int::negative(v, i128::from_str_radix).is_some()
+    {
+        return None;
+    }
+    if !yaml_int::digits_but_not_number(v)
+        && let Some(f) = yaml_int::parse_f64(v)
+    {
+        return Some(Scalar::Float(f));
+    }
+    Some(Scalar::Str)
+}
+
+/// serde_yaml 0.9's number parsing (`de.rs`), as written there.
+mod yaml_int {
+    use std::num::ParseIntError;
+
+    /// `parse_unsigned_int`.
+    pub fn unsigned<T>(
+        scalar: &str,
+        from_str_radix: fn(&str, u32) -> Result<T, ParseIntError>,
+    ) -> Option<T> {
+        let unpositive = scalar.strip_prefix('+').unwrap_or(scalar);
+        for (prefix, radix) in [("0x", 16), ("0o", 8), ("0b", 2)] {
+            if let Some(rest) = unpositive.strip_prefix(prefix) {
+                if rest.starts_with(['+', '-']) {
+                    return None;
+                }
+                if let Ok(int) = from_str_radix(rest, radix) {
+                    return Some(int);
+                }
+            }
+        }
+        if unpositive.starts_with(['+', '-']) {
+            return None;
+        }
+        if digits_but_not_number(scalar) {
+            return None;
+        }
+        from_str_radix(unpositive, 10).ok()
+    }
+
+    /// `parse_negative_int`.
+    pub fn negative<T>(
+        scalar: &str,
+        from_str_radix: fn(&str, u32) -> Result<T, ParseIntError>,
+    ) -> Option<T> {
+        for (prefix, radix) in [("-0x", 16), ("-0o", 8), ("-0b", 2)] {
+            if let Some(rest) = scalar.strip_prefix(prefix) {
+                let negative = format!("-{rest}");
+                if let Ok(int) = from_str_radix(&negative, radix) {
+                    return Some(int);
+                }
+            }
+        }
+        if digits_but_not_number(scalar) {
+            return None;
+        }
+        from_str_radix(scalar, 10).ok()
+    }
+
+    /// `parse_f64`.
+    pub fn parse_f64(scalar: &str) -> Option<f64> {
+        let unpositive = if let Some(unpositive) = scalar.strip_prefix('+') {
+            if unpositive.starts_with(['+', '-']) {
+                return None;
+            }
+            unpositive
+        } else {
+            scalar
+        };
+        if let ".inf" | ".Inf" | ".INF" = unpositive {
+            return Some(f64::INFINITY);
+        }
+        if let "-.inf" | "-.Inf" | "-.INF" = scalar {
+            return Some(f64::NEG_INFINITY);
+        }
+        if let ".nan" | ".NaN" | ".NAN" = scalar {
+            return Some(f64::NAN.copysign(1.0));
+        }
+        if let Ok(float) = unpositive.parse::<f64>()
+            && float.is_finite()
+        {
+            return Some(float);
+        }
+        None
+    }
+
+    /// `digits_but_not_number`: leading zeros and digits are a string.
+    pub fn digits_but_not_number(scalar: &str) -> bool {
+        let scalar = scalar.strip_prefix(['-', '+']).unwrap_or(scalar);
+        scalar.len() > 1
+            && scalar.starts_with('0')
+            && scalar[1..].bytes().all(|b| b.is_ascii_digit())
+    }
+}
+
+#[cfg(test)]
+mod tests;
