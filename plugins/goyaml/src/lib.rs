@@ -33,11 +33,15 @@
 //! own values), so that nobody has to build a JSON tree only to print it.
 
 mod emit;
+#[cfg(test)]
+mod differential_tests;
 mod number;
 mod order;
 #[cfg(any(test, feature = "reference"))]
 pub mod reference;
 mod resolve;
+#[cfg(any(test, feature = "reference"))]
+pub mod samples;
 mod style;
 mod tree;
 
