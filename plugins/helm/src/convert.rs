@@ -88,16 +88,35 @@ fn json_at(v: &Value, depth: usize, natural: bool) -> Option<serde_json::Value> 
     })
 }
 
-fn base64_std(b: &[u8]) -> String {
+/// Bytes as Go's `encoding/json` writes a `[]byte`: standard base64.
+pub(crate) fn base64_std(b: &[u8]) -> String {
     use base64::Engine as _;
     base64::engine::general_purpose::STANDARD.encode(b)
 }
 
-/// `toYaml`: the value as `sigs.k8s.io/yaml.Marshal` prints it.
+/// `toYaml`: the value as `sigs.k8s.io/yaml.Marshal` prints it. The value
+/// is walked in place ([`crate::yamltree`]); one it declines goes through
+/// JSON as Helm's does.
 pub fn to_yaml(v: &Value) -> String {
-    to_json_value(v).map_or_else(String::new, |j| {
-        gostr::from_bytes(kiln_goyaml::document(&j).as_bytes()).into_owned()
-    })
+    match kiln_goyaml::document_of(v) {
+        Ok(text) => go_string(text),
+        Err(crate::yamltree::Declined) => to_yaml_through_json(v),
+    }
+}
+
+/// `toYaml` by the general path: the value as JSON, printed.
+fn to_yaml_through_json(v: &Value) -> String {
+    to_json_value(v).map_or_else(String::new, |j| go_string(kiln_goyaml::document(&j)))
+}
+
+/// Printed text as a Go string ([`gostr::from_bytes`]), without a copy
+/// when it carries no character of the raw-byte range.
+fn go_string(text: String) -> String {
+    if gostr::has_raw(&text) {
+        gostr::from_bytes(text.as_bytes()).into_owned()
+    } else {
+        text
+    }
 }
 
 /// How Go's encoder writes JSON.

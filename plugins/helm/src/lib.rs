@@ -41,6 +41,7 @@ pub mod urls;
 pub mod value;
 pub mod xcase;
 pub mod yaml11;
+pub mod yamltree;
 
 #[cfg(target_arch = "wasm32")]
 mod plugin;
