@@ -34,7 +34,7 @@ pub fn to_json_value(v: &Value) -> Option<serde_json::Value> {
 
 /// With `natural`, strings are plain text (each byte that is not UTF-8 one
 /// U+FFFD); without, they stay Go strings ([`gostr`]).
-fn json_at(v: &Value, depth: usize, natural: bool) -> Option<serde_json::Value> {
+pub(crate) fn json_at(v: &Value, depth: usize, natural: bool) -> Option<serde_json::Value> {
     let text = |s: &str| {
         if natural {
             gostr::natural(s).into_owned()
@@ -139,15 +139,29 @@ pub fn to_json(v: &Value) -> String {
 /// `v` as Go's encoder writes it in `style`; U+2028/U+2029 are always
 /// escaped, bytes that are not UTF-8 are U+FFFD.
 pub fn to_json_styled(v: &Value, style: JsonStyle) -> String {
-    let Some(json) = json_at(v, 0, false) else {
-        return String::new();
-    };
+    let view = crate::jsonview::JsonView::new(v);
+    // An error is a value Go's encoder refuses (too deep, a year it
+    // cannot write): no text.
     let text = match style {
-        JsonStyle::Indented => serde_json::to_string_pretty(&json),
-        JsonStyle::Compact | JsonStyle::Raw => serde_json::to_string(&json),
+        JsonStyle::Indented => serde_json::to_string_pretty(&view),
+        JsonStyle::Compact | JsonStyle::Raw => serde_json::to_string(&view),
     }
     .unwrap_or_default();
-    let escape_html = style != JsonStyle::Raw;
+    go_json(text, style != JsonStyle::Raw)
+}
+
+/// serde_json's text as Go's encoder writes it: `<>&` escaped when
+/// `escape_html`, U+2028/U+2029 escaped, raw bytes that are not UTF-8 as
+/// U+FFFD; the text itself when none of them is in it.
+fn go_json(text: String, escape_html: bool) -> String {
+    let html = |b: &u8| matches!(b, b'<' | b'>' | b'&');
+    // U+2028 and U+2029 are E2 80 A8 and E2 80 A9.
+    if !(escape_html && text.as_bytes().iter().any(html))
+        && !text.contains(['\u{2028}', '\u{2029}'])
+        && !gostr::has_raw(&text)
+    {
+        return text;
+    }
     let mut out = String::with_capacity(text.len());
     gostr::for_each_rune(&text, |rune| {
         let Ok(c) = rune else {

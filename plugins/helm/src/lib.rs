@@ -27,12 +27,15 @@ pub mod golayout;
 pub mod gopath;
 pub mod gostr;
 pub mod gotime;
+pub mod jsonview;
 mod head;
 pub mod ignore;
 pub mod lex;
 pub mod parse;
 pub mod random;
 pub mod render;
+#[cfg(test)]
+mod samples;
 pub mod schema;
 pub mod semver;
 pub mod split;
