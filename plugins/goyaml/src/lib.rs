@@ -32,9 +32,9 @@
 //! The emitter walks any [`Tree`] (a `serde_json::Value`, or a caller's
 //! own values), so that nobody has to build a JSON tree only to print it.
 
-mod emit;
 #[cfg(test)]
 mod differential_tests;
+mod emit;
 mod number;
 mod order;
 #[cfg(any(test, feature = "reference"))]

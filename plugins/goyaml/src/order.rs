@@ -68,7 +68,11 @@ fn less<T: Copy + Into<char> + PartialEq>(a: &[T], b: &[T]) -> bool {
 /// order is not guaranteed total, so the result depends on the algorithm,
 /// which must stay the same (split at half, take from the right only when
 /// its head is less). `scratch` is reused across calls; never panics.
-pub(crate) fn sort_by_key<T: Copy>(items: &mut [T], key: impl Fn(&T) -> &str + Copy, scratch: &mut Vec<T>) {
+pub(crate) fn sort_by_key<T: Copy>(
+    items: &mut [T],
+    key: impl Fn(&T) -> &str + Copy,
+    scratch: &mut Vec<T>,
+) {
     if items.len() < 2 {
         return;
     }

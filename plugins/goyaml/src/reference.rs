@@ -760,4 +760,3 @@ fn sort_keys(keys: &mut Vec<&String>) {
     keys.extend(l);
     keys.extend(r);
 }
-

@@ -215,4 +215,3 @@ pub fn timestamp_rfc3339(s: &str) -> Option<String> {
     }
     Some(format!("{date}T{h:02}:{mi:02}:{se:02}{frac}{zone}"))
 }
-

@@ -10,26 +10,204 @@ use serde_json::{Map, Value};
 /// empty string and long texts that fold.
 pub fn hostile_strings() -> Vec<String> {
     let fixed = [
-        "", " ", "  ", "a", "plain", "yes", "no", "on", "off", "y", "n", "Y", "N", "true", "False",
-        "NULL", "null", "~", "-", "--", "---", "---x", "...", "...x", "?", "? x", "?x", ":", ": x",
-        "x:", "x: y", "x:y", "#", "#x", "x #y", "x#y", "x # y", "- x", "-x", "'", "'x'", "\"",
-        "\"x\"", "it's", "a\"b", "a\\b", "[x]", "{x}", "&x", "*x", "!x", "|x", ">x", "%x", "@x",
-        "`x", ",x", "x,", " lead", "trail ", " both ", "a  b", "tab\there", "\t", "\tx", "x\t",
-        "line\nbreak", "line\n", "\n", "\n\n", "x\n\n", "\nx", " \nx", "x \ny", "x\n y", "x\r\ny",
-        "x\ry", "x\u{85}y", "x\u{2028}y", "x\u{2029}y", "\u{2028}", "a\u{a0}b", "\u{feff}x",
-        "\u{7f}", "\u{80}", "\u{9f}", "\0", "\u{7}\u{8}\u{b}\u{c}\u{1b}", "\u{1}", "é", "unicodé ✓",
-        "日本語", "😀", "x😀", "\u{fffd}", "\u{fffe}", "\u{ffff}", "\u{10ff82}", "\u{e000}",
-        "\u{d7ff}", "0", "1", "-1", "+1", "017", "08", "0o17", "0x1F", "-0x1F", "0b101", "-0b101",
-        "1_000", "_1", "1_", "190:20:30", "1:20.5", "12:30", "12:60", "1e3", "1E3", "1e+3",
-        "1.5e-3", ".5", "-.5", "+.5", "1.", "1.0", ".inf", "-.Inf", ".NaN", ".nan", "+.inf", "1e",
-        "e3", ".e3", "0.1.2", "1.2.3", "v1.2.3", "2024-01-01", "2024-1-1", "2024-01-01T10:00:00Z",
-        "2024-01-01t10:00:00+02:00", "2024-01-01 10:00:00", "2023-02-29", "2024-02-29",
-        "2024-13-01", "1e400", "1e-400", "9223372036854775808", "18446744073709551616", "0x",
-        "100m", "100Mi", "1Gi", "0.5", "8080", "80:80", "1.2.3.4", "10.0.0.0/8", "::1", "a:b:c",
-        "http://example.com:8080/x?y=z#frag", "app.kubernetes.io/name", "IfNotPresent", "<<",
-        "=", "${VAR}", "$(VAR)", "%{x}", "Infinity", "inf", "NaN", "+", "+x", "-x-", ".", ".x",
-        "_", "x_", "0xZZ", "1a", "1z", "1 2", "T", "t", "Z", "1T", "1t2", "2024-01-01T", "0:0",
-        "0o", "0b", "1__0", "0_17", "00", "-0", "0.", "1:2:3:4",
+        "",
+        " ",
+        "  ",
+        "a",
+        "plain",
+        "yes",
+        "no",
+        "on",
+        "off",
+        "y",
+        "n",
+        "Y",
+        "N",
+        "true",
+        "False",
+        "NULL",
+        "null",
+        "~",
+        "-",
+        "--",
+        "---",
+        "---x",
+        "...",
+        "...x",
+        "?",
+        "? x",
+        "?x",
+        ":",
+        ": x",
+        "x:",
+        "x: y",
+        "x:y",
+        "#",
+        "#x",
+        "x #y",
+        "x#y",
+        "x # y",
+        "- x",
+        "-x",
+        "'",
+        "'x'",
+        "\"",
+        "\"x\"",
+        "it's",
+        "a\"b",
+        "a\\b",
+        "[x]",
+        "{x}",
+        "&x",
+        "*x",
+        "!x",
+        "|x",
+        ">x",
+        "%x",
+        "@x",
+        "`x",
+        ",x",
+        "x,",
+        " lead",
+        "trail ",
+        " both ",
+        "a  b",
+        "tab\there",
+        "\t",
+        "\tx",
+        "x\t",
+        "line\nbreak",
+        "line\n",
+        "\n",
+        "\n\n",
+        "x\n\n",
+        "\nx",
+        " \nx",
+        "x \ny",
+        "x\n y",
+        "x\r\ny",
+        "x\ry",
+        "x\u{85}y",
+        "x\u{2028}y",
+        "x\u{2029}y",
+        "\u{2028}",
+        "a\u{a0}b",
+        "\u{feff}x",
+        "\u{7f}",
+        "\u{80}",
+        "\u{9f}",
+        "\0",
+        "\u{7}\u{8}\u{b}\u{c}\u{1b}",
+        "\u{1}",
+        "é",
+        "unicodé ✓",
+        "日本語",
+        "😀",
+        "x😀",
+        "\u{fffd}",
+        "\u{fffe}",
+        "\u{ffff}",
+        "\u{10ff82}",
+        "\u{e000}",
+        "\u{d7ff}",
+        "0",
+        "1",
+        "-1",
+        "+1",
+        "017",
+        "08",
+        "0o17",
+        "0x1F",
+        "-0x1F",
+        "0b101",
+        "-0b101",
+        "1_000",
+        "_1",
+        "1_",
+        "190:20:30",
+        "1:20.5",
+        "12:30",
+        "12:60",
+        "1e3",
+        "1E3",
+        "1e+3",
+        "1.5e-3",
+        ".5",
+        "-.5",
+        "+.5",
+        "1.",
+        "1.0",
+        ".inf",
+        "-.Inf",
+        ".NaN",
+        ".nan",
+        "+.inf",
+        "1e",
+        "e3",
+        ".e3",
+        "0.1.2",
+        "1.2.3",
+        "v1.2.3",
+        "2024-01-01",
+        "2024-1-1",
+        "2024-01-01T10:00:00Z",
+        "2024-01-01t10:00:00+02:00",
+        "2024-01-01 10:00:00",
+        "2023-02-29",
+        "2024-02-29",
+        "2024-13-01",
+        "1e400",
+        "1e-400",
+        "9223372036854775808",
+        "18446744073709551616",
+        "0x",
+        "100m",
+        "100Mi",
+        "1Gi",
+        "0.5",
+        "8080",
+        "80:80",
+        "1.2.3.4",
+        "10.0.0.0/8",
+        "::1",
+        "a:b:c",
+        "http://example.com:8080/x?y=z#frag",
+        "app.kubernetes.io/name",
+        "IfNotPresent",
+        "<<",
+        "=",
+        "${VAR}",
+        "$(VAR)",
+        "%{x}",
+        "Infinity",
+        "inf",
+        "NaN",
+        "+",
+        "+x",
+        "-x-",
+        ".",
+        ".x",
+        "_",
+        "x_",
+        "0xZZ",
+        "1a",
+        "1z",
+        "1 2",
+        "T",
+        "t",
+        "Z",
+        "1T",
+        "1t2",
+        "2024-01-01T",
+        "0:0",
+        "0o",
+        "0b",
+        "1__0",
+        "0_17",
+        "00",
+        "-0",
+        "0.",
+        "1:2:3:4",
     ];
     let mut out: Vec<String> = fixed.iter().map(|s| (*s).to_owned()).collect();
     let word = "abcdefghij";
@@ -43,10 +221,30 @@ pub fn hostile_strings() -> Vec<String> {
         out.push(format!("{}  {}", "x".repeat(length), "y".repeat(20)));
         out.push(format!("{} {}", "x".repeat(length), "y".repeat(20)));
         out.push(format!("'{} {}", "x".repeat(length), "y'".repeat(20)));
-        out.push(format!("\t{} {} {}", "x".repeat(length), "y".repeat(30), "z".repeat(30)));
-        out.push(format!(" {} {} {} ", "x".repeat(length), "y".repeat(30), "z".repeat(30)));
-        out.push(format!("{} é {} ✓ {}", "x".repeat(length), "ü".repeat(30), "z".repeat(30)));
-        out.push(format!("{}\n{} {}\n", "x".repeat(length), "y".repeat(50), "z".repeat(50)));
+        out.push(format!(
+            "\t{} {} {}",
+            "x".repeat(length),
+            "y".repeat(30),
+            "z".repeat(30)
+        ));
+        out.push(format!(
+            " {} {} {} ",
+            "x".repeat(length),
+            "y".repeat(30),
+            "z".repeat(30)
+        ));
+        out.push(format!(
+            "{} é {} ✓ {}",
+            "x".repeat(length),
+            "ü".repeat(30),
+            "z".repeat(30)
+        ));
+        out.push(format!(
+            "{}\n{} {}\n",
+            "x".repeat(length),
+            "y".repeat(50),
+            "z".repeat(50)
+        ));
         out.push(format!("a: {}  {} #", "x".repeat(length), "y".repeat(40)));
     }
     out.push("x ".repeat(300));
@@ -70,7 +268,7 @@ impl Generator {
     }
 
     /// The next number.
-    pub fn next(&mut self) -> u64 {
+    pub fn number(&mut self) -> u64 {
         self.state ^= self.state >> 12;
         self.state ^= self.state << 25;
         self.state ^= self.state >> 27;
@@ -82,7 +280,7 @@ impl Generator {
         if n == 0 {
             0
         } else {
-            (self.next() % n as u64) as usize
+            (self.number() % n as u64) as usize
         }
     }
 
@@ -98,7 +296,11 @@ impl Generator {
         }
         let mut text = pick(self);
         for _ in 0..self.below(4) {
-            text.push_str(GLUE.get(self.below(GLUE.len())).copied().unwrap_or_default());
+            text.push_str(
+                GLUE.get(self.below(GLUE.len()))
+                    .copied()
+                    .unwrap_or_default(),
+            );
             text.push_str(&pick(self));
         }
         text
@@ -106,16 +308,20 @@ impl Generator {
 
     /// A JSON tree at most `depth` levels deep, its strings from `pool`.
     pub fn value(&mut self, pool: &[String], depth: usize) -> Value {
-        let choice = if depth == 0 { self.below(6) } else { self.below(10) };
+        let choice = if depth == 0 {
+            self.below(6)
+        } else {
+            self.below(10)
+        };
         match choice {
             0 => Value::Null,
             1 => Value::Bool(self.below(2) == 1),
             2 => {
-                let n = self.next() as i64 >> self.below(64);
+                let n = self.number() as i64 >> self.below(64);
                 Value::from(n)
             }
             3 => {
-                let f = f64::from_bits(self.next());
+                let f = f64::from_bits(self.number());
                 let f = if f.is_finite() {
                     f
                 } else {

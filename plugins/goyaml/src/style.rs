@@ -91,8 +91,21 @@ fn numeric_byte(b: u8) -> bool {
 fn first_indicator(b: u8) -> bool {
     matches!(
         b,
-        b'#' | b',' | b'[' | b']' | b'{' | b'}' | b'&' | b'*' | b'!' | b'|' | b'>' | b'\'' | b'"'
-            | b'%' | b'@' | b'`'
+        b'#' | b','
+            | b'['
+            | b']'
+            | b'{'
+            | b'}'
+            | b'&'
+            | b'*'
+            | b'!'
+            | b'|'
+            | b'>'
+            | b'\''
+            | b'"'
+            | b'%'
+            | b'@'
+            | b'`'
     )
 }
 
@@ -277,4 +290,3 @@ fn analyze(s: &str) -> Allowed {
     }
     allowed
 }
-

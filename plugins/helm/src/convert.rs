@@ -155,11 +155,10 @@ pub fn to_json_styled(v: &Value, style: JsonStyle) -> String {
 /// U+FFFD; the text itself when none of them is in it.
 fn go_json(text: String, escape_html: bool) -> String {
     let html = |b: &u8| matches!(b, b'<' | b'>' | b'&');
-    // U+2028 and U+2029 are E2 80 A8 and E2 80 A9.
-    if !(escape_html && text.as_bytes().iter().any(html))
-        && !text.contains(['\u{2028}', '\u{2029}'])
-        && !gostr::has_raw(&text)
-    {
+    let changes = (escape_html && text.as_bytes().iter().any(html))
+        || text.contains(['\u{2028}', '\u{2029}'])
+        || gostr::has_raw(&text);
+    if !changes {
         return text;
     }
     let mut out = String::with_capacity(text.len());

@@ -52,7 +52,9 @@ impl Serialize for JsonView<'_> {
                 }
             }
             Value::Str(s) => serializer.serialize_str(s),
-            Value::Time(t) => serializer.serialize_str(&t.rfc3339_nano().map_err(S::Error::custom)?),
+            Value::Time(t) => {
+                serializer.serialize_str(&t.rfc3339_nano().map_err(S::Error::custom)?)
+            }
             Value::Bytes(b) => serializer.serialize_str(&crate::convert::base64_std(b)),
             Value::List(l) | Value::Strings(l) => {
                 let mut seq = serializer.serialize_seq(Some(l.len()))?;
@@ -164,7 +166,12 @@ mod tests {
 
     #[test]
     fn nesting_limits_write_as_before() {
-        for levels in [MAX_NESTING - 1, MAX_NESTING, MAX_NESTING + 1, MAX_NESTING + 5] {
+        for levels in [
+            MAX_NESTING - 1,
+            MAX_NESTING,
+            MAX_NESTING + 1,
+            MAX_NESTING + 5,
+        ] {
             for value in nested(levels) {
                 assert_same(&value, &format!("{levels} levels"));
             }

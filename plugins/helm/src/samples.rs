@@ -85,8 +85,8 @@ fn scalar(g: &mut Generator, pool: &[String]) -> Value {
     match g.below(12) {
         0 => Value::Nil,
         1 => Value::Bool(g.below(2) == 1),
-        2 => Value::Int(g.next() as i64 >> g.below(64)),
-        3 => Value::Int64(-(g.next() as i64 >> g.below(64))),
+        2 => Value::Int(g.number() as i64 >> g.below(64)),
+        3 => Value::Int64((g.number() as i64 >> g.below(64)).wrapping_neg()),
         4 => Value::Float(
             [
                 0.0,
@@ -104,10 +104,16 @@ fn scalar(g: &mut Generator, pool: &[String]) -> Value {
                 1e-7,
             ][g.below(13)],
         ),
-        5 => Value::Float(f64::from_bits(g.next())),
+        5 => Value::Float(f64::from_bits(g.number())),
         6 => Value::Bytes(Rc::from(g.string(pool).as_bytes())),
         7 => Value::Time(Rc::new(Time::unix(
-            [0, 1_700_000_000, -62_135_596_800, -70_000_000_000, 300_000_000_000][g.below(5)],
+            [
+                0,
+                1_700_000_000,
+                -62_135_596_800,
+                -70_000_000_000,
+                300_000_000_000,
+            ][g.below(5)],
             (g.below(3) as i64) * 123_456_789,
         ))),
         8 => {
@@ -126,7 +132,9 @@ fn value(g: &mut Generator, pool: &[String], depth: usize) -> Value {
     match g.below(12) {
         0..=3 => scalar(g, pool),
         4 => Value::Strings(Rc::new(
-            (0..g.below(4)).map(|_| Value::str(g.string(pool))).collect(),
+            (0..g.below(4))
+                .map(|_| Value::str(g.string(pool)))
+                .collect(),
         )),
         5 | 6 => Value::list((0..g.below(5)).map(|_| value(g, pool, depth - 1)).collect()),
         7 => Value::ApiVersions(Rc::new((0..g.below(3)).map(|_| g.string(pool)).collect())),

@@ -151,7 +151,12 @@ mod tests {
     /// a map that contains itself does.
     #[test]
     fn nesting_limits_print_as_before() {
-        for levels in [MAX_NESTING - 1, MAX_NESTING, MAX_NESTING + 1, MAX_NESTING + 5] {
+        for levels in [
+            MAX_NESTING - 1,
+            MAX_NESTING,
+            MAX_NESTING + 1,
+            MAX_NESTING + 5,
+        ] {
             for value in nested(levels) {
                 assert_same(&value, &format!("{levels} levels"));
             }
