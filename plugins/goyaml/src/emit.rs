@@ -46,9 +46,13 @@ impl Emitter {
     /// Writes `s` as [`Emitter::push`] would, character by character.
     fn push_str(&mut self, s: &str) {
         self.out.push_str(s);
-        match s.rfind('\n') {
-            Some(i) => self.column = s[i + 1..].chars().count(),
-            None => self.column += s.chars().count(),
+        for &b in s.as_bytes() {
+            if b == b'\n' {
+                self.column = 0;
+            } else if b & 0xc0 != 0x80 {
+                // The first byte of a character (not a continuation).
+                self.column += 1;
+            }
         }
     }
 

@@ -65,7 +65,7 @@ fn special_word(s: &str) -> bool {
 /// a timestamp or a sexagesimal number (digits, signs, `.`, `_`, `:`, the
 /// space and `T`/`t`/`Z` of timestamps, hex digits, `e`/`E`, the radix
 /// letters `x`/`o`/`b`).
-fn numeric_byte(b: u8) -> bool {
+const fn numeric_byte(b: u8) -> bool {
     matches!(
         b,
         b'0'..=b'9'
@@ -86,6 +86,25 @@ fn numeric_byte(b: u8) -> bool {
             | b'Z'
     )
 }
+
+/// A byte of printable ASCII (`' '..='~'`).
+const PRINTABLE: u8 = 1;
+/// A byte [`numeric_byte`] accepts.
+const NUMERIC: u8 = 2;
+
+/// [`PRINTABLE`] and [`NUMERIC`] of every byte, looked up in one step.
+const CLASSES: [u8; 256] = {
+    let mut table = [0; 256];
+    let mut b = 0;
+    while b < 256 {
+        let byte = b as u8;
+        if byte >= b' ' && byte <= b'~' {
+            table[b] = PRINTABLE | if numeric_byte(byte) { NUMERIC } else { 0 };
+        }
+        b += 1;
+    }
+    table
+};
 
 /// go-yaml's indicators that cannot start a plain scalar.
 fn first_indicator(b: u8) -> bool {
@@ -122,23 +141,26 @@ fn first_indicator(b: u8) -> bool {
 pub(crate) fn quick_style(s: &str) -> Option<Style> {
     let bytes = s.as_bytes();
     let &first = bytes.first()?;
-    let mut indicators =
-        first_indicator(first) || bytes.starts_with(b"---") || bytes.starts_with(b"...");
-    let mut numeric = numeric_byte(first);
-    let mut previous = first;
+    let followed_by_space = |i: usize| bytes.get(i + 1).is_none_or(|&n| n == b' ');
+    let mut indicators = first_indicator(first)
+        || (matches!(first, b'?' | b':' | b'-') && followed_by_space(0))
+        || bytes.starts_with(b"---")
+        || bytes.starts_with(b"...");
+    // The classes every byte has.
+    let mut common = PRINTABLE | NUMERIC;
+    let mut previous = b'\n';
     for (i, &b) in bytes.iter().enumerate() {
-        if !(b' '..=b'~').contains(&b) {
+        let class = CLASSES[usize::from(b)];
+        if class & PRINTABLE == 0 {
             return None;
         }
-        let followed_by_space = bytes.get(i + 1).is_none_or(|&n| n == b' ');
-        if i == 0 {
-            indicators |= matches!(b, b'?' | b':' | b'-') && followed_by_space;
-        } else {
-            indicators |= (b == b':' && followed_by_space) || (b == b'#' && previous == b' ');
-            numeric &= numeric_byte(b);
-            previous = b;
+        common &= class;
+        if i > 0 {
+            indicators |= (b == b':' && followed_by_space(i)) || (b == b'#' && previous == b' ');
         }
+        previous = b;
     }
+    let numeric = common & NUMERIC != 0;
     if special_word(s) {
         return Some(Style::Double);
     }
