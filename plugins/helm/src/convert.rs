@@ -34,7 +34,7 @@ pub fn to_json_value(v: &Value) -> Option<serde_json::Value> {
 
 /// With `natural`, strings are plain text (each byte that is not UTF-8 one
 /// U+FFFD); without, they stay Go strings ([`gostr`]).
-fn json_at(v: &Value, depth: usize, natural: bool) -> Option<serde_json::Value> {
+pub(crate) fn json_at(v: &Value, depth: usize, natural: bool) -> Option<serde_json::Value> {
     let text = |s: &str| {
         if natural {
             gostr::natural(s).into_owned()
@@ -88,16 +88,35 @@ fn json_at(v: &Value, depth: usize, natural: bool) -> Option<serde_json::Value> 
     })
 }
 
-fn base64_std(b: &[u8]) -> String {
+/// Bytes as Go's `encoding/json` writes a `[]byte`: standard base64.
+pub(crate) fn base64_std(b: &[u8]) -> String {
     use base64::Engine as _;
     base64::engine::general_purpose::STANDARD.encode(b)
 }
 
-/// `toYaml`: the value as `sigs.k8s.io/yaml.Marshal` prints it.
+/// `toYaml`: the value as `sigs.k8s.io/yaml.Marshal` prints it. The value
+/// is walked in place ([`crate::yamltree`]); one it declines goes through
+/// JSON as Helm's does.
 pub fn to_yaml(v: &Value) -> String {
-    to_json_value(v).map_or_else(String::new, |j| {
-        gostr::from_bytes(kiln_goyaml::document(&j).as_bytes()).into_owned()
-    })
+    match kiln_goyaml::document_of(v) {
+        Ok(text) => go_string(text),
+        Err(crate::yamltree::Declined) => to_yaml_through_json(v),
+    }
+}
+
+/// `toYaml` by the general path: the value as JSON, printed.
+fn to_yaml_through_json(v: &Value) -> String {
+    to_json_value(v).map_or_else(String::new, |j| go_string(kiln_goyaml::document(&j)))
+}
+
+/// Printed text as a Go string ([`gostr::from_bytes`]), without a copy
+/// when it carries no character of the raw-byte range.
+fn go_string(text: String) -> String {
+    if gostr::has_raw(&text) {
+        gostr::from_bytes(text.as_bytes()).into_owned()
+    } else {
+        text
+    }
 }
 
 /// How Go's encoder writes JSON.
@@ -120,15 +139,28 @@ pub fn to_json(v: &Value) -> String {
 /// `v` as Go's encoder writes it in `style`; U+2028/U+2029 are always
 /// escaped, bytes that are not UTF-8 are U+FFFD.
 pub fn to_json_styled(v: &Value, style: JsonStyle) -> String {
-    let Some(json) = json_at(v, 0, false) else {
-        return String::new();
-    };
+    let view = crate::jsonview::JsonView::new(v);
+    // An error is a value Go's encoder refuses (too deep, a year it
+    // cannot write): no text.
     let text = match style {
-        JsonStyle::Indented => serde_json::to_string_pretty(&json),
-        JsonStyle::Compact | JsonStyle::Raw => serde_json::to_string(&json),
+        JsonStyle::Indented => serde_json::to_string_pretty(&view),
+        JsonStyle::Compact | JsonStyle::Raw => serde_json::to_string(&view),
     }
     .unwrap_or_default();
-    let escape_html = style != JsonStyle::Raw;
+    go_json(text, style != JsonStyle::Raw)
+}
+
+/// serde_json's text as Go's encoder writes it: `<>&` escaped when
+/// `escape_html`, U+2028/U+2029 escaped, raw bytes that are not UTF-8 as
+/// U+FFFD; the text itself when none of them is in it.
+fn go_json(text: String, escape_html: bool) -> String {
+    let html = |b: &u8| matches!(b, b'<' | b'>' | b'&');
+    let changes = (escape_html && text.as_bytes().iter().any(html))
+        || text.contains(['\u{2028}', '\u{2029}'])
+        || gostr::has_raw(&text);
+    if !changes {
+        return text;
+    }
     let mut out = String::with_capacity(text.len());
     gostr::for_each_rune(&text, |rune| {
         let Ok(c) = rune else {

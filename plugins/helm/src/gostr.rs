@@ -33,7 +33,7 @@ pub fn raw_byte(c: char) -> Option<u8> {
 /// Go's `string(bytes)`: every byte kept.
 pub fn from_bytes(bytes: &[u8]) -> Cow<'_, str> {
     match std::str::from_utf8(bytes) {
-        Ok(text) if !text.chars().any(|c| raw_byte(c).is_some()) => Cow::Borrowed(text),
+        Ok(text) if !has_raw(text) => Cow::Borrowed(text),
         _ => Cow::Owned(decode(bytes, true)),
     }
 }
@@ -72,7 +72,9 @@ fn decode(mut bytes: &[u8], keep: bool) -> String {
 
 /// Whether `text` carries raw bytes.
 pub fn has_raw(text: &str) -> bool {
-    text.chars().any(|c| raw_byte(c).is_some())
+    // Every character of the range is encoded starting with byte 0xF4: a
+    // byte search rules most texts out without decoding them.
+    text.as_bytes().contains(&0xf4) && text.chars().any(|c| raw_byte(c).is_some())
 }
 
 /// The bytes of the Go string `text` stands for.

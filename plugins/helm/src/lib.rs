@@ -29,10 +29,13 @@ pub mod gostr;
 pub mod gotime;
 mod head;
 pub mod ignore;
+pub mod jsonview;
 pub mod lex;
 pub mod parse;
 pub mod random;
 pub mod render;
+#[cfg(test)]
+mod samples;
 pub mod schema;
 pub mod semver;
 pub mod split;
@@ -41,6 +44,7 @@ pub mod urls;
 pub mod value;
 pub mod xcase;
 pub mod yaml11;
+pub mod yamltree;
 
 #[cfg(target_arch = "wasm32")]
 mod plugin;
