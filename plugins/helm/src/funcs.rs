@@ -410,20 +410,38 @@ fn dict_of<'a>(v: &'a Value, name: &str) -> Result<std::cell::Ref<'a, Map>, FnEr
 
 /// Calls function `name` with evaluated `args`.
 pub fn call(st: &mut State<'_>, name: &str, args: Vec<Value>, pos: &Pos) -> R {
-    let a = &args;
-    if let Some(bytes) = a.iter().find(|v| matches!(v, Value::Bytes(_)))
+    refuse_bytes(name, &args)?;
+    // Random and crypto functions (seeded by the call's site).
+    if let Some(result) = crate::random::call(st, name, &args, pos) {
+        return result;
+    }
+    call_builtin(st, name, args)
+}
+
+/// [`call`] for a function known not to be a random or crypto one
+/// ([`crate::parse::FuncKind::Plain`]): the same answer, without looking
+/// the name up among those.
+pub fn call_plain(st: &mut State<'_>, name: &str, args: Vec<Value>) -> R {
+    refuse_bytes(name, &args)?;
+    call_builtin(st, name, args)
+}
+
+/// Go does not convert a `[]byte` to a string parameter.
+fn refuse_bytes(name: &str, args: &[Value]) -> Result<(), FnError> {
+    if let Some(bytes) = args.iter().find(|v| matches!(v, Value::Bytes(_)))
         && STRING_PARAMETERS.contains(&name)
     {
-        // Go does not convert a []byte to a string parameter.
         return Err(FnError::Msg(format!(
             "wrong type for value; expected string; got {}",
             bytes.type_name()
         )));
     }
-    // Random and crypto functions (seeded by the call's site).
-    if let Some(result) = crate::random::call(st, name, a, pos) {
-        return result;
-    }
+    Ok(())
+}
+
+/// The functions other than the random and crypto ones.
+fn call_builtin(st: &mut State<'_>, name: &str, args: Vec<Value>) -> R {
+    let a = &args;
     let s = |i: usize| a.get(i).map(strval).unwrap_or_default();
     Ok(match name {
         // ---- Go builtins
@@ -1207,27 +1225,15 @@ pub fn call_nested(st: &mut State<'_>, name: &str, a: Vec<Value>, pos: &Pos) -> 
         return Err(format!("wrong number of args for {name}: want 2 got {}", a.len()).into());
     }
     if name == "tpl" {
-        return Ok(Value::str(tpl(st, &strval(&a[0]), a[1].clone(), pos)?));
+        // Helm's `tpl`: the text parsed as a template among the chart's,
+        // run with `dot`.
+        return Ok(st.call_tpl(&strval(&a[0]), a[1].clone(), pos)?);
     }
     let Value::Str(n) = &a[0] else {
         return Err("include: the template name must be a string".into());
     };
-    Ok(Value::str(
-        st.call_template(n, a[1].clone(), pos)
-            .map_err(include_error(n))?,
-    ))
-}
-
-/// Helm's `tpl`: the text parsed as a template among the chart's, run with `dot`.
-fn tpl(st: &mut State<'_>, text: &str, dot: Value, pos: &Pos) -> Result<String, FnError> {
-    let name = st.name.to_string();
-    let mut trees = (*st.rt.trees).clone();
-    crate::parse::parse(&name, text, &mut trees, &exists)
-        .map_err(|e| FnError::Nested(ExecError::Parse(e)))?;
-    let saved = std::mem::replace(&mut st.rt.trees, Rc::new(trees));
-    let result = st.call_template(&name, dot, pos);
-    st.rt.trees = saved;
-    Ok(result?)
+    st.call_template(n, a[1].clone(), pos)
+        .map_err(include_error(n))
 }
 
 fn error_map(msg: &str) -> Value {
