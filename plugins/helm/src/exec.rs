@@ -191,7 +191,16 @@ pub struct Runtime {
     dollar: Rc<str>,
     /// The texts `tpl` parsed.
     tpl_cache: crate::tplcache::TplCache,
+    /// Emptied argument vectors of finished calls ([`Runtime::arg_vec`]).
+    arg_vecs: Vec<Vec<Value>>,
 }
+
+/// Most argument vectors kept for reuse (one per nesting level of calls
+/// in arguments is what a template uses).
+const MAX_FREE_ARG_VECS: usize = 64;
+/// Largest argument vector kept for reuse (a `dict` or `list` call with
+/// thousands of arguments gives its memory back).
+const MAX_RECYCLED_ARGS: usize = 64;
 
 impl Runtime {
     /// A runtime over `trees`.
@@ -209,6 +218,7 @@ impl Runtime {
             out: String::new(),
             dollar: Rc::from("$"),
             tpl_cache: crate::tplcache::TplCache::default(),
+            arg_vecs: Vec::new(),
         }
     }
 
@@ -267,6 +277,21 @@ impl Runtime {
             });
         }
         Ok(())
+    }
+
+    /// An empty vector for a call's arguments, reused from an earlier call
+    /// when one is free.
+    fn arg_vec(&mut self) -> Vec<Value> {
+        self.arg_vecs.pop().unwrap_or_default()
+    }
+
+    /// Takes back a call's argument vector (emptied) for the next call,
+    /// keeping at most [`MAX_FREE_ARG_VECS`] small ones.
+    fn recycle_arg_vec(&mut self, mut values: Vec<Value>) {
+        values.clear();
+        if self.arg_vecs.len() < MAX_FREE_ARG_VECS && values.capacity() <= MAX_RECYCLED_ARGS {
+            self.arg_vecs.push(values);
+        }
     }
 
     /// The parse of `tpl` text `text` as template `name`, from the cache
@@ -873,16 +898,21 @@ impl State<'_> {
         if func.kind == FuncKind::AndOr {
             return self.and_or(dot, name, args, last, pos);
         }
-        let values = self.eval_args(dot, args, last)?;
+        let mut values = self.rt.arg_vec();
+        for a in args {
+            values.push(self.eval_arg(dot, a)?);
+        }
+        values.extend(last);
         let result = match func.kind {
-            FuncKind::Nested => funcs::call_nested(self, name, values, pos),
+            FuncKind::Nested => funcs::call_nested(self, name, &values, pos),
             FuncKind::Random => {
                 // A random call's stream is keyed by the call as written.
                 self.rt.random.set_site(context.to_string());
-                funcs::call(self, name, values, pos)
+                funcs::call(self, name, &values, pos)
             }
-            FuncKind::AndOr | FuncKind::Plain => funcs::call_plain(self, name, values),
+            FuncKind::AndOr | FuncKind::Plain => funcs::call_plain(self, name, &values),
         };
+        self.rt.recycle_arg_vec(values);
         match result {
             Ok(v) => {
                 if let Value::Str(s) = &v
