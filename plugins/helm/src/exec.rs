@@ -1041,3 +1041,104 @@ fn arg_text(a: &Arg) -> String {
         _ => String::new(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::value::Map;
+
+    /// Runs template `main` of `templates` (name and text pairs) with a
+    /// dot holding `m` = {b: 2, a: 1} and `l` = [x, y, z].
+    fn run(templates: &[(&str, &str)], main: &str) -> (Result<String, ExecError>, Runtime) {
+        let mut trees = Trees::new();
+        for (name, text) in templates {
+            crate::parse::parse(name, text, &mut trees, &funcs::exists).expect("parses");
+        }
+        let mut m = Map::new();
+        m.insert("b".into(), Value::Int(2));
+        m.insert("a".into(), Value::Int(1));
+        let mut dot = Map::new();
+        dot.insert("m".into(), Value::map(m));
+        dot.insert(
+            "l".into(),
+            Value::list(vec![Value::str("x"), Value::str("y"), Value::str("z")]),
+        );
+        let mut rt = Runtime::new(trees, Limits::default());
+        let out = rt.execute(main, Value::map(dot));
+        (out, rt)
+    }
+
+    fn ok(templates: &[(&str, &str)], main: &str) -> String {
+        run(templates, main).0.expect("runs")
+    }
+
+    #[test]
+    fn range_binds_keys_and_values_per_iteration() {
+        let t = "{{ range $k, $v := .m }}{{ $k }}={{ $v }};{{ end }}\
+                 {{ range $i, $v := .l }}{{ $i }}{{ $v }}{{ if eq $v \"y\" }}{{ break }}{{ end }}{{ end }}\
+                 {{ range .l }}{{ . }}{{ end }}{{ range $v := .m }}{{ $v }}{{ end }}\
+                 {{ range .none }}x{{ else }}empty{{ end }}{{ range 3 }}{{ . }}{{ end }}";
+        assert_eq!(ok(&[("t", t)], "t"), "a=1;b=2;0x1yxyz12empty012");
+    }
+
+    #[test]
+    fn assignment_reaches_the_variable_of_the_enclosing_scope() {
+        let t = "{{ $s := \"\" }}{{ range $k, $v := .m }}{{ $s = print $s $k }}{{ end }}{{ $s }}\
+                 {{ with .m }}{{ $s = \"w\" }}{{ end }}{{ $s }}";
+        assert_eq!(ok(&[("t", t)], "t"), "abw");
+    }
+
+    #[test]
+    fn included_templates_have_their_own_dollar_and_output() {
+        let t = "{{ define \"d\" }}[{{ $.a }}{{ $x := 5 }}{{ $x }}]{{ end }}\
+                 {{ $x := 1 }}{{ include \"d\" (dict \"a\" \"in\") | upper }}{{ template \"d\" (dict \"a\" \"t\") }}{{ $x }}{{ len $.l }}";
+        assert_eq!(ok(&[("t", t)], "t"), "[IN5][t5]13");
+    }
+
+    #[test]
+    fn templates_a_tpl_text_defines_exist_only_during_that_call() {
+        let t = "{{ define \"x\" }}chart{{ end }}\
+                 {{ tpl \"{{ define \\\"x\\\" }}tpl{{ end }}{{ include \\\"x\\\" . }}\" . }}/{{ include \"x\" . }}\
+                 {{ tpl \"{{ define \\\"y\\\" }}y{{ end }}{{ include \\\"y\\\" . }}\" . }}";
+        assert_eq!(ok(&[("t", t)], "t"), "tpl/charty");
+        let (out, _) = run(
+            &[(
+                "t",
+                "{{ tpl \"{{ define \\\"y\\\" }}y{{ end }}-\" . }}{{ include \"y\" . }}",
+            )],
+            "t",
+        );
+        let e = out.expect_err("y is gone after the tpl call").to_string();
+        assert!(e.contains("no template \"y\""), "{e}");
+    }
+
+    #[test]
+    fn a_repeated_tpl_text_is_parsed_once_and_runs_the_same() {
+        let t = "{{ range .l }}{{ tpl \"<{{ . }}{{ $.m.a }}>\" (dict \"m\" $.m) }}{{ end }}\
+                 {{ tpl \"{{ .m.b }}\" . }}{{ tpl \"{{ .m.b }}\" . }}";
+        let (out, rt) = run(&[("t", t)], "t");
+        assert_eq!(
+            out.expect("runs"),
+            "<map[m:map[a:1 b:2]]1><map[m:map[a:1 b:2]]1><map[m:map[a:1 b:2]]1>22"
+        );
+        assert_eq!(rt.tpl_cache.len(), 2);
+        assert!(rt.layers.is_empty() && rt.vars.is_empty());
+    }
+
+    #[test]
+    fn a_whitespace_tpl_text_keeps_the_template_of_its_name() {
+        // Go keeps a template rather than replace it with an empty one:
+        // `tpl` of blanks runs the calling template again, until the
+        // depth limit.
+        let (out, _) = run(&[("t", "{{ tpl \"  \" . }}")], "t");
+        let e = out.expect_err("recursion").to_string();
+        assert!(e.contains("more than 100 nested template calls"), "{e}");
+    }
+
+    #[test]
+    fn tpl_parse_errors_are_go_s() {
+        let (out, _) = run(&[("t", "{{ tpl \"{{ nosuch }}\" . }}")], "t");
+        let e = out.expect_err("parse error").to_string();
+        assert_eq!(e, "template: t:1: function \"nosuch\" not defined");
+    }
+}
