@@ -361,10 +361,18 @@ impl State<'_> {
 
     /// Writes what an action prints: `<no value>` for nil, else `%v`.
     fn write_value(&mut self, v: &Value, pos: &Pos) -> Result<(), ExecError> {
-        match v {
-            Value::Str(s) => self.write(s, pos),
-            other => self.write(&other.to_template_string(), pos),
+        if let Value::Str(s) = v {
+            return self.write(s, pos);
         }
+        // Printed in place, then charged (nothing kept when over budget).
+        let start = self.rt.out.len();
+        v.write_template(&mut self.rt.out);
+        let printed = self.rt.out.len() - start;
+        if let Err(e) = self.rt.charge_output(printed, pos) {
+            self.rt.out.truncate(start);
+            return Err(e);
+        }
+        Ok(())
     }
 
     fn walk_list(&mut self, dot: &Value, list: &List) -> Result<Flow, ExecError> {

@@ -694,9 +694,9 @@ fn call_builtin(st: &mut State<'_>, name: &str, a: &[Value]) -> R {
                 .filter(|v| !matches!(v, Value::Nil))
                 .map(|v| {
                     if q {
-                        go_quote(&strval(v))
+                        go_quote(&str_arg(v))
                     } else {
-                        format!("'{}'", strval(v))
+                        format!("'{}'", str_arg(v))
                     }
                 })
                 .collect();
@@ -726,13 +726,8 @@ fn call_builtin(st: &mut State<'_>, name: &str, a: &[Value]) -> R {
         }
         "indent" | "nindent" => {
             arity(name, a, 2)?;
-            let pad = " ".repeat(to_i64(&a[0]).clamp(0, 10_000) as usize);
-            let body = format!("{pad}{}", s(1).replace('\n', &format!("\n{pad}")));
-            Value::str(if name == "nindent" {
-                format!("\n{body}")
-            } else {
-                body
-            })
+            let width = to_i64(&a[0]).clamp(0, 10_000) as usize;
+            Value::str(indent(&s(1), width, name == "nindent"))
         }
         "join" => {
             arity(name, a, 2)?;
@@ -1251,6 +1246,24 @@ pub fn call_nested(st: &mut State<'_>, name: &str, a: &[Value], pos: &Pos) -> R 
         .map_err(include_error(n))
 }
 
+/// Sprig's `indent` (`nindent`: a newline first): `width` spaces before
+/// the text and after each of its newlines.
+fn indent(text: &str, width: usize, newline_first: bool) -> String {
+    let lines = text.bytes().filter(|&b| b == b'\n').count() + 1;
+    let mut out = String::with_capacity(text.len() + lines * width + 1);
+    if newline_first {
+        out.push('\n');
+    }
+    for (i, line) in text.split('\n').enumerate() {
+        if i > 0 {
+            out.push('\n');
+        }
+        out.extend(std::iter::repeat_n(' ', width));
+        out.push_str(line);
+    }
+    out
+}
+
 fn error_map(msg: &str) -> Value {
     let mut m = Map::new();
     m.insert("Error".into(), Value::str(msg));
@@ -1619,4 +1632,45 @@ fn adler32(data: &[u8]) -> u32 {
         b = (b + a) % 65521;
     }
     (b << 16) | a
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Sprig's formula, as this crate wrote it before [`indent`].
+    fn indent_by_replace(text: &str, width: usize, newline_first: bool) -> String {
+        let pad = " ".repeat(width);
+        let body = format!("{pad}{}", text.replace('\n', &format!("\n{pad}")));
+        if newline_first {
+            format!("\n{body}")
+        } else {
+            body
+        }
+    }
+
+    #[test]
+    fn indent_is_sprig_s_pad_and_replace() {
+        let texts = [
+            "",
+            "a",
+            "\n",
+            "\n\n",
+            "a\nb",
+            "a\r\nb\n",
+            "ünï\ncödé\n\n",
+            "\u{FFFD}\n\t x",
+        ];
+        for text in texts {
+            for width in [0, 1, 4, 17] {
+                for first in [false, true] {
+                    assert_eq!(
+                        indent(text, width, first),
+                        indent_by_replace(text, width, first),
+                        "{text:?} {width} {first}"
+                    );
+                }
+            }
+        }
+    }
 }
