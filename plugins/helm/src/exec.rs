@@ -763,6 +763,10 @@ impl State<'_> {
         args: &[Arg],
         last: Option<Value>,
     ) -> Result<Vec<Value>, ExecError> {
+        if args.is_empty() {
+            // `.a.b` alone: no vector allocated.
+            return Ok(last.into_iter().collect());
+        }
         let mut out = Vec::with_capacity(args.len() + 1);
         for a in args {
             out.push(self.eval_arg(dot, a)?);

@@ -28,12 +28,16 @@ pub const MAX_BYTES: usize = 4 << 20;
 /// Longest text kept (a longer one is parsed at every call).
 pub const MAX_TEXT: usize = 256 << 10;
 
+/// The parses of one text: each template name it was parsed as, with the
+/// result.
+type ByName = Vec<(Rc<str>, Rc<Parsed>)>;
+
 /// Parsed `tpl` texts by text and template name.
 #[derive(Debug, Default)]
 pub struct TplCache {
     /// By text: the names it was parsed as (almost always one) and the
     /// result.
-    by_text: HashMap<Box<str>, Vec<(Rc<str>, Rc<Parsed>)>>,
+    by_text: HashMap<Box<str>, ByName>,
     /// Entries kept (name and text pairs).
     entries: usize,
     /// Bytes of text the entries account for (a text parsed under two
