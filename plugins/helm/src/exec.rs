@@ -5,7 +5,9 @@ use std::fmt;
 use std::rc::Rc;
 
 use crate::funcs;
-use crate::parse::{Arg, BranchKind, Cmd, List, Node, Number, Pipe, Pos, Trees};
+use crate::parse::{
+    Arg, BranchKind, Cmd, Func, FuncKind, List, Node, Number, Parsed, Pipe, Pos, Trees,
+};
 use crate::value::Value;
 
 /// Budgets that stop a hostile chart. Defaults are far above what real
@@ -135,6 +137,32 @@ enum Flow {
     Continue,
 }
 
+/// Templates a `tpl` call adds while its text runs: Go runs the text in a
+/// clone of the template set with the text's templates added; the clone
+/// is this layer over the set (nothing copied).
+struct Layer {
+    /// The name the text was parsed as (its main tree's name).
+    name: Rc<str>,
+    /// The text's templates.
+    parsed: Rc<Parsed>,
+    /// Whether the main tree is in the set (Go keeps an earlier template
+    /// of the name when the text is only whitespace).
+    with_main: bool,
+}
+
+impl Layer {
+    /// Template `name` of this layer.
+    fn get(&self, name: &str) -> Option<(Rc<str>, Rc<List>)> {
+        if self.with_main && *self.name == *name {
+            return Some((self.name.clone(), self.parsed.main.clone()));
+        }
+        self.parsed
+            .defined
+            .get_key_value(name)
+            .map(|(n, l)| (n.clone(), l.clone()))
+    }
+}
+
 /// Shared state of one render: templates, budgets, the random seed.
 pub struct Runtime {
     /// Every template of the chart and its subcharts.
@@ -151,7 +179,28 @@ pub struct Runtime {
     pub random: crate::random::Randomness,
     /// The render's clock ([`crate::render::Options::now`]).
     pub now: chrono::DateTime<chrono::Utc>,
+    /// The templates of the running `tpl` calls, innermost last.
+    layers: Vec<Layer>,
+    /// The variables of every running template: each template's scope is
+    /// the part above its [`State::vars_base`].
+    vars: Vec<(Rc<str>, Value)>,
+    /// The output of every running template: each template appends from
+    /// its start; `include` takes its part off the end.
+    out: String,
+    /// `$`, the variable every template starts with.
+    dollar: Rc<str>,
+    /// The texts `tpl` parsed.
+    tpl_cache: crate::tplcache::TplCache,
+    /// Emptied argument vectors of finished calls ([`Runtime::arg_vec`]).
+    arg_vecs: Vec<Vec<Value>>,
 }
+
+/// Most argument vectors kept for reuse (one per nesting level of calls
+/// in arguments is what a template uses).
+const MAX_FREE_ARG_VECS: usize = 64;
+/// Largest argument vector kept for reuse (a `dict` or `list` call with
+/// thousands of arguments gives its memory back).
+const MAX_RECYCLED_ARGS: usize = 64;
 
 impl Runtime {
     /// A runtime over `trees`.
@@ -164,31 +213,54 @@ impl Runtime {
             depth: 0,
             random: crate::random::Randomness::default(),
             now: chrono::DateTime::UNIX_EPOCH,
+            layers: Vec::new(),
+            vars: Vec::new(),
+            out: String::new(),
+            dollar: Rc::from("$"),
+            tpl_cache: crate::tplcache::TplCache::default(),
+            arg_vecs: Vec::new(),
         }
     }
 
     /// Executes template `name` with `dot`, returning its text.
     pub fn execute(&mut self, name: &str, dot: Value) -> Result<String, ExecError> {
-        let Some(tree) = self.trees.get(name).cloned() else {
+        let Some((name, tree)) = self.tree(name) else {
             return Err(ExecError::NoTemplate(name.to_owned()));
         };
-        let mut st = State {
-            rt: self,
-            vars: vec![("$".to_owned(), dot.clone())],
-            out: String::new(),
-            name: Rc::from(name),
-        };
-        st.walk_list(&dot, &tree)?;
-        Ok(st.out)
+        self.vars.clear();
+        self.out.clear();
+        let mut st = State::enter(self, name, dot.clone());
+        let r = st.walk_list(&dot, &tree);
+        st.leave();
+        r?;
+        Ok(std::mem::take(&mut self.out))
+    }
+
+    /// Template `name` (its shared name and tree) as the running
+    /// templates see it: the innermost `tpl` text's first.
+    fn tree(&self, name: &str) -> Option<(Rc<str>, Rc<List>)> {
+        for layer in self.layers.iter().rev() {
+            if let Some(found) = layer.get(name) {
+                return Some(found);
+            }
+        }
+        self.trees
+            .get_key_value(name)
+            .map(|(n, l)| (n.clone(), l.clone()))
     }
 
     /// Charges `bytes` of produced text against the output budget.
     pub fn charge_output(&mut self, bytes: usize, pos: &Pos) -> Result<(), ExecError> {
+        self.charge(bytes, &pos.name, pos.line)
+    }
+
+    /// [`Runtime::charge_output`] for text at `line` of template `name`.
+    fn charge(&mut self, bytes: usize, name: &str, line: usize) -> Result<(), ExecError> {
         self.output += bytes;
         if self.output > self.limits.max_output {
             return Err(ExecError::Limit {
-                name: pos.name.to_string(),
-                line: pos.line,
+                name: name.to_owned(),
+                line,
                 what: format!("output exceeds {} bytes", self.limits.max_output),
             });
         }
@@ -206,16 +278,61 @@ impl Runtime {
         }
         Ok(())
     }
+
+    /// An empty vector for a call's arguments, reused from an earlier call
+    /// when one is free.
+    fn arg_vec(&mut self) -> Vec<Value> {
+        self.arg_vecs.pop().unwrap_or_default()
+    }
+
+    /// Takes back a call's argument vector (emptied) for the next call,
+    /// keeping at most [`MAX_FREE_ARG_VECS`] small ones.
+    fn recycle_arg_vec(&mut self, mut values: Vec<Value>) {
+        values.clear();
+        if self.arg_vecs.len() < MAX_FREE_ARG_VECS && values.capacity() <= MAX_RECYCLED_ARGS {
+            self.arg_vecs.push(values);
+        }
+    }
+
+    /// The parse of `tpl` text `text` as template `name`, from the cache
+    /// when it was parsed before.
+    fn parse_tpl(&mut self, name: &Rc<str>, text: &str) -> Result<Rc<Parsed>, ExecError> {
+        if let Some(parsed) = self.tpl_cache.get(name, text) {
+            return Ok(parsed);
+        }
+        let parsed = Rc::new(crate::parse::parse_text(name, text, &funcs::exists)?);
+        self.tpl_cache.insert(name, text, parsed.clone());
+        Ok(parsed)
+    }
 }
 
 /// Execution of one template body.
 pub struct State<'r> {
     /// The render's runtime.
     pub rt: &'r mut Runtime,
-    vars: Vec<(String, Value)>,
-    out: String,
+    /// Where this template's variables start in [`Runtime::vars`].
+    vars_base: usize,
     /// Name of the template being executed.
     pub name: Rc<str>,
+}
+
+impl<'r> State<'r> {
+    /// Starts template `name` with `dot`: a scope of its own holding `$`.
+    fn enter(rt: &'r mut Runtime, name: Rc<str>, dot: Value) -> Self {
+        let vars_base = rt.vars.len();
+        let dollar = rt.dollar.clone();
+        rt.vars.push((dollar, dot));
+        State {
+            rt,
+            vars_base,
+            name,
+        }
+    }
+
+    /// Ends the template: its variables are dropped.
+    fn leave(&mut self) {
+        self.rt.vars.truncate(self.vars_base);
+    }
 }
 
 impl State<'_> {
@@ -231,7 +348,30 @@ impl State<'_> {
 
     fn write(&mut self, s: &str, pos: &Pos) -> Result<(), ExecError> {
         self.rt.charge_output(s.len(), pos)?;
-        self.out.push_str(s);
+        self.rt.out.push_str(s);
+        Ok(())
+    }
+
+    /// Writes template text (an error names the template, line 0).
+    fn write_text(&mut self, s: &str) -> Result<(), ExecError> {
+        self.rt.charge(s.len(), &self.name, 0)?;
+        self.rt.out.push_str(s);
+        Ok(())
+    }
+
+    /// Writes what an action prints: `<no value>` for nil, else `%v`.
+    fn write_value(&mut self, v: &Value, pos: &Pos) -> Result<(), ExecError> {
+        if let Value::Str(s) = v {
+            return self.write(s, pos);
+        }
+        // Printed in place, then charged (nothing kept when over budget).
+        let start = self.rt.out.len();
+        v.write_template(&mut self.rt.out);
+        let printed = self.rt.out.len() - start;
+        if let Err(e) = self.rt.charge_output(printed, pos) {
+            self.rt.out.truncate(start);
+            return Err(e);
+        }
         Ok(())
     }
 
@@ -247,20 +387,12 @@ impl State<'_> {
 
     fn walk(&mut self, dot: &Value, node: &Node) -> Result<Flow, ExecError> {
         match node {
-            Node::Text(t) => {
-                let pos = Pos {
-                    name: self.name.clone(),
-                    line: 0,
-                    col: 0,
-                };
-                self.write(t, &pos)?;
-            }
+            Node::Text(t) => self.write_text(t)?,
             Node::Action(pipe) => {
                 self.rt.step(&pipe.pos)?;
                 let v = self.eval_pipe(dot, pipe)?;
                 if pipe.decl.is_empty() {
-                    let s = v.to_template_string();
-                    self.write(&s, &pipe.pos)?;
+                    self.write_value(&v, &pipe.pos)?;
                 }
             }
             Node::Branch {
@@ -270,7 +402,7 @@ impl State<'_> {
                 else_list,
             } => {
                 self.rt.step(&pipe.pos)?;
-                let mark = self.vars.len();
+                let mark = self.rt.vars.len();
                 let flow = match kind {
                     BranchKind::If | BranchKind::With => {
                         let v = self.eval_pipe(dot, pipe)?;
@@ -289,7 +421,7 @@ impl State<'_> {
                     }
                     BranchKind::Range => self.range(dot, pipe, list, else_list.as_ref())?,
                 };
-                self.vars.truncate(mark);
+                self.rt.vars.truncate(mark);
                 return Ok(flow);
             }
             Node::Template { pos, name, pipe } => {
@@ -298,8 +430,8 @@ impl State<'_> {
                     Some(p) => self.eval_pipe(dot, p)?,
                     None => Value::Nil,
                 };
-                let text = self.call_template(name, inner, pos)?;
-                self.write_counted(&text);
+                // The output lands in place, after this template's.
+                self.run_template(name, inner, pos)?;
             }
             Node::Break(_) => return Ok(Flow::Break),
             Node::Continue(_) => return Ok(Flow::Continue),
@@ -307,19 +439,10 @@ impl State<'_> {
         Ok(Flow::Normal)
     }
 
-    /// Appends text already charged to the output budget.
-    fn write_counted(&mut self, s: &str) {
-        self.out.push_str(s);
-    }
-
-    /// Runs template `name` with `dot` in its own variable scope.
-    pub fn call_template(
-        &mut self,
-        name: &str,
-        dot: Value,
-        pos: &Pos,
-    ) -> Result<String, ExecError> {
-        let Some(tree) = self.rt.trees.get(name).cloned() else {
+    /// Runs template `name` with `dot` in its own variable scope, its
+    /// output appended to this template's (nothing appended on error).
+    fn run_template(&mut self, name: &str, dot: Value, pos: &Pos) -> Result<(), ExecError> {
+        let Some((name, tree)) = self.rt.tree(name) else {
             return Err(self.err(
                 pos,
                 format!("template {name:?}"),
@@ -337,17 +460,43 @@ impl State<'_> {
             });
         }
         self.rt.depth += 1;
-        let mut st = State {
-            rt: &mut *self.rt,
-            vars: vec![("$".to_owned(), dot.clone())],
-            out: String::new(),
-            name: Rc::from(name),
-        };
+        let start = self.rt.out.len();
+        let mut st = State::enter(&mut *self.rt, name, dot.clone());
         let r = st.walk_list(&dot, &tree);
-        let out = std::mem::take(&mut st.out);
+        st.leave();
         self.rt.depth -= 1;
-        r?;
-        Ok(out)
+        if r.is_err() {
+            self.rt.out.truncate(start);
+        }
+        r.map(|_| ())
+    }
+
+    /// Runs template `name` with `dot` in its own variable scope and
+    /// returns its text (`include`).
+    pub fn call_template(&mut self, name: &str, dot: Value, pos: &Pos) -> Result<Value, ExecError> {
+        let start = self.rt.out.len();
+        self.run_template(name, dot, pos)?;
+        let text = Value::str(&self.rt.out[start..]);
+        self.rt.out.truncate(start);
+        Ok(text)
+    }
+
+    /// Helm's `tpl`: `text` parsed as a template named as the running one,
+    /// among the chart's templates (and those it defines, for this call
+    /// only), run with `dot`; its text.
+    pub fn call_tpl(&mut self, text: &str, dot: Value, pos: &Pos) -> Result<Value, ExecError> {
+        let name = self.name.clone();
+        let parsed = self.rt.parse_tpl(&name, text)?;
+        let with_main = !(parsed.main_is_empty
+            && (parsed.defined.contains_key(&*name) || self.rt.tree(&name).is_some()));
+        self.rt.layers.push(Layer {
+            name: name.clone(),
+            parsed,
+            with_main,
+        });
+        let result = self.call_template(&name, dot, pos);
+        self.rt.layers.pop();
+        result
     }
 
     fn range(
@@ -358,25 +507,33 @@ impl State<'_> {
         else_list: Option<&List>,
     ) -> Result<Flow, ExecError> {
         // The declared variables are bound per iteration, not to the value.
-        let mut plain = pipe.clone();
-        let decl = std::mem::take(&mut plain.decl);
-        let v = self.eval_pipe(dot, &plain)?;
+        let decl = pipe.decl.as_slice();
+        let v = self.eval_cmds(dot, pipe)?;
+        let want_keys = decl.len() > 1;
         let items: Vec<(Value, Value)> = match &v {
             Value::Nil => Vec::new(),
-            Value::List(l) | Value::Strings(l) => l
-                .iter()
-                .enumerate()
-                .map(|(i, x)| (Value::Int(i as i64), x.clone()))
-                .collect(),
+            // A list cannot change while it is ranged over: no copy.
+            Value::List(l) | Value::Strings(l) => {
+                if l.is_empty() {
+                    Vec::new()
+                } else {
+                    return self.range_list(l.clone(), decl, pipe, list);
+                }
+            }
             Value::Map(m) => m
                 .borrow()
                 .iter()
-                .map(|(k, x)| (Value::str(k), x.clone()))
+                .map(|(k, x)| (key_value(want_keys, k), x.clone()))
                 .collect(),
             Value::Files(f) => f
                 .entries()
                 .iter()
-                .map(|(k, x)| (Value::str(k), Value::Bytes(Rc::from(x.as_slice()))))
+                .map(|(k, x)| {
+                    (
+                        key_value(want_keys, k),
+                        Value::Bytes(Rc::from(x.as_slice())),
+                    )
+                })
                 .collect(),
             Value::ApiVersions(l) => l
                 .iter()
@@ -384,39 +541,7 @@ impl State<'_> {
                 .map(|(i, x)| (Value::Int(i as i64), Value::str(x)))
                 .collect(),
             Value::Int(n) | Value::Int64(n) => {
-                if decl.len() > 1 {
-                    return Err(self.err(
-                        &pipe.pos,
-                        "range",
-                        format!("can't use {n} to iterate over more than one variable"),
-                    ));
-                }
-                // Iterate lazily: a huge count is stopped by the step budget.
-                let mark = self.vars.len();
-                let mut i = 0i64;
-                while i < *n {
-                    self.rt.step(&pipe.pos)?;
-                    let item = if matches!(v, Value::Int(_)) {
-                        Value::Int(i)
-                    } else {
-                        Value::Int64(i)
-                    };
-                    if let Some(d) = decl.first() {
-                        self.vars.push((d.clone(), item.clone()));
-                    }
-                    let flow = self.walk_list(&item, list)?;
-                    self.vars.truncate(mark);
-                    if let Flow::Break = flow {
-                        break;
-                    }
-                    i += 1;
-                }
-                if *n <= 0
-                    && let Some(e) = else_list
-                {
-                    return self.walk_list(dot, e);
-                }
-                return Ok(Flow::Normal);
+                return self.range_count(dot, &v, *n, decl, pipe, list, else_list);
             }
             other => {
                 return Err(self.err(
@@ -432,50 +557,142 @@ impl State<'_> {
             }
             return Ok(Flow::Normal);
         }
-        let mark = self.vars.len();
         for (k, item) in items {
-            self.rt.step(&pipe.pos)?;
-            match decl.len() {
-                0 => {}
-                1 => self.vars.push((decl[0].clone(), item.clone())),
-                _ => {
-                    self.vars.push((decl[0].clone(), k));
-                    self.vars.push((decl[1].clone(), item.clone()));
-                }
-            }
-            let flow = self.walk_list(&item, list)?;
-            self.vars.truncate(mark);
-            if let Flow::Break = flow {
+            if let Flow::Break = self.range_step(k, item, decl, pipe, list)? {
                 break;
             }
         }
         Ok(Flow::Normal)
     }
 
+    /// Ranges over the items of a (non-empty) list.
+    fn range_list(
+        &mut self,
+        items: Rc<Vec<Value>>,
+        decl: &[Rc<str>],
+        pipe: &Pipe,
+        list: &List,
+    ) -> Result<Flow, ExecError> {
+        for (i, item) in items.iter().enumerate() {
+            let k = Value::Int(i as i64);
+            if let Flow::Break = self.range_step(k, item.clone(), decl, pipe, list)? {
+                break;
+            }
+        }
+        Ok(Flow::Normal)
+    }
+
+    /// One iteration of a range: a step, the variables bound, the body.
+    fn range_step(
+        &mut self,
+        k: Value,
+        item: Value,
+        decl: &[Rc<str>],
+        pipe: &Pipe,
+        list: &List,
+    ) -> Result<Flow, ExecError> {
+        self.rt.step(&pipe.pos)?;
+        let mark = self.rt.vars.len();
+        match decl {
+            [] => {}
+            [v] => self.rt.vars.push((v.clone(), item.clone())),
+            [key, v, ..] => {
+                self.rt.vars.push((key.clone(), k));
+                self.rt.vars.push((v.clone(), item.clone()));
+            }
+        }
+        let flow = self.walk_list(&item, list)?;
+        self.rt.vars.truncate(mark);
+        Ok(flow)
+    }
+
+    /// Ranges over `0..n` (Go 1.22's range over an int), lazily: a huge
+    /// count is stopped by the step budget.
+    #[allow(clippy::too_many_arguments)]
+    fn range_count(
+        &mut self,
+        dot: &Value,
+        v: &Value,
+        n: i64,
+        decl: &[Rc<str>],
+        pipe: &Pipe,
+        list: &List,
+        else_list: Option<&List>,
+    ) -> Result<Flow, ExecError> {
+        if decl.len() > 1 {
+            return Err(self.err(
+                &pipe.pos,
+                "range",
+                format!("can't use {n} to iterate over more than one variable"),
+            ));
+        }
+        let mark = self.rt.vars.len();
+        let mut i = 0i64;
+        while i < n {
+            self.rt.step(&pipe.pos)?;
+            let item = if matches!(v, Value::Int(_)) {
+                Value::Int(i)
+            } else {
+                Value::Int64(i)
+            };
+            if let Some(d) = decl.first() {
+                self.rt.vars.push((d.clone(), item.clone()));
+            }
+            let flow = self.walk_list(&item, list)?;
+            self.rt.vars.truncate(mark);
+            if let Flow::Break = flow {
+                break;
+            }
+            i += 1;
+        }
+        if n <= 0
+            && let Some(e) = else_list
+        {
+            return self.walk_list(dot, e);
+        }
+        Ok(Flow::Normal)
+    }
+
     /// Evaluates a pipeline, binding its declared variables.
     pub fn eval_pipe(&mut self, dot: &Value, pipe: &Pipe) -> Result<Value, ExecError> {
+        let value = self.eval_cmds(dot, pipe)?;
+        self.bind(pipe, &value);
+        Ok(value)
+    }
+
+    /// Evaluates a pipeline's commands (its variables left unbound).
+    fn eval_cmds(&mut self, dot: &Value, pipe: &Pipe) -> Result<Value, ExecError> {
         let mut value: Option<Value> = None;
         for cmd in &pipe.cmds {
             value = Some(self.eval_cmd(dot, cmd, value)?);
         }
-        let value = value.unwrap_or_default();
+        Ok(value.unwrap_or_default())
+    }
+
+    /// Binds a pipeline's declared variables to `value` (`:=` declares,
+    /// `=` assigns the innermost of this template's).
+    fn bind(&mut self, pipe: &Pipe, value: &Value) {
         for name in &pipe.decl {
             if pipe.is_assign {
-                if let Some(slot) = self.vars.iter_mut().rev().find(|(n, _)| n == name) {
+                if let Some(slot) = self.rt.vars[self.vars_base..]
+                    .iter_mut()
+                    .rev()
+                    .find(|(n, _)| **n == **name)
+                {
                     slot.1 = value.clone();
                 }
             } else {
-                self.vars.push((name.clone(), value.clone()));
+                self.rt.vars.push((name.clone(), value.clone()));
             }
         }
-        Ok(value)
     }
 
+    /// Variable `name` of this template (nil when unbound).
     fn var(&self, name: &str) -> Value {
-        self.vars
+        self.rt.vars[self.vars_base..]
             .iter()
             .rev()
-            .find(|(n, _)| n == name)
+            .find(|(n, _)| **n == *name)
             .map(|(_, v)| v.clone())
             .unwrap_or_default()
     }
@@ -489,8 +706,8 @@ impl State<'_> {
         let first = &cmd.args[0];
         let has_more = cmd.args.len() > 1 || last.is_some();
         match first {
-            Arg::Ident(name) => {
-                self.call_fn(dot, name, &cmd.args[1..], last, &cmd.pos, Ctx::Cmd(cmd))
+            Arg::Ident(func) => {
+                self.call_fn(dot, func, &cmd.args[1..], last, &cmd.pos, Ctx::Cmd(cmd))
             }
             Arg::Field(fields) => {
                 let args = self.eval_args(dot, &cmd.args[1..], last)?;
@@ -546,12 +763,26 @@ impl State<'_> {
         args: &[Arg],
         last: Option<Value>,
     ) -> Result<Vec<Value>, ExecError> {
+        if args.is_empty() {
+            // `.a.b` alone: no vector allocated.
+            return Ok(last.into_iter().collect());
+        }
         let mut out = Vec::with_capacity(args.len() + 1);
         for a in args {
             out.push(self.eval_arg(dot, a)?);
         }
         out.extend(last);
         Ok(out)
+    }
+
+    /// Where an operand is, for its errors: the template, line 0 (as the
+    /// executor has always named operands).
+    fn operand_pos(&self) -> Pos {
+        Pos {
+            name: self.name.clone(),
+            line: 0,
+            col: 0,
+        }
     }
 
     fn eval_arg(&mut self, dot: &Value, arg: &Arg) -> Result<Value, ExecError> {
@@ -562,25 +793,13 @@ impl State<'_> {
             Arg::Number(Number::Int(i)) => Value::Int(*i),
             Arg::Number(Number::Float(f)) => Value::Float(*f),
             Arg::Str(s) => Value::Str(s.clone()),
-            Arg::Field(fields) => {
-                let pos = Pos {
-                    name: self.name.clone(),
-                    line: 0,
-                    col: 0,
-                };
-                self.eval_fields(dot.clone(), fields, Vec::new(), &pos, Ctx::Dot(fields))?
-            }
+            Arg::Field(fields) => self.fields_of(dot.clone(), fields, Ctx::Dot(fields))?,
             Arg::Variable(v, fields) => {
                 let base = self.var(v);
                 if fields.is_empty() {
                     base
                 } else {
-                    let pos = Pos {
-                        name: self.name.clone(),
-                        line: 0,
-                        col: 0,
-                    };
-                    self.eval_fields(base, fields, Vec::new(), &pos, Ctx::Var(v, fields))?
+                    self.fields_of(base, fields, Ctx::Var(v, fields))?
                 }
             }
             Arg::Pipe(p, fields) => {
@@ -588,21 +807,25 @@ impl State<'_> {
                 if fields.is_empty() {
                     base
                 } else {
-                    let pos = p.pos.clone();
-                    self.eval_fields(base, fields, Vec::new(), &pos, Ctx::Dot(fields))?
+                    self.eval_fields(base, fields, Vec::new(), &p.pos, Ctx::Dot(fields))?
                 }
             }
-            Arg::Ident(name) => {
-                let pos = Pos {
-                    name: self.name.clone(),
-                    line: 0,
-                    col: 0,
-                };
-                self.call_fn(dot, name, &[], None, &pos, Ctx::Text(name))?
+            Arg::Ident(func) => {
+                let pos = self.operand_pos();
+                self.call_fn(dot, func, &[], None, &pos, Ctx::Text(&func.name))?
             }
         })
     }
 
+    /// The fields of `v` as an operand: maps looked up without building
+    /// an error position unless one is needed.
+    fn fields_of(&mut self, v: Value, fields: &[String], ctx: Ctx<'_>) -> Result<Value, ExecError> {
+        if let Some(found) = map_fields(&v, fields) {
+            return Ok(found);
+        }
+        let pos = self.operand_pos();
+        self.eval_fields(v, fields, Vec::new(), &pos, ctx)
+    }
     fn eval_fields(
         &mut self,
         mut v: Value,
@@ -676,45 +899,32 @@ impl State<'_> {
     fn call_fn(
         &mut self,
         dot: &Value,
-        name: &str,
+        func: &Func,
         args: &[Arg],
         last: Option<Value>,
         pos: &Pos,
         context: Ctx<'_>,
     ) -> Result<Value, ExecError> {
         self.rt.step(pos)?;
-        // `and`/`or` evaluate their arguments only as far as needed.
-        if name == "and" || name == "or" {
-            let want = name == "or";
-            let mut v = Value::Nil;
-            if args.is_empty() && last.is_none() {
-                return Err(self.err(
-                    pos,
-                    name,
-                    format!("wrong number of args for {name}: want at least 1 got 0"),
-                ));
-            }
-            for a in args {
-                v = self.eval_arg(dot, a)?;
-                if v.truth() == want {
-                    return Ok(v);
-                }
-            }
-            if let Some(l) = last {
-                v = l;
-            }
-            return Ok(v);
+        let name = func.name.as_str();
+        if func.kind == FuncKind::AndOr {
+            return self.and_or(dot, name, args, last, pos);
         }
-        let values = self.eval_args(dot, args, last)?;
-        let result = if name == "include" || name == "tpl" {
-            funcs::call_nested(self, name, values, pos)
-        } else {
-            if crate::random::exists(name) {
+        let mut values = self.rt.arg_vec();
+        for a in args {
+            values.push(self.eval_arg(dot, a)?);
+        }
+        values.extend(last);
+        let result = match func.kind {
+            FuncKind::Nested => funcs::call_nested(self, name, &values, pos),
+            FuncKind::Random => {
                 // A random call's stream is keyed by the call as written.
                 self.rt.random.set_site(context.to_string());
+                funcs::call(self, name, &values, pos)
             }
-            funcs::call(self, name, values, pos)
+            FuncKind::AndOr | FuncKind::Plain => funcs::call_plain(self, name, &values),
         };
+        self.rt.recycle_arg_vec(values);
         match result {
             Ok(v) => {
                 if let Value::Str(s) = &v
@@ -751,6 +961,61 @@ impl State<'_> {
             Err(FnError::Nested(e)) => Err(e),
         }
     }
+
+    /// `and`/`or`: the arguments evaluated only as far as needed.
+    fn and_or(
+        &mut self,
+        dot: &Value,
+        name: &str,
+        args: &[Arg],
+        last: Option<Value>,
+        pos: &Pos,
+    ) -> Result<Value, ExecError> {
+        let want = name == "or";
+        let mut v = Value::Nil;
+        if args.is_empty() && last.is_none() {
+            return Err(self.err(
+                pos,
+                name,
+                format!("wrong number of args for {name}: want at least 1 got 0"),
+            ));
+        }
+        for a in args {
+            v = self.eval_arg(dot, a)?;
+            if v.truth() == want {
+                return Ok(v);
+            }
+        }
+        if let Some(l) = last {
+            v = l;
+        }
+        Ok(v)
+    }
+}
+
+/// A range key of a map or `.Files`: the key as a value when a variable
+/// takes it, else nil (no string built for a loop that ignores it).
+fn key_value(wanted: bool, key: &str) -> Value {
+    if wanted { Value::str(key) } else { Value::Nil }
+}
+
+/// The fields of `v` when every step is a map lookup (a missing key is
+/// nil, as in [`State::eval_fields`]); `None` when a step is not a map
+/// and the general path must answer (or word the error).
+fn map_fields(v: &Value, fields: &[String]) -> Option<Value> {
+    let (first, rest) = fields.split_first()?;
+    let Value::Map(m) = v else {
+        return None;
+    };
+    let mut cur = m.borrow().get(first.as_str()).cloned().unwrap_or_default();
+    for f in rest {
+        let next = match &cur {
+            Value::Map(m) => m.borrow().get(f.as_str()).cloned().unwrap_or_default(),
+            _ => return None,
+        };
+        cur = next;
+    }
+    Some(cur)
 }
 
 /// The action an error names (Go's `<...>`), formatted only when an error
@@ -786,5 +1051,106 @@ fn arg_text(a: &Arg) -> String {
         Arg::Number(Number::Float(f)) => f.to_string(),
         Arg::Str(s) => format!("{s:?}"),
         _ => String::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::value::Map;
+
+    /// Runs template `main` of `templates` (name and text pairs) with a
+    /// dot holding `m` = {b: 2, a: 1} and `l` = [x, y, z].
+    fn run(templates: &[(&str, &str)], main: &str) -> (Result<String, ExecError>, Runtime) {
+        let mut trees = Trees::new();
+        for (name, text) in templates {
+            crate::parse::parse(name, text, &mut trees, &funcs::exists).expect("parses");
+        }
+        let mut m = Map::new();
+        m.insert("b".into(), Value::Int(2));
+        m.insert("a".into(), Value::Int(1));
+        let mut dot = Map::new();
+        dot.insert("m".into(), Value::map(m));
+        dot.insert(
+            "l".into(),
+            Value::list(vec![Value::str("x"), Value::str("y"), Value::str("z")]),
+        );
+        let mut rt = Runtime::new(trees, Limits::default());
+        let out = rt.execute(main, Value::map(dot));
+        (out, rt)
+    }
+
+    fn ok(templates: &[(&str, &str)], main: &str) -> String {
+        run(templates, main).0.expect("runs")
+    }
+
+    #[test]
+    fn range_binds_keys_and_values_per_iteration() {
+        let t = "{{ range $k, $v := .m }}{{ $k }}={{ $v }};{{ end }}\
+                 {{ range $i, $v := .l }}{{ $i }}{{ $v }}{{ if eq $v \"y\" }}{{ break }}{{ end }}{{ end }}\
+                 {{ range .l }}{{ . }}{{ end }}{{ range $v := .m }}{{ $v }}{{ end }}\
+                 {{ range .none }}x{{ else }}empty{{ end }}{{ range 3 }}{{ . }}{{ end }}";
+        assert_eq!(ok(&[("t", t)], "t"), "a=1;b=2;0x1yxyz12empty012");
+    }
+
+    #[test]
+    fn assignment_reaches_the_variable_of_the_enclosing_scope() {
+        let t = "{{ $s := \"\" }}{{ range $k, $v := .m }}{{ $s = print $s $k }}{{ end }}{{ $s }}\
+                 {{ with .m }}{{ $s = \"w\" }}{{ end }}{{ $s }}";
+        assert_eq!(ok(&[("t", t)], "t"), "abw");
+    }
+
+    #[test]
+    fn included_templates_have_their_own_dollar_and_output() {
+        let t = "{{ define \"d\" }}[{{ $.a }}{{ $x := 5 }}{{ $x }}]{{ end }}\
+                 {{ $x := 1 }}{{ include \"d\" (dict \"a\" \"in\") | upper }}{{ template \"d\" (dict \"a\" \"t\") }}{{ $x }}{{ len $.l }}";
+        assert_eq!(ok(&[("t", t)], "t"), "[IN5][t5]13");
+    }
+
+    #[test]
+    fn templates_a_tpl_text_defines_exist_only_during_that_call() {
+        let t = "{{ define \"x\" }}chart{{ end }}\
+                 {{ tpl \"{{ define \\\"x\\\" }}tpl{{ end }}{{ include \\\"x\\\" . }}\" . }}/{{ include \"x\" . }}\
+                 {{ tpl \"{{ define \\\"y\\\" }}y{{ end }}{{ include \\\"y\\\" . }}\" . }}";
+        assert_eq!(ok(&[("t", t)], "t"), "tpl/charty");
+        let (out, _) = run(
+            &[(
+                "t",
+                "{{ tpl \"{{ define \\\"y\\\" }}y{{ end }}-\" . }}{{ include \"y\" . }}",
+            )],
+            "t",
+        );
+        let e = out.expect_err("y is gone after the tpl call").to_string();
+        assert!(e.contains("no template \"y\""), "{e}");
+    }
+
+    #[test]
+    fn a_repeated_tpl_text_is_parsed_once_and_runs_the_same() {
+        let t = "{{ range .l }}{{ tpl \"<{{ . }}{{ $.m.a }}>\" (dict \"m\" $.m) }}{{ end }}\
+                 {{ tpl \"{{ .m.b }}\" . }}{{ tpl \"{{ .m.b }}\" . }}";
+        let (out, rt) = run(&[("t", t)], "t");
+        assert_eq!(
+            out.expect("runs"),
+            "<map[m:map[a:1 b:2]]1><map[m:map[a:1 b:2]]1><map[m:map[a:1 b:2]]1>22"
+        );
+        assert_eq!(rt.tpl_cache.len(), 2);
+        assert!(rt.layers.is_empty() && rt.vars.is_empty());
+    }
+
+    #[test]
+    fn a_whitespace_tpl_text_keeps_the_template_of_its_name() {
+        // Go keeps a template rather than replace it with an empty one:
+        // `tpl` of blanks runs the calling template again, until the
+        // depth limit.
+        let (out, _) = run(&[("t", "{{ tpl \"  \" . }}")], "t");
+        let e = out.expect_err("recursion").to_string();
+        assert!(e.contains("more than 100 nested template calls"), "{e}");
+    }
+
+    #[test]
+    fn tpl_parse_errors_are_go_s() {
+        let (out, _) = run(&[("t", "{{ tpl \"{{ nosuch }}\" . }}")], "t");
+        let e = out.expect_err("parse error").to_string();
+        assert_eq!(e, "template: t:1: function \"nosuch\" not defined");
     }
 }

@@ -1,5 +1,6 @@
 //! The functions templates call: Go's builtins, Sprig's and Helm's.
 
+use std::borrow::Cow;
 use std::rc::Rc;
 
 use base64::Engine as _;
@@ -316,6 +317,14 @@ pub fn strval(v: &Value) -> String {
     }
 }
 
+/// [`strval`] without a copy when the value is a string already.
+fn str_arg(v: &Value) -> Cow<'_, str> {
+    match v {
+        Value::Str(s) => Cow::Borrowed(s),
+        other => Cow::Owned(strval(other)),
+    }
+}
+
 /// `cast.ToInt64`: numbers truncated, strings parsed (0 when they do not).
 pub fn to_i64(v: &Value) -> i64 {
     match v {
@@ -409,22 +418,39 @@ fn dict_of<'a>(v: &'a Value, name: &str) -> Result<std::cell::Ref<'a, Map>, FnEr
 }
 
 /// Calls function `name` with evaluated `args`.
-pub fn call(st: &mut State<'_>, name: &str, args: Vec<Value>, pos: &Pos) -> R {
-    let a = &args;
-    if let Some(bytes) = a.iter().find(|v| matches!(v, Value::Bytes(_)))
+pub fn call(st: &mut State<'_>, name: &str, args: &[Value], pos: &Pos) -> R {
+    refuse_bytes(name, args)?;
+    // Random and crypto functions (seeded by the call's site).
+    if let Some(result) = crate::random::call(st, name, args, pos) {
+        return result;
+    }
+    call_builtin(st, name, args)
+}
+
+/// [`call`] for a function known not to be a random or crypto one
+/// ([`crate::parse::FuncKind::Plain`]): the same answer, without looking
+/// the name up among those.
+pub fn call_plain(st: &mut State<'_>, name: &str, args: &[Value]) -> R {
+    refuse_bytes(name, args)?;
+    call_builtin(st, name, args)
+}
+
+/// Go does not convert a `[]byte` to a string parameter.
+fn refuse_bytes(name: &str, args: &[Value]) -> Result<(), FnError> {
+    if let Some(bytes) = args.iter().find(|v| matches!(v, Value::Bytes(_)))
         && STRING_PARAMETERS.contains(&name)
     {
-        // Go does not convert a []byte to a string parameter.
         return Err(FnError::Msg(format!(
             "wrong type for value; expected string; got {}",
             bytes.type_name()
         )));
     }
-    // Random and crypto functions (seeded by the call's site).
-    if let Some(result) = crate::random::call(st, name, a, pos) {
-        return result;
-    }
-    let s = |i: usize| a.get(i).map(strval).unwrap_or_default();
+    Ok(())
+}
+
+/// The functions other than the random and crypto ones.
+fn call_builtin(st: &mut State<'_>, name: &str, a: &[Value]) -> R {
+    let s = |i: usize| a.get(i).map(str_arg).unwrap_or_default();
     Ok(match name {
         // ---- Go builtins
         "not" => {
@@ -563,12 +589,12 @@ pub fn call(st: &mut State<'_>, name: &str, args: Vec<Value>, pos: &Pos) -> R {
         "required" => {
             arity(name, a, 2)?;
             match &a[1] {
-                Value::Nil => return Err(FnError::Helm(s(0))),
-                Value::Str(x) if x.is_empty() => return Err(FnError::Helm(s(0))),
+                Value::Nil => return Err(FnError::Helm(s(0).into_owned())),
+                Value::Str(x) if x.is_empty() => return Err(FnError::Helm(s(0).into_owned())),
                 v => v.clone(),
             }
         }
-        "fail" => return Err(FnError::Helm(s(0))),
+        "fail" => return Err(FnError::Helm(s(0).into_owned())),
         "toYaml" | "mustToYaml" | "toYamlPretty" => {
             arity(name, a, 1)?;
             Value::str(convert::to_yaml(&a[0]).trim_end_matches('\n'))
@@ -638,8 +664,14 @@ pub fn call(st: &mut State<'_>, name: &str, args: Vec<Value>, pos: &Pos) -> R {
         "trimAll" | "trimall" => Value::str(s(1).trim_matches(|c| s(0).contains(c))),
         "hello" => Value::str("Hello!"),
         "regexQuoteMeta" => Value::str(regex_lite::escape(&s(0))),
-        "trimPrefix" => Value::str(s(1).strip_prefix(&s(0)).map_or(s(1), str::to_owned)),
-        "trimSuffix" => Value::str(s(1).strip_suffix(&s(0)).map_or(s(1), str::to_owned)),
+        "trimPrefix" => {
+            let t = s(1);
+            Value::str(t.strip_prefix(&*s(0)).unwrap_or(&t))
+        }
+        "trimSuffix" => {
+            let t = s(1);
+            Value::str(t.strip_suffix(&*s(0)).unwrap_or(&t))
+        }
         // Go maps runes: each byte that is not UTF-8 becomes U+FFFD.
         "upper" => Value::str(
             crate::gostr::lossy(&s(0))
@@ -662,9 +694,9 @@ pub fn call(st: &mut State<'_>, name: &str, args: Vec<Value>, pos: &Pos) -> R {
                 .filter(|v| !matches!(v, Value::Nil))
                 .map(|v| {
                     if q {
-                        go_quote(&strval(v))
+                        go_quote(&str_arg(v))
                     } else {
-                        format!("'{}'", strval(v))
+                        format!("'{}'", str_arg(v))
                     }
                 })
                 .collect();
@@ -672,11 +704,11 @@ pub fn call(st: &mut State<'_>, name: &str, args: Vec<Value>, pos: &Pos) -> R {
         }
         "replace" => {
             arity(name, a, 3)?;
-            Value::str(s(2).replace(&s(0), &s(1)))
+            Value::str(s(2).replace(&*s(0), &s(1)))
         }
-        "contains" => Value::Bool(s(1).contains(&s(0))),
-        "hasPrefix" => Value::Bool(s(1).starts_with(&s(0))),
-        "hasSuffix" => Value::Bool(s(1).ends_with(&s(0))),
+        "contains" => Value::Bool(s(1).contains(&*s(0))),
+        "hasPrefix" => Value::Bool(s(1).starts_with(&*s(0))),
+        "hasSuffix" => Value::Bool(s(1).ends_with(&*s(0))),
         "trunc" => {
             arity(name, a, 2)?;
             // Go slices the string's bytes (a character cut in two leaves
@@ -694,13 +726,8 @@ pub fn call(st: &mut State<'_>, name: &str, args: Vec<Value>, pos: &Pos) -> R {
         }
         "indent" | "nindent" => {
             arity(name, a, 2)?;
-            let pad = " ".repeat(to_i64(&a[0]).clamp(0, 10_000) as usize);
-            let body = format!("{pad}{}", s(1).replace('\n', &format!("\n{pad}")));
-            Value::str(if name == "nindent" {
-                format!("\n{body}")
-            } else {
-                body
-            })
+            let width = to_i64(&a[0]).clamp(0, 10_000) as usize;
+            Value::str(indent(&s(1), width, name == "nindent"))
         }
         "join" => {
             arity(name, a, 2)?;
@@ -708,7 +735,7 @@ pub fn call(st: &mut State<'_>, name: &str, args: Vec<Value>, pos: &Pos) -> R {
         }
         "split" => {
             let mut m = Map::new();
-            for (i, p) in s(1).split(&s(0)).enumerate() {
+            for (i, p) in s(1).split(&*s(0)).enumerate() {
                 m.insert(format!("_{i}"), Value::str(p));
             }
             Value::map(m)
@@ -716,12 +743,12 @@ pub fn call(st: &mut State<'_>, name: &str, args: Vec<Value>, pos: &Pos) -> R {
         "splitn" => {
             let n = to_i64(&a[1]).max(0) as usize;
             let mut m = Map::new();
-            for (i, p) in s(2).splitn(n, &s(0)).enumerate() {
+            for (i, p) in s(2).splitn(n, &*s(0)).enumerate() {
                 m.insert(format!("_{i}"), Value::str(p));
             }
             Value::map(m)
         }
-        "splitList" => strings(s(1).split(&s(0)).map(str::to_owned).collect()),
+        "splitList" => strings(s(1).split(&*s(0)).map(str::to_owned).collect()),
         "regexMatch" | "mustRegexMatch" => Value::Bool(regex(&s(0))?.is_match(&s(1))),
         "regexReplaceAll" | "mustRegexReplaceAll" => {
             Value::str(regex(&s(0))?.replace_all(&s(1), go_expand(&s(2)).as_str()))
@@ -755,7 +782,7 @@ pub fn call(st: &mut State<'_>, name: &str, args: Vec<Value>, pos: &Pos) -> R {
         "b64enc" => Value::str(
             base64::engine::general_purpose::STANDARD.encode(crate::gostr::to_bytes(&s(0))),
         ),
-        "b64dec" => match base64::engine::general_purpose::STANDARD.decode(s(0)) {
+        "b64dec" => match base64::engine::general_purpose::STANDARD.decode(&*s(0)) {
             Ok(b) => Value::str(crate::gostr::from_bytes(&b)),
             Err(e) => Value::str(format!(
                 "illegal base64 data at input byte {}",
@@ -801,7 +828,7 @@ pub fn call(st: &mut State<'_>, name: &str, args: Vec<Value>, pos: &Pos) -> R {
             let width = to_i64(&a[0]);
             let t = s(1);
             Value::str(if width < 4 {
-                t
+                t.into_owned()
             } else {
                 abbreviate(&t, 0, width).unwrap_or_default()
             })
@@ -810,7 +837,7 @@ pub fn call(st: &mut State<'_>, name: &str, args: Vec<Value>, pos: &Pos) -> R {
             let (left, right) = (to_i64(&a[0]), to_i64(&a[1]));
             let t = s(2);
             Value::str(if right < 4 || left > 0 && right < 7 {
-                t
+                t.into_owned()
             } else {
                 abbreviate(&t, left, right).unwrap_or_default()
             })
@@ -883,7 +910,7 @@ pub fn call(st: &mut State<'_>, name: &str, args: Vec<Value>, pos: &Pos) -> R {
         }
 
         // ---- lists
-        "list" | "tuple" => Value::list(a.clone()),
+        "list" | "tuple" => Value::list(a.to_vec()),
         "append" | "mustAppend" => {
             arity(name, a, 2)?;
             let mut l =
@@ -998,25 +1025,25 @@ pub fn call(st: &mut State<'_>, name: &str, args: Vec<Value>, pos: &Pos) -> R {
             Value::map(m)
         }
         "get" => dict_of(&a[0], name)?
-            .get(&s(1))
+            .get(&*s(1))
             .cloned()
             .unwrap_or_else(|| Value::str("")),
         "set" => {
             arity(name, a, 3)?;
             dict_of(&a[0], name)?;
             if let Value::Map(m) = &a[0] {
-                m.borrow_mut().insert(s(1), a[2].clone());
+                m.borrow_mut().insert(s(1).into_owned(), a[2].clone());
             }
             a[0].clone()
         }
         "unset" => {
             dict_of(&a[0], name)?;
             if let Value::Map(m) = &a[0] {
-                m.borrow_mut().remove(&s(1));
+                m.borrow_mut().remove(&*s(1));
             }
             a[0].clone()
         }
-        "hasKey" => Value::Bool(dict_of(&a[0], name)?.contains_key(&s(1))),
+        "hasKey" => Value::Bool(dict_of(&a[0], name)?.contains_key(&*s(1))),
         "keys" => {
             let mut k = Vec::new();
             for d in a {
@@ -1029,7 +1056,8 @@ pub fn call(st: &mut State<'_>, name: &str, args: Vec<Value>, pos: &Pos) -> R {
             let overwrite = name.ends_with("Overwrite");
             let mut dst = dict_of(&a[0], name)?.clone();
             for src in &a[1..] {
-                let src = dict_of(src, name)?.clone();
+                // Read in place: nothing is written until every source is merged.
+                let src = dict_of(src, name)?;
                 dst = merge_into(dst, &src, overwrite);
             }
             // Sprig merges into its first argument (a Go map, shared).
@@ -1064,7 +1092,7 @@ pub fn call(st: &mut State<'_>, name: &str, args: Vec<Value>, pos: &Pos) -> R {
             Value::list(
                 a[1..]
                     .iter()
-                    .filter_map(|d| d.as_map()?.get(&key).cloned())
+                    .filter_map(|d| d.as_map()?.get(&*key).cloned())
                     .collect(),
             )
         }
@@ -1202,32 +1230,38 @@ fn include_error(name: &str) -> impl Fn(ExecError) -> FnError + '_ {
 
 /// `include` and `tpl`, kept out of [`call`] so that template recursion
 /// does not carry its large stack frame.
-pub fn call_nested(st: &mut State<'_>, name: &str, a: Vec<Value>, pos: &Pos) -> R {
+pub fn call_nested(st: &mut State<'_>, name: &str, a: &[Value], pos: &Pos) -> R {
     if a.len() != 2 {
         return Err(format!("wrong number of args for {name}: want 2 got {}", a.len()).into());
     }
     if name == "tpl" {
-        return Ok(Value::str(tpl(st, &strval(&a[0]), a[1].clone(), pos)?));
+        // Helm's `tpl`: the text parsed as a template among the chart's,
+        // run with `dot`.
+        return Ok(st.call_tpl(&strval(&a[0]), a[1].clone(), pos)?);
     }
     let Value::Str(n) = &a[0] else {
         return Err("include: the template name must be a string".into());
     };
-    Ok(Value::str(
-        st.call_template(n, a[1].clone(), pos)
-            .map_err(include_error(n))?,
-    ))
+    st.call_template(n, a[1].clone(), pos)
+        .map_err(include_error(n))
 }
 
-/// Helm's `tpl`: the text parsed as a template among the chart's, run with `dot`.
-fn tpl(st: &mut State<'_>, text: &str, dot: Value, pos: &Pos) -> Result<String, FnError> {
-    let name = st.name.to_string();
-    let mut trees = (*st.rt.trees).clone();
-    crate::parse::parse(&name, text, &mut trees, &exists)
-        .map_err(|e| FnError::Nested(ExecError::Parse(e)))?;
-    let saved = std::mem::replace(&mut st.rt.trees, Rc::new(trees));
-    let result = st.call_template(&name, dot, pos);
-    st.rt.trees = saved;
-    Ok(result?)
+/// Sprig's `indent` (`nindent`: a newline first): `width` spaces before
+/// the text and after each of its newlines.
+fn indent(text: &str, width: usize, newline_first: bool) -> String {
+    let lines = text.bytes().filter(|&b| b == b'\n').count() + 1;
+    let mut out = String::with_capacity(text.len() + lines * width + 1);
+    if newline_first {
+        out.push('\n');
+    }
+    for (i, line) in text.split('\n').enumerate() {
+        if i > 0 {
+            out.push('\n');
+        }
+        out.extend(std::iter::repeat_n(' ', width));
+        out.push_str(line);
+    }
+    out
 }
 
 fn error_map(msg: &str) -> Value {
@@ -1598,4 +1632,45 @@ fn adler32(data: &[u8]) -> u32 {
         b = (b + a) % 65521;
     }
     (b << 16) | a
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Sprig's formula, as this crate wrote it before [`indent`].
+    fn indent_by_replace(text: &str, width: usize, newline_first: bool) -> String {
+        let pad = " ".repeat(width);
+        let body = format!("{pad}{}", text.replace('\n', &format!("\n{pad}")));
+        if newline_first {
+            format!("\n{body}")
+        } else {
+            body
+        }
+    }
+
+    #[test]
+    fn indent_is_sprig_s_pad_and_replace() {
+        let texts = [
+            "",
+            "a",
+            "\n",
+            "\n\n",
+            "a\nb",
+            "a\r\nb\n",
+            "ünï\ncödé\n\n",
+            "\u{FFFD}\n\t x",
+        ];
+        for text in texts {
+            for width in [0, 1, 4, 17] {
+                for first in [false, true] {
+                    assert_eq!(
+                        indent(text, width, first),
+                        indent_by_replace(text, width, first),
+                        "{text:?} {width} {first}"
+                    );
+                }
+            }
+        }
+    }
 }

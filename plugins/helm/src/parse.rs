@@ -93,8 +93,9 @@ pub enum BranchKind {
 pub struct Pipe {
     /// Where.
     pub pos: Pos,
-    /// `$x :=` / `$x =` / `$i, $v :=`.
-    pub decl: Vec<String>,
+    /// `$x :=` / `$x =` / `$i, $v :=` (shared names: binding one per
+    /// loop iteration copies no text).
+    pub decl: Vec<Rc<str>>,
     /// `=` rather than `:=`.
     pub is_assign: bool,
     /// The commands, `|`-separated.
@@ -126,11 +127,56 @@ pub enum Arg {
     /// `.a.b` (fields of dot).
     Field(Vec<String>),
     /// `$x.a.b`.
-    Variable(String, Vec<String>),
-    /// A function name.
-    Ident(String),
+    Variable(Rc<str>, Vec<String>),
+    /// A function, resolved once here (not at every call).
+    Ident(Func),
     /// `(pipeline)`, with fields after it: `(pipeline).a.b`.
     Pipe(Box<Pipe>, Vec<String>),
+}
+
+/// A function name with how the executor calls it ([`FuncKind`]),
+/// resolved when the template is parsed.
+#[derive(Debug, Clone)]
+pub struct Func {
+    /// The name, as written.
+    pub name: String,
+    /// How it is called.
+    pub kind: FuncKind,
+}
+
+impl Func {
+    /// The function `name`, classified by [`FuncKind::of`].
+    pub fn new(name: String) -> Self {
+        let kind = FuncKind::of(&name);
+        Func { name, kind }
+    }
+}
+
+/// How the executor calls a function: the kinds that need more than
+/// evaluated arguments and [`crate::funcs::call`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FuncKind {
+    /// `and` / `or`: arguments evaluated only as far as needed.
+    AndOr,
+    /// `include` / `tpl`: run a template ([`crate::funcs::call_nested`]).
+    Nested,
+    /// A random or crypto function: its stream is keyed by the call as
+    /// written ([`crate::random`]).
+    Random,
+    /// Any other function.
+    Plain,
+}
+
+impl FuncKind {
+    /// The kind of function `name`.
+    pub fn of(name: &str) -> Self {
+        match name {
+            "and" | "or" => FuncKind::AndOr,
+            "include" | "tpl" => FuncKind::Nested,
+            _ if crate::random::exists(name) => FuncKind::Random,
+            _ => FuncKind::Plain,
+        }
+    }
 }
 
 /// A numeric constant: an int when written as one, else a float.
@@ -142,8 +188,35 @@ pub enum Number {
     Float(f64),
 }
 
-/// A parsed set of templates by name.
-pub type Trees = BTreeMap<String, Rc<List>>;
+/// A parsed set of templates by name (the name shared with every
+/// execution of the template).
+pub type Trees = BTreeMap<Rc<str>, Rc<List>>;
+
+/// What one template text parses into, before it joins a [`Trees`].
+#[derive(Debug)]
+pub struct Parsed {
+    /// The `define`d templates (of two with one name, the later).
+    pub defined: Trees,
+    /// The main tree.
+    pub main: Rc<List>,
+    /// Whether the main tree is only whitespace text (Go keeps an earlier
+    /// template of the same name then).
+    pub main_is_empty: bool,
+}
+
+impl Parsed {
+    /// Adds the templates to `trees` under Go's rules: `define`d ones
+    /// replace earlier ones; the main tree, as `name`, unless it is only
+    /// whitespace and `name` is defined already.
+    pub fn add_to(&self, name: &str, trees: &mut Trees) {
+        for (n, l) in &self.defined {
+            trees.insert(n.clone(), l.clone());
+        }
+        if !(self.main_is_empty && trees.contains_key(name)) {
+            trees.insert(Rc::from(name), self.main.clone());
+        }
+    }
+}
 
 /// Parses template `name` (its text `text`) into `trees` (the main tree
 /// under `name`, `define`d ones under theirs). `known` tells whether a
@@ -154,6 +227,17 @@ pub fn parse(
     trees: &mut Trees,
     known: &dyn Fn(&str) -> bool,
 ) -> Result<(), ParseError> {
+    parse_text(name, text, known)?.add_to(name, trees);
+    Ok(())
+}
+
+/// Parses template `name` (its text `text`) on its own: [`parse`] without
+/// adding the result to a set.
+pub fn parse_text(
+    name: &str,
+    text: &str,
+    known: &dyn Fn(&str) -> bool,
+) -> Result<Parsed, ParseError> {
     let items = lex(name, text)?;
     let mut p = Parser {
         name: Rc::from(name),
@@ -169,18 +253,20 @@ pub fn parse(
     if let Some(end) = end {
         return Err(p.err_at(end.1, format!("unexpected {}", end.0)));
     }
+    let mut defined = Trees::new();
     for (n, l) in p.defined.drain(..) {
-        trees.insert(n, Rc::new(l));
+        defined.insert(Rc::from(n), Rc::new(l));
     }
     // Go: a template body that is only whitespace does not replace one
     // defined earlier under the same name.
-    let empty = list
+    let main_is_empty = list
         .iter()
         .all(|n| matches!(n, Node::Text(t) if t.trim().is_empty()));
-    if !(empty && trees.contains_key(name)) {
-        trees.insert(name.to_owned(), Rc::new(list));
-    }
-    Ok(())
+    Ok(Parsed {
+        defined,
+        main: Rc::new(list),
+        main_is_empty,
+    })
 }
 
 struct Parser<'a> {
@@ -448,7 +534,7 @@ impl Parser<'_> {
     fn pipeline(&mut self, context: &str, allow_two: bool) -> Result<Pipe, ParseError> {
         self.skip_space();
         let pos = self.pos();
-        let mut decl = Vec::new();
+        let mut decl: Vec<Rc<str>> = Vec::new();
         let mut is_assign = false;
         // Declarations: `$x :=`, `$x =`, `$i, $v :=`.
         if let Tok::Variable(_) = self.peek() {
@@ -462,7 +548,7 @@ impl Parser<'_> {
                         is_assign = *self.peek() == Tok::Assign;
                         self.next();
                         names.push(v);
-                        decl = names.clone();
+                        decl = names.iter().map(|n| Rc::from(n.as_str())).collect();
                         break;
                     }
                     Tok::Comma if allow_two && names.is_empty() => {
@@ -479,12 +565,12 @@ impl Parser<'_> {
                 self.i = save;
             } else if is_assign {
                 for v in &decl {
-                    if !self.vars.contains(v) {
+                    if !self.vars.iter().any(|known| **known == **v) {
                         return Err(self.err_at(pos.line, format!("undefined variable \"{v}\"")));
                     }
                 }
             } else {
-                self.vars.extend(decl.iter().cloned());
+                self.vars.extend(decl.iter().map(|v| v.to_string()));
             }
         }
         let mut cmds = Vec::new();
@@ -582,13 +668,13 @@ impl Parser<'_> {
                     return Err(self.err_at(line, format!("undefined variable \"{v}\"")));
                 }
                 let fs = self.fields();
-                return Ok(Arg::Variable(v, fs));
+                return Ok(Arg::Variable(Rc::from(v), fs));
             }
             Tok::Ident(name) => {
                 if !(self.known)(&name) {
                     return Err(self.err_at(line, format!("function \"{name}\" not defined")));
                 }
-                Arg::Ident(name)
+                Arg::Ident(Func::new(name))
             }
             Tok::LParen => {
                 let pipe = self.pipeline("parenthesized pipeline", false)?;
@@ -717,7 +803,7 @@ impl std::fmt::Display for Arg {
                 }
                 Ok(())
             }
-            Arg::Ident(name) => f.write_str(name),
+            Arg::Ident(func) => f.write_str(&func.name),
             Arg::Pipe(p, fields) => {
                 write!(f, "({p})")?;
                 for x in fields {

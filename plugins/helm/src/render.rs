@@ -914,7 +914,13 @@ pub fn render(
         if name.ends_with("NOTES.txt") {
             continue;
         }
-        rendered.push((name.clone(), out.replace("<no value>", "")));
+        // Helm drops `<no value>` (the text is copied only when it has one).
+        let out = if out.contains("<no value>") {
+            out.replace("<no value>", "")
+        } else {
+            out
+        };
+        rendered.push((name.clone(), out));
     }
     rendered.sort_by(|a, b| a.0.cmp(&b.0));
     sort_manifests(rendered, crds)

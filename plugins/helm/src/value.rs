@@ -172,6 +172,15 @@ impl Value {
         out
     }
 
+    /// Appends what a template action prints ([`Value::to_template_string`])
+    /// to `out`.
+    pub fn write_template(&self, out: &mut String) {
+        match self {
+            Value::Nil => out.push_str("<no value>"),
+            other => write_go(out, other, 0),
+        }
+    }
+
     /// What a template action prints: `<no value>` for nil.
     pub fn to_template_string(&self) -> String {
         match self {
