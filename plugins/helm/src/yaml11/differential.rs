@@ -215,13 +215,17 @@ fn tricky_scalars_read_alike() {
     }
 }
 
-/// A small deterministic generator (SplitMix64).
-struct Rng(u64);
+/// A small deterministic generator (SplitMix64) of documents, `clean` ones
+/// from the common keys and scalars only.
+struct Rng {
+    state: u64,
+    clean: bool,
+}
 
 impl Rng {
     fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
+        self.state = self.state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.state;
         z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
         z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
         z ^ (z >> 31)
@@ -234,7 +238,36 @@ impl Rng {
     fn pick<'a>(&mut self, items: &[&'a str]) -> &'a str {
         items[self.below(items.len())]
     }
+
+    /// A key; a clean one not yet in `used` (a clean mapping has no
+    /// duplicate keys).
+    fn key(&mut self, used: &mut Vec<String>) -> String {
+        if !self.clean {
+            return self.pick(KEYS).to_owned();
+        }
+        let mut key = self.pick(COMMON_KEYS).to_owned();
+        if used.contains(&key) {
+            key = format!("k{}", used.len());
+        }
+        used.push(key.clone());
+        key
+    }
+
+    fn scalar(&mut self) -> &'static str {
+        self.pick(if self.clean { COMMON } else { TRICKY })
+    }
 }
+
+/// Keys the fast reader reads.
+const COMMON_KEYS: &[&str] = &[
+    "a", "b", "c", "name", "app.kubernetes.io/name", "yes", "1", "0x1F", "\"q k\"", "'s k'",
+];
+
+/// Scalars the fast reader reads.
+const COMMON: &[&str] = &[
+    "x", "a b", "yes", "Off", "~", "017", "1.5", "-1", "1e3", "'q'", "\"d\\\"q\"", "{}", "[]",
+    "http://a:b", "a#b", "v # c", "''",
+];
 
 const KEYS: &[&str] = &[
     "a", "b", "name", "app.kubernetes.io/name", "helm.sh/chart", "yes", "on", "1", "017",
@@ -247,6 +280,7 @@ fn block(rng: &mut Rng, out: &mut String, indent: usize, depth: usize) {
     let pad = " ".repeat(indent);
     let n = 1 + rng.below(4);
     let sequence = rng.below(3) == 0;
+    let mut used = Vec::new();
     for _ in 0..n {
         if rng.below(8) == 0 {
             out.push_str(&" ".repeat(rng.below(6)));
@@ -264,28 +298,28 @@ fn block(rng: &mut Rng, out: &mut String, indent: usize, depth: usize) {
                 1 => {
                     let gap = 1 + rng.below(2);
                     out.push_str(&" ".repeat(gap));
-                    entry(rng, out, indent + 1 + gap, depth);
+                    entry(rng, out, indent + 1 + gap, depth, &mut Vec::new());
                 }
                 _ => {
                     out.push(' ');
-                    out.push_str(rng.pick(TRICKY));
+                    out.push_str(rng.scalar());
                     out.push('\n');
                 }
             }
         } else {
-            entry(rng, out, indent, depth);
+            entry(rng, out, indent, depth, &mut used);
         }
     }
 }
 
 /// A mapping entry whose key starts at column `indent` (the cursor is
-/// there), and more entries of the same mapping.
-fn entry(rng: &mut Rng, out: &mut String, indent: usize, depth: usize) {
+/// there), and more entries of the same mapping (whose keys are `used`).
+fn entry(rng: &mut Rng, out: &mut String, indent: usize, depth: usize, used: &mut Vec<String>) {
     for i in 0..1 + rng.below(3) {
         if i > 0 {
             out.push_str(&" ".repeat(indent));
         }
-        out.push_str(rng.pick(KEYS));
+        out.push_str(&rng.key(used));
         out.push(':');
         match rng.below(6) {
             0 if depth < 4 => {
@@ -297,13 +331,13 @@ fn entry(rng: &mut Rng, out: &mut String, indent: usize, depth: usize) {
                 out.push('\n');
                 out.push_str(&" ".repeat(indent));
                 out.push_str("- ");
-                out.push_str(rng.pick(TRICKY));
+                out.push_str(rng.scalar());
                 out.push('\n');
             }
             2 => out.push_str(if rng.below(2) == 0 { "\n" } else { " # c\n" }),
             _ => {
                 out.push(' ');
-                out.push_str(rng.pick(TRICKY));
+                out.push_str(rng.scalar());
                 out.push_str(if rng.below(5) == 0 { "  \n" } else { "\n" });
             }
         }
@@ -353,9 +387,13 @@ fn mutate(rng: &mut Rng, text: &str) -> String {
 /// agrees with the event reader.
 #[test]
 fn generated_documents_read_alike() {
-    let mut rng = Rng(0x5EED);
+    let mut rng = Rng {
+        state: 0x5EED,
+        clean: false,
+    };
     let (mut sure, mut total) = (0, 0);
-    for _ in 0..3000 {
+    for case in 0..4000 {
+        rng.clean = case % 2 == 0;
         let mut doc = String::new();
         let indent = rng.below(2);
         block(&mut rng, &mut doc, indent, 0);
@@ -363,7 +401,7 @@ fn generated_documents_read_alike() {
         sure += usize::from(check(&doc));
         sure += usize::from(check(&mutate(&mut rng, &doc)));
     }
-    assert!(sure * 10 > total, "the fast reader reads some ({sure} of {total})");
+    assert!(sure * 4 > total, "the fast reader reads many ({sure} of {total})");
 }
 
 /// Nesting past the fast reader's depth goes to the event reader.
@@ -379,3 +417,4 @@ fn deep_nesting_is_not_read_fast() {
     assert!(fast::read(&seq).is_none());
     assert!(check("a:\n b:\n  c:\n   - d\n"));
 }
+
