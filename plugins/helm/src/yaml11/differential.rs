@@ -196,6 +196,9 @@ fn tricky_scalars_read_alike() {
             format!("---\nk: {s}\n"),
             format!("k: [{s}]\n"),
             format!("k: {{a: {s}}}\n"),
+            format!("k: [a, {s}, b]\n"),
+            format!("k: {{{s}: 1, z: [{s}]}}\n"),
+            format!("- [{s} ]\n"),
         ];
         for d in &docs {
             total += 1;
@@ -210,6 +213,7 @@ fn tricky_scalars_read_alike() {
         "app.kubernetes.io/name: x\nhelm.sh/chart: y-1.2.3\n",
         "a:\n  b: yes\n  c: 017\nd:\n- 1\n- 'two'\n- \"th\\\"ree\"\ne: {}\nf: []\n",
         "- name: a\n  value: \"1\"\n-\n  x: y\n- # c\n",
+        "tags: [platform-common]\nrequests: {cpu: 50m, memory: 64Mi}\n",
     ] {
         assert!(check(d), "read fast: {d:?}");
     }
@@ -266,7 +270,8 @@ const COMMON_KEYS: &[&str] = &[
 /// Scalars the fast reader reads.
 const COMMON: &[&str] = &[
     "x", "a b", "yes", "Off", "~", "017", "1.5", "-1", "1e3", "'q'", "\"d\\\"q\"", "{}", "[]",
-    "http://a:b", "a#b", "v # c", "''",
+    "http://a:b", "a#b", "v # c", "''", "[a, 1]", "{a: b, c: 1}", "[x, {y: 017}]",
+    "[ 'q', \"d\" ]", "{\"k\": [on], 'j': ~}",
 ];
 
 const KEYS: &[&str] = &[

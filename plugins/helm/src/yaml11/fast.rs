@@ -11,14 +11,17 @@
 //!   sequence at its key's indentation);
 //! - keys and values that are one-line plain scalars (resolved as
 //!   [`super::resolve`] does), single-quoted or double-quoted scalars
-//!   (with the escapes `\\ \" \/ \n \t`), and the empty flow `{}` and `[]`;
+//!   (with the escapes `\\ \" \/ \n \t`), and one-line flow collections
+//!   of those ([`flow`]);
 //! - comments, blank lines and trailing spaces.
 //!
 //! It is not sure about (among others): tabs, carriage returns, bytes
 //! outside printable ASCII (so a byte order mark), documents markers and
 //! directives, anchors, aliases, tags, merge keys, explicit keys, block
-//! and multi-line scalars, non-empty flow collections, odd indentation,
+//! and multi-line scalars, multi-line flow collections, odd indentation,
 //! duplicate keys, long keys and nesting deeper than [`MAX_DEPTH`].
+
+mod flow;
 
 use std::borrow::Cow;
 
@@ -48,7 +51,7 @@ pub fn read(text: &str) -> Option<Value> {
             Entry::Key(..) => reader.node(0)?,
             Entry::Scalar => {
                 reader.at += 1;
-                inline(first.body)?
+                inline(first.body, 0)?
             }
         }
     };
@@ -152,9 +155,9 @@ fn plain_start(s: &str) -> bool {
     }
 }
 
-/// A value written on its key's (or its dash's) line: a scalar or an empty
-/// flow collection, then nothing but spaces and a comment.
-fn inline(v: &str) -> Option<Value> {
+/// A value written on its key's (or its dash's) line at nesting `depth`:
+/// a scalar or a flow collection, then nothing but spaces and a comment.
+fn inline(v: &str, depth: usize) -> Option<Value> {
     match v.as_bytes().first()? {
         b'"' => {
             let (s, end) = double_quoted(v)?;
@@ -164,8 +167,10 @@ fn inline(v: &str) -> Option<Value> {
             let (s, end) = single_quoted(v)?;
             trailing_ok(v.get(end..)?).then(|| Value::str(s))
         }
-        b'{' => trailing_ok(v.strip_prefix("{}")?).then(|| Value::map(Map::new())),
-        b'[' => trailing_ok(v.strip_prefix("[]")?).then(|| Value::list(Vec::new())),
+        b'{' | b'[' => {
+            let (value, end) = flow::collection(v, depth)?;
+            trailing_ok(v.get(end..)?).then_some(value)
+        }
         _ => {
             if !plain_start(v) {
                 return None;
@@ -340,7 +345,7 @@ impl<'a> Reader<'a> {
     fn value_after(&mut self, indent: usize, after: &str, depth: usize) -> Option<Value> {
         let v = after.trim_start_matches(' ');
         if !(v.is_empty() || v.starts_with('#')) {
-            return inline(v);
+            return inline(v, depth + 1);
         }
         match self.peek() {
             Some(line) if line.indent > indent => self.node(depth + 1),
@@ -380,7 +385,7 @@ impl<'a> Reader<'a> {
                         let column = indent + line.body.len() - v.len();
                         self.mapping(column, key, after, depth + 1)?
                     }
-                    Entry::Scalar => inline(v)?,
+                    Entry::Scalar => inline(v, depth + 1)?,
                 }
             };
             items.push(item);
