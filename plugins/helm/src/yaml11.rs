@@ -19,8 +19,8 @@ use std::collections::HashMap;
 
 use granit_parser::{Event, Parser, ScalarStyle};
 
-pub use resolve::resolve;
 use resolve::key_text;
+pub use resolve::resolve;
 
 use crate::value::{Map, Value};
 

@@ -106,7 +106,10 @@ fn corpus_files_read_alike() {
         sure += usize::from(check(&text));
     }
     assert!(total > 100, "the corpus has files ({total})");
-    assert!(sure * 4 > total, "the fast reader reads most ({sure} of {total})");
+    assert!(
+        sure * 4 > total,
+        "the fast reader reads most ({sure} of {total})"
+    );
 }
 
 /// Every text the corpus charts read while rendering (values files and
@@ -127,7 +130,11 @@ fn corpus_render_inputs_read_alike() {
         let list = |key: &str| -> Vec<String> {
             spec[key]
                 .as_array()
-                .map(|l| l.iter().filter_map(|s| s.as_str().map(str::to_owned)).collect())
+                .map(|l| {
+                    l.iter()
+                        .filter_map(|s| s.as_str().map(str::to_owned))
+                        .collect()
+                })
                 .unwrap_or_default()
         };
         let opts = crate::Options {
@@ -152,21 +159,159 @@ fn corpus_render_inputs_read_alike() {
 
 /// Scalars whose resolution or scanning is easy to get wrong.
 const TRICKY: &[&str] = &[
-    "y", "Y", "yes", "Yes", "YES", "yEs", "n", "N", "no", "No", "NO", "nO", "true", "True",
-    "TRUE", "tRue", "false", "False", "FALSE", "on", "On", "ON", "oN", "off", "Off", "OFF",
-    "null", "Null", "NULL", "nULL", "~", "", "017", "0o17", "0O17", "0x1F", "0X1f", "0b101",
-    "0B11", "08", "09.5", "1_000", "_1", "1__0", "-_1", "+_1", "0x_1F", "0x-5", "0x+5",
-    "1e3", "1E3", "1e+3", "1e-3", "1.e3", "1.5e3", ".5", "-.5", "+.5", "5.", "+1", "-1", "-0",
-    "+0", "0", "00", "-0.0", "0.0", ".inf", "-.inf", ".Inf", ".NaN", ".nan", "1e400",
-    "-1e400", "99999999999999999999999999999999999999999", "170141183460469231731687303715884105728",
-    "9007199254740993", "2024-01-01", "2024-01-01T10:00:00Z", "2001-12-14 21:59:43.10 -5",
-    "12:30", "190:20:30", "1:2", "a", "a b", "a  b", "a:b", "a::b", "http://x.y/z?q=1#f",
-    "a#b", "a #b", "a b # c", "key:value", "x:", "<<", "=", "-", "--", "-x", "-1-", "1-",
-    "a,b", "a[b]", "a{b}", "[a]", "{a}", "[]", "{}", "[ ]", "{ }", "'q'", "\"q\"", "'a''b'",
-    "\"a\\\"b\"", "\"\\n\\t\\/\\\\\"", "\"\\x41\"", "\"\\u00e9\"", "\"\\e\"", "''", "\"\"",
-    "'", "\"", "&a x", "*a", "!!str 1", "!x y", "|", ">", "%x", "@x", "`x", "? x", ": x",
-    "a ", "a  ", "  a", "\u{e9}", "a\u{e9}", "a\tb", "\u{feff}a", "a\rb", "#", " # c",
-    "1.0", "1.5", "0.1", "3.14159", "6.02e23", "1_0.0_1", "1.2.3", "v1", "1Gi", "500m",
+    "y",
+    "Y",
+    "yes",
+    "Yes",
+    "YES",
+    "yEs",
+    "n",
+    "N",
+    "no",
+    "No",
+    "NO",
+    "nO",
+    "true",
+    "True",
+    "TRUE",
+    "tRue",
+    "false",
+    "False",
+    "FALSE",
+    "on",
+    "On",
+    "ON",
+    "oN",
+    "off",
+    "Off",
+    "OFF",
+    "null",
+    "Null",
+    "NULL",
+    "nULL",
+    "~",
+    "",
+    "017",
+    "0o17",
+    "0O17",
+    "0x1F",
+    "0X1f",
+    "0b101",
+    "0B11",
+    "08",
+    "09.5",
+    "1_000",
+    "_1",
+    "1__0",
+    "-_1",
+    "+_1",
+    "0x_1F",
+    "0x-5",
+    "0x+5",
+    "1e3",
+    "1E3",
+    "1e+3",
+    "1e-3",
+    "1.e3",
+    "1.5e3",
+    ".5",
+    "-.5",
+    "+.5",
+    "5.",
+    "+1",
+    "-1",
+    "-0",
+    "+0",
+    "0",
+    "00",
+    "-0.0",
+    "0.0",
+    ".inf",
+    "-.inf",
+    ".Inf",
+    ".NaN",
+    ".nan",
+    "1e400",
+    "-1e400",
+    "99999999999999999999999999999999999999999",
+    "170141183460469231731687303715884105728",
+    "9007199254740993",
+    "2024-01-01",
+    "2024-01-01T10:00:00Z",
+    "2001-12-14 21:59:43.10 -5",
+    "12:30",
+    "190:20:30",
+    "1:2",
+    "a",
+    "a b",
+    "a  b",
+    "a:b",
+    "a::b",
+    "http://x.y/z?q=1#f",
+    "a#b",
+    "a #b",
+    "a b # c",
+    "key:value",
+    "x:",
+    "<<",
+    "=",
+    "-",
+    "--",
+    "-x",
+    "-1-",
+    "1-",
+    "a,b",
+    "a[b]",
+    "a{b}",
+    "[a]",
+    "{a}",
+    "[]",
+    "{}",
+    "[ ]",
+    "{ }",
+    "'q'",
+    "\"q\"",
+    "'a''b'",
+    "\"a\\\"b\"",
+    "\"\\n\\t\\/\\\\\"",
+    "\"\\x41\"",
+    "\"\\u00e9\"",
+    "\"\\e\"",
+    "''",
+    "\"\"",
+    "'",
+    "\"",
+    "&a x",
+    "*a",
+    "!!str 1",
+    "!x y",
+    "|",
+    ">",
+    "%x",
+    "@x",
+    "`x",
+    "? x",
+    ": x",
+    "a ",
+    "a  ",
+    "  a",
+    "\u{e9}",
+    "a\u{e9}",
+    "a\tb",
+    "\u{feff}a",
+    "a\rb",
+    "#",
+    " # c",
+    "1.0",
+    "1.5",
+    "0.1",
+    "3.14159",
+    "6.02e23",
+    "1_0.0_1",
+    "1.2.3",
+    "v1",
+    "1Gi",
+    "500m",
 ];
 
 /// Documents built around each tricky scalar, in every position and with
@@ -205,7 +350,10 @@ fn tricky_scalars_read_alike() {
             sure += usize::from(check(d));
         }
     }
-    assert!(sure * 3 > total, "the fast reader reads most ({sure} of {total})");
+    assert!(
+        sure * 3 > total,
+        "the fast reader reads most ({sure} of {total})"
+    );
     // The common shapes are read fast (else the proof proves nothing).
     for d in [
         "",
@@ -264,20 +412,73 @@ impl Rng {
 
 /// Keys the fast reader reads.
 const COMMON_KEYS: &[&str] = &[
-    "a", "b", "c", "name", "app.kubernetes.io/name", "yes", "1", "0x1F", "\"q k\"", "'s k'",
+    "a",
+    "b",
+    "c",
+    "name",
+    "app.kubernetes.io/name",
+    "yes",
+    "1",
+    "0x1F",
+    "\"q k\"",
+    "'s k'",
 ];
 
 /// Scalars the fast reader reads.
 const COMMON: &[&str] = &[
-    "x", "a b", "yes", "Off", "~", "017", "1.5", "-1", "1e3", "'q'", "\"d\\\"q\"", "{}", "[]",
-    "http://a:b", "a#b", "v # c", "''", "[a, 1]", "{a: b, c: 1}", "[x, {y: 017}]",
-    "[ 'q', \"d\" ]", "{\"k\": [on], 'j': ~}",
+    "x",
+    "a b",
+    "yes",
+    "Off",
+    "~",
+    "017",
+    "1.5",
+    "-1",
+    "1e3",
+    "'q'",
+    "\"d\\\"q\"",
+    "{}",
+    "[]",
+    "http://a:b",
+    "a#b",
+    "v # c",
+    "''",
+    "[a, 1]",
+    "{a: b, c: 1}",
+    "[x, {y: 017}]",
+    "[ 'q', \"d\" ]",
+    "{\"k\": [on], 'j': ~}",
 ];
 
 const KEYS: &[&str] = &[
-    "a", "b", "name", "app.kubernetes.io/name", "helm.sh/chart", "yes", "on", "1", "017",
-    "1.0", "~", "null", "\"q k\"", "'s k'", "\"a:b\"", "a:b", "<<", "&x a", "*x", "? a",
-    "-1", "a b", "k#h", "\"\"", "''", "x", "y", "z",
+    "a",
+    "b",
+    "name",
+    "app.kubernetes.io/name",
+    "helm.sh/chart",
+    "yes",
+    "on",
+    "1",
+    "017",
+    "1.0",
+    "~",
+    "null",
+    "\"q k\"",
+    "'s k'",
+    "\"a:b\"",
+    "a:b",
+    "<<",
+    "&x a",
+    "*x",
+    "? a",
+    "-1",
+    "a b",
+    "k#h",
+    "\"\"",
+    "''",
+    "x",
+    "y",
+    "z",
 ];
 
 /// A block node at `indent`, appended to `out` line by line.
@@ -406,7 +607,10 @@ fn generated_documents_read_alike() {
         sure += usize::from(check(&doc));
         sure += usize::from(check(&mutate(&mut rng, &doc)));
     }
-    assert!(sure * 4 > total, "the fast reader reads many ({sure} of {total})");
+    assert!(
+        sure * 4 > total,
+        "the fast reader reads many ({sure} of {total})"
+    );
 }
 
 /// Nesting past the fast reader's depth goes to the event reader.
@@ -422,4 +626,3 @@ fn deep_nesting_is_not_read_fast() {
     assert!(fast::read(&seq).is_none());
     assert!(check("a:\n b:\n  c:\n   - d\n"));
 }
-

@@ -70,7 +70,10 @@ struct Line<'a> {
 /// The lines of `text` with content, or `None` if a byte or a line is
 /// one the reader is not sure of.
 fn content_lines(text: &str) -> Option<Vec<Line<'_>>> {
-    if !text.bytes().all(|b| b == b'\n' || (b' '..=b'~').contains(&b)) {
+    if !text
+        .bytes()
+        .all(|b| b == b'\n' || (b' '..=b'~').contains(&b))
+    {
         return None;
     }
     let mut lines = Vec::new();

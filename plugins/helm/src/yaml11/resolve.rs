@@ -171,12 +171,7 @@ mod tests {
         let alphabet = ['0', '7', '_', '.', 'e', 'E', '-', '+', 'x'];
         let mut checked = 0;
         let mut word = Vec::new();
-        fn walk(
-            word: &mut Vec<char>,
-            alphabet: &[char],
-            re: &Regex,
-            checked: &mut usize,
-        ) {
+        fn walk(word: &mut Vec<char>, alphabet: &[char], re: &Regex, checked: &mut usize) {
             let s: String = word.iter().collect();
             assert_eq!(is_float_syntax(&s), re.is_match(&s), "{s:?}");
             *checked += 1;
@@ -191,14 +186,26 @@ mod tests {
         }
         walk(&mut word, &alphabet, &re, &mut checked);
         assert!(checked > 60_000);
-        for s in ["1e400", "12.5e-3", ".5", "+.5e+2", "1_000.0_1", "1.", "0.e1", "\n1", "1\n"] {
+        for s in [
+            "1e400",
+            "12.5e-3",
+            ".5",
+            "+.5e+2",
+            "1_000.0_1",
+            "1.",
+            "0.e1",
+            "\n1",
+            "1\n",
+        ] {
             assert_eq!(is_float_syntax(s), re.is_match(s), "{s:?}");
         }
     }
 
     #[test]
     fn plain_keys_are_the_keys_of_resolved_values() {
-        for s in ["", "~", "null", "yes", "Off", "017", "1.0", "1e21", "-0", "_1", "a", "0x1F"] {
+        for s in [
+            "", "~", "null", "yes", "Off", "017", "1.0", "1e21", "-0", "_1", "a", "0x1F",
+        ] {
             assert_eq!(plain_key(s), key_text(&resolve(s)), "{s:?}");
         }
     }
