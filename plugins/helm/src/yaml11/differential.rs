@@ -159,6 +159,13 @@ fn corpus_render_inputs_read_alike() {
 
 /// Scalars whose resolution or scanning is easy to get wrong.
 const TRICKY: &[&str] = &[
+    "--log-level=info",
+    "---",
+    "--- x",
+    "-.-",
+    "-_",
+    "-/",
+    "-a:b",
     "y",
     "Y",
     "yes",
@@ -447,6 +454,9 @@ const COMMON: &[&str] = &[
     "{a: b, c: 1}",
     "[x, {y: 017}]",
     "[ 'q', \"d\" ]",
+    "[--v=2, -x]",
+    "-x",
+    "--",
     "{\"k\": [on], 'j': ~}",
 ];
 

@@ -145,7 +145,8 @@ fn split_entry(body: &str) -> Option<Entry<'_>> {
 }
 
 /// Whether a plain scalar may start `s` here: letters, digits, a few safe
-/// punctuation marks, and `-` before a digit or a dot (`-1`, `-.5`).
+/// punctuation marks, and `-` before a letter, a digit or one of `.-_/`
+/// (`-1`, `-.5`, `--flag`).
 fn plain_start(s: &str) -> bool {
     let b = s.as_bytes();
     match b.first() {
@@ -153,7 +154,9 @@ fn plain_start(s: &str) -> bool {
         Some(b'.' | b'/' | b'_' | b'~' | b'+' | b'$' | b'(' | b')' | b'=' | b';' | b'<' | b'^') => {
             true
         }
-        Some(b'-') => b.get(1).is_some_and(|c| c.is_ascii_digit() || *c == b'.'),
+        Some(b'-') => b
+            .get(1)
+            .is_some_and(|c| c.is_ascii_alphanumeric() || matches!(c, b'.' | b'-' | b'_' | b'/')),
         _ => false,
     }
 }
