@@ -4,18 +4,25 @@
 //! text, anchors, aliases and `<<` merge keys expanded. Quoted and block
 //! scalars are strings.
 
+//!
+//! Two readers give the same values: [`fast`] reads the common shapes
+//! (block mappings and sequences of one-line scalars) straight from the
+//! text, and says "not sure" on anything else; the events of
+//! `granit-parser` read every other text and give every error.
+
+#[cfg(test)]
+mod differential;
+mod fast;
+mod resolve;
+
 use std::collections::HashMap;
-use std::sync::LazyLock;
 
 use granit_parser::{Event, Parser, ScalarStyle};
-use regex_lite::Regex;
+
+use resolve::key_text;
+pub use resolve::resolve;
 
 use crate::value::{Map, Value};
-
-static FLOAT: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"^[-+]?(\.[0-9]+|[0-9][0-9_]*(\.[0-9_]*)?)([eE][-+]?[0-9]+)?$")
-        .expect("a valid pattern")
-});
 
 /// The documents of `text` (an empty document is [`Value::Nil`]).
 pub fn documents(text: &str) -> Result<Vec<Value>, String> {
@@ -44,6 +51,17 @@ pub fn documents(text: &str) -> Result<Vec<Value>, String> {
 
 /// The first document of `text` (Nil when empty).
 pub fn read(text: &str) -> Result<Value, String> {
+    #[cfg(test)]
+    differential::record(text);
+    match fast::read(text) {
+        Some(value) => Ok(value),
+        None => read_events(text),
+    }
+}
+
+/// The first document of `text` read from the parser's events (every
+/// text, every error): what [`read`] gives when the fast reader is not sure.
+pub fn read_events(text: &str) -> Result<Value, String> {
     Ok(documents(text)?.into_iter().next().unwrap_or_default())
 }
 
@@ -136,57 +154,6 @@ impl<'a> Reader<'a> {
         }
         Ok(value)
     }
-}
-
-/// A mapping key as JSON names it.
-fn key_text(v: &Value) -> String {
-    match v {
-        Value::Nil => "null".to_owned(),
-        other => other.to_go_string(),
-    }
-}
-
-/// What a plain scalar is to go-yaml v2, as a JSON-bound value.
-pub fn resolve(text: &str) -> Value {
-    match text {
-        "" | "~" | "null" | "Null" | "NULL" => return Value::Nil,
-        "y" | "Y" | "yes" | "Yes" | "YES" | "true" | "True" | "TRUE" | "on" | "On" | "ON" => {
-            return Value::Bool(true);
-        }
-        "n" | "N" | "no" | "No" | "NO" | "false" | "False" | "FALSE" | "off" | "Off" | "OFF" => {
-            return Value::Bool(false);
-        }
-        _ => {}
-    }
-    let clean = text.replace('_', "");
-    let (neg, body) = match clean.strip_prefix('-') {
-        Some(r) => (true, r.to_owned()),
-        None => (false, clean.strip_prefix('+').unwrap_or(&clean).to_owned()),
-    };
-    let int = if let Some(h) = body.strip_prefix("0x").or_else(|| body.strip_prefix("0X")) {
-        i128::from_str_radix(h, 16).ok()
-    } else if let Some(b) = body.strip_prefix("0b").or_else(|| body.strip_prefix("0B")) {
-        i128::from_str_radix(b, 2).ok()
-    } else if let Some(o) = body.strip_prefix("0o").or_else(|| body.strip_prefix("0O")) {
-        i128::from_str_radix(o, 8).ok()
-    } else if body.len() > 1 && body.starts_with('0') && body.bytes().all(|c| c.is_ascii_digit()) {
-        i128::from_str_radix(&body[1..], 8).ok()
-    } else if !body.is_empty() && body.bytes().all(|c| c.is_ascii_digit()) {
-        body.parse::<i128>().ok()
-    } else {
-        None
-    };
-    if let Some(i) = int {
-        let i = if neg { -i } else { i };
-        return Value::Float(i as f64);
-    }
-    if FLOAT.is_match(text)
-        && let Ok(f) = clean.parse::<f64>()
-        && f.is_finite()
-    {
-        return Value::Float(f);
-    }
-    Value::str(text)
 }
 
 #[cfg(test)]
