@@ -608,9 +608,14 @@ impl Reader<'_> {
                 if self.at(self.pos) == b'}' {
                     break;
                 }
+                let start = self.pos;
                 let key = self.flow_key()?;
                 self.skip_spaces();
-                if self.at(self.pos) != b':' || self.at(self.pos + 1) != b' ' {
+                // libyaml's simple-key limit holds in flow mappings too.
+                if self.pos - start > MAX_KEY_BYTES
+                    || self.at(self.pos) != b':'
+                    || self.at(self.pos + 1) != b' '
+                {
                     return None;
                 }
                 self.pos += 1;

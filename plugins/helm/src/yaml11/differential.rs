@@ -636,3 +636,21 @@ fn deep_nesting_is_not_read_fast() {
     assert!(fast::read(&seq).is_none());
     assert!(check("a:\n b:\n  c:\n   - d\n"));
 }
+
+#[test]
+fn long_keys_read_alike_in_blocks_and_flows() {
+    // Around the simple-key limit of the event reader (1024 characters).
+    for n in [999, 1000, 1001, 1023, 1024, 1025, 1030] {
+        let k = "k".repeat(n);
+        for doc in [
+            format!("{k}: 1\n"),
+            format!("a: {{{k}: 1}}\n"),
+            format!("a: {{x: 1, {k}: 2}}\n"),
+            format!("a: {{'{k}': 1}}\n"),
+            format!("a: [{{{k}: 1}}]\n"),
+            format!("a: {{k{}: 1}}\n", " ".repeat(n)),
+        ] {
+            check(&doc);
+        }
+    }
+}

@@ -139,6 +139,7 @@ impl Flow<'_> {
 
     /// A key and its `: ` (the cursor then at the value).
     fn key(&mut self) -> Option<String> {
+        let start = self.at;
         let key = match self.peek()? {
             b'"' | b'\'' => self.quoted()?,
             _ => {
@@ -156,7 +157,8 @@ impl Flow<'_> {
                 plain_key(text)
             }
         };
-        if self.s.get(self.at..)?.starts_with(": ") {
+        // Long simple keys are the event reader's to judge, as in blocks.
+        if self.at - start <= super::MAX_KEY_LEN && self.s.get(self.at..)?.starts_with(": ") {
             self.at += 2;
             self.skip_spaces();
             Some(key)
