@@ -636,3 +636,25 @@ fn deep_nesting_is_not_read_fast() {
     assert!(fast::read(&seq).is_none());
     assert!(check("a:\n b:\n  c:\n   - d\n"));
 }
+
+/// REVIEW2 (failing): a flow mapping's implicit key longer than the event
+/// reader's simple-key window (1024 characters) is an error for the event
+/// reader ("did not find expected ',' or '}'"), but the fast reader's flow
+/// keys have no length bound (the block keys have `MAX_KEY_LEN`), so it
+/// returns a map where `read_events` fails.
+#[test]
+fn review2_long_flow_mapping_keys_are_not_read_fast() {
+    for text in [
+        format!("{{{}: 1}}", "k".repeat(1030)),
+        format!("a: {{{}: 1}}", "k".repeat(1500)),
+        format!("a: {{\"{}\": 1}}", "q".repeat(1500)),
+        format!("a: [{{b: 1, {}: 1}}]", "k".repeat(1500)),
+    ] {
+        assert!(read_events(&text).is_err(), "the event reader refuses it");
+        assert!(
+            fast::read(&text).is_none(),
+            "the fast reader reads a {}-byte flow key the event reader refuses",
+            text.len()
+        );
+    }
+}
