@@ -1167,7 +1167,8 @@ mod tests {
         let t = "[{{ tpl \"\" . }}][{{ tpl \"  \" . }}][{{ tpl \"{{/* c */}}\" . }}]\
                  [{{ tpl \"{{ define \\\"z\\\" }}z{{ end }}\" . }}]";
         assert_eq!(ok(&[("t", t)], "t"), "[][  ][][]");
-        let h = "{{ define \"h\" }}<{{ tpl \"\" . }}{{ tpl \" \" . }}>{{ end }}{{ include \"h\" . }}";
+        let h =
+            "{{ define \"h\" }}<{{ tpl \"\" . }}{{ tpl \" \" . }}>{{ end }}{{ include \"h\" . }}";
         assert_eq!(ok(&[("t", h)], "t"), "< >");
     }
 
