@@ -175,4 +175,16 @@ mod tests {
             r#"{"base":{"a":1},"big":"1e400","f":1500,"false":"no","hex":31,"merged":{"a":1,"c":2},"oct":15,"q":"017","ref":{"a":1},"sexa":"190:20:30","t":"2024-01-01","true":[true,false,true],"und":1000}"#
         );
     }
+
+    /// REVIEW2 (failing; pre-existing, both readers): go-yaml v2 resolves
+    /// `.inf`, `-.Inf`, `.nan` (and the other spellings) to float64
+    /// infinities/NaN, which sigs.k8s.io/yaml cannot turn into JSON: Helm
+    /// v4.2.3 refuses `a: .inf` in values.yaml ("error converting YAML to
+    /// JSON: json: unsupported value: +Inf"); Kiln reads the string ".inf".
+    #[test]
+    fn review2_infinities_and_nan_are_refused_as_helm_refuses_them() {
+        for text in ["a: .inf\n", "a: -.Inf\n", "a: .nan\n", "- +.INF\n"] {
+            assert!(read(text).is_err(), "{text:?} reads as {:?}", read(text));
+        }
+    }
 }

@@ -654,3 +654,23 @@ fn long_keys_read_alike_in_blocks_and_flows() {
         }
     }
 }
+
+/// A flow mapping's implicit key longer than the event reader's
+/// simple-key window (1024 characters) is an error for the event reader
+/// ("did not find expected ',' or '}'"): the fast reader leaves it alone.
+#[test]
+fn long_flow_mapping_keys_are_not_read_fast() {
+    for text in [
+        format!("{{{}: 1}}", "k".repeat(1030)),
+        format!("a: {{{}: 1}}", "k".repeat(1500)),
+        format!("a: {{\"{}\": 1}}", "q".repeat(1500)),
+        format!("a: [{{b: 1, {}: 1}}]", "k".repeat(1500)),
+    ] {
+        assert!(read_events(&text).is_err(), "the event reader refuses it");
+        assert!(
+            fast::read(&text).is_none(),
+            "the fast reader reads a {}-byte flow key the event reader refuses",
+            text.len()
+        );
+    }
+}

@@ -224,4 +224,24 @@ mod tests {
         assert_eq!(f("1e400"), None);
         assert_eq!(scalar("190:20:30"), Scalar::Str);
     }
+
+    /// REVIEW2 (failing; shared by the fast and the event reader, and as the
+    /// regex version before today): go-yaml v2 reads integers with
+    /// `strconv.ParseInt(plain, 0, 64)`/`ParseUint`, so a hex, binary or
+    /// octal integer beyond 64 bits is not a number: hex and binary stay
+    /// strings, and an all-digit octal falls to the float pattern and is read
+    /// as a decimal float. Helm v4.2.3 (values.yaml, `kindOf`):
+    /// `0x1FFFFFFFFFFFFFFFFF` string, `0777777777777777777777777`
+    /// float64 7.777777777777778e+23. Kiln reads them through i128:
+    /// 5.902958103587057e+20 and 4.722366482869645e+21.
+    #[test]
+    fn review2_radix_integers_beyond_64_bits_are_read_as_go_yaml_reads_them() {
+        assert_eq!(scalar("0x1FFFFFFFFFFFFFFFFF"), Scalar::Str);
+        assert_eq!(scalar(&format!("0b{}", "1".repeat(70))), Scalar::Str);
+        assert_eq!(scalar("-0x8000000000000001"), Scalar::Str);
+        assert_eq!(
+            scalar("0777777777777777777777777"),
+            Scalar::Float(7.777777777777778e23)
+        );
+    }
 }
