@@ -231,6 +231,13 @@ pub fn parse(
     Ok(())
 }
 
+/// Go's `parse.IsEmptyTree`: a body of whitespace only (comments leave no
+/// node). Go does not let such a body replace a template of its name.
+pub fn is_empty_tree(list: &List) -> bool {
+    list.iter()
+        .all(|n| matches!(n, Node::Text(t) if t.trim().is_empty()))
+}
+
 /// Parses template `name` (its text `text`) on its own: [`parse`] without
 /// adding the result to a set.
 pub fn parse_text(
@@ -259,9 +266,7 @@ pub fn parse_text(
     }
     // Go: a template body that is only whitespace does not replace one
     // defined earlier under the same name.
-    let main_is_empty = list
-        .iter()
-        .all(|n| matches!(n, Node::Text(t) if t.trim().is_empty()));
+    let main_is_empty = is_empty_tree(&list);
     Ok(Parsed {
         defined,
         main: Rc::new(list),

@@ -29,6 +29,7 @@ pub fn documents(text: &str) -> Result<Vec<Value>, String> {
     let mut reader = Reader {
         events: Parser::new_from_str(text),
         anchors: HashMap::new(),
+        non_finite: false,
     };
     let mut out = Vec::new();
     loop {
@@ -39,7 +40,11 @@ pub fn documents(text: &str) -> Result<Vec<Value>, String> {
                 match first {
                     Some(Event::DocumentEnd) | None => out.push(Value::Nil),
                     Some(event) => {
-                        out.push(reader.node(event)?);
+                        let value = reader.node(event)?;
+                        if reader.non_finite {
+                            refuse_non_finite(&value, 0)?;
+                        }
+                        out.push(value);
                         reader.next()?;
                     }
                 }
@@ -68,6 +73,31 @@ pub fn read_events(text: &str) -> Result<Value, String> {
 struct Reader<'a> {
     events: Parser<'a, granit_parser::StrInput<'a>>,
     anchors: HashMap<usize, Value>,
+    /// Whether a plain scalar read as an infinity or NaN.
+    non_finite: bool,
+}
+
+/// sigs.k8s.io/yaml turns what go-yaml read into JSON, and Go's encoder
+/// refuses an infinity or NaN among the values (as a key it is text:
+/// "+Inf").
+fn refuse_non_finite(v: &Value, depth: usize) -> Result<(), String> {
+    if depth > crate::value::MAX_NESTING {
+        return Ok(());
+    }
+    match v {
+        Value::Float(f) if !f.is_finite() => Err(format!(
+            "error converting YAML to JSON: json: unsupported value: {}",
+            Value::Float(*f).to_go_string()
+        )),
+        Value::List(items) => items
+            .iter()
+            .try_for_each(|x| refuse_non_finite(x, depth + 1)),
+        Value::Map(m) => m
+            .borrow()
+            .values()
+            .try_for_each(|x| refuse_non_finite(x, depth + 1)),
+        _ => Ok(()),
+    }
 }
 
 impl<'a> Reader<'a> {
@@ -90,6 +120,7 @@ impl<'a> Reader<'a> {
                 let plain = style == ScalarStyle::Plain;
                 let tagged_str = tag.as_ref().is_some_and(|t| t.suffix() == "str");
                 let v = if plain && !tagged_str {
+                    self.non_finite |= resolve::non_finite(&text).is_some();
                     resolve(&text)
                 } else {
                     Value::str(&*text)
@@ -176,13 +207,13 @@ mod tests {
         );
     }
 
-    /// REVIEW2 (failing; pre-existing, both readers): go-yaml v2 resolves
+    /// go-yaml v2 resolves
     /// `.inf`, `-.Inf`, `.nan` (and the other spellings) to float64
     /// infinities/NaN, which sigs.k8s.io/yaml cannot turn into JSON: Helm
     /// v4.2.3 refuses `a: .inf` in values.yaml ("error converting YAML to
-    /// JSON: json: unsupported value: +Inf"); Kiln reads the string ".inf".
+    /// JSON: json: unsupported value: +Inf"; Kiln read the string ".inf").
     #[test]
-    fn review2_infinities_and_nan_are_refused_as_helm_refuses_them() {
+    fn infinities_and_nan_are_refused_as_helm_refuses_them() {
         for text in ["a: .inf\n", "a: -.Inf\n", "a: .nan\n", "- +.INF\n"] {
             assert!(read(text).is_err(), "{text:?} reads as {:?}", read(text));
         }

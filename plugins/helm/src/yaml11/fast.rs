@@ -193,7 +193,12 @@ fn inline(v: &str, depth: usize) -> Option<Value> {
                     _ => {}
                 }
             }
-            Some(resolve(v.get(..end)?.trim_end_matches(' ')))
+            let text = v.get(..end)?.trim_end_matches(' ');
+            // An infinity is the event reader's to refuse.
+            if super::resolve::non_finite(text).is_some() {
+                return None;
+            }
+            Some(resolve(text))
         }
     }
 }

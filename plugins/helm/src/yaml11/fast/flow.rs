@@ -8,7 +8,7 @@
 
 use super::{MAX_DEPTH, double_quoted, plain_start, single_quoted};
 use crate::value::{Map, Value};
-use crate::yaml11::resolve::{plain_key, resolve};
+use crate::yaml11::resolve::{non_finite, plain_key, resolve};
 
 /// The flow collection `s` starts with (`[` or `{`) at nesting `depth`,
 /// and the byte offset just past it.
@@ -44,7 +44,14 @@ impl Flow<'_> {
             b'[' => self.sequence(depth),
             b'{' => self.mapping(depth),
             b'"' | b'\'' => self.quoted().map(Value::str),
-            _ => self.plain().map(resolve),
+            _ => {
+                let text = self.plain()?;
+                // An infinity is the event reader's to refuse.
+                if non_finite(text).is_some() {
+                    return None;
+                }
+                Some(resolve(text))
+            }
         }
     }
 
