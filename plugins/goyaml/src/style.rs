@@ -210,10 +210,10 @@ fn full_style(s: &str, key: bool) -> Style {
 }
 
 /// What go-yaml's `analyze_scalar` allows for a text (block context).
-struct Allowed {
-    plain: bool,
-    single: bool,
-    block: bool,
+pub(crate) struct Allowed {
+    pub(crate) plain: bool,
+    pub(crate) single: bool,
+    pub(crate) block: bool,
 }
 
 pub(crate) fn printable(c: char) -> bool {
@@ -228,11 +228,11 @@ pub(crate) fn is_break(c: char) -> bool {
     matches!(c, '\r' | '\n' | '\u{85}' | '\u{2028}' | '\u{2029}')
 }
 
-fn is_blank(c: char) -> bool {
+pub(crate) fn is_blank(c: char) -> bool {
     c == ' ' || c == '\t'
 }
 
-fn analyze(s: &str) -> Allowed {
+pub(crate) fn analyze(s: &str) -> Allowed {
     if s.is_empty() {
         return Allowed {
             plain: true,
