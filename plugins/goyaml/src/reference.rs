@@ -9,13 +9,14 @@ use std::cmp::Ordering;
 
 use serde_json::{Map, Value};
 
-// The parts the rewrite left as they were, shared with the live emitter:
-// the reference keeps its own emitter walk, style choice, numbers and key
-// sort (the rewritten parts the differential tests check).
+// The parts the rewrite left as they were, shared with the live emitter
+// (go-yaml's full style analysis, without the live one-pass shortcut;
+// scalar resolution; `%g`; key order): the reference keeps its own emitter
+// walk, number printing and key sort, the rewritten parts the differential
+// tests check.
 use crate::number::go_format_g;
 use crate::order::key_less;
-use crate::resolve::{base60_float, resolves_to_string};
-use crate::style::{analyze, is_break, printable};
+use crate::style::{Style, full_style as style, is_break, printable};
 
 /// Lines are folded at a space once they are longer than this (go-yaml's
 /// `best_width`).
@@ -277,41 +278,6 @@ impl Emitter {
                 self.push(c);
             }
         }
-    }
-}
-
-/// How a string is written.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Style {
-    Plain,
-    Single,
-    Double,
-    Literal,
-}
-
-/// go-yaml v2's choice: the encoder asks for a literal block (multi-line),
-/// plain (reads back as the same string) or double quotes; the emitter then
-/// falls back to single or double quotes where the text does not allow
-/// the style asked for.
-fn style(s: &str, key: bool) -> Style {
-    let wanted = if s.contains('\n') {
-        Style::Literal
-    } else if resolves_to_string(s) && !base60_float(s) {
-        Style::Plain
-    } else {
-        Style::Double
-    };
-    let allowed = analyze(s);
-    match wanted {
-        Style::Literal if !allowed.block || key => Style::Double,
-        Style::Plain if !allowed.plain => {
-            if allowed.single {
-                Style::Single
-            } else {
-                Style::Double
-            }
-        }
-        other => other,
     }
 }
 

@@ -187,7 +187,7 @@ pub(crate) enum Style {
 /// plain (reads back as the same string) or double quotes; the emitter then
 /// falls back to single or double quotes where the text does not allow
 /// the style asked for.
-fn full_style(s: &str, key: bool) -> Style {
+pub(crate) fn full_style(s: &str, key: bool) -> Style {
     let wanted = if s.contains('\n') {
         Style::Literal
     } else if resolves_to_string(s) && !base60_float(s) {
@@ -210,10 +210,10 @@ fn full_style(s: &str, key: bool) -> Style {
 }
 
 /// What go-yaml's `analyze_scalar` allows for a text (block context).
-pub(crate) struct Allowed {
-    pub(crate) plain: bool,
-    pub(crate) single: bool,
-    pub(crate) block: bool,
+struct Allowed {
+    plain: bool,
+    single: bool,
+    block: bool,
 }
 
 pub(crate) fn printable(c: char) -> bool {
@@ -228,11 +228,11 @@ pub(crate) fn is_break(c: char) -> bool {
     matches!(c, '\r' | '\n' | '\u{85}' | '\u{2028}' | '\u{2029}')
 }
 
-pub(crate) fn is_blank(c: char) -> bool {
+fn is_blank(c: char) -> bool {
     c == ' ' || c == '\t'
 }
 
-pub(crate) fn analyze(s: &str) -> Allowed {
+fn analyze(s: &str) -> Allowed {
     if s.is_empty() {
         return Allowed {
             plain: true,
