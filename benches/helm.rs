@@ -49,6 +49,7 @@ use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::sync::Arc;
 use std::time::Instant;
 
+use kiln::manifest::Object;
 use kiln::plugin::{AppContext, HostConfig, Limits, Plugin, PluginHost, World};
 use kiln::source::{LocalDir, SourceView};
 use serde_json::Value;
@@ -103,7 +104,9 @@ fn params() -> Vec<(String, String)> {
 }
 
 /// The plugin's render of `chart`: its objects as JSON.
-fn plugin_render(plugin: &Plugin, view: &Arc<dyn SourceView>, chart: &str) -> Vec<Value> {
+/// One render with the plugin, what the controller calls: the objects as
+/// the host parsed them from the plugin's output.
+fn plugin_objects(plugin: &Plugin, view: &Arc<dyn SourceView>, chart: &str) -> Vec<Object> {
     let context = AppContext {
         name: "bench".into(),
         namespace: NAMESPACE.into(),
@@ -113,6 +116,11 @@ fn plugin_render(plugin: &Plugin, view: &Arc<dyn SourceView>, chart: &str) -> Ve
     plugin
         .render_blocking(view.clone(), &context, &params(), &[])
         .unwrap_or_else(|e| panic!("the plugin fails to render {chart}: {e}"))
+}
+
+/// The plugin's objects as values, to compare them with Helm's.
+fn plugin_render(plugin: &Plugin, view: &Arc<dyn SourceView>, chart: &str) -> Vec<Value> {
+    plugin_objects(plugin, view, chart)
         .iter()
         .map(|o| Value::Object(o.value().clone()))
         .collect()
@@ -299,7 +307,7 @@ fn bench_chart(
     if let Some(n) = plugin_only() {
         let t = Instant::now();
         for _ in 0..n {
-            std::hint::black_box(plugin_render(plugin, &view, chart));
+            std::hint::black_box(plugin_objects(plugin, &view, chart));
         }
         println!("{chart}: plugin only, {:?} per render", t.elapsed() / n);
         return;
@@ -327,7 +335,7 @@ fn bench_chart(
     for _ in 0..rounds {
         for _ in 0..PER_ROUND.0 {
             let t = Instant::now();
-            std::hint::black_box(plugin_render(plugin, &view, chart));
+            std::hint::black_box(plugin_objects(plugin, &view, chart));
             a.push(t.elapsed().as_secs_f64());
         }
         let batch = engine.render(&dir, PER_ROUND.1);

@@ -161,18 +161,19 @@ pub fn parse(text: &str, source: Option<&str>) -> Result<Vec<Object>, ManifestEr
         line,
         message,
     };
-    check_yaml(text).map_err(|e| error(e.line, e.to_string()))?;
     let mut objects = Vec::new();
     // One JSON object, what most renderers return: the JSON parser reads
-    // it several times faster than the YAML one, to the same value. Any
-    // text it refuses (not JSON, several documents, too deep) is read as
-    // YAML below, with the YAML reader's errors.
+    // it several times faster than the YAML one, to the same value, and
+    // JSON has no aliases to bound. Any text it refuses (not JSON, several
+    // documents, too deep) is read as YAML below, with the YAML reader's
+    // errors.
     if text.trim_start().starts_with('{')
         && let Ok(map) = serde_json::from_str::<Map<String, Value>>(text)
     {
         flatten(map, source, 1, &mut objects).map_err(|m| error(None, m))?;
         return Ok(objects);
     }
+    check_yaml(text).map_err(|e| error(e.line, e.to_string()))?;
     for (index, document) in serde_yaml::Deserializer::from_str(text).enumerate() {
         let value = Value::deserialize(document).map_err(|e| {
             error(
@@ -434,6 +435,21 @@ mod tests {
                  the limit for {} bytes of YAML (an alias bomb?)",
                 text.len()
             )
+        );
+        // The same bomb as one flow mapping: it starts like the JSON a
+        // renderer returns, is not JSON, and is bounded as YAML.
+        let flow = format!(
+            "{{apiVersion: v1, kind: ConfigMap, metadata: {{name: x}}, a: &a [{items}], b: [{refs}]}}"
+        );
+        let Err(err) = parse(&flow, Some("bomb.json")) else {
+            panic!("the flow bomb was parsed");
+        };
+        assert!(err.to_string().contains("an alias bomb?"), "{err}");
+        // JSON holds no aliases: a `*` in its strings is text.
+        let json = r#"{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"ClusterRole","metadata":{"name":"*a"},"rules":[{"verbs":["*"]}]}"#;
+        assert_eq!(
+            parse(json, None).unwrap()[0].value()["rules"][0]["verbs"][0],
+            "*"
         );
         let few = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x, labels: &l {a: b}, annotations: *l}\n";
         assert_eq!(

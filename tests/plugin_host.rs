@@ -682,3 +682,34 @@ fn limits_above_the_host_maximum_are_refused() {
         other => panic!("{other:?}"),
     }
 }
+
+/// A pooled memory slot kept resident between calls (faster: no page
+/// faults) is zeroed before the next call: one tenant's plugin cannot read
+/// what another call left in the slot it reuses.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reused_memory_slot_holds_nothing_of_the_last_call() {
+    let host = PluginHost::new(HostConfig {
+        max_concurrency: 1,
+        keep_resident: 32 << 20,
+        ..HostConfig::default()
+    })
+    .unwrap();
+    let plugin = misbehave(&host);
+    let src = tree(&[("app/x.yaml", "a: 1")]);
+    let value = |objects: &[kiln::manifest::Object]| {
+        objects[0].value()["data"]["value"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
+    for round in 0..3 {
+        let filled = render_mode(&plugin, src.path(), "fill-memory")
+            .await
+            .unwrap();
+        assert_eq!(value(&filled), (8 << 20).to_string(), "round {round}");
+        let fresh = render_mode(&plugin, src.path(), "read-fresh-memory")
+            .await
+            .unwrap();
+        assert_eq!(value(&fresh), "0", "round {round}: another call's bytes");
+    }
+}

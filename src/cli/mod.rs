@@ -121,6 +121,12 @@ pub(crate) struct HostArgs {
     /// Bytes of compiled plugins kept in memory, e.g. `256Mi`.
     #[arg(long, value_name = "SIZE", default_value = "256Mi", value_parser = args::parse_size)]
     compiled_plugins_size: u64,
+
+    /// Bytes of each plugin memory slot kept resident between calls
+    /// (zeroed in place rather than returned to the kernel: the next call
+    /// takes no page faults there), e.g. `8Mi`; `0` returns it all.
+    #[arg(long, value_name = "SIZE", default_value = "8Mi", value_parser = args::parse_size)]
+    plugin_keep_resident: u64,
 }
 
 impl HostArgs {
@@ -141,6 +147,7 @@ impl HostArgs {
             max_memory: self.plugin_max_memory.max(self.plugin_memory),
             memory_budget: self.plugin_memory_budget,
             compiled_size: self.compiled_plugins_size,
+            keep_resident: self.plugin_keep_resident,
             max_concurrency: self
                 .plugin_concurrency
                 .map_or(defaults.max_concurrency, usize::from),

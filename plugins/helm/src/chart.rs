@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use crate::archive::{ArchiveLimits, Budget};
-use crate::convert::from_yaml;
+use crate::convert::{from_values_yaml, from_yaml};
 use crate::value::{Map, Value};
 
 /// Where chart files come from: the host's source view in the plugin, a
@@ -272,13 +272,7 @@ fn load_chart(
     let values = match src.read(&values_path) {
         Ok(bytes) => {
             let t = String::from_utf8_lossy(&bytes);
-            kiln_yaml_limits::check(&t, &kiln_yaml_limits::YamlLimits::default()).map_err(|e| {
-                LoadError::Yaml {
-                    file: values_path.clone(),
-                    message: e.to_string(),
-                }
-            })?;
-            from_yaml(&t)
+            from_values_yaml(&t)
                 .map_err(|message| LoadError::Yaml {
                     file: values_path.clone(),
                     message,

@@ -12,6 +12,15 @@ pub fn from_yaml(text: &str) -> Result<Value, String> {
     crate::yaml11::read(text).map_err(|e| format!("error converting YAML to JSON: {e}"))
 }
 
+/// A values file's document as a value: [`from_yaml`], its alias expansion
+/// bounded first ([`crate::yaml11::read_bounded`]).
+pub fn from_values_yaml(text: &str) -> Result<Value, String> {
+    crate::yaml11::read_bounded(text).map_err(|e| match e {
+        crate::yaml11::Bounded::Expansion(message) => message,
+        crate::yaml11::Bounded::Read(e) => format!("error converting YAML to JSON: {e}"),
+    })
+}
+
 /// A JSON value as a template value (numbers as float64).
 pub fn from_json(v: &serde_json::Value) -> Value {
     match v {
@@ -187,7 +196,10 @@ fn go_json(text: String, escape_html: bool) -> String {
 /// template quotes binary bytes (`"\x82"` is U+0082).
 pub fn json_for_yaml_readers(v: &serde_json::Value) -> String {
     let text = serde_json::to_string(v).unwrap_or_default();
-    if !text.chars().any(refused_by_yaml_readers) {
+    // Every refused character is encoded with one of these leading bytes
+    // (U+007F; C2 80..9F; EF BB BF, EF BF BE/BF): a text without them
+    // holds none, checked without decoding it.
+    if !text.bytes().any(|b| matches!(b, 0x7f | 0xc2 | 0xef)) {
         return text;
     }
     let mut out = String::with_capacity(text.len() + 16);

@@ -1,13 +1,15 @@
 //! Go `text/template`'s lexer: text and actions (`{{ }}`, with `{{-`/`-}}`
 //! trimming and `/* */` comments) cut into items.
 
+use std::borrow::Cow;
+
 use crate::parse::ParseError;
 
-/// One lexical item.
+/// One lexical item, borrowing from the template's text.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Tok {
+pub enum Tok<'a> {
     /// Plain text between actions.
-    Text(String),
+    Text(&'a str),
     /// `{{`.
     Left,
     /// `}}`.
@@ -15,15 +17,15 @@ pub enum Tok {
     /// Run of spaces inside an action (it separates arguments).
     Space,
     /// `.name` (one field; chains are consecutive fields).
-    Field(String),
+    Field(&'a str),
     /// `$name` (`$` alone included).
-    Variable(String),
+    Variable(&'a str),
     /// A function name or keyword.
-    Ident(String),
-    /// A quoted string, unquoted.
-    Str(String),
+    Ident(&'a str),
+    /// A quoted string, unquoted (borrowed unless it had escapes).
+    Str(Cow<'a, str>),
     /// A number or character constant, as written.
-    Number(String),
+    Number(Cow<'a, str>),
     /// `true` / `false`.
     Bool(bool),
     /// `nil`.
@@ -48,9 +50,9 @@ pub enum Tok {
 
 /// An item and the line it starts on (1-based) and its byte offset.
 #[derive(Debug, Clone)]
-pub struct Item {
+pub struct Item<'a> {
     /// The item.
-    pub tok: Tok,
+    pub tok: Tok<'a>,
     /// Line number.
     pub line: usize,
     /// Byte offset in the template text.
@@ -66,7 +68,7 @@ fn is_alnum(c: char) -> bool {
 }
 
 /// Cuts `text` (template `name`) into items.
-pub fn lex(name: &str, text: &str) -> Result<Vec<Item>, ParseError> {
+pub fn lex<'a>(name: &str, text: &'a str) -> Result<Vec<Item<'a>>, ParseError> {
     let mut lx = Lexer {
         name,
         src: text,
@@ -78,20 +80,20 @@ pub fn lex(name: &str, text: &str) -> Result<Vec<Item>, ParseError> {
     Ok(lx.items)
 }
 
-struct Lexer<'a> {
-    name: &'a str,
+struct Lexer<'n, 'a> {
+    name: &'n str,
     src: &'a str,
     pos: usize,
     line: usize,
-    items: Vec<Item>,
+    items: Vec<Item<'a>>,
 }
 
-impl Lexer<'_> {
+impl<'a> Lexer<'_, 'a> {
     fn err(&self, line: usize, msg: impl Into<String>) -> ParseError {
         ParseError::new(self.name, line, msg)
     }
 
-    fn emit(&mut self, tok: Tok, line: usize, pos: usize) {
+    fn emit(&mut self, tok: Tok<'a>, line: usize, pos: usize) {
         self.items.push(Item { tok, line, pos });
     }
 
@@ -102,7 +104,7 @@ impl Lexer<'_> {
             let line = self.line;
             let Some(rel) = self.src[self.pos..].find("{{") else {
                 if start < self.src.len() {
-                    self.emit(Tok::Text(self.src[start..].to_owned()), line, start);
+                    self.emit(Tok::Text(&self.src[start..]), line, start);
                 }
                 self.line += self.src[start..].matches('\n').count();
                 self.emit(Tok::Eof, self.line, self.src.len());
@@ -117,7 +119,7 @@ impl Lexer<'_> {
                 text = text.trim_end_matches([' ', '\t', '\r', '\n']);
             }
             if !text.is_empty() {
-                self.emit(Tok::Text(text.to_owned()), line, start);
+                self.emit(Tok::Text(text), line, start);
             }
             self.pos = delim + 2;
             if trim_left {
@@ -257,12 +259,12 @@ impl Lexer<'_> {
                     let s = &rest[1..1 + end];
                     self.line += s.matches('\n').count();
                     self.pos += end + 2;
-                    self.emit(Tok::Str(s.to_owned()), line, pos);
+                    self.emit(Tok::Str(Cow::Borrowed(s)), line, pos);
                 }
                 '\'' => {
                     let (s, len) = self.char_const(rest, line)?;
                     self.pos += len;
-                    self.emit(Tok::Number(s), line, pos);
+                    self.emit(Tok::Number(Cow::Owned(s)), line, pos);
                 }
                 '$' => {
                     let n = 1 + rest[1..]
@@ -270,21 +272,21 @@ impl Lexer<'_> {
                         .find(|&(_, c)| !is_alnum(c))
                         .map_or(rest.len() - 1, |(i, _)| i);
                     self.pos += n;
-                    self.emit(Tok::Variable(rest[..n].to_owned()), line, pos);
+                    self.emit(Tok::Variable(&rest[..n]), line, pos);
                 }
                 '.' => {
                     let next = rest[1..].chars().next();
                     if next.is_some_and(|c| c.is_ascii_digit()) {
                         let n = number_len(rest);
                         self.pos += n;
-                        self.emit(Tok::Number(rest[..n].to_owned()), line, pos);
+                        self.emit(Tok::Number(Cow::Borrowed(&rest[..n])), line, pos);
                     } else if next.is_some_and(is_alnum) {
                         let n = 1 + rest[1..]
                             .char_indices()
                             .find(|&(_, c)| !is_alnum(c))
                             .map_or(rest.len() - 1, |(i, _)| i);
                         self.pos += n;
-                        self.emit(Tok::Field(rest[1..n].to_owned()), line, pos);
+                        self.emit(Tok::Field(&rest[1..n]), line, pos);
                     } else {
                         self.pos += 1;
                         self.emit(Tok::Dot, line, pos);
@@ -296,7 +298,7 @@ impl Lexer<'_> {
                         return Err(self.err(line, format!("unexpected {c:?} in command")));
                     }
                     self.pos += n;
-                    self.emit(Tok::Number(rest[..n].to_owned()), line, pos);
+                    self.emit(Tok::Number(Cow::Borrowed(&rest[..n])), line, pos);
                 }
                 c if is_alnum(c) => {
                     let n = rest
@@ -309,7 +311,7 @@ impl Lexer<'_> {
                         "true" => Tok::Bool(true),
                         "false" => Tok::Bool(false),
                         "nil" => Tok::Nil,
-                        _ => Tok::Ident(word.to_owned()),
+                        _ => Tok::Ident(word),
                     };
                     self.emit(tok, line, pos);
                 }
@@ -322,12 +324,18 @@ impl Lexer<'_> {
         }
     }
 
-    fn quoted(&mut self, rest: &str, line: usize) -> Result<(String, usize), ParseError> {
+    fn quoted(&mut self, rest: &'a str, line: usize) -> Result<(Cow<'a, str>, usize), ParseError> {
+        // Without escapes, the text between the quotes.
+        if let Some(i) = rest[1..].find(['"', '\\', '\n'])
+            && rest.as_bytes()[1 + i] == b'"'
+        {
+            return Ok((Cow::Borrowed(&rest[1..1 + i]), i + 2));
+        }
         let mut out = String::new();
         let mut chars = rest.char_indices().skip(1);
         while let Some((i, c)) = chars.next() {
             match c {
-                '"' => return Ok((out, i + 1)),
+                '"' => return Ok((Cow::Owned(out), i + 1)),
                 '\n' => return Err(self.err(line, "unterminated quoted string")),
                 '\\' => {
                     let Some((_, e)) = chars.next() else { break };

@@ -276,7 +276,7 @@ pub fn parse_text(
 
 struct Parser<'a> {
     name: Rc<str>,
-    items: Vec<Item>,
+    items: Vec<Item<'a>>,
     i: usize,
     text: &'a str,
     vars: Vec<String>,
@@ -288,12 +288,12 @@ struct Parser<'a> {
 /// How a list ended: the keyword (`{{end}}`, `{{else}}`) and its line.
 type End = (&'static str, usize);
 
-impl Parser<'_> {
+impl<'a> Parser<'a> {
     fn err_at(&self, line: usize, msg: impl Into<String>) -> ParseError {
         ParseError::new(&self.name, line, msg)
     }
 
-    fn peek(&self) -> &Tok {
+    fn peek(&self) -> &Tok<'a> {
         &self.items[self.i.min(self.items.len() - 1)].tok
     }
 
@@ -312,7 +312,7 @@ impl Parser<'_> {
         }
     }
 
-    fn next(&mut self) -> Tok {
+    fn next(&mut self) -> Tok<'a> {
         let t = self.peek().clone();
         if self.i < self.items.len() - 1 {
             self.i += 1;
@@ -327,7 +327,7 @@ impl Parser<'_> {
     }
 
     /// The next non-space item.
-    fn next_non_space(&mut self) -> Tok {
+    fn next_non_space(&mut self) -> Tok<'a> {
         self.skip_space();
         self.next()
     }
@@ -354,7 +354,7 @@ impl Parser<'_> {
                     self.skip_space();
                     let line = self.line();
                     if let Tok::Ident(word) = self.peek().clone() {
-                        match word.as_str() {
+                        match word {
                             "end" => {
                                 self.next();
                                 self.expect_right("end")?;
@@ -367,7 +367,7 @@ impl Parser<'_> {
                             }
                             "if" | "range" | "with" => {
                                 self.next();
-                                let kind = match word.as_str() {
+                                let kind = match word {
                                     "if" => BranchKind::If,
                                     "range" => BranchKind::Range,
                                     _ => BranchKind::With,
@@ -485,7 +485,7 @@ impl Parser<'_> {
     fn string_arg(&mut self, context: &str) -> Result<String, ParseError> {
         let line = self.line();
         match self.next_non_space() {
-            Tok::Str(s) => Ok(s),
+            Tok::Str(s) => Ok(s.into_owned()),
             other => Err(self.err_at(
                 line,
                 format!("unexpected {} in {context}", describe(&other)),
@@ -553,7 +553,7 @@ impl Parser<'_> {
                         is_assign = *self.peek() == Tok::Assign;
                         self.next();
                         names.push(v);
-                        decl = names.iter().map(|n| Rc::from(n.as_str())).collect();
+                        decl = names.iter().map(|n| Rc::from(*n)).collect();
                         break;
                     }
                     Tok::Comma if allow_two && names.is_empty() => {
@@ -648,7 +648,7 @@ impl Parser<'_> {
         let mut out = Vec::new();
         while let Tok::Field(f) = self.peek().clone() {
             self.next();
-            out.push(f);
+            out.push(f.to_owned());
         }
         out
     }
@@ -659,27 +659,27 @@ impl Parser<'_> {
             Tok::Dot => Arg::Dot,
             Tok::Nil => Arg::Nil,
             Tok::Bool(b) => Arg::Bool(b),
-            Tok::Str(s) => Arg::Str(Rc::from(s)),
+            Tok::Str(s) => Arg::Str(Rc::from(&*s)),
             Tok::Number(n) => Arg::Number(
                 number(&n).ok_or_else(|| self.err_at(line, format!("bad number syntax: {n:?}")))?,
             ),
             Tok::Field(f) => {
-                let mut fs = vec![f];
+                let mut fs = vec![f.to_owned()];
                 fs.extend(self.fields());
                 return Ok(Arg::Field(fs));
             }
             Tok::Variable(v) => {
-                if !self.vars.contains(&v) {
+                if !self.vars.iter().any(|known| known == v) {
                     return Err(self.err_at(line, format!("undefined variable \"{v}\"")));
                 }
                 let fs = self.fields();
                 return Ok(Arg::Variable(Rc::from(v), fs));
             }
             Tok::Ident(name) => {
-                if !(self.known)(&name) {
+                if !(self.known)(name) {
                     return Err(self.err_at(line, format!("function \"{name}\" not defined")));
                 }
-                Arg::Ident(Func::new(name))
+                Arg::Ident(Func::new(name.to_owned()))
             }
             Tok::LParen => {
                 let pipe = self.pipeline("parenthesized pipeline", false)?;

@@ -8,7 +8,7 @@ use chrono::{DateTime, Utc};
 
 use crate::archive::{ArchiveLimits, Budget};
 use crate::chart::{Chart, ImportValue, LoadError, Source, load_with};
-use crate::convert::{from_yaml, map_of};
+use crate::convert::{from_values_yaml, map_of};
 use crate::exec::{ExecError, Limits, Runtime};
 use crate::files::Files;
 use crate::parse::{ParseError, Trees, parse};
@@ -323,14 +323,8 @@ fn user_values(src: &dyn Source, chart_dir: &str, opts: &Options) -> Result<Map,
             message,
         })?;
         let text = String::from_utf8_lossy(&bytes);
-        kiln_yaml_limits::check(&text, &kiln_yaml_limits::YamlLimits::default()).map_err(|e| {
-            RenderError::Values {
-                file: f.clone(),
-                message: e.to_string(),
-            }
-        })?;
         for doc in split_value_documents(&text) {
-            let v = from_yaml(doc).map_err(|message| RenderError::Values {
+            let v = from_values_yaml(doc).map_err(|message| RenderError::Values {
                 file: f.clone(),
                 message,
             })?;

@@ -64,6 +64,30 @@ pub fn read(text: &str) -> Result<Value, String> {
     }
 }
 
+/// The first document of a values file: as [`read`], but a text the fast
+/// reader declines (the only kind that can hold an alias) first has its
+/// alias expansion bounded ([`kiln_yaml_limits::check`]), whose refusal is
+/// `Err(Bounded)`.
+pub fn read_bounded(text: &str) -> Result<Value, Bounded> {
+    #[cfg(test)]
+    differential::record(text);
+    if let Some(value) = fast::read(text) {
+        return Ok(value);
+    }
+    kiln_yaml_limits::check(text, &kiln_yaml_limits::YamlLimits::default())
+        .map_err(|e| Bounded::Expansion(e.to_string()))?;
+    read_events(text).map_err(Bounded::Read)
+}
+
+/// Why [`read_bounded`] refused a text.
+#[derive(Debug)]
+pub enum Bounded {
+    /// Its aliases expand past the limit (the limit's own message).
+    Expansion(String),
+    /// The reader's error.
+    Read(String),
+}
+
 /// The first document of `text` read from the parser's events (every
 /// text, every error): what [`read`] gives when the fast reader is not sure.
 pub fn read_events(text: &str) -> Result<Value, String> {

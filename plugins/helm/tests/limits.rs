@@ -101,3 +101,46 @@ fn a_map_that_contains_itself_is_printed_without_exhausting_the_stack() {
         docs[0].text
     );
 }
+
+/// An alias bomb in values (the chart's `values.yaml` or a value file) is
+/// refused by its expansion, naming the file, before it is read; values
+/// with a `*` that is not an alias read as usual.
+#[test]
+fn an_alias_bomb_in_values_is_refused_naming_the_file() {
+    let items = vec!["1"; 3000].join(",");
+    let refs = vec!["*a"; 3000].join(",");
+    let bomb = format!("a: &a [{items}]\nb: [{refs}]\n");
+    let dir = std::env::temp_dir().join(format!("kiln-helm-limits-values-{}", std::process::id()));
+    chart(&dir, "v: {{ .Values.glob | quote }}\n");
+    std::fs::write(dir.join("values.yaml"), "glob: '*.conf'\nrules: [\"*\"]\n").unwrap();
+    std::fs::write(dir.join("bomb.yaml"), &bomb).unwrap();
+    let src = DirSource(dir.clone());
+    let fine = render(&src, ".", &Options::default()).expect("a `*` in values is text");
+    let with_file = render(
+        &src,
+        ".",
+        &Options {
+            value_files: vec!["bomb.yaml".into()],
+            ..Options::default()
+        },
+    );
+    std::fs::write(dir.join("values.yaml"), &bomb).unwrap();
+    let in_chart = render(&src, ".", &Options::default());
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert!(
+        kiln_helm::stream(&fine).contains("*.conf"),
+        "{}",
+        kiln_helm::stream(&fine)
+    );
+    for (what, result, file) in [
+        ("value file", with_file, "bomb.yaml"),
+        ("chart values", in_chart, "values.yaml"),
+    ] {
+        let Err(e) = result else {
+            panic!("the {what} bomb was read");
+        };
+        let e = e.to_string();
+        assert!(e.contains(file), "{what}: {e}");
+        assert!(e.contains("an alias bomb?"), "{what}: {e}");
+    }
+}
