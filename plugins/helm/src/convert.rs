@@ -189,13 +189,12 @@ fn go_json(text: String, escape_html: bool) -> String {
     gostr::from_bytes(out.as_bytes()).into_owned()
 }
 
-/// A JSON text of `v` that YAML readers take too (the host reads manifests
+/// The JSON `text` made one that YAML readers take too (the host reads manifests
 /// with a YAML parser, which refuses DEL, C1 controls, U+FEFF and the
 /// noncharacters U+FFFE/U+FFFF written raw): those are written as `\uXXXX`
 /// escapes, which mean the same JSON. Helm's output holds them when a
 /// template quotes binary bytes (`"\x82"` is U+0082).
-pub fn json_for_yaml_readers(v: &serde_json::Value) -> String {
-    let text = serde_json::to_string(v).unwrap_or_default();
+pub fn json_for_yaml_readers(text: String) -> String {
     // Every refused character is encoded with one of these leading bytes
     // (U+007F; C2 80..9F; EF BB BF, EF BF BE/BF): a text without them
     // holds none, checked without decoding it.
@@ -330,7 +329,7 @@ mod tests {
     #[test]
     fn json_for_yaml_readers_escapes_what_they_refuse() {
         let v = serde_json::json!({"k": "a\u{82}b\u{7f}\u{feff}é\0"});
-        let text = json_for_yaml_readers(&v);
+        let text = json_for_yaml_readers(v.to_string());
         assert_eq!(text, r#"{"k":"a\u0082b\u007f\ufeffé\u0000"}"#);
         let back: serde_yaml::Value = serde_yaml::from_str(&text).unwrap();
         assert_eq!(serde_json::to_value(back).unwrap(), v);

@@ -28,38 +28,35 @@ pub struct Head {
     pub kind: String,
     /// Its `metadata.annotations["helm.sh/hook"]`, as text.
     pub hook: Option<String>,
-    /// The document as `helm template` prints it, as JSON; None when it
-    /// must be read again from its text (a YAML tag, a key that is not a
-    /// string: the plugin's own conversion decides those).
-    pub json: Option<serde_json::Value>,
+    /// The document as `helm template` prints it, as JSON text (written as
+    /// `serde_json::Value::to_string` writes it); None when it must be read
+    /// again from its text (a YAML tag, a key that is not a string: the
+    /// plugin's own conversion decides those).
+    pub json: Option<String>,
 }
 
 /// Reads `doc` (a rendered document, without its trailing newline): with
 /// the [`fast`] reader when it is sure of the document, else with
 /// `serde_yaml`.
 pub fn read(doc: &str) -> Result<Head, serde_yaml::Error> {
-    match fast::read(doc).and_then(from_json) {
+    match fast::read(doc).and_then(from_fast) {
         Some(head) => Ok(head),
         None => read_with_serde_yaml(doc),
     }
 }
 
-/// The head of a document read as JSON (`json`: what `to_json` gives of
-/// its printed text), when the sort reads the same from it: None when the
-/// kind or the hook could be a block scalar whose final line break the
-/// printed newline changes, or when the hook is not a string.
-fn from_json(json: serde_json::Value) -> Option<Head> {
-    let kind = json
-        .get("kind")
-        .and_then(serde_json::Value::as_str)
-        .unwrap_or("");
-    let hook = match json
-        .get("metadata")
-        .and_then(|m| m.get("annotations"))
-        .and_then(|a| a.get("helm.sh/hook"))
-    {
+/// The head of a document the fast reader read, when the sort reads the
+/// same from it: None when the kind or the hook could be a block scalar
+/// whose final line break the printed newline changes, or when the hook
+/// is not a string.
+fn from_fast(read: fast::Read) -> Option<Head> {
+    let kind = match &read.kind {
+        Some(serde_json::Value::String(kind)) => kind.as_str(),
+        _ => "",
+    };
+    let hook = match read.hook {
         None => None,
-        Some(serde_json::Value::String(s)) if !s.ends_with('\n') => Some(s.clone()),
+        Some(serde_json::Value::String(s)) if !s.ends_with('\n') => Some(s),
         Some(_) => return None,
     };
     if kind.ends_with('\n') {
@@ -68,7 +65,7 @@ fn from_json(json: serde_json::Value) -> Option<Head> {
     Some(Head {
         kind: kind.to_owned(),
         hook,
-        json: Some(json),
+        json: Some(read.json),
     })
 }
 
@@ -91,7 +88,7 @@ fn read_with_serde_yaml(doc: &str) -> Result<Head, serde_yaml::Error> {
             return Ok(Head {
                 kind,
                 hook,
-                json: to_json(printed),
+                json: to_json(printed).map(|json| json.to_string()),
             });
         }
     }
@@ -181,7 +178,8 @@ mod tests {
             "plain scalar",
         ] {
             let head = read(doc).unwrap();
-            assert_eq!(head.json, direct(doc), "{doc:?}");
+            let json = head.json.map(|j| serde_json::from_str(&j).unwrap());
+            assert_eq!(json, direct(doc), "{doc:?}");
         }
     }
 

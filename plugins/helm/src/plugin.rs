@@ -108,16 +108,17 @@ impl Renderer for Helm {
         for d in docs {
             // Helm prints each document followed by a newline; a block scalar
             // at its end keeps that newline (`|` clips to one).
-            let value = match d.json {
-                Some(value) => value,
-                None => serde_yaml::from_str(&format!("{}\n", d.text))
-                    .map_err(|e| RenderError::input(d.source.clone(), None, e.to_string()))?,
+            let json = match d.json {
+                Some(json) => json,
+                None => serde_yaml::from_str::<serde_json::Value>(&format!("{}\n", d.text))
+                    .map_err(|e| RenderError::input(d.source.clone(), None, e.to_string()))?
+                    .to_string(),
             };
-            if value.is_null() {
+            if json == "null" {
                 continue;
             }
             out.push(Manifest::new(
-                crate::convert::json_for_yaml_readers(&value),
+                crate::convert::json_for_yaml_readers(json),
                 Some(d.source),
             ));
         }

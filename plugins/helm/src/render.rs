@@ -198,9 +198,9 @@ pub struct Document {
     /// Whether it is a hook (`helm.sh/hook`).
     pub hook: bool,
     /// The text as `helm template` prints it (followed by a newline), read
-    /// as JSON when the install-order sort read it (one parse for both);
-    /// None when it must be read from [`text`](Self::text).
-    pub json: Option<serde_json::Value>,
+    /// into JSON text when the install-order sort read it (one parse for
+    /// both); None when it must be read from [`text`](Self::text).
+    pub json: Option<String>,
 }
 
 /// A render failure.

@@ -37,11 +37,25 @@ const MAX_DEPTH: usize = 100;
 /// refuses simple keys longer than 1024 characters.
 const MAX_KEY_BYTES: usize = 1000;
 
+/// What [`read`] gives of a document.
+#[derive(Debug)]
+pub struct Read {
+    /// The document as JSON text, as `serde_json::Value::to_string` writes
+    /// the value (keys sorted, no spaces).
+    pub json: String,
+    /// Its `kind`, when it is a mapping with one.
+    pub kind: Option<Value>,
+    /// Its `metadata.annotations["helm.sh/hook"]`, when `metadata` and its
+    /// `annotations` are mappings and hold one.
+    pub hook: Option<Value>,
+}
+
 /// `doc` (a rendered document, without the newline `helm template` prints
 /// after it) as `serde_yaml` reads the printed text into a
 /// `serde_yaml::Value`, converted to JSON as [`super::to_json`] converts
-/// it; `None` when this reader is not certain to give exactly that.
-pub fn read(doc: &str) -> Option<Value> {
+/// it and written as JSON text, without building the value; `None` when
+/// this reader is not certain to give exactly that.
+pub fn read(doc: &str) -> Option<Read> {
     if !printable(doc) {
         return None;
     }
@@ -51,17 +65,71 @@ pub fn read(doc: &str) -> Option<Value> {
         pos: 0,
         depth: 0,
         next: None,
+        out: Vec::with_capacity(doc.len() + doc.len() / 4),
+        kind: None,
+        hook: None,
     };
     reader.advance()?;
     let Some(indent) = reader.next else {
         // Only comments and blank lines: no document, read as null.
-        return Some(Value::Null);
+        return Some(Read {
+            json: "null".to_owned(),
+            kind: None,
+            hook: None,
+        });
     };
-    let value = reader.block_node(indent)?;
-    match reader.next {
-        None => Some(value),
-        Some(_) => None,
+    reader.block_node(indent, Watch::Root)?;
+    if reader.next.is_some() {
+        return None;
     }
+    Some(Read {
+        // Written from `&str`s and serde_json's output only.
+        json: String::from_utf8(reader.out).ok()?,
+        kind: reader.kind,
+        hook: reader.hook,
+    })
+}
+
+/// Which of the values the sort reads a collection may hold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Watch {
+    /// The document: its `kind`, its `metadata`.
+    Root,
+    /// `metadata`: its `annotations`.
+    Metadata,
+    /// `metadata.annotations`: its `helm.sh/hook`.
+    Annotations,
+    /// Nothing the sort reads.
+    Nothing,
+}
+
+impl Watch {
+    /// What the value of `key` in a mapping watched as `self` may hold.
+    fn child(self, key: &str) -> Watch {
+        match (self, key) {
+            (Watch::Root, "metadata") => Watch::Metadata,
+            (Watch::Metadata, "annotations") => Watch::Annotations,
+            _ => Watch::Nothing,
+        }
+    }
+
+    /// Whether the value of `key` in a mapping watched as `self` is the
+    /// kind (`Some(true)`) or the hook (`Some(false)`).
+    fn captures(self, key: &str) -> Option<bool> {
+        match (self, key) {
+            (Watch::Root, "kind") => Some(true),
+            (Watch::Annotations, "helm.sh/hook") => Some(false),
+            _ => None,
+        }
+    }
+}
+
+/// One entry of a block mapping being written: its key and where its
+/// `"key":value` text is in the output.
+struct Entry<'a> {
+    key: std::borrow::Cow<'a, str>,
+    start: usize,
+    end: usize,
 }
 
 /// Whether every character is one libyaml reads without complaint and
@@ -105,9 +173,15 @@ struct Reader<'a> {
     /// The indentation of the content line `pos` is on (`pos` at its first
     /// character) after [`Reader::advance`]; None at the end.
     next: Option<usize>,
+    /// The JSON written so far.
+    out: Vec<u8>,
+    /// The document's `kind`, once read.
+    kind: Option<Value>,
+    /// Its hook annotation, once read.
+    hook: Option<Value>,
 }
 
-impl Reader<'_> {
+impl<'a> Reader<'a> {
     /// The byte at `i` of the printed text: the document's, then the
     /// printed newline, then 0 past the end.
     fn at(&self, i: usize) -> u8 {
@@ -194,53 +268,75 @@ impl Reader<'_> {
         self.at(i) == b'-' && matches!(self.at(i + 1), b' ' | b'\n')
     }
 
-    /// The block collection starting at `pos`, at column `col`.
-    fn block_node(&mut self, col: usize) -> Option<Value> {
+    /// The block collection starting at `pos`, at column `col`, written.
+    fn block_node(&mut self, col: usize, watch: Watch) -> Option<()> {
         self.enter()?;
-        let value = if self.is_entry(self.pos) {
-            self.sequence(col)?
+        if self.is_entry(self.pos) {
+            self.sequence(col)?;
         } else {
-            self.mapping(col)?
-        };
+            self.mapping(col, watch)?;
+        }
         self.depth -= 1;
-        Some(value)
+        Some(())
     }
 
-    /// A block mapping whose keys are at column `col`.
-    fn mapping(&mut self, col: usize) -> Option<Value> {
-        let mut map = Map::new();
+    /// A block mapping whose keys are at column `col`, written with its
+    /// keys sorted (as a `serde_json::Map` orders them).
+    fn mapping(&mut self, col: usize, watch: Watch) -> Option<()> {
+        let open = self.out.len();
+        self.out.push(b'{');
+        let mut entries: Vec<Entry<'a>> = Vec::new();
         loop {
             let key = self.key()?;
-            let value = self.mapping_value(col)?;
-            if map.insert(key, value).is_some() {
-                // serde_yaml refuses duplicate keys: its error, its way.
-                return None;
+            if !entries.is_empty() {
+                self.out.push(b',');
             }
+            let start = self.out.len();
+            write_str(&mut self.out, &key);
+            self.out.push(b':');
+            let value = self.out.len();
+            self.mapping_value(col, watch.child(&key))?;
+            if let Some(is_kind) = watch.captures(&key) {
+                let captured = serde_json::from_slice(&self.out[value..]).ok()?;
+                *(if is_kind {
+                    &mut self.kind
+                } else {
+                    &mut self.hook
+                }) = Some(captured);
+            }
+            entries.push(Entry {
+                key,
+                start,
+                end: self.out.len(),
+            });
             match self.next {
                 Some(i) if i == col => {}
                 Some(i) if i > col => return None,
-                _ => return Some(Value::Object(map)),
+                _ => break,
             }
         }
+        self.out.push(b'}');
+        sort_entries(&mut self.out, open, entries)
     }
 
     /// A key and its `:` (followed by a space or the line's end).
-    fn key(&mut self) -> Option<String> {
+    fn key(&mut self) -> Option<std::borrow::Cow<'a, str>> {
         let start = self.pos;
         let key = match self.at(start) {
             b'"' | b'\'' => {
                 let key = self.quoted()?;
                 self.skip_spaces();
-                key
+                std::borrow::Cow::Owned(key)
             }
             _ => {
                 let end = self.plain_key_end(start)?;
-                let key = self.src.get(start..end)?.trim_end_matches(' ');
+                let src: &'a str = self.src;
+                let key = src.get(start..end)?.trim_end_matches(' ');
                 if !resolves_to_string(key) || key == "<<" {
                     return None;
                 }
                 self.pos = end;
-                key.to_owned()
+                std::borrow::Cow::Borrowed(key)
             }
         };
         if self.pos - start > MAX_KEY_BYTES
@@ -304,72 +400,103 @@ impl Reader<'_> {
         self.at(i) == b':' && matches!(self.at(i + 1), b' ' | b'\n')
     }
 
-    /// The value after a block mapping's `:`, its keys at column `col`.
-    fn mapping_value(&mut self, col: usize) -> Option<Value> {
+    /// The value after a block mapping's `:`, its keys at column `col`,
+    /// written.
+    fn mapping_value(&mut self, col: usize, watch: Watch) -> Option<()> {
         self.skip_spaces();
         match self.at(self.pos) {
             b'\n' | b'#' => {
                 self.finish_line()?;
                 match self.next {
-                    Some(i) if i > col => self.block_node(i),
+                    Some(i) if i > col => self.block_node(i, watch),
                     Some(i) if i == col && self.is_entry(self.pos) => {
                         // A sequence at its key's indentation.
                         self.enter()?;
-                        let value = self.sequence(col)?;
+                        self.sequence(col)?;
                         self.depth -= 1;
-                        Some(value)
+                        Some(())
                     }
-                    _ => Some(Value::Null),
+                    _ => {
+                        self.out.extend_from_slice(b"null");
+                        Some(())
+                    }
                 }
             }
-            _ => self.inline_value(col),
+            _ => self.inline_value(col, watch),
         }
     }
 
-    /// A block sequence whose entries are at column `col`.
-    fn sequence(&mut self, col: usize) -> Option<Value> {
-        let mut items = Vec::new();
+    /// A block sequence whose entries are at column `col`, written.
+    fn sequence(&mut self, col: usize) -> Option<()> {
+        self.out.push(b'[');
+        let mut first = true;
         loop {
+            if !first {
+                self.out.push(b',');
+            }
+            first = false;
             // Past the `-`.
             self.pos += 1;
             let column = col + 1 + self.skip_spaces();
-            let item = match self.at(self.pos) {
+            match self.at(self.pos) {
                 b'\n' | b'#' => {
                     self.finish_line()?;
                     match self.next {
-                        Some(i) if i > col => self.block_node(i)?,
-                        _ => Value::Null,
+                        Some(i) if i > col => self.block_node(i, Watch::Nothing)?,
+                        _ => self.out.extend_from_slice(b"null"),
                     }
                 }
-                _ if self.is_entry(self.pos) || self.is_key() => self.block_node(column)?,
-                _ => self.inline_value(col)?,
-            };
-            items.push(item);
+                _ if self.is_entry(self.pos) || self.is_key() => {
+                    self.block_node(column, Watch::Nothing)?;
+                }
+                _ => self.inline_value(col, Watch::Nothing)?,
+            }
             match self.next {
                 Some(i) if i == col && self.is_entry(self.pos) => {}
                 Some(i) if i > col => return None,
-                _ => return Some(Value::Array(items)),
+                _ => {
+                    self.out.push(b']');
+                    return Some(());
+                }
             }
         }
     }
 
     /// A value on the line of its key or entry, inside the block
-    /// collection at column `col`; then on to the next content line.
-    fn inline_value(&mut self, col: usize) -> Option<Value> {
-        let value = match self.at(self.pos) {
-            b'|' | b'>' => return self.block_scalar(col).map(Value::String),
-            b'[' | b'{' => self.flow_node()?,
-            b'"' | b'\'' => Value::String(self.quoted()?),
+    /// collection at column `col`, written; then on to the next content
+    /// line. A flow mapping `watch`ed for the sort gives it what it holds.
+    fn inline_value(&mut self, col: usize, watch: Watch) -> Option<()> {
+        match self.at(self.pos) {
+            b'|' | b'>' => {
+                let text = self.block_scalar(col)?;
+                write_str(&mut self.out, &text);
+                return Some(());
+            }
+            b'[' | b'{' => {
+                let value = self.flow_node()?;
+                let hook = match watch {
+                    Watch::Metadata => value.get("annotations").and_then(|a| a.get("helm.sh/hook")),
+                    Watch::Annotations => value.get("helm.sh/hook"),
+                    Watch::Root | Watch::Nothing => None,
+                };
+                if hook.is_some() {
+                    self.hook = hook.cloned();
+                }
+                serde_json::to_writer(&mut self.out, &value).ok()?;
+            }
+            b'"' | b'\'' => {
+                let text = self.quoted()?;
+                write_str(&mut self.out, &text);
+            }
             _ => {
                 let start = self.pos;
                 let end = self.plain_end(start)?;
                 let text = self.src.get(start..end)?.trim_end_matches(' ');
                 self.pos = start + text.len();
-                resolve(text)?
+                write_plain(&mut self.out, text)?;
             }
-        };
-        self.finish_line()?;
-        Some(value)
+        }
+        self.finish_line()
     }
 
     /// Whether a plain scalar may start at `i` (libyaml's rule, narrowed:
@@ -684,6 +811,52 @@ impl Reader<'_> {
         self.pos = start + text.len();
         Some(text)
     }
+}
+
+/// Writes `text` as a JSON string, escaped as serde_json escapes it.
+fn write_str(out: &mut Vec<u8>, text: &str) {
+    // Writing to a Vec cannot fail.
+    let _ = serde_json::to_writer(&mut *out, text);
+}
+
+/// Writes the plain scalar `text` resolved ([`resolve_scalar`]) as JSON.
+fn write_plain(out: &mut Vec<u8>, text: &str) -> Option<()> {
+    match resolve_scalar(text)? {
+        Scalar::Null => out.extend_from_slice(b"null"),
+        Scalar::Bool(true) => out.extend_from_slice(b"true"),
+        Scalar::Bool(false) => out.extend_from_slice(b"false"),
+        Scalar::Str => write_str(out, text),
+        Scalar::Int(n) => serde_json::to_writer(&mut *out, &n).ok()?,
+        // serde_json reads a NaN or an infinity as null.
+        Scalar::Float(f) => match serde_json::Number::from_f64(f) {
+            Some(n) => serde_json::to_writer(&mut *out, &n).ok()?,
+            None => out.extend_from_slice(b"null"),
+        },
+    }
+    Some(())
+}
+
+/// The mapping written from `open` (its `{`) to the end of `out`, its
+/// `entries` in the order read, rewritten with its keys in byte order (a
+/// `serde_json::Map`'s order); None on a duplicate key (serde_yaml's error
+/// to give).
+fn sort_entries(out: &mut Vec<u8>, open: usize, mut entries: Vec<Entry<'_>>) -> Option<()> {
+    if entries.windows(2).all(|w| w[0].key < w[1].key) {
+        return Some(());
+    }
+    entries.sort_unstable_by(|a, b| a.key.cmp(&b.key));
+    if entries.windows(2).any(|w| w[0].key == w[1].key) {
+        return None;
+    }
+    let written = out.split_off(open + 1);
+    for (i, entry) in entries.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        out.extend_from_slice(&written[entry.start - open - 1..entry.end - open - 1]);
+    }
+    out.push(b'}');
+    Some(())
 }
 
 fn push_breaks(out: &mut String, n: usize) {

@@ -22,11 +22,18 @@ fn agrees(doc: &str) -> bool {
     };
     let slow = slow(doc);
     assert_eq!(
-        Some(fast.to_string()),
-        slow.as_ref().map(serde_json::Value::to_string),
+        Some(&fast.json),
+        slow.as_ref().map(serde_json::Value::to_string).as_ref(),
         "the fast reader differs on {doc:?}"
     );
-    assert_eq!(Some(&fast), slow.as_ref(), "{doc:?}");
+    // The values the sort reads, as the value holds them.
+    let slow = slow.unwrap();
+    let hook = slow
+        .get("metadata")
+        .and_then(|m| m.get("annotations"))
+        .and_then(|a| a.get("helm.sh/hook"));
+    assert_eq!(fast.kind.as_ref(), slow.get("kind"), "{doc:?}");
+    assert_eq!(fast.hook.as_ref(), hook, "{doc:?}");
     // And the head the sort reads is the one it read before.
     let ours = super::super::read(doc).unwrap();
     let theirs = super::super::read_with_serde_yaml(doc).unwrap();
@@ -291,7 +298,7 @@ fn review_long_flow_mapping_keys_are_left_to_serde_yaml() {
         format!("a: {{{wide}: 1}}"),
     ] {
         assert!(slow(&doc).is_none(), "serde_yaml reads {doc:?}");
-        assert_eq!(read(&doc), None, "{doc:?}");
+        assert!(read(&doc).is_none(), "{doc:?}");
     }
 }
 
@@ -299,7 +306,7 @@ fn review_long_flow_mapping_keys_are_left_to_serde_yaml() {
 fn what_serde_yaml_refuses_is_left_to_it() {
     for doc in ODD.iter().chain(READ) {
         if slow(doc).is_none() {
-            assert_eq!(read(doc), None, "{doc:?}");
+            assert!(read(doc).is_none(), "{doc:?}");
         }
     }
 }
