@@ -165,7 +165,8 @@ impl PluginHost {
                 .max_memory_size(config.max_memory as usize);
             // Zeroed in place between calls rather than handed back to the
             // kernel: the next call in the slot takes no page faults there.
-            let keep = usize::try_from(config.keep_resident).unwrap_or(usize::MAX);
+            let keep =
+                usize::try_from(config.keep_resident.min(config.max_memory)).unwrap_or(usize::MAX);
             pool.linear_memory_keep_resident(keep)
                 .table_keep_resident(keep.min(TABLE_KEEP_RESIDENT));
             wasm.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));

@@ -272,7 +272,7 @@ fn load_chart(
     let values = match src.read(&values_path) {
         Ok(bytes) => {
             let t = String::from_utf8_lossy(&bytes);
-            from_values_yaml(&t)
+            from_values_yaml(&t, &mut crate::yaml11::Budget::for_text(t.len()))
                 .map_err(|message| LoadError::Yaml {
                     file: values_path.clone(),
                     message,

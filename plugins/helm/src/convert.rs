@@ -12,10 +12,10 @@ pub fn from_yaml(text: &str) -> Result<Value, String> {
     crate::yaml11::read(text).map_err(|e| format!("error converting YAML to JSON: {e}"))
 }
 
-/// A values file's document as a value: [`from_yaml`], its alias expansion
-/// bounded first ([`crate::yaml11::read_bounded`]).
-pub fn from_values_yaml(text: &str) -> Result<Value, String> {
-    crate::yaml11::read_bounded(text).map_err(|e| match e {
+/// A values file's document as a value: [`from_yaml`], its nodes taken
+/// from the file's `budget` ([`crate::yaml11::read_within`]).
+pub fn from_values_yaml(text: &str, budget: &mut crate::yaml11::Budget) -> Result<Value, String> {
+    crate::yaml11::read_within(text, budget).map_err(|e| match e {
         crate::yaml11::Bounded::Expansion(message) => message,
         crate::yaml11::Bounded::Read(e) => format!("error converting YAML to JSON: {e}"),
     })

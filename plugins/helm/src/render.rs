@@ -323,8 +323,10 @@ fn user_values(src: &dyn Source, chart_dir: &str, opts: &Options) -> Result<Map,
             message,
         })?;
         let text = String::from_utf8_lossy(&bytes);
+        // The file's documents share its budget of nodes.
+        let mut budget = crate::yaml11::Budget::for_text(text.len());
         for doc in split_value_documents(&text) {
-            let v = from_values_yaml(doc).map_err(|message| RenderError::Values {
+            let v = from_values_yaml(doc, &mut budget).map_err(|message| RenderError::Values {
                 file: f.clone(),
                 message,
             })?;

@@ -24,12 +24,62 @@ pub use resolve::resolve;
 
 use crate::value::{Map, Value};
 
+/// How many nodes reading may still produce, each alias counted at the
+/// full size of what it repeats: the budget of one text
+/// ([`kiln_yaml_limits::YamlLimits`]' rule, shared by all its documents),
+/// so that an alias bomb is refused while it is read.
+#[derive(Debug)]
+pub struct Budget {
+    left: u64,
+    limit: u64,
+    bytes: usize,
+    exhausted: bool,
+}
+
+impl Budget {
+    /// The budget of a text of `bytes` bytes.
+    pub fn for_text(bytes: usize) -> Budget {
+        let limit = kiln_yaml_limits::YamlLimits::default().budget(bytes);
+        Budget {
+            left: limit,
+            limit,
+            bytes,
+            exhausted: false,
+        }
+    }
+
+    /// Takes `nodes` from the budget; the limit's message past it.
+    fn charge(&mut self, nodes: u64) -> Result<(), String> {
+        match self.left.checked_sub(nodes) {
+            Some(left) => {
+                self.left = left;
+                Ok(())
+            }
+            None => {
+                self.exhausted = true;
+                Err(kiln_yaml_limits::ExpansionError {
+                    limit: self.limit,
+                    bytes: self.bytes,
+                    line: None,
+                }
+                .to_string())
+            }
+        }
+    }
+}
+
 /// The documents of `text` (an empty document is [`Value::Nil`]).
 pub fn documents(text: &str) -> Result<Vec<Value>, String> {
+    documents_within(text, &mut Budget::for_text(text.len()))
+}
+
+/// [`documents`], taking the nodes from `budget`.
+fn documents_within(text: &str, budget: &mut Budget) -> Result<Vec<Value>, String> {
     let mut reader = Reader {
         events: Parser::new_from_str(text),
         anchors: HashMap::new(),
         non_finite: false,
+        budget,
     };
     let mut out = Vec::new();
     loop {
@@ -64,25 +114,26 @@ pub fn read(text: &str) -> Result<Value, String> {
     }
 }
 
-/// The first document of a values file: as [`read`], but a text the fast
-/// reader declines (the only kind that can hold an alias) first has its
-/// alias expansion bounded ([`kiln_yaml_limits::check`]), whose refusal is
-/// `Err(Bounded)`.
-pub fn read_bounded(text: &str) -> Result<Value, Bounded> {
+/// The first document `text` of a values file whose nodes `budget` holds
+/// (the whole file's, shared by its documents): as [`read`]; a text the
+/// fast reader reads holds no alias and takes nothing from the budget.
+pub fn read_within(text: &str, budget: &mut Budget) -> Result<Value, Bounded> {
     #[cfg(test)]
     differential::record(text);
     if let Some(value) = fast::read(text) {
         return Ok(value);
     }
-    kiln_yaml_limits::check(text, &kiln_yaml_limits::YamlLimits::default())
-        .map_err(|e| Bounded::Expansion(e.to_string()))?;
-    read_events(text).map_err(Bounded::Read)
+    match documents_within(text, budget) {
+        Ok(documents) => Ok(documents.into_iter().next().unwrap_or_default()),
+        Err(message) if budget.exhausted => Err(Bounded::Expansion(message)),
+        Err(message) => Err(Bounded::Read(message)),
+    }
 }
 
-/// Why [`read_bounded`] refused a text.
+/// Why [`read_within`] refused a text.
 #[derive(Debug)]
 pub enum Bounded {
-    /// Its aliases expand past the limit (the limit's own message).
+    /// Its aliases expand past the budget (the limit's own message).
     Expansion(String),
     /// The reader's error.
     Read(String),
@@ -94,11 +145,14 @@ pub fn read_events(text: &str) -> Result<Value, String> {
     Ok(documents(text)?.into_iter().next().unwrap_or_default())
 }
 
-struct Reader<'a> {
+struct Reader<'a, 'b> {
     events: Parser<'a, granit_parser::StrInput<'a>>,
-    anchors: HashMap<usize, Value>,
+    /// Each anchor's value and how many nodes it holds.
+    anchors: HashMap<usize, (Value, u64)>,
     /// Whether a plain scalar read as an infinity or NaN.
     non_finite: bool,
+    /// The nodes reading may still produce.
+    budget: &'b mut Budget,
 }
 
 /// sigs.k8s.io/yaml turns what go-yaml read into JSON, and Go's encoder
@@ -124,7 +178,7 @@ fn refuse_non_finite(v: &Value, depth: usize) -> Result<(), String> {
     }
 }
 
-impl<'a> Reader<'a> {
+impl<'a> Reader<'a, '_> {
     fn next(&mut self) -> Result<Option<Event<'a>>, String> {
         match self.events.next() {
             None => Ok(None),
@@ -139,6 +193,10 @@ impl<'a> Reader<'a> {
     }
 
     fn node(&mut self, event: Event<'a>) -> Result<Value, String> {
+        let before = self.budget.left;
+        if !matches!(event, Event::Alias(_)) {
+            self.budget.charge(1)?;
+        }
         let (value, anchor) = match event {
             Event::Scalar(text, style, anchor, tag) => {
                 let plain = style == ScalarStyle::Plain;
@@ -152,11 +210,15 @@ impl<'a> Reader<'a> {
                 (v, anchor)
             }
             Event::Alias(id) => {
-                return self
+                let (value, nodes) = self
                     .anchors
                     .get(&id)
                     .cloned()
-                    .ok_or_else(|| "yaml: unknown anchor".to_owned());
+                    .ok_or_else(|| "yaml: unknown anchor".to_owned())?;
+                // Shared, not copied, but every use of it (a key's text,
+                // a merge, toYaml, toJson) walks all of it.
+                self.budget.charge(nodes)?;
+                return Ok(value);
             }
             Event::SequenceStart(_, anchor, _) => {
                 let mut items = Vec::new();
@@ -205,7 +267,8 @@ impl<'a> Reader<'a> {
             other => return Err(format!("yaml: unexpected {other:?}")),
         };
         if anchor != 0 {
-            self.anchors.insert(anchor, value.clone());
+            let nodes = before - self.budget.left;
+            self.anchors.insert(anchor, (value.clone(), nodes));
         }
         Ok(value)
     }

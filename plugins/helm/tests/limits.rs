@@ -124,9 +124,33 @@ fn an_alias_bomb_in_values_is_refused_naming_the_file() {
             ..Options::default()
         },
     );
+    // Documents of one value file share its budget: each of these is
+    // within a text of its own size's, together they are not.
+    let small = "---\na: &a [1,1,1,1,1,1,1,1,1]\nb: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a]\nc: [*b,*b,*b,*b,*b,*b,*b,*b,*b]\n";
+    std::fs::write(dir.join("many.yaml"), small.repeat(20)).unwrap();
+    std::fs::write(dir.join("one.yaml"), small).unwrap();
+    let files = |names: &[&str]| Options {
+        value_files: names.iter().map(|n| n.to_string()).collect(),
+        ..Options::default()
+    };
+    render(&src, ".", &files(&["one.yaml"])).expect("one document is within its budget");
+    let many = render(&src, ".", &files(&["many.yaml"]));
+    // Nesting deeper than serde_yaml's recursion limit in front of a bomb
+    // (it once ended the count early, and the reader went on).
+    let deep = format!("c: {}{}\n{bomb}", "[".repeat(130), "]".repeat(130));
+    std::fs::write(dir.join("deep.yaml"), &deep).unwrap();
+    let deep = render(&src, ".", &files(&["deep.yaml"]));
+    // `fromYaml` of a bomb gives Helm's error map, with the limit's message.
+    std::fs::write(
+        dir.join("templates/t.yaml"),
+        "v: {{ (fromYaml (.Files.Get \"bomb.yaml\")).Error | quote }}\n",
+    )
+    .unwrap();
+    let from_yaml = kiln_helm::stream(&render(&src, ".", &Options::default()).unwrap());
     std::fs::write(dir.join("values.yaml"), &bomb).unwrap();
     let in_chart = render(&src, ".", &Options::default());
     std::fs::remove_dir_all(&dir).unwrap();
+    assert!(from_yaml.contains("an alias bomb?"), "{from_yaml}");
     assert!(
         kiln_helm::stream(&fine).contains("*.conf"),
         "{}",
@@ -135,6 +159,8 @@ fn an_alias_bomb_in_values_is_refused_naming_the_file() {
     for (what, result, file) in [
         ("value file", with_file, "bomb.yaml"),
         ("chart values", in_chart, "values.yaml"),
+        ("documents of one file", many, "many.yaml"),
+        ("deep value file", deep, "deep.yaml"),
     ] {
         let Err(e) = result else {
             panic!("the {what} bomb was read");

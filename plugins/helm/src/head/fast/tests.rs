@@ -158,6 +158,14 @@ const READ: &[&str] = &[
     "kind: |\n  Secret",
     "kind: Job\nmetadata:\n  annotations:\n    helm.sh/hook: >\n      pre-install",
     "kind: Job\nmetadata:\n  annotations:\n    helm.sh/hook: pre-install,post-install\n",
+    // The sort's values in flows, under quoted keys, and keys written out
+    // of order at every level (the JSON is written with them sorted).
+    "kind: Job\nmetadata: {annotations: {helm.sh/hook: pre-install}, name: j}",
+    "kind: Job\nmetadata:\n  annotations: {helm.sh/hook: post-delete, z: 1}",
+    "\"kind\": Job\n'metadata':\n  \"annotations\":\n    'helm.sh/hook': test",
+    "z: 1\nmetadata:\n  name: x\n  annotations:\n    z: 1\n    helm.sh/hook: pre-upgrade\n    a: 2\n  labels:\n    b: 1\n    a: 2\nkind: Job\napiVersion: batch/v1",
+    "kind: [Job]\nmetadata:\n  annotations:\n    helm.sh/hook: [a, b]",
+    "metadata:\n  - annotations:\n      helm.sh/hook: x\nkind: {a: 1}",
     // Non-ASCII and trailing space.
     "a: é\nb: 日本\nc: 😀 \nd: \u{a0}x",
     "a: 1   \nb: 2 # comment\t with a tab",
