@@ -674,3 +674,96 @@ fn long_flow_mapping_keys_are_not_read_fast() {
         );
     }
 }
+
+/// A quoted scalar over several lines at column `indent` + 2 (the value of
+/// a key or an entry at `indent`): words, blank lines, `''`, spaces at
+/// both ends of lines, `#` inside, continuation lines sometimes not
+/// indented past the entry, and sometimes something after the quote.
+fn multi_line_quoted(rng: &mut Rng, indent: usize) -> String {
+    const WORDS: &[&str] = &[
+        "a", "{{", "}}", "x.y", "#", "# c", "''", "b c", "-", "- d", ":", "k: v", "\"", "1", "'",
+        "\\",
+    ];
+    let single = rng.below(3) != 0;
+    let mut out = String::from(if single { "'" } else { "\"" });
+    let lines = 2 + rng.below(4);
+    for line in 0..lines {
+        if line > 0 {
+            out.push('\n');
+            if rng.below(6) == 0 {
+                // A blank line, perhaps with spaces.
+                out.push_str(&" ".repeat(rng.below(4)));
+                out.push('\n');
+            }
+            let pad = if rng.below(12) == 0 {
+                rng.below(indent + 1)
+            } else {
+                indent + 1 + rng.below(4)
+            };
+            out.push_str(&" ".repeat(pad));
+        }
+        for w in 0..1 + rng.below(4) {
+            if w > 0 || rng.below(5) == 0 {
+                out.push(' ');
+            }
+            let word = rng.pick(WORDS);
+            // A lone quote of the scalar's own kind would close it.
+            match (single, word) {
+                (true, "'") => out.push_str("''"),
+                (false, "\"") | (false, "\\") => out.push('q'),
+                _ => out.push_str(word),
+            }
+        }
+        if rng.below(5) == 0 {
+            out.push_str("  ");
+        }
+    }
+    out.push(if single { '\'' } else { '"' });
+    match rng.below(8) {
+        0 => out.push_str(" # after"),
+        1 => out.push_str(" x"),
+        2 => out.push_str(": y"),
+        _ => {}
+    }
+    out
+}
+
+/// Quoted scalars folded over lines (what `toYaml` writes for long
+/// strings) as mapping values and sequence items, and their mutants: the
+/// fast reader is not sure, or agrees with the event reader; it reads the
+/// usual shapes.
+#[test]
+fn multi_line_quoted_scalars_read_alike() {
+    let mut rng = Rng {
+        state: 0xF01D,
+        clean: true,
+    };
+    let (mut sure, mut total) = (0, 0);
+    for _ in 0..6000 {
+        let indent = 2 * rng.below(3);
+        let pad = " ".repeat(indent);
+        let mut doc = String::new();
+        if indent > 0 {
+            doc.push_str("top:\n");
+        }
+        if rng.below(2) == 0 {
+            doc.push_str(&format!(
+                "{pad}k: {}\n",
+                multi_line_quoted(&mut rng, indent)
+            ));
+        } else {
+            doc.push_str(&format!("{pad}- {}\n", multi_line_quoted(&mut rng, indent)));
+            doc.push_str(&format!("{pad}- b\n"));
+        }
+        if doc.contains(&format!("{pad}k:")) {
+            doc.push_str(&format!("{pad}after: 1\n"));
+        }
+        total += 2;
+        sure += usize::from(check(&doc));
+        sure += usize::from(check(&mutate(&mut rng, &doc)));
+    }
+    assert!(sure * 3 > total, "read fast: {sure} of {total}");
+    // toYaml's own folding of a long string, read back.
+    let folded = "templates:\n  default.tmpl: '{{ \"{{\" }} define \"slack.title\" {{ \"}}\" }}[{{ \"{{\" }} .Status {{\n    \"}}\" }}]{{ \"{{\" }} end {{ \"}}\" }}'\nnext: 1\n";
+    assert!(check(folded), "the fast reader reads toYaml's folding");
+}

@@ -13,12 +13,15 @@
 //!   [`super::resolve`] does), single-quoted or double-quoted scalars
 //!   (with the escapes `\\ \" \/ \n \t`), and one-line flow collections
 //!   of those ([`flow`]);
+//! - values that are quoted scalars over several lines, as `toYaml` folds
+//!   long strings (their continuation lines indented past the entry's,
+//!   double-quoted ones without escapes);
 //! - comments, blank lines and trailing spaces.
 //!
 //! It is not sure about (among others): tabs, carriage returns, bytes
 //! outside printable ASCII (so a byte order mark), documents markers and
 //! directives, anchors, aliases, tags, merge keys, explicit keys, block
-//! and multi-line scalars, multi-line flow collections, odd indentation,
+//! and multi-line plain scalars, multi-line flow collections, odd indentation,
 //! duplicate keys, long keys and nesting deeper than [`MAX_DEPTH`].
 
 mod flow;
@@ -38,6 +41,7 @@ const MAX_KEY_LEN: usize = 1000;
 /// The first document of `text`, or `None` when not sure.
 pub fn read(text: &str) -> Option<Value> {
     let mut reader = Reader {
+        text,
         lines: content_lines(text)?,
         at: 0,
     };
@@ -203,6 +207,27 @@ fn inline(v: &str, depth: usize) -> Option<Value> {
     }
 }
 
+/// Whether `v` starts a quoted scalar that does not close on its line.
+fn opens_multi_line_quote(v: &str) -> bool {
+    match v.as_bytes().first() {
+        Some(b'\'') => single_quoted(v).is_none(),
+        Some(b'"') => {
+            // Closed on the line unless no unescaped quote follows.
+            let b = v.as_bytes();
+            let mut i = 1;
+            while let Some(c) = b.get(i) {
+                match c {
+                    b'"' => return false,
+                    b'\\' => i += 2,
+                    _ => i += 1,
+                }
+            }
+            true
+        }
+        _ => false,
+    }
+}
+
 /// Whether what follows a scalar on its line is only spaces and perhaps a
 /// comment (after at least one space).
 fn trailing_ok(rest: &str) -> bool {
@@ -286,6 +311,9 @@ fn single_quoted(s: &str) -> Option<(Cow<'_, str>, usize)> {
 
 /// The reader's place in the content lines.
 struct Reader<'a> {
+    /// The whole text (a quoted scalar may span lines, comments and blank
+    /// lines included).
+    text: &'a str,
     lines: Vec<Line<'a>>,
     at: usize,
 }
@@ -353,9 +381,12 @@ impl<'a> Reader<'a> {
 
     /// The value of a mapping entry at `indent` whose colon is followed by
     /// `after`: inline, or the block below it, or nothing (nil).
-    fn value_after(&mut self, indent: usize, after: &str, depth: usize) -> Option<Value> {
+    fn value_after(&mut self, indent: usize, after: &'a str, depth: usize) -> Option<Value> {
         let v = after.trim_start_matches(' ');
         if !(v.is_empty() || v.starts_with('#')) {
+            if opens_multi_line_quote(v) {
+                return self.multi_line_quoted(v, indent);
+            }
             return inline(v, depth + 1);
         }
         match self.peek() {
@@ -365,6 +396,90 @@ impl<'a> Reader<'a> {
             }
             _ => Some(Value::Nil),
         }
+    }
+
+    /// A quoted scalar `v` (a slice of the text) that does not close on its
+    /// line, the value of an entry of the block collection at `indent`:
+    /// folded as libyaml folds it (each line's leading and trailing spaces
+    /// dropped; one line break is a space, each further one a line break);
+    /// past its line, the content lines it covers. Not sure (`None`) of a
+    /// continuation line not indented past `indent`, of any escape in a
+    /// double-quoted one, or of anything after it but a comment.
+    fn multi_line_quoted(&mut self, v: &'a str, indent: usize) -> Option<Value> {
+        let quote = v.as_bytes()[0];
+        let start = (v.as_ptr() as usize).checked_sub(self.text.as_ptr() as usize)? + 1;
+        if self.text.get(start - 1..start - 1 + v.len()) != Some(v) {
+            return None;
+        }
+        let rest = self.text.get(start..)?;
+        let end = if quote == b'\'' {
+            let mut i = 0;
+            loop {
+                i += rest.get(i..)?.find('\'')?;
+                if rest.as_bytes().get(i + 1) == Some(&b'\'') {
+                    i += 2;
+                } else {
+                    break i;
+                }
+            }
+        } else {
+            let i = rest.find('"')?;
+            if rest[..i].contains('\\') {
+                return None;
+            }
+            i
+        };
+        let raw = &rest[..end];
+        let mut lines = raw.split('\n');
+        let mut out = lines.next()?.trim_end_matches(' ').to_owned();
+        let mut blank = 0;
+        let mut lines = lines.peekable();
+        while let Some(line) = lines.next() {
+            let body = line.trim_start_matches(' ');
+            let last = lines.peek().is_none();
+            // The closing quote's line is held to the rule even when the
+            // quote starts it.
+            if (!body.is_empty() || last) && line.len() - body.len() <= indent {
+                return None;
+            }
+            let body = if last {
+                body
+            } else {
+                body.trim_end_matches(' ')
+            };
+            if body.is_empty() && !last {
+                blank += 1;
+                continue;
+            }
+            if blank == 0 {
+                out.push(' ');
+            }
+            for _ in 0..blank {
+                out.push('\n');
+            }
+            blank = 0;
+            out.push_str(body);
+        }
+        if quote == b'\'' {
+            out = out.replace("''", "'");
+        }
+        // After the closing quote: nothing but a comment on its line.
+        let after = start + end + 1;
+        let line_end = self.text[after..]
+            .find('\n')
+            .map_or(self.text.len(), |n| after + n);
+        if !trailing_ok(&self.text[after..line_end]) {
+            return None;
+        }
+        // The content lines the scalar covers are read.
+        while let Some(line) = self.peek() {
+            let offset = line.body.as_ptr() as usize - self.text.as_ptr() as usize;
+            if offset >= line_end {
+                break;
+            }
+            self.at += 1;
+        }
+        Some(Value::str(out))
     }
 
     /// The block sequence whose entries are the next lines at `indent`.
@@ -390,6 +505,8 @@ impl<'a> Reader<'a> {
                 }
             } else if is_entry(v) {
                 return None;
+            } else if opens_multi_line_quote(v) {
+                self.multi_line_quoted(v, indent)?
             } else {
                 match split_entry(v)? {
                     Entry::Key(key, after) => {
