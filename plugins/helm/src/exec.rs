@@ -188,6 +188,8 @@ pub struct Runtime {
     dollar: Rc<str>,
     /// The texts `tpl` parsed.
     tpl_cache: crate::tplcache::TplCache,
+    /// The values `fromYaml` read.
+    pub yaml_cache: crate::yamlcache::YamlCache,
     /// Emptied argument vectors of finished calls ([`Runtime::arg_vec`]).
     arg_vecs: Vec<Vec<Value>>,
 }
@@ -215,6 +217,7 @@ impl Runtime {
             out: String::new(),
             dollar: Rc::from("$"),
             tpl_cache: crate::tplcache::TplCache::default(),
+            yaml_cache: crate::yamlcache::YamlCache::default(),
             arg_vecs: Vec::new(),
         }
     }

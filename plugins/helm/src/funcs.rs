@@ -599,7 +599,7 @@ fn call_builtin(st: &mut State<'_>, name: &str, a: &[Value]) -> R {
             arity(name, a, 1)?;
             Value::str(convert::to_yaml(&a[0]).trim_end_matches('\n'))
         }
-        "fromYaml" => match convert::from_yaml(&s(0)) {
+        "fromYaml" => match st.rt.yaml_cache.read(&s(0)) {
             Ok(v @ Value::Map(_)) => v,
             Ok(Value::Nil) => Value::map(Map::new()),
             Ok(_) => error_map(
@@ -607,7 +607,7 @@ fn call_builtin(st: &mut State<'_>, name: &str, a: &[Value]) -> R {
             ),
             Err(e) => error_map(&e),
         },
-        "fromYamlArray" => match convert::from_yaml(&s(0)) {
+        "fromYamlArray" => match st.rt.yaml_cache.read(&s(0)) {
             Ok(v @ Value::List(_)) => v,
             Ok(Value::Nil) => Value::list(Vec::new()),
             Ok(_) => Value::list(vec![Value::str(

@@ -45,6 +45,7 @@ pub mod urls;
 pub mod value;
 pub mod xcase;
 pub mod yaml11;
+pub mod yamlcache;
 pub mod yamltree;
 
 #[cfg(target_arch = "wasm32")]
