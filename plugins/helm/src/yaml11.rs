@@ -24,6 +24,11 @@ pub use resolve::resolve;
 
 use crate::value::{Map, Value};
 
+/// Bytes of a scalar that count as one more node: an alias of a long
+/// string costs its length (the budget then bounds the bytes aliases
+/// repeat too, at most 16 per node).
+const SCALAR_BYTES_PER_NODE: u64 = 16;
+
 /// How many nodes reading may still produce, each alias counted at the
 /// full size of what it repeats: the budget of one text
 /// ([`kiln_yaml_limits::YamlLimits`]' rule, shared by all its documents),
@@ -202,8 +207,14 @@ impl<'a> Reader<'a, '_> {
 
     fn node(&mut self, event: Event<'a>) -> Result<Value, String> {
         let before = self.budget.left;
-        if !matches!(event, Event::Alias(_)) {
-            self.budget.charge(1)?;
+        match &event {
+            Event::Alias(_) => {}
+            // A long scalar weighs more than one node: an alias repeating
+            // it (as a key's text, say) repeats its bytes.
+            Event::Scalar(text, ..) => self
+                .budget
+                .charge(1 + text.len() as u64 / SCALAR_BYTES_PER_NODE)?,
+            _ => self.budget.charge(1)?,
         }
         let (value, anchor) = match event {
             Event::Scalar(text, style, anchor, tag) => {

@@ -21,10 +21,11 @@ use crate::value::Value;
 
 /// Most texts kept.
 pub const MAX_ENTRIES: usize = 512;
-/// Most bytes of text kept, all entries together.
-pub const MAX_BYTES: usize = 4 << 20;
+/// Most bytes of text kept, all entries together (the values take about
+/// ten times their text).
+pub const MAX_BYTES: usize = 1 << 20;
 /// Longest text kept (a longer one is read at every call).
-pub const MAX_TEXT: usize = 64 << 10;
+pub const MAX_TEXT: usize = 32 << 10;
 
 /// Values read from YAML texts, by text.
 #[derive(Debug, Default)]

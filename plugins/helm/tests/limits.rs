@@ -139,6 +139,15 @@ fn an_alias_bomb_in_values_is_refused_naming_the_file() {
     // (it once ended the count early, and the reader went on).
     let deep = format!("c: {}{}\n{bomb}", "[".repeat(130), "]".repeat(130));
     std::fs::write(dir.join("deep.yaml"), &deep).unwrap();
+    // One long string repeated by aliases in a key's text: few nodes,
+    // gigabytes of text.
+    let keyed = format!(
+        "s: &s {}\nk:\n  ? [{}]\n  : 1\n",
+        "x".repeat(32 << 10),
+        vec!["*s"; 8 << 10].join(", ")
+    );
+    std::fs::write(dir.join("keyed.yaml"), &keyed).unwrap();
+    let keyed = render(&src, ".", &files(&["keyed.yaml"]));
     let deep = render(&src, ".", &files(&["deep.yaml"]));
     // `fromYaml` of a bomb gives Helm's error map, with the limit's message.
     std::fs::write(
@@ -161,6 +170,7 @@ fn an_alias_bomb_in_values_is_refused_naming_the_file() {
         ("chart values", in_chart, "values.yaml"),
         ("documents of one file", many, "many.yaml"),
         ("deep value file", deep, "deep.yaml"),
+        ("aliased key text", keyed, "keyed.yaml"),
     ] {
         let Err(e) = result else {
             panic!("the {what} bomb was read");

@@ -766,4 +766,15 @@ fn multi_line_quoted_scalars_read_alike() {
     // toYaml's own folding of a long string, read back.
     let folded = "templates:\n  default.tmpl: '{{ \"{{\" }} define \"slack.title\" {{ \"}}\" }}[{{ \"{{\" }} .Status {{\n    \"}}\" }}]{{ \"{{\" }} end {{ \"}}\" }}'\nnext: 1\n";
     assert!(check(folded), "the fast reader reads toYaml's folding");
+    // Edges of the folding, each read fast and alike.
+    for doc in [
+        "k: \"   \n  b\"\n",
+        "k: \"a\n   \"\n",
+        "k: 'a''''\n b'\n",
+        "k: 'a\n\n\n  b  \n  c'\n",
+        "k: '# not a comment\n  # nor this'\n",
+        "- 'a\n  b'\n- c\n",
+    ] {
+        assert!(check(doc), "{doc:?} is read fast");
+    }
 }
