@@ -399,7 +399,7 @@ impl<'a> Parser<'a> {
                                         format!("{{{{{word}}}}} outside {{{{range}}}}"),
                                     ));
                                 }
-                                self.expect_right(&word)?;
+                                self.expect_right(word)?;
                                 out.push(if word == "break" {
                                     Node::Break(pos)
                                 } else {
