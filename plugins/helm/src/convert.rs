@@ -9,7 +9,12 @@ use crate::value::{Map, Value};
 /// A YAML text (one document) as a value, read as Helm reads it
 /// ([`crate::yaml11`]: YAML 1.1 scalars, numbers as float64).
 pub fn from_yaml(text: &str) -> Result<Value, String> {
-    crate::yaml11::read(text).map_err(|e| format!("error converting YAML to JSON: {e}"))
+    crate::yaml11::read(text).map_err(yaml_error)
+}
+
+/// A YAML reader's error as Helm words it.
+pub fn yaml_error(e: String) -> String {
+    format!("error converting YAML to JSON: {e}")
 }
 
 /// A values file's document as a value: [`from_yaml`], its nodes taken
@@ -17,7 +22,7 @@ pub fn from_yaml(text: &str) -> Result<Value, String> {
 pub fn from_values_yaml(text: &str, budget: &mut crate::yaml11::Budget) -> Result<Value, String> {
     crate::yaml11::read_within(text, budget).map_err(|e| match e {
         crate::yaml11::Bounded::Expansion(message) => message,
-        crate::yaml11::Bounded::Read(e) => format!("error converting YAML to JSON: {e}"),
+        crate::yaml11::Bounded::Read(e) => yaml_error(e),
     })
 }
 

@@ -131,9 +131,7 @@ pub fn read_fast(text: &str) -> Option<Value> {
 /// (the whole file's, shared by its documents): as [`read`]; a text the
 /// fast reader reads holds no alias and takes nothing from the budget.
 pub fn read_within(text: &str, budget: &mut Budget) -> Result<Value, Bounded> {
-    #[cfg(test)]
-    differential::record(text);
-    if let Some(value) = fast::read(text) {
+    if let Some(value) = read_fast(text) {
         return Ok(value);
     }
     match documents_within(text, budget) {

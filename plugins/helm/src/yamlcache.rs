@@ -48,7 +48,8 @@ impl YamlCache {
                 self.insert(text, value.deep_copy());
                 Ok(value)
             }
-            None => crate::convert::from_yaml(text),
+            // Not sure: the event reader, without trying the fast one again.
+            None => crate::yaml11::read_events(text).map_err(crate::convert::yaml_error),
         }
     }
 
