@@ -30,9 +30,12 @@
 //! the helm-python-sdk venv `scripts/test` installs; results are recorded
 //! in `docs/benchmarks.md`. `KILN_BENCH_ROUNDS` (default 5) sets the rounds;
 //! `KILN_BENCH_WRITE_CHARTS=DIR` only writes the two charts under `DIR`;
-//! `KILN_BENCH_PLUGIN_ONLY=N` only renders each chart N times with the
+//! `KILN_BENCH_CHART=NAME` benches only that chart (`fleet` or
+//! `monitoring`); `KILN_BENCH_PLUGIN_ONLY=N` only renders each chart N times with the
 //! plugin and prints the time per render (to profile the plugin alone,
-//! e.g. under `perf record`).
+//! e.g. under `perf record`); `KILN_BENCH_COMPILE_CACHE=DIR` keeps the
+//! compiled plugin in a compile cache under `DIR` (to count a render's
+//! instructions under valgrind without compiling the plugin there).
 
 #[path = "helm/charts.rs"]
 mod charts;
@@ -53,6 +56,12 @@ use kiln::manifest::Object;
 use kiln::plugin::{AppContext, HostConfig, Limits, Plugin, PluginHost, World};
 use kiln::source::{LocalDir, SourceView};
 use serde_json::Value;
+
+/// The allocator the `kiln` binary runs on (src/main.rs): the host's side
+/// of a render (reading the returned objects) is timed as the controller
+/// runs it.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 const RELEASE: &str = "bench";
 const NAMESPACE: &str = "observability";
@@ -404,7 +413,17 @@ fn main() {
     let root = tree.path();
     let charts = [charts::fleet(root), charts::monitoring(root)];
     let bytes = std::fs::read(&component).unwrap();
-    let host = PluginHost::new(HostConfig::default()).unwrap();
+    let host = PluginHost::new(HostConfig {
+        compile_cache: std::env::var_os("KILN_BENCH_COMPILE_CACHE").map(PathBuf::from),
+        // The pool of one slot per call fits in valgrind's address space.
+        max_concurrency: if std::env::var_os("KILN_BENCH_COMPILE_CACHE").is_some() {
+            1
+        } else {
+            HostConfig::default().max_concurrency
+        },
+        ..HostConfig::default()
+    })
+    .unwrap();
     let started = Instant::now();
     let plugin = host.load("helm", &bytes, World::Renderer, None).unwrap();
     println!(
@@ -412,7 +431,11 @@ fn main() {
         bytes.len() >> 10,
         started.elapsed()
     );
+    let only = std::env::var("KILN_BENCH_CHART").ok();
     for chart in charts {
+        if only.as_deref().is_some_and(|only| only != chart) {
+            continue;
+        }
         bench_chart(&host, &bytes, &plugin, &python, root, chart, rounds);
     }
 }

@@ -203,7 +203,9 @@ pub fn json_for_yaml_readers(text: String) -> String {
     // Every refused character is encoded with one of these leading bytes
     // (U+007F; C2 80..9F; EF BB BF, EF BF BE/BF): a text without them
     // holds none, checked without decoding it.
-    if !text.bytes().any(|b| matches!(b, 0x7f | 0xc2 | 0xef)) {
+    if crate::bytes::below_del(text.as_bytes())
+        || !text.bytes().any(|b| matches!(b, 0x7f | 0xc2 | 0xef))
+    {
         return text;
     }
     let mut out = String::with_capacity(text.len() + 16);

@@ -2,6 +2,7 @@
 //! under step, output and depth budgets.
 
 use std::fmt;
+use std::hash::BuildHasher as _;
 use std::rc::Rc;
 
 use crate::funcs;
@@ -160,10 +161,42 @@ impl Layer {
     }
 }
 
+/// The templates by name, found by one hash and one word-wise comparison
+/// (every `include` and `template` looks its template up; chart template
+/// names share long prefixes, which a sorted map compares a byte at a time
+/// inside WebAssembly).
+struct TemplateIndex {
+    table: hashbrown::HashTable<(Rc<str>, Rc<List>)>,
+    hasher: foldhash::fast::FixedState,
+}
+
+impl TemplateIndex {
+    fn new(trees: &Trees) -> Self {
+        let hasher = foldhash::fast::FixedState::default();
+        let mut table = hashbrown::HashTable::with_capacity(trees.len());
+        for (name, tree) in trees {
+            let hash = hasher.hash_one(&**name);
+            table.insert_unique(hash, (name.clone(), tree.clone()), |(n, _)| {
+                hasher.hash_one(&**n)
+            });
+        }
+        TemplateIndex { table, hasher }
+    }
+
+    fn get(&self, name: &str) -> Option<&(Rc<str>, Rc<List>)> {
+        let hash = self.hasher.hash_one(name);
+        self.table.find(hash, |(n, _)| {
+            crate::bytes::eq(n.as_bytes(), name.as_bytes())
+        })
+    }
+}
+
 /// Shared state of one render: templates, budgets, the random seed.
 pub struct Runtime {
     /// Every template of the chart and its subcharts.
     pub trees: Rc<Trees>,
+    /// [`Runtime::trees`] by name.
+    index: TemplateIndex,
     /// Budgets.
     pub limits: Limits,
     /// Steps taken.
@@ -205,6 +238,7 @@ impl Runtime {
     /// A runtime over `trees`.
     pub fn new(trees: Trees, limits: Limits) -> Self {
         Runtime {
+            index: TemplateIndex::new(&trees),
             trees: Rc::new(trees),
             limits,
             steps: 0,
@@ -252,10 +286,7 @@ impl Runtime {
                 empty.get_or_insert((n, l));
             }
         }
-        self.trees
-            .get_key_value(name)
-            .map(|(n, l)| (n.clone(), l.clone()))
-            .or(empty)
+        self.index.get(name).cloned().or(empty)
     }
 
     /// Charges `bytes` of produced text against the output budget.
@@ -705,7 +736,7 @@ impl State<'_> {
         self.rt.vars[self.vars_base..]
             .iter()
             .rev()
-            .find(|(n, _)| **n == *name)
+            .find(|(n, _)| crate::bytes::eq(n.as_bytes(), name.as_bytes()))
             .map(|(_, v)| v.clone())
             .unwrap_or_default()
     }
@@ -864,7 +895,9 @@ impl State<'_> {
                             format!("{f} is not a method but has arguments"),
                         ));
                     }
-                    m.borrow().get(f.as_str()).cloned().unwrap_or_default()
+                    crate::value::lookup(&m.borrow(), f)
+                        .cloned()
+                        .unwrap_or_default()
                 }
                 Value::Files(files) => crate::files::method(files, f, &call_args)
                     .map_err(|m| self.err(pos, context, format!("error calling {f}: {m}")))?,
@@ -1020,10 +1053,14 @@ fn map_fields(v: &Value, fields: &[String]) -> Option<Value> {
     let Value::Map(m) = v else {
         return None;
     };
-    let mut cur = m.borrow().get(first.as_str()).cloned().unwrap_or_default();
+    let mut cur = crate::value::lookup(&m.borrow(), first)
+        .cloned()
+        .unwrap_or_default();
     for f in rest {
         let next = match &cur {
-            Value::Map(m) => m.borrow().get(f.as_str()).cloned().unwrap_or_default(),
+            Value::Map(m) => crate::value::lookup(&m.borrow(), f)
+                .cloned()
+                .unwrap_or_default(),
             _ => return None,
         };
         cur = next;

@@ -477,9 +477,9 @@ fn call_builtin(st: &mut State<'_>, name: &str, a: &[Value]) -> R {
             let mut v = a[0].clone();
             for key in &a[1..] {
                 v = match (&v, key) {
-                    (Value::Map(m), Value::Str(k)) => {
-                        m.borrow().get(&**k).cloned().unwrap_or_default()
-                    }
+                    (Value::Map(m), Value::Str(k)) => crate::value::lookup(&m.borrow(), k)
+                        .cloned()
+                        .unwrap_or_default(),
                     (Value::Map(_), other) => {
                         return Err(format!(
                             "value has type {}; should be string",
@@ -1313,7 +1313,7 @@ pub fn deep_equal(a: &Value, b: &Value) -> bool {
 /// Sprig's `merge` (mergo without overwrite) / `mergeOverwrite`.
 fn merge_into(mut dst: Map, src: &Map, overwrite: bool) -> Map {
     for (k, v) in src {
-        match (dst.get(k), v) {
+        match (crate::value::lookup(&dst, k), v) {
             (Some(Value::Map(d)), Value::Map(s)) => {
                 let merged = merge_into(d.borrow().clone(), &s.borrow(), overwrite);
                 dst.insert(k.clone(), Value::map(merged));

@@ -14,6 +14,7 @@
 //! (repeatable), `skipCrds`.
 
 pub mod archive;
+pub mod bytes;
 pub mod chart;
 pub mod convert;
 pub mod crypto;
@@ -50,5 +51,13 @@ pub mod yamltree;
 
 #[cfg(target_arch = "wasm32")]
 mod plugin;
+
+/// The guest's allocator: TLSF (constant-time, two-level segregated free
+/// lists) in place of wasi-libc's dlmalloc behind Rust's allocation shims.
+/// A large render allocates and frees about 130,000 blocks; measured in
+/// instructions per render in `docs/benchmarks.md` ("helm plugin").
+#[cfg(target_arch = "wasm32")]
+#[global_allocator]
+static ALLOCATOR: rlsf::GlobalTlsf = rlsf::GlobalTlsf::new();
 
 pub use render::{Document, Options, RenderError, render, stream};

@@ -911,7 +911,7 @@ pub fn render(
             continue;
         }
         // Helm drops `<no value>` (the text is copied only when it has one).
-        let out = if out.contains("<no value>") {
+        let out = if out.as_bytes().contains(&b'<') && out.contains("<no value>") {
             out.replace("<no value>", "")
         } else {
             out
@@ -943,7 +943,12 @@ fn sort_manifests(
         for doc in crate::split::documents(&text) {
             // A Go string's bytes as the manifest's text: raw bytes printed
             // into it are refused, as Helm's YAML reader refuses them.
-            let doc = match String::from_utf8(crate::gostr::to_bytes(&doc).into_owned()) {
+            let doc = match crate::gostr::to_bytes(&doc) {
+                // Text without raw bytes is its own manifest: no copy.
+                std::borrow::Cow::Borrowed(_) => Ok(doc),
+                std::borrow::Cow::Owned(bytes) => String::from_utf8(bytes),
+            };
+            let doc = match doc {
                 Ok(doc) => doc,
                 Err(e) => {
                     let problem = crate::gostr::yaml_encoding_error(e.as_bytes())

@@ -9,6 +9,23 @@ use std::rc::Rc;
 /// A map as Go's `map[string]interface{}`: templates see its keys sorted.
 pub type Map = BTreeMap<String, Value>;
 
+/// Most entries of a map [`lookup`] scans rather than searches (one
+/// B-tree node holds eleven).
+const SCANNED_MAP: usize = 11;
+
+/// `map[key]`: small maps are scanned comparing lengths first and bytes
+/// word-wise ([`crate::bytes::eq`]); a B-tree search compares each key on
+/// its way with `memcmp`, a byte at a time inside WebAssembly.
+pub fn lookup<'m>(map: &'m Map, key: &str) -> Option<&'m Value> {
+    if map.len() <= SCANNED_MAP {
+        return map
+            .iter()
+            .find(|(k, _)| crate::bytes::eq(k.as_bytes(), key.as_bytes()))
+            .map(|(_, v)| v);
+    }
+    map.get(key)
+}
+
 /// A template value.
 #[derive(Debug, Clone, Default)]
 pub enum Value {

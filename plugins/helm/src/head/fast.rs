@@ -136,10 +136,8 @@ struct Entry<'a> {
 /// without a line break other than `\n` (no `\r`, NEL, LS, PS), and no byte
 /// order mark.
 fn printable(doc: &str) -> bool {
-    if doc.is_ascii() {
-        return doc
-            .bytes()
-            .all(|b| matches!(b, b'\t' | b'\n' | b' '..=b'~'));
+    if crate::bytes::printable_ascii(doc.as_bytes()) {
+        return true;
     }
     doc.chars().all(|c| match c {
         '\t' | '\n' | ' '..='~' => true,
@@ -815,8 +813,7 @@ impl<'a> Reader<'a> {
 
 /// Writes `text` as a JSON string, escaped as serde_json escapes it.
 fn write_str(out: &mut Vec<u8>, text: &str) {
-    // Writing to a Vec cannot fail.
-    let _ = serde_json::to_writer(&mut *out, text);
+    crate::bytes::write_json_str(out, text);
 }
 
 /// Writes the plain scalar `text` resolved ([`resolve_scalar`]) as JSON.

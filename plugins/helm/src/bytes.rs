@@ -1,0 +1,228 @@
+//! Byte-string primitives written for the sandbox: inside WebAssembly,
+//! `[u8]` equality and `memcmp` go to wasi-libc's byte-at-a-time loop; these
+//! compare and scan eight bytes per step in safe Rust.
+
+/// The eight bytes of `b` at `at` as one word.
+fn word(b: &[u8], at: usize) -> u64 {
+    let mut w = [0; 8];
+    w.copy_from_slice(&b[at..at + 8]);
+    u64::from_le_bytes(w)
+}
+
+/// The four bytes of `b` at `at` as one word.
+fn half(b: &[u8], at: usize) -> u32 {
+    let mut w = [0; 4];
+    w.copy_from_slice(&b[at..at + 4]);
+    u32::from_le_bytes(w)
+}
+
+/// Whether `a` and `b` hold the same bytes.
+pub fn eq(a: &[u8], b: &[u8]) -> bool {
+    let n = a.len();
+    if n != b.len() {
+        return false;
+    }
+    if n >= 8 {
+        // Whole words, then the last word (overlapping the one before).
+        let mut at = 0;
+        while at + 8 <= n {
+            if word(a, at) != word(b, at) {
+                return false;
+            }
+            at += 8;
+        }
+        return word(a, n - 8) == word(b, n - 8);
+    }
+    if n >= 4 {
+        return half(a, 0) == half(b, 0) && half(a, n - 4) == half(b, n - 4);
+    }
+    a.iter().zip(b).all(|(x, y)| x == y)
+}
+
+/// Words of eight bytes `b` each.
+const fn splat(b: u8) -> u64 {
+    u64::from_le_bytes([b; 8])
+}
+
+/// Whether a byte of `w` is below `n` (`n` ≤ 128).
+const fn any_below(w: u64, n: u8) -> bool {
+    w.wrapping_sub(splat(n)) & !w & splat(0x80) != 0
+}
+
+/// Whether a byte of `w` is `b`.
+const fn any_eq(w: u64, b: u8) -> bool {
+    any_below(w ^ splat(b), 1)
+}
+
+/// Whether a byte of `w` is at least 0x7f (DEL, or not ASCII).
+const fn any_high(w: u64) -> bool {
+    (w.wrapping_add(splat(1)) | w) & splat(0x80) != 0
+}
+
+/// Whether every byte of `text` is printable ASCII (`' '..='~'`), a tab or
+/// a line feed.
+pub fn printable_ascii(text: &[u8]) -> bool {
+    let ok = |b: &u8| matches!(b, b'\t' | b'\n' | b' '..=b'~');
+    let mut at = 0;
+    while at + 8 <= text.len() {
+        let w = word(text, at);
+        // Control bytes other than tab and line feed are rare: a word with
+        // any control byte is checked a byte at a time.
+        if any_high(w) || (any_below(w, 0x20) && !text[at..at + 8].iter().all(ok)) {
+            return false;
+        }
+        at += 8;
+    }
+    text[at..].iter().all(ok)
+}
+
+/// Whether `text` holds byte `b`.
+pub fn contains(text: &[u8], b: u8) -> bool {
+    let mut at = 0;
+    while at + 8 <= text.len() {
+        if any_eq(word(text, at), b) {
+            return true;
+        }
+        at += 8;
+    }
+    text[at..].contains(&b)
+}
+
+/// Whether every byte of `text` is below 0x7f (ASCII without DEL).
+pub fn below_del(text: &[u8]) -> bool {
+    let mut at = 0;
+    while at + 8 <= text.len() {
+        if any_high(word(text, at)) {
+            return false;
+        }
+        at += 8;
+    }
+    text[at..].iter().all(|&b| b < 0x7f)
+}
+
+/// Appends `text` to `out` as a JSON string, escaped exactly as
+/// serde_json escapes it (`"`, `\`, and control bytes; `\u00xx` with
+/// lowercase digits where no short escape exists).
+pub fn write_json_str(out: &mut Vec<u8>, text: &str) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    out.push(b'"');
+    let mut rest = text.as_bytes();
+    while let Some(i) = json_escape_at(rest) {
+        out.extend_from_slice(&rest[..i]);
+        let b = rest[i];
+        match b {
+            b'"' => out.extend_from_slice(b"\\\""),
+            b'\\' => out.extend_from_slice(b"\\\\"),
+            b'\n' => out.extend_from_slice(b"\\n"),
+            b'\r' => out.extend_from_slice(b"\\r"),
+            b'\t' => out.extend_from_slice(b"\\t"),
+            0x08 => out.extend_from_slice(b"\\b"),
+            0x0c => out.extend_from_slice(b"\\f"),
+            _ => out.extend_from_slice(&[
+                b'\\',
+                b'u',
+                b'0',
+                b'0',
+                HEX[usize::from(b >> 4)],
+                HEX[usize::from(b & 0xf)],
+            ]),
+        }
+        rest = &rest[i + 1..];
+    }
+    out.extend_from_slice(rest);
+    out.push(b'"');
+}
+
+/// The offset of the first byte of `text` that JSON escapes in a string
+/// (`"`, `\`, a control byte), if any.
+pub fn json_escape_at(text: &[u8]) -> Option<usize> {
+    let special = |b: u8| b == b'"' || b == b'\\' || b < 0x20;
+    let mut at = 0;
+    while at + 8 <= text.len() {
+        let w = word(text, at);
+        if any_eq(w, b'"') || any_eq(w, b'\\') || any_below(w, 0x20) {
+            break;
+        }
+        at += 8;
+    }
+    text[at..].iter().position(|&b| special(b)).map(|i| at + i)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Texts of every length up to 40 around each interesting byte.
+    fn texts() -> Vec<Vec<u8>> {
+        let mut out = Vec::new();
+        for len in 0..40 {
+            let base: Vec<u8> = (0..len).map(|i| b'a' + (i % 26) as u8).collect();
+            out.push(base.clone());
+            for at in 0..len {
+                for b in [
+                    0u8, 1, 9, 10, 13, 0x1f, b' ', b'"', b'\\', b'~', 0x7f, 0x80, 0xc3, 0xff,
+                ] {
+                    let mut t = base.clone();
+                    t[at] = b;
+                    out.push(t);
+                }
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn eq_is_slice_equality() {
+        let texts = texts();
+        for a in texts.iter().step_by(7) {
+            for b in texts.iter().step_by(5) {
+                assert_eq!(eq(a, b), a == b, "{a:?} {b:?}");
+            }
+            assert!(eq(a, a));
+        }
+    }
+
+    #[test]
+    fn printable_ascii_is_the_bytewise_rule() {
+        for t in texts() {
+            let want = t.iter().all(|b| matches!(b, b'\t' | b'\n' | b' '..=b'~'));
+            assert_eq!(printable_ascii(&t), want, "{t:?}");
+        }
+    }
+
+    #[test]
+    fn contains_and_below_del_are_the_bytewise_rules() {
+        for t in texts() {
+            for b in [0u8, b'"', 0xf4, b'a'] {
+                assert_eq!(contains(&t, b), t.contains(&b), "{t:?} {b}");
+            }
+            assert_eq!(below_del(&t), t.iter().all(|&b| b < 0x7f), "{t:?}");
+        }
+    }
+
+    #[test]
+    fn write_json_str_is_serde_jsons_escaping() {
+        let mut all: Vec<String> = texts()
+            .into_iter()
+            .map(|t| String::from_utf8_lossy(&t).into_owned())
+            .collect();
+        all.push((0u8..0x80).map(char::from).collect());
+        all.push("é\u{2028}\u{feff}🎉\"\\".into());
+        for t in all {
+            let mut ours = Vec::new();
+            write_json_str(&mut ours, &t);
+            assert_eq!(
+                String::from_utf8(ours).unwrap(),
+                serde_json::to_string(&t).unwrap()
+            );
+        }
+    }
+
+    #[test]
+    fn json_escape_at_finds_the_first_special_byte() {
+        for t in texts() {
+            let want = t.iter().position(|&b| b == b'"' || b == b'\\' || b < 0x20);
+            assert_eq!(json_escape_at(&t), want, "{t:?}");
+        }
+    }
+}
