@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 
 use crate::number::go_format_g;
 use crate::order::sort_by_key;
-use crate::style::{Style, is_break, printable, style};
+use crate::style::{Style, full_style, is_break, printable, quick_style};
 use crate::tree::{Node, Tree};
 use crate::{INDENT, WIDTH};
 
@@ -182,7 +182,20 @@ impl Emitter {
     }
 
     fn string(&mut self, s: &str, indent: usize, key: bool) {
-        match style(s, key) {
+        let style = match quick_style(s) {
+            // Printable ASCII on one line, written as it is (see `plain`):
+            // one column a byte.
+            Some(Style::Plain)
+                if key || self.column + s.len() <= WIDTH + 1 || !s.as_bytes().contains(&b' ') =>
+            {
+                self.out.push_str(s);
+                self.column += s.len();
+                return;
+            }
+            Some(style) => style,
+            None => full_style(s, key),
+        };
+        match style {
             Style::Plain => self.plain(s, indent, !key),
             Style::Single => self.single_quoted(s, indent, !key),
             Style::Double => self.double_quoted(s, indent, !key),

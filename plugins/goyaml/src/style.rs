@@ -3,62 +3,66 @@
 //! allows it, else single or double quotes, or a literal block for
 //! multi-line text.
 //!
-//! [`style`] first tries [`quick_style`], one pass over the bytes without
+//! The emitter first tries [`quick_style`], one pass over the bytes without
 //! allocating, which decides for the common case (printable ASCII that is
 //! not number-like); any other text takes the full analysis
 //! ([`full_style`]), which is go-yaml's algorithm spelled out.
 
 use crate::resolve::{base60_float, resolves_to_string};
 
-/// The style go-yaml writes `s` in; `key`: `s` is a mapping key (never a
-/// literal block).
-pub(crate) fn style(s: &str, key: bool) -> Style {
-    quick_style(s).unwrap_or_else(|| full_style(s, key))
-}
-
 /// The words go-yaml v2 resolves to a bool, a null or a special float.
 fn special_word(s: &str) -> bool {
-    matches!(
-        s,
-        "y" | "Y"
-            | "yes"
-            | "Yes"
-            | "YES"
-            | "true"
-            | "True"
-            | "TRUE"
-            | "on"
-            | "On"
-            | "ON"
-            | "n"
-            | "N"
-            | "no"
-            | "No"
-            | "NO"
-            | "false"
-            | "False"
-            | "FALSE"
-            | "off"
-            | "Off"
-            | "OFF"
-            | ""
-            | "~"
-            | "null"
-            | "Null"
-            | "NULL"
-            | ".nan"
-            | ".NaN"
-            | ".NAN"
-            | ".inf"
-            | ".Inf"
-            | ".INF"
-            | "+.inf"
-            | "+.Inf"
-            | "+.INF"
-            | "-.inf"
-            | "-.Inf"
-            | "-.INF"
-    )
+    // Every word is at most five bytes and starts with one of these.
+    match s.as_bytes().first() {
+        None => return true,
+        Some(
+            b'y' | b'Y' | b't' | b'T' | b'o' | b'O' | b'n' | b'N' | b'f' | b'F' | b'~' | b'.'
+            | b'+' | b'-',
+        ) => {}
+        Some(_) => return false,
+    }
+    s.len() <= 5
+        && matches!(
+            s,
+            "y" | "Y"
+                | "yes"
+                | "Yes"
+                | "YES"
+                | "true"
+                | "True"
+                | "TRUE"
+                | "on"
+                | "On"
+                | "ON"
+                | "n"
+                | "N"
+                | "no"
+                | "No"
+                | "NO"
+                | "false"
+                | "False"
+                | "FALSE"
+                | "off"
+                | "Off"
+                | "OFF"
+                | ""
+                | "~"
+                | "null"
+                | "Null"
+                | "NULL"
+                | ".nan"
+                | ".NaN"
+                | ".NAN"
+                | ".inf"
+                | ".Inf"
+                | ".INF"
+                | "+.inf"
+                | "+.Inf"
+                | "+.INF"
+                | "-.inf"
+                | "-.Inf"
+                | "-.INF"
+        )
 }
 
 /// Whether byte `b` can be part of a text that go-yaml reads as a number,

@@ -78,14 +78,53 @@ pub fn printable_ascii(text: &[u8]) -> bool {
 
 /// Whether `text` holds byte `b`.
 pub fn contains(text: &[u8], b: u8) -> bool {
+    contains_any(text, [b])
+}
+
+/// Whether `text` holds one of the bytes of `set`.
+pub fn contains_any<const N: usize>(text: &[u8], set: [u8; N]) -> bool {
     let mut at = 0;
     while at + 8 <= text.len() {
-        if any_eq(word(text, at), b) {
+        let w = word(text, at);
+        if set.iter().any(|&b| any_eq(w, b)) {
             return true;
         }
         at += 8;
     }
-    text[at..].contains(&b)
+    text[at..].iter().any(|b| set.contains(b))
+}
+
+/// The offset of the first occurrence of `needle` in `haystack`: candidate
+/// positions are found by the needle's first byte, eight bytes a step.
+pub fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+    let Some((&first, rest)) = needle.split_first() else {
+        return Some(0);
+    };
+    let mut at = 0;
+    while at + needle.len() <= haystack.len() {
+        let i = at + position(&haystack[at..haystack.len() - rest.len()], first)?;
+        if eq(&haystack[i + 1..i + needle.len()], rest) {
+            return Some(i);
+        }
+        at = i + 1;
+    }
+    None
+}
+
+/// The offset of the first `b` in `text`.
+fn position(text: &[u8], b: u8) -> Option<usize> {
+    let mut at = 0;
+    while at + 8 <= text.len() {
+        let w = word(text, at) ^ splat(b);
+        // The lowest byte of `w` that is zero (exact: bytes below the first
+        // zero byte borrow nothing).
+        let zero = w.wrapping_sub(splat(1)) & !w & splat(0x80);
+        if zero != 0 {
+            return Some(at + (zero.trailing_zeros() / 8) as usize);
+        }
+        at += 8;
+    }
+    text[at..].iter().position(|&x| x == b).map(|i| at + i)
 }
 
 /// Whether every byte of `text` is below 0x7f (ASCII without DEL).
@@ -197,6 +236,36 @@ mod tests {
                 assert_eq!(contains(&t, b), t.contains(&b), "{t:?} {b}");
             }
             assert_eq!(below_del(&t), t.iter().all(|&b| b < 0x7f), "{t:?}");
+        }
+    }
+
+    #[test]
+    fn find_is_the_substring_search() {
+        let texts = texts();
+        let needles: [&[u8]; 7] = [
+            b"",
+            b"a",
+            b"{{",
+            b"\n---",
+            b"<no value>",
+            b"abcdefghij",
+            b"\"\\",
+        ];
+        for t in &texts {
+            for n in needles {
+                let want = t.windows(n.len().max(1)).position(|w| w == n);
+                let want = if n.is_empty() {
+                    Some(0)
+                } else {
+                    want.filter(|_| n.len() <= t.len())
+                };
+                assert_eq!(find(t, n), want, "{t:?} {n:?}");
+            }
+            let long: Vec<u8> = [t.as_slice(), b"\n---x", t.as_slice()].concat();
+            assert_eq!(
+                find(&long, b"\n---"),
+                long.windows(4).position(|w| w == b"\n---")
+            );
         }
     }
 

@@ -168,10 +168,11 @@ pub fn to_json_styled(v: &Value, style: JsonStyle) -> String {
 /// `escape_html`, U+2028/U+2029 escaped, raw bytes that are not UTF-8 as
 /// U+FFFD; the text itself when none of them is in it.
 fn go_json(text: String, escape_html: bool) -> String {
-    let html = |b: &u8| matches!(b, b'<' | b'>' | b'&');
-    let changes = (escape_html && text.as_bytes().iter().any(html))
-        || text.contains(['\u{2028}', '\u{2029}'])
-        || gostr::has_raw(&text);
+    let bytes = text.as_bytes();
+    // U+2028, U+2029 and raw bytes are not ASCII.
+    let changes = (escape_html && crate::bytes::contains_any(bytes, [b'<', b'>', b'&']))
+        || (!crate::bytes::below_del(bytes)
+            && (text.contains(['\u{2028}', '\u{2029}']) || gostr::has_raw(&text)));
     if !changes {
         return text;
     }
