@@ -4,17 +4,20 @@
 /// compared as numbers (`a2` before `a10`).
 pub(crate) fn key_less(a: &str, b: &str) -> bool {
     if a.is_ascii() && b.is_ascii() {
-        less(a.as_bytes(), b.as_bytes())
+        // Equal bytes compare equal: the first difference decides.
+        let (a, b) = (a.as_bytes(), b.as_bytes());
+        less(a, b, kiln_bytes::common_prefix(a, b))
     } else {
         let a: Vec<char> = a.chars().collect();
         let b: Vec<char> = b.chars().collect();
-        less(&a, &b)
+        less(&a, &b, 0)
     }
 }
 
-fn less<T: Copy + Into<char> + PartialEq>(a: &[T], b: &[T]) -> bool {
+/// [`key_less`] of `a` and `b`, whose first `equal` items are equal.
+fn less<T: Copy + Into<char> + PartialEq>(a: &[T], b: &[T], equal: usize) -> bool {
     let c = |x: T| -> char { x.into() };
-    for i in 0..a.len().min(b.len()) {
+    for i in equal..a.len().min(b.len()) {
         if a[i] == b[i] {
             continue;
         }

@@ -145,6 +145,22 @@ fn first_indicator(b: u8) -> bool {
 pub(crate) fn quick_style(s: &str) -> Option<Style> {
     let bytes = s.as_bytes();
     let &first = bytes.first()?;
+    // The most common text: it cannot start a number, and without `:` or
+    // `#` only its first byte can be an indicator (`-` and `.`, which start
+    // `---` and `...`, start numbers too).
+    if !matches!(first, b'0'..=b'9' | b'+' | b'-' | b'.')
+        && kiln_bytes::printable_ascii_without(bytes, [b':', b'#'])
+    {
+        let indicator =
+            first_indicator(first) || (first == b'?' && bytes.get(1).is_none_or(|&n| n == b' '));
+        return Some(if special_word(s) {
+            Style::Double
+        } else if indicator || first == b' ' || bytes.last() == Some(&b' ') {
+            Style::Single
+        } else {
+            Style::Plain
+        });
+    }
     let followed_by_space = |i: usize| bytes.get(i + 1).is_none_or(|&n| n == b' ');
     let mut indicators = first_indicator(first)
         || (matches!(first, b'?' | b':' | b'-') && followed_by_space(0))

@@ -170,8 +170,8 @@ pub fn to_json_styled(v: &Value, style: JsonStyle) -> String {
 fn go_json(text: String, escape_html: bool) -> String {
     let bytes = text.as_bytes();
     // U+2028, U+2029 and raw bytes are not ASCII.
-    let changes = (escape_html && crate::bytes::contains_any(bytes, [b'<', b'>', b'&']))
-        || (!crate::bytes::below_del(bytes)
+    let changes = (escape_html && kiln_bytes::contains_any(bytes, [b'<', b'>', b'&']))
+        || (!kiln_bytes::below_del(bytes)
             && (text.contains(['\u{2028}', '\u{2029}']) || gostr::has_raw(&text)));
     if !changes {
         return text;
@@ -204,7 +204,7 @@ pub fn json_for_yaml_readers(text: String) -> String {
     // Every refused character is encoded with one of these leading bytes
     // (U+007F; C2 80..9F; EF BB BF, EF BF BE/BF): a text without them
     // holds none, checked without decoding it.
-    if crate::bytes::below_del(text.as_bytes())
+    if kiln_bytes::below_del(text.as_bytes())
         || !text.bytes().any(|b| matches!(b, 0x7f | 0xc2 | 0xef))
     {
         return text;

@@ -185,9 +185,8 @@ impl TemplateIndex {
 
     fn get(&self, name: &str) -> Option<&(Rc<str>, Rc<List>)> {
         let hash = self.hasher.hash_one(name);
-        self.table.find(hash, |(n, _)| {
-            crate::bytes::eq(n.as_bytes(), name.as_bytes())
-        })
+        self.table
+            .find(hash, |(n, _)| kiln_bytes::eq(n.as_bytes(), name.as_bytes()))
     }
 }
 
@@ -736,7 +735,7 @@ impl State<'_> {
         self.rt.vars[self.vars_base..]
             .iter()
             .rev()
-            .find(|(n, _)| crate::bytes::eq(n.as_bytes(), name.as_bytes()))
+            .find(|(n, _)| kiln_bytes::eq(n.as_bytes(), name.as_bytes()))
             .map(|(_, v)| v.clone())
             .unwrap_or_default()
     }

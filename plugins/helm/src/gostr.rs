@@ -74,7 +74,7 @@ fn decode(mut bytes: &[u8], keep: bool) -> String {
 pub fn has_raw(text: &str) -> bool {
     // Every character of the range is encoded starting with byte 0xF4: a
     // byte search rules most texts out without decoding them.
-    crate::bytes::contains(text.as_bytes(), 0xf4) && text.chars().any(|c| raw_byte(c).is_some())
+    kiln_bytes::contains(text.as_bytes(), 0xf4) && text.chars().any(|c| raw_byte(c).is_some())
 }
 
 /// The bytes of the Go string `text` stands for.

@@ -14,7 +14,6 @@
 //! (repeatable), `skipCrds`.
 
 pub mod archive;
-pub mod bytes;
 pub mod chart;
 pub mod convert;
 pub mod crypto;

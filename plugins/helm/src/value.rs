@@ -14,13 +14,13 @@ pub type Map = BTreeMap<String, Value>;
 const SCANNED_MAP: usize = 11;
 
 /// `map[key]`: small maps are scanned comparing lengths first and bytes
-/// word-wise ([`crate::bytes::eq`]); a B-tree search compares each key on
+/// word-wise ([`kiln_bytes::eq`]); a B-tree search compares each key on
 /// its way with `memcmp`, a byte at a time inside WebAssembly.
 pub fn lookup<'m>(map: &'m Map, key: &str) -> Option<&'m Value> {
     if map.len() <= SCANNED_MAP {
         return map
             .iter()
-            .find(|(k, _)| crate::bytes::eq(k.as_bytes(), key.as_bytes()))
+            .find(|(k, _)| kiln_bytes::eq(k.as_bytes(), key.as_bytes()))
             .map(|(_, v)| v);
     }
     map.get(key)

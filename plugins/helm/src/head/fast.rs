@@ -136,7 +136,7 @@ struct Entry<'a> {
 /// without a line break other than `\n` (no `\r`, NEL, LS, PS), and no byte
 /// order mark.
 fn printable(doc: &str) -> bool {
-    if crate::bytes::printable_ascii(doc.as_bytes()) {
+    if kiln_bytes::printable_ascii(doc.as_bytes()) {
         return true;
     }
     doc.chars().all(|c| match c {
@@ -813,7 +813,7 @@ impl<'a> Reader<'a> {
 
 /// Writes `text` as a JSON string, escaped as serde_json escapes it.
 fn write_str(out: &mut Vec<u8>, text: &str) {
-    crate::bytes::write_json_str(out, text);
+    kiln_bytes::write_json_str(out, text);
 }
 
 /// Writes the plain scalar `text` resolved ([`resolve_scalar`]) as JSON.

@@ -1,8 +1,14 @@
+//! # `kiln-bytes`: byte strings eight bytes a step
+//!
 //! Byte-string primitives written for the sandbox: inside WebAssembly,
-//! `[u8]` equality and `memcmp` go to wasi-libc's byte-at-a-time loop; these
-//! compare and scan eight bytes per step in safe Rust.
+//! `[u8]` equality, ordering and `memcmp` go to wasi-libc's byte-at-a-time
+//! loop, and `memchr` four bytes a step; these compare and scan a 64-bit
+//! word per step, in safe Rust (whole words read with `from_le_bytes`).
+
+#![forbid(unsafe_code)]
 
 /// The eight bytes of `b` at `at` as one word.
+#[inline]
 fn word(b: &[u8], at: usize) -> u64 {
     let mut w = [0; 8];
     w.copy_from_slice(&b[at..at + 8]);
@@ -10,6 +16,7 @@ fn word(b: &[u8], at: usize) -> u64 {
 }
 
 /// The four bytes of `b` at `at` as one word.
+#[inline]
 fn half(b: &[u8], at: usize) -> u32 {
     let mut w = [0; 4];
     w.copy_from_slice(&b[at..at + 4]);
@@ -17,6 +24,7 @@ fn half(b: &[u8], at: usize) -> u32 {
 }
 
 /// Whether `a` and `b` hold the same bytes.
+#[inline]
 pub fn eq(a: &[u8], b: &[u8]) -> bool {
     let n = a.len();
     if n != b.len() {
@@ -40,27 +48,32 @@ pub fn eq(a: &[u8], b: &[u8]) -> bool {
 }
 
 /// Words of eight bytes `b` each.
+#[inline]
 const fn splat(b: u8) -> u64 {
     u64::from_le_bytes([b; 8])
 }
 
 /// Whether a byte of `w` is below `n` (`n` ≤ 128).
+#[inline]
 const fn any_below(w: u64, n: u8) -> bool {
     w.wrapping_sub(splat(n)) & !w & splat(0x80) != 0
 }
 
 /// Whether a byte of `w` is `b`.
+#[inline]
 const fn any_eq(w: u64, b: u8) -> bool {
     any_below(w ^ splat(b), 1)
 }
 
 /// Whether a byte of `w` is at least 0x7f (DEL, or not ASCII).
+#[inline]
 const fn any_high(w: u64) -> bool {
     (w.wrapping_add(splat(1)) | w) & splat(0x80) != 0
 }
 
 /// Whether every byte of `text` is printable ASCII (`' '..='~'`), a tab or
 /// a line feed.
+#[inline]
 pub fn printable_ascii(text: &[u8]) -> bool {
     let ok = |b: &u8| matches!(b, b'\t' | b'\n' | b' '..=b'~');
     let mut at = 0;
@@ -77,11 +90,13 @@ pub fn printable_ascii(text: &[u8]) -> bool {
 }
 
 /// Whether `text` holds byte `b`.
+#[inline]
 pub fn contains(text: &[u8], b: u8) -> bool {
     contains_any(text, [b])
 }
 
 /// Whether `text` holds one of the bytes of `set`.
+#[inline]
 pub fn contains_any<const N: usize>(text: &[u8], set: [u8; N]) -> bool {
     let mut at = 0;
     while at + 8 <= text.len() {
@@ -96,6 +111,7 @@ pub fn contains_any<const N: usize>(text: &[u8], set: [u8; N]) -> bool {
 
 /// The offset of the first occurrence of `needle` in `haystack`: candidate
 /// positions are found by the needle's first byte, eight bytes a step.
+#[inline]
 pub fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
     let Some((&first, rest)) = needle.split_first() else {
         return Some(0);
@@ -112,6 +128,7 @@ pub fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
 }
 
 /// The offset of the first `b` in `text`.
+#[inline]
 fn position(text: &[u8], b: u8) -> Option<usize> {
     let mut at = 0;
     while at + 8 <= text.len() {
@@ -128,6 +145,7 @@ fn position(text: &[u8], b: u8) -> Option<usize> {
 }
 
 /// Whether every byte of `text` is below 0x7f (ASCII without DEL).
+#[inline]
 pub fn below_del(text: &[u8]) -> bool {
     let mut at = 0;
     while at + 8 <= text.len() {
@@ -142,6 +160,7 @@ pub fn below_del(text: &[u8]) -> bool {
 /// Appends `text` to `out` as a JSON string, escaped exactly as
 /// serde_json escapes it (`"`, `\`, and control bytes; `\u00xx` with
 /// lowercase digits where no short escape exists).
+#[inline]
 pub fn write_json_str(out: &mut Vec<u8>, text: &str) {
     const HEX: &[u8; 16] = b"0123456789abcdef";
     out.push(b'"');
@@ -172,8 +191,45 @@ pub fn write_json_str(out: &mut Vec<u8>, text: &str) {
     out.push(b'"');
 }
 
+/// Whether every byte of `text` is printable ASCII (`' '..='~'`) and none
+/// is one of `excluded`.
+#[inline]
+pub fn printable_ascii_without<const N: usize>(text: &[u8], excluded: [u8; N]) -> bool {
+    let ok = |b: &u8| matches!(b, b' '..=b'~') && !excluded.contains(b);
+    let mut at = 0;
+    while at + 8 <= text.len() {
+        let w = word(text, at);
+        if any_high(w) || any_below(w, 0x20) || excluded.iter().any(|&b| any_eq(w, b)) {
+            return false;
+        }
+        at += 8;
+    }
+    text[at..].iter().all(ok)
+}
+
+/// How many leading bytes `a` and `b` have in common.
+#[inline]
+pub fn common_prefix(a: &[u8], b: &[u8]) -> usize {
+    let n = a.len().min(b.len());
+    let mut at = 0;
+    while at + 8 <= n {
+        let diff = word(a, at) ^ word(b, at);
+        if diff != 0 {
+            // Little-endian: the lowest set bit is in the first differing byte.
+            return at + (diff.trailing_zeros() / 8) as usize;
+        }
+        at += 8;
+    }
+    at + a[at..n]
+        .iter()
+        .zip(&b[at..n])
+        .take_while(|(x, y)| x == y)
+        .count()
+}
+
 /// The offset of the first byte of `text` that JSON escapes in a string
 /// (`"`, `\`, a control byte), if any.
+#[inline]
 pub fn json_escape_at(text: &[u8]) -> Option<usize> {
     let special = |b: u8| b == b'"' || b == b'\\' || b < 0x20;
     let mut at = 0;
@@ -236,6 +292,27 @@ mod tests {
                 assert_eq!(contains(&t, b), t.contains(&b), "{t:?} {b}");
             }
             assert_eq!(below_del(&t), t.iter().all(|&b| b < 0x7f), "{t:?}");
+        }
+    }
+
+    #[test]
+    fn printable_ascii_without_is_the_bytewise_rule() {
+        for t in texts() {
+            let want = t
+                .iter()
+                .all(|b| matches!(b, b' '..=b'~') && *b != b'"' && *b != b'~');
+            assert_eq!(printable_ascii_without(&t, [b'"', b'~']), want, "{t:?}");
+        }
+    }
+
+    #[test]
+    fn common_prefix_is_the_bytewise_count() {
+        let texts = texts();
+        for a in texts.iter().step_by(3) {
+            for b in texts.iter().step_by(11) {
+                let want = a.iter().zip(b).take_while(|(x, y)| x == y).count();
+                assert_eq!(common_prefix(a, b), want, "{a:?} {b:?}");
+            }
         }
     }
 
