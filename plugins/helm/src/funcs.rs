@@ -310,7 +310,8 @@ fn arity(name: &str, args: &[Value], want: usize) -> Result<(), FnError> {
 /// Sprig's `strval`: strings as they are, everything else as `%v`.
 pub fn strval(v: &Value) -> String {
     match v {
-        Value::Str(s) => s.to_string(),
+        // Not `to_string`: through `Display` and the formatter's padding.
+        Value::Str(s) => String::from(&**s),
         Value::Bytes(b) => crate::gostr::from_bytes(b).into_owned(),
         Value::Nil => "<nil>".to_owned(),
         other => other.to_go_string(),
@@ -1549,11 +1550,13 @@ fn go_expand(s: &str) -> String {
 }
 
 fn hex(b: &[u8]) -> String {
-    use std::fmt::Write as _;
-    b.iter().fold(String::new(), |mut s, x| {
-        let _ = write!(s, "{x:02x}");
-        s
-    })
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut s = String::with_capacity(2 * b.len());
+    for &x in b {
+        s.push(char::from(DIGITS[usize::from(x >> 4)]));
+        s.push(char::from(DIGITS[usize::from(x & 0xf)]));
+    }
+    s
 }
 
 fn base32(data: &[u8]) -> String {
