@@ -109,10 +109,21 @@ pub fn contains_any<const N: usize>(text: &[u8], set: [u8; N]) -> bool {
     text[at..].iter().any(|b| set.contains(b))
 }
 
-/// The offset of the first occurrence of `needle` in `haystack`: candidate
-/// positions are found by the needle's first byte, eight bytes a step.
+/// Longest needle [`find`] searches by its first byte; longer ones go to
+/// the standard library's two-way search.
+const SHORT_NEEDLE: usize = 16;
+
+/// The offset of the first occurrence of `needle` in `haystack`. A short
+/// needle's candidate positions are found by its first byte, eight bytes a
+/// step, and each costs at most [`SHORT_NEEDLE`] bytes of comparison (the
+/// search stays linear); a longer needle takes the standard library's
+/// two-way search, linear for any needle.
 #[inline]
-pub fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+pub fn find(haystack: &str, needle: &str) -> Option<usize> {
+    if needle.len() > SHORT_NEEDLE {
+        return haystack.find(needle);
+    }
+    let (haystack, needle) = (haystack.as_bytes(), needle.as_bytes());
     let Some((&first, rest)) = needle.split_first() else {
         return Some(0);
     };
@@ -250,9 +261,25 @@ mod tests {
     /// Texts of every length up to 40 around each interesting byte.
     fn texts() -> Vec<Vec<u8>> {
         let mut out = Vec::new();
-        for len in 0..40 {
+        for len in 0..40usize {
             let base: Vec<u8> = (0..len).map(|i| b'a' + (i % 26) as u8).collect();
             out.push(base.clone());
+            // Two unusual bytes side by side (a carry or borrow out of one
+            // byte of a word must not hide or fake the next).
+            for at in 0..len.saturating_sub(1) {
+                for (x, y) in [
+                    (0xff, 0x7e),
+                    (0x00, 0x3a),
+                    (0x7f, 0x20),
+                    (0x1f, 0x23),
+                    (0x22, 0x5c),
+                ] {
+                    let mut t = base.clone();
+                    t[at] = x;
+                    t[at + 1] = y;
+                    out.push(t);
+                }
+            }
             for at in 0..len {
                 for b in [
                     0u8, 1, 9, 10, 13, 0x1f, b' ', b'"', b'\\', b'~', 0x7f, 0x80, 0xc3, 0xff,
@@ -292,6 +319,12 @@ mod tests {
                 assert_eq!(contains(&t, b), t.contains(&b), "{t:?} {b}");
             }
             assert_eq!(below_del(&t), t.iter().all(|&b| b < 0x7f), "{t:?}");
+            let set = [b'<', b'>', b'&', b'\\'];
+            assert_eq!(
+                contains_any(&t, set),
+                t.iter().any(|b| set.contains(b)),
+                "{t:?}"
+            );
         }
     }
 
@@ -302,6 +335,10 @@ mod tests {
                 .iter()
                 .all(|b| matches!(b, b' '..=b'~') && *b != b'"' && *b != b'~');
             assert_eq!(printable_ascii_without(&t, [b'"', b'~']), want, "{t:?}");
+            let want = t
+                .iter()
+                .all(|b| matches!(b, b' '..=b'~') && *b != b':' && *b != b'#');
+            assert_eq!(printable_ascii_without(&t, [b':', b'#']), want, "{t:?}");
         }
     }
 
@@ -318,32 +355,38 @@ mod tests {
 
     #[test]
     fn find_is_the_substring_search() {
-        let texts = texts();
-        let needles: [&[u8]; 7] = [
-            b"",
-            b"a",
-            b"{{",
-            b"\n---",
-            b"<no value>",
-            b"abcdefghij",
-            b"\"\\",
+        let texts: Vec<String> = texts()
+            .into_iter()
+            .map(|t| String::from_utf8_lossy(&t).into_owned())
+            .collect();
+        let needles = [
+            "",
+            "a",
+            "{{",
+            "\n---",
+            "<no value>",
+            "abcdefghij",
+            "\"\\",
+            "abcdefghijklmnopq",
+            "bcdefghijklmnopqrs",
         ];
         for t in &texts {
             for n in needles {
-                let want = t.windows(n.len().max(1)).position(|w| w == n);
-                let want = if n.is_empty() {
-                    Some(0)
-                } else {
-                    want.filter(|_| n.len() <= t.len())
-                };
-                assert_eq!(find(t, n), want, "{t:?} {n:?}");
+                assert_eq!(find(t, n), t.find(n), "{t:?} {n:?}");
             }
-            let long: Vec<u8> = [t.as_slice(), b"\n---x", t.as_slice()].concat();
-            assert_eq!(
-                find(&long, b"\n---"),
-                long.windows(4).position(|w| w == b"\n---")
-            );
+            let long = format!("{t}\n---x{t}");
+            assert_eq!(find(&long, "\n---"), long.find("\n---"));
         }
+    }
+
+    /// A long needle made of the haystack's own byte (every position a
+    /// candidate): found, or not, as the standard search finds it.
+    #[test]
+    fn find_of_a_long_needle_is_the_standard_search() {
+        let haystack = "a".repeat(100_000);
+        let needle = format!("{}b", "a".repeat(5_000));
+        assert_eq!(find(&haystack, &needle), None);
+        assert_eq!(find(&format!("{haystack}b"), &needle), Some(95_000));
     }
 
     #[test]

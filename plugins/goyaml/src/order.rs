@@ -100,3 +100,39 @@ pub(crate) fn sort_by_key<T: Copy>(
         *slot = *item;
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Starting the comparison after the common prefix is the comparison
+    /// from the start, digit runs across the prefix's end included (the
+    /// leading-zero rule looks back into the prefix).
+    #[test]
+    fn key_less_from_the_common_prefix_is_key_less_from_the_start() {
+        let parts = [
+            "", "a", "b", "0", "00", "007", "07", "7", "9", "10", "x", "-", ".", "Z", "é",
+        ];
+        let mut keys = Vec::new();
+        for p in parts {
+            for q in parts {
+                for r in ["", "0", "1", "a"] {
+                    keys.push(format!("{p}{q}{r}"));
+                    keys.push(format!("key-{p}{q}{r}-{q}"));
+                }
+            }
+        }
+        for a in &keys {
+            for b in &keys {
+                let from_start = if a.is_ascii() && b.is_ascii() {
+                    less(a.as_bytes(), b.as_bytes(), 0)
+                } else {
+                    let a: Vec<char> = a.chars().collect();
+                    let b: Vec<char> = b.chars().collect();
+                    less(&a, &b, 0)
+                };
+                assert_eq!(key_less(a, b), from_start, "{a:?} {b:?}");
+            }
+        }
+    }
+}

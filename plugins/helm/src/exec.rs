@@ -164,7 +164,10 @@ impl Layer {
 /// The templates by name, found by one hash and one word-wise comparison
 /// (every `include` and `template` looks its template up; chart template
 /// names share long prefixes, which a sorted map compares a byte at a time
-/// inside WebAssembly).
+/// inside WebAssembly). The hash's seed is fixed (a render is
+/// deterministic): names crafted to collide make each lookup compare them
+/// all, work the step budget and the render's deadline bound as they bound
+/// any slow template.
 struct TemplateIndex {
     table: hashbrown::HashTable<(Rc<str>, Rc<List>)>,
     hasher: foldhash::fast::FixedState,

@@ -707,7 +707,7 @@ fn call_builtin(st: &mut State<'_>, name: &str, a: &[Value]) -> R {
             arity(name, a, 3)?;
             Value::str(s(2).replace(&*s(0), &s(1)))
         }
-        "contains" => Value::Bool(kiln_bytes::find(s(1).as_bytes(), s(0).as_bytes()).is_some()),
+        "contains" => Value::Bool(kiln_bytes::find(&s(1), &s(0)).is_some()),
         "hasPrefix" => Value::Bool(s(1).starts_with(&*s(0))),
         "hasSuffix" => Value::Bool(s(1).ends_with(&*s(0))),
         "trunc" => {

@@ -51,12 +51,16 @@ pub mod yamltree;
 #[cfg(target_arch = "wasm32")]
 mod plugin;
 
-/// The guest's allocator: TLSF (constant-time, two-level segregated free
-/// lists) in place of wasi-libc's dlmalloc behind Rust's allocation shims.
-/// A large render allocates and frees about 130,000 blocks; measured in
-/// instructions per render in `docs/benchmarks.md` ("helm plugin").
+/// The guest's allocator: the Rust port of dlmalloc (the standard library's
+/// allocator on wasm32-unknown-unknown) called directly, in place of
+/// wasi-libc's dlmalloc reached through Rust's allocation shims and
+/// `malloc`. A large render allocates and frees about 130,000 blocks;
+/// measured in instructions per render in `docs/benchmarks.md` ("helm
+/// plugin"). (rlsf's TLSF was measured too: as fast, but on wasm32 it never
+/// joins the memory it grows, so a buffer that keeps doubling needs twice
+/// its size.)
 #[cfg(target_arch = "wasm32")]
 #[global_allocator]
-static ALLOCATOR: rlsf::GlobalTlsf = rlsf::GlobalTlsf::new();
+static ALLOCATOR: dlmalloc::GlobalDlmalloc = dlmalloc::GlobalDlmalloc;
 
 pub use render::{Document, Options, RenderError, render, stream};

@@ -911,7 +911,7 @@ pub fn render(
             continue;
         }
         // Helm drops `<no value>` (the text is copied only when it has one).
-        let out = if kiln_bytes::find(out.as_bytes(), b"<no value>").is_some() {
+        let out = if kiln_bytes::find(&out, "<no value>").is_some() {
             out.replace("<no value>", "")
         } else {
             out

@@ -27,7 +27,7 @@ pub fn documents(text: &str) -> Vec<String> {
     // Leftmost-first: the first `\n---` at or after `from`, its match
     // starting where the run of spaces before it starts (not before
     // `from`: matches do not overlap).
-    while let Some(found) = kiln_bytes::find(&bytes[from..], b"\n---") {
+    while let Some(found) = kiln_bytes::find(&text[from..], "\n---") {
         let newline = from + found;
         let mut start = newline;
         while start > from && is_space(bytes[start - 1]) {

@@ -344,6 +344,47 @@ pub fn format_float_g(f: f64) -> String {
 mod tests {
     use super::*;
 
+    /// Scanned (small) and searched (large) maps find what `get` finds,
+    /// keys sharing prefixes and lengths included.
+    #[test]
+    fn lookup_is_get_on_either_side_of_the_scan_limit() {
+        let names = [
+            "",
+            "a",
+            "ab",
+            "abc",
+            "abcdefgh",
+            "abcdefgi",
+            "abcdefghi",
+            "Values",
+            "values",
+            "z",
+        ];
+        for size in [0, 1, SCANNED_MAP - 1, SCANNED_MAP, SCANNED_MAP + 1, 40] {
+            let map: Map = (0..size)
+                .map(|i| {
+                    (
+                        format!("{}{i}", names[i % names.len()]),
+                        Value::Int(i as i64),
+                    )
+                })
+                .chain((0..size.min(names.len())).map(|i| (names[i].to_owned(), Value::Int(-1))))
+                .collect();
+            let probes = map
+                .keys()
+                .cloned()
+                .chain(["missing", "abcdefg", "Values0x"].map(String::from));
+            for key in probes {
+                assert_eq!(
+                    lookup(&map, &key).map(|v| format!("{v:?}")),
+                    map.get(&key).map(|v| format!("{v:?}")),
+                    "{key:?} in a map of {}",
+                    map.len()
+                );
+            }
+        }
+    }
+
     // Expected strings from Go (fmt.Sprint of float64).
     #[test]
     fn floats_print_as_go() {
