@@ -2,7 +2,6 @@
 //! under step, output and depth budgets.
 
 use std::fmt;
-use std::hash::BuildHasher as _;
 use std::rc::Rc;
 
 use crate::funcs;
@@ -164,33 +163,15 @@ impl Layer {
 /// The templates by name, found by one hash and one word-wise comparison
 /// (every `include` and `template` looks its template up; chart template
 /// names share long prefixes, which a sorted map compares a byte at a time
-/// inside WebAssembly). The hash's seed is fixed (a render is
-/// deterministic): names crafted to collide make each lookup compare them
-/// all, work the step budget and the render's deadline bound as they bound
-/// any slow template.
-struct TemplateIndex {
-    table: hashbrown::HashTable<(Rc<str>, Rc<List>)>,
-    hasher: foldhash::fast::FixedState,
-}
+/// inside WebAssembly): each name with its shared name and tree.
+type TemplateIndex = crate::textmap::TextMap<Rc<str>, (Rc<str>, Rc<List>)>;
 
-impl TemplateIndex {
-    fn new(trees: &Trees) -> Self {
-        let hasher = foldhash::fast::FixedState::default();
-        let mut table = hashbrown::HashTable::with_capacity(trees.len());
-        for (name, tree) in trees {
-            let hash = hasher.hash_one(&**name);
-            table.insert_unique(hash, (name.clone(), tree.clone()), |(n, _)| {
-                hasher.hash_one(&**n)
-            });
-        }
-        TemplateIndex { table, hasher }
+fn template_index(trees: &Trees) -> TemplateIndex {
+    let mut index = TemplateIndex::with_capacity(trees.len());
+    for (name, tree) in trees {
+        index.insert(name.clone(), (name.clone(), tree.clone()));
     }
-
-    fn get(&self, name: &str) -> Option<&(Rc<str>, Rc<List>)> {
-        let hash = self.hasher.hash_one(name);
-        self.table
-            .find(hash, |(n, _)| kiln_bytes::eq(n.as_bytes(), name.as_bytes()))
-    }
+    index
 }
 
 /// Shared state of one render: templates, budgets, the random seed.
@@ -240,7 +221,7 @@ impl Runtime {
     /// A runtime over `trees`.
     pub fn new(trees: Trees, limits: Limits) -> Self {
         Runtime {
-            index: TemplateIndex::new(&trees),
+            index: template_index(&trees),
             trees: Rc::new(trees),
             limits,
             steps: 0,

@@ -40,6 +40,7 @@ pub mod schema;
 pub mod semver;
 pub mod split;
 pub mod strvals;
+pub mod textmap;
 pub mod tplcache;
 pub mod urls;
 pub mod value;

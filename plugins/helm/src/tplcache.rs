@@ -16,7 +16,6 @@
 //! (no order to keep, and a hostile pattern costs at most the parse it
 //! would have cost without a cache).
 
-use std::collections::HashMap;
 use std::rc::Rc;
 
 use crate::parse::Parsed;
@@ -37,7 +36,7 @@ type ByName = Vec<(Rc<str>, Rc<Parsed>)>;
 pub struct TplCache {
     /// By text: the names it was parsed as (almost always one) and the
     /// result.
-    by_text: HashMap<Box<str>, ByName>,
+    by_text: crate::textmap::TextMap<Box<str>, ByName>,
     /// Entries kept (name and text pairs).
     entries: usize,
     /// Bytes of text the entries account for (a text parsed under two
@@ -51,7 +50,7 @@ impl TplCache {
         self.by_text
             .get(text)?
             .iter()
-            .find(|(n, _)| **n == *name)
+            .find(|(n, _)| kiln_bytes::eq(n.as_bytes(), name.as_bytes()))
             .map(|(_, parsed)| parsed.clone())
     }
 
@@ -68,8 +67,7 @@ impl TplCache {
         self.entries += 1;
         self.bytes += text.len();
         self.by_text
-            .entry(Box::from(text))
-            .or_default()
+            .get_or_insert_with(Box::from(text), Vec::new)
             .push((name.clone(), parsed));
     }
 
@@ -147,7 +145,7 @@ mod tests {
             let text = format!("{i}{}", "a".repeat(MAX_TEXT - 8));
             cache.insert(&name, &text, p.clone());
             assert!(cache.bytes() <= MAX_BYTES);
-            let held: usize = cache.by_text.keys().map(|t| t.len()).sum();
+            let held: usize = cache.by_text.iter().map(|(t, _)| t.len()).sum();
             assert!(held <= MAX_BYTES);
         }
         let too_long = "b".repeat(MAX_TEXT + 1);
@@ -163,7 +161,7 @@ mod tests {
             let name: Rc<str> = Rc::from(format!("n{i}").as_str());
             cache.insert(&name, "{{ . }}", p.clone());
             assert!(cache.len() <= MAX_ENTRIES);
-            let held: usize = cache.by_text.values().map(Vec::len).sum();
+            let held: usize = cache.by_text.iter().map(|(_, v)| v.len()).sum();
             assert!(held <= MAX_ENTRIES);
         }
     }

@@ -15,8 +15,6 @@
 //! [`crate::tplcache`] is: when an entry would not fit, every entry is
 //! dropped and the cache fills again.
 
-use std::collections::HashMap;
-
 use crate::value::Value;
 
 /// Most texts kept.
@@ -30,7 +28,7 @@ pub const MAX_TEXT: usize = 32 << 10;
 /// Values read from YAML texts, by text.
 #[derive(Debug, Default)]
 pub struct YamlCache {
-    by_text: HashMap<Box<str>, Value>,
+    by_text: crate::textmap::TextMap<Box<str>, Value>,
     /// Bytes of text the entries account for.
     bytes: usize,
 }
@@ -127,7 +125,7 @@ mod tests {
         }
         let big = format!("k: {}\n", "x".repeat(MAX_TEXT));
         cache.read(&big).unwrap();
-        assert!(!cache.by_text.contains_key(big.as_str()));
+        assert!(cache.by_text.get(&big).is_none());
         let mut cache = YamlCache::default();
         let chunk = format!("k: {}\n", "y".repeat(MAX_TEXT - 8));
         for i in 0..(MAX_BYTES / MAX_TEXT + 4) {
