@@ -35,7 +35,9 @@
 //! plugin and prints the time per render (to profile the plugin alone,
 //! e.g. under `perf record`); `KILN_BENCH_COMPILE_CACHE=DIR` keeps the
 //! compiled plugin in a compile cache under `DIR` (to count a render's
-//! instructions under valgrind without compiling the plugin there).
+//! instructions under valgrind without compiling the plugin there);
+//! `KILN_BENCH_PERF_MAP=1` writes wasmtime's perf map (`/tmp/perf-PID.map`)
+//! to name the plugin's functions in `perf` or valgrind profiles.
 
 #[path = "helm/charts.rs"]
 mod charts;
@@ -421,6 +423,7 @@ fn main() {
         } else {
             HostConfig::default().max_concurrency
         },
+        perf_map: std::env::var_os("KILN_BENCH_PERF_MAP").is_some(),
         ..HostConfig::default()
     })
     .unwrap();

@@ -77,6 +77,12 @@ pub struct HostConfig {
     /// even if the epoch deadline has not stopped it, e.g. while it is in
     /// a host function. Default: 2 s.
     pub wall_clock_grace: Duration,
+    /// Write a perf map (`/tmp/perf-PID.map`, wasmtime's
+    /// `ProfilingStrategy::PerfMap`) naming every compiled plugin function,
+    /// so that `perf` profiles, and valgrind's per-address counts, show
+    /// plugins' functions by name (`docs/benchmarks.md`, "helm plugin").
+    /// For profiling only. Default: `false`.
+    pub perf_map: bool,
 }
 
 impl Default for HostConfig {
@@ -93,6 +99,7 @@ impl Default for HostConfig {
             keep_resident: 4 << 20,
             default_limits: Limits::default(),
             wall_clock_grace: Duration::from_secs(2),
+            perf_map: false,
         }
     }
 }

@@ -147,6 +147,9 @@ impl PluginHost {
         }
         let mut wasm = Config::new();
         wasm.wasm_component_model(true).epoch_interruption(true);
+        if config.perf_map {
+            wasm.profiler(wasmtime::ProfilingStrategy::PerfMap);
+        }
         if config.pooling {
             // Twice the concurrency: a call abandoned at its wall-clock limit
             // keeps its slot until its thread ends, and must not starve the
