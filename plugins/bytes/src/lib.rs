@@ -53,10 +53,19 @@ const fn splat(b: u8) -> u64 {
     u64::from_le_bytes([b; 8])
 }
 
+/// A mask whose lowest set bit is the high bit of the first byte of `w`
+/// below `n` (`n` ≤ 128), zero when there is none (exact for the first
+/// such byte: bytes below it borrow nothing; bytes above may be flagged
+/// wrongly).
+#[inline]
+const fn below_mask(w: u64, n: u8) -> u64 {
+    w.wrapping_sub(splat(n)) & !w & splat(0x80)
+}
+
 /// Whether a byte of `w` is below `n` (`n` ≤ 128).
 #[inline]
 const fn any_below(w: u64, n: u8) -> bool {
-    w.wrapping_sub(splat(n)) & !w & splat(0x80) != 0
+    below_mask(w, n) != 0
 }
 
 /// Whether a byte of `w` is `b`.
@@ -143,10 +152,7 @@ pub fn find(haystack: &str, needle: &str) -> Option<usize> {
 fn position(text: &[u8], b: u8) -> Option<usize> {
     let mut at = 0;
     while at + 8 <= text.len() {
-        let w = word(text, at) ^ splat(b);
-        // The lowest byte of `w` that is zero (exact: bytes below the first
-        // zero byte borrow nothing).
-        let zero = w.wrapping_sub(splat(1)) & !w & splat(0x80);
+        let zero = below_mask(word(text, at) ^ splat(b), 1);
         if zero != 0 {
             return Some(at + (zero.trailing_zeros() / 8) as usize);
         }

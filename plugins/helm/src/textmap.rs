@@ -43,27 +43,26 @@ impl<K: AsRef<str>, V> TextMap<K, V> {
             .map(|(_, v)| v)
     }
 
+    /// The entry of `text`.
+    fn entry(&mut self, text: &str) -> Entry<'_, (K, V)> {
+        let hash = self.hasher.hash_one(text);
+        let hasher = &self.hasher;
+        self.table.entry(
+            hash,
+            |(k, _)| same(k, text),
+            |(k, _)| hasher.hash_one(k.as_ref()),
+        )
+    }
+
     /// The value under `key`, inserted by `make` when there is none.
     pub fn get_or_insert_with(&mut self, key: K, make: impl FnOnce() -> V) -> &mut V {
-        let hash = self.hasher.hash_one(key.as_ref());
-        let hasher = &self.hasher;
-        let entry = self.table.entry(
-            hash,
-            |(k, _)| same(k, key.as_ref()),
-            |(k, _)| hasher.hash_one(k.as_ref()),
-        );
+        let entry = self.entry(key.as_ref());
         &mut entry.or_insert_with(|| (key, make())).into_mut().1
     }
 
     /// Keeps `value` under `key`, in place of any value kept under it.
     pub fn insert(&mut self, key: K, value: V) {
-        let hash = self.hasher.hash_one(key.as_ref());
-        let hasher = &self.hasher;
-        match self.table.entry(
-            hash,
-            |(k, _)| same(k, key.as_ref()),
-            |(k, _)| hasher.hash_one(k.as_ref()),
-        ) {
+        match self.entry(key.as_ref()) {
             Entry::Occupied(mut kept) => kept.get_mut().1 = value,
             Entry::Vacant(free) => {
                 free.insert((key, value));
