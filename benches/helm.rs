@@ -37,7 +37,9 @@
 //! compiled plugin in a compile cache under `DIR` (to count a render's
 //! instructions under valgrind without compiling the plugin there);
 //! `KILN_BENCH_PERF_MAP=1` writes wasmtime's perf map (`/tmp/perf-PID.map`)
-//! to name the plugin's functions in `perf` or valgrind profiles.
+//! to name the plugin's functions in `perf` or valgrind profiles;
+//! `KILN_BENCH_SAMPLES=1` also prints every sample (milliseconds, in the
+//! order taken), to see the machine's noise behind a median.
 
 #[path = "helm/charts.rs"]
 mod charts;
@@ -358,6 +360,20 @@ fn bench_chart(
             c.push(t.elapsed().as_secs_f64());
             c_rss.push(rss as f64);
         }
+    }
+    if std::env::var_os("KILN_BENCH_SAMPLES").is_some() {
+        let list = |v: &[f64]| {
+            v.iter()
+                .map(|s| format!("{:.1}", s * 1e3))
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
+        println!(
+            "{chart} samples (ms): (a) {}\n  (b) {}\n  (c) {}",
+            list(&a),
+            list(&b),
+            list(&c)
+        );
     }
     let (a, b, c) = (median(a), median(b), median(c));
     println!(

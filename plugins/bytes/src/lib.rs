@@ -149,7 +149,7 @@ pub fn find(haystack: &str, needle: &str) -> Option<usize> {
 
 /// The offset of the first `b` in `text`.
 #[inline]
-fn position(text: &[u8], b: u8) -> Option<usize> {
+pub fn position(text: &[u8], b: u8) -> Option<usize> {
     let mut at = 0;
     while at + 8 <= text.len() {
         let zero = below_mask(word(text, at) ^ splat(b), 1);
@@ -159,6 +159,43 @@ fn position(text: &[u8], b: u8) -> Option<usize> {
         at += 8;
     }
     text[at..].iter().position(|&x| x == b).map(|i| at + i)
+}
+
+/// The offset of the first byte of `text` that is one of `set`.
+#[inline]
+pub fn position_any<const N: usize>(text: &[u8], set: [u8; N]) -> Option<usize> {
+    let mut at = 0;
+    while at + 8 <= text.len() {
+        let w = word(text, at);
+        // Each mask is exact up to its first match: the lowest bit of
+        // their union is the first byte of the set.
+        let found = set
+            .iter()
+            .fold(0, |found, &b| found | below_mask(w ^ splat(b), 1));
+        if found != 0 {
+            return Some(at + (found.trailing_zeros() / 8) as usize);
+        }
+        at += 8;
+    }
+    text[at..]
+        .iter()
+        .position(|b| set.contains(b))
+        .map(|i| at + i)
+}
+
+/// How many bytes at the start of `text` are `b`.
+#[inline]
+pub fn leading(text: &[u8], b: u8) -> usize {
+    let mut at = 0;
+    while at + 8 <= text.len() {
+        let other = word(text, at) ^ splat(b);
+        if other != 0 {
+            // Little-endian: the lowest set bit is in the first other byte.
+            return at + (other.trailing_zeros() / 8) as usize;
+        }
+        at += 8;
+    }
+    at + text[at..].iter().take_while(|&&x| x == b).count()
 }
 
 /// Whether every byte of `text` is below 0x7f (ASCII without DEL).
@@ -242,6 +279,17 @@ pub fn common_prefix(a: &[u8], b: &[u8]) -> usize {
         .zip(&b[at..n])
         .take_while(|(x, y)| x == y)
         .count()
+}
+
+/// `a` against `b` in byte order (as `[u8]`'s `Ord`), from their first
+/// difference.
+#[inline]
+pub fn cmp(a: &[u8], b: &[u8]) -> std::cmp::Ordering {
+    let p = common_prefix(a, b);
+    match (a.get(p), b.get(p)) {
+        (Some(x), Some(y)) => x.cmp(y),
+        _ => a.len().cmp(&b.len()),
+    }
 }
 
 /// The offset of the first byte of `text` that JSON escapes in a string
@@ -345,6 +393,41 @@ mod tests {
                 .iter()
                 .all(|b| matches!(b, b' '..=b'~') && *b != b':' && *b != b'#');
             assert_eq!(printable_ascii_without(&t, [b':', b'#']), want, "{t:?}");
+        }
+    }
+
+    #[test]
+    fn position_and_position_any_find_the_first_byte_of_the_set() {
+        for t in texts() {
+            for b in [0u8, b':', b'#', 0xff, b'a'] {
+                assert_eq!(position(&t, b), t.iter().position(|&x| x == b), "{t:?} {b}");
+            }
+            for set in [[b':', b'#', b'\n', b'\t'], [0, 0x7f, 0xff, b' ']] {
+                let want = t.iter().position(|b| set.contains(b));
+                assert_eq!(position_any(&t, set), want, "{t:?} {set:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn leading_counts_the_run_at_the_start() {
+        for t in texts() {
+            for n in [0, 1, 7, 8, 9, 17] {
+                let mut s = vec![b' '; n];
+                s.extend_from_slice(&t);
+                let want = s.iter().take_while(|&&b| b == b' ').count();
+                assert_eq!(leading(&s, b' '), want, "{s:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn cmp_is_slice_order() {
+        let texts = texts();
+        for a in texts.iter().step_by(3) {
+            for b in texts.iter().step_by(11) {
+                assert_eq!(cmp(a, b), a.cmp(b), "{a:?} {b:?}");
+            }
         }
     }
 

@@ -85,6 +85,9 @@ fn options(params: &Params<'_>) -> Result<Options, RenderError> {
                 .to_utc(),
         },
         random_seed: params.get("randomSeed").map(str::to_owned),
+        // The host instantiates the plugin for every call and discards
+        // its memory after it: nothing built for the render is freed.
+        free_memory: false,
     })
 }
 

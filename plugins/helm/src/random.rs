@@ -76,7 +76,11 @@ type Site = (Rc<str>, String);
 #[derive(Clone)]
 pub struct Randomness {
     render: [u8; 32],
-    template: [u8; 32],
+    /// The current template's key, derived at its first random call (most
+    /// templates make none: an HMAC per template would be wasted).
+    template: Option<[u8; 32]>,
+    /// The current template's name.
+    template_name: String,
     sites: HashMap<Site, u64>,
     site: String,
     work: u64,
@@ -123,7 +127,9 @@ impl Randomness {
         let render = derive(secret.unwrap_or("").as_bytes(), &all);
         Randomness {
             render,
-            template: render,
+            // Before any template starts, the render's own key.
+            template: Some(render),
+            template_name: String::new(),
             sites: HashMap::new(),
             site: String::new(),
             work: 0,
@@ -133,7 +139,9 @@ impl Randomness {
 
     /// Starts rendering template `name`: its own key, sites counted anew.
     pub fn start_template(&mut self, name: &str) {
-        self.template = derive(&self.render, &[b"template", name.as_bytes()]);
+        self.template = None;
+        self.template_name.clear();
+        self.template_name.push_str(name);
         self.sites.clear();
     }
 
@@ -151,8 +159,11 @@ impl Randomness {
             .entry((pos.name.clone(), self.site.clone()))
             .or_insert(0);
         *count += 1;
+        let template = *self.template.get_or_insert_with(|| {
+            derive(&self.render, &[b"template", self.template_name.as_bytes()])
+        });
         let seed = derive(
-            &self.template,
+            &template,
             &[
                 b"call",
                 pos.name.as_bytes(),

@@ -662,3 +662,48 @@ fn encrypt_aes_gives_another_iv_to_another_plaintext_at_the_same_call() {
         "not deterministic"
     );
 }
+
+/// Values pinned from the engine that derived each template's key as the
+/// template started: deriving it at the template's first random call
+/// (templates without one derive none), or skipping the frees at the end
+/// of a render as the plugin does (`free_memory: false`), changes no
+/// document.
+#[test]
+fn lazy_template_keys_and_skipped_frees_change_no_document() {
+    let cm = |name: &str, data: &str| {
+        format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\ndata:\n{data}")
+    };
+    let a = cm(
+        "a",
+        "  x: {{ randAlphaNum 12 | quote }}\n  y: {{ randAlphaNum 12 | quote }}\n",
+    );
+    let b = cm("b", "  n: {{ len \"abc\" | quote }}\n");
+    let c = cm("c", "  x: {{ randAlphaNum 12 | quote }}\n");
+    let templates = [("a.yaml", a.as_str()), ("b.yaml", &b), ("c.yaml", &c)];
+    let freed = try_render(&templates, &Options::default()).unwrap();
+    let kept = try_render(
+        &templates,
+        &Options {
+            free_memory: false,
+            ..Options::default()
+        },
+    )
+    .unwrap();
+    assert_eq!(freed, kept);
+    let values: Vec<String> = freed
+        .iter()
+        .flat_map(|doc| {
+            let v: serde_json::Value = serde_yaml::from_str(doc).unwrap();
+            v["data"]
+                .as_object()
+                .unwrap()
+                .values()
+                .map(|x| x.as_str().unwrap().to_owned())
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    assert_eq!(
+        values,
+        ["4NK4B13SZ6ar", "8FKoWitRBbrf", "3", "lvickcLGtNBo"]
+    );
+}

@@ -194,16 +194,31 @@ impl<'a> Reader<'a> {
     fn line_end(&self, i: usize) -> usize {
         self.text
             .get(i..)
-            .and_then(|rest| rest.iter().position(|&b| b == b'\n'))
+            .and_then(|rest| kiln_bytes::position(rest, b'\n'))
+            .map_or(self.text.len(), |n| i + n)
+    }
+
+    /// How many spaces start at `i` (the printed newline and the end are
+    /// not spaces).
+    fn spaces_at(&self, i: usize) -> usize {
+        self.text
+            .get(i..)
+            .map_or(0, |rest| kiln_bytes::leading(rest, b' '))
+    }
+
+    /// The offset of the first of `set` at or after `i`, or the end of the
+    /// document (where the printed newline stands).
+    fn next_of<const N: usize>(&self, i: usize, set: [u8; N]) -> usize {
+        self.text
+            .get(i..)
+            .and_then(|rest| kiln_bytes::position_any(rest, set))
             .map_or(self.text.len(), |n| i + n)
     }
 
     fn skip_spaces(&mut self) -> usize {
-        let start = self.pos;
-        while self.at(self.pos) == b' ' {
-            self.pos += 1;
-        }
-        self.pos - start
+        let n = self.spaces_at(self.pos);
+        self.pos += n;
+        n
     }
 
     /// From a line start, past blank and comment lines to the next content
@@ -215,10 +230,7 @@ impl<'a> Reader<'a> {
                 return Some(());
             }
             let start = self.pos;
-            let mut i = start;
-            while self.at(i) == b' ' {
-                i += 1;
-            }
+            let i = start + self.spaces_at(start);
             match self.at(i) {
                 b'\n' => self.pos = i + 1,
                 b'#' => self.pos = self.line_end(i) + 1,
@@ -354,6 +366,9 @@ impl<'a> Reader<'a> {
         }
         let mut i = start + 1;
         loop {
+            // Only these bytes end a key or refuse it; the end of the
+            // document is the printed newline.
+            i = self.next_of(i, [b':', b'#', b'\n', b'\t']);
             match self.at(i) {
                 b':' if matches!(self.at(i + 1), b' ' | b'\n') => return Some(i),
                 b'#' if self.at(i - 1) == b' ' => return None,
@@ -520,6 +535,9 @@ impl<'a> Reader<'a> {
         }
         let mut i = start + 1;
         loop {
+            // Only these bytes end the scalar or refuse it; the end of the
+            // document is the printed newline.
+            i = self.next_of(i, [b':', b'#', b'\n', b'\t']);
             match self.at(i) {
                 // `a: b: c` is refused by libyaml.
                 b':' if matches!(self.at(i + 1), b' ' | b'\n') => return None,
@@ -838,11 +856,14 @@ fn write_plain(out: &mut Vec<u8>, text: &str) -> Option<()> {
 /// `serde_json::Map`'s order); None on a duplicate key (serde_yaml's error
 /// to give).
 fn sort_entries(out: &mut Vec<u8>, open: usize, mut entries: Vec<Entry<'_>>) -> Option<()> {
-    if entries.windows(2).all(|w| w[0].key < w[1].key) {
+    // Keys compared word-wise (`str`'s order is `memcmp`, a byte at a
+    // time inside WebAssembly).
+    let order = |a: &Entry<'_>, b: &Entry<'_>| kiln_bytes::cmp(a.key.as_bytes(), b.key.as_bytes());
+    if entries.windows(2).all(|w| order(&w[0], &w[1]).is_lt()) {
         return Some(());
     }
-    entries.sort_unstable_by(|a, b| a.key.cmp(&b.key));
-    if entries.windows(2).any(|w| w[0].key == w[1].key) {
+    entries.sort_unstable_by(order);
+    if entries.windows(2).any(|w| order(&w[0], &w[1]).is_eq()) {
         return None;
     }
     let written = out.split_off(open + 1);
