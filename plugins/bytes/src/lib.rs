@@ -198,6 +198,25 @@ pub fn leading(text: &[u8], b: u8) -> usize {
     at + text[at..].iter().take_while(|&&x| x == b).count()
 }
 
+/// `text.split('\n')`, its breaks found eight bytes a step.
+#[inline]
+pub fn split_lines(text: &str) -> impl Iterator<Item = &str> {
+    let mut rest = Some(text);
+    std::iter::from_fn(move || {
+        let current = rest?;
+        match position(current.as_bytes(), b'\n') {
+            Some(i) => {
+                rest = Some(&current[i + 1..]);
+                Some(&current[..i])
+            }
+            None => {
+                rest = None;
+                Some(current)
+            }
+        }
+    })
+}
+
 /// Whether every byte of `text` is below 0x7f (ASCII without DEL).
 #[inline]
 pub fn below_del(text: &[u8]) -> bool {
@@ -427,6 +446,20 @@ mod tests {
         for a in texts.iter().step_by(3) {
             for b in texts.iter().step_by(11) {
                 assert_eq!(cmp(a, b), a.cmp(b), "{a:?} {b:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn split_lines_is_str_split() {
+        for t in texts() {
+            let t: String = t
+                .iter()
+                .map(|&b| if b < 0x80 { b as char } else { 'é' })
+                .collect();
+            for text in [t.clone(), format!("{t}\n"), format!("\n{t}\n\n{t}")] {
+                let want: Vec<&str> = text.split('\n').collect();
+                assert_eq!(split_lines(&text).collect::<Vec<_>>(), want, "{text:?}");
             }
         }
     }

@@ -208,7 +208,7 @@ pub(crate) enum Style {
 /// falls back to single or double quotes where the text does not allow
 /// the style asked for.
 pub(crate) fn full_style(s: &str, key: bool) -> Style {
-    let wanted = if s.contains('\n') {
+    let wanted = if kiln_bytes::contains(s.as_bytes(), b'\n') {
         Style::Literal
     } else if resolves_to_string(s) && !base60_float(s) {
         Style::Plain

@@ -519,7 +519,7 @@ impl State<'_> {
         self.rt.layers.pop();
         // Helm drops `<no value>` from what `tpl` returns.
         match result? {
-            Value::Str(s) if s.contains("<no value>") => {
+            Value::Str(s) if kiln_bytes::find(&s, "<no value>").is_some() => {
                 Ok(Value::str(s.replace("<no value>", "")))
             }
             other => Ok(other),

@@ -74,15 +74,14 @@ struct Line<'a> {
 /// The lines of `text` with content, or `None` if a byte or a line is
 /// one the reader is not sure of.
 fn content_lines(text: &str) -> Option<Vec<Line<'_>>> {
-    if !text
-        .bytes()
-        .all(|b| b == b'\n' || (b' '..=b'~').contains(&b))
+    // Printable ASCII and line feeds: no tab.
+    if !kiln_bytes::printable_ascii(text.as_bytes()) || kiln_bytes::contains(text.as_bytes(), b'\t')
     {
         return None;
     }
     let mut lines = Vec::new();
-    for raw in text.split('\n') {
-        let body = raw.trim_start_matches(' ');
+    for raw in kiln_bytes::split_lines(text) {
+        let body = &raw[kiln_bytes::leading(raw.as_bytes(), b' ')..];
         if body.is_empty() || body.starts_with('#') {
             continue;
         }
