@@ -233,6 +233,18 @@ impl Emitter {
     }
 
     fn single_quoted(&mut self, s: &str, indent: usize, breaks: bool) {
+        let bytes = s.as_bytes();
+        // Without a quote, and ending before a space could fold (past
+        // column 80; bytes count at least their characters), the text is
+        // written as it is.
+        if !kiln_bytes::contains(bytes, b'\'')
+            && (!breaks || self.column + 1 + s.len() <= WIDTH || !kiln_bytes::contains(bytes, b' '))
+        {
+            self.push('\'');
+            self.push_str(s);
+            self.push('\'');
+            return;
+        }
         self.push('\'');
         let mut chars = s.chars().peekable();
         let mut first = true;
@@ -259,6 +271,20 @@ impl Emitter {
     }
 
     fn double_quoted(&mut self, s: &str, indent: usize, breaks: bool) {
+        // Printable ASCII that needs no escape, ending before a space could
+        // fold: written as it is.
+        if kiln_bytes::printable_ascii_without(s.as_bytes(), [b'"', b'\\'])
+            && (!breaks
+                || self.column + 1 + s.len() <= WIDTH
+                || !kiln_bytes::contains(s.as_bytes(), b' '))
+        {
+            self.out.reserve(s.len() + 2);
+            self.out.push('"');
+            self.out.push_str(s);
+            self.out.push('"');
+            self.column += s.len() + 2;
+            return;
+        }
         self.push('"');
         let mut chars = s.chars().peekable();
         let mut first = true;

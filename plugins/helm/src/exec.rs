@@ -951,7 +951,9 @@ impl State<'_> {
                 self.rt.random.set_site(context.to_string());
                 funcs::call(self, name, &values, pos)
             }
-            FuncKind::AndOr | FuncKind::Plain => funcs::call_plain(self, name, &values),
+            FuncKind::AndOr | FuncKind::Plain => {
+                funcs::call_plain(self, func.builtin, name, &values)
+            }
         };
         self.rt.recycle_arg_vec(values);
         match result {

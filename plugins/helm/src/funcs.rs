@@ -14,223 +14,6 @@ use crate::{convert, semver};
 
 type R = Result<Value, FnError>;
 
-/// Every function name a template may call (Go checks names at parse time).
-pub const NAMES: &[&str] = &[
-    // Go builtins
-    "and",
-    "or",
-    "not",
-    "len",
-    "index",
-    "slice",
-    "print",
-    "printf",
-    "println",
-    "eq",
-    "ne",
-    "lt",
-    "le",
-    "gt",
-    "ge",
-    "html",
-    "js",
-    "urlquery",
-    "call",
-    // Helm
-    "include",
-    "tpl",
-    "required",
-    "fail",
-    "toYaml",
-    "toYamlPretty",
-    "mustToYaml",
-    "fromYaml",
-    "fromYamlArray",
-    "toJson",
-    "mustToJson",
-    "fromJson",
-    "fromJsonArray",
-    "toToml",
-    "lookup",
-    // Sprig: strings
-    "trim",
-    "trimAll",
-    "trimPrefix",
-    "trimSuffix",
-    "upper",
-    "lower",
-    "title",
-    "untitle",
-    "quote",
-    "squote",
-    "replace",
-    "contains",
-    "hasPrefix",
-    "hasSuffix",
-    "trunc",
-    "nindent",
-    "indent",
-    "join",
-    "split",
-    "splitList",
-    "splitn",
-    "regexMatch",
-    "mustRegexMatch",
-    "regexReplaceAll",
-    "regexReplaceAllLiteral",
-    "regexFind",
-    "regexFindAll",
-    "regexSplit",
-    "b64enc",
-    "b64dec",
-    "b32enc",
-    "b32dec",
-    "sha256sum",
-    "adler32sum",
-    "repeat",
-    "substr",
-    "nospace",
-    "abbrev",
-    "abbrevboth",
-    "initials",
-    "cat",
-    "wrap",
-    "wrapWith",
-    "snakecase",
-    "camelcase",
-    "kebabcase",
-    "swapcase",
-    "plural",
-    "toString",
-    "toStrings",
-    "atoi",
-    "int",
-    "int64",
-    "float64",
-    "toDecimal",
-    "shuffle",
-    // defaults / flow
-    "default",
-    "empty",
-    "coalesce",
-    "ternary",
-    "all",
-    "any",
-    "fromJSON",
-    // lists
-    "list",
-    "tuple",
-    "append",
-    "mustAppend",
-    "prepend",
-    "first",
-    "mustFirst",
-    "last",
-    "mustLast",
-    "rest",
-    "initial",
-    "uniq",
-    "has",
-    "without",
-    "compact",
-    "concat",
-    "reverse",
-    "sortAlpha",
-    "until",
-    "untilStep",
-    "seq",
-    "chunk",
-    "mustHas",
-    "mustInitial",
-    "mustPrepend",
-    "mustRest",
-    "mustReverse",
-    "mustSlice",
-    "mustUniq",
-    "mustWithout",
-    "mustCompact",
-    "mustChunk",
-    // more strings, encodings and paths
-    "trimall",
-    "hello",
-    "regexQuoteMeta",
-    "mustRegexFind",
-    "mustRegexFindAll",
-    "mustRegexReplaceAll",
-    "mustRegexReplaceAllLiteral",
-    "mustRegexSplit",
-    "toPrettyJson",
-    "mustToPrettyJson",
-    "toRawJson",
-    "mustToRawJson",
-    "mustFromJson",
-    "fromToml",
-    "mustToToml",
-    "add1f",
-    "biggest",
-    "osBase",
-    "osClean",
-    "osDir",
-    "osExt",
-    "osIsAbs",
-    "getHostByName",
-    // dicts
-    "dict",
-    "get",
-    "set",
-    "unset",
-    "hasKey",
-    "keys",
-    "values",
-    "merge",
-    "mustMerge",
-    "mergeOverwrite",
-    "mustMergeOverwrite",
-    "deepCopy",
-    "mustDeepCopy",
-    "pick",
-    "omit",
-    "pluck",
-    "dig",
-    // math
-    "add",
-    "add1",
-    "sub",
-    "mul",
-    "div",
-    "mod",
-    "max",
-    "min",
-    "addf",
-    "subf",
-    "mulf",
-    "divf",
-    "maxf",
-    "minf",
-    "floor",
-    "ceil",
-    "round",
-    // types
-    "kindIs",
-    "kindOf",
-    "typeOf",
-    "typeIs",
-    "typeIsLike",
-    "deepEqual",
-    // semver
-    "semver",
-    "semverCompare",
-    // encoding, paths, misc
-    "base",
-    "dir",
-    "ext",
-    "clean",
-    "isAbs",
-    "urlParse",
-    "urlJoin",
-    "fail",
-];
-
 /// Functions whose parameters are all Go `string`s: a `[]byte`
 /// (`.Files.GetBytes`) passed to one is refused, as Go refuses it (use
 /// `toString`).
@@ -292,9 +75,15 @@ const STRING_PARAMETERS: &[&str] = &[
     "fromJsonArray",
 ];
 
-/// Whether `name` is a function.
+/// The functions the executor calls itself (not [`Builtin`]s).
+const EXECUTOR_NAMES: [&str; 4] = ["and", "or", "include", "tpl"];
+
+/// Whether `name` is a function (Go checks names at parse time).
 pub fn exists(name: &str) -> bool {
-    NAMES.contains(&name) || crate::dates::NAMES.contains(&name) || crate::random::exists(name)
+    Builtin::of(name).is_some()
+        || EXECUTOR_NAMES.contains(&name)
+        || crate::dates::NAMES.contains(&name)
+        || crate::random::exists(name)
 }
 
 fn arity(name: &str, args: &[Value], want: usize) -> Result<(), FnError> {
@@ -418,6 +207,238 @@ fn dict_of<'a>(v: &'a Value, name: &str) -> Result<std::cell::Ref<'a, Map>, FnEr
         .ok_or_else(|| FnError::Msg(format!("{name}: expected a dict, got {}", v.type_name())))
 }
 
+/// Declares [`Builtin`] and its names.
+macro_rules! builtins {
+    ($($variant:ident = $name:literal,)*) => {
+        /// A function of [`call_builtin`] (every function but the random
+        /// and crypto ones, `include`, `tpl`, `and`, `or` and the date
+        /// functions), resolved from its name once, when the template is
+        /// parsed: a call then dispatches on a number, not on its name
+        /// compared with two hundred others.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        pub enum Builtin {
+            $(
+                #[doc = concat!("`", $name, "`.")]
+                $variant,
+            )*
+        }
+
+        impl Builtin {
+            /// Every name, in the order declared.
+            #[cfg(test)]
+            const NAMES: &[&str] = &[$($name,)*];
+
+            /// The function named `name`, if it is one of these.
+            pub fn of(name: &str) -> Option<Builtin> {
+                Some(match name {
+                    $($name => Builtin::$variant,)*
+                    _ => return None,
+                })
+            }
+        }
+    };
+}
+
+builtins! {
+    Not = "not",
+    Len = "len",
+    Index = "index",
+    Slice = "slice",
+    MustSlice = "mustSlice",
+    Print = "print",
+    Println = "println",
+    Printf = "printf",
+    Eq = "eq",
+    Ne = "ne",
+    Lt = "lt",
+    Le = "le",
+    Gt = "gt",
+    Ge = "ge",
+    Html = "html",
+    Js = "js",
+    Urlquery = "urlquery",
+    Call = "call",
+    Required = "required",
+    Fail = "fail",
+    ToYaml = "toYaml",
+    MustToYaml = "mustToYaml",
+    ToYamlPretty = "toYamlPretty",
+    FromYaml = "fromYaml",
+    FromYamlArray = "fromYamlArray",
+    ToJson = "toJson",
+    MustToJson = "mustToJson",
+    FromJson = "fromJson",
+    FromJSON = "fromJSON",
+    FromJsonArray = "fromJsonArray",
+    ToToml = "toToml",
+    MustToToml = "mustToToml",
+    FromToml = "fromToml",
+    ToPrettyJson = "toPrettyJson",
+    MustToPrettyJson = "mustToPrettyJson",
+    ToRawJson = "toRawJson",
+    MustToRawJson = "mustToRawJson",
+    MustFromJson = "mustFromJson",
+    GetHostByName = "getHostByName",
+    Lookup = "lookup",
+    Trim = "trim",
+    TrimAll = "trimAll",
+    Trimall = "trimall",
+    Hello = "hello",
+    RegexQuoteMeta = "regexQuoteMeta",
+    TrimPrefix = "trimPrefix",
+    TrimSuffix = "trimSuffix",
+    Upper = "upper",
+    Lower = "lower",
+    Title = "title",
+    Untitle = "untitle",
+    Quote = "quote",
+    Squote = "squote",
+    Replace = "replace",
+    Contains = "contains",
+    HasPrefix = "hasPrefix",
+    HasSuffix = "hasSuffix",
+    Trunc = "trunc",
+    Indent = "indent",
+    Nindent = "nindent",
+    Join = "join",
+    Split = "split",
+    Splitn = "splitn",
+    SplitList = "splitList",
+    RegexMatch = "regexMatch",
+    MustRegexMatch = "mustRegexMatch",
+    RegexReplaceAll = "regexReplaceAll",
+    MustRegexReplaceAll = "mustRegexReplaceAll",
+    RegexReplaceAllLiteral = "regexReplaceAllLiteral",
+    MustRegexReplaceAllLiteral = "mustRegexReplaceAllLiteral",
+    RegexFind = "regexFind",
+    MustRegexFind = "mustRegexFind",
+    RegexFindAll = "regexFindAll",
+    MustRegexFindAll = "mustRegexFindAll",
+    RegexSplit = "regexSplit",
+    MustRegexSplit = "mustRegexSplit",
+    B64enc = "b64enc",
+    B64dec = "b64dec",
+    B32dec = "b32dec",
+    B32enc = "b32enc",
+    Sha256sum = "sha256sum",
+    Adler32sum = "adler32sum",
+    Repeat = "repeat",
+    Substr = "substr",
+    Nospace = "nospace",
+    Abbrev = "abbrev",
+    Abbrevboth = "abbrevboth",
+    Initials = "initials",
+    Cat = "cat",
+    Snakecase = "snakecase",
+    Kebabcase = "kebabcase",
+    Camelcase = "camelcase",
+    Swapcase = "swapcase",
+    Plural = "plural",
+    Wrap = "wrap",
+    WrapWith = "wrapWith",
+    ToString = "toString",
+    ToStrings = "toStrings",
+    Atoi = "atoi",
+    Int = "int",
+    Int64 = "int64",
+    Float64 = "float64",
+    ToDecimal = "toDecimal",
+    Shuffle = "shuffle",
+    Default = "default",
+    Empty = "empty",
+    Coalesce = "coalesce",
+    All = "all",
+    Any = "any",
+    Ternary = "ternary",
+    List = "list",
+    Tuple = "tuple",
+    Append = "append",
+    MustAppend = "mustAppend",
+    Prepend = "prepend",
+    MustPrepend = "mustPrepend",
+    First = "first",
+    MustFirst = "mustFirst",
+    Last = "last",
+    MustLast = "mustLast",
+    Rest = "rest",
+    MustRest = "mustRest",
+    Initial = "initial",
+    MustInitial = "mustInitial",
+    Uniq = "uniq",
+    MustUniq = "mustUniq",
+    Has = "has",
+    MustHas = "mustHas",
+    Without = "without",
+    MustWithout = "mustWithout",
+    Compact = "compact",
+    MustCompact = "mustCompact",
+    Concat = "concat",
+    Reverse = "reverse",
+    MustReverse = "mustReverse",
+    SortAlpha = "sortAlpha",
+    Until = "until",
+    UntilStep = "untilStep",
+    Seq = "seq",
+    Chunk = "chunk",
+    MustChunk = "mustChunk",
+    Dict = "dict",
+    Get = "get",
+    Set = "set",
+    Unset = "unset",
+    HasKey = "hasKey",
+    Keys = "keys",
+    Values = "values",
+    Merge = "merge",
+    MustMerge = "mustMerge",
+    MergeOverwrite = "mergeOverwrite",
+    MustMergeOverwrite = "mustMergeOverwrite",
+    DeepCopy = "deepCopy",
+    MustDeepCopy = "mustDeepCopy",
+    Pick = "pick",
+    Omit = "omit",
+    Pluck = "pluck",
+    Dig = "dig",
+    Add = "add",
+    Add1f = "add1f",
+    Add1 = "add1",
+    Sub = "sub",
+    Mul = "mul",
+    Div = "div",
+    Mod = "mod",
+    Max = "max",
+    Biggest = "biggest",
+    Min = "min",
+    Addf = "addf",
+    Subf = "subf",
+    Mulf = "mulf",
+    Divf = "divf",
+    Maxf = "maxf",
+    Minf = "minf",
+    Floor = "floor",
+    Ceil = "ceil",
+    Round = "round",
+    KindOf = "kindOf",
+    KindIs = "kindIs",
+    TypeOf = "typeOf",
+    TypeIs = "typeIs",
+    TypeIsLike = "typeIsLike",
+    DeepEqual = "deepEqual",
+    SemverCompare = "semverCompare",
+    Semver = "semver",
+    Base = "base",
+    OsBase = "osBase",
+    Dir = "dir",
+    OsDir = "osDir",
+    Ext = "ext",
+    OsExt = "osExt",
+    Clean = "clean",
+    OsClean = "osClean",
+    IsAbs = "isAbs",
+    OsIsAbs = "osIsAbs",
+    UrlParse = "urlParse",
+    UrlJoin = "urlJoin",
+}
+
 /// Calls function `name` with evaluated `args`.
 pub fn call(st: &mut State<'_>, name: &str, args: &[Value], pos: &Pos) -> R {
     refuse_bytes(name, args)?;
@@ -425,15 +446,15 @@ pub fn call(st: &mut State<'_>, name: &str, args: &[Value], pos: &Pos) -> R {
     if let Some(result) = crate::random::call(st, name, args, pos) {
         return result;
     }
-    call_builtin(st, name, args)
+    call_builtin(st, Builtin::of(name), name, args)
 }
 
 /// [`call`] for a function known not to be a random or crypto one
 /// ([`crate::parse::FuncKind::Plain`]): the same answer, without looking
 /// the name up among those.
-pub fn call_plain(st: &mut State<'_>, name: &str, args: &[Value]) -> R {
+pub fn call_plain(st: &mut State<'_>, builtin: Option<Builtin>, name: &str, args: &[Value]) -> R {
     refuse_bytes(name, args)?;
-    call_builtin(st, name, args)
+    call_builtin(st, builtin, name, args)
 }
 
 /// Go does not convert a `[]byte` to a string parameter.
@@ -450,15 +471,21 @@ fn refuse_bytes(name: &str, args: &[Value]) -> Result<(), FnError> {
 }
 
 /// The functions other than the random and crypto ones.
-fn call_builtin(st: &mut State<'_>, name: &str, a: &[Value]) -> R {
+fn call_builtin(st: &mut State<'_>, builtin: Option<Builtin>, name: &str, a: &[Value]) -> R {
+    let Some(builtin) = builtin else {
+        if crate::dates::NAMES.contains(&name) {
+            return crate::dates::call(name, a, &st.rt.now);
+        }
+        return Err(format!("function {name:?} not defined").into());
+    };
     let s = |i: usize| a.get(i).map(str_arg).unwrap_or_default();
-    Ok(match name {
+    Ok(match builtin {
         // ---- Go builtins
-        "not" => {
+        Builtin::Not => {
             arity(name, a, 1)?;
             Value::Bool(!a[0].truth())
         }
-        "len" => {
+        Builtin::Len => {
             arity(name, a, 1)?;
             Value::Int(match &a[0] {
                 // Go counts bytes.
@@ -471,7 +498,7 @@ fn call_builtin(st: &mut State<'_>, name: &str, a: &[Value]) -> R {
                 other => return Err(format!("len of type {}", other.type_name()).into()),
             } as i64)
         }
-        "index" => {
+        Builtin::Index => {
             if a.is_empty() {
                 return Err("wrong number of args for index: want at least 1 got 0".into());
             }
@@ -511,7 +538,7 @@ fn call_builtin(st: &mut State<'_>, name: &str, a: &[Value]) -> R {
             }
             v
         }
-        "slice" | "mustSlice" => {
+        Builtin::Slice | Builtin::MustSlice => {
             if a.is_empty() {
                 return Err("wrong number of args for slice: want at least 1 got 0".into());
             }
@@ -535,12 +562,12 @@ fn call_builtin(st: &mut State<'_>, name: &str, a: &[Value]) -> R {
                 }
             }
         }
-        "print" => Value::str(go_sprint(a)),
-        "println" => {
+        Builtin::Print => Value::str(go_sprint(a)),
+        Builtin::Println => {
             let parts: Vec<String> = a.iter().map(Value::to_go_string).collect();
             Value::str(parts.join(" ") + "\n")
         }
-        "printf" => {
+        Builtin::Printf => {
             if a.is_empty() {
                 return Err("wrong number of args for printf: want at least 1 got 0".into());
             }
@@ -553,7 +580,7 @@ fn call_builtin(st: &mut State<'_>, name: &str, a: &[Value]) -> R {
             };
             Value::str(sprintf(f, &a[1..]))
         }
-        "eq" => {
+        Builtin::Eq => {
             if a.len() < 2 {
                 return Err("missing argument for comparison".into());
             }
@@ -566,11 +593,11 @@ fn call_builtin(st: &mut State<'_>, name: &str, a: &[Value]) -> R {
             }
             Value::Bool(any)
         }
-        "ne" => {
+        Builtin::Ne => {
             arity(name, a, 2)?;
             Value::Bool(!basic_eq(&a[0], &a[1])?)
         }
-        "lt" | "le" | "gt" | "ge" => {
+        Builtin::Lt | Builtin::Le | Builtin::Gt | Builtin::Ge => {
             arity(name, a, 2)?;
             let o = compare(&a[0], &a[1])?;
             Value::Bool(match name {
@@ -581,13 +608,15 @@ fn call_builtin(st: &mut State<'_>, name: &str, a: &[Value]) -> R {
             })
         }
         // Go's evalArgs: one string argument as it is, else fmt.Sprint.
-        "html" => Value::str(crate::goescape::html(&go_sprint(a))),
-        "js" => Value::str(crate::goescape::js(&go_sprint(a))),
-        "urlquery" => Value::str(crate::goescape::query(&go_sprint(a))),
-        "call" => return Err("call is not supported: no function values in Helm charts".into()),
+        Builtin::Html => Value::str(crate::goescape::html(&go_sprint(a))),
+        Builtin::Js => Value::str(crate::goescape::js(&go_sprint(a))),
+        Builtin::Urlquery => Value::str(crate::goescape::query(&go_sprint(a))),
+        Builtin::Call => {
+            return Err("call is not supported: no function values in Helm charts".into());
+        }
 
         // ---- Helm
-        "required" => {
+        Builtin::Required => {
             arity(name, a, 2)?;
             match &a[1] {
                 Value::Nil => return Err(FnError::Helm(s(0).into_owned())),
@@ -595,12 +624,12 @@ fn call_builtin(st: &mut State<'_>, name: &str, a: &[Value]) -> R {
                 v => v.clone(),
             }
         }
-        "fail" => return Err(FnError::Helm(s(0).into_owned())),
-        "toYaml" | "mustToYaml" | "toYamlPretty" => {
+        Builtin::Fail => return Err(FnError::Helm(s(0).into_owned())),
+        Builtin::ToYaml | Builtin::MustToYaml | Builtin::ToYamlPretty => {
             arity(name, a, 1)?;
             Value::str(convert::to_yaml(&a[0]).trim_end_matches('\n'))
         }
-        "fromYaml" => match st.rt.yaml_cache.read(&s(0)) {
+        Builtin::FromYaml => match st.rt.yaml_cache.read(&s(0)) {
             Ok(v @ Value::Map(_)) => v,
             Ok(Value::Nil) => Value::map(Map::new()),
             Ok(_) => error_map(
@@ -608,7 +637,7 @@ fn call_builtin(st: &mut State<'_>, name: &str, a: &[Value]) -> R {
             ),
             Err(e) => error_map(&e),
         },
-        "fromYamlArray" => match st.rt.yaml_cache.read(&s(0)) {
+        Builtin::FromYamlArray => match st.rt.yaml_cache.read(&s(0)) {
             Ok(v @ Value::List(_)) => v,
             Ok(Value::Nil) => Value::list(Vec::new()),
             Ok(_) => Value::list(vec![Value::str(
@@ -616,79 +645,81 @@ fn call_builtin(st: &mut State<'_>, name: &str, a: &[Value]) -> R {
             )]),
             Err(e) => Value::list(vec![Value::str(e)]),
         },
-        "toJson" | "mustToJson" => {
+        Builtin::ToJson | Builtin::MustToJson => {
             arity(name, a, 1)?;
             Value::str(convert::to_json(&a[0]))
         }
-        "fromJson" | "fromJSON" => match serde_json::from_str::<serde_json::Value>(&s(0)) {
-            Ok(v @ serde_json::Value::Object(_)) => convert::from_json(&v),
-            Ok(_) => {
-                error_map("json: cannot unmarshal into Go value of type map[string]interface {}")
+        Builtin::FromJson | Builtin::FromJSON => {
+            match serde_json::from_str::<serde_json::Value>(&s(0)) {
+                Ok(v @ serde_json::Value::Object(_)) => convert::from_json(&v),
+                Ok(_) => error_map(
+                    "json: cannot unmarshal into Go value of type map[string]interface {}",
+                ),
+                Err(e) => error_map(&e.to_string()),
             }
-            Err(e) => error_map(&e.to_string()),
-        },
-        "fromJsonArray" => match serde_json::from_str::<serde_json::Value>(&s(0)) {
+        }
+        Builtin::FromJsonArray => match serde_json::from_str::<serde_json::Value>(&s(0)) {
             Ok(v @ serde_json::Value::Array(_)) => convert::from_json(&v),
             Ok(_) => Value::list(vec![Value::str(
                 "json: cannot unmarshal into Go value of type []interface {}",
             )]),
             Err(e) => Value::list(vec![Value::str(e.to_string())]),
         },
-        "toToml" | "mustToToml" => {
+        Builtin::ToToml | Builtin::MustToToml => {
             Value::str(convert::to_toml(&a.first().cloned().unwrap_or_default()))
         }
         // Helm's: the error as the map's `Error` key.
-        "fromToml" => match convert::from_toml(&s(0)) {
+        Builtin::FromToml => match convert::from_toml(&s(0)) {
             Ok(v) => v,
             Err(e) => error_map(&e),
         },
-        "toPrettyJson" | "mustToPrettyJson" => {
+        Builtin::ToPrettyJson | Builtin::MustToPrettyJson => {
             arity(name, a, 1)?;
             Value::str(convert::to_json_styled(&a[0], convert::JsonStyle::Indented))
         }
-        "toRawJson" | "mustToRawJson" => {
+        Builtin::ToRawJson | Builtin::MustToRawJson => {
             arity(name, a, 1)?;
             Value::str(convert::to_json_styled(&a[0], convert::JsonStyle::Raw))
         }
         // Sprig's (Helm replaces `fromJson`, not this one): any JSON value,
         // an error when it is not JSON.
-        "mustFromJson" => match serde_json::from_str::<serde_json::Value>(&s(0)) {
+        Builtin::MustFromJson => match serde_json::from_str::<serde_json::Value>(&s(0)) {
             Ok(v) => convert::from_json(&v),
             Err(e) => return Err(FnError::Msg(e.to_string())),
         },
         // DNS is off in `helm template` (Helm's `--enable-dns` unset): "".
-        "getHostByName" => Value::str(""),
-        "lookup" => Value::map(Map::new()),
+        Builtin::GetHostByName => Value::str(""),
+        Builtin::Lookup => Value::map(Map::new()),
 
         // ---- Sprig strings
-        "trim" => Value::str(s(0).trim_matches(is_go_space)),
-        "trimAll" | "trimall" => Value::str(s(1).trim_matches(|c| s(0).contains(c))),
-        "hello" => Value::str("Hello!"),
-        "regexQuoteMeta" => Value::str(regex_lite::escape(&s(0))),
-        "trimPrefix" => {
+        Builtin::Trim => Value::str(s(0).trim_matches(is_go_space)),
+        Builtin::TrimAll | Builtin::Trimall => Value::str(s(1).trim_matches(|c| s(0).contains(c))),
+        Builtin::Hello => Value::str("Hello!"),
+        Builtin::RegexQuoteMeta => Value::str(regex_lite::escape(&s(0))),
+        Builtin::TrimPrefix => {
             let t = s(1);
             Value::str(t.strip_prefix(&*s(0)).unwrap_or(&t))
         }
-        "trimSuffix" => {
+        Builtin::TrimSuffix => {
             let t = s(1);
             Value::str(t.strip_suffix(&*s(0)).unwrap_or(&t))
         }
         // Go maps runes: each byte that is not UTF-8 becomes U+FFFD.
-        "upper" => Value::str(
+        Builtin::Upper => Value::str(
             crate::gostr::lossy(&s(0))
                 .chars()
                 .map(go_upper_rune)
                 .collect::<String>(),
         ),
-        "lower" => Value::str(
+        Builtin::Lower => Value::str(
             crate::gostr::lossy(&s(0))
                 .chars()
                 .map(go_lower_rune)
                 .collect::<String>(),
         ),
-        "title" => Value::str(title(&s(0))),
-        "untitle" => Value::str(untitle(&s(0))),
-        "quote" | "squote" => {
+        Builtin::Title => Value::str(title(&s(0))),
+        Builtin::Untitle => Value::str(untitle(&s(0))),
+        Builtin::Quote | Builtin::Squote => {
             let q = name == "quote";
             let parts: Vec<String> = a
                 .iter()
@@ -703,14 +734,14 @@ fn call_builtin(st: &mut State<'_>, name: &str, a: &[Value]) -> R {
                 .collect();
             Value::str(parts.join(" "))
         }
-        "replace" => {
+        Builtin::Replace => {
             arity(name, a, 3)?;
             Value::str(s(2).replace(&*s(0), &s(1)))
         }
-        "contains" => Value::Bool(kiln_bytes::find(&s(1), &s(0)).is_some()),
-        "hasPrefix" => Value::Bool(s(1).starts_with(&*s(0))),
-        "hasSuffix" => Value::Bool(s(1).ends_with(&*s(0))),
-        "trunc" => {
+        Builtin::Contains => Value::Bool(kiln_bytes::find(&s(1), &s(0)).is_some()),
+        Builtin::HasPrefix => Value::Bool(s(1).starts_with(&*s(0))),
+        Builtin::HasSuffix => Value::Bool(s(1).ends_with(&*s(0))),
+        Builtin::Trunc => {
             arity(name, a, 2)?;
             // Go slices the string's bytes (a character cut in two leaves
             // bytes that are not UTF-8).
@@ -725,23 +756,23 @@ fn call_builtin(st: &mut State<'_>, name: &str, a: &[Value]) -> R {
             };
             Value::str(crate::gostr::from_bytes(kept))
         }
-        "indent" | "nindent" => {
+        Builtin::Indent | Builtin::Nindent => {
             arity(name, a, 2)?;
             let width = to_i64(&a[0]).clamp(0, 10_000) as usize;
             Value::str(indent(&s(1), width, name == "nindent"))
         }
-        "join" => {
+        Builtin::Join => {
             arity(name, a, 2)?;
             Value::str(str_slice(&a[1]).join(&s(0)))
         }
-        "split" => {
+        Builtin::Split => {
             let mut m = Map::new();
             for (i, p) in s(1).split(&*s(0)).enumerate() {
                 m.insert(format!("_{i}"), Value::str(p));
             }
             Value::map(m)
         }
-        "splitn" => {
+        Builtin::Splitn => {
             let n = to_i64(&a[1]).max(0) as usize;
             let mut m = Map::new();
             for (i, p) in s(2).splitn(n, &*s(0)).enumerate() {
@@ -749,18 +780,18 @@ fn call_builtin(st: &mut State<'_>, name: &str, a: &[Value]) -> R {
             }
             Value::map(m)
         }
-        "splitList" => strings(s(1).split(&*s(0)).map(str::to_owned).collect()),
-        "regexMatch" | "mustRegexMatch" => Value::Bool(regex(&s(0))?.is_match(&s(1))),
-        "regexReplaceAll" | "mustRegexReplaceAll" => {
+        Builtin::SplitList => strings(s(1).split(&*s(0)).map(str::to_owned).collect()),
+        Builtin::RegexMatch | Builtin::MustRegexMatch => Value::Bool(regex(&s(0))?.is_match(&s(1))),
+        Builtin::RegexReplaceAll | Builtin::MustRegexReplaceAll => {
             Value::str(regex(&s(0))?.replace_all(&s(1), go_expand(&s(2)).as_str()))
         }
-        "regexReplaceAllLiteral" | "mustRegexReplaceAllLiteral" => {
+        Builtin::RegexReplaceAllLiteral | Builtin::MustRegexReplaceAllLiteral => {
             Value::str(regex(&s(0))?.replace_all(&s(1), regex_lite::NoExpand(&s(2))))
         }
-        "regexFind" | "mustRegexFind" => {
+        Builtin::RegexFind | Builtin::MustRegexFind => {
             Value::str(regex(&s(0))?.find(&s(1)).map_or("", |m| m.as_str()))
         }
-        "regexFindAll" | "mustRegexFindAll" => {
+        Builtin::RegexFindAll | Builtin::MustRegexFindAll => {
             let n = to_i64(&a[2]);
             let re = regex(&s(0))?;
             let text = s(1);
@@ -771,7 +802,7 @@ fn call_builtin(st: &mut State<'_>, name: &str, a: &[Value]) -> R {
                 all.into_iter().take(n as usize).collect()
             })
         }
-        "regexSplit" | "mustRegexSplit" => {
+        Builtin::RegexSplit | Builtin::MustRegexSplit => {
             let re = regex(&s(0))?;
             match to_i64(&a[2]) {
                 // Go's nil []string (`toJson` prints null).
@@ -780,24 +811,24 @@ fn call_builtin(st: &mut State<'_>, name: &str, a: &[Value]) -> R {
             }
         }
         // The bytes of Go strings, including those that are not UTF-8.
-        "b64enc" => Value::str(
+        Builtin::B64enc => Value::str(
             base64::engine::general_purpose::STANDARD.encode(crate::gostr::to_bytes(&s(0))),
         ),
-        "b64dec" => match base64::engine::general_purpose::STANDARD.decode(&*s(0)) {
+        Builtin::B64dec => match base64::engine::general_purpose::STANDARD.decode(&*s(0)) {
             Ok(b) => Value::str(crate::gostr::from_bytes(&b)),
             Err(e) => Value::str(format!(
                 "illegal base64 data at input byte {}",
                 base64_error_offset(&e, s(0).len())
             )),
         },
-        "b32dec" => match base32_decode(&crate::gostr::to_bytes(&s(0))) {
+        Builtin::B32dec => match base32_decode(&crate::gostr::to_bytes(&s(0))) {
             Ok(b) => Value::str(crate::gostr::from_bytes(&b)),
             Err(at) => Value::str(format!("illegal base32 data at input byte {at}")),
         },
-        "b32enc" => Value::str(base32(&crate::gostr::to_bytes(&s(0)))),
-        "sha256sum" => Value::str(hex(&sha2::Sha256::digest(crate::gostr::to_bytes(&s(0))))),
-        "adler32sum" => Value::str(adler32(&crate::gostr::to_bytes(&s(0))).to_string()),
-        "repeat" => {
+        Builtin::B32enc => Value::str(base32(&crate::gostr::to_bytes(&s(0)))),
+        Builtin::Sha256sum => Value::str(hex(&sha2::Sha256::digest(crate::gostr::to_bytes(&s(0))))),
+        Builtin::Adler32sum => Value::str(adler32(&crate::gostr::to_bytes(&s(0))).to_string()),
+        Builtin::Repeat => {
             arity(name, a, 2)?;
             let n = to_i64(&a[0]).max(0) as usize;
             let t = s(1);
@@ -811,7 +842,7 @@ fn call_builtin(st: &mut State<'_>, name: &str, a: &[Value]) -> R {
             }
             Value::str(t.repeat(n))
         }
-        "substr" => {
+        Builtin::Substr => {
             arity(name, a, 3)?;
             let t = s(2);
             let (start, end) = (to_i64(&a[0]), to_i64(&a[1]));
@@ -820,12 +851,12 @@ fn call_builtin(st: &mut State<'_>, name: &str, a: &[Value]) -> R {
             let end = if end < 0 || end > len { len } else { end };
             Value::str(t.get(start as usize..end.max(start) as usize).unwrap_or(""))
         }
-        "nospace" => Value::str(
+        Builtin::Nospace => Value::str(
             s(0).chars()
                 .filter(|c| !c.is_whitespace())
                 .collect::<String>(),
         ),
-        "abbrev" => {
+        Builtin::Abbrev => {
             let width = to_i64(&a[0]);
             let t = s(1);
             Value::str(if width < 4 {
@@ -834,7 +865,7 @@ fn call_builtin(st: &mut State<'_>, name: &str, a: &[Value]) -> R {
                 abbreviate(&t, 0, width).unwrap_or_default()
             })
         }
-        "abbrevboth" => {
+        Builtin::Abbrevboth => {
             let (left, right) = (to_i64(&a[0]), to_i64(&a[1]));
             let t = s(2);
             Value::str(if right < 4 || left > 0 && right < 7 {
@@ -843,12 +874,12 @@ fn call_builtin(st: &mut State<'_>, name: &str, a: &[Value]) -> R {
                 abbreviate(&t, left, right).unwrap_or_default()
             })
         }
-        "initials" => Value::str(
+        Builtin::Initials => Value::str(
             s(0).split_whitespace()
                 .filter_map(|w| w.chars().next())
                 .collect::<String>(),
         ),
-        "cat" => {
+        Builtin::Cat => {
             let parts: Vec<String> = a
                 .iter()
                 .filter(|v| !matches!(v, Value::Nil))
@@ -856,10 +887,10 @@ fn call_builtin(st: &mut State<'_>, name: &str, a: &[Value]) -> R {
                 .collect();
             Value::str(parts.join(" "))
         }
-        "snakecase" => Value::str(crate::xcase::to_lower_case(&s(0), '_')),
-        "kebabcase" => Value::str(crate::xcase::to_lower_case(&s(0), '-')),
-        "camelcase" => Value::str(crate::xcase::to_camel_case(&s(0))),
-        "swapcase" => Value::str(
+        Builtin::Snakecase => Value::str(crate::xcase::to_lower_case(&s(0), '_')),
+        Builtin::Kebabcase => Value::str(crate::xcase::to_lower_case(&s(0), '-')),
+        Builtin::Camelcase => Value::str(crate::xcase::to_camel_case(&s(0))),
+        Builtin::Swapcase => Value::str(
             s(0).chars()
                 .map(|c| {
                     if c.is_uppercase()
@@ -874,21 +905,21 @@ fn call_builtin(st: &mut State<'_>, name: &str, a: &[Value]) -> R {
                 })
                 .collect::<String>(),
         ),
-        "plural" => Value::str(if to_i64(&a[2]) == 1 { s(0) } else { s(1) }),
-        "wrap" => Value::str(word_wrap(&s(1), to_i64(&a[0]), "", false)),
-        "wrapWith" => Value::str(word_wrap(&s(2), to_i64(&a[0]), &s(1), true)),
-        "toString" => Value::str(s(0)),
-        "toStrings" => strings(str_slice(&a[0])),
+        Builtin::Plural => Value::str(if to_i64(&a[2]) == 1 { s(0) } else { s(1) }),
+        Builtin::Wrap => Value::str(word_wrap(&s(1), to_i64(&a[0]), "", false)),
+        Builtin::WrapWith => Value::str(word_wrap(&s(2), to_i64(&a[0]), &s(1), true)),
+        Builtin::ToString => Value::str(s(0)),
+        Builtin::ToStrings => strings(str_slice(&a[0])),
         // strconv.Atoi: no spaces, no base prefix.
-        "atoi" => Value::Int(s(0).parse().unwrap_or(0)),
-        "int" => Value::Int(to_i64(&a[0])),
-        "int64" => Value::Int64(to_i64(&a[0])),
-        "float64" => Value::Float(to_f64(&a[0])),
-        "toDecimal" => Value::Int64(i64::from_str_radix(&s(0), 8).unwrap_or(0)),
-        "shuffle" => Value::str(s(0)),
+        Builtin::Atoi => Value::Int(s(0).parse().unwrap_or(0)),
+        Builtin::Int => Value::Int(to_i64(&a[0])),
+        Builtin::Int64 => Value::Int64(to_i64(&a[0])),
+        Builtin::Float64 => Value::Float(to_f64(&a[0])),
+        Builtin::ToDecimal => Value::Int64(i64::from_str_radix(&s(0), 8).unwrap_or(0)),
+        Builtin::Shuffle => Value::str(s(0)),
 
         // ---- defaults / flow
-        "default" => {
+        Builtin::Default => {
             if a.is_empty() {
                 return Err("wrong number of args for default: want at least 1 got 0".into());
             }
@@ -897,11 +928,11 @@ fn call_builtin(st: &mut State<'_>, name: &str, a: &[Value]) -> R {
                 _ => a[0].clone(),
             }
         }
-        "empty" => Value::Bool(a.first().is_none_or(empty)),
-        "coalesce" => a.iter().find(|v| !empty(v)).cloned().unwrap_or_default(),
-        "all" => Value::Bool(a.iter().all(|v| !empty(v))),
-        "any" => Value::Bool(a.iter().any(|v| !empty(v))),
-        "ternary" => {
+        Builtin::Empty => Value::Bool(a.first().is_none_or(empty)),
+        Builtin::Coalesce => a.iter().find(|v| !empty(v)).cloned().unwrap_or_default(),
+        Builtin::All => Value::Bool(a.iter().all(|v| !empty(v))),
+        Builtin::Any => Value::Bool(a.iter().any(|v| !empty(v))),
+        Builtin::Ternary => {
             arity(name, a, 3)?;
             if a[2].truth() {
                 a[0].clone()
@@ -911,28 +942,30 @@ fn call_builtin(st: &mut State<'_>, name: &str, a: &[Value]) -> R {
         }
 
         // ---- lists
-        "list" | "tuple" => Value::list(a.to_vec()),
-        "append" | "mustAppend" => {
+        Builtin::List | Builtin::Tuple => Value::list(a.to_vec()),
+        Builtin::Append | Builtin::MustAppend => {
             arity(name, a, 2)?;
             let mut l =
                 list_of(&a[0]).map_err(|_| format!("Cannot push on type {}", a[0].type_name()))?;
             l.push(a[1].clone());
             Value::list(l)
         }
-        "prepend" | "mustPrepend" => {
+        Builtin::Prepend | Builtin::MustPrepend => {
             let mut l = list_of(&a[0])?;
             l.insert(0, a[1].clone());
             Value::list(l)
         }
-        "first" | "mustFirst" => list_of(&a[0])?.first().cloned().unwrap_or_default(),
-        "last" | "mustLast" => list_of(&a[0])?.last().cloned().unwrap_or_default(),
-        "rest" | "mustRest" => Value::list(list_of(&a[0])?.into_iter().skip(1).collect()),
-        "initial" | "mustInitial" => {
+        Builtin::First | Builtin::MustFirst => list_of(&a[0])?.first().cloned().unwrap_or_default(),
+        Builtin::Last | Builtin::MustLast => list_of(&a[0])?.last().cloned().unwrap_or_default(),
+        Builtin::Rest | Builtin::MustRest => {
+            Value::list(list_of(&a[0])?.into_iter().skip(1).collect())
+        }
+        Builtin::Initial | Builtin::MustInitial => {
             let mut l = list_of(&a[0])?;
             l.pop();
             Value::list(l)
         }
-        "uniq" | "mustUniq" => {
+        Builtin::Uniq | Builtin::MustUniq => {
             let mut out: Vec<Value> = Vec::new();
             for v in list_of(&a[0])? {
                 if !out.iter().any(|x| deep_equal(x, &v)) {
@@ -941,8 +974,10 @@ fn call_builtin(st: &mut State<'_>, name: &str, a: &[Value]) -> R {
             }
             Value::list(out)
         }
-        "has" | "mustHas" => Value::Bool(list_of(&a[1])?.iter().any(|x| deep_equal(x, &a[0]))),
-        "without" | "mustWithout" => {
+        Builtin::Has | Builtin::MustHas => {
+            Value::Bool(list_of(&a[1])?.iter().any(|x| deep_equal(x, &a[0])))
+        }
+        Builtin::Without | Builtin::MustWithout => {
             let l = list_of(&a[0])?;
             Value::list(
                 l.into_iter()
@@ -950,23 +985,25 @@ fn call_builtin(st: &mut State<'_>, name: &str, a: &[Value]) -> R {
                     .collect(),
             )
         }
-        "compact" | "mustCompact" => {
+        Builtin::Compact | Builtin::MustCompact => {
             Value::list(list_of(&a[0])?.into_iter().filter(|v| !empty(v)).collect())
         }
-        "concat" => {
+        Builtin::Concat => {
             let mut out = Vec::new();
             for l in a {
                 out.extend(list_of(l)?);
             }
             Value::list(out)
         }
-        "reverse" | "mustReverse" => Value::list(list_of(&a[0])?.into_iter().rev().collect()),
-        "sortAlpha" => {
+        Builtin::Reverse | Builtin::MustReverse => {
+            Value::list(list_of(&a[0])?.into_iter().rev().collect())
+        }
+        Builtin::SortAlpha => {
             let mut l: Vec<String> = list_of(&a[0])?.iter().map(strval).collect();
             l.sort();
             strings(l)
         }
-        "until" => {
+        Builtin::Until => {
             let n = to_i64(&a[0]);
             budget_range(st, n.unsigned_abs())?;
             Value::list(if n >= 0 {
@@ -975,7 +1012,7 @@ fn call_builtin(st: &mut State<'_>, name: &str, a: &[Value]) -> R {
                 (n + 1..=0).rev().map(Value::Int).collect()
             })
         }
-        "untilStep" => {
+        Builtin::UntilStep => {
             let (start, stop, step) = (to_i64(&a[0]), to_i64(&a[1]), to_i64(&a[2]));
             let mut out = Vec::new();
             if step != 0 {
@@ -988,7 +1025,7 @@ fn call_builtin(st: &mut State<'_>, name: &str, a: &[Value]) -> R {
             }
             Value::list(out)
         }
-        "seq" => {
+        Builtin::Seq => {
             let nums: Vec<i64> = a.iter().map(to_i64).collect();
             let (start, step, end) = match nums.as_slice() {
                 [e] => (1, 1, *e),
@@ -1007,7 +1044,7 @@ fn call_builtin(st: &mut State<'_>, name: &str, a: &[Value]) -> R {
             }
             Value::str(out.join(" "))
         }
-        "chunk" | "mustChunk" => {
+        Builtin::Chunk | Builtin::MustChunk => {
             let size = to_i64(&a[0]).max(1) as usize;
             Value::list(
                 list_of(&a[1])?
@@ -1018,18 +1055,18 @@ fn call_builtin(st: &mut State<'_>, name: &str, a: &[Value]) -> R {
         }
 
         // ---- dicts
-        "dict" => {
+        Builtin::Dict => {
             let mut m = Map::new();
             for pair in a.chunks(2) {
                 m.insert(strval(&pair[0]), pair.get(1).cloned().unwrap_or_default());
             }
             Value::map(m)
         }
-        "get" => dict_of(&a[0], name)?
+        Builtin::Get => dict_of(&a[0], name)?
             .get(&*s(1))
             .cloned()
             .unwrap_or_else(|| Value::str("")),
-        "set" => {
+        Builtin::Set => {
             arity(name, a, 3)?;
             dict_of(&a[0], name)?;
             if let Value::Map(m) = &a[0] {
@@ -1037,23 +1074,26 @@ fn call_builtin(st: &mut State<'_>, name: &str, a: &[Value]) -> R {
             }
             a[0].clone()
         }
-        "unset" => {
+        Builtin::Unset => {
             dict_of(&a[0], name)?;
             if let Value::Map(m) = &a[0] {
                 m.borrow_mut().remove(&*s(1));
             }
             a[0].clone()
         }
-        "hasKey" => Value::Bool(dict_of(&a[0], name)?.contains_key(&*s(1))),
-        "keys" => {
+        Builtin::HasKey => Value::Bool(dict_of(&a[0], name)?.contains_key(&*s(1))),
+        Builtin::Keys => {
             let mut k = Vec::new();
             for d in a {
                 k.extend(dict_of(d, name)?.keys().cloned());
             }
             strings(k)
         }
-        "values" => Value::list(dict_of(&a[0], name)?.values().cloned().collect()),
-        "merge" | "mustMerge" | "mergeOverwrite" | "mustMergeOverwrite" => {
+        Builtin::Values => Value::list(dict_of(&a[0], name)?.values().cloned().collect()),
+        Builtin::Merge
+        | Builtin::MustMerge
+        | Builtin::MergeOverwrite
+        | Builtin::MustMergeOverwrite => {
             let overwrite = name.ends_with("Overwrite");
             let mut dst = dict_of(&a[0], name)?.clone();
             for src in &a[1..] {
@@ -1067,8 +1107,8 @@ fn call_builtin(st: &mut State<'_>, name: &str, a: &[Value]) -> R {
             }
             a[0].clone()
         }
-        "deepCopy" | "mustDeepCopy" => a[0].deep_copy(),
-        "pick" => {
+        Builtin::DeepCopy | Builtin::MustDeepCopy => a[0].deep_copy(),
+        Builtin::Pick => {
             let m = dict_of(&a[0], name)?;
             let keys: Vec<String> = a[1..].iter().map(strval).collect();
             Value::map(
@@ -1078,7 +1118,7 @@ fn call_builtin(st: &mut State<'_>, name: &str, a: &[Value]) -> R {
                     .collect(),
             )
         }
-        "omit" => {
+        Builtin::Omit => {
             let m = dict_of(&a[0], name)?;
             let keys: Vec<String> = a[1..].iter().map(strval).collect();
             Value::map(
@@ -1088,7 +1128,7 @@ fn call_builtin(st: &mut State<'_>, name: &str, a: &[Value]) -> R {
                     .collect(),
             )
         }
-        "pluck" => {
+        Builtin::Pluck => {
             let key = s(0);
             Value::list(
                 a[1..]
@@ -1097,7 +1137,7 @@ fn call_builtin(st: &mut State<'_>, name: &str, a: &[Value]) -> R {
                     .collect(),
             )
         }
-        "dig" => {
+        Builtin::Dig => {
             if a.len() < 3 {
                 return Err("dig needs at least three arguments".into());
             }
@@ -1115,12 +1155,12 @@ fn call_builtin(st: &mut State<'_>, name: &str, a: &[Value]) -> R {
         }
 
         // ---- math (int64, as Sprig's cast does)
-        "add" => Value::Int64(a.iter().map(to_i64).fold(0i64, i64::wrapping_add)),
-        "add1f" => Value::Float(to_f64(&a[0]) + 1.0),
-        "add1" => Value::Int64(to_i64(&a[0]).wrapping_add(1)),
-        "sub" => Value::Int64(to_i64(&a[0]).wrapping_sub(to_i64(&a[1]))),
-        "mul" => Value::Int64(a.iter().map(to_i64).fold(1i64, i64::wrapping_mul)),
-        "div" | "mod" => {
+        Builtin::Add => Value::Int64(a.iter().map(to_i64).fold(0i64, i64::wrapping_add)),
+        Builtin::Add1f => Value::Float(to_f64(&a[0]) + 1.0),
+        Builtin::Add1 => Value::Int64(to_i64(&a[0]).wrapping_add(1)),
+        Builtin::Sub => Value::Int64(to_i64(&a[0]).wrapping_sub(to_i64(&a[1]))),
+        Builtin::Mul => Value::Int64(a.iter().map(to_i64).fold(1i64, i64::wrapping_mul)),
+        Builtin::Div | Builtin::Mod => {
             let d = to_i64(&a[1]);
             if d == 0 {
                 return Err("runtime error: integer divide by zero".into());
@@ -1131,38 +1171,38 @@ fn call_builtin(st: &mut State<'_>, name: &str, a: &[Value]) -> R {
                 to_i64(&a[0]).wrapping_rem(d)
             })
         }
-        "max" | "biggest" => Value::Int64(a.iter().map(to_i64).max().unwrap_or(0)),
-        "min" => Value::Int64(a.iter().map(to_i64).min().unwrap_or(0)),
-        "addf" => Value::Float(a.iter().map(to_f64).sum()),
-        "subf" => Value::Float(a[1..].iter().map(to_f64).fold(to_f64(&a[0]), |x, y| x - y)),
-        "mulf" => Value::Float(a.iter().map(to_f64).product()),
-        "divf" => Value::Float(a[1..].iter().map(to_f64).fold(to_f64(&a[0]), |x, y| x / y)),
-        "maxf" => Value::Float(a.iter().map(to_f64).fold(f64::MIN, f64::max)),
-        "minf" => Value::Float(a.iter().map(to_f64).fold(f64::MAX, f64::min)),
-        "floor" => Value::Float(to_f64(&a[0]).floor()),
-        "ceil" => Value::Float(to_f64(&a[0]).ceil()),
-        "round" => {
+        Builtin::Max | Builtin::Biggest => Value::Int64(a.iter().map(to_i64).max().unwrap_or(0)),
+        Builtin::Min => Value::Int64(a.iter().map(to_i64).min().unwrap_or(0)),
+        Builtin::Addf => Value::Float(a.iter().map(to_f64).sum()),
+        Builtin::Subf => Value::Float(a[1..].iter().map(to_f64).fold(to_f64(&a[0]), |x, y| x - y)),
+        Builtin::Mulf => Value::Float(a.iter().map(to_f64).product()),
+        Builtin::Divf => Value::Float(a[1..].iter().map(to_f64).fold(to_f64(&a[0]), |x, y| x / y)),
+        Builtin::Maxf => Value::Float(a.iter().map(to_f64).fold(f64::MIN, f64::max)),
+        Builtin::Minf => Value::Float(a.iter().map(to_f64).fold(f64::MAX, f64::min)),
+        Builtin::Floor => Value::Float(to_f64(&a[0]).floor()),
+        Builtin::Ceil => Value::Float(to_f64(&a[0]).ceil()),
+        Builtin::Round => {
             let p = a.get(1).map_or(0, to_i64) as i32;
             let m = 10f64.powi(p);
             Value::Float((to_f64(&a[0]) * m).round() / m)
         }
 
         // ---- types
-        "kindOf" => Value::str(a[0].kind_name()),
-        "kindIs" => Value::Bool(s(0) == a[1].kind_name()),
-        "typeOf" => Value::str(a[0].type_name()),
-        "typeIs" => Value::Bool(s(0) == a[1].type_name()),
-        "typeIsLike" => {
+        Builtin::KindOf => Value::str(a[0].kind_name()),
+        Builtin::KindIs => Value::Bool(s(0) == a[1].kind_name()),
+        Builtin::TypeOf => Value::str(a[0].type_name()),
+        Builtin::TypeIs => Value::Bool(s(0) == a[1].type_name()),
+        Builtin::TypeIsLike => {
             Value::Bool(s(0) == a[1].type_name() || s(0) == format!("*{}", a[1].type_name()))
         }
-        "deepEqual" => Value::Bool(deep_equal(&a[0], &a[1])),
+        Builtin::DeepEqual => Value::Bool(deep_equal(&a[0], &a[1])),
 
         // ---- semver
-        "semverCompare" => {
+        Builtin::SemverCompare => {
             arity(name, a, 2)?;
             Value::Bool(semver::matches(&s(0), &s(1)).map_err(FnError::Msg)?)
         }
-        "semver" => {
+        Builtin::Semver => {
             let v = semver::Version::parse(&s(0)).map_err(FnError::Msg)?;
             let mut m = Map::new();
             m.insert("Major".into(), Value::Int64(v.major as i64));
@@ -1174,16 +1214,15 @@ fn call_builtin(st: &mut State<'_>, name: &str, a: &[Value]) -> R {
         }
 
         // ---- dates: `now` is the render's clock (crate::dates).
-        _ if crate::dates::NAMES.contains(&name) => crate::dates::call(name, a, &st.rt.now)?,
 
         // ---- paths
         // Go's `path`, and `path/filepath` on Linux (the same).
-        "base" | "osBase" => Value::str(crate::gopath::base(&s(0))),
-        "dir" | "osDir" => Value::str(crate::gopath::dir(&s(0))),
-        "ext" | "osExt" => Value::str(crate::gopath::ext(&s(0))),
-        "clean" | "osClean" => Value::str(crate::gopath::clean(&s(0))),
-        "isAbs" | "osIsAbs" => Value::Bool(crate::gopath::is_abs(&s(0))),
-        "urlParse" => {
+        Builtin::Base | Builtin::OsBase => Value::str(crate::gopath::base(&s(0))),
+        Builtin::Dir | Builtin::OsDir => Value::str(crate::gopath::dir(&s(0))),
+        Builtin::Ext | Builtin::OsExt => Value::str(crate::gopath::ext(&s(0))),
+        Builtin::Clean | Builtin::OsClean => Value::str(crate::gopath::clean(&s(0))),
+        Builtin::IsAbs | Builtin::OsIsAbs => Value::Bool(crate::gopath::is_abs(&s(0))),
+        Builtin::UrlParse => {
             arity(name, a, 1)?;
             let Value::Str(url) = &a[0] else {
                 return Err(format!(
@@ -1194,13 +1233,11 @@ fn call_builtin(st: &mut State<'_>, name: &str, a: &[Value]) -> R {
             };
             crate::urls::url_parse(url)?
         }
-        "urlJoin" => {
+        Builtin::UrlJoin => {
             arity(name, a, 1)?;
             let parts = dict_of(&a[0], name)?;
             crate::urls::url_join(&parts)?
         }
-
-        other => return Err(format!("function {other:?} not defined").into()),
     })
 }
 
@@ -1672,6 +1709,21 @@ mod tests {
         } else {
             body
         }
+    }
+
+    /// Each builtin is found by its name, and the names the executor
+    /// calls itself are not builtins.
+    #[test]
+    fn builtins_are_found_by_their_names() {
+        for name in Builtin::NAMES {
+            let builtin = Builtin::of(name).unwrap();
+            assert!(format!("{builtin:?}").eq_ignore_ascii_case(name), "{name}");
+            assert!(exists(name), "{name}");
+        }
+        for name in EXECUTOR_NAMES {
+            assert!(Builtin::of(name).is_none() && exists(name), "{name}");
+        }
+        assert!(!exists("nosuch") && !exists("Dict"));
     }
 
     #[test]

@@ -142,13 +142,21 @@ pub struct Func {
     pub name: String,
     /// How it is called.
     pub kind: FuncKind,
+    /// Which of the plain functions it is, if it is one
+    /// ([`crate::funcs::Builtin`]).
+    pub builtin: Option<crate::funcs::Builtin>,
 }
 
 impl Func {
     /// The function `name`, classified by [`FuncKind::of`].
     pub fn new(name: String) -> Self {
         let kind = FuncKind::of(&name);
-        Func { name, kind }
+        let builtin = crate::funcs::Builtin::of(&name);
+        Func {
+            name,
+            kind,
+            builtin,
+        }
     }
 }
 
