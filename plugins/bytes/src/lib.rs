@@ -217,6 +217,43 @@ pub fn split_lines(text: &str) -> impl Iterator<Item = &str> {
     })
 }
 
+/// The offset of the last `b` in `text`.
+#[inline]
+pub fn rposition(text: &[u8], b: u8) -> Option<usize> {
+    let mut end = text.len();
+    while end >= 8 {
+        let w = word(text, end - 8) ^ splat(b);
+        // A zero byte of `w` is a `b`. Unlike the first match, the last is
+        // not exact in `below_mask` (a borrow may flag the byte above a
+        // match): the word is searched bytewise once it holds one.
+        if below_mask(w, 1) != 0 {
+            return text[end - 8..end]
+                .iter()
+                .rposition(|&x| x == b)
+                .map(|i| end - 8 + i);
+        }
+        end -= 8;
+    }
+    text[..end].iter().rposition(|&x| x == b)
+}
+
+/// How many bytes of `text` are `b`.
+#[inline]
+pub fn count(text: &[u8], b: u8) -> usize {
+    let mut n = 0;
+    let mut at = 0;
+    while at + 8 <= text.len() {
+        let w = word(text, at) ^ splat(b);
+        // Exact per byte: each byte of `w` is zero exactly when it was `b`
+        // (no borrows: the high bit tests the low seven bits' sum).
+        let low = (w & splat(0x7f)).wrapping_add(splat(0x7f));
+        let nonzero = (low | w) & splat(0x80);
+        n += 8 - nonzero.count_ones() as usize;
+        at += 8;
+    }
+    n + text[at..].iter().filter(|&&x| x == b).count()
+}
+
 /// Whether every byte of `text` is below 0x7f (ASCII without DEL).
 #[inline]
 pub fn below_del(text: &[u8]) -> bool {
@@ -461,6 +498,36 @@ mod tests {
                 let want: Vec<&str> = text.split('\n').collect();
                 assert_eq!(split_lines(&text).collect::<Vec<_>>(), want, "{text:?}");
             }
+        }
+    }
+
+    #[test]
+    fn rposition_and_count_are_the_bytewise_rules() {
+        for t in texts() {
+            for b in [0u8, b'\n', b':', 0x80, 0xff, b'a'] {
+                assert_eq!(
+                    rposition(&t, b),
+                    t.iter().rposition(|&x| x == b),
+                    "{t:?} {b}"
+                );
+                assert_eq!(
+                    count(&t, b),
+                    t.iter().filter(|&&x| x == b).count(),
+                    "{t:?} {b}"
+                );
+            }
+            let lines: Vec<u8> = t
+                .iter()
+                .map(|&x| if x % 3 == 0 { b'\n' } else { x })
+                .collect();
+            assert_eq!(
+                count(&lines, b'\n'),
+                lines.iter().filter(|&&x| x == b'\n').count()
+            );
+            assert_eq!(
+                rposition(&lines, b'\n'),
+                lines.iter().rposition(|&x| x == b'\n')
+            );
         }
     }
 

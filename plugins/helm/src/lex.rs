@@ -59,6 +59,11 @@ pub struct Item<'a> {
     pub pos: usize,
 }
 
+/// How many line breaks `text` holds (counted eight bytes a step).
+fn newlines(text: &str) -> usize {
+    kiln_bytes::count(text.as_bytes(), b'\n')
+}
+
 fn is_space(c: u8) -> bool {
     matches!(c, b' ' | b'\t' | b'\r' | b'\n')
 }
@@ -102,11 +107,11 @@ impl<'a> Lexer<'_, 'a> {
         loop {
             let start = self.pos;
             let line = self.line;
-            let Some(rel) = self.src[self.pos..].find("{{") else {
+            let Some(rel) = kiln_bytes::find(&self.src[self.pos..], "{{") else {
                 if start < self.src.len() {
                     self.emit(Tok::Text(&self.src[start..]), line, start);
                 }
-                self.line += self.src[start..].matches('\n').count();
+                self.line += newlines(&self.src[start..]);
                 self.emit(Tok::Eof, self.line, self.src.len());
                 return Ok(());
             };
@@ -114,7 +119,7 @@ impl<'a> Lexer<'_, 'a> {
             let trim_left = bytes.get(delim + 2) == Some(&b'-')
                 && bytes.get(delim + 3).is_some_and(|&c| is_space(c));
             let mut text = &self.src[start..delim];
-            self.line += text.matches('\n').count();
+            self.line += newlines(text);
             if trim_left {
                 text = text.trim_end_matches([' ', '\t', '\r', '\n']);
             }
@@ -131,11 +136,11 @@ impl<'a> Lexer<'_, 'a> {
                 let skipped = self.src.len() - self.pos - after.len();
                 if trim_left || skipped == 0 {
                     let cstart = self.pos + skipped;
-                    let Some(end) = self.src[cstart..].find("*/") else {
+                    let Some(end) = kiln_bytes::find(&self.src[cstart..], "*/") else {
                         return Err(self.err(self.line, "unclosed comment"));
                     };
                     let cend = cstart + end + 2;
-                    self.line += self.src[self.pos..cend].matches('\n').count();
+                    self.line += newlines(&self.src[self.pos..cend]);
                     self.pos = cend;
                     let rest = &self.src[self.pos..];
                     let (trim_right, len) = if rest.starts_with(" -}}")
@@ -149,7 +154,7 @@ impl<'a> Lexer<'_, 'a> {
                     } else {
                         return Err(self.err(self.line, "comment ends before closing delimiter"));
                     };
-                    self.line += rest[..len].matches('\n').count();
+                    self.line += newlines(&rest[..len]);
                     self.pos += len;
                     if trim_right {
                         self.trim_following();
@@ -166,7 +171,7 @@ impl<'a> Lexer<'_, 'a> {
     fn trim_following(&mut self) {
         let rest = &self.src[self.pos..];
         let trimmed = rest.trim_start_matches([' ', '\t', '\r', '\n']);
-        self.line += rest[..rest.len() - trimmed.len()].matches('\n').count();
+        self.line += newlines(&rest[..rest.len() - trimmed.len()]);
         self.pos += rest.len() - trimmed.len();
     }
 
@@ -196,7 +201,7 @@ impl<'a> Lexer<'_, 'a> {
                 let spaces = &rest[..n];
                 // ` -}}`
                 if rest[n..].starts_with("-}}") {
-                    self.line += spaces.matches('\n').count();
+                    self.line += newlines(spaces);
                     if parens > 0 {
                         return Err(self.err(line, "unclosed left paren"));
                     }
@@ -208,7 +213,7 @@ impl<'a> Lexer<'_, 'a> {
                 if spaces.contains('\n') && !rest[n..].starts_with("}}") {
                     // Go allows newlines inside actions since 1.16.
                 }
-                self.line += spaces.matches('\n').count();
+                self.line += newlines(spaces);
                 self.pos += n;
                 self.emit(Tok::Space, line, pos);
                 continue;
@@ -257,7 +262,7 @@ impl<'a> Lexer<'_, 'a> {
                         return Err(self.err(line, "unterminated raw quoted string"));
                     };
                     let s = &rest[1..1 + end];
-                    self.line += s.matches('\n').count();
+                    self.line += newlines(s);
                     self.pos += end + 2;
                     self.emit(Tok::Str(Cow::Borrowed(s)), line, pos);
                 }

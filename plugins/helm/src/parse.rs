@@ -312,7 +312,7 @@ impl<'a> Parser<'a> {
     fn pos(&self) -> Pos {
         let item = &self.items[self.i.min(self.items.len() - 1)];
         let before = &self.text[..item.pos.min(self.text.len())];
-        let col = item.pos - before.rfind('\n').map_or(0, |i| i + 1);
+        let col = item.pos - kiln_bytes::rposition(before.as_bytes(), b'\n').map_or(0, |i| i + 1);
         Pos {
             name: self.name.clone(),
             line: item.line,

@@ -831,12 +831,15 @@ fn collect(
 }
 
 /// Helm's order of parsing templates: deeper paths first, so that a
-/// parent's `define` wins over a subchart's.
-fn parse_order(names: &mut [String]) {
-    names.sort_by(|a, b| {
-        let (ca, cb) = (a.matches('/').count(), b.matches('/').count());
-        cb.cmp(&ca).then_with(|| b.cmp(a))
-    });
+/// parent's `define` wins over a subchart's (each path's depth counted
+/// once, not at every comparison).
+fn parse_order(names: &mut Vec<String>) {
+    let mut keyed: Vec<(usize, String)> = names
+        .drain(..)
+        .map(|name| (kiln_bytes::count(name.as_bytes(), b'/'), name))
+        .collect();
+    keyed.sort_by(|(da, a), (db, b)| db.cmp(da).then_with(|| b.cmp(a)));
+    names.extend(keyed.into_iter().map(|(_, name)| name));
 }
 
 /// Renders the chart at `chart_dir` as `helm template` does: CRDs first
@@ -878,12 +881,16 @@ pub fn render(
 
     let mut names: Vec<String> = renderables.iter().map(|r| r.0.clone()).collect();
     parse_order(&mut names);
+    // Each template by name (the first of a name, as a search would find
+    // it), without a search per template.
+    let mut by_name: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+    for (i, r) in renderables.iter().enumerate() {
+        by_name.entry(r.0.as_str()).or_insert(i);
+    }
+    let renderable = |name: &str| &renderables[by_name[name]];
     let mut trees = Trees::new();
     for name in &names {
-        let (_, text, _) = renderables
-            .iter()
-            .find(|r| &r.0 == name)
-            .expect("collected");
+        let (_, text, _) = renderable(name);
         parse(name, text, &mut trees, &crate::funcs::exists)?;
     }
     let mut rt = Runtime::new(trees, opts.limits);
@@ -898,10 +905,7 @@ pub fn render(
         if base.starts_with('_') {
             continue;
         }
-        let (_, _, r) = renderables
-            .iter()
-            .find(|r| &r.0 == name)
-            .expect("collected");
+        let (_, _, r) = renderable(name);
         let mut dot = r.context.clone();
         dot.insert(
             "Template".into(),
