@@ -53,7 +53,10 @@ pub struct Options {
     /// A caller that throws its whole memory away after the render sets it
     /// to false and saves the frees: the plugin, whose host starts a fresh
     /// instance for every call (a few percent of a render's instructions;
-    /// `docs/benchmarks.md`, "helm plugin").
+    /// `docs/benchmarks.md`, "helm plugin"). It is freed all the same when
+    /// a document is left for the caller to read into JSON
+    /// ([`Document::json`] is `None`): that reading allocates, and must
+    /// not raise the peak memory of the render.
     pub free_memory: bool,
 }
 
@@ -932,7 +935,13 @@ pub fn render(
     }
     rendered.sort_by(|a, b| a.0.cmp(&b.0));
     let documents = sort_manifests(rendered, crds);
-    if !opts.free_memory {
+    // A document the head reader could not write as JSON is read by the
+    // caller, which allocates: it may then reuse this memory rather than
+    // grow the instance's, so the peak stays what it was.
+    let all_read = documents
+        .as_ref()
+        .is_ok_and(|docs| docs.iter().all(|d| d.json.is_some()));
+    if !opts.free_memory && all_read {
         // The caller discards the memory whole ([`Options::free_memory`]).
         std::mem::forget((rt, chart, cvals, vals, release, caps, renderables, names));
     }

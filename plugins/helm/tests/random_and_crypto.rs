@@ -666,8 +666,8 @@ fn encrypt_aes_gives_another_iv_to_another_plaintext_at_the_same_call() {
 /// Values pinned from the engine that derived each template's key as the
 /// template started: deriving it at the template's first random call
 /// (templates without one derive none), or skipping the frees at the end
-/// of a render as the plugin does (`free_memory: false`), changes no
-/// document.
+/// of a render as the plugin does (`free_memory: false`, with a document
+/// left to read or not), changes no document.
 #[test]
 fn lazy_template_keys_and_skipped_frees_change_no_document() {
     let cm = |name: &str, data: &str| {
@@ -679,7 +679,15 @@ fn lazy_template_keys_and_skipped_frees_change_no_document() {
     );
     let b = cm("b", "  n: {{ len \"abc\" | quote }}\n");
     let c = cm("c", "  x: {{ randAlphaNum 12 | quote }}\n");
-    let templates = [("a.yaml", a.as_str()), ("b.yaml", &b), ("c.yaml", &c)];
+    // A key that is not a string: a document the plugin reads into JSON
+    // after the render (the render's memory is then freed all the same).
+    let d = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: d\ndata:\n  1: one\n";
+    let templates = [
+        ("a.yaml", a.as_str()),
+        ("b.yaml", &b),
+        ("c.yaml", &c),
+        ("d.yaml", d),
+    ];
     let freed = try_render(&templates, &Options::default()).unwrap();
     let kept = try_render(
         &templates,
@@ -690,7 +698,9 @@ fn lazy_template_keys_and_skipped_frees_change_no_document() {
     )
     .unwrap();
     assert_eq!(freed, kept);
-    let values: Vec<String> = freed
+    assert_eq!(freed.len(), 4);
+    assert!(freed[3].contains("\n  1: one"), "{}", freed[3]);
+    let values: Vec<String> = freed[..3]
         .iter()
         .flat_map(|doc| {
             let v: serde_json::Value = serde_yaml::from_str(doc).unwrap();
