@@ -1284,43 +1284,29 @@ pub fn call_nested(st: &mut State<'_>, name: &str, a: &[Value], pos: &Pos) -> R 
         .map_err(include_error(n))
 }
 
-/// The lines of `text` that end with a line break, each with its break,
-/// found eight bytes a step (`str::split` goes through `memchr`, four
-/// bytes a step inside WebAssembly).
-fn broken_lines(mut rest: &str) -> impl Iterator<Item = &str> {
-    std::iter::from_fn(move || {
-        let i = kiln_bytes::position(rest.as_bytes(), b'\n')?;
-        let (line, after) = rest.split_at(i + 1);
-        rest = after;
-        Some(line)
-    })
-}
-
 /// Sprig's `indent` (`nindent`: a newline first): `width` spaces before
 /// the text and after each of its newlines.
 fn indent(text: &str, width: usize, newline_first: bool) -> String {
     const SPACES: &str = "                                ";
-    let lines = broken_lines(text).count() + 1;
+    let lines = kiln_bytes::count(text.as_bytes(), b'\n') + 1;
     let mut out = String::with_capacity(text.len() + lines * width + 1);
     if newline_first {
         out.push('\n');
     }
-    let pad = |out: &mut String| {
-        let mut n = width;
-        while n > 0 {
-            let step = n.min(SPACES.len());
-            out.push_str(&SPACES[..step]);
-            n -= step;
+    // Lines found eight bytes a step (`str::split` goes through `memchr`,
+    // four bytes a step inside WebAssembly).
+    for (i, line) in kiln_bytes::split_lines(text).enumerate() {
+        if i > 0 {
+            out.push('\n');
         }
-    };
-    let mut done = 0;
-    for line in broken_lines(text) {
-        pad(&mut out);
+        let mut pad = width;
+        while pad > 0 {
+            let step = pad.min(SPACES.len());
+            out.push_str(&SPACES[..step]);
+            pad -= step;
+        }
         out.push_str(line);
-        done += line.len();
     }
-    pad(&mut out);
-    out.push_str(&text[done..]);
     out
 }
 
