@@ -208,6 +208,11 @@ pub struct Runtime {
     pub yaml_cache: crate::yamlcache::YamlCache,
     /// Emptied argument vectors of finished calls ([`Runtime::arg_vec`]).
     arg_vecs: Vec<Vec<Value>>,
+    /// The texts `include` gave ([`crate::incmemo`]).
+    pub memo: crate::incmemo::IncludeMemo,
+    /// The deepest [`Runtime::depth`] reached since the running
+    /// memoizable `include` started.
+    peak_depth: usize,
 }
 
 /// Most argument vectors kept for reuse (one per nesting level of calls
@@ -236,6 +241,8 @@ impl Runtime {
             tpl_cache: crate::tplcache::TplCache::default(),
             yaml_cache: crate::yamlcache::YamlCache::default(),
             arg_vecs: Vec::new(),
+            memo: crate::incmemo::IncludeMemo::default(),
+            peak_depth: 0,
         }
     }
 
@@ -465,13 +472,29 @@ impl State<'_> {
     /// Runs template `name` with `dot` in its own variable scope, its
     /// output appended to this template's (nothing appended on error).
     fn run_template(&mut self, name: &str, dot: Value, pos: &Pos) -> Result<(), ExecError> {
-        let Some((name, tree)) = self.rt.tree(name) else {
-            return Err(self.err(
+        let (name, tree) = self.resolve(name, pos)?;
+        self.run_tree(name, &tree, dot, pos)
+    }
+
+    /// Template `name` (its shared name and tree), or Go's error.
+    fn resolve(&self, name: &str, pos: &Pos) -> Result<(Rc<str>, Rc<List>), ExecError> {
+        self.rt.tree(name).ok_or_else(|| {
+            self.err(
                 pos,
                 format!("template {name:?}"),
                 format!("template {name:?} not defined"),
-            ));
-        };
+            )
+        })
+    }
+
+    /// [`State::run_template`] of a resolved template.
+    fn run_tree(
+        &mut self,
+        name: Rc<str>,
+        tree: &Rc<List>,
+        dot: Value,
+        pos: &Pos,
+    ) -> Result<(), ExecError> {
         if self.rt.depth >= self.rt.limits.max_depth {
             return Err(ExecError::Limit {
                 name: pos.name.to_string(),
@@ -483,9 +506,10 @@ impl State<'_> {
             });
         }
         self.rt.depth += 1;
+        self.rt.peak_depth = self.rt.peak_depth.max(self.rt.depth);
         let start = self.rt.out.len();
         let mut st = State::enter(&mut *self.rt, name, dot.clone());
-        let r = st.walk_list(&dot, &tree);
+        let r = st.walk_list(&dot, tree);
         st.leave();
         self.rt.depth -= 1;
         if r.is_err() {
@@ -495,10 +519,51 @@ impl State<'_> {
     }
 
     /// Runs template `name` with `dot` in its own variable scope and
-    /// returns its text (`include`).
+    /// returns its text (`include`); the text of an earlier call with the
+    /// same template and dot when the memo kept it ([`crate::incmemo`]).
     pub fn call_template(&mut self, name: &str, dot: Value, pos: &Pos) -> Result<Value, ExecError> {
+        let (name, tree) = self.resolve(name, pos)?;
+        if !self.rt.layers.is_empty() {
+            // A `tpl` text's templates are in play: not memoized.
+            return self.capture(name, &tree, dot, pos);
+        }
+        // The chart's templates live as long as the render: their
+        // addresses are theirs (templates of `tpl` texts are not memoized).
+        let key = (
+            Rc::as_ptr(&name) as *const u8 as usize,
+            Rc::as_ptr(&tree) as usize,
+        );
+        let room = self.rt.limits.max_depth.saturating_sub(self.rt.depth);
+        if let Some(text) = self.rt.memo.get(key, &dot, room) {
+            self.rt.step(pos)?;
+            self.rt.charge_output(text.len(), pos)?;
+            return Ok(Value::Str(text));
+        }
+        let call = self.rt.memo.begin();
+        let call_start = call.start;
+        let draws = self.rt.random.draws();
+        let outer_peak = std::mem::replace(&mut self.rt.peak_depth, self.rt.depth);
+        let result = self.capture(name.clone(), &tree, dot.clone(), pos);
+        let used = self.rt.peak_depth - self.rt.depth;
+        self.rt.peak_depth = outer_peak.max(self.rt.peak_depth);
+        let clean = self.rt.memo.end(call) && draws == self.rt.random.draws();
+        let text = result?;
+        if clean && let Value::Str(s) = &text {
+            self.rt.memo.keep(key, &dot, call_start, used, s.clone());
+        }
+        Ok(text)
+    }
+
+    /// Runs a resolved template and returns its text.
+    fn capture(
+        &mut self,
+        name: Rc<str>,
+        tree: &Rc<List>,
+        dot: Value,
+        pos: &Pos,
+    ) -> Result<Value, ExecError> {
         let start = self.rt.out.len();
-        self.run_template(name, dot, pos)?;
+        self.run_tree(name, tree, dot, pos)?;
         let text = Value::str(&self.rt.out[start..]);
         self.rt.out.truncate(start);
         Ok(text)
@@ -1117,6 +1182,89 @@ mod tests {
 
     fn ok(templates: &[(&str, &str)], main: &str) -> String {
         run(templates, main).0.expect("runs")
+    }
+
+    /// [`run`] under `limits`.
+    fn run_limited(
+        templates: &[(&str, &str)],
+        main: &str,
+        limits: Limits,
+    ) -> Result<String, ExecError> {
+        let mut trees = Trees::new();
+        for (name, text) in templates {
+            crate::parse::parse(name, text, &mut trees, &funcs::exists).expect("parses");
+        }
+        Runtime::new(trees, limits).execute(main, Value::map(Map::new()))
+    }
+
+    #[test]
+    fn include_texts_are_reused_for_an_equal_dot_until_a_map_it_reads_changes() {
+        let show = ("show", "{{ .x.y }}");
+        let t = "{{ $d := dict \"x\" (dict \"y\" 1) }}{{ include \"show\" $d }}{{ include \"show\" $d }}\
+                 {{ $e := dict \"x\" $d.x }}{{ include \"show\" $e }}\
+                 {{ $_ := set $d.x \"y\" 2 }}{{ include \"show\" $d }}{{ include \"show\" $e }}\
+                 {{ $_ := set $d \"x\" (dict \"y\" 3) }}{{ include \"show\" $d }}";
+        let (out, rt) = run(&[show, ("t", t)], "t");
+        assert_eq!(out.expect("runs"), "111223");
+        // The second and third calls, and the fifth.
+        assert_eq!(rt.memo.hits(), 3);
+    }
+
+    #[test]
+    fn a_template_that_changes_what_it_reads_runs_at_every_include() {
+        let bump = ("bump", "{{ $_ := set . \"n\" (add1 .n) }}{{ .n }}");
+        let t = "{{ $c := dict \"n\" 0 }}{{ include \"bump\" $c }}{{ include \"bump\" $c }}{{ include \"bump\" $c }}";
+        assert_eq!(ok(&[bump, ("t", t)], "t"), "123");
+        // Changing a map it made itself (after it started) is no change
+        // to what it reads; changing the caller's map after a call that
+        // read it is.
+        let inner = (
+            "inner",
+            "{{ $m := dict \"k\" .k }}{{ $_ := set $m \"k\" (print $m.k \"!\") }}{{ $m.k }}",
+        );
+        let outer = (
+            "outer",
+            "{{ $m := dict \"k\" \"a\" }}{{ include \"inner\" $m }}{{ $_ := set $m \"k\" \"b\" }}{{ include \"inner\" $m }}",
+        );
+        let t = "{{ include \"outer\" . }} {{ include \"outer\" . }}";
+        let (out, rt) = run(&[inner, outer, ("t", t)], "t");
+        assert_eq!(out.expect("runs"), "a!b! a!b!");
+        assert_eq!(rt.memo.hits(), 1, "the second outer call");
+    }
+
+    #[test]
+    fn includes_that_draw_random_numbers_or_run_in_tpl_are_not_reused() {
+        let r = ("r", "{{ randAlphaNum 12 }}");
+        let t = "{{ include \"r\" . }} {{ include \"r\" . }}";
+        let out = ok(&[r, ("t", t)], "t");
+        let (a, b) = out.split_once(' ').expect("two");
+        assert_ne!(a, b);
+        // A `tpl` text's own template of a name wins inside it, also in
+        // the chart templates it includes: `a` kept outside is not reused
+        // inside.
+        let x = ("x", "C");
+        let a = ("a", "{{ include \"x\" . }}");
+        let t = "{{ include \"a\" . }}{{ tpl \"{{ define \\\"x\\\" }}T{{ end }}{{ include \\\"a\\\" . }}\" . }}{{ include \"a\" . }}";
+        assert_eq!(ok(&[x, a, ("t", t)], "t"), "CTC");
+    }
+
+    #[test]
+    fn a_reused_include_keeps_the_nesting_limit() {
+        let templates = [
+            ("leaf", "L"),
+            ("d1", "{{ include \"leaf\" . }}"),
+            ("d2", "{{ include \"d1\" . }}"),
+            ("t", "{{ include \"leaf\" . }}{{ include \"d2\" . }}"),
+        ];
+        let limits = |max_depth| Limits {
+            max_depth,
+            ..Limits::default()
+        };
+        assert_eq!(run_limited(&templates, "t", limits(3)).expect("fits"), "LL");
+        // `leaf` was kept at depth 1; at depth 3 it is past the limit of 2,
+        // as it would be if it ran.
+        let err = run_limited(&templates, "t", limits(2)).expect_err("too deep");
+        assert!(err.to_string().contains("nested template calls"), "{err}");
     }
 
     #[test]

@@ -1070,6 +1070,7 @@ fn call_builtin(st: &mut State<'_>, builtin: Option<Builtin>, name: &str, a: &[V
             arity(name, a, 3)?;
             dict_of(&a[0], name)?;
             if let Value::Map(m) = &a[0] {
+                st.rt.memo.changed(m.born());
                 m.borrow_mut().insert(s(1).into_owned(), a[2].clone());
             }
             a[0].clone()
@@ -1077,6 +1078,7 @@ fn call_builtin(st: &mut State<'_>, builtin: Option<Builtin>, name: &str, a: &[V
         Builtin::Unset => {
             dict_of(&a[0], name)?;
             if let Value::Map(m) = &a[0] {
+                st.rt.memo.changed(m.born());
                 m.borrow_mut().remove(&*s(1));
             }
             a[0].clone()
@@ -1103,6 +1105,7 @@ fn call_builtin(st: &mut State<'_>, builtin: Option<Builtin>, name: &str, a: &[V
             }
             // Sprig merges into its first argument (a Go map, shared).
             if let Value::Map(m) = &a[0] {
+                st.rt.memo.changed(m.born());
                 *m.borrow_mut() = dst;
             }
             a[0].clone()

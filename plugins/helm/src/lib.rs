@@ -29,6 +29,7 @@ pub mod gostr;
 pub mod gotime;
 mod head;
 pub mod ignore;
+pub mod incmemo;
 pub mod jsonview;
 pub mod lex;
 pub mod parse;

@@ -82,6 +82,8 @@ pub struct Randomness {
     /// The current template's name.
     template_name: String,
     sites: HashMap<Site, u64>,
+    /// Generators handed out so far ([`Randomness::draws`]).
+    draws: u64,
     site: String,
     work: u64,
     /// Master Password keys derived in this render, by a hash of the
@@ -131,6 +133,7 @@ impl Randomness {
             template: Some(render),
             template_name: String::new(),
             sites: HashMap::new(),
+            draws: 0,
             site: String::new(),
             work: 0,
             master_keys: HashMap::new(),
@@ -151,6 +154,13 @@ impl Randomness {
         self.site = call;
     }
 
+    /// How many generators [`Randomness::stream`] handed out in this
+    /// render: a template call during which it changed drew random numbers
+    /// (its text is not memoized, [`crate::incmemo`]).
+    pub fn draws(&self) -> u64 {
+        self.draws
+    }
+
     /// The generator of one call at `pos`, the call named by
     /// [`Randomness::set_site`] (each run of a site gets its own).
     pub fn stream(&mut self, pos: &Pos) -> ChaCha20Rng {
@@ -159,6 +169,7 @@ impl Randomness {
             .entry((pos.name.clone(), self.site.clone()))
             .or_insert(0);
         *count += 1;
+        self.draws += 1;
         let template = *self.template.get_or_insert_with(|| {
             derive(&self.render, &[b"template", self.template_name.as_bytes()])
         });

@@ -1,13 +1,64 @@
 //! The values templates work on: what Go's `interface{}` holds in Helm
 //! (YAML/JSON data, template literals, Sprig results), with Go's printing.
 
-use std::cell::{Ref, RefCell};
+use std::cell::{Cell, Ref, RefCell};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::rc::Rc;
 
 /// A map as Go's `map[string]interface{}`: templates see its keys sorted.
 pub type Map = BTreeMap<String, Value>;
+
+/// A map value's cell: the map, and when it was made.
+///
+/// `born` orders maps by creation (a per-thread counter, [`births`]): a
+/// map born after a moment cannot be part of any value that existed
+/// then. The `include` memo ([`crate::incmemo`]) relies on it to tell the
+/// maps a template changes in place from those it made itself.
+#[derive(Debug)]
+pub struct MapCell {
+    born: u64,
+    map: RefCell<Map>,
+}
+
+thread_local! {
+    /// Maps made so far on this thread ([`MapCell::born`]).
+    static BIRTHS: Cell<u64> = const { Cell::new(0) };
+}
+
+/// The birth number the next map made on this thread gets: every map that
+/// exists now has a smaller one.
+pub fn births() -> u64 {
+    BIRTHS.with(Cell::get)
+}
+
+impl MapCell {
+    /// A new map cell, born now.
+    pub fn new(map: Map) -> Self {
+        let born = BIRTHS.with(|b| {
+            let n = b.get();
+            b.set(n + 1);
+            n
+        });
+        MapCell {
+            born,
+            map: RefCell::new(map),
+        }
+    }
+
+    /// When the map was made ([`births`] at that moment).
+    pub fn born(&self) -> u64 {
+        self.born
+    }
+}
+
+impl std::ops::Deref for MapCell {
+    type Target = RefCell<Map>;
+
+    fn deref(&self) -> &RefCell<Map> {
+        &self.map
+    }
+}
 
 /// Most entries of a map [`lookup`] scans rather than searches (one
 /// B-tree node holds eleven).
@@ -48,7 +99,7 @@ pub enum Value {
     Strings(Rc<Vec<Value>>),
     /// `map[string]interface{}`: shared, as Go's maps are (Sprig's `set`,
     /// `unset` and `merge` change it in place, for every holder).
-    Map(Rc<RefCell<Map>>),
+    Map(Rc<MapCell>),
     /// `.Files`: the chart's non-template files.
     Files(Rc<crate::files::Files>),
     /// `.Capabilities.APIVersions`.
@@ -67,7 +118,7 @@ impl Value {
 
     /// A map value.
     pub fn map(m: Map) -> Value {
-        Value::Map(Rc::new(RefCell::new(m)))
+        Value::Map(Rc::new(MapCell::new(m)))
     }
 
     /// A list value.

@@ -161,7 +161,7 @@ mod tests {
                 assert_same(&value, &format!("{levels} levels"));
             }
         }
-        let cycle = Rc::new(RefCell::new(Map::new()));
+        let cycle = Rc::new(crate::value::MapCell::new(Map::new()));
         cycle
             .borrow_mut()
             .insert("self".to_owned(), Value::Map(cycle.clone()));
