@@ -534,8 +534,11 @@ impl State<'_> {
             Rc::as_ptr(&tree) as usize,
         );
         let room = self.rt.limits.max_depth.saturating_sub(self.rt.depth);
-        if let Some(text) = self.rt.memo.get(key, &dot, room) {
-            self.rt.step(pos)?;
+        if let Some((text, used)) = self.rt.memo.get(key, &dot, room) {
+            // The nesting the call would have reached counts for the calls
+            // running (a memoizable one keeps it with its text); the
+            // `include` that asked has taken its step.
+            self.rt.peak_depth = self.rt.peak_depth.max(self.rt.depth + used);
             self.rt.charge_output(text.len(), pos)?;
             return Ok(Value::Str(text));
         }
@@ -1265,6 +1268,36 @@ mod tests {
         // as it would be if it ran.
         let err = run_limited(&templates, "t", limits(2)).expect_err("too deep");
         assert!(err.to_string().contains("nested template calls"), "{err}");
+        // Nor does a call that reuses a text hide the nesting from the
+        // calls around it: `d1` reuses `leaf` and is kept as two levels
+        // deep, not one (from the review).
+        let templates = [
+            ("leaf", "L"),
+            ("d1", "{{ include \"leaf\" . }}"),
+            ("d2", "{{ include \"d1\" . }}"),
+            (
+                "t",
+                "{{ include \"leaf\" . }}{{ include \"d1\" . }}{{ include \"d2\" . }}",
+            ),
+        ];
+        let err = run_limited(&templates, "t", limits(2)).expect_err("too deep");
+        assert!(err.to_string().contains("nested template calls"), "{err}");
+        // A chain of reused texts: `down(i)` reuses `down(i-1)`; past the
+        // limit the render fails as it does without the memo.
+        let down = (
+            "down",
+            "{{ if . }}{{ include \"down\" (sub . 1) }}{{ else }}x{{ end }}",
+        );
+        let t = (
+            "t",
+            "{{ range $i := until 20 }}{{ include \"down\" $i }}{{ end }}",
+        );
+        let err = run_limited(&[down, t], "t", limits(10)).expect_err("too deep");
+        assert!(err.to_string().contains("nested template calls"), "{err}");
+        assert_eq!(
+            run_limited(&[down, t], "t", limits(21)).expect("fits"),
+            "x".repeat(20)
+        );
     }
 
     #[test]

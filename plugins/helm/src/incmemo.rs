@@ -39,7 +39,7 @@ use crate::value::Value;
 /// Most texts kept.
 pub const MAX_ENTRIES: usize = 256;
 /// Most texts kept for one template.
-pub const MAX_PER_TREE: usize = 16;
+pub const MAX_PER_TREE: usize = 8;
 /// Most bytes kept, all entries together: their texts, and the keys and
 /// strings of their dots.
 pub const MAX_BYTES: usize = 1 << 20;
@@ -261,17 +261,17 @@ pub struct IncludeMemo {
 
 impl IncludeMemo {
     /// The text of template `tree` with `dot`, if kept and if its call
-    /// fits in `room` more levels of nesting.
-    pub fn get(&mut self, tree: TreeKey, dot: &Value, room: usize) -> Option<Rc<str>> {
+    /// fits in `room` more levels of nesting, with the levels it used.
+    pub fn get(&mut self, tree: TreeKey, dot: &Value, room: usize) -> Option<(Rc<str>, usize)> {
         let (_, entries) = self.trees.iter_mut().find(|(t, _)| *t == tree)?;
         let entry = entries
             .iter_mut()
             .rev()
             .find(|e| e.depth <= room && e.dot.is(dot))?;
         entry.taken = true;
-        let text = entry.text.clone();
+        let found = (entry.text.clone(), entry.depth);
         self.hits += 1;
-        Some(text)
+        Some(found)
     }
 
     /// How many calls were answered from the memo.
@@ -422,7 +422,8 @@ mod tests {
         keep(&mut memo, TREE, &dot, "text");
         // A new map with the same entries is the same dot.
         let same = dict(&[("name", Value::str("x")), ("context", shared.clone())]);
-        assert_eq!(memo.get(TREE, &same, 10).as_deref(), Some("text"));
+        let (text, depth) = memo.get(TREE, &same, 10).expect("kept");
+        assert_eq!((&*text, depth), ("text", 1));
         // An equal but distinct inner map, another string, another kind,
         // another template: not the same.
         let twin = dict(&[("a", Value::Int(1))]);

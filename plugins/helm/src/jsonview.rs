@@ -92,7 +92,6 @@ impl Serialize for JsonView<'_> {
 
 #[cfg(test)]
 mod tests {
-    use std::cell::RefCell;
     use std::rc::Rc;
 
     use crate::convert::{JsonStyle, json_at, to_json_styled};

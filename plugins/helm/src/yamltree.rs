@@ -69,7 +69,6 @@ fn float<T>(x: f64) -> Node<'static, T> {
 
 #[cfg(test)]
 mod tests {
-    use std::cell::RefCell;
     use std::rc::Rc;
 
     use crate::convert::{to_json_value, to_yaml};
