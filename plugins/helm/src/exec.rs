@@ -1301,6 +1301,20 @@ mod tests {
     }
 
     #[test]
+    fn merging_maps_that_hold_themselves_fails_instead_of_recursing_for_ever() {
+        let t = "{{ $a := dict }}{{ $_ := set $a \"x\" $a }}{{ $b := dict }}{{ $_ := set $b \"x\" $b }}\
+                 {{ $_ := merge $a $b }}";
+        let err = run(&[("t", t)], "t").0.expect_err("cyclic");
+        assert!(
+            err.to_string().contains("merge: maps nested more than"),
+            "{err}"
+        );
+        // A map merged into itself is itself.
+        let t = "{{ $a := dict \"k\" (dict \"n\" 1) }}{{ $_ := merge $a $a }}{{ toJson $a }}";
+        assert_eq!(ok(&[("t", t)], "t"), r#"{"k":{"n":1}}"#);
+    }
+
+    #[test]
     fn range_binds_keys_and_values_per_iteration() {
         let t = "{{ range $k, $v := .m }}{{ $k }}={{ $v }};{{ end }}\
                  {{ range $i, $v := .l }}{{ $i }}{{ $v }}{{ if eq $v \"y\" }}{{ break }}{{ end }}{{ end }}\

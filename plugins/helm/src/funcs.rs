@@ -9,7 +9,7 @@ use sha2::Digest as _;
 use crate::exec::{ExecError, FnError, State};
 use crate::gofmt::{quote as go_quote, sprintf};
 use crate::parse::Pos;
-use crate::value::{Map, Value};
+use crate::value::{Map, MapCell, Value};
 use crate::{convert, semver};
 
 type R = Result<Value, FnError>;
@@ -1097,16 +1097,20 @@ fn call_builtin(st: &mut State<'_>, builtin: Option<Builtin>, name: &str, a: &[V
         | Builtin::MergeOverwrite
         | Builtin::MustMergeOverwrite => {
             let overwrite = name.ends_with("Overwrite");
-            let mut dst = dict_of(&a[0], name)?.clone();
-            for src in &a[1..] {
-                // Read in place: nothing is written until every source is merged.
-                let src = dict_of(src, name)?;
-                dst = merge_into(dst, &src, overwrite);
-            }
-            // Sprig merges into its first argument (a Go map, shared).
-            if let Value::Map(m) = &a[0] {
-                st.rt.memo.changed(m.born());
-                *m.borrow_mut() = dst;
+            dict_of(&a[0], name)?;
+            // Every source is read before anything is written (a source
+            // may be the destination, or hold it).
+            let sources = a[1..]
+                .iter()
+                .map(|src| dict_of(src, name).map(|m| m.clone()))
+                .collect::<Result<Vec<Map>, _>>()?;
+            // Sprig merges into its first argument (a Go map, shared), and
+            // mergo into its nested maps, in place.
+            if let Value::Map(dst) = &a[0] {
+                for src in &sources {
+                    merge_into(dst, src, overwrite, &mut st.rt.memo, 0)
+                        .map_err(|e| FnError::Msg(format!("{name}: {e}")))?;
+                }
             }
             a[0].clone()
         }
@@ -1359,22 +1363,50 @@ pub fn deep_equal(a: &Value, b: &Value) -> bool {
     }
 }
 
-/// Sprig's `merge` (mergo without overwrite) / `mergeOverwrite`.
-fn merge_into(mut dst: Map, src: &Map, overwrite: bool) -> Map {
+/// Nesting of maps `merge` follows at most (a map that holds itself
+/// would have it recurse for ever; Go's runs out of stack).
+const MAX_MERGE_DEPTH: usize = 100;
+
+/// mergo's `Merge` of `src` into `dst`, in place as in Go: a key `dst`
+/// lacks (or holds an empty value for) takes `src`'s value, shared; a map
+/// in both is merged into `dst`'s map itself (every holder of that map
+/// sees it); with `overwrite`, `src`'s non-empty values (and booleans)
+/// replace `dst`'s. Each map written is reported to the `include` memo.
+fn merge_into(
+    dst: &Rc<MapCell>,
+    src: &Map,
+    overwrite: bool,
+    memo: &mut crate::incmemo::IncludeMemo,
+    depth: usize,
+) -> Result<(), String> {
+    if depth > MAX_MERGE_DEPTH {
+        return Err(format!("maps nested more than {MAX_MERGE_DEPTH} deep"));
+    }
     for (k, v) in src {
-        match (crate::value::lookup(&dst, k), v) {
+        let existing = crate::value::lookup(&dst.borrow(), k).cloned();
+        match (existing, v) {
             (Some(Value::Map(d)), Value::Map(s)) => {
-                let merged = merge_into(d.borrow().clone(), &s.borrow(), overwrite);
-                dst.insert(k.clone(), Value::map(merged));
+                if !Rc::ptr_eq(&d, s) {
+                    // Read before written: `s` may hold `d`.
+                    let s = s.borrow().clone();
+                    merge_into(&d, &s, overwrite, memo, depth + 1)?;
+                }
+                // A map left empty takes the source's map (mergo sets an
+                // empty destination value).
+                if d.borrow().is_empty() {
+                    memo.changed(dst.born());
+                    dst.borrow_mut().insert(k.clone(), v.clone());
+                }
             }
-            (Some(existing), _) if !overwrite && !empty(existing) => {}
+            (Some(existing), _) if !overwrite && !empty(&existing) => {}
             (Some(_), v) if overwrite && empty(v) && !matches!(v, Value::Bool(_)) => {}
             _ => {
-                dst.insert(k.clone(), v.clone());
+                memo.changed(dst.born());
+                dst.borrow_mut().insert(k.clone(), v.clone());
             }
         }
     }
-    dst
+    Ok(())
 }
 
 fn is_go_space(c: char) -> bool {
