@@ -1098,17 +1098,18 @@ fn call_builtin(st: &mut State<'_>, builtin: Option<Builtin>, name: &str, a: &[V
         | Builtin::MustMergeOverwrite => {
             let overwrite = name.ends_with("Overwrite");
             dict_of(&a[0], name)?;
-            // Every source is read before anything is written (a source
-            // may be the destination, or hold it).
-            let sources = a[1..]
-                .iter()
-                .map(|src| dict_of(src, name).map(|m| m.clone()))
-                .collect::<Result<Vec<Map>, _>>()?;
+            for src in &a[1..] {
+                dict_of(src, name)?;
+            }
             // Sprig merges into its first argument (a Go map, shared), and
-            // mergo into its nested maps, in place.
+            // mergo into its nested maps, in place; one source after the
+            // other (a source sees what the ones before it wrote).
             if let Value::Map(dst) = &a[0] {
-                for src in &sources {
-                    merge_into(dst, src, overwrite, &mut st.rt.memo, 0)
+                for src in &a[1..] {
+                    // Read before written: a source may be the
+                    // destination, or hold it.
+                    let src = dict_of(src, name)?.clone();
+                    merge_into(dst, &src, overwrite, &mut st.rt.memo, 0)
                         .map_err(|e| FnError::Msg(format!("{name}: {e}")))?;
                 }
             }
@@ -1367,11 +1368,16 @@ pub fn deep_equal(a: &Value, b: &Value) -> bool {
 /// would have it recurse for ever; Go's runs out of stack).
 const MAX_MERGE_DEPTH: usize = 100;
 
-/// mergo's `Merge` of `src` into `dst`, in place as in Go: a key `dst`
-/// lacks (or holds an empty value for) takes `src`'s value, shared; a map
-/// in both is merged into `dst`'s map itself (every holder of that map
-/// sees it); with `overwrite`, `src`'s non-empty values (and booleans)
-/// replace `dst`'s. Each map written is reported to the `include` memo.
+/// mergo's `Merge` of `src` into `dst`, in place as in Go, key by key:
+/// - a nil source value is skipped, or with `overwrite` written;
+/// - a map in both is merged into `dst`'s map itself (every holder of
+///   that map sees it), and `dst` keeps it unless it is still empty
+///   (then it takes the source's map);
+/// - otherwise, with `overwrite` the source value is written, and without
+///   it only where `dst` lacks the key or holds an empty value.
+///
+/// A written value is the source's own (shared, as Go shares maps). Each
+/// map written is reported to the `include` memo.
 fn merge_into(
     dst: &Rc<MapCell>,
     src: &Map,
@@ -1384,26 +1390,22 @@ fn merge_into(
     }
     for (k, v) in src {
         let existing = crate::value::lookup(&dst.borrow(), k).cloned();
-        match (existing, v) {
+        let write = match (existing, v) {
+            (_, Value::Nil) => overwrite,
             (Some(Value::Map(d)), Value::Map(s)) => {
                 if !Rc::ptr_eq(&d, s) {
                     // Read before written: `s` may hold `d`.
                     let s = s.borrow().clone();
                     merge_into(&d, &s, overwrite, memo, depth + 1)?;
                 }
-                // A map left empty takes the source's map (mergo sets an
-                // empty destination value).
-                if d.borrow().is_empty() {
-                    memo.changed(dst.born());
-                    dst.borrow_mut().insert(k.clone(), v.clone());
-                }
+                d.borrow().is_empty()
             }
-            (Some(existing), _) if !overwrite && !empty(&existing) => {}
-            (Some(_), v) if overwrite && empty(v) && !matches!(v, Value::Bool(_)) => {}
-            _ => {
-                memo.changed(dst.born());
-                dst.borrow_mut().insert(k.clone(), v.clone());
-            }
+            (Some(existing), _) => overwrite || empty(&existing),
+            (None, _) => true,
+        };
+        if write {
+            memo.changed(dst.born());
+            dst.borrow_mut().insert(k.clone(), v.clone());
         }
     }
     Ok(())
