@@ -82,31 +82,44 @@ enum Held {
     Time(Weak<crate::gotime::Time>),
 }
 
+/// The address of a shared value, `None` for a plain one.
+fn address(v: &Value) -> Option<usize> {
+    fn at<T: ?Sized>(rc: &Rc<T>) -> usize {
+        Rc::as_ptr(rc) as *const u8 as usize
+    }
+    Some(match v {
+        Value::List(l) | Value::Strings(l) => at(l),
+        Value::Map(m) => at(m),
+        Value::Files(f) => at(f),
+        Value::ApiVersions(a) => at(a),
+        Value::Time(t) => at(t),
+        Value::Nil
+        | Value::Bool(_)
+        | Value::Int(_)
+        | Value::Int64(_)
+        | Value::Float(_)
+        | Value::Str(_)
+        | Value::Bytes(_) => return None,
+    })
+}
+
 impl Held {
     /// The address and hold of a shared value, `None` for a plain one.
     fn of(v: &Value) -> Option<(usize, Held)> {
-        fn at<T: ?Sized>(rc: &Rc<T>) -> usize {
-            Rc::as_ptr(rc) as *const u8 as usize
-        }
-        Some(match v {
-            Value::List(l) => (at(l), Held::List(Rc::downgrade(l))),
-            Value::Strings(l) => (at(l), Held::Strings(Rc::downgrade(l))),
-            Value::Map(m) => (at(m), Held::Map(Rc::downgrade(m))),
-            Value::Files(f) => (at(f), Held::Files(Rc::downgrade(f))),
-            Value::ApiVersions(a) => (at(a), Held::ApiVersions(Rc::downgrade(a))),
-            Value::Time(t) => (at(t), Held::Time(Rc::downgrade(t))),
-            Value::Nil
-            | Value::Bool(_)
-            | Value::Int(_)
-            | Value::Int64(_)
-            | Value::Float(_)
-            | Value::Str(_)
-            | Value::Bytes(_) => return None,
-        })
+        let held = match v {
+            Value::List(l) => Held::List(Rc::downgrade(l)),
+            Value::Strings(l) => Held::Strings(Rc::downgrade(l)),
+            Value::Map(m) => Held::Map(Rc::downgrade(m)),
+            Value::Files(f) => Held::Files(Rc::downgrade(f)),
+            Value::ApiVersions(a) => Held::ApiVersions(Rc::downgrade(a)),
+            Value::Time(t) => Held::Time(Rc::downgrade(t)),
+            _ => return None,
+        };
+        Some((address(v)?, held))
     }
 
     /// Whether `v` is the value held (same address, same kind).
-    fn is(&self, address: usize, v: &Value) -> bool {
+    fn is(&self, address_held: usize, v: &Value) -> bool {
         let same_kind = matches!(
             (self, v),
             (Held::List(_), Value::List(_))
@@ -116,7 +129,7 @@ impl Held {
                 | (Held::ApiVersions(_), Value::ApiVersions(_))
                 | (Held::Time(_), Value::Time(_))
         );
-        same_kind && Held::of(v).is_some_and(|(a, _)| a == address)
+        same_kind && address(v) == Some(address_held)
     }
 }
 
