@@ -543,16 +543,15 @@ impl State<'_> {
             return Ok(Value::Str(text));
         }
         let call = self.rt.memo.begin();
-        let call_start = call.start;
         let draws = self.rt.random.draws();
         let outer_peak = std::mem::replace(&mut self.rt.peak_depth, self.rt.depth);
         let result = self.capture(name.clone(), &tree, dot.clone(), pos);
         let used = self.rt.peak_depth - self.rt.depth;
         self.rt.peak_depth = outer_peak.max(self.rt.peak_depth);
-        let clean = self.rt.memo.end(call) && draws == self.rt.random.draws();
+        let clean = self.rt.memo.end(&call) && draws == self.rt.random.draws();
         let text = result?;
         if clean && let Value::Str(s) = &text {
-            self.rt.memo.keep(key, &dot, call_start, used, s.clone());
+            self.rt.memo.keep(key, &dot, call, used, s.clone());
         }
         Ok(text)
     }
@@ -946,9 +945,7 @@ impl State<'_> {
                             format!("{f} is not a method but has arguments"),
                         ));
                     }
-                    crate::value::lookup(&m.borrow(), f)
-                        .cloned()
-                        .unwrap_or_default()
+                    m.field(f).unwrap_or_default()
                 }
                 Value::Files(files) => crate::files::method(files, f, &call_args)
                     .map_err(|m| self.err(pos, context, format!("error calling {f}: {m}")))?,
@@ -1106,14 +1103,10 @@ fn map_fields(v: &Value, fields: &[String]) -> Option<Value> {
     let Value::Map(m) = v else {
         return None;
     };
-    let mut cur = crate::value::lookup(&m.borrow(), first)
-        .cloned()
-        .unwrap_or_default();
+    let mut cur = m.field(first).unwrap_or_default();
     for f in rest {
         let next = match &cur {
-            Value::Map(m) => crate::value::lookup(&m.borrow(), f)
-                .cloned()
-                .unwrap_or_default(),
+            Value::Map(m) => m.field(f).unwrap_or_default(),
             _ => return None,
         };
         cur = next;

@@ -505,9 +505,7 @@ fn call_builtin(st: &mut State<'_>, builtin: Option<Builtin>, name: &str, a: &[V
             let mut v = a[0].clone();
             for key in &a[1..] {
                 v = match (&v, key) {
-                    (Value::Map(m), Value::Str(k)) => crate::value::lookup(&m.borrow(), k)
-                        .cloned()
-                        .unwrap_or_default(),
+                    (Value::Map(m), Value::Str(k)) => m.field(k).unwrap_or_default(),
                     (Value::Map(_), other) => {
                         return Err(format!(
                             "value has type {}; should be string",

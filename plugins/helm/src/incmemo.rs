@@ -1,8 +1,8 @@
 //! The texts `include` produced, kept for the same template and an equal
 //! dot: charts include their name and label helpers for every object
 //! (`include "common.names.namespace" $`, `include "x.fullname" $ctx`
-//! three times in one object), and each call runs the same template on
-//! the same values again.
+//! three times in one object, and again in every template file), and each
+//! call runs the same template on the same values again.
 //!
 //! A template's text is a function of its dot, the chart's templates and
 //! the render's constants, as long as it draws no random numbers and
@@ -17,6 +17,14 @@
 //!   entries in the same way (`dict "name" $name "context" $` is a new map at every
 //!   call, with the same entries).
 //!
+//! A chart's template dot (`$` at the top of its files) is one map for
+//! all its files, whose `.Template` the renderer replaces from file to
+//! file ([`IncludeMemo::template_replaced`]): a template dot is compared
+//! as itself, never by its entries. A call that never looked at which
+//! file runs ([`crate::value::file_observations`] did not move: it read
+//! only other fields of a template dot) gave a *portable* text, kept
+//! from file to file; the others are dropped when the file changes.
+//!
 //! Values change in place only through Sprig's `set`, `unset` and the
 //! `merge` family, which report the map they change ([`IncludeMemo::changed`]).
 //! Every map that a kept call could read existed when that call started,
@@ -27,21 +35,22 @@
 //! itself) drop nothing.
 //!
 //! Bounded: [`MAX_ENTRIES`] texts of at most [`MAX_TEXT`] bytes, at most
-//! [`MAX_BYTES`] together (with the keys and strings of their dots, each
-//! dot at most [`MAX_DOT_ENTRIES`] entries and [`MAX_DOT_TEXT`] bytes),
-//! [`MAX_PER_TREE`] per template; when one would not fit, every text is
-//! dropped and the memo fills again.
+//! [`MAX_BYTES`] together (with the keys and strings of their dots and
+//! each entry's own size, each dot at most [`MAX_DOT_ENTRIES`] entries
+//! and [`MAX_DOT_TEXT`] bytes), [`MAX_PER_TREE`] per template; when one
+//! would not fit, every text is dropped and the memo fills again.
 
 use std::rc::{Rc, Weak};
 
-use crate::value::Value;
+use crate::value::{MapCell, Value};
 
 /// Most texts kept.
-pub const MAX_ENTRIES: usize = 256;
-/// Most texts kept for one template.
-pub const MAX_PER_TREE: usize = 8;
-/// Most bytes kept, all entries together: their texts, and the keys and
-/// strings of their dots.
+pub const MAX_ENTRIES: usize = 2048;
+/// Most texts kept for one template (a helper included for each of a few
+/// hundred services, from each template file).
+pub const MAX_PER_TREE: usize = 512;
+/// Most bytes kept, all entries together: their texts, the keys and
+/// strings of their dots, and the entries themselves.
 pub const MAX_BYTES: usize = 1 << 20;
 /// Longest text kept.
 pub const MAX_TEXT: usize = 64 << 10;
@@ -76,7 +85,7 @@ enum Atom {
 enum Held {
     List(Weak<Vec<Value>>),
     Strings(Weak<Vec<Value>>),
-    Map(Weak<crate::value::MapCell>),
+    Map(Weak<MapCell>),
     Files(Weak<crate::files::Files>),
     ApiVersions(Weak<Vec<String>>),
     Time(Weak<crate::gotime::Time>),
@@ -171,49 +180,108 @@ impl Atom {
     }
 }
 
+/// A quick hash of what [`Atom::is`] compares: equal atoms hash equal,
+/// and most unequal ones differ.
+fn atom_hash(v: &Value) -> u64 {
+    match v {
+        Value::Nil => 1,
+        Value::Bool(b) => 2 + u64::from(*b),
+        Value::Int(i) => mix(4, *i as u64),
+        Value::Int64(i) => mix(5, *i as u64),
+        Value::Float(f) => mix(6, f.to_bits()),
+        Value::Str(s) => mix(7, text_hash(s.as_bytes())),
+        Value::Bytes(b) => mix(8, text_hash(b)),
+        shared => mix(9, address(shared).unwrap_or_default() as u64),
+    }
+}
+
+/// A hash of a text by its length and at most its first and last eight
+/// bytes (the keys and names of dots differ there).
+fn text_hash(b: &[u8]) -> u64 {
+    let mut word = [0u8; 16];
+    let head = b.len().min(8);
+    word[..head].copy_from_slice(&b[..head]);
+    let rest = &b[b.len().saturating_sub(8).max(head)..];
+    word[8..8 + rest.len()].copy_from_slice(rest);
+    let [a, z] = [&word[..8], &word[8..]].map(|w| {
+        let mut bytes = [0u8; 8];
+        bytes.copy_from_slice(w);
+        u64::from_le_bytes(bytes)
+    });
+    mix(mix(b.len() as u64, a), z)
+}
+
+/// One step of a multiplicative hash.
+fn mix(h: u64, x: u64) -> u64 {
+    (h.rotate_left(5) ^ x).wrapping_mul(0x517c_c1b7_2722_0a95)
+}
+
 /// A dot as the memo compares it.
 #[derive(Debug)]
 enum DotKey {
-    /// A map dot: its entries in key order.
+    /// A map dot (not a template dot): its entries in key order.
     Map(Vec<(Box<str>, Atom)>),
     /// Any other dot.
     Atom(Atom),
+}
+
+/// The map of `dot` if it is compared entry by entry ([`DotKey::Map`]):
+/// a map other than a chart's template dot (which is compared as itself,
+/// its `.Template` being replaced from file to file).
+fn by_entries(dot: &Value) -> Option<&Rc<MapCell>> {
+    match dot {
+        Value::Map(m) if !m.is_template_dot() => Some(m),
+        _ => None,
+    }
 }
 
 impl DotKey {
     /// The key of `dot` and the bytes of text it holds, if the memo keeps
     /// calls with it.
     fn of(dot: &Value) -> Option<(DotKey, usize)> {
-        match dot {
-            Value::Map(m) => {
-                let m = m.borrow();
-                if m.len() > MAX_DOT_ENTRIES {
-                    return None;
-                }
-                let mut bytes = 0;
-                let mut entries = Vec::with_capacity(m.len());
-                for (k, v) in m.iter() {
-                    let (atom, held) = Atom::of(v)?;
-                    bytes += k.len() + held;
-                    entries.push((Box::from(k.as_str()), atom));
-                }
-                (bytes <= MAX_DOT_TEXT).then_some((DotKey::Map(entries), bytes))
-            }
-            other => Atom::of(other).map(|(atom, bytes)| (DotKey::Atom(atom), bytes)),
+        let Some(m) = by_entries(dot) else {
+            return Atom::of(dot).map(|(atom, bytes)| (DotKey::Atom(atom), bytes));
+        };
+        let m = m.borrow_uncounted();
+        if m.len() > MAX_DOT_ENTRIES {
+            return None;
         }
+        let mut bytes = 0;
+        let mut entries = Vec::with_capacity(m.len());
+        for (k, v) in m.iter() {
+            let (atom, held) = Atom::of(v)?;
+            bytes += k.len() + held + std::mem::size_of::<(Box<str>, Atom)>();
+            entries.push((Box::from(k.as_str()), atom));
+        }
+        (bytes <= MAX_DOT_TEXT).then_some((DotKey::Map(entries), bytes))
+    }
+
+    /// The hash of `dot`'s key ([`atom_hash`] of each part), `None` if
+    /// the memo keeps no call with it.
+    fn hash(dot: &Value) -> Option<u64> {
+        let Some(m) = by_entries(dot) else {
+            return Some(atom_hash(dot));
+        };
+        let m = m.borrow_uncounted();
+        if m.len() > MAX_DOT_ENTRIES {
+            return None;
+        }
+        Some(m.iter().fold(mix(11, m.len() as u64), |h, (k, v)| {
+            mix(mix(h, text_hash(k.as_bytes())), atom_hash(v))
+        }))
     }
 
     /// Whether `dot` has this key.
     fn is(&self, dot: &Value) -> bool {
-        match (self, dot) {
-            (DotKey::Map(entries), Value::Map(m)) => {
-                let m = m.borrow();
+        match (self, by_entries(dot)) {
+            (DotKey::Map(entries), Some(m)) => {
+                let m = m.borrow_uncounted();
                 m.len() == entries.len()
                     && m.iter().zip(entries).all(|((k, v), (key, atom))| {
                         kiln_bytes::eq(k.as_bytes(), key.as_bytes()) && atom.is(v)
                     })
             }
-            (DotKey::Atom(atom), dot) if !matches!(dot, Value::Map(_)) => atom.is(dot),
+            (DotKey::Atom(atom), None) => atom.is(dot),
             _ => false,
         }
     }
@@ -227,13 +295,18 @@ pub type TreeKey = (usize, usize);
 #[derive(Debug)]
 struct Entry {
     dot: DotKey,
+    /// [`DotKey::hash`] of the dot.
+    hash: u64,
+    /// Whether the call never looked at which template file runs: the
+    /// text stays right when the file changes.
+    portable: bool,
     /// [`crate::value::births`] when the call started: every map the
     /// call could read was born before.
     start: u64,
     /// The nesting of template calls the call used below itself.
     depth: usize,
     text: Rc<str>,
-    /// The bytes it holds: its text and its dot's keys and texts.
+    /// The bytes it holds: its text, its dot's keys and texts, and itself.
     size: usize,
     /// Whether a later call took it: a template's texts make room first
     /// by dropping the oldest never taken (a call with a dot made just
@@ -249,7 +322,9 @@ pub struct Call {
     /// Its place on the stack of running calls.
     index: usize,
     /// [`crate::value::births`] when it started.
-    pub start: u64,
+    start: u64,
+    /// [`crate::value::file_observations`] when it started.
+    observed: u64,
 }
 
 /// The kept texts, by template tree.
@@ -277,11 +352,17 @@ impl IncludeMemo {
     /// fits in `room` more levels of nesting, with the levels it used.
     pub fn get(&mut self, tree: TreeKey, dot: &Value, room: usize) -> Option<(Rc<str>, usize)> {
         let (_, entries) = self.trees.iter_mut().find(|(t, _)| *t == tree)?;
+        let hash = DotKey::hash(dot)?;
         let entry = entries
             .iter_mut()
             .rev()
-            .find(|e| e.depth <= room && e.dot.is(dot))?;
+            .find(|e| e.hash == hash && e.depth <= room && e.dot.is(dot))?;
         entry.taken = true;
+        if !entry.portable {
+            // The text may tell which file runs: so may the calls that
+            // reuse it.
+            crate::value::note_file_observed();
+        }
         let found = (entry.text.clone(), entry.depth);
         self.hits += 1;
         Some(found)
@@ -312,11 +393,12 @@ impl IncludeMemo {
         Call {
             index: self.running.len() - 1,
             start,
+            observed: crate::value::file_observations(),
         }
     }
 
     /// `call` ends; whether it changed no map that existed before it.
-    pub fn end(&mut self, call: Call) -> bool {
+    pub fn end(&mut self, call: &Call) -> bool {
         debug_assert_eq!(call.index + 1, self.running.len());
         self.running.truncate(call.index);
         let clean = call.index < self.tainted_from;
@@ -326,16 +408,18 @@ impl IncludeMemo {
         clean
     }
 
-    /// Keeps `text`, what template `tree` gave with `dot` in a clean call
-    /// that started at `start` and used `depth` levels of nesting.
-    pub fn keep(&mut self, tree: TreeKey, dot: &Value, start: u64, depth: usize, text: Rc<str>) {
+    /// Keeps `text`, what template `tree` gave with `dot` in `call`, a
+    /// clean call ([`IncludeMemo::end`]) that used `depth` levels of
+    /// nesting.
+    pub fn keep(&mut self, tree: TreeKey, dot: &Value, call: Call, depth: usize, text: Rc<str>) {
         if text.len() > MAX_TEXT {
             return;
         }
-        let Some((dot, dot_bytes)) = DotKey::of(dot) else {
+        let (Some((key, dot_bytes)), Some(hash)) = (DotKey::of(dot), DotKey::hash(dot)) else {
             return;
         };
-        let size = text.len() + dot_bytes;
+        let portable = crate::value::file_observations() == call.observed;
+        let size = text.len() + dot_bytes + std::mem::size_of::<Entry>();
         if self.entries >= MAX_ENTRIES || self.bytes + size > MAX_BYTES {
             self.clear();
         }
@@ -355,10 +439,12 @@ impl IncludeMemo {
         }
         self.entries += 1;
         self.bytes += size;
-        self.newest_start = self.newest_start.max(start);
+        self.newest_start = self.newest_start.max(call.start);
         entries.push(Entry {
-            dot,
-            start,
+            dot: key,
+            hash,
+            portable,
+            start: call.start,
             depth,
             text,
             size,
@@ -385,6 +471,23 @@ impl IncludeMemo {
         let (mut entries, mut bytes, mut newest) = (0, 0, 0);
         for (_, kept) in &mut self.trees {
             kept.retain(|e| e.start <= born);
+            for e in kept.iter() {
+                entries += 1;
+                bytes += e.size;
+                newest = newest.max(e.start);
+            }
+        }
+        self.trees.retain(|(_, kept)| !kept.is_empty());
+        (self.entries, self.bytes, self.newest_start) = (entries, bytes, newest);
+    }
+
+    /// The renderer replaced the `.Template` of a chart's template dot
+    /// (the next file runs): the texts of calls that looked at which file
+    /// ran are dropped.
+    pub fn template_replaced(&mut self) {
+        let (mut entries, mut bytes, mut newest) = (0, 0, 0);
+        for (_, kept) in &mut self.trees {
+            kept.retain(|e| e.portable);
             for e in kept.iter() {
                 entries += 1;
                 bytes += e.size;
@@ -422,9 +525,32 @@ mod tests {
     /// Keeps `text` for `dot` as a clean call that started now.
     fn keep(memo: &mut IncludeMemo, tree: TreeKey, dot: &Value, text: &str) {
         let call = memo.begin();
-        let start = call.start;
-        assert!(memo.end(call));
-        memo.keep(tree, dot, start, 1, Rc::from(text));
+        assert!(memo.end(&call));
+        memo.keep(tree, dot, call, 1, Rc::from(text));
+    }
+
+    /// Keeps `text` for `dot` as a clean call that looked at which
+    /// template file runs (it read `dot`'s `.Template`).
+    fn keep_file_bound(memo: &mut IncludeMemo, tree: TreeKey, dot: &Value, text: &str) {
+        let call = memo.begin();
+        crate::value::note_file_observed();
+        assert!(memo.end(&call));
+        memo.keep(tree, dot, call, 1, Rc::from(text));
+    }
+
+    /// A chart's template dot holding `values`, running file `a.yaml`.
+    fn template_dot(values: &Value) -> (Rc<MapCell>, Value) {
+        let mut m = Map::new();
+        m.insert("Values".into(), values.clone());
+        let cell = Rc::new(MapCell::template_dot(m));
+        cell.replace_template(dict(&[("Name", Value::str("a.yaml"))]));
+        (cell.clone(), Value::Map(cell))
+    }
+
+    /// The next file runs with `dot`.
+    fn next_file(memo: &mut IncludeMemo, dot: &MapCell) {
+        dot.replace_template(dict(&[("Name", Value::str("b.yaml"))]));
+        memo.template_replaced();
     }
 
     #[test]
@@ -481,19 +607,19 @@ mod tests {
         // started (it may be the inner call's dot): the inner call is not
         // clean, the outer one is.
         memo.changed(mine.born());
-        assert!(!memo.end(inner));
+        assert!(!memo.end(&inner));
         let inner = memo.begin();
-        assert!(memo.end(inner));
-        assert!(memo.end(outer));
+        assert!(memo.end(&inner));
+        assert!(memo.end(&outer));
         // A change to a map older than both taints both.
         let outer = memo.begin();
         let inner = memo.begin();
         memo.changed(old.born());
-        assert!(!memo.end(inner));
-        assert!(!memo.end(outer));
+        assert!(!memo.end(&inner));
+        assert!(!memo.end(&outer));
         // And the next call starts clean.
         let next = memo.begin();
-        assert!(memo.end(next));
+        assert!(memo.end(&next));
     }
 
     #[test]
@@ -550,5 +676,96 @@ mod tests {
         keep(&mut memo, TREE, &dot, "t");
         drop(dot);
         assert_eq!(Rc::strong_count(&inner), 1);
+    }
+
+    #[test]
+    fn a_portable_text_is_reused_in_the_next_file() {
+        let mut memo = IncludeMemo::default();
+        let (cell, dot) = template_dot(&dict(&[("a", Value::Int(1))]));
+        // As the dot itself, and inside a dict, as `dict "name" $n
+        // "context" $` gives it.
+        keep(&mut memo, TREE, &dot, "plain");
+        let ctx = || dict(&[("name", Value::str("x")), ("context", dot.clone())]);
+        keep(&mut memo, TREE, &ctx(), "in a dict");
+        next_file(&mut memo, &cell);
+        assert_eq!(&*memo.get(TREE, &dot, 10).expect("portable").0, "plain");
+        assert_eq!(
+            &*memo.get(TREE, &ctx(), 10).expect("portable").0,
+            "in a dict"
+        );
+        // A template dot is compared as itself, not by its entries.
+        let twin = Value::map(cell.borrow_uncounted().clone());
+        assert!(memo.get(TREE, &twin, 10).is_none());
+        // A change to it (`set $ ...`) drops what was read from it.
+        memo.changed(cell.born());
+        assert!(memo.is_empty());
+    }
+
+    #[test]
+    fn a_text_that_looked_at_its_file_is_dropped_when_the_file_changes() {
+        let mut memo = IncludeMemo::default();
+        let (cell, dot) = template_dot(&dict(&[]));
+        keep_file_bound(&mut memo, TREE, &dot, "a.yaml");
+        // Reused in its own file; the reuse counts as looking, so the
+        // call around it is not portable either.
+        let outer = memo.begin();
+        assert_eq!(&*memo.get(TREE, &dot, 10).expect("same file").0, "a.yaml");
+        assert!(memo.end(&outer));
+        memo.keep((9, 9), &dot, outer, 2, Rc::from("outer"));
+        keep(&mut memo, (7, 7), &dot, "portable");
+        assert_eq!(memo.len(), 3);
+        next_file(&mut memo, &cell);
+        assert_eq!(memo.len(), 1);
+        assert!(memo.get(TREE, &dot, 10).is_none());
+        assert!(memo.get((9, 9), &dot, 10).is_none());
+        assert!(memo.get((7, 7), &dot, 10).is_some());
+    }
+
+    #[test]
+    fn what_tells_template_files_apart_is_counted() {
+        let (cell, _) = template_dot(&dict(&[]));
+        let count = crate::value::file_observations;
+        let before = count();
+        // Other fields, the memo's own comparisons and the renderer's
+        // replacing `.Template`: not counted.
+        assert!(cell.field("Values").is_some());
+        assert!(cell.field("Missing").is_none());
+        drop(cell.borrow_uncounted());
+        cell.replace_template(Value::Nil);
+        assert_eq!(count(), before);
+        // `.Template`, the map whole, a change: counted.
+        let _ = cell.field("Template");
+        assert_eq!(count(), before + 1);
+        drop(cell.borrow());
+        assert_eq!(count(), before + 2);
+        cell.borrow_mut().remove("none");
+        assert_eq!(count(), before + 3);
+        // A map that is no template dot: never counted.
+        let plain = Rc::new(MapCell::new(Map::new()));
+        drop(plain.borrow());
+        plain.borrow_mut().clear();
+        let _ = plain.field("Template");
+        assert_eq!(count(), before + 3);
+    }
+
+    #[test]
+    fn a_helper_included_for_hundreds_of_services_in_every_file_is_reused() {
+        let mut memo = IncludeMemo::default();
+        let (cell, dot) = template_dot(&dict(&[("a", Value::Int(1))]));
+        let service = |i: usize| {
+            dict(&[
+                ("name", Value::str(format!("svc-{i:03}"))),
+                ("context", dot.clone()),
+            ])
+        };
+        for i in 0..300 {
+            keep(&mut memo, TREE, &service(i), &format!("labels of {i}"));
+        }
+        next_file(&mut memo, &cell);
+        for i in 0..300 {
+            let (text, _) = memo.get(TREE, &service(i), 10).expect("kept");
+            assert_eq!(&*text, format!("labels of {i}"));
+        }
+        assert_eq!(memo.hits(), 300);
     }
 }

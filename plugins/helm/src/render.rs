@@ -14,7 +14,7 @@ use crate::files::Files;
 use crate::parse::{ParseError, Trees, parse};
 use crate::schema::SchemaError;
 use crate::strvals::{self, SetError};
-use crate::value::{Map, Value};
+use crate::value::{Map, MapCell, Value};
 
 /// What `helm template` takes on its command line.
 #[derive(Debug, Clone)]
@@ -751,9 +751,11 @@ fn capabilities(opts: &Options) -> Value {
 struct Renderable {
     name: String,
     base_path: String,
-    /// The chart's context (`.Values`, `.Chart`, `.Files`, `.Release`,
-    /// `.Capabilities`, `.Subcharts`), without `.Template`.
-    context: Map,
+    /// The chart's template dot (`.Values`, `.Chart`, `.Files`,
+    /// `.Release`, `.Capabilities`, `.Subcharts` and the running file's
+    /// `.Template`): one map for all the chart's files, as in Helm (a
+    /// `set $ ...` in one file is seen by the files that run after it).
+    dot: Rc<MapCell>,
 }
 
 /// What every chart's context shares.
@@ -764,7 +766,7 @@ struct Shared<'a> {
 }
 
 /// Collects every chart's templates (by full name) and their contexts;
-/// returns the chart's context, which its parent sees in `.Subcharts`.
+/// returns the chart's template dot, which its parent sees in `.Subcharts`.
 fn collect(
     chart: &Chart,
     id: &str,
@@ -812,6 +814,7 @@ fn collect(
     context.insert("Capabilities".into(), shared.capabilities.clone());
     context.insert("Files".into(), files);
     context.insert("Subcharts".into(), Value::map(subcharts));
+    let dot = Rc::new(MapCell::template_dot(context));
     for (path, text) in &chart.templates {
         // A library chart gives only its partials (`_*`), as Helm's
         // `isTemplateValid` decides.
@@ -826,11 +829,12 @@ fn collect(
             Renderable {
                 name,
                 base_path: format!("{id}/templates"),
-                context: context.clone(),
+                dot: dot.clone(),
             },
         ));
     }
-    Value::map(context)
+    // The parent's `.Subcharts` holds the chart's template dot itself.
+    Value::Map(dot)
 }
 
 /// Helm's order of parsing templates: deeper paths first, so that a
@@ -909,15 +913,14 @@ pub fn render(
             continue;
         }
         let (_, _, r) = renderable(name);
-        let mut dot = r.context.clone();
-        dot.insert(
-            "Template".into(),
-            map_of([
-                ("Name", Value::str(&r.name)),
-                ("BasePath", Value::str(&r.base_path)),
-            ]),
-        );
-        let dot = Value::map(dot);
+        r.dot.replace_template(map_of([
+            ("Name", Value::str(&r.name)),
+            ("BasePath", Value::str(&r.base_path)),
+        ]));
+        // The `include` texts that looked at the file before are dropped;
+        // the others are reused in this file.
+        rt.memo.template_replaced();
+        let dot = Value::Map(r.dot.clone());
         rt.random.start_template(name);
         let out = rt.execute(name, dot)?;
         // `NOTES.txt` is rendered (its errors fail the render, as in Helm)

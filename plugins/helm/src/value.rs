@@ -9,21 +9,35 @@ use std::rc::Rc;
 /// A map as Go's `map[string]interface{}`: templates see its keys sorted.
 pub type Map = BTreeMap<String, Value>;
 
-/// A map value's cell: the map, and when it was made.
+/// A map value's cell: the map, when it was made, and whether it is a
+/// chart's template dot.
 ///
 /// `born` orders maps by creation (a per-thread counter, [`births`]): a
 /// map born after a moment cannot be part of any value that existed
 /// then. The `include` memo ([`crate::incmemo`]) relies on it to tell the
 /// maps a template changes in place from those it made itself.
+///
+/// A chart's template dot (`$` at the top of each of its template files,
+/// [`MapCell::template_dot`]) is one map for all of them, as in Helm; only
+/// its `.Template` is replaced from file to file
+/// ([`MapCell::replace_template`]). Reading it is counted
+/// ([`file_observations`]) unless the read is of another field
+/// ([`MapCell::field`]): a template call during which the count did not
+/// move gave a text that does not depend on which file runs.
 #[derive(Debug)]
 pub struct MapCell {
     born: u64,
+    /// Whether this is a chart's template dot.
+    template_dot: bool,
     map: RefCell<Map>,
 }
 
 thread_local! {
     /// Maps made so far on this thread ([`MapCell::born`]).
     static BIRTHS: Cell<u64> = const { Cell::new(0) };
+    /// Reads so far on this thread that could tell template files apart
+    /// ([`file_observations`]).
+    static FILE_OBSERVATIONS: Cell<u64> = const { Cell::new(0) };
 }
 
 /// The birth number the next map made on this thread gets: every map that
@@ -32,16 +46,36 @@ pub fn births() -> u64 {
     BIRTHS.with(Cell::get)
 }
 
+/// How many times so far on this thread a template could have told which
+/// template file runs: a read of a chart's template dot other than of one
+/// of its fields, a read of its `.Template`, a change to it, or an
+/// `include` text reused from a call that did one of these
+/// ([`note_file_observed`]).
+pub fn file_observations() -> u64 {
+    FILE_OBSERVATIONS.with(Cell::get)
+}
+
+/// Counts one [`file_observations`].
+pub fn note_file_observed() {
+    FILE_OBSERVATIONS.with(|n| n.set(n.get() + 1));
+}
+
 impl MapCell {
     /// A new map cell, born now.
     pub fn new(map: Map) -> Self {
-        let born = BIRTHS.with(|b| {
-            let n = b.get();
-            b.set(n + 1);
-            n
-        });
         MapCell {
-            born,
+            born: next_birth(),
+            template_dot: false,
+            map: RefCell::new(map),
+        }
+    }
+
+    /// The template dot of a chart: `map` holds its context (`.Values`,
+    /// `.Chart`, ...), the same for all its template files.
+    pub fn template_dot(map: Map) -> Self {
+        MapCell {
+            born: next_birth(),
+            template_dot: true,
             map: RefCell::new(map),
         }
     }
@@ -50,14 +84,61 @@ impl MapCell {
     pub fn born(&self) -> u64 {
         self.born
     }
+
+    /// Whether this is a chart's template dot.
+    pub fn is_template_dot(&self) -> bool {
+        self.template_dot
+    }
+
+    /// The map, to read.
+    pub fn borrow(&self) -> Ref<'_, Map> {
+        if self.template_dot {
+            note_file_observed();
+        }
+        self.map.borrow()
+    }
+
+    /// The map, to change in place (Sprig's `set`, `unset`, `merge`).
+    pub fn borrow_mut(&self) -> std::cell::RefMut<'_, Map> {
+        if self.template_dot {
+            note_file_observed();
+        }
+        self.map.borrow_mut()
+    }
+
+    /// `map.field` as a template reads it: a field of a chart's template
+    /// dot other than `.Template` is the same in all its files, and
+    /// reading it is not counted.
+    pub fn field(&self, key: &str) -> Option<Value> {
+        if self.template_dot && key == "Template" {
+            note_file_observed();
+        }
+        lookup(&self.map.borrow(), key).cloned()
+    }
+
+    /// The map, read by the `include` memo to compare dots (not counted:
+    /// the memo itself tells what a text depends on).
+    pub(crate) fn borrow_uncounted(&self) -> Ref<'_, Map> {
+        self.map.borrow()
+    }
+
+    /// Sets `.Template` of a chart's template dot before one of its files
+    /// runs, as Helm does (not counted: the renderer then drops the
+    /// `include` texts that depended on the one before,
+    /// [`crate::incmemo::IncludeMemo::template_replaced`]).
+    pub(crate) fn replace_template(&self, template: Value) {
+        debug_assert!(self.template_dot);
+        self.map.borrow_mut().insert("Template".into(), template);
+    }
 }
 
-impl std::ops::Deref for MapCell {
-    type Target = RefCell<Map>;
-
-    fn deref(&self) -> &RefCell<Map> {
-        &self.map
-    }
+/// The next birth number ([`births`]).
+fn next_birth() -> u64 {
+    BIRTHS.with(|b| {
+        let n = b.get();
+        b.set(n + 1);
+        n
+    })
 }
 
 /// Most entries of a map [`lookup`] scans rather than searches (one
