@@ -203,8 +203,12 @@ fn compare(a: &Value, b: &Value) -> Result<std::cmp::Ordering, FnError> {
 }
 
 fn dict_of<'a>(v: &'a Value, name: &str) -> Result<std::cell::Ref<'a, Map>, FnError> {
-    v.as_map()
-        .ok_or_else(|| FnError::Msg(format!("{name}: expected a dict, got {}", v.type_name())))
+    v.as_map().ok_or_else(|| not_a_dict(v, name))
+}
+
+/// `name`'s error for `v`, which is not a dict.
+fn not_a_dict(v: &Value, name: &str) -> FnError {
+    FnError::Msg(format!("{name}: expected a dict, got {}", v.type_name()))
 }
 
 /// Declares [`Builtin`] and its names.
@@ -1081,7 +1085,12 @@ fn call_builtin(st: &mut State<'_>, builtin: Option<Builtin>, name: &str, a: &[V
             }
             a[0].clone()
         }
-        Builtin::HasKey => Value::Bool(dict_of(&a[0], name)?.contains_key(&*s(1))),
+        Builtin::HasKey => match &a[0] {
+            // Not `dict_of`: asking a template dot for a key is not
+            // reading it whole (`MapCell::contains_key`).
+            Value::Map(m) => Value::Bool(m.contains_key(&s(1))),
+            other => return Err(not_a_dict(other, name)),
+        },
         Builtin::Keys => {
             let mut k = Vec::new();
             for d in a {

@@ -730,6 +730,7 @@ mod tests {
         // replacing `.Template`: not counted.
         assert!(cell.field("Values").is_some());
         assert!(cell.field("Missing").is_none());
+        assert!(cell.contains_key("Template"));
         drop(cell.borrow_uncounted());
         cell.replace_template(Value::Nil);
         assert_eq!(count(), before);

@@ -116,6 +116,13 @@ impl MapCell {
         lookup(&self.map.borrow(), key).cloned()
     }
 
+    /// Whether the map has `key` (`hasKey`): which keys a chart's template
+    /// dot has is the same in all its files (`.Template` is always set),
+    /// and asking is not counted.
+    pub fn contains_key(&self, key: &str) -> bool {
+        lookup(&self.map.borrow(), key).is_some()
+    }
+
     /// The map, read by the `include` memo to compare dots (not counted:
     /// the memo itself tells what a text depends on).
     pub(crate) fn borrow_uncounted(&self) -> Ref<'_, Map> {

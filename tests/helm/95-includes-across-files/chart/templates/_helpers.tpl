@@ -14,6 +14,7 @@
 {{- define "h.deepcopy" -}}{{ (deepCopy .).Template.Name }}{{- end -}}
 {{- define "h.merge" -}}{{ (merge (dict) .).Template.Name }}{{- end -}}
 {{- define "h.omit" -}}{{ (omit . "Values").Template.Name }}{{- end -}}
+{{- define "h.haskey" -}}{{ hasKey . "Template" }}/{{ hasKey . "Values" }}/{{ hasKey . "Nope" }}{{- end -}}
 {{- define "h.hasvalues" -}}{{ hasKey .Values "changed" }}{{- end -}}
 {{- define "h.all" -}}
 plain: {{ include "h.plain" . | quote }}
@@ -30,4 +31,5 @@ tpl: {{ include "h.tpl" . | quote }}
 deepcopy: {{ include "h.deepcopy" . | quote }}
 merge: {{ include "h.merge" . | quote }}
 omit: {{ include "h.omit" . | quote }}
+haskey: {{ include "h.haskey" . | quote }}
 {{- end -}}
