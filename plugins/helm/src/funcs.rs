@@ -206,6 +206,22 @@ fn dict_of<'a>(v: &'a Value, name: &str) -> Result<std::cell::Ref<'a, Map>, FnEr
     v.as_map().ok_or_else(|| not_a_dict(v, name))
 }
 
+/// `toYaml`: the text of an equal value from the memo when kept (a chart
+/// writes `toYaml` of the same defaults, or of a new `omit` of them, for
+/// every object), else written and kept ([`crate::incmemo`]).
+fn to_yaml(st: &mut State<'_>, v: &Value) -> Value {
+    use crate::incmemo::TO_YAML;
+    if let Some((text, _)) = st.rt.memo.get(TO_YAML, v, 0) {
+        return Value::Str(text);
+    }
+    let call = st.rt.memo.begin();
+    let text: Rc<str> = Rc::from(convert::to_yaml(v).trim_end_matches('\n'));
+    if st.rt.memo.end(&call) {
+        st.rt.memo.keep(TO_YAML, v, call, 0, text.clone());
+    }
+    Value::Str(text)
+}
+
 /// `name`'s error for `v`, which is not a dict.
 fn not_a_dict(v: &Value, name: &str) -> FnError {
     FnError::Msg(format!("{name}: expected a dict, got {}", v.type_name()))
@@ -629,7 +645,7 @@ fn call_builtin(st: &mut State<'_>, builtin: Option<Builtin>, name: &str, a: &[V
         Builtin::Fail => return Err(FnError::Helm(s(0).into_owned())),
         Builtin::ToYaml | Builtin::MustToYaml | Builtin::ToYamlPretty => {
             arity(name, a, 1)?;
-            Value::str(convert::to_yaml(&a[0]).trim_end_matches('\n'))
+            to_yaml(st, &a[0])
         }
         Builtin::FromYaml => match st.rt.yaml_cache.read(&s(0)) {
             Ok(v @ Value::Map(_)) => v,

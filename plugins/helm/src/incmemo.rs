@@ -38,7 +38,9 @@
 //! [`MAX_BYTES`] together (with the keys and strings of their dots and
 //! each entry's own size, each dot at most [`MAX_DOT_ENTRIES`] entries
 //! and [`MAX_DOT_TEXT`] bytes), [`MAX_PER_TREE`] per template; when one
-//! would not fit, every text is dropped and the memo fills again.
+//! would not fit, every text is dropped and the memo fills again. A
+//! lookup compares at most [`MAX_COMPARES`] dots in full; a change drops
+//! texts through an index by start, at a cost in the texts it drops.
 
 use std::rc::{Rc, Weak};
 
@@ -54,6 +56,9 @@ pub const MAX_PER_TREE: usize = 512;
 pub const MAX_BYTES: usize = 1 << 20;
 /// Longest text kept.
 pub const MAX_TEXT: usize = 64 << 10;
+/// Most kept dots compared in full by one lookup (those whose hash is the
+/// dot's): past them the lookup is a miss, however the hashes collide.
+pub const MAX_COMPARES: usize = 4;
 /// Most entries of a map dot compared (a larger one is not kept).
 pub const MAX_DOT_ENTRIES: usize = 12;
 
@@ -195,21 +200,44 @@ fn atom_hash(v: &Value) -> u64 {
     }
 }
 
-/// A hash of a text by its length and at most its first and last eight
-/// bytes (the keys and names of dots differ there).
+/// A hash of a text: its length and every byte, eight at a step.
 fn text_hash(b: &[u8]) -> u64 {
-    let mut word = [0u8; 16];
-    let head = b.len().min(8);
-    word[..head].copy_from_slice(&b[..head]);
-    let rest = &b[b.len().saturating_sub(8).max(head)..];
-    word[8..8 + rest.len()].copy_from_slice(rest);
-    let [a, z] = [&word[..8], &word[8..]].map(|w| {
-        let mut bytes = [0u8; 8];
-        bytes.copy_from_slice(w);
-        u64::from_le_bytes(bytes)
-    });
-    mix(mix(b.len() as u64, a), z)
+    let mut chunks = b.chunks_exact(8);
+    let mut h = mix(12, b.len() as u64);
+    for chunk in &mut chunks {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(chunk);
+        h = mix(h, u64::from_le_bytes(word));
+    }
+    let mut word = [0u8; 8];
+    word[..chunks.remainder().len()].copy_from_slice(chunks.remainder());
+    mix(h, u64::from_le_bytes(word))
 }
+
+/// A [`std::hash::Hasher`] of [`mix`] steps, for the memo's maps (keyed
+/// by addresses and numbers the memo made).
+#[derive(Default)]
+struct MixHasher(u64);
+
+impl std::hash::Hasher for MixHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        self.0 = mix(self.0, text_hash(bytes));
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.0 = mix(self.0, n);
+    }
+
+    fn write_usize(&mut self, n: usize) {
+        self.0 = mix(self.0, n as u64);
+    }
+}
+
+type MixMap<K, V> = std::collections::HashMap<K, V, std::hash::BuildHasherDefault<MixHasher>>;
 
 /// One step of a multiplicative hash.
 fn mix(h: u64, x: u64) -> u64 {
@@ -291,6 +319,10 @@ impl DotKey {
 /// name and of its tree.
 pub type TreeKey = (usize, usize);
 
+/// The texts of `toYaml` (a function of its value alone): kept as a
+/// template's, under a key no template has (no name is at address 0).
+pub const TO_YAML: TreeKey = (0, 1);
+
 /// A kept text.
 #[derive(Debug)]
 struct Entry {
@@ -308,12 +340,18 @@ struct Entry {
     text: Rc<str>,
     /// The bytes it holds: its text, its dot's keys and texts, and itself.
     size: usize,
+    /// When it was kept (the memo's count of texts kept so far): a
+    /// template's texts are in this order.
+    seq: u64,
     /// Whether a later call took it: a template's texts make room first
     /// by dropping the oldest never taken (a call with a dot made just
     /// for it, as `dict "value" . "context" $` in a loop, is never taken
     /// again; the texts that are should survive them).
     taken: bool,
 }
+
+/// The texts kept for one template, oldest first.
+type Kept = Vec<Entry>;
 
 /// A memoizable call that is running ([`IncludeMemo::begin`]).
 #[derive(Debug)]
@@ -332,12 +370,14 @@ pub struct Call {
 pub struct IncludeMemo {
     /// Per template tree (its address): the texts of its calls, oldest
     /// first.
-    trees: Vec<(TreeKey, Vec<Entry>)>,
+    trees: MixMap<TreeKey, Kept>,
+    /// Every kept text by its call's start (and `seq`): a change to a map
+    /// born at `born` drops those after `born` without a scan.
+    by_start: std::collections::BTreeMap<(u64, u64), TreeKey>,
+    /// Texts kept so far ([`Entry::seq`]).
+    kept: u64,
     entries: usize,
     bytes: usize,
-    /// The largest start of a kept entry: a change to a map born at or
-    /// after it drops nothing.
-    newest_start: u64,
     /// Calls answered from the memo.
     hits: u64,
     /// The starts of the running calls, outermost first (increasing).
@@ -351,12 +391,14 @@ impl IncludeMemo {
     /// The text of template `tree` with `dot`, if kept and if its call
     /// fits in `room` more levels of nesting, with the levels it used.
     pub fn get(&mut self, tree: TreeKey, dot: &Value, room: usize) -> Option<(Rc<str>, usize)> {
-        let (_, entries) = self.trees.iter_mut().find(|(t, _)| *t == tree)?;
+        let entries = self.trees.get_mut(&tree)?;
         let hash = DotKey::hash(dot)?;
         let entry = entries
             .iter_mut()
             .rev()
-            .find(|e| e.hash == hash && e.depth <= room && e.dot.is(dot))?;
+            .filter(|e| e.hash == hash && e.depth <= room)
+            .take(MAX_COMPARES)
+            .find(|e| e.dot.is(dot))?;
         entry.taken = true;
         if !entry.portable {
             // The text may tell which file runs: so may the calls that
@@ -423,23 +465,18 @@ impl IncludeMemo {
         if self.entries >= MAX_ENTRIES || self.bytes + size > MAX_BYTES {
             self.clear();
         }
-        let i = match self.trees.iter().position(|(t, _)| *t == tree) {
-            Some(i) => i,
-            None => {
-                self.trees.push((tree, Vec::new()));
-                self.trees.len() - 1
-            }
-        };
-        let entries = &mut self.trees[i].1;
+        let entries = self.trees.entry(tree).or_default();
         if entries.len() >= MAX_PER_TREE {
             let oldest = entries.iter().position(|e| !e.taken).unwrap_or(0);
             let old = entries.remove(oldest);
+            self.by_start.remove(&(old.start, old.seq));
             self.entries -= 1;
             self.bytes -= old.size;
         }
+        self.kept += 1;
         self.entries += 1;
         self.bytes += size;
-        self.newest_start = self.newest_start.max(call.start);
+        self.by_start.insert((call.start, self.kept), tree);
         entries.push(Entry {
             dot: key,
             hash,
@@ -448,61 +485,67 @@ impl IncludeMemo {
             depth,
             text,
             size,
+            seq: self.kept,
             taken: false,
         });
     }
 
     /// A map born at `born` is changed in place: the texts of calls that
-    /// could have read it are dropped, and the running calls that could
-    /// have read it will not be kept.
-    ///
-    /// A change to a map born after every kept call started costs nothing;
-    /// otherwise the kept texts are scanned, and the scan drops at least
-    /// the newest one: scans are at most as many as texts kept, each over
-    /// at most [`MAX_ENTRIES`].
+    /// could have read it (those that started after it was born) are
+    /// dropped, and the running calls that could have read it will not be
+    /// kept. The cost is in the texts dropped, not in those kept.
     pub fn changed(&mut self, born: u64) {
         let first = self.running.partition_point(|&start| start <= born);
         if first < self.running.len() {
             self.tainted_from = self.tainted_from.min(first);
         }
-        if born >= self.newest_start || self.entries == 0 {
+        if self
+            .by_start
+            .last_key_value()
+            .is_none_or(|(&(start, _), _)| start <= born)
+        {
             return;
         }
-        let (mut entries, mut bytes, mut newest) = (0, 0, 0);
-        for (_, kept) in &mut self.trees {
-            kept.retain(|e| e.start <= born);
-            for e in kept.iter() {
-                entries += 1;
-                bytes += e.size;
-                newest = newest.max(e.start);
+        let later = self.by_start.split_off(&(born + 1, 0));
+        for ((_, seq), tree) in later {
+            let Some(entries) = self.trees.get_mut(&tree) else {
+                continue;
+            };
+            // Most often the newest of its template: searched from the end.
+            if let Some(i) = entries.iter().rposition(|e| e.seq == seq) {
+                let old = entries.remove(i);
+                self.entries -= 1;
+                self.bytes -= old.size;
+            }
+            if entries.is_empty() {
+                self.trees.remove(&tree);
             }
         }
-        self.trees.retain(|(_, kept)| !kept.is_empty());
-        (self.entries, self.bytes, self.newest_start) = (entries, bytes, newest);
     }
 
     /// The renderer replaced the `.Template` of a chart's template dot
     /// (the next file runs): the texts of calls that looked at which file
     /// ran are dropped.
     pub fn template_replaced(&mut self) {
-        let (mut entries, mut bytes, mut newest) = (0, 0, 0);
-        for (_, kept) in &mut self.trees {
-            kept.retain(|e| e.portable);
-            for e in kept.iter() {
-                entries += 1;
-                bytes += e.size;
-                newest = newest.max(e.start);
-            }
+        let (entries, bytes, by_start) = (&mut self.entries, &mut self.bytes, &mut self.by_start);
+        for kept in self.trees.values_mut() {
+            kept.retain(|e| {
+                if !e.portable {
+                    *entries -= 1;
+                    *bytes -= e.size;
+                    by_start.remove(&(e.start, e.seq));
+                }
+                e.portable
+            });
         }
-        self.trees.retain(|(_, kept)| !kept.is_empty());
-        (self.entries, self.bytes, self.newest_start) = (entries, bytes, newest);
+        self.trees.retain(|_, kept| !kept.is_empty());
     }
 
     fn clear(&mut self) {
         self.trees.clear();
+        self.by_start.clear();
         self.entries = 0;
         self.bytes = 0;
-        self.newest_start = 0;
     }
 }
 
@@ -629,10 +672,8 @@ mod tests {
             keep(&mut memo, (i % 40, 0), &Value::Int(i as i64), "t");
             assert!(memo.len() <= MAX_ENTRIES);
         }
-        for (tree, _) in &memo.trees {
-            assert!(memo.trees.iter().filter(|(t, _)| t == tree).count() == 1);
-        }
-        assert!(memo.trees.iter().all(|(_, e)| e.len() <= MAX_PER_TREE));
+        assert!(memo.trees.values().all(|kept| kept.len() <= MAX_PER_TREE));
+        assert_eq!(memo.by_start.len(), memo.len());
         let mut memo = IncludeMemo::default();
         let big = "x".repeat(MAX_TEXT / 2);
         for i in 0..64 {
@@ -730,23 +771,26 @@ mod tests {
         // replacing `.Template`: not counted.
         assert!(cell.field("Values").is_some());
         assert!(cell.field("Missing").is_none());
-        assert!(cell.contains_key("Template"));
+        assert!(cell.contains_key("Values"));
         drop(cell.borrow_uncounted());
         cell.replace_template(Value::Nil);
         assert_eq!(count(), before);
-        // `.Template`, the map whole, a change: counted.
+        // `.Template` (its value, or whether it is there), the map whole,
+        // a change: counted.
         let _ = cell.field("Template");
         assert_eq!(count(), before + 1);
         drop(cell.borrow());
         assert_eq!(count(), before + 2);
         cell.borrow_mut().remove("none");
         assert_eq!(count(), before + 3);
+        assert!(cell.contains_key("Template"));
+        assert_eq!(count(), before + 4);
         // A map that is no template dot: never counted.
         let plain = Rc::new(MapCell::new(Map::new()));
         drop(plain.borrow());
         plain.borrow_mut().clear();
         let _ = plain.field("Template");
-        assert_eq!(count(), before + 3);
+        assert_eq!(count(), before + 4);
     }
 
     #[test]
@@ -768,5 +812,42 @@ mod tests {
             assert_eq!(&*text, format!("labels of {i}"));
         }
         assert_eq!(memo.hits(), 300);
+    }
+
+    #[test]
+    fn a_lookup_compares_few_dots_however_their_hashes_collide() {
+        let mut memo = IncludeMemo::default();
+        let (a, b) = (Value::str("a"), Value::str("b"));
+        keep(&mut memo, TREE, &a, "a");
+        // Forge collisions: every kept dot gets `b`'s hash.
+        let hash = DotKey::hash(&b).expect("hashed");
+        for i in 0..(2 * MAX_COMPARES) {
+            keep(&mut memo, TREE, &Value::str(format!("x{i}")), "x");
+        }
+        for e in memo.trees.get_mut(&TREE).expect("kept") {
+            e.hash = hash;
+        }
+        keep(&mut memo, TREE, &b, "b");
+        // The newest is found; `a`, behind more than MAX_COMPARES
+        // colliding dots, is not.
+        assert_eq!(&*memo.get(TREE, &b, 10).expect("newest").0, "b");
+        assert!(memo.get(TREE, &Value::str("a"), 10).is_none());
+    }
+
+    #[test]
+    fn a_change_drops_only_the_texts_of_later_calls_without_a_scan() {
+        let mut memo = IncludeMemo::default();
+        let old = Rc::new(MapCell::new(Map::new()));
+        for i in 0..100 {
+            keep(&mut memo, (i % 7, 0), &Value::Int(i as i64), "t");
+        }
+        let young = Rc::new(MapCell::new(Map::new()));
+        keep(&mut memo, TREE, &Value::Int(-1), "after young");
+        memo.changed(young.born());
+        assert_eq!(memo.len(), 100);
+        assert!(memo.get(TREE, &Value::Int(-1), 10).is_none());
+        memo.changed(old.born());
+        assert!(memo.is_empty());
+        assert!(memo.by_start.is_empty() && memo.trees.is_empty());
     }
 }

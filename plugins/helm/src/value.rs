@@ -116,10 +116,14 @@ impl MapCell {
         lookup(&self.map.borrow(), key).cloned()
     }
 
-    /// Whether the map has `key` (`hasKey`): which keys a chart's template
-    /// dot has is the same in all its files (`.Template` is always set),
-    /// and asking is not counted.
+    /// Whether the map has `key` (`hasKey`): a chart's template dot has the
+    /// same keys in all its files but `.Template` (missing before its first
+    /// file runs, and after an `unset`, until the renderer sets it again),
+    /// and asking for another is not counted.
     pub fn contains_key(&self, key: &str) -> bool {
+        if self.template_dot && key == "Template" {
+            note_file_observed();
+        }
         lookup(&self.map.borrow(), key).is_some()
     }
 

@@ -15,6 +15,7 @@
 {{- define "h.merge" -}}{{ (merge (dict) .).Template.Name }}{{- end -}}
 {{- define "h.omit" -}}{{ (omit . "Values").Template.Name }}{{- end -}}
 {{- define "h.haskey" -}}{{ hasKey . "Template" }}/{{ hasKey . "Values" }}/{{ hasKey . "Nope" }}{{- end -}}
+{{- define "h.sub.haskey" -}}{{ hasKey .Subcharts.sub "Template" }}{{- end -}}
 {{- define "h.hasvalues" -}}{{ hasKey .Values "changed" }}{{- end -}}
 {{- define "h.all" -}}
 plain: {{ include "h.plain" . | quote }}
