@@ -945,7 +945,7 @@ impl State<'_> {
                             format!("{f} is not a method but has arguments"),
                         ));
                     }
-                    m.field(f).unwrap_or_default()
+                    m.method_or_field(f)
                 }
                 Value::Files(files) => crate::files::method(files, f, &call_args)
                     .map_err(|m| self.err(pos, context, format!("error calling {f}: {m}")))?,
@@ -967,7 +967,7 @@ impl State<'_> {
                         return Err(self.err(
                             pos,
                             context,
-                            format!("can't evaluate field {f} in type chartutil.VersionSet"),
+                            format!("can't evaluate field {f} in type common.VersionSet"),
                         ));
                     }
                 },
@@ -1103,10 +1103,10 @@ fn map_fields(v: &Value, fields: &[String]) -> Option<Value> {
     let Value::Map(m) = v else {
         return None;
     };
-    let mut cur = m.field(first).unwrap_or_default();
+    let mut cur = m.method_or_field(first);
     for f in rest {
         let next = match &cur {
-            Value::Map(m) => m.field(f).unwrap_or_default(),
+            Value::Map(m) => m.method_or_field(f),
             _ => return None,
         };
         cur = next;

@@ -96,7 +96,7 @@ pub fn method(files: &Rc<Files>, name: &str, args: &[Value]) -> Result<Value, St
         "AsSecrets" => {
             Value::str(files.by_base(|b| base64::engine::general_purpose::STANDARD.encode(b)))
         }
-        other => return Err(format!("can't evaluate field {other} in type chart.Files")),
+        other => return Err(format!("can't evaluate field {other} in type engine.files")),
     })
 }
 

@@ -788,6 +788,10 @@ fn collect(
             });
         }
     }
+    // A chart's `.Values` is one of Helm's `Values`, with `AsMap`.
+    if let Value::Map(m) = values {
+        m.mark_values();
+    }
     let mut subcharts = Map::new();
     for sub in &chart.subcharts {
         let name = sub.name();
@@ -913,10 +917,14 @@ pub fn render(
             continue;
         }
         let (_, _, r) = renderable(name);
-        r.dot.replace_template(map_of([
+        let template = map_of([
             ("Name", Value::str(&r.name)),
             ("BasePath", Value::str(&r.base_path)),
-        ]));
+        ]);
+        if let Value::Map(m) = &template {
+            m.mark_values();
+        }
+        r.dot.replace_template(template);
         // The `include` texts that looked at the file before are dropped;
         // the others are reused in this file.
         rt.memo.template_replaced();

@@ -29,6 +29,10 @@ pub struct MapCell {
     born: u64,
     /// Whether this is a chart's template dot.
     template_dot: bool,
+    /// Whether this is one of Helm's `Values` (a chart's `.Values`, the
+    /// template dot, `.Template`): Go's `common.Values`, with the method
+    /// `AsMap` ([`MapCell::as_map`]).
+    values: Cell<bool>,
     map: RefCell<Map>,
 }
 
@@ -66,6 +70,7 @@ impl MapCell {
         MapCell {
             born: next_birth(),
             template_dot: false,
+            values: Cell::new(false),
             map: RefCell::new(map),
         }
     }
@@ -76,6 +81,7 @@ impl MapCell {
         MapCell {
             born: next_birth(),
             template_dot: true,
+            values: Cell::new(true),
             map: RefCell::new(map),
         }
     }
@@ -88,6 +94,33 @@ impl MapCell {
     /// Whether this is a chart's template dot.
     pub fn is_template_dot(&self) -> bool {
         self.template_dot
+    }
+
+    /// Marks the map as one of Helm's `Values` (a chart's `.Values`,
+    /// `.Template`).
+    pub fn mark_values(&self) {
+        self.values.set(true);
+    }
+
+    /// `.name` of the map as a template evaluates it: Helm's `Values` has
+    /// the method `AsMap`, which Go finds before a key of that name; any
+    /// other name is a key ([`MapCell::field`]).
+    pub fn method_or_field(self: &Rc<Self>, name: &str) -> Value {
+        if name == "AsMap" && self.values.get() {
+            return self.as_map();
+        }
+        self.field(name).unwrap_or_default()
+    }
+
+    /// `Values.AsMap`: the map itself, as a plain map, or a new empty map
+    /// when it is empty (as Helm's does). Whether it is empty is the same
+    /// in every template file, and is not counted.
+    fn as_map(self: &Rc<Self>) -> Value {
+        if self.map.borrow().is_empty() {
+            Value::map(Map::new())
+        } else {
+            Value::Map(self.clone())
+        }
     }
 
     /// The map, to read.
@@ -245,9 +278,9 @@ impl Value {
             Value::List(_) => "[]interface {}",
             Value::Strings(_) => "[]string",
             Value::Map(_) => "map[string]interface {}",
-            Value::Files(_) => "chart.Files",
+            Value::Files(_) => "engine.files",
             Value::Bytes(_) => "[]uint8",
-            Value::ApiVersions(_) => "chartutil.VersionSet",
+            Value::ApiVersions(_) => "common.VersionSet",
             Value::Time(_) => "time.Time",
         }
     }
