@@ -590,4 +590,29 @@ mod tests {
         let l = Value::list(vec![Value::str("a"), Value::str("b"), Value::Nil]);
         assert_eq!(l.to_go_string(), "[a b <nil>]");
     }
+
+    #[test]
+    fn as_map_is_a_method_of_helms_values_only() {
+        let entries =
+            |k: &str| -> Map { [(k.to_owned(), Value::str("key"))].into_iter().collect() };
+        // A plain map: `.AsMap` is its key.
+        let plain = Rc::new(MapCell::new(entries("AsMap")));
+        assert_eq!(plain.method_or_field("AsMap").as_str(), Some("key"));
+        // Helm's `Values`: the method wins over the key, and gives the map
+        // itself (a write through it is a write to the values).
+        let values = Rc::new(MapCell::new(entries("AsMap")));
+        values.mark_values();
+        let Value::Map(same) = values.method_or_field("AsMap") else {
+            panic!("a map");
+        };
+        assert!(Rc::ptr_eq(&same, &values));
+        assert_eq!(values.method_or_field("other").type_name(), "<nil>");
+        // Empty values: a new map, as Helm's `AsMap` gives.
+        let empty = Rc::new(MapCell::new(Map::new()));
+        empty.mark_values();
+        let Value::Map(new) = empty.method_or_field("AsMap") else {
+            panic!("a map");
+        };
+        assert!(!Rc::ptr_eq(&new, &empty));
+    }
 }
