@@ -74,6 +74,26 @@ const fn any_eq(w: u64, b: u8) -> bool {
     any_below(w ^ splat(b), 1)
 }
 
+/// The high bit of each byte of `x` that is zero, exactly (no borrows:
+/// the high bit tests the low seven bits' sum, then the byte's own).
+#[inline]
+const fn zero_bytes(x: u64) -> u64 {
+    !(((x & splat(0x7f)).wrapping_add(splat(0x7f))) | x) & splat(0x80)
+}
+
+/// The high bit of each byte of `w` that is `b`, exactly.
+#[inline]
+const fn eq_bytes(w: u64, b: u8) -> u64 {
+    zero_bytes(w ^ splat(b))
+}
+
+/// The high bit of each byte of `w` below `n` (`n` ≤ 128), exactly: with
+/// every high bit set first, no byte borrows from the next.
+#[inline]
+const fn lt_bytes(w: u64, n: u8) -> u64 {
+    !((w | splat(0x80)).wrapping_sub(splat(n))) & !w & splat(0x80)
+}
+
 /// Whether a byte of `w` is at least 0x7f (DEL, or not ASCII).
 #[inline]
 const fn any_high(w: u64) -> bool {
@@ -88,9 +108,10 @@ pub fn printable_ascii(text: &[u8]) -> bool {
     let mut at = 0;
     while at + 8 <= text.len() {
         let w = word(text, at);
-        // Control bytes other than tab and line feed are rare: a word with
-        // any control byte is checked a byte at a time.
-        if any_high(w) || (any_below(w, 0x20) && !text[at..at + 8].iter().all(ok)) {
+        // Control bytes other than tab and line feed, exactly per byte (a
+        // line feed is in most words of a YAML text).
+        let control = lt_bytes(w, 0x20) & !eq_bytes(w, b'\n') & !eq_bytes(w, b'\t');
+        if any_high(w) || control != 0 {
             return false;
         }
         at += 8;
@@ -558,6 +579,13 @@ mod tests {
             "\"\\",
             "abcdefghijklmnopq",
             "bcdefghijklmnopqrs",
+            "ab",
+            "\n",
+            "\0:",
+            "\x7f ",
+            "\n-",
+            " \"",
+            "\n\n",
         ];
         for t in &texts {
             for n in needles {

@@ -350,8 +350,66 @@ struct Entry {
     taken: bool,
 }
 
-/// The texts kept for one template, oldest first.
-type Kept = Vec<Entry>;
+/// The texts kept for one template, oldest first, and where to find
+/// them by their dot's hash (a helper included for each of a few hundred
+/// services keeps as many texts: a lookup must not scan them).
+#[derive(Debug, Default)]
+struct Kept {
+    /// Oldest first (increasing [`Entry::seq`]).
+    entries: Vec<Entry>,
+    /// The [`Entry::seq`]s of the entries with each hash, oldest first.
+    by_hash: MixMap<u64, Vec<u64>>,
+}
+
+impl Kept {
+    fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    fn push(&mut self, entry: Entry) {
+        self.by_hash.entry(entry.hash).or_default().push(entry.seq);
+        self.entries.push(entry);
+    }
+
+    /// The entry at `i`, taken out.
+    fn remove(&mut self, i: usize) -> Entry {
+        let entry = self.entries.remove(i);
+        self.unindex(&entry);
+        entry
+    }
+
+    /// The entry kept as `seq`, taken out.
+    fn remove_seq(&mut self, seq: u64) -> Option<Entry> {
+        let i = self.entries.binary_search_by_key(&seq, |e| e.seq).ok()?;
+        Some(self.remove(i))
+    }
+
+    fn unindex(&mut self, entry: &Entry) {
+        if let Some(seqs) = self.by_hash.get_mut(&entry.hash) {
+            seqs.retain(|&s| s != entry.seq);
+            if seqs.is_empty() {
+                self.by_hash.remove(&entry.hash);
+            }
+        }
+    }
+
+    /// The index of the newest entry for `dot` (whose hash is `hash`) that
+    /// fits in `room` levels of nesting, comparing at most
+    /// [`MAX_COMPARES`] dots in full.
+    fn find(&self, hash: u64, dot: &Value, room: usize) -> Option<usize> {
+        let seqs = self.by_hash.get(&hash)?;
+        seqs.iter()
+            .rev()
+            .filter_map(|&seq| self.entries.binary_search_by_key(&seq, |e| e.seq).ok())
+            .filter(|&i| self.entries[i].depth <= room)
+            .take(MAX_COMPARES)
+            .find(|&i| self.entries[i].dot.is(dot))
+    }
+}
 
 /// A memoizable call that is running ([`IncludeMemo::begin`]).
 #[derive(Debug)]
@@ -391,14 +449,10 @@ impl IncludeMemo {
     /// The text of template `tree` with `dot`, if kept and if its call
     /// fits in `room` more levels of nesting, with the levels it used.
     pub fn get(&mut self, tree: TreeKey, dot: &Value, room: usize) -> Option<(Rc<str>, usize)> {
-        let entries = self.trees.get_mut(&tree)?;
+        let kept = self.trees.get_mut(&tree)?;
         let hash = DotKey::hash(dot)?;
-        let entry = entries
-            .iter_mut()
-            .rev()
-            .filter(|e| e.hash == hash && e.depth <= room)
-            .take(MAX_COMPARES)
-            .find(|e| e.dot.is(dot))?;
+        let i = kept.find(hash, dot, room)?;
+        let entry = &mut kept.entries[i];
         entry.taken = true;
         if !entry.portable {
             // The text may tell which file runs: so may the calls that
@@ -465,10 +519,10 @@ impl IncludeMemo {
         if self.entries >= MAX_ENTRIES || self.bytes + size > MAX_BYTES {
             self.clear();
         }
-        let entries = self.trees.entry(tree).or_default();
-        if entries.len() >= MAX_PER_TREE {
-            let oldest = entries.iter().position(|e| !e.taken).unwrap_or(0);
-            let old = entries.remove(oldest);
+        let kept = self.trees.entry(tree).or_default();
+        if kept.len() >= MAX_PER_TREE {
+            let oldest = kept.entries.iter().position(|e| !e.taken).unwrap_or(0);
+            let old = kept.remove(oldest);
             self.by_start.remove(&(old.start, old.seq));
             self.entries -= 1;
             self.bytes -= old.size;
@@ -477,7 +531,7 @@ impl IncludeMemo {
         self.entries += 1;
         self.bytes += size;
         self.by_start.insert((call.start, self.kept), tree);
-        entries.push(Entry {
+        kept.push(Entry {
             dot: key,
             hash,
             portable,
@@ -508,16 +562,14 @@ impl IncludeMemo {
         }
         let later = self.by_start.split_off(&(born + 1, 0));
         for ((_, seq), tree) in later {
-            let Some(entries) = self.trees.get_mut(&tree) else {
+            let Some(kept) = self.trees.get_mut(&tree) else {
                 continue;
             };
-            // Most often the newest of its template: searched from the end.
-            if let Some(i) = entries.iter().rposition(|e| e.seq == seq) {
-                let old = entries.remove(i);
+            if let Some(old) = kept.remove_seq(seq) {
                 self.entries -= 1;
                 self.bytes -= old.size;
             }
-            if entries.is_empty() {
+            if kept.is_empty() {
                 self.trees.remove(&tree);
             }
         }
@@ -529,16 +581,35 @@ impl IncludeMemo {
     pub fn template_replaced(&mut self) {
         let (entries, bytes, by_start) = (&mut self.entries, &mut self.bytes, &mut self.by_start);
         for kept in self.trees.values_mut() {
-            kept.retain(|e| {
-                if !e.portable {
-                    *entries -= 1;
-                    *bytes -= e.size;
-                    by_start.remove(&(e.start, e.seq));
-                }
-                e.portable
-            });
+            if kept.entries.iter().all(|e| e.portable) {
+                continue;
+            }
+            let (dropped, portable): (Vec<Entry>, Vec<Entry>) = std::mem::take(&mut kept.entries)
+                .into_iter()
+                .partition(|e| !e.portable);
+            kept.entries = portable;
+            for e in dropped {
+                *entries -= 1;
+                *bytes -= e.size;
+                by_start.remove(&(e.start, e.seq));
+                kept.unindex(&e);
+            }
         }
         self.trees.retain(|_, kept| !kept.is_empty());
+    }
+
+    /// Every kept text is found through its template's hash index, and
+    /// the index holds nothing else.
+    #[cfg(test)]
+    fn assert_indexed(&self) {
+        for kept in self.trees.values() {
+            let indexed: usize = kept.by_hash.values().map(Vec::len).sum();
+            assert_eq!(indexed, kept.entries.len());
+            for e in &kept.entries {
+                assert!(kept.by_hash[&e.hash].contains(&e.seq));
+            }
+            assert!(kept.entries.windows(2).all(|w| w[0].seq < w[1].seq));
+        }
     }
 
     fn clear(&mut self) {
@@ -637,6 +708,7 @@ mod tests {
         memo.changed(old.born());
         assert!(memo.is_empty());
         assert!(memo.get(TREE, &dot, 10).is_none());
+        memo.assert_indexed();
     }
 
     #[test]
@@ -707,6 +779,7 @@ mod tests {
             "t",
         );
         assert!(memo.is_empty());
+        memo.assert_indexed();
     }
 
     #[test]
@@ -760,6 +833,7 @@ mod tests {
         assert!(memo.get(TREE, &dot, 10).is_none());
         assert!(memo.get((9, 9), &dot, 10).is_none());
         assert!(memo.get((7, 7), &dot, 10).is_some());
+        memo.assert_indexed();
     }
 
     #[test]
@@ -824,9 +898,13 @@ mod tests {
         for i in 0..(2 * MAX_COMPARES) {
             keep(&mut memo, TREE, &Value::str(format!("x{i}")), "x");
         }
-        for e in memo.trees.get_mut(&TREE).expect("kept") {
+        let kept = memo.trees.get_mut(&TREE).expect("kept");
+        for e in &mut kept.entries {
             e.hash = hash;
         }
+        kept.by_hash = MixMap::default();
+        kept.by_hash
+            .insert(hash, kept.entries.iter().map(|e| e.seq).collect());
         keep(&mut memo, TREE, &b, "b");
         // The newest is found; `a`, behind more than MAX_COMPARES
         // colliding dots, is not.
@@ -849,5 +927,6 @@ mod tests {
         memo.changed(old.born());
         assert!(memo.is_empty());
         assert!(memo.by_start.is_empty() && memo.trees.is_empty());
+        memo.assert_indexed();
     }
 }
