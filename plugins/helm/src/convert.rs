@@ -63,14 +63,15 @@ pub(crate) fn json_at(v: &Value, depth: usize, natural: bool) -> Option<serde_js
         Value::Nil => serde_json::Value::Null,
         Value::Bool(b) => serde_json::Value::Bool(*b),
         Value::Int(i) | Value::Int64(i) => serde_json::Value::from(*i),
-        Value::Float(f) => {
-            if f.fract() == 0.0 && f.abs() < 9.2e18 {
-                serde_json::Value::from(*f as i64)
-            } else {
-                serde_json::Number::from_f64(*f)
-                    .map_or(serde_json::Value::Null, serde_json::Value::Number)
-            }
-        }
+        // Go writes a negative zero as `-0` (go-yaml reads that back as 0).
+        Value::Float(f) if *f == 0.0 && f.is_sign_negative() => serde_json::Number::from_f64(*f)
+            .map_or(serde_json::Value::Null, serde_json::Value::Number),
+        Value::Float(f) => match integral(*f) {
+            Some(Integral::Signed(i)) => serde_json::Value::from(i),
+            Some(Integral::Unsigned(u)) => serde_json::Value::from(u),
+            None => serde_json::Number::from_f64(*f)
+                .map_or(serde_json::Value::Null, serde_json::Value::Number),
+        },
         Value::Str(s) => serde_json::Value::String(text(s)),
         // A time.Time marshals as RFC 3339 text (none outside years
         // 0..=9999: Go's MarshalJSON fails, and `toJson` prints "").
@@ -100,6 +101,127 @@ pub(crate) fn json_at(v: &Value, depth: usize, natural: bool) -> Option<serde_js
                 .collect(),
         ),
     })
+}
+
+/// An integral float64 as Go's JSON round trip gives it back (Helm's
+/// `toYaml` marshals to JSON and reads the text again): the positional
+/// digits Go writes below 1e21 read as an int64 when they fit, else as a
+/// uint64.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Integral {
+    Signed(i64),
+    Unsigned(u64),
+}
+
+/// `f` as an [`Integral`], if it is integral and fits 64 bits.
+pub(crate) fn integral(f: f64) -> Option<Integral> {
+    // Exact bounds: -2^63 ..= 2^63 - 1 and ..= 2^64 - 1 (floats near them
+    // are integral and step by 2048; NaN and the infinities are not
+    // integral).
+    const I64_END: f64 = 9_223_372_036_854_775_808.0;
+    const U64_END: f64 = 18_446_744_073_709_551_616.0;
+    if f.fract() != 0.0 {
+        None
+    } else if (-I64_END..I64_END).contains(&f) {
+        Some(Integral::Signed(f as i64))
+    } else if (0.0..U64_END).contains(&f) {
+        Some(Integral::Unsigned(f as u64))
+    } else {
+        None
+    }
+}
+
+/// serde_json's formatter `F` writing floats as Go's `encoding/json`
+/// writes a float64: positional (`strconv`'s `'f'`, shortest digits) for
+/// magnitudes from 1e-6 up to 1e21, exponent form otherwise, which is
+/// serde_json's own (`1e+21`, `1e-7`: Go's `'e'` after its `e-07` → `e-7`
+/// clean-up). serde_json alone writes `1e+20` and `1.5e-6` where Go writes
+/// `100000000000000000000` and `0.0000015`.
+struct GoFloats<F>(F);
+
+impl<F: serde_json::ser::Formatter> serde_json::ser::Formatter for GoFloats<F> {
+    fn write_f64<W: ?Sized + std::io::Write>(
+        &mut self,
+        w: &mut W,
+        value: f64,
+    ) -> std::io::Result<()> {
+        let abs = value.abs();
+        if abs == 0.0 || (1e-6..1e21).contains(&abs) {
+            // Rust's `Display`: the shortest digits that read back, never
+            // an exponent.
+            write!(w, "{value}")
+        } else {
+            self.0.write_f64(w, value)
+        }
+    }
+
+    // What `PrettyFormatter` writes differently from the defaults.
+    fn begin_array<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.0.begin_array(w)
+    }
+
+    fn end_array<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.0.end_array(w)
+    }
+
+    fn begin_array_value<W: ?Sized + std::io::Write>(
+        &mut self,
+        w: &mut W,
+        first: bool,
+    ) -> std::io::Result<()> {
+        self.0.begin_array_value(w, first)
+    }
+
+    fn end_array_value<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.0.end_array_value(w)
+    }
+
+    fn begin_object<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.0.begin_object(w)
+    }
+
+    fn end_object<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.0.end_object(w)
+    }
+
+    fn begin_object_key<W: ?Sized + std::io::Write>(
+        &mut self,
+        w: &mut W,
+        first: bool,
+    ) -> std::io::Result<()> {
+        self.0.begin_object_key(w, first)
+    }
+
+    fn begin_object_value<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.0.begin_object_value(w)
+    }
+
+    fn end_object_value<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.0.end_object_value(w)
+    }
+}
+
+/// `value` as JSON text in `style`'s layout (compact, or indented by two
+/// spaces), floats as Go writes them ([`GoFloats`]); `None` when the
+/// value refuses to serialize. Characters are serde_json's: [`go_json`]
+/// makes them Go's.
+pub(crate) fn write_json(value: &impl serde::Serialize, style: JsonStyle) -> Option<String> {
+    let mut out = Vec::new();
+    match style {
+        JsonStyle::Indented => value.serialize(&mut serde_json::Serializer::with_formatter(
+            &mut out,
+            GoFloats(serde_json::ser::PrettyFormatter::new()),
+        )),
+        JsonStyle::Compact | JsonStyle::Raw => {
+            value.serialize(&mut serde_json::Serializer::with_formatter(
+                &mut out,
+                GoFloats(serde_json::ser::CompactFormatter),
+            ))
+        }
+    }
+    .ok()?;
+    // serde_json writes UTF-8.
+    String::from_utf8(out).ok()
 }
 
 /// Bytes as Go's `encoding/json` writes a `[]byte`: standard base64.
@@ -156,11 +278,7 @@ pub fn to_json_styled(v: &Value, style: JsonStyle) -> String {
     let view = crate::jsonview::JsonView::new(v);
     // An error is a value Go's encoder refuses (too deep, a year it
     // cannot write): no text.
-    let text = match style {
-        JsonStyle::Indented => serde_json::to_string_pretty(&view),
-        JsonStyle::Compact | JsonStyle::Raw => serde_json::to_string(&view),
-    }
-    .unwrap_or_default();
+    let text = write_json(&view, style).unwrap_or_default();
     go_json(text, style != JsonStyle::Raw)
 }
 
@@ -333,6 +451,46 @@ pub fn map_of(pairs: impl IntoIterator<Item = (&'static str, Value)>) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Integral floats read back as Go's JSON round trip reads them, at
+    /// the exact 64-bit bounds; and written as Go writes a float64.
+    #[test]
+    fn floats_are_written_and_read_back_as_go_does() {
+        let i64_end = 9_223_372_036_854_775_808.0;
+        assert_eq!(integral(-i64_end), Some(Integral::Signed(i64::MIN)));
+        assert_eq!(
+            integral(9.21e18),
+            Some(Integral::Signed(9_210_000_000_000_000_000))
+        );
+        assert_eq!(integral(i64_end), Some(Integral::Unsigned(1 << 63)));
+        assert_eq!(
+            integral(1.8e19),
+            Some(Integral::Unsigned(18_000_000_000_000_000_000))
+        );
+        assert_eq!(integral(1.9e19), None);
+        assert_eq!(integral(-9.3e18), None);
+        assert_eq!(integral(0.5), None);
+        assert_eq!(integral(f64::NAN), None);
+        assert_eq!(integral(f64::INFINITY), None);
+        for (f, go) in [
+            (1e20, "100000000000000000000"),
+            (1e21, "1e+21"),
+            (1.5e-6, "0.0000015"),
+            (1e-6, "0.000001"),
+            (9.9e-7, "9.9e-7"),
+            (-2.5e30, "-2.5e+30"),
+            (5e-324, "5e-324"),
+            (1.9e19, "19000000000000000000"),
+            (-0.0, "-0"),
+            (12345678.5, "12345678.5"),
+        ] {
+            assert_eq!(to_json(&Value::Float(f)), go, "{f:e}");
+            assert_eq!(
+                write_json(&[f], JsonStyle::Indented).as_deref(),
+                Some(format!("[\n  {go}\n]").as_str())
+            );
+        }
+    }
 
     #[test]
     fn json_for_yaml_readers_escapes_what_they_refuse() {

@@ -9,6 +9,7 @@
 
 use serde::ser::{Error as _, Serialize, SerializeMap, SerializeSeq, Serializer};
 
+use crate::convert::Integral;
 use crate::value::{MAX_NESTING, Value};
 
 /// A value `depth` levels below the root, to be serialized as JSON.
@@ -42,15 +43,14 @@ impl Serialize for JsonView<'_> {
             Value::Nil => serializer.serialize_unit(),
             Value::Bool(b) => serializer.serialize_bool(*b),
             Value::Int(i) | Value::Int64(i) => serializer.serialize_i64(*i),
-            Value::Float(f) => {
-                if f.fract() == 0.0 && f.abs() < 9.2e18 {
-                    serializer.serialize_i64(*f as i64)
-                } else if f.is_finite() {
-                    serializer.serialize_f64(*f)
-                } else {
-                    serializer.serialize_unit()
-                }
-            }
+            // Go writes a negative zero as `-0` (read back, an int 0).
+            Value::Float(f) if *f == 0.0 && f.is_sign_negative() => serializer.serialize_f64(*f),
+            Value::Float(f) => match crate::convert::integral(*f) {
+                Some(Integral::Signed(i)) => serializer.serialize_i64(i),
+                Some(Integral::Unsigned(u)) => serializer.serialize_u64(u),
+                None if f.is_finite() => serializer.serialize_f64(*f),
+                None => serializer.serialize_unit(),
+            },
             Value::Str(s) => serializer.serialize_str(s),
             Value::Time(t) => {
                 serializer.serialize_str(&t.rfc3339_nano().map_err(S::Error::custom)?)
@@ -94,7 +94,7 @@ impl Serialize for JsonView<'_> {
 mod tests {
     use std::rc::Rc;
 
-    use crate::convert::{JsonStyle, json_at, to_json_styled};
+    use crate::convert::{JsonStyle, json_at, to_json_styled, write_json};
     use crate::gostr;
     use crate::samples::{corpus_values, generated, nested, string_values};
     use crate::value::{MAX_NESTING, Map, Value};
@@ -105,11 +105,7 @@ mod tests {
         let Some(json) = json_at(v, 0, false) else {
             return String::new();
         };
-        let text = match style {
-            JsonStyle::Indented => serde_json::to_string_pretty(&json),
-            JsonStyle::Compact | JsonStyle::Raw => serde_json::to_string(&json),
-        }
-        .unwrap_or_default();
+        let text = write_json(&json, style).unwrap_or_default();
         let escape_html = style != JsonStyle::Raw;
         let mut out = String::with_capacity(text.len());
         gostr::for_each_rune(&text, |rune| {

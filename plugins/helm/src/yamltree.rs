@@ -58,12 +58,11 @@ impl Tree for Value {
 /// A float64 after the JSON round trip: integral and within 64 bits, an
 /// integer; not finite, null (JSON has no such number).
 fn float<T>(x: f64) -> Node<'static, T> {
-    if x.fract() == 0.0 && x.abs() < 9.2e18 {
-        Node::Int(x as i64)
-    } else if x.is_finite() {
-        Node::Float(x)
-    } else {
-        Node::Null
+    match crate::convert::integral(x) {
+        Some(crate::convert::Integral::Signed(i)) => Node::Int(i),
+        Some(crate::convert::Integral::Unsigned(u)) => Node::Uint(u),
+        None if x.is_finite() => Node::Float(x),
+        None => Node::Null,
     }
 }
 
