@@ -46,8 +46,11 @@ pub fn to_json_value(v: &Value) -> Option<serde_json::Value> {
     json_at(v, 0, true)
 }
 
-/// With `natural`, strings are plain text (each byte that is not UTF-8 one
-/// U+FFFD); without, they stay Go strings ([`gostr`]).
+/// With `natural`, the value as Go's readers get it back from the text:
+/// strings are plain text (each byte that is not UTF-8 one U+FFFD) and a
+/// negative zero is 0; without, the text as written: strings stay Go
+/// strings ([`gostr`]) and a negative zero is `-0`. NaN and the infinities
+/// give None, as Go's encoder refuses them.
 pub(crate) fn json_at(v: &Value, depth: usize, natural: bool) -> Option<serde_json::Value> {
     let text = |s: &str| {
         if natural {
@@ -63,9 +66,13 @@ pub(crate) fn json_at(v: &Value, depth: usize, natural: bool) -> Option<serde_js
         Value::Nil => serde_json::Value::Null,
         Value::Bool(b) => serde_json::Value::Bool(*b),
         Value::Int(i) | Value::Int64(i) => serde_json::Value::from(*i),
-        // Go writes a negative zero as `-0` (go-yaml reads that back as 0).
-        Value::Float(f) if *f == 0.0 && f.is_sign_negative() => serde_json::Number::from_f64(*f)
-            .map_or(serde_json::Value::Null, serde_json::Value::Number),
+        // Go's encoder refuses NaN and the infinities.
+        Value::Float(f) if !f.is_finite() => return None,
+        // A negative zero: `-0` as written, 0 as read back.
+        Value::Float(f) if !natural && *f == 0.0 && f.is_sign_negative() => {
+            serde_json::Number::from_f64(*f)
+                .map_or(serde_json::Value::Null, serde_json::Value::Number)
+        }
         Value::Float(f) => match integral(*f) {
             Some(Integral::Signed(i)) => serde_json::Value::from(i),
             Some(Integral::Unsigned(u)) => serde_json::Value::from(u),
@@ -104,31 +111,34 @@ pub(crate) fn json_at(v: &Value, depth: usize, natural: bool) -> Option<serde_js
 }
 
 /// An integral float64 as Go's JSON round trip gives it back (Helm's
-/// `toYaml` marshals to JSON and reads the text again): the positional
-/// digits Go writes below 1e21 read as an int64 when they fit, else as a
-/// uint64.
+/// `toYaml` marshals to JSON and reads the text again): Go writes it in
+/// positional digits below 1e21 (the shortest that read back, padded with
+/// zeros: 2^60 is `1152921504606847000`), which read as an int64 when they
+/// fit, else as a uint64.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Integral {
     Signed(i64),
     Unsigned(u64),
 }
 
-/// `f` as an [`Integral`], if it is integral and fits 64 bits.
+/// `f` as Go's JSON round trip reads it back, if as an [`Integral`].
 pub(crate) fn integral(f: f64) -> Option<Integral> {
-    // Exact bounds: -2^63 ..= 2^63 - 1 and ..= 2^64 - 1 (floats near them
-    // are integral and step by 2048; NaN and the infinities are not
-    // integral).
-    const I64_END: f64 = 9_223_372_036_854_775_808.0;
-    const U64_END: f64 = 18_446_744_073_709_551_616.0;
-    if f.fract() != 0.0 {
-        None
-    } else if (-I64_END..I64_END).contains(&f) {
-        Some(Integral::Signed(f as i64))
-    } else if (0.0..U64_END).contains(&f) {
-        Some(Integral::Unsigned(f as u64))
-    } else {
-        None
+    // Below 2^53 every integral float is its own shortest digits.
+    const EXACT: f64 = 9_007_199_254_740_992.0;
+    // NaN has no integral part (its `fract` is NaN).
+    if f.fract() != 0.0 || f.abs() >= 1e21 {
+        return None;
     }
+    if f.abs() < EXACT {
+        return Some(Integral::Signed(f as i64));
+    }
+    // Rust's `Display` writes Go's digits (see [`GoFloats`]); they are read
+    // as `strconv.ParseInt`, then `ParseUint`, read them.
+    let text = format!("{f}");
+    text.parse::<i64>()
+        .map(Integral::Signed)
+        .or_else(|_| text.parse::<u64>().map(Integral::Unsigned))
+        .ok()
 }
 
 /// serde_json's formatter `F` writing floats as Go's `encoding/json`
@@ -456,22 +466,39 @@ mod tests {
     /// the exact 64-bit bounds; and written as Go writes a float64.
     #[test]
     fn floats_are_written_and_read_back_as_go_does() {
-        let i64_end = 9_223_372_036_854_775_808.0;
-        assert_eq!(integral(-i64_end), Some(Integral::Signed(i64::MIN)));
+        let two_63 = 9_223_372_036_854_775_808.0;
+        // Go writes 2^63 as 9223372036854776000, -2^63 as
+        // -9223372036854776000 (too small for ParseInt: a float again).
+        assert_eq!(
+            integral(two_63),
+            Some(Integral::Unsigned(9_223_372_036_854_776_000))
+        );
+        assert_eq!(integral(-two_63), None);
         assert_eq!(
             integral(9.21e18),
             Some(Integral::Signed(9_210_000_000_000_000_000))
         );
-        assert_eq!(integral(i64_end), Some(Integral::Unsigned(1 << 63)));
         assert_eq!(
             integral(1.8e19),
             Some(Integral::Unsigned(18_000_000_000_000_000_000))
         );
+        assert_eq!(
+            integral(1_152_921_504_606_846_976.0),
+            Some(Integral::Signed(1_152_921_504_606_847_000))
+        );
+        assert_eq!(
+            integral(9_007_199_254_740_991.0),
+            Some(Integral::Signed(9_007_199_254_740_991))
+        );
+        assert_eq!(integral(-0.0), Some(Integral::Signed(0)));
         assert_eq!(integral(1.9e19), None);
         assert_eq!(integral(-9.3e18), None);
         assert_eq!(integral(0.5), None);
         assert_eq!(integral(f64::NAN), None);
         assert_eq!(integral(f64::INFINITY), None);
+        for f in [f64::NAN, f64::INFINITY, f64::NEG_INFINITY] {
+            assert_eq!(to_json(&Value::Float(f)), "", "Go's encoder refuses {f}");
+        }
         for (f, go) in [
             (1e20, "100000000000000000000"),
             (1e21, "1e+21"),
@@ -483,6 +510,7 @@ mod tests {
             (1.9e19, "19000000000000000000"),
             (-0.0, "-0"),
             (12345678.5, "12345678.5"),
+            (1_152_921_504_606_846_976.0, "1152921504606847000"),
         ] {
             assert_eq!(to_json(&Value::Float(f)), go, "{f:e}");
             assert_eq!(

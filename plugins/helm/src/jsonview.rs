@@ -9,7 +9,6 @@
 
 use serde::ser::{Error as _, Serialize, SerializeMap, SerializeSeq, Serializer};
 
-use crate::convert::Integral;
 use crate::value::{MAX_NESTING, Value};
 
 /// A value `depth` levels below the root, to be serialized as JSON.
@@ -43,14 +42,11 @@ impl Serialize for JsonView<'_> {
             Value::Nil => serializer.serialize_unit(),
             Value::Bool(b) => serializer.serialize_bool(*b),
             Value::Int(i) | Value::Int64(i) => serializer.serialize_i64(*i),
-            // Go writes a negative zero as `-0` (read back, an int 0).
-            Value::Float(f) if *f == 0.0 && f.is_sign_negative() => serializer.serialize_f64(*f),
-            Value::Float(f) => match crate::convert::integral(*f) {
-                Some(Integral::Signed(i)) => serializer.serialize_i64(i),
-                Some(Integral::Unsigned(u)) => serializer.serialize_u64(u),
-                None if f.is_finite() => serializer.serialize_f64(*f),
-                None => serializer.serialize_unit(),
-            },
+            // Every float as Go writes a float64 (`GoFloats`: integral
+            // ones in positional digits, a negative zero as `-0`); Go's
+            // encoder refuses NaN and the infinities.
+            Value::Float(f) if f.is_finite() => serializer.serialize_f64(*f),
+            Value::Float(_) => Err(S::Error::custom("json: unsupported value: NaN or infinity")),
             Value::Str(s) => serializer.serialize_str(s),
             Value::Time(t) => {
                 serializer.serialize_str(&t.rfc3339_nano().map_err(S::Error::custom)?)

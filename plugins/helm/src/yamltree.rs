@@ -36,6 +36,8 @@ impl Tree for Value {
             Value::Nil => f(Node::Null),
             Value::Bool(b) => f(Node::Bool(*b)),
             Value::Int(i) | Value::Int64(i) => f(Node::Int(*i)),
+            // Go's JSON encoder refuses it: the JSON path decides.
+            Value::Float(x) if !x.is_finite() => return Err(Declined),
             Value::Float(x) => f(float(*x)),
             Value::Str(s) => f(Node::Str(&gostr::natural(s))),
             Value::Time(t) => f(Node::Str(&t.rfc3339_nano().map_err(|_| Declined)?)),
@@ -55,14 +57,13 @@ impl Tree for Value {
     }
 }
 
-/// A float64 after the JSON round trip: integral and within 64 bits, an
-/// integer; not finite, null (JSON has no such number).
+/// A finite float64 after the JSON round trip: an integer when Go reads
+/// its digits back as one ([`crate::convert::integral`]).
 fn float<T>(x: f64) -> Node<'static, T> {
     match crate::convert::integral(x) {
         Some(crate::convert::Integral::Signed(i)) => Node::Int(i),
         Some(crate::convert::Integral::Unsigned(u)) => Node::Uint(u),
-        None if x.is_finite() => Node::Float(x),
-        None => Node::Null,
+        None => Node::Float(x),
     }
 }
 
