@@ -212,10 +212,13 @@ impl<F: serde_json::ser::Formatter> serde_json::ser::Formatter for GoFloats<F> {
 }
 
 /// `value` as JSON text in `style`'s layout (compact, or indented by two
-/// spaces), floats as Go writes them ([`GoFloats`]); `None` when the
-/// value refuses to serialize. Characters are serde_json's: [`go_json`]
-/// makes them Go's.
-pub(crate) fn write_json(value: &impl serde::Serialize, style: JsonStyle) -> Option<String> {
+/// spaces), floats as Go writes them ([`GoFloats`]); the serializer's
+/// message when the value refuses to serialize. Characters are
+/// serde_json's: [`go_json`] makes them Go's.
+pub(crate) fn write_json(
+    value: &impl serde::Serialize,
+    style: JsonStyle,
+) -> Result<String, String> {
     let mut out = Vec::new();
     match style {
         JsonStyle::Indented => value.serialize(&mut serde_json::Serializer::with_formatter(
@@ -229,9 +232,9 @@ pub(crate) fn write_json(value: &impl serde::Serialize, style: JsonStyle) -> Opt
             ))
         }
     }
-    .ok()?;
+    .map_err(|e| e.to_string())?;
     // serde_json writes UTF-8.
-    String::from_utf8(out).ok()
+    String::from_utf8(out).map_err(|e| e.to_string())
 }
 
 /// Bytes as Go's `encoding/json` writes a `[]byte`: standard base64.
@@ -285,11 +288,17 @@ pub fn to_json(v: &Value) -> String {
 /// `v` as Go's encoder writes it in `style`; U+2028/U+2029 are always
 /// escaped, bytes that are not UTF-8 are U+FFFD.
 pub fn to_json_styled(v: &Value, style: JsonStyle) -> String {
-    let view = crate::jsonview::JsonView::new(v);
-    // An error is a value Go's encoder refuses (too deep, a year it
+    // An error is a value Go's encoder refuses (NaN, too deep, a year it
     // cannot write): no text.
-    let text = write_json(&view, style).unwrap_or_default();
-    go_json(text, style != JsonStyle::Raw)
+    try_to_json_styled(v, style).unwrap_or_default()
+}
+
+/// [`to_json_styled`], or what Go's encoder says of a value it refuses
+/// (`json: unsupported value: NaN`), for the `must` forms.
+pub fn try_to_json_styled(v: &Value, style: JsonStyle) -> Result<String, String> {
+    let view = crate::jsonview::JsonView::new(v);
+    let text = write_json(&view, style)?;
+    Ok(go_json(text, style != JsonStyle::Raw))
 }
 
 /// serde_json's text as Go's encoder writes it: `<>&` escaped when
@@ -515,7 +524,7 @@ mod tests {
             assert_eq!(to_json(&Value::Float(f)), go, "{f:e}");
             assert_eq!(
                 write_json(&[f], JsonStyle::Indented).as_deref(),
-                Some(format!("[\n  {go}\n]").as_str())
+                Ok(format!("[\n  {go}\n]").as_str())
             );
         }
     }

@@ -663,9 +663,19 @@ fn call_builtin(st: &mut State<'_>, builtin: Option<Builtin>, name: &str, a: &[V
             )]),
             Err(e) => Value::list(vec![Value::str(e)]),
         },
-        Builtin::ToJson | Builtin::MustToJson => {
+        Builtin::ToJson => {
             arity(name, a, 1)?;
             Value::str(convert::to_json(&a[0]))
+        }
+        // Sprig's `must` forms fail with the encoder's error.
+        Builtin::MustToJson | Builtin::MustToPrettyJson | Builtin::MustToRawJson => {
+            arity(name, a, 1)?;
+            let style = match builtin {
+                Builtin::MustToPrettyJson => convert::JsonStyle::Indented,
+                Builtin::MustToRawJson => convert::JsonStyle::Raw,
+                _ => convert::JsonStyle::Compact,
+            };
+            Value::str(convert::try_to_json_styled(&a[0], style).map_err(FnError::Msg)?)
         }
         Builtin::FromJson | Builtin::FromJSON => {
             match serde_json::from_str::<serde_json::Value>(&s(0)) {
@@ -691,11 +701,11 @@ fn call_builtin(st: &mut State<'_>, builtin: Option<Builtin>, name: &str, a: &[V
             Ok(v) => v,
             Err(e) => error_map(&e),
         },
-        Builtin::ToPrettyJson | Builtin::MustToPrettyJson => {
+        Builtin::ToPrettyJson => {
             arity(name, a, 1)?;
             Value::str(convert::to_json_styled(&a[0], convert::JsonStyle::Indented))
         }
-        Builtin::ToRawJson | Builtin::MustToRawJson => {
+        Builtin::ToRawJson => {
             arity(name, a, 1)?;
             Value::str(convert::to_json_styled(&a[0], convert::JsonStyle::Raw))
         }

@@ -36,7 +36,9 @@ impl Serialize for JsonView<'_> {
         // Deeper than the limit (a map that contains itself): Go refuses
         // it, and so does the JSON conversion.
         if self.depth > MAX_NESTING {
-            return Err(S::Error::custom("value nested too deeply"));
+            return Err(S::Error::custom(
+                "json: unsupported value: encountered a cycle via map[string]interface {}",
+            ));
         }
         match self.value {
             Value::Nil => serializer.serialize_unit(),
@@ -46,11 +48,22 @@ impl Serialize for JsonView<'_> {
             // ones in positional digits, a negative zero as `-0`); Go's
             // encoder refuses NaN and the infinities.
             Value::Float(f) if f.is_finite() => serializer.serialize_f64(*f),
-            Value::Float(_) => Err(S::Error::custom("json: unsupported value: NaN or infinity")),
+            Value::Float(f) => Err(S::Error::custom(format!(
+                "json: unsupported value: {}",
+                if f.is_nan() {
+                    "NaN"
+                } else if *f > 0.0 {
+                    "+Inf"
+                } else {
+                    "-Inf"
+                }
+            ))),
             Value::Str(s) => serializer.serialize_str(s),
-            Value::Time(t) => {
-                serializer.serialize_str(&t.rfc3339_nano().map_err(S::Error::custom)?)
-            }
+            Value::Time(t) => serializer.serialize_str(&t.rfc3339_nano().map_err(|e| {
+                S::Error::custom(format!(
+                    "json: error calling MarshalJSON for type time.Time: {e}"
+                ))
+            })?),
             Value::Bytes(b) => serializer.serialize_str(&crate::convert::base64_std(b)),
             Value::List(l) | Value::Strings(l) => {
                 let mut seq = serializer.serialize_seq(Some(l.len()))?;
