@@ -132,8 +132,8 @@ pub(crate) fn integral(f: f64) -> Option<Integral> {
     if f.abs() < EXACT {
         return Some(Integral::Signed(f as i64));
     }
-    // Rust's `Display` writes Go's digits (see [`GoFloats`]); they are read
-    // as `strconv.ParseInt`, then `ParseUint`, read them.
+    // Rust's `Display` writes Go's digits (see [`GoFloats`]); they are
+    // parsed as go-yaml does: `strconv.ParseInt`, then `ParseUint`.
     let text = format!("{f}");
     text.parse::<i64>()
         .map(Integral::Signed)
