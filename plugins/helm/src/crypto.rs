@@ -367,14 +367,17 @@ struct Issuer {
     key: PrivateKey,
 }
 
-/// Go's `pkix.Name{CommonName: cn}`: PrintableString when it can be.
+/// Go's `pkix.Name{CommonName: cn}`: PrintableString when it can be,
+/// else UTF8String. Go's choice rejects `*` (a wildcard name such as
+/// `*.example.com` is a UTF8String), though its explicit PrintableString
+/// allows it.
 fn name_of(cn: &str) -> Result<Name, String> {
     if cn.is_empty() {
         return Ok(RdnSequence(Vec::new()));
     }
     let printable = cn
         .bytes()
-        .all(|b| b.is_ascii_alphanumeric() || b" '()+,-./:=?*".contains(&b));
+        .all(|b| b.is_ascii_alphanumeric() || b" '()+,-./:=?".contains(&b));
     let value = if printable {
         Any::encode_from(&PrintableString::new(cn).map_err(|e| e.to_string())?)
     } else {
@@ -1073,6 +1076,24 @@ fn site_password(key: &[u8; 64], counter: u32, templates: &[&str], site: &[u8]) 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_common_name_is_a_printable_string_unless_go_would_not_choose_one() {
+        // The tag of the name's only value: 0x13 PrintableString, 0x0c
+        // UTF8String (Go's asn1 picks UTF8String for `*`, which its
+        // automatic PrintableString rejects).
+        let tag = |cn: &str| {
+            let name = name_of(cn).unwrap();
+            let atv = name.0[0].0.iter().next().unwrap();
+            der::Tagged::tag(&atv.value).octet()
+        };
+        assert_eq!(tag("example.com"), 0x13);
+        assert_eq!(tag("release-name (ca) +1=2?"), 0x13);
+        assert_eq!(tag("*.cluster-hubble-grpc.cilium.io"), 0x0c);
+        assert_eq!(tag("a&b"), 0x0c);
+        assert_eq!(tag("café"), 0x0c);
+        assert!(name_of("").unwrap().0.is_empty());
+    }
 
     #[test]
     fn aes_round_trip_and_helms_padding() {

@@ -141,10 +141,15 @@ enum Flow {
 /// clone of the template set with the text's templates added; the clone
 /// is this layer over the set (nothing copied).
 struct Layer {
-    /// The name the text was parsed as (its main tree's name).
+    /// The name the text was parsed as (its main tree's name): Helm's
+    /// `gotpl`.
     name: Rc<str>,
     /// The text's templates.
     parsed: Rc<Parsed>,
+    /// The template whose `tpl` call (directly, or through `tpl` texts)
+    /// brought the text: the random functions' call sites in the text are
+    /// counted as its, as they were when texts ran under its name.
+    site_name: Rc<str>,
 }
 
 impl Layer {
@@ -196,12 +201,14 @@ pub struct Runtime {
     layers: Vec<Layer>,
     /// The variables of every running template: each template's scope is
     /// the part above its [`State::vars_base`].
-    vars: Vec<(Rc<str>, Value)>,
+    vars: Vec<Var>,
     /// The output of every running template: each template appends from
     /// its start; `include` takes its part off the end.
     out: String,
     /// `$`, the variable every template starts with.
     dollar: Rc<str>,
+    /// `gotpl`, the name `tpl` gives a text.
+    gotpl: Rc<str>,
     /// The texts `tpl` parsed.
     tpl_cache: crate::tplcache::TplCache,
     /// The values `fromYaml` read.
@@ -217,6 +224,9 @@ pub struct Runtime {
 
 /// Most argument vectors kept for reuse (one per nesting level of calls
 /// in arguments is what a template uses).
+/// The name Helm's `tpl` parses a text as (its engine's root template).
+pub const TPL_NAME: &str = "gotpl";
+
 const MAX_FREE_ARG_VECS: usize = 64;
 /// Largest argument vector kept for reuse (a `dict` or `list` call with
 /// thousands of arguments gives its memory back).
@@ -238,6 +248,7 @@ impl Runtime {
             vars: Vec::new(),
             out: String::new(),
             dollar: Rc::from("$"),
+            gotpl: Rc::from(TPL_NAME),
             tpl_cache: crate::tplcache::TplCache::default(),
             yaml_cache: crate::yamlcache::YamlCache::default(),
             arg_vecs: Vec::new(),
@@ -336,6 +347,39 @@ impl Runtime {
     }
 }
 
+/// A template variable.
+#[derive(Debug)]
+struct Var {
+    name: Rc<str>,
+    value: Value,
+    /// Whether `range` bound it to an item. Go tells two nils apart: an
+    /// item (or a map's entry) that is nil is a nil interface, and a field
+    /// of it is an error (`nil pointer evaluating interface {}.x`); a
+    /// pipeline that gives nil gives no value at all (Go's invalid
+    /// `reflect.Value`), and every field of that is no value, without an
+    /// error. A variable `:=` or `=` binds, and a template's nil data (its
+    /// dot and `$`), are the second kind.
+    item: bool,
+}
+
+impl Var {
+    fn bound(name: Rc<str>, value: Value) -> Self {
+        Var {
+            name,
+            value,
+            item: false,
+        }
+    }
+
+    fn item(name: Rc<str>, value: Value) -> Self {
+        Var {
+            name,
+            value,
+            item: true,
+        }
+    }
+}
+
 /// Execution of one template body.
 pub struct State<'r> {
     /// The render's runtime.
@@ -344,6 +388,9 @@ pub struct State<'r> {
     vars_base: usize,
     /// Name of the template being executed.
     pub name: Rc<str>,
+    /// Whether the dot is an item `range` bound (see [`Var::item`]): true
+    /// inside a range body until a template call or another range.
+    dot_is_item: bool,
 }
 
 impl<'r> State<'r> {
@@ -351,11 +398,12 @@ impl<'r> State<'r> {
     fn enter(rt: &'r mut Runtime, name: Rc<str>, dot: Value) -> Self {
         let vars_base = rt.vars.len();
         let dollar = rt.dollar.clone();
-        rt.vars.push((dollar, dot));
+        rt.vars.push(Var::bound(dollar, dot));
         State {
             rt,
             vars_base,
             name,
+            dot_is_item: false,
         }
     }
 
@@ -571,16 +619,21 @@ impl State<'_> {
         Ok(text)
     }
 
-    /// Helm's `tpl`: `text` parsed as a template named as the running one,
-    /// among the chart's templates (and those it defines, for this call
-    /// only), run with `dot` (the text itself, even when it is empty); its
-    /// text without `<no value>`.
+    /// Helm's `tpl`: `text` parsed as a template named `gotpl` (Helm's
+    /// `t.New(parent.Name())`, the parent being its root template), among
+    /// the chart's templates (and those it defines, for this call only),
+    /// run with `dot` (the text itself, even when it is empty); its text
+    /// without `<no value>`. The text does not shadow the running
+    /// template: bitnami's `common.tplvalues.render` renders values whose
+    /// text includes `common.tplvalues.render` again.
     pub fn call_tpl(&mut self, text: &str, dot: Value, pos: &Pos) -> Result<Value, ExecError> {
-        let name = self.name.clone();
+        let name = self.rt.gotpl.clone();
         let parsed = self.rt.parse_tpl(&name, text)?;
+        let site_name = self.random_site_name();
         self.rt.layers.push(Layer {
             name: name.clone(),
             parsed,
+            site_name,
         });
         let result = self.call_template(&name, dot, pos);
         self.rt.layers.pop();
@@ -689,15 +742,17 @@ impl State<'_> {
         let mark = self.rt.vars.len();
         match decl {
             [] => {}
-            [v] => self.rt.vars.push((v.clone(), item.clone())),
+            [v] => self.rt.vars.push(Var::item(v.clone(), item.clone())),
             [key, v, ..] => {
-                self.rt.vars.push((key.clone(), k));
-                self.rt.vars.push((v.clone(), item.clone()));
+                self.rt.vars.push(Var::item(key.clone(), k));
+                self.rt.vars.push(Var::item(v.clone(), item.clone()));
             }
         }
-        let flow = self.walk_list(&item, list)?;
+        let outer = std::mem::replace(&mut self.dot_is_item, true);
+        let flow = self.walk_list(&item, list);
+        self.dot_is_item = outer;
         self.rt.vars.truncate(mark);
-        Ok(flow)
+        flow
     }
 
     /// Ranges over `0..n` (Go 1.22's range over an int), lazily: a huge
@@ -730,7 +785,7 @@ impl State<'_> {
                 Value::Int64(i)
             };
             if let Some(d) = decl.first() {
-                self.rt.vars.push((d.clone(), item.clone()));
+                self.rt.vars.push(Var::item(d.clone(), item.clone()));
             }
             let flow = self.walk_list(&item, list)?;
             self.rt.vars.truncate(mark);
@@ -771,24 +826,41 @@ impl State<'_> {
                 if let Some(slot) = self.rt.vars[self.vars_base..]
                     .iter_mut()
                     .rev()
-                    .find(|(n, _)| **n == **name)
+                    .find(|v| *v.name == **name)
                 {
-                    slot.1 = value.clone();
+                    *slot = Var::bound(name.clone(), value.clone());
                 }
             } else {
-                self.rt.vars.push((name.clone(), value.clone()));
+                self.rt.vars.push(Var::bound(name.clone(), value.clone()));
             }
         }
     }
 
     /// Variable `name` of this template (nil when unbound).
     fn var(&self, name: &str) -> Value {
+        self.var_slot(name)
+            .map(|v| v.value.clone())
+            .unwrap_or_default()
+    }
+
+    fn var_slot(&self, name: &str) -> Option<&Var> {
         self.rt.vars[self.vars_base..]
             .iter()
             .rev()
-            .find(|(n, _)| kiln_bytes::eq(n.as_bytes(), name.as_bytes()))
-            .map(|(_, v)| v.clone())
-            .unwrap_or_default()
+            .find(|v| kiln_bytes::eq(v.name.as_bytes(), name.as_bytes()))
+    }
+
+    /// Whether variable `name` holds Go's invalid value (see
+    /// [`Var::item`]): its fields are no value, without an error.
+    fn var_is_invalid(&self, name: &str) -> bool {
+        self.var_slot(name)
+            .is_none_or(|v| !v.item && matches!(v.value, Value::Nil))
+    }
+
+    /// Whether the dot is Go's invalid value: a nil dot other than an item
+    /// `range` bound (a template's nil data).
+    fn dot_is_invalid(&self, dot: &Value) -> bool {
+        !self.dot_is_item && matches!(dot, Value::Nil)
     }
 
     fn eval_cmd(
@@ -803,6 +875,7 @@ impl State<'_> {
             Arg::Ident(func) => {
                 self.call_fn(dot, func, &cmd.args[1..], last, &cmd.pos, Ctx::Cmd(cmd))
             }
+            Arg::Field(_) if self.dot_is_invalid(dot) => Ok(Value::Nil),
             Arg::Field(fields) => {
                 let args = self.eval_args(dot, &cmd.args[1..], last)?;
                 self.eval_fields(dot.clone(), fields, args, &cmd.pos, Ctx::Dot(fields))
@@ -819,6 +892,9 @@ impl State<'_> {
                     }
                     return Ok(base);
                 }
+                if self.var_is_invalid(v) {
+                    return Ok(Value::Nil);
+                }
                 let args = self.eval_args(dot, &cmd.args[1..], last)?;
                 self.eval_fields(base, fields, args, &cmd.pos, Ctx::Var(v, fields))
             }
@@ -833,6 +909,10 @@ impl State<'_> {
                         ));
                     }
                     return Ok(base);
+                }
+                // A pipeline's nil is Go's invalid value.
+                if matches!(base, Value::Nil) {
+                    return Ok(Value::Nil);
                 }
                 let args = self.eval_args(dot, &cmd.args[1..], last)?;
                 self.eval_fields(base, fields, args, &cmd.pos, Ctx::Dot(fields))
@@ -887,10 +967,11 @@ impl State<'_> {
             Arg::Number(Number::Int(i)) => Value::Int(*i),
             Arg::Number(Number::Float(f)) => Value::Float(*f),
             Arg::Str(s) => Value::Str(s.clone()),
+            Arg::Field(_) if self.dot_is_invalid(dot) => Value::Nil,
             Arg::Field(fields) => self.fields_of(dot.clone(), fields, Ctx::Dot(fields))?,
             Arg::Variable(v, fields) => {
                 let base = self.var(v);
-                if fields.is_empty() {
+                if fields.is_empty() || self.var_is_invalid(v) {
                     base
                 } else {
                     self.fields_of(base, fields, Ctx::Var(v, fields))?
@@ -898,7 +979,8 @@ impl State<'_> {
             }
             Arg::Pipe(p, fields) => {
                 let base = self.eval_pipe(dot, p)?;
-                if fields.is_empty() {
+                // A pipeline's nil is Go's invalid value.
+                if fields.is_empty() || matches!(base, Value::Nil) {
                     base
                 } else {
                     self.eval_fields(base, fields, Vec::new(), &p.pos, Ctx::Dot(fields))?
@@ -1009,12 +1091,31 @@ impl State<'_> {
             values.push(self.eval_arg(dot, a)?);
         }
         values.extend(last);
+        if let Some(arity) = func.builtin.and_then(funcs::Arity::of)
+            && let Err(message) = arity.check(name, values.len())
+        {
+            self.rt.recycle_arg_vec(values);
+            return Err(self.err(pos, context, message));
+        }
+        if let Some(params) = func.builtin.and_then(funcs::MapParams::of) {
+            self.check_map_params(dot, params, args, &values, pos, context)?;
+        }
         let result = match func.kind {
             FuncKind::Nested => funcs::call_nested(self, name, &values, pos),
             FuncKind::Random => {
-                // A random call's stream is keyed by the call as written.
+                // A random call's stream is keyed by the call as written,
+                // in the template that holds it (for a `tpl` text, the one
+                // that called `tpl`).
                 self.rt.random.set_site(context.to_string());
-                funcs::call(self, name, &values, pos)
+                if *pos.name == *self.rt.gotpl && !self.rt.layers.is_empty() {
+                    let site = Pos {
+                        name: self.random_site_name(),
+                        ..pos.clone()
+                    };
+                    funcs::call(self, name, &values, &site)
+                } else {
+                    funcs::call(self, name, &values, pos)
+                }
             }
             FuncKind::AndOr | FuncKind::Plain => {
                 funcs::call_plain(self, func.builtin, name, &values)
@@ -1055,6 +1156,70 @@ impl State<'_> {
                 message,
             }),
             Err(FnError::Nested(e)) => Err(e),
+        }
+    }
+
+    /// Go's check of the arguments given to `map[string]interface{}`
+    /// parameters: a map passes, and so does a nil that is no value (as a
+    /// nil map); a nil interface, another value or a constant is refused
+    /// with Go's words.
+    fn check_map_params(
+        &self,
+        dot: &Value,
+        params: funcs::MapParams,
+        args: &[Arg],
+        values: &[Value],
+        pos: &Pos,
+        context: Ctx<'_>,
+    ) -> Result<(), ExecError> {
+        for (i, v) in values.iter().enumerate() {
+            if !params.covers(i) {
+                continue;
+            }
+            // None: the value piped in, a pipeline's (never an interface).
+            let arg = args.get(i);
+            let message = match (v, arg) {
+                (Value::Map(_), _) => continue,
+                (Value::Nil, Some(a)) if self.is_nil_interface(dot, a) => {
+                    "wrong type for value; expected map[string]interface {}; got interface {}"
+                        .to_owned()
+                }
+                (Value::Nil, _) => continue,
+                (_, Some(a @ (Arg::Str(_) | Arg::Number(_) | Arg::Bool(_)))) => format!(
+                    "can't handle {} for arg of type map[string]interface {{}}",
+                    arg_text(a)
+                ),
+                (other, _) => format!(
+                    "wrong type for value; expected map[string]interface {{}}; got {}",
+                    other.type_name()
+                ),
+            };
+            return Err(self.err(pos, context, message));
+        }
+        Ok(())
+    }
+
+    /// Whether `arg`, which gave nil, gave Go's nil interface rather than
+    /// no value ([`Var::item`]): a field of a map (missing or nil), or an
+    /// item `range` bound.
+    fn is_nil_interface(&self, dot: &Value, arg: &Arg) -> bool {
+        match arg {
+            Arg::Dot => self.dot_is_item,
+            Arg::Field(_) => !self.dot_is_invalid(dot),
+            Arg::Variable(v, fields) if fields.is_empty() => {
+                self.var_slot(v).is_some_and(|slot| slot.item)
+            }
+            Arg::Variable(v, _) => !self.var_is_invalid(v),
+            _ => false,
+        }
+    }
+
+    /// The name the random functions count this template's call sites
+    /// under: its own, or for a `tpl` text the template that called `tpl`.
+    fn random_site_name(&self) -> Rc<str> {
+        match self.rt.layers.last() {
+            Some(layer) if *self.name == *self.rt.gotpl => layer.site_name.clone(),
+            _ => self.name.clone(),
         }
     }
 
@@ -1174,6 +1339,84 @@ mod tests {
         let mut rt = Runtime::new(trees, Limits::default());
         let out = rt.execute(main, Value::map(dot));
         (out, rt)
+    }
+
+    /// Every function, given any number of arguments (none to four) of
+    /// any kind, answers with a value or an error: none panics (a panic
+    /// would abort the sandboxed render with no error to show). Go checks
+    /// the count before it calls: `wrong number of args for get: want 2
+    /// got 0`.
+    #[test]
+    fn no_function_panics_whatever_its_arguments() {
+        let names = funcs::Builtin::NAMES
+            .iter()
+            .chain(crate::dates::NAMES)
+            .chain(crate::random::NAMES)
+            .chain(crate::crypto::NAMES)
+            .chain(["include", "tpl", "and", "or"].iter());
+        let args = [
+            "",
+            " nil",
+            " .m",
+            " .l",
+            " \"a\"",
+            " 1",
+            " 1.5",
+            " true",
+            " (list)",
+            " (now)",
+            " .m .m",
+            " \"a\" .m",
+            " .m \"a\"",
+            " \"a\" \"b\"",
+            " 1 2",
+            " .l 1",
+            " 1 .l",
+            " \"a\" \"b\" \"c\"",
+            " .m \"a\" 1",
+            " 1 2 3 4",
+            " \"a\" 1 .l .m",
+            " .m .m .m",
+            " .l .l .l",
+            " .m \"a\" .m",
+            " 0",
+            " -1",
+            " 1 0",
+            " 0 0",
+            " -1 -1",
+            " 1.5 0",
+            " -9223372036854775808 -1",
+            " 9223372036854775807 1",
+            " 0 \"a\"",
+            " -1 \"a\"",
+            " 1 -1 \"abc\"",
+            " \"a\" -1",
+            " \"a\" 0",
+            " 0 \"a\" \"b\"",
+            " -1 0 1",
+            " 0 10 0",
+            " 1 1 -1",
+            " \"\" \"\" -1",
+            " \"a\" \"b\" -1",
+            " -1 .l",
+            " 0 .l",
+        ];
+        let mut panics = Vec::new();
+        for name in names {
+            if matches!(*name, "fail" | "required") {
+                continue;
+            }
+            for a in args {
+                let text = format!("{{{{ {name}{a} }}}}");
+                let result = std::panic::catch_unwind(|| {
+                    let _ = run(&[("t", &text)], "t");
+                });
+                if result.is_err() {
+                    panics.push(text);
+                }
+            }
+        }
+        assert!(panics.is_empty(), "these panic: {panics:#?}");
     }
 
     fn ok(templates: &[(&str, &str)], main: &str) -> String {
@@ -1364,7 +1607,8 @@ mod tests {
     fn tpl_parse_errors_are_go_s() {
         let (out, _) = run(&[("t", "{{ tpl \"{{ nosuch }}\" . }}")], "t");
         let e = out.expect_err("parse error").to_string();
-        assert_eq!(e, "template: t:1: function \"nosuch\" not defined");
+        // Helm: `cannot parse template "{{ nosuch }}": template: gotpl:1: ...`.
+        assert_eq!(e, "template: gotpl:1: function \"nosuch\" not defined");
     }
 
     /// Helm v4.2.3 parses a `tpl` text as a new template

@@ -206,6 +206,126 @@ fn dict_of<'a>(v: &'a Value, name: &str) -> Result<std::cell::Ref<'a, Map>, FnEr
     v.as_map().ok_or_else(|| not_a_dict(v, name))
 }
 
+/// A `map[string]interface{}` parameter: the map, or `None` for Go's nil
+/// map (a nil that is no value, which the executor passes as a nil map;
+/// it refuses a nil interface itself, [`MapParams`]).
+fn nil_or_dict<'a>(v: &'a Value, name: &str) -> Result<Option<std::cell::Ref<'a, Map>>, FnError> {
+    match v {
+        Value::Nil => Ok(None),
+        v => dict_of(v, name).map(Some),
+    }
+}
+
+/// How many arguments a function takes, as Go counts them before it calls
+/// it (`wrong number of args for get: want 2 got 0`), for the functions
+/// whose bodies read their arguments by position.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Arity {
+    Exactly(usize),
+    /// A variadic function: at least this many.
+    AtLeast(usize),
+}
+
+impl Arity {
+    /// Sprig's signature of `builtin`, if it is one of these.
+    pub fn of(builtin: Builtin) -> Option<Arity> {
+        use Builtin as B;
+        Some(match builtin {
+            B::Add1 | B::Add1f | B::Ceil | B::Floor | B::Int | B::Int64 | B::Float64 => {
+                Arity::Exactly(1)
+            }
+            B::Compact | B::MustCompact | B::DeepCopy | B::MustDeepCopy | B::First => {
+                Arity::Exactly(1)
+            }
+            B::MustFirst | B::Last | B::MustLast | B::Rest | B::MustRest | B::Initial => {
+                Arity::Exactly(1)
+            }
+            B::MustInitial | B::Uniq | B::MustUniq | B::Reverse | B::MustReverse => {
+                Arity::Exactly(1)
+            }
+            B::SortAlpha | B::ToStrings | B::Until | B::KindOf | B::TypeOf | B::Values => {
+                Arity::Exactly(1)
+            }
+            B::Abbrev | B::Chunk | B::MustChunk | B::DeepEqual | B::Div | B::Mod | B::Sub => {
+                Arity::Exactly(2)
+            }
+            B::Has | B::MustHas | B::KindIs | B::TypeIs | B::TypeIsLike | B::Get => {
+                Arity::Exactly(2)
+            }
+            B::HasKey | B::Unset | B::Prepend | B::MustPrepend | B::Wrap => Arity::Exactly(2),
+            B::Abbrevboth | B::RegexFindAll | B::MustRegexFindAll | B::RegexSplit => {
+                Arity::Exactly(3)
+            }
+            B::MustRegexSplit | B::Plural | B::Splitn | B::UntilStep | B::WrapWith => {
+                Arity::Exactly(3)
+            }
+            B::Divf | B::Subf | B::Merge | B::MustMerge | B::MergeOverwrite => Arity::AtLeast(1),
+            B::MustMergeOverwrite | B::Pick | B::Omit | B::Pluck | B::Without => Arity::AtLeast(1),
+            B::MustWithout => Arity::AtLeast(1),
+            B::Round => Arity::AtLeast(2),
+            _ => return None,
+        })
+    }
+
+    /// Go's error for `got` arguments to `name`, if they do not fit.
+    pub fn check(self, name: &str, got: usize) -> Result<(), String> {
+        match self {
+            Arity::Exactly(want) if got != want => Err(format!(
+                "wrong number of args for {name}: want {want} got {got}"
+            )),
+            Arity::AtLeast(want) if got < want => Err(format!(
+                "wrong number of args for {name}: want at least {want} got {got}"
+            )),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// Which parameters of a function are Go's `map[string]interface{}`: the
+/// executor checks its arguments for them as Go's does (a nil that is no
+/// value becomes a nil map, a nil interface or another type is refused).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MapParams {
+    /// The first (`get`, `hasKey`, `pick`, ...).
+    First,
+    /// Every one (`keys`, the `merge` family).
+    All,
+    /// All but the first (`pluck`).
+    AfterFirst,
+}
+
+impl MapParams {
+    /// The map parameters of `builtin`, if it has any.
+    pub fn of(builtin: Builtin) -> Option<MapParams> {
+        Some(match builtin {
+            Builtin::Get
+            | Builtin::Set
+            | Builtin::Unset
+            | Builtin::HasKey
+            | Builtin::Values
+            | Builtin::Pick
+            | Builtin::Omit
+            | Builtin::UrlJoin => MapParams::First,
+            Builtin::Keys
+            | Builtin::Merge
+            | Builtin::MustMerge
+            | Builtin::MergeOverwrite
+            | Builtin::MustMergeOverwrite => MapParams::All,
+            Builtin::Pluck => MapParams::AfterFirst,
+            _ => return None,
+        })
+    }
+
+    /// Whether argument `i` is one of them.
+    pub fn covers(self, i: usize) -> bool {
+        match self {
+            MapParams::First => i == 0,
+            MapParams::All => true,
+            MapParams::AfterFirst => i > 0,
+        }
+    }
+}
+
 /// `toYaml`: the text of an equal value from the memo when kept (a chart
 /// writes `toYaml` of the same defaults, or of a new `omit` of them, for
 /// every object), else written and kept ([`crate::incmemo`]).
@@ -246,7 +366,7 @@ macro_rules! builtins {
         impl Builtin {
             /// Every name, in the order declared.
             #[cfg(test)]
-            const NAMES: &[&str] = &[$($name,)*];
+            pub(crate) const NAMES: &[&str] = &[$($name,)*];
 
             /// The function named `name`, if it is one of these.
             pub fn of(name: &str) -> Option<Builtin> {
@@ -1090,24 +1210,32 @@ fn call_builtin(st: &mut State<'_>, builtin: Option<Builtin>, name: &str, a: &[V
             }
             Value::map(m)
         }
-        Builtin::Get => dict_of(&a[0], name)?
-            .get(&*s(1))
-            .cloned()
+        Builtin::Get => nil_or_dict(&a[0], name)?
+            .and_then(|m| m.get(&*s(1)).cloned())
             .unwrap_or_else(|| Value::str("")),
         Builtin::Set => {
             arity(name, a, 3)?;
-            dict_of(&a[0], name)?;
+            if nil_or_dict(&a[0], name)?.is_none() {
+                // Go's runtime error, recovered by the executor.
+                return Err("assignment to entry in nil map".into());
+            }
             if let Value::Map(m) = &a[0] {
+                // The key first: it may be the map itself, printed.
+                let key = s(1).into_owned();
                 st.rt.memo.changed(m.born());
-                m.borrow_mut().insert(s(1).into_owned(), a[2].clone());
+                m.borrow_mut().insert(key, a[2].clone());
             }
             a[0].clone()
         }
         Builtin::Unset => {
-            dict_of(&a[0], name)?;
+            if nil_or_dict(&a[0], name)?.is_none() {
+                // Deleting from a nil map does nothing; it prints `map[]`.
+                return Ok(Value::map(Map::new()));
+            }
             if let Value::Map(m) = &a[0] {
+                let key = s(1).into_owned();
                 st.rt.memo.changed(m.born());
-                m.borrow_mut().remove(&*s(1));
+                m.borrow_mut().remove(&key);
             }
             a[0].clone()
         }
@@ -1115,40 +1243,56 @@ fn call_builtin(st: &mut State<'_>, builtin: Option<Builtin>, name: &str, a: &[V
             // Not `dict_of`: asking a template dot for a key is not
             // reading it whole (`MapCell::contains_key`).
             Value::Map(m) => Value::Bool(m.contains_key(&s(1))),
+            Value::Nil => Value::Bool(false),
             other => return Err(not_a_dict(other, name)),
         },
         Builtin::Keys => {
             let mut k = Vec::new();
             for d in a {
-                k.extend(dict_of(d, name)?.keys().cloned());
+                if let Some(d) = nil_or_dict(d, name)? {
+                    k.extend(d.keys().cloned());
+                }
             }
             strings(k)
         }
-        Builtin::Values => Value::list(dict_of(&a[0], name)?.values().cloned().collect()),
+        Builtin::Values => Value::list(
+            nil_or_dict(&a[0], name)?
+                .map(|m| m.values().cloned().collect())
+                .unwrap_or_default(),
+        ),
         Builtin::Merge
         | Builtin::MustMerge
         | Builtin::MergeOverwrite
         | Builtin::MustMergeOverwrite => {
             let overwrite = name.ends_with("Overwrite");
-            dict_of(&a[0], name)?;
-            for src in &a[1..] {
-                dict_of(src, name)?;
+            for d in a {
+                nil_or_dict(d, name)?;
             }
             // Sprig merges into its first argument (a Go map, shared), and
             // mergo into its nested maps, in place; one source after the
-            // other (a source sees what the ones before it wrote).
-            if let Value::Map(dst) = &a[0] {
+            // other (a source sees what the ones before it wrote). Into a
+            // nil map, mergo merges into a new one.
+            let dst = match &a[0] {
+                Value::Nil => Value::map(Map::new()),
+                dst => dst.clone(),
+            };
+            if let Value::Map(dst) = &dst {
                 for src in &a[1..] {
                     // Read before written: a source may be the
                     // destination, or hold it.
-                    let src = dict_of(src, name)?.clone();
+                    let Some(src) = nil_or_dict(src, name)?.map(|m| m.clone()) else {
+                        continue;
+                    };
                     merge_into(dst, &src, overwrite, &mut st.rt.memo, 0)
                         .map_err(|e| FnError::Msg(format!("{name}: {e}")))?;
                 }
             }
-            a[0].clone()
+            dst
         }
         Builtin::DeepCopy | Builtin::MustDeepCopy => a[0].deep_copy(),
+        Builtin::Pick | Builtin::Omit if matches!(a.first(), Some(Value::Nil)) => {
+            Value::map(Map::new())
+        }
         Builtin::Pick => {
             let m = dict_of(&a[0], name)?;
             let keys: Vec<String> = a[1..].iter().map(strval).collect();
@@ -1276,8 +1420,10 @@ fn call_builtin(st: &mut State<'_>, builtin: Option<Builtin>, name: &str, a: &[V
         }
         Builtin::UrlJoin => {
             arity(name, a, 1)?;
-            let parts = dict_of(&a[0], name)?;
-            crate::urls::url_join(&parts)?
+            match nil_or_dict(&a[0], name)? {
+                Some(parts) => crate::urls::url_join(&parts)?,
+                None => crate::urls::url_join(&Map::new())?,
+            }
         }
     })
 }

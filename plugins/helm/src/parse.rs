@@ -687,7 +687,25 @@ impl<'a> Parser<'a> {
                 if !(self.known)(name) {
                     return Err(self.err_at(line, format!("function \"{name}\" not defined")));
                 }
-                Arg::Ident(Func::new(name.to_owned()))
+                let func = Arg::Ident(Func::new(name.to_owned()));
+                if let Tok::Field(_) = self.peek() {
+                    // `merge.Values.a` (a missing space, in bitnami's
+                    // grafana-loki): Go parses a chain, the function
+                    // called without arguments and the fields of what it
+                    // gives, which fails only if it runs.
+                    let pos = self.pos();
+                    let call = Pipe {
+                        pos: pos.clone(),
+                        decl: Vec::new(),
+                        is_assign: false,
+                        cmds: vec![Cmd {
+                            pos,
+                            args: vec![func],
+                        }],
+                    };
+                    return Ok(Arg::Pipe(Box::new(call), self.fields()));
+                }
+                func
             }
             Tok::LParen => {
                 let pipe = self.pipeline("parenthesized pipeline", false)?;

@@ -261,7 +261,11 @@ impl Value {
             Value::Str(s) => !s.is_empty(),
             Value::List(l) | Value::Strings(l) => !l.is_empty(),
             Value::Map(m) => !m.borrow().is_empty(),
-            Value::Files(_) | Value::ApiVersions(_) | Value::Time(_) => true,
+            // Go's map (`engine.files`) and slice (`common.VersionSet`):
+            // true when not empty (an empty `.Files.Glob` is false).
+            Value::Files(f) => !f.entries().is_empty(),
+            Value::ApiVersions(a) => !a.is_empty(),
+            Value::Time(_) => true,
             Value::Bytes(b) => !b.is_empty(),
         }
     }
