@@ -85,6 +85,9 @@ pub struct Dependency {
     pub name: String,
     /// `alias`.
     pub alias: Option<String>,
+    /// `version`: the semver constraint a chart in `charts/` must meet to
+    /// be this dependency ("" if none, which none meets).
+    pub version: String,
     /// `condition` (comma-separated value paths).
     pub condition: Option<String>,
     /// `tags`.
@@ -138,6 +141,29 @@ impl Chart {
             .and_then(Value::as_str)
             .unwrap_or_default()
             .to_owned()
+    }
+
+    /// The chart's version (`.Chart.Version`).
+    pub fn version(&self) -> &str {
+        self.metadata
+            .get("Version")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+    }
+}
+
+impl Dependency {
+    /// Whether `chart` is this dependency (Helm's `getAliasDependency`):
+    /// its name, and a version within the constraint (Helm's
+    /// `IsCompatibleRange`: a chart whose version is outside it, or a
+    /// dependency without one, is not).
+    pub fn is(&self, chart: &Chart) -> bool {
+        chart.name() == self.name && crate::semver::compatible_range(&self.version, chart.version())
+    }
+
+    /// The name the dependency's chart takes: its alias, else its name.
+    pub fn effective_name(&self) -> &str {
+        self.alias.as_deref().unwrap_or(&self.name)
     }
 }
 
@@ -247,6 +273,11 @@ fn load_chart(
                 .unwrap_or_default()
                 .to_owned(),
             alias: d.get("alias").and_then(Value::as_str).map(str::to_owned),
+            version: d
+                .get("version")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned(),
             condition: d
                 .get("condition")
                 .and_then(Value::as_str)

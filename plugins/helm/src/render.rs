@@ -7,7 +7,7 @@ use std::rc::Rc;
 use chrono::{DateTime, Utc};
 
 use crate::archive::{ArchiveLimits, Budget};
-use crate::chart::{Chart, ImportValue, LoadError, Source, load_with};
+use crate::chart::{Chart, Dependency, ImportValue, LoadError, Source, load_with};
 use crate::convert::{from_values_yaml, map_of};
 use crate::exec::{ExecError, Limits, Runtime};
 use crate::files::Files;
@@ -520,52 +520,87 @@ fn lookup_path(vals: &Map, path: &str) -> Option<Value> {
 /// Renames aliased subcharts and drops those whose condition or tags
 /// disable them (`ProcessDependencyEnabled`), recursively.
 fn process_dependencies(chart: &mut Chart, cvals: &Map, prefix: &str) {
-    // Aliases: the subchart takes the alias as its name.
-    for dep in &chart.dependencies {
-        if let Some(alias) = &dep.alias
-            && let Some(sub) = chart.subcharts.iter_mut().find(|s| s.name() == dep.name)
-        {
-            sub.metadata.insert("Name".into(), Value::str(alias));
-        }
+    if chart.dependencies.is_empty() {
+        // Helm stops here: a chart that declares no dependency keeps the
+        // charts it vendors, and their own are not processed.
+        mark_not_root(&mut chart.subcharts);
+        return;
     }
+    chart.subcharts = dependency_charts(chart);
     let tags = cvals
         .get("tags")
         .and_then(Value::map_clone)
         .unwrap_or_default();
-    let mut keep = Vec::new();
-    for sub in std::mem::take(&mut chart.subcharts) {
-        let name = sub.name();
-        let dep = chart
-            .dependencies
-            .iter()
-            .find(|d| d.alias.as_deref().unwrap_or(&d.name) == name);
-        let mut enabled = true;
-        if let Some(dep) = dep {
-            let mut tag_vals = dep.tags.iter().filter_map(|t| match tags.get(t) {
-                Some(Value::Bool(b)) => Some(*b),
-                _ => None,
-            });
-            if let Some(first) = tag_vals.next() {
-                enabled = first || tag_vals.any(|b| b);
-            }
-            if let Some(cond) = &dep.condition {
-                for c in cond.split(',').map(str::trim) {
-                    if let Some(Value::Bool(b)) = lookup_path(cvals, &format!("{prefix}{c}")) {
-                        enabled = b;
-                        break;
-                    }
-                }
-            }
-        }
-        if enabled {
-            keep.push(sub);
-        }
-    }
-    chart.subcharts = keep;
+    // The names of the disabled dependencies (aliases where given): the
+    // charts of those names are dropped, whichever way they came.
+    let disabled: Vec<&str> = chart
+        .dependencies
+        .iter()
+        .filter(|dep| !dependency_enabled(dep, &tags, cvals, prefix))
+        .map(Dependency::effective_name)
+        .collect();
+    chart
+        .subcharts
+        .retain(|sub| !disabled.contains(&sub.name().as_str()));
     for sub in &mut chart.subcharts {
         sub.metadata.insert("IsRoot".into(), Value::Bool(false));
         let p = format!("{prefix}{}.", sub.name());
         process_dependencies(sub, cvals, &p);
+    }
+}
+
+/// Helm's `processDependencyEnabled`, its charts: the vendored charts that
+/// are none of the declared dependencies (another name, or a version
+/// outside every constraint of theirs) as they are, then for each declared
+/// dependency a copy of the first chart that is it ([`Dependency::is`]),
+/// named by its alias. So a chart aliased twice renders twice, and a
+/// dependency whose chart is not within its constraint has none.
+fn dependency_charts(chart: &Chart) -> Vec<Chart> {
+    let mut out: Vec<Chart> = chart
+        .subcharts
+        .iter()
+        .filter(|sub| !chart.dependencies.iter().any(|dep| dep.is(sub)))
+        .cloned()
+        .collect();
+    for dep in &chart.dependencies {
+        if let Some(sub) = chart.subcharts.iter().find(|sub| dep.is(sub)) {
+            let mut copy = sub.clone();
+            if let Some(alias) = &dep.alias {
+                copy.metadata.insert("Name".into(), Value::str(alias));
+            }
+            out.push(copy);
+        }
+    }
+    out
+}
+
+/// Whether a dependency is enabled: by its tags (any true, or none set
+/// false), then by the first of its conditions that is a boolean.
+fn dependency_enabled(dep: &Dependency, tags: &Map, cvals: &Map, prefix: &str) -> bool {
+    let mut enabled = true;
+    let mut tag_vals = dep.tags.iter().filter_map(|t| match tags.get(t) {
+        Some(Value::Bool(b)) => Some(*b),
+        _ => None,
+    });
+    if let Some(first) = tag_vals.next() {
+        enabled = first || tag_vals.any(|b| b);
+    }
+    if let Some(cond) = &dep.condition {
+        for c in cond.split(',').map(str::trim) {
+            if let Some(Value::Bool(b)) = lookup_path(cvals, &format!("{prefix}{c}")) {
+                enabled = b;
+                break;
+            }
+        }
+    }
+    enabled
+}
+
+/// Marks charts (and theirs) as subcharts (`.Chart.IsRoot` false).
+fn mark_not_root(charts: &mut [Chart]) {
+    for sub in charts {
+        sub.metadata.insert("IsRoot".into(), Value::Bool(false));
+        mark_not_root(&mut sub.subcharts);
     }
 }
 

@@ -91,6 +91,13 @@ fn parse_loose(s: &str) -> Result<(Version, usize), String> {
     ))
 }
 
+/// Helm's `IsCompatibleRange`: whether `version` is a version and meets
+/// `constraint`; false when either does not parse (an empty constraint
+/// among them).
+pub fn compatible_range(constraint: &str, version: &str) -> bool {
+    matches(constraint, version).unwrap_or(false)
+}
+
 /// Whether `version` satisfies `constraint` (`semverCompare`).
 pub fn matches(constraint: &str, version: &str) -> Result<bool, String> {
     let v = Version::parse(version).map_err(|_| "Invalid Semantic Version".to_owned())?;
