@@ -757,8 +757,28 @@ fn number(text: &str) -> Option<Number> {
     if let Some(i) = int.and_then(|i| i64::try_from(if neg { -i } else { i }).ok()) {
         return Some(Number::Int(i));
     }
-    let f: f64 = body.parse().ok()?;
+    let f: f64 = match lower.strip_prefix("0x") {
+        Some(hex) => hex_float(hex)?,
+        None => body.parse().ok()?,
+    };
     Some(Number::Float(if neg { -f } else { f }))
+}
+
+/// A hexadecimal float's value from its digits after `0x` (`1p60`,
+/// `1.8p1`, `fp-2`: Go's syntax, the binary exponent required), `_` gone.
+fn hex_float(text: &str) -> Option<f64> {
+    let (mantissa, exponent) = text.split_once('p')?;
+    let exponent: i32 = exponent.parse().ok()?;
+    let (whole, fraction) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+    if whole.is_empty() && fraction.is_empty() {
+        return None;
+    }
+    let mut value = 0f64;
+    for c in whole.chars().chain(fraction.chars()) {
+        value = value * 16.0 + f64::from(c.to_digit(16)?);
+    }
+    let scale = exponent.checked_sub(i32::try_from(fraction.len()).ok()?.checked_mul(4)?)?;
+    Some(value * 2f64.powi(scale))
 }
 
 fn describe(t: &Tok) -> String {

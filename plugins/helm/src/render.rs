@@ -517,9 +517,11 @@ fn lookup_path(vals: &Map, path: &str) -> Option<Value> {
     Some(cur)
 }
 
-/// Renames aliased subcharts and drops those whose condition or tags
-/// disable them (`ProcessDependencyEnabled`), recursively.
-fn process_dependencies(chart: &mut Chart, cvals: &Map, prefix: &str) {
+/// Helm's `ProcessDependencyEnabled`, recursively: the subcharts as the
+/// declared dependencies take them ([`dependency_charts`]), less those
+/// whose tags or condition disable them (read from `vals`, the level
+/// above's values, coalesced with this chart's).
+fn process_dependencies(chart: &mut Chart, vals: &Map, prefix: &str) {
     if chart.dependencies.is_empty() {
         // Helm stops here: a chart that declares no dependency keeps the
         // charts it vendors, and their own are not processed.
@@ -527,6 +529,10 @@ fn process_dependencies(chart: &mut Chart, cvals: &Map, prefix: &str) {
         return;
     }
     chart.subcharts = dependency_charts(chart);
+    // The values the conditions read, coalesced now that the subcharts
+    // carry their aliases (Helm's `CoalesceValues(c, v)` at each level,
+    // `v` the level above's): a subchart's defaults are under its alias.
+    let cvals = &coalesce(chart, vals.clone());
     let tags = cvals
         .get("tags")
         .and_then(Value::map_clone)
@@ -898,8 +904,7 @@ pub fn render(
     let mut chart = load_with(src, chart_dir, &Budget::new(opts.archive))?;
     check_dependencies(&chart)?;
     let user = user_values(src, chart_dir, opts)?;
-    let cvals = coalesce(&chart, user.clone());
-    process_dependencies(&mut chart, &cvals, "");
+    process_dependencies(&mut chart, &user, "");
     import_values(&mut chart);
     check_kube_version(&chart, opts)?;
     let vals = without_nulls(coalesce(&chart, user));
@@ -989,7 +994,7 @@ pub fn render(
         .is_ok_and(|docs| docs.iter().all(|d| d.json.is_some()));
     if !opts.free_memory && all_read {
         // The caller discards the memory whole ([`Options::free_memory`]).
-        std::mem::forget((rt, chart, cvals, vals, release, caps, renderables, names));
+        std::mem::forget((rt, chart, vals, release, caps, renderables, names));
     }
     documents
 }
