@@ -94,6 +94,8 @@ pub struct Dependency {
     pub tags: Vec<String>,
     /// `import-values`, in order.
     pub import_values: Vec<ImportValue>,
+    /// The entry as written (`.Chart.Dependencies` shows it).
+    pub raw: Map,
 }
 
 /// One entry of a dependency's `import-values`.
@@ -164,6 +166,37 @@ impl Dependency {
     /// The name the dependency's chart takes: its alias, else its name.
     pub fn effective_name(&self) -> &str {
         self.alias.as_deref().unwrap_or(&self.name)
+    }
+
+    /// The dependency as `.Chart.Dependencies` shows an enabled one (Go's
+    /// `chart.Dependency` fields): its name replaced by its alias, as
+    /// Helm's processing leaves it.
+    pub fn go_fields(&self) -> Map {
+        let text = |key: &str| {
+            Value::str(
+                self.raw
+                    .get(key)
+                    .map(crate::funcs::strval)
+                    .unwrap_or_default(),
+            )
+        };
+        let list = |key: &str| {
+            self.raw
+                .get(key)
+                .filter(|v| matches!(v, Value::List(_)))
+                .cloned()
+                .unwrap_or_else(|| Value::list(Vec::new()))
+        };
+        let mut m = Map::new();
+        m.insert("Name".into(), Value::str(self.effective_name()));
+        m.insert("Version".into(), text("version"));
+        m.insert("Repository".into(), text("repository"));
+        m.insert("Condition".into(), text("condition"));
+        m.insert("Tags".into(), list("tags"));
+        m.insert("Enabled".into(), Value::Bool(true));
+        m.insert("ImportValues".into(), list("import-values"));
+        m.insert("Alias".into(), text("alias"));
+        m
     }
 }
 
@@ -247,7 +280,24 @@ fn load_chart(
         file: chart_yaml.clone(),
         message,
     })?;
-    let raw = raw.map_clone().unwrap_or_default();
+    let mut raw = raw.map_clone().unwrap_or_default();
+    // An apiVersion v1 chart declares its dependencies in
+    // `requirements.yaml`: Helm reads it over `Chart.yaml` (any chart's,
+    // warning for v2), its keys replacing theirs.
+    let requirements = join(dir, "requirements.yaml");
+    if let Ok(bytes) = src.read(&requirements) {
+        let text = String::from_utf8(bytes).map_err(|_| LoadError::Unsupported {
+            file: requirements.clone(),
+            message: "not UTF-8".into(),
+        })?;
+        let over = from_yaml(&text).map_err(|message| LoadError::Yaml {
+            file: requirements.clone(),
+            message: format!("cannot load requirements.yaml: {message}"),
+        })?;
+        for (key, value) in over.map_clone().unwrap_or_default() {
+            raw.insert(key, value);
+        }
+    }
     let metadata = metadata(&raw);
     if metadata
         .get("Name")
@@ -297,6 +347,7 @@ fn load_chart(
                 .iter()
                 .filter_map(import_value)
                 .collect(),
+            raw: d.clone(),
         })
         .collect();
     let values_path = join(dir, "values.yaml");

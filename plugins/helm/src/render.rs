@@ -548,6 +548,15 @@ fn process_dependencies(chart: &mut Chart, vals: &Map, prefix: &str) {
     chart
         .subcharts
         .retain(|sub| !disabled.contains(&sub.name().as_str()));
+    let enabled: Vec<Value> = chart
+        .dependencies
+        .iter()
+        .filter(|dep| !disabled.contains(&dep.effective_name()))
+        .map(|dep| Value::map(dep.go_fields()))
+        .collect();
+    chart
+        .metadata
+        .insert("Dependencies".into(), Value::list(enabled));
     for sub in &mut chart.subcharts {
         sub.metadata.insert("IsRoot".into(), Value::Bool(false));
         let p = format!("{prefix}{}.", sub.name());
