@@ -323,3 +323,35 @@ async fn hostile_charts_are_refused_while_a_good_chart_renders() {
         assert!(e.contains(want), "{name}: {e}");
     }
 }
+
+/// The crypto work budget is the `cryptoWork` parameter (raised, with the
+/// Plugin's timeout, for a chart such as bitnami's etcd whose RSA keys
+/// need more than the default), checked before the work is done.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_crypto_work_budget_is_a_parameter() {
+    let plugin = plugin();
+    let tmp = tempfile::tempdir().unwrap();
+    hostile_chart(
+        tmp.path(),
+        "chart",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: hashes\ndata:\n  \
+         a: {{ bcrypt \"a\" | len | quote }}\n  b: {{ bcrypt \"b\" | len | quote }}\n",
+    );
+    let root = tmp.path();
+    let with = |work: &str| vec![("cryptoWork".to_owned(), work.to_owned())];
+    let e = rendered(&plugin, root, with("200")).await.unwrap_err();
+    assert!(
+        e.contains("budget of 200 crypto work units is spent"),
+        "{e}"
+    );
+    assert!(e.contains("cryptoWork parameter"), "{e}");
+    let objects = rendered(&plugin, root, with("300")).await.unwrap();
+    assert_eq!(objects[0]["data"]["b"], "60");
+    for bad in ["-1", "lots", "1000001"] {
+        let e = rendered(&plugin, root, with(bad)).await.unwrap_err();
+        assert!(
+            e.contains(&format!("cryptoWork: {bad:?} is not a number")),
+            "{e}"
+        );
+    }
+}

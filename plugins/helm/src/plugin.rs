@@ -35,7 +35,12 @@ const KNOWN: &[&str] = &[
     "skipCrds",
     "now",
     "randomSeed",
+    "cryptoWork",
 ];
+
+/// The largest `cryptoWork` accepted: about 17 minutes of work, more than
+/// the longest plugin deadline a host allows.
+const MAX_CRYPTO_WORK: u64 = 1_000_000;
 
 fn options(params: &Params<'_>) -> Result<Options, RenderError> {
     if let Some(unknown) = params.unknown_key(KNOWN) {
@@ -72,7 +77,22 @@ fn options(params: &Params<'_>) -> Result<Options, RenderError> {
                 )));
             }
         },
-        limits: defaults.limits,
+        limits: crate::exec::Limits {
+            max_crypto_work: match params.get("cryptoWork") {
+                None => defaults.limits.max_crypto_work,
+                Some(text) => text
+                    .parse::<u64>()
+                    .ok()
+                    .filter(|n| *n <= MAX_CRYPTO_WORK)
+                    .ok_or_else(|| {
+                        RenderError::InvalidParameters(format!(
+                            "cryptoWork: {text:?} is not a number of work units \
+                             from 0 to {MAX_CRYPTO_WORK}"
+                        ))
+                    })?,
+            },
+            ..defaults.limits
+        },
         archive: defaults.archive,
         now: match params.get("now") {
             None => defaults.now,

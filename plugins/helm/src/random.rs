@@ -202,7 +202,9 @@ impl Randomness {
         if self.work > max {
             return Err(FnError::Msg(format!(
                 "the render's budget of {max} crypto work units is spent \
-                 (RSA keys, scrypt and bcrypt; a limit against hostile charts)"
+                 (RSA keys, scrypt and bcrypt; a limit against hostile charts: \
+                 raise the helm plugin's cryptoWork parameter, and its timeout, \
+                 for a chart that needs more)"
             )));
         }
         Ok(())
