@@ -873,12 +873,13 @@ impl State<'_> {
         let has_more = cmd.args.len() > 1 || last.is_some();
         match first {
             Arg::Ident(func) => {
-                self.call_fn(dot, func, &cmd.args[1..], last, &cmd.pos, Ctx::Cmd(cmd))
+                let args = (&cmd.args[1..], &cmd.at[1..]);
+                self.call_fn(dot, func, args, last, &cmd.pos, Ctx::Cmd(cmd))
             }
             Arg::Field(_) if self.dot_is_invalid(dot) => Ok(Value::Nil),
             Arg::Field(fields) => {
-                let args = self.eval_args(dot, &cmd.args[1..], last)?;
-                self.eval_fields(dot.clone(), fields, args, &cmd.pos, Ctx::Dot(fields))
+                let args = self.eval_args(dot, cmd, last)?;
+                self.eval_fields(dot.clone(), fields, args, &cmd.at[0], Ctx::Dot(fields))
             }
             Arg::Variable(v, fields) => {
                 let base = self.var(v);
@@ -895,8 +896,8 @@ impl State<'_> {
                 if self.var_is_invalid(v) {
                     return Ok(Value::Nil);
                 }
-                let args = self.eval_args(dot, &cmd.args[1..], last)?;
-                self.eval_fields(base, fields, args, &cmd.pos, Ctx::Var(v, fields))
+                let args = self.eval_args(dot, cmd, last)?;
+                self.eval_fields(base, fields, args, &cmd.at[0], Ctx::Var(v, fields))
             }
             Arg::Pipe(p, fields) => {
                 let base = self.eval_pipe(dot, p)?;
@@ -914,8 +915,8 @@ impl State<'_> {
                 if matches!(base, Value::Nil) {
                     return Ok(Value::Nil);
                 }
-                let args = self.eval_args(dot, &cmd.args[1..], last)?;
-                self.eval_fields(base, fields, args, &cmd.pos, Ctx::Dot(fields))
+                let args = self.eval_args(dot, cmd, last)?;
+                self.eval_fields(base, fields, args, &cmd.at[0], Ctx::chain_of(p, fields))
             }
             Arg::Nil => Err(self.err(&cmd.pos, "nil", "nil is not a command")),
             other => {
@@ -926,40 +927,33 @@ impl State<'_> {
                         format!("can't give argument to non-function {}", arg_text(other)),
                     ));
                 }
-                self.eval_arg(dot, other)
+                self.eval_arg(dot, other, &cmd.at[0])
             }
         }
     }
 
+    /// The operands of `cmd` after its first, then `last`.
     fn eval_args(
         &mut self,
         dot: &Value,
-        args: &[Arg],
+        cmd: &Cmd,
         last: Option<Value>,
     ) -> Result<Vec<Value>, ExecError> {
+        let args = &cmd.args[1..];
         if args.is_empty() {
             // `.a.b` alone: no vector allocated.
             return Ok(last.into_iter().collect());
         }
         let mut out = Vec::with_capacity(args.len() + 1);
-        for a in args {
-            out.push(self.eval_arg(dot, a)?);
+        for (a, at) in args.iter().zip(&cmd.at[1..]) {
+            out.push(self.eval_arg(dot, a, at)?);
         }
         out.extend(last);
         Ok(out)
     }
 
-    /// Where an operand is, for its errors: the template, line 0 (as the
-    /// executor has always named operands).
-    fn operand_pos(&self) -> Pos {
-        Pos {
-            name: self.name.clone(),
-            line: 0,
-            col: 0,
-        }
-    }
-
-    fn eval_arg(&mut self, dot: &Value, arg: &Arg) -> Result<Value, ExecError> {
+    /// The value of an operand at `at` (where its errors are).
+    fn eval_arg(&mut self, dot: &Value, arg: &Arg, at: &Pos) -> Result<Value, ExecError> {
         Ok(match arg {
             Arg::Dot => dot.clone(),
             Arg::Nil => Value::Nil,
@@ -968,13 +962,13 @@ impl State<'_> {
             Arg::Number(Number::Float(f)) => Value::Float(*f),
             Arg::Str(s) => Value::Str(s.clone()),
             Arg::Field(_) if self.dot_is_invalid(dot) => Value::Nil,
-            Arg::Field(fields) => self.fields_of(dot.clone(), fields, Ctx::Dot(fields))?,
+            Arg::Field(fields) => self.fields_of(dot.clone(), fields, at, Ctx::Dot(fields))?,
             Arg::Variable(v, fields) => {
                 let base = self.var(v);
                 if fields.is_empty() || self.var_is_invalid(v) {
                     base
                 } else {
-                    self.fields_of(base, fields, Ctx::Var(v, fields))?
+                    self.fields_of(base, fields, at, Ctx::Var(v, fields))?
                 }
             }
             Arg::Pipe(p, fields) => {
@@ -983,24 +977,28 @@ impl State<'_> {
                 if fields.is_empty() || matches!(base, Value::Nil) {
                     base
                 } else {
-                    self.eval_fields(base, fields, Vec::new(), &p.pos, Ctx::Dot(fields))?
+                    self.eval_fields(base, fields, Vec::new(), at, Ctx::chain_of(p, fields))?
                 }
             }
             Arg::Ident(func) => {
-                let pos = self.operand_pos();
-                self.call_fn(dot, func, &[], None, &pos, Ctx::Text(&func.name))?
+                self.call_fn(dot, func, (&[], &[]), None, at, Ctx::Text(&func.name))?
             }
         })
     }
 
     /// The fields of `v` as an operand: maps looked up without building
     /// an error position unless one is needed.
-    fn fields_of(&mut self, v: Value, fields: &[String], ctx: Ctx<'_>) -> Result<Value, ExecError> {
+    fn fields_of(
+        &mut self,
+        v: Value,
+        fields: &[String],
+        at: &Pos,
+        ctx: Ctx<'_>,
+    ) -> Result<Value, ExecError> {
         if let Some(found) = map_fields(&v, fields) {
             return Ok(found);
         }
-        let pos = self.operand_pos();
-        self.eval_fields(v, fields, Vec::new(), &pos, ctx)
+        self.eval_fields(v, fields, Vec::new(), at, ctx)
     }
     fn eval_fields(
         &mut self,
@@ -1076,7 +1074,7 @@ impl State<'_> {
         &mut self,
         dot: &Value,
         func: &Func,
-        args: &[Arg],
+        (args, at): (&[Arg], &[Pos]),
         last: Option<Value>,
         pos: &Pos,
         context: Ctx<'_>,
@@ -1084,11 +1082,11 @@ impl State<'_> {
         self.rt.step(pos)?;
         let name = func.name.as_str();
         if func.kind == FuncKind::AndOr {
-            return self.and_or(dot, name, args, last, pos);
+            return self.and_or(dot, name, (args, at), last, pos);
         }
         let mut values = self.rt.arg_vec();
-        for a in args {
-            values.push(self.eval_arg(dot, a)?);
+        for (a, at) in args.iter().zip(at) {
+            values.push(self.eval_arg(dot, a, at)?);
         }
         values.extend(last);
         if let Some(arity) = func.builtin.and_then(funcs::Arity::of)
@@ -1228,7 +1226,7 @@ impl State<'_> {
         &mut self,
         dot: &Value,
         name: &str,
-        args: &[Arg],
+        (args, at): (&[Arg], &[Pos]),
         last: Option<Value>,
         pos: &Pos,
     ) -> Result<Value, ExecError> {
@@ -1241,8 +1239,8 @@ impl State<'_> {
                 format!("wrong number of args for {name}: want at least 1 got 0"),
             ));
         }
-        for a in args {
-            v = self.eval_arg(dot, a)?;
+        for (a, at) in args.iter().zip(at) {
+            v = self.eval_arg(dot, a, at)?;
             if v.truth() == want {
                 return Ok(v);
             }
@@ -1291,6 +1289,19 @@ enum Ctx<'a> {
     Var(&'a str, &'a [String]),
     /// Text as it is.
     Text(&'a str),
+    /// An operand, as written.
+    Arg(&'a Arg),
+}
+
+impl<'a> Ctx<'a> {
+    /// The fields of a pipeline's value (`(p).a.b`) as Go names them: by
+    /// the last operand it evaluated in the pipeline.
+    fn chain_of(pipe: &'a Pipe, fields: &'a [String]) -> Self {
+        match pipe.cmds.last().and_then(|c| c.args.last()) {
+            Some(last) => Ctx::Arg(last),
+            None => Ctx::Dot(fields),
+        }
+    }
 }
 
 impl fmt::Display for Ctx<'_> {
@@ -1300,6 +1311,7 @@ impl fmt::Display for Ctx<'_> {
             Ctx::Dot(fields) => write!(f, ".{}", fields.join(".")),
             Ctx::Var(v, fields) => write!(f, "{v}.{}", fields.join(".")),
             Ctx::Text(text) => f.write_str(text),
+            Ctx::Arg(arg) => arg.fmt(f),
         }
     }
 }

@@ -109,6 +109,9 @@ pub struct Cmd {
     pub pos: Pos,
     /// Its operands (the first may be a function).
     pub args: Vec<Arg>,
+    /// Where each operand is, as Go places its node (and so its errors):
+    /// a chain of fields (`.a.b`, `$x.b`, `(p).b`) at its second part.
+    pub at: Vec<Pos>,
 }
 
 /// An operand.
@@ -628,14 +631,16 @@ impl<'a> Parser<'a> {
     fn command(&mut self) -> Result<Cmd, ParseError> {
         let pos = self.pos();
         let mut args = Vec::new();
+        let mut at = Vec::new();
         loop {
             self.skip_space();
             match self.peek() {
                 Tok::Right | Tok::RParen | Tok::Pipe | Tok::Eof => break,
                 _ => {}
             }
-            let arg = self.operand()?;
+            let (arg, arg_at) = self.operand()?;
             args.push(arg);
+            at.push(arg_at);
             match self.peek() {
                 Tok::Space | Tok::Right | Tok::RParen | Tok::Pipe => {}
                 other => {
@@ -649,7 +654,7 @@ impl<'a> Parser<'a> {
         if args.is_empty() {
             return Err(self.err_at(pos.line, "empty command"));
         }
-        Ok(Cmd { pos, args })
+        Ok(Cmd { pos, args, at })
     }
 
     fn fields(&mut self) -> Vec<String> {
@@ -661,8 +666,37 @@ impl<'a> Parser<'a> {
         out
     }
 
-    fn operand(&mut self) -> Result<Arg, ParseError> {
+    /// An operand and where Go places it, and so its errors: where it
+    /// starts; for a chain of fields (`.a.b`, `$x.b`), where its second part
+    /// starts (Go's `newChain` takes the position of the token after the
+    /// first); for the fields of a pipeline (`(p).b`), where the last
+    /// operand Go evaluated in it is (Go's executor names the node it last
+    /// visited).
+    fn operand(&mut self) -> Result<(Arg, Pos), ParseError> {
+        let start = self.pos();
+        let (arg, chain) = self.term()?;
+        let at = match &arg {
+            Arg::Pipe(p, fields) if !fields.is_empty() => p
+                .cmds
+                .last()
+                .and_then(|c| c.at.last())
+                .cloned()
+                .unwrap_or(start),
+            _ => chain.unwrap_or(start),
+        };
+        Ok((arg, at))
+    }
+
+    /// The fields after a term, and where they start if there are any.
+    fn chain(&mut self) -> (Vec<String>, Option<Pos>) {
+        let at = matches!(self.peek(), Tok::Field(_)).then(|| self.pos());
+        (self.fields(), at)
+    }
+
+    /// An operand, and where its chain of fields starts if it has one.
+    fn term(&mut self) -> Result<(Arg, Option<Pos>), ParseError> {
         let line = self.line();
+        let start = self.pos();
         let arg = match self.next() {
             Tok::Dot => Arg::Dot,
             Tok::Nil => Arg::Nil,
@@ -672,16 +706,17 @@ impl<'a> Parser<'a> {
                 number(&n).ok_or_else(|| self.err_at(line, format!("bad number syntax: {n:?}")))?,
             ),
             Tok::Field(f) => {
+                let (more, at) = self.chain();
                 let mut fs = vec![f.to_owned()];
-                fs.extend(self.fields());
-                return Ok(Arg::Field(fs));
+                fs.extend(more);
+                return Ok((Arg::Field(fs), at));
             }
             Tok::Variable(v) => {
                 if !self.vars.iter().any(|known| known == v) {
                     return Err(self.err_at(line, format!("undefined variable \"{v}\"")));
                 }
-                let fs = self.fields();
-                return Ok(Arg::Variable(Rc::from(v), fs));
+                let (fs, at) = self.chain();
+                return Ok((Arg::Variable(Rc::from(v), fs), at));
             }
             Tok::Ident(name) => {
                 if !(self.known)(name) {
@@ -693,17 +728,18 @@ impl<'a> Parser<'a> {
                     // grafana-loki): Go parses a chain, the function
                     // called without arguments and the fields of what it
                     // gives, which fails only if it runs.
-                    let pos = self.pos();
                     let call = Pipe {
-                        pos: pos.clone(),
+                        pos: start.clone(),
                         decl: Vec::new(),
                         is_assign: false,
                         cmds: vec![Cmd {
-                            pos,
+                            pos: start.clone(),
                             args: vec![func],
+                            at: vec![start],
                         }],
                     };
-                    return Ok(Arg::Pipe(Box::new(call), self.fields()));
+                    let (fs, at) = self.chain();
+                    return Ok((Arg::Pipe(Box::new(call), fs), at));
                 }
                 func
             }
@@ -713,8 +749,8 @@ impl<'a> Parser<'a> {
                     Tok::RParen => {}
                     _ => return Err(self.err_at(line, "unclosed left paren")),
                 }
-                let fs = self.fields();
-                return Ok(Arg::Pipe(Box::new(pipe), fs));
+                let (fs, at) = self.chain();
+                return Ok((Arg::Pipe(Box::new(pipe), fs), at));
             }
             other => {
                 return Err(
@@ -725,7 +761,7 @@ impl<'a> Parser<'a> {
         if let Tok::Field(_) = self.peek() {
             return Err(self.err_at(line, "unexpected . after term"));
         }
-        Ok(arg)
+        Ok((arg, None))
     }
 }
 
