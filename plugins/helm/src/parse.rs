@@ -674,7 +674,7 @@ impl<'a> Parser<'a> {
     /// visited).
     fn operand(&mut self) -> Result<(Arg, Pos), ParseError> {
         let start = self.pos();
-        let (arg, chain) = self.term()?;
+        let (arg, chain) = self.term(&start)?;
         let at = match &arg {
             Arg::Pipe(p, fields) if !fields.is_empty() => p
                 .cmds
@@ -693,10 +693,11 @@ impl<'a> Parser<'a> {
         (self.fields(), at)
     }
 
-    /// An operand, and where its chain of fields starts if it has one.
-    fn term(&mut self) -> Result<(Arg, Option<Pos>), ParseError> {
+    /// An operand starting at `start`, and where its chain of fields starts
+    /// if it has one (the fields of a pipeline are placed by
+    /// [`Parser::operand`]).
+    fn term(&mut self, start: &Pos) -> Result<(Arg, Option<Pos>), ParseError> {
         let line = self.line();
-        let start = self.pos();
         let arg = match self.next() {
             Tok::Dot => Arg::Dot,
             Tok::Nil => Arg::Nil,
@@ -735,11 +736,10 @@ impl<'a> Parser<'a> {
                         cmds: vec![Cmd {
                             pos: start.clone(),
                             args: vec![func],
-                            at: vec![start],
+                            at: vec![start.clone()],
                         }],
                     };
-                    let (fs, at) = self.chain();
-                    return Ok((Arg::Pipe(Box::new(call), fs), at));
+                    return Ok((Arg::Pipe(Box::new(call), self.fields()), None));
                 }
                 func
             }
@@ -749,8 +749,7 @@ impl<'a> Parser<'a> {
                     Tok::RParen => {}
                     _ => return Err(self.err_at(line, "unclosed left paren")),
                 }
-                let (fs, at) = self.chain();
-                return Ok((Arg::Pipe(Box::new(pipe), fs), at));
+                return Ok((Arg::Pipe(Box::new(pipe), self.fields()), None));
             }
             other => {
                 return Err(
