@@ -440,6 +440,10 @@ fn main() {
             HostConfig::default().max_concurrency
         },
         perf_map: std::env::var_os("KILN_BENCH_PERF_MAP").is_some(),
+        keep_resident: std::env::var("KILN_BENCH_KEEP_RESIDENT")
+            .ok()
+            .and_then(|mib| mib.parse::<u64>().ok())
+            .map_or(HostConfig::default().keep_resident, |mib| mib << 20),
         ..HostConfig::default()
     })
     .unwrap();

@@ -124,10 +124,10 @@ pub(crate) struct HostArgs {
 
     /// Bytes of each plugin memory slot kept resident between calls
     /// (zeroed in place rather than returned to the kernel: the next call
-    /// takes no page faults there), e.g. `4Mi`; `0` returns it all. Idle
+    /// takes no page faults there), e.g. `8Mi`; `0` returns it all. Idle
     /// memory outside the budget: at most this much per slot used (8 per
     /// concurrent call).
-    #[arg(long, value_name = "SIZE", default_value = "4Mi", value_parser = args::parse_size)]
+    #[arg(long, value_name = "SIZE", default_value = "8Mi", value_parser = args::parse_size)]
     plugin_keep_resident: u64,
 }
 

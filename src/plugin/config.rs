@@ -62,13 +62,13 @@ pub struct HostConfig {
     /// Bytes at the start of each pooled linear memory kept resident when a
     /// call ends: zeroed in place instead of returned to the kernel, so the
     /// next call in that slot takes no page faults there (a render of a
-    /// large Helm chart touches 3–5 MiB). Idle memory outside
+    /// large Helm chart touches 3–6 MiB: benches/helm.rs, 500 objects, 5.3 MiB). Idle memory outside
     /// [`memory_budget`](Self::memory_budget): at most this much per
     /// memory slot ever used, and there are `8 × max_concurrency` slots
     /// (slots go to the plugin that last used them, so in practice one
     /// per plugin and concurrent call). Capped at
     /// [`max_memory`](Self::max_memory); `0` returns it all. Only with
-    /// [`pooling`](Self::pooling). Default: 4 MiB.
+    /// [`pooling`](Self::pooling). Default: 8 MiB.
     pub keep_resident: u64,
     /// Limits of plugins loaded without their own. Default: [`Limits::default`].
     pub default_limits: Limits,
@@ -96,7 +96,7 @@ impl Default for HostConfig {
             compile_cache: None,
             epoch_tick: Duration::from_millis(10),
             pooling: true,
-            keep_resident: 4 << 20,
+            keep_resident: 8 << 20,
             default_limits: Limits::default(),
             wall_clock_grace: Duration::from_secs(2),
             perf_map: false,
