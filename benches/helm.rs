@@ -20,7 +20,9 @@
 //!
 //! It first checks that (a) and Helm give the same objects in the same
 //! order, then runs interleaved rounds (machine noise hits all three
-//! alike) and prints the median per-render time of each, the ratios, and
+//! alike) and prints the median per-render time of each, the ratios (of
+//! the medians, and the median of each round's ratio: a round is shorter
+//! than the machine's slow and fast phases), and
 //! memory per render: the plugin's peak linear memory per instance (the
 //! smallest memory limit the render succeeds under), the growth of the
 //! in-process Helm's peak RSS over its renders, and the peak RSS of a
@@ -28,7 +30,7 @@
 //!
 //! Run with `cargo bench --bench helm` after `scripts/build-plugins`, with
 //! the helm-python-sdk venv `scripts/test` installs; results are recorded
-//! in `docs/benchmarks.md`. `KILN_BENCH_ROUNDS` (default 5) sets the rounds;
+//! in `docs/benchmarks.md`. `KILN_BENCH_ROUNDS` (default 10) sets the rounds;
 //! `KILN_BENCH_WRITE_CHARTS=DIR` only writes the two charts under `DIR`;
 //! `KILN_BENCH_CHART=NAME` benches only that chart (`fleet` or
 //! `monitoring`); `KILN_BENCH_PLUGIN_ONLY=N` only renders each chart N times with the
@@ -71,7 +73,12 @@ const RELEASE: &str = "bench";
 const NAMESPACE: &str = "observability";
 
 /// Per round: plugin renders, in-process Helm renders, Helm processes.
-const PER_ROUND: (u32, u32, u32) = (6, 6, 2);
+/// Renders per round: plugin, Helm in-process, process per render. A
+/// round takes about 2 s for the 500-object chart, shorter than the
+/// machine's slow and fast phases (which last seconds: the plugin's
+/// samples fall in two modes by whole rounds), so each round's ratio
+/// compares the three in one phase.
+const PER_ROUND: (u32, u32, u32) = (3, 3, 1);
 
 /// The bench's prerequisites, or a message naming every missing one and
 /// how to get it.
@@ -290,7 +297,12 @@ fn plugin_peak_memory(
 
 fn median(mut samples: Vec<f64>) -> f64 {
     samples.sort_by(f64::total_cmp);
-    samples[samples.len() / 2]
+    let n = samples.len();
+    if n % 2 == 1 {
+        samples[n / 2]
+    } else {
+        (samples[n / 2 - 1] + samples[n / 2]) / 2.0
+    }
 }
 
 fn ms(seconds: f64) -> String {
@@ -342,10 +354,13 @@ fn bench_chart(
 
     let mut engine = InProcess::start(python);
     let (mut a, mut b, mut c, mut c_rss) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    // Each round's (b)/(a) and (c)/(a): medians of the round's samples.
+    let (mut paired_b, mut paired_c) = (Vec::new(), Vec::new());
     let (mut b_maxrss, mut b_rss) = (engine.ready_maxrss, engine.ready_rss);
     // One warm-up of each, then interleaved rounds.
     engine.render(&dir, 1);
     for _ in 0..rounds {
+        let (a0, b0, c0) = (a.len(), b.len(), c.len());
         for _ in 0..PER_ROUND.0 {
             let t = Instant::now();
             std::hint::black_box(plugin_objects(plugin, &view, chart));
@@ -360,6 +375,9 @@ fn bench_chart(
             c.push(t.elapsed().as_secs_f64());
             c_rss.push(rss as f64);
         }
+        let plugin = median(a[a0..].to_vec());
+        paired_b.push(median(b[b0..].to_vec()) / plugin);
+        paired_c.push(median(c[c0..].to_vec()) / plugin);
     }
     if std::env::var_os("KILN_BENCH_SAMPLES").is_some() {
         let list = |v: &[f64]| {
@@ -368,11 +386,19 @@ fn bench_chart(
                 .collect::<Vec<_>>()
                 .join(" ")
         };
+        let ratios = |v: &[f64]| {
+            v.iter()
+                .map(|r| format!("{r:.1}"))
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
         println!(
-            "{chart} samples (ms): (a) {}\n  (b) {}\n  (c) {}",
+            "{chart} samples (ms): (a) {}\n  (b) {}\n  (c) {}\n  ratios by round: (b)/(a) {}\n  (c)/(a) {}",
             list(&a),
             list(&b),
-            list(&c)
+            list(&c),
+            ratios(&paired_b),
+            ratios(&paired_c),
         );
     }
     let (a, b, c) = (median(a), median(b), median(c));
@@ -394,6 +420,16 @@ fn bench_chart(
         "  (c) a helm-template-like process per render {}   (c)/(a) = {:.1}x",
         ms(c),
         c / a
+    );
+    let spread = |v: &[f64]| {
+        let lo = v.iter().copied().fold(f64::INFINITY, f64::min);
+        let hi = v.iter().copied().fold(0.0, f64::max);
+        format!("{:.1}x (rounds {lo:.1}x to {hi:.1}x)", median(v.to_vec()))
+    };
+    println!(
+        "  paired by round (each round's medians, the median round): (b)/(a) = {}, (c)/(a) = {}",
+        spread(&paired_b),
+        spread(&paired_c),
     );
     println!(
         "  memory per render: (a) peak linear memory of one instance {}; (b) over {} renders, peak RSS +{}, \
@@ -419,7 +455,7 @@ fn main() {
     let rounds = std::env::var("KILN_BENCH_ROUNDS")
         .ok()
         .and_then(|r| r.parse().ok())
-        .unwrap_or(5);
+        .unwrap_or(10);
     let tree = tempfile::tempdir().unwrap();
     if let Some(dir) = std::env::var_os("KILN_BENCH_WRITE_CHARTS") {
         // To look at the charts, or render them with other tools.
