@@ -562,6 +562,117 @@ async fn a_dependency_declared_but_not_vendored_is_fetched_at_its_locked_version
     );
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_apiversion_v1_charts_requirements_are_fetched_at_their_locked_version() {
+    let repo = ChartRepo::start(None);
+    let library = |version: &str| {
+        package(
+            "cache",
+            &[
+                (
+                    "Chart.yaml",
+                    &format!("apiVersion: v1\nname: cache\nversion: {version}\n"),
+                ),
+                (
+                    "templates/cm.yaml",
+                    "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}-cache\n\
+                     data:\n  version: {{ .Chart.Version | quote }}\n",
+                ),
+            ],
+        )
+    };
+    let (old, new) = (library("0.9.0"), library("0.9.5"));
+    repo.put("cache-0.9.0.tgz", old.clone());
+    repo.put("cache-0.9.5.tgz", new.clone());
+    let lock = |version: &str| {
+        format!(
+            "dependencies:\n- name: cache\n  version: {version}\n  repository: {}\n\
+             digest: sha256:0000000000000000000000000000000000000000000000000000000000000000\n",
+            repo.url()
+        )
+    };
+    // Helm 2's layout: Chart.yaml without dependencies, requirements.yaml
+    // and requirements.lock beside it; a stale Chart.lock is read first
+    // by Helm's loader, so requirements.lock's pin holds.
+    let app = package(
+        "app",
+        &[
+            ("Chart.yaml", "apiVersion: v1\nname: app\nversion: 1.0.0\n"),
+            (
+                "requirements.yaml",
+                &format!(
+                    "dependencies:\n- name: cache\n  version: \"~0.9\"\n  repository: {}/\n",
+                    repo.url()
+                ),
+            ),
+            ("Chart.lock", &lock("0.9.5")),
+            ("requirements.lock", &lock("0.9.0")),
+            (
+                "templates/app.yaml",
+                "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}-app\n",
+            ),
+        ],
+    );
+    repo.put("app-1.0.0.tgz", app.clone());
+    repo.put(
+        "index.yaml",
+        index(&[
+            ("app", "1.0.0", "app-1.0.0.tgz", Some(sha256(&app))),
+            ("cache", "0.9.0", "cache-0.9.0.tgz", Some(sha256(&old))),
+            ("cache", "0.9.5", "cache-0.9.5.tgz", Some(sha256(&new))),
+        ]),
+    );
+    let cache = tempfile::tempdir().unwrap();
+    let chart = fetcher(cache.path())
+        .fetch(&repo_chart(&repo, "app", "1.0.0"))
+        .await
+        .unwrap();
+    assert_eq!(
+        chart.dependencies,
+        [("charts/cache".to_owned(), "0.9.0".to_owned())]
+    );
+    let objects = render(&chart, &[("releaseName", "r")]).await.unwrap();
+    let versions: Vec<(&str, &Value)> = objects
+        .iter()
+        .map(|o| {
+            (
+                o["metadata"]["name"].as_str().unwrap(),
+                &o["data"]["version"],
+            )
+        })
+        .collect();
+    assert_eq!(
+        versions,
+        [("r-cache", &Value::from("0.9.0")), ("r-app", &Value::Null)]
+    );
+
+    // requirements.yaml names a `helm repo add` alias: refused, naming it.
+    let aliased = package(
+        "app",
+        &[
+            ("Chart.yaml", "apiVersion: v1\nname: app\nversion: 1.0.1\n"),
+            (
+                "requirements.yaml",
+                "dependencies:\n- name: cache\n  version: 0.9.0\n  repository: \"@stable\"\n",
+            ),
+        ],
+    );
+    repo.put("app-1.0.1.tgz", aliased.clone());
+    repo.put(
+        "index.yaml",
+        index(&[("app", "1.0.1", "app-1.0.1.tgz", Some(sha256(&aliased)))]),
+    );
+    let err = fetcher(tempfile::tempdir().unwrap().path())
+        .fetch(&repo_chart(&repo, "app", "1.0.1"))
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.starts_with("requirements.yaml: dependency `cache`: repository `@stable`"),
+        "{err}"
+    );
+}
+
 #[tokio::test]
 async fn a_dependency_named_by_a_helm_repo_alias_is_refused_with_a_hint() {
     let repo = ChartRepo::start(None);

@@ -969,8 +969,23 @@ mod dependencies {
 
     #[derive(Debug, serde::Deserialize)]
     struct Declared {
-        #[serde(default)]
-        dependencies: Vec<Dependency>,
+        /// `Some` when the file has the key (`null` replaces the list
+        /// with none, as Helm's reader does), `None` when it has not.
+        #[serde(default, deserialize_with = "present")]
+        dependencies: Option<Option<Vec<Dependency>>>,
+    }
+
+    impl Declared {
+        fn dependencies(self) -> Vec<Dependency> {
+            self.dependencies.flatten().unwrap_or_default()
+        }
+    }
+
+    /// A key that is there, whatever its value.
+    fn present<'de, D: serde::Deserializer<'de>>(
+        d: D,
+    ) -> Result<Option<Option<Vec<Dependency>>>, D::Error> {
+        serde::Deserialize::deserialize(d).map(Some)
     }
 
     #[derive(Debug, serde::Deserialize)]
@@ -1016,17 +1031,31 @@ mod dependencies {
     }
 
     /// The dependencies of the chart at `dir` to fetch: declared in
-    /// `Chart.yaml` (versions pinned by `Chart.lock` when it lists them),
-    /// from an http(s) or oci:// repository, and neither a directory
+    /// `Chart.yaml`, or in `requirements.yaml` when it declares them (an
+    /// apiVersion v1 chart's; Helm reads it over `Chart.yaml`), versions
+    /// pinned by `requirements.lock` or `Chart.lock` when it lists them
+    /// (the first read last by Helm's loader, in file-name order), from an
+    /// http(s) or oci:// repository, and neither a directory
     /// `charts/NAME` nor an archive `charts/NAME-*.tgz`.
     pub(super) fn missing(
         view: &dyn SourceView,
         dir: &SourcePath,
     ) -> Result<Vec<Needed>, ChartError> {
-        let Some(declared) = read(view, dir, "Chart.yaml")? else {
+        let Some(chart) = read(view, dir, "Chart.yaml")? else {
             return Ok(Vec::new());
         };
-        let lock = read(view, dir, "Chart.lock")?;
+        let (file, declared) = match read(view, dir, "requirements.yaml")? {
+            Some(requirements) if requirements.dependencies.is_some() => {
+                ("requirements.yaml", requirements.dependencies())
+            }
+            _ => ("Chart.yaml", chart.dependencies()),
+        };
+        let lock = match read(view, dir, "requirements.lock")? {
+            Some(lock) => Some(lock),
+            None => read(view, dir, "Chart.lock")?,
+        }
+        .map(Declared::dependencies)
+        .unwrap_or_default();
         let vendored: Vec<(String, EntryKind)> = dir
             .join("charts")
             .ok()
@@ -1046,7 +1075,7 @@ mod dependencies {
             })
         };
         let mut needed = Vec::new();
-        for dependency in declared.dependencies {
+        for dependency in declared {
             let repository = dependency
                 .repository
                 .trim()
@@ -1063,22 +1092,17 @@ mod dependencies {
                 || repository.starts_with("oci://"))
             {
                 return Err(ChartError::Chart {
-                    chart: dir
-                        .join("Chart.yaml")
-                        .map(|p| p.to_string())
-                        .unwrap_or_default(),
+                    chart: dir.join(file).map(|p| p.to_string()).unwrap_or_default(),
                     message: format!(
                         "dependency `{}`: repository `{repository}` is a name from `helm repo add`; write its URL, or vendor the chart in charts/",
                         dependency.name
                     ),
                 });
             }
-            let locked = lock.as_ref().and_then(|lock| {
-                lock.dependencies
-                    .iter()
-                    .find(|l| l.name == dependency.name && l.repository.trim() == repository)
-                    .map(|l| l.version.clone())
-            });
+            let locked = lock
+                .iter()
+                .find(|l| l.name == dependency.name && l.repository.trim() == repository)
+                .map(|l| l.version.clone());
             needed.push(Needed {
                 name: dependency.name,
                 version: locked.unwrap_or(dependency.version),
