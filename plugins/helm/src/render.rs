@@ -495,13 +495,25 @@ fn coalesce_with(chart: &Chart, vals: Map, mode: Mode) -> Map {
     v
 }
 
-/// The values without null entries (Helm drops them once coalesced).
+/// The values without null entries (Helm drops them once coalesced),
+/// every map in them a new one.
 fn without_nulls(m: Map) -> Map {
     m.into_iter()
         .filter(|(_, v)| !matches!(v, Value::Nil))
         .map(|(k, v)| match v {
-            Value::Map(inner) => (k, Value::map(without_nulls(inner.borrow().clone()))),
+            Value::Map(inner) => (k, Value::map(copy_without_nulls(&inner.borrow()))),
             other => (k, other),
+        })
+        .collect()
+}
+
+/// [`without_nulls`] of a map that stays as it is.
+fn copy_without_nulls(m: &Map) -> Map {
+    m.iter()
+        .filter(|(_, v)| !matches!(v, Value::Nil))
+        .map(|(k, v)| match v {
+            Value::Map(inner) => (k.clone(), Value::map(copy_without_nulls(&inner.borrow()))),
+            other => (k.clone(), other.clone()),
         })
         .collect()
 }

@@ -66,6 +66,8 @@ pub fn read(doc: &str) -> Option<Read> {
         depth: 0,
         next: None,
         out: Vec::with_capacity(doc.len() + doc.len() / 4),
+        entries: Vec::new(),
+        scratch: Vec::new(),
         kind: None,
         hook: None,
     };
@@ -173,6 +175,12 @@ struct Reader<'a> {
     next: Option<usize>,
     /// The JSON written so far.
     out: Vec<u8>,
+    /// The entries of the block mappings being read, outermost first (one
+    /// buffer for all: no allocation per mapping).
+    entries: Vec<Entry<'a>>,
+    /// Where a mapping's entries are copied to be written again in key
+    /// order.
+    scratch: Vec<u8>,
     /// The document's `kind`, once read.
     kind: Option<Value>,
     /// Its hook annotation, once read.
@@ -295,10 +303,10 @@ impl<'a> Reader<'a> {
     fn mapping(&mut self, col: usize, watch: Watch) -> Option<()> {
         let open = self.out.len();
         self.out.push(b'{');
-        let mut entries: Vec<Entry<'a>> = Vec::new();
+        let first = self.entries.len();
         loop {
             let key = self.key()?;
-            if !entries.is_empty() {
+            if self.entries.len() > first {
                 self.out.push(b',');
             }
             let start = self.out.len();
@@ -314,7 +322,7 @@ impl<'a> Reader<'a> {
                     &mut self.hook
                 }) = Some(captured);
             }
-            entries.push(Entry {
+            self.entries.push(Entry {
                 key,
                 start,
                 end: self.out.len(),
@@ -326,7 +334,14 @@ impl<'a> Reader<'a> {
             }
         }
         self.out.push(b'}');
-        sort_entries(&mut self.out, open, entries)
+        let sorted = sort_entries(
+            &mut self.out,
+            &mut self.scratch,
+            open,
+            &mut self.entries[first..],
+        );
+        self.entries.truncate(first);
+        sorted
     }
 
     /// A key and its `:` (followed by a space or the line's end).
@@ -855,7 +870,12 @@ fn write_plain(out: &mut Vec<u8>, text: &str) -> Option<()> {
 /// `entries` in the order read, rewritten with its keys in byte order (a
 /// `serde_json::Map`'s order); None on a duplicate key (serde_yaml's error
 /// to give).
-fn sort_entries(out: &mut Vec<u8>, open: usize, mut entries: Vec<Entry<'_>>) -> Option<()> {
+fn sort_entries(
+    out: &mut Vec<u8>,
+    scratch: &mut Vec<u8>,
+    open: usize,
+    entries: &mut [Entry<'_>],
+) -> Option<()> {
     // Keys compared word-wise (`str`'s order is `memcmp`, a byte at a
     // time inside WebAssembly).
     let order = |a: &Entry<'_>, b: &Entry<'_>| kiln_bytes::cmp(a.key.as_bytes(), b.key.as_bytes());
@@ -866,12 +886,14 @@ fn sort_entries(out: &mut Vec<u8>, open: usize, mut entries: Vec<Entry<'_>>) -> 
     if entries.windows(2).any(|w| order(&w[0], &w[1]).is_eq()) {
         return None;
     }
-    let written = out.split_off(open + 1);
+    scratch.clear();
+    scratch.extend_from_slice(&out[open + 1..]);
+    out.truncate(open + 1);
     for (i, entry) in entries.iter().enumerate() {
         if i > 0 {
             out.push(b',');
         }
-        out.extend_from_slice(&written[entry.start - open - 1..entry.end - open - 1]);
+        out.extend_from_slice(&scratch[entry.start - open - 1..entry.end - open - 1]);
     }
     out.push(b'}');
     Some(())
