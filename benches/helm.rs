@@ -41,7 +41,9 @@
 //! `KILN_BENCH_PERF_MAP=1` writes wasmtime's perf map (`/tmp/perf-PID.map`)
 //! to name the plugin's functions in `perf` or valgrind profiles;
 //! `KILN_BENCH_SAMPLES=1` also prints every sample (milliseconds, in the
-//! order taken), to see the machine's noise behind a median.
+//! order taken) and each round's ratios, to see the machine's noise
+//! behind a median; `KILN_BENCH_KEEP_RESIDENT=MIB` sets the host's
+//! `keep_resident` (page faults against zeroing, `docs/benchmarks.md`).
 
 #[path = "helm/charts.rs"]
 mod charts;
