@@ -52,7 +52,8 @@ pub const DEFAULT_MAX_CONCURRENT_DOWNLOADS: usize = 4;
 pub const DEFAULT_MAX_DEPENDENCY_DEPTH: usize = 8;
 /// Default number of dependencies fetched for one chart, all levels: 64.
 pub const DEFAULT_MAX_DEPENDENCIES: usize = 64;
-/// Default cap on a `Chart.yaml` or `Chart.lock` read for dependencies: 1 MiB.
+/// Default cap on a `Chart.yaml`, `Chart.lock`, `requirements.yaml` or
+/// `requirements.lock` read for dependencies: 1 MiB.
 pub const DEFAULT_MAX_CHART_FILE: u64 = 1 << 20;
 
 /// Where a chart comes from.
@@ -280,7 +281,8 @@ pub enum ChartError {
         /// Each, with the chart and dependency naming it.
         repositories: Vec<NeededRepository>,
     },
-    /// `Chart.yaml` or `Chart.lock` is unusable, or dependencies go too deep.
+    /// `Chart.yaml`, `Chart.lock`, `requirements.yaml` or `requirements.lock`
+    /// is unusable, or dependencies go too deep.
     #[error("{chart}: {message}")]
     Chart {
         /// The chart (or file).
@@ -1110,5 +1112,132 @@ mod dependencies {
             });
         }
         Ok(needed)
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use super::*;
+        use crate::source::LocalDir;
+
+        /// What `missing` gives for a chart of these files, or its error.
+        fn missing_in(files: &[(&str, &str)]) -> Result<Vec<(String, String)>, String> {
+            let dir = tempfile::tempdir().unwrap();
+            for (name, text) in files {
+                std::fs::write(dir.path().join(name), text).unwrap();
+            }
+            let view = LocalDir::open(dir.path()).unwrap();
+            missing(&view, &SourcePath::root())
+                .map(|needed| needed.into_iter().map(|n| (n.name, n.version)).collect())
+                .map_err(|e| e.to_string())
+        }
+
+        fn declaring(names: &[&str]) -> String {
+            let mut out = String::from("dependencies:\n");
+            for name in names {
+                out.push_str(&format!(
+                    "- name: {name}\n  version: \"^1\"\n  repository: https://charts.example.com\n"
+                ));
+            }
+            out
+        }
+
+        fn locking(name: &str, version: &str) -> String {
+            format!(
+                "dependencies:\n- name: {name}\n  version: {version}\n  repository: https://charts.example.com\n"
+            )
+        }
+
+        #[test]
+        fn requirements_yaml_declares_over_chart_yaml_when_it_has_the_key() {
+            let chart = format!("apiVersion: v1\nname: app\n{}", declaring(&["a"]));
+            let want = |names: &[&str]| -> Vec<(String, String)> {
+                names
+                    .iter()
+                    .map(|n| ((*n).to_owned(), "^1".to_owned()))
+                    .collect()
+            };
+            assert_eq!(missing_in(&[("Chart.yaml", &chart)]).unwrap(), want(&["a"]));
+            assert_eq!(
+                missing_in(&[
+                    ("Chart.yaml", &chart),
+                    ("requirements.yaml", &declaring(&["b"]))
+                ])
+                .unwrap(),
+                want(&["b"])
+            );
+            // Without the key, Chart.yaml's stand; `null` empties them.
+            assert_eq!(
+                missing_in(&[("Chart.yaml", &chart), ("requirements.yaml", "# none\n")]).unwrap(),
+                want(&["a"])
+            );
+            assert_eq!(
+                missing_in(&[
+                    ("Chart.yaml", &chart),
+                    ("requirements.yaml", "dependencies: null\n")
+                ])
+                .unwrap(),
+                want(&[])
+            );
+            // requirements.lock pins over Chart.lock.
+            let files = [
+                ("Chart.yaml", chart.as_str()),
+                ("Chart.lock", &locking("a", "1.0.0")),
+                ("requirements.lock", &locking("a", "1.2.0")),
+            ];
+            assert_eq!(missing_in(&files).unwrap(), [("a".into(), "1.2.0".into())]);
+            assert_eq!(
+                missing_in(&files[..2]).unwrap(),
+                [("a".into(), "1.0.0".into())]
+            );
+        }
+
+        #[test]
+        fn hostile_requirements_are_refused_naming_the_file() {
+            let chart = "apiVersion: v1\nname: app\n";
+            // Too big to read.
+            let big = format!("{}# {}\n", declaring(&["a"]), "x".repeat(1 << 20));
+            let err =
+                missing_in(&[("Chart.yaml", chart), ("requirements.yaml", &big)]).unwrap_err();
+            assert!(
+                err.starts_with("requirements.yaml: ") && err.contains("byte limit"),
+                "{err}"
+            );
+            // Aliases that expand far beyond the text.
+            let mut bomb = String::from("a: &a [x, x, x, x, x, x, x, x, x, x]\n");
+            for level in 1..12 {
+                bomb.push_str(&format!(
+                    "{}: &{} [*{}, *{}, *{}, *{}, *{}, *{}, *{}, *{}, *{}, *{}]\n",
+                    (b'a' + level) as char,
+                    (b'a' + level) as char,
+                    (b'a' + level - 1) as char,
+                    (b'a' + level - 1) as char,
+                    (b'a' + level - 1) as char,
+                    (b'a' + level - 1) as char,
+                    (b'a' + level - 1) as char,
+                    (b'a' + level - 1) as char,
+                    (b'a' + level - 1) as char,
+                    (b'a' + level - 1) as char,
+                    (b'a' + level - 1) as char,
+                    (b'a' + level - 1) as char,
+                ));
+            }
+            for file in ["requirements.yaml", "requirements.lock"] {
+                let err = missing_in(&[("Chart.yaml", chart), (file, &bomb)]).unwrap_err();
+                assert!(
+                    err.starts_with(&format!("{file}: YAML aliases expand to more than")),
+                    "{err}"
+                );
+            }
+            // Not YAML of dependencies: the reader's error, naming the file.
+            let err = missing_in(&[
+                ("Chart.yaml", chart),
+                ("requirements.yaml", "dependencies: 7\n"),
+            ])
+            .unwrap_err();
+            assert!(
+                err.starts_with("requirements.yaml: dependencies: invalid type"),
+                "{err}"
+            );
+        }
     }
 }
