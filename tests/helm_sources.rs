@@ -464,55 +464,37 @@ async fn polling_an_unchanged_index_fetches_no_archive() {
     assert_eq!(repo.count("/web-1.2.11.tgz", 200), 1);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_dependency_declared_but_not_vendored_is_fetched_at_its_locked_version() {
-    let repo = ChartRepo::start(None);
-    let library = |version: &str| {
-        package(
-            "cache",
-            &[
-                (
-                    "Chart.yaml",
-                    &format!("apiVersion: v2\nname: cache\nversion: {version}\n"),
-                ),
-                ("values.yaml", "size: 1\n"),
-                (
-                    "templates/cm.yaml",
-                    "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}-cache\n\
-                     data:\n  version: {{ .Chart.Version | quote }}\n  size: {{ .Values.size | quote }}\n",
-                ),
-            ],
-        )
-    };
-    let (old, new) = (library("0.9.0"), library("0.9.5"));
-    repo.put("cache-0.9.0.tgz", old.clone());
-    repo.put("cache-0.9.5.tgz", new.clone());
-    let app = package(
-        "app",
+/// The chart `cache` at `version`: a ConfigMap naming its version and its
+/// `size` value.
+fn cache_chart(version: &str) -> Vec<u8> {
+    package(
+        "cache",
         &[
             (
                 "Chart.yaml",
-                &format!(
-                    "apiVersion: v2\nname: app\nversion: 1.0.0\ndependencies:\n\
-                     - name: cache\n  version: \"~0.9\"\n  repository: {}\n",
-                    repo.url()
-                ),
+                &format!("apiVersion: v2\nname: cache\nversion: {version}\n"),
             ),
+            ("values.yaml", "size: 1\n"),
             (
-                "Chart.lock",
-                &format!(
-                    "dependencies:\n- name: cache\n  version: 0.9.0\n  repository: {}\n\
-                     digest: sha256:0000000000000000000000000000000000000000000000000000000000000000\n",
-                    repo.url()
-                ),
-            ),
-            ("values.yaml", "cache:\n  size: 7\n"),
-            (
-                "templates/app.yaml",
-                "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}-app\n",
+                "templates/cm.yaml",
+                "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}-cache\n\
+                 data:\n  version: {{ .Chart.Version | quote }}\n  size: {{ .Values.size | quote }}\n",
             ),
         ],
-    );
+    )
+}
+
+/// Publishes `cache` 0.9.0 and 0.9.5 and `app` 1.0.0 of `app_files` in
+/// `repo`, then fetches `app` 1.0.0 and the dependencies it lacks (into a
+/// cache directory that lives as long as the chart is used).
+async fn fetch_app_beside_cache(
+    repo: &ChartRepo,
+    app_files: &[(&str, &str)],
+) -> (FetchedChart, tempfile::TempDir) {
+    let (old, new) = (cache_chart("0.9.0"), cache_chart("0.9.5"));
+    repo.put("cache-0.9.0.tgz", old.clone());
+    repo.put("cache-0.9.5.tgz", new.clone());
+    let app = package("app", app_files);
     repo.put("app-1.0.0.tgz", app.clone());
     repo.put(
         "index.yaml",
@@ -524,9 +506,44 @@ async fn a_dependency_declared_but_not_vendored_is_fetched_at_its_locked_version
     );
     let cache = tempfile::tempdir().unwrap();
     let chart = fetcher(cache.path())
-        .fetch(&repo_chart(&repo, "app", "1.0.0"))
+        .fetch(&repo_chart(repo, "app", "1.0.0"))
         .await
         .unwrap();
+    (chart, cache)
+}
+
+/// A `Chart.lock` (or `requirements.lock`) pinning `cache` at `version`.
+fn cache_lock(repo: &ChartRepo, version: &str) -> String {
+    format!(
+        "dependencies:\n- name: cache\n  version: {version}\n  repository: {}\n\
+         digest: sha256:0000000000000000000000000000000000000000000000000000000000000000\n",
+        repo.url()
+    )
+}
+
+const APP_TEMPLATE: (&str, &str) = (
+    "templates/app.yaml",
+    "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}-app\n",
+);
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dependency_declared_but_not_vendored_is_fetched_at_its_locked_version() {
+    let repo = ChartRepo::start(None);
+    let chart_yaml = format!(
+        "apiVersion: v2\nname: app\nversion: 1.0.0\ndependencies:\n\
+         - name: cache\n  version: \"~0.9\"\n  repository: {}\n",
+        repo.url()
+    );
+    let (chart, _cache) = fetch_app_beside_cache(
+        &repo,
+        &[
+            ("Chart.yaml", &chart_yaml),
+            ("Chart.lock", &cache_lock(&repo, "0.9.0")),
+            ("values.yaml", "cache:\n  size: 7\n"),
+            APP_TEMPLATE,
+        ],
+    )
+    .await;
     assert_eq!(
         chart.dependencies,
         [("charts/cache".to_owned(), "0.9.0".to_owned())],
@@ -550,7 +567,7 @@ async fn a_dependency_declared_but_not_vendored_is_fetched_at_its_locked_version
 
     // A dependency whose archive does not match the index is refused, and
     // the error names the chart and the dependency.
-    repo.put("cache-0.9.0.tgz", library("0.9.0-tampered"));
+    repo.put("cache-0.9.0.tgz", cache_chart("0.9.0-tampered"));
     let err = fetcher(tempfile::tempdir().unwrap().path())
         .fetch(&repo_chart(&repo, "app", "1.0.0"))
         .await
@@ -565,68 +582,24 @@ async fn a_dependency_declared_but_not_vendored_is_fetched_at_its_locked_version
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_apiversion_v1_charts_requirements_are_fetched_at_their_locked_version() {
     let repo = ChartRepo::start(None);
-    let library = |version: &str| {
-        package(
-            "cache",
-            &[
-                (
-                    "Chart.yaml",
-                    &format!("apiVersion: v1\nname: cache\nversion: {version}\n"),
-                ),
-                (
-                    "templates/cm.yaml",
-                    "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}-cache\n\
-                     data:\n  version: {{ .Chart.Version | quote }}\n",
-                ),
-            ],
-        )
-    };
-    let (old, new) = (library("0.9.0"), library("0.9.5"));
-    repo.put("cache-0.9.0.tgz", old.clone());
-    repo.put("cache-0.9.5.tgz", new.clone());
-    let lock = |version: &str| {
-        format!(
-            "dependencies:\n- name: cache\n  version: {version}\n  repository: {}\n\
-             digest: sha256:0000000000000000000000000000000000000000000000000000000000000000\n",
-            repo.url()
-        )
-    };
     // Helm 2's layout: Chart.yaml without dependencies, requirements.yaml
     // and requirements.lock beside it; a stale Chart.lock is read first
     // by Helm's loader, so requirements.lock's pin holds.
-    let app = package(
-        "app",
+    let requirements = format!(
+        "dependencies:\n- name: cache\n  version: \"~0.9\"\n  repository: {}/\n",
+        repo.url()
+    );
+    let (chart, _cache) = fetch_app_beside_cache(
+        &repo,
         &[
             ("Chart.yaml", "apiVersion: v1\nname: app\nversion: 1.0.0\n"),
-            (
-                "requirements.yaml",
-                &format!(
-                    "dependencies:\n- name: cache\n  version: \"~0.9\"\n  repository: {}/\n",
-                    repo.url()
-                ),
-            ),
-            ("Chart.lock", &lock("0.9.5")),
-            ("requirements.lock", &lock("0.9.0")),
-            (
-                "templates/app.yaml",
-                "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}-app\n",
-            ),
+            ("requirements.yaml", &requirements),
+            ("Chart.lock", &cache_lock(&repo, "0.9.5")),
+            ("requirements.lock", &cache_lock(&repo, "0.9.0")),
+            APP_TEMPLATE,
         ],
-    );
-    repo.put("app-1.0.0.tgz", app.clone());
-    repo.put(
-        "index.yaml",
-        index(&[
-            ("app", "1.0.0", "app-1.0.0.tgz", Some(sha256(&app))),
-            ("cache", "0.9.0", "cache-0.9.0.tgz", Some(sha256(&old))),
-            ("cache", "0.9.5", "cache-0.9.5.tgz", Some(sha256(&new))),
-        ]),
-    );
-    let cache = tempfile::tempdir().unwrap();
-    let chart = fetcher(cache.path())
-        .fetch(&repo_chart(&repo, "app", "1.0.0"))
-        .await
-        .unwrap();
+    )
+    .await;
     assert_eq!(
         chart.dependencies,
         [("charts/cache".to_owned(), "0.9.0".to_owned())]
