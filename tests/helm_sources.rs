@@ -521,6 +521,23 @@ fn cache_lock(repo: &ChartRepo, version: &str) -> String {
     )
 }
 
+/// Publishes `app` at `version` (its files) as the only chart of `repo`,
+/// and the error fetching it gives.
+async fn fetch_error(repo: &ChartRepo, version: &str, files: &[(&str, &str)]) -> String {
+    let app = package("app", files);
+    let archive = format!("app-{version}.tgz");
+    repo.put(&archive, app.clone());
+    repo.put(
+        "index.yaml",
+        index(&[("app", version, &archive, Some(sha256(&app)))]),
+    );
+    fetcher(tempfile::tempdir().unwrap().path())
+        .fetch(&repo_chart(repo, "app", version))
+        .await
+        .unwrap_err()
+        .to_string()
+}
+
 const APP_TEMPLATE: (&str, &str) = (
     "templates/app.yaml",
     "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}-app\n",
@@ -620,8 +637,9 @@ async fn an_apiversion_v1_charts_requirements_are_fetched_at_their_locked_versio
     );
 
     // requirements.yaml names a `helm repo add` alias: refused, naming it.
-    let aliased = package(
-        "app",
+    let err = fetch_error(
+        &repo,
+        "1.0.1",
         &[
             ("Chart.yaml", "apiVersion: v1\nname: app\nversion: 1.0.1\n"),
             (
@@ -629,17 +647,8 @@ async fn an_apiversion_v1_charts_requirements_are_fetched_at_their_locked_versio
                 "dependencies:\n- name: cache\n  version: 0.9.0\n  repository: \"@stable\"\n",
             ),
         ],
-    );
-    repo.put("app-1.0.1.tgz", aliased.clone());
-    repo.put(
-        "index.yaml",
-        index(&[("app", "1.0.1", "app-1.0.1.tgz", Some(sha256(&aliased)))]),
-    );
-    let err = fetcher(tempfile::tempdir().unwrap().path())
-        .fetch(&repo_chart(&repo, "app", "1.0.1"))
-        .await
-        .unwrap_err()
-        .to_string();
+    )
+    .await;
     assert!(
         err.starts_with("requirements.yaml: dependency `cache`: repository `@stable`"),
         "{err}"
@@ -649,24 +658,15 @@ async fn an_apiversion_v1_charts_requirements_are_fetched_at_their_locked_versio
 #[tokio::test]
 async fn a_dependency_named_by_a_helm_repo_alias_is_refused_with_a_hint() {
     let repo = ChartRepo::start(None);
-    let app = package(
-        "app",
+    let err = fetch_error(
+        &repo,
+        "1.0.0",
         &[(
             "Chart.yaml",
             "apiVersion: v2\nname: app\nversion: 1.0.0\ndependencies:\n- name: db\n  version: 1.0.0\n  repository: \"@bitnami\"\n",
         )],
-    );
-    repo.put("app-1.0.0.tgz", app.clone());
-    repo.put(
-        "index.yaml",
-        index(&[("app", "1.0.0", "app-1.0.0.tgz", Some(sha256(&app)))]),
-    );
-    let cache = tempfile::tempdir().unwrap();
-    let err = fetcher(cache.path())
-        .fetch(&repo_chart(&repo, "app", "1.0.0"))
-        .await
-        .unwrap_err()
-        .to_string();
+    )
+    .await;
     assert_eq!(
         err,
         "Chart.yaml: dependency `db`: repository `@bitnami` is a name from `helm repo add`; write its URL, or vendor the chart in charts/"
