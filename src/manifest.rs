@@ -2,6 +2,7 @@
 //! from YAML or JSON text.
 
 use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 pub use kiln_yaml_limits::{ExpansionError, YamlLimits};
 use serde::Deserialize as _;
@@ -149,56 +150,218 @@ impl fmt::Display for ManifestError {
     }
 }
 
+/// How much one render may parse, over all its texts: every file of a
+/// directory render, every manifest one plugin call returns. Without it,
+/// many texts each within their own limits (a file is at most 16 MiB, a
+/// plugin's output 32 MiB) add up to gigabytes of values: a YAML or JSON
+/// text holds up to two nodes per byte, each tens of bytes once parsed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ParseLimits {
+    /// Bytes of text. Default: [`ParseLimits::DEFAULT_BYTES`].
+    pub bytes: u64,
+    /// Nodes of the values parsed (scalars, sequences, mappings; keys
+    /// count; aliases expanded). Default: [`ParseLimits::DEFAULT_NODES`].
+    pub nodes: u64,
+}
+
+impl ParseLimits {
+    /// 64 MiB of manifests per render (twice a plugin's default output).
+    pub const DEFAULT_BYTES: u64 = 64 << 20;
+    /// 4,000,000 nodes per render: about 300 MiB of values at most, some 60
+    /// MiB of ordinary YAML.
+    pub const DEFAULT_NODES: u64 = 4_000_000;
+}
+
+impl Default for ParseLimits {
+    fn default() -> Self {
+        Self {
+            bytes: Self::DEFAULT_BYTES,
+            nodes: Self::DEFAULT_NODES,
+        }
+    }
+}
+
+/// What is left of one render's [`ParseLimits`]; shared by its texts (and
+/// threads).
+#[derive(Debug)]
+pub struct ParseBudget {
+    limits: ParseLimits,
+    bytes: AtomicU64,
+    nodes: AtomicU64,
+}
+
+impl ParseBudget {
+    /// A full budget.
+    pub fn new(limits: ParseLimits) -> Self {
+        Self {
+            limits,
+            bytes: AtomicU64::new(limits.bytes),
+            nodes: AtomicU64::new(limits.nodes),
+        }
+    }
+
+    /// The limits it started from.
+    pub fn limits(&self) -> ParseLimits {
+        self.limits
+    }
+
+    fn take(left: &AtomicU64, amount: u64) -> bool {
+        left.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |left| {
+            left.checked_sub(amount)
+        })
+        .is_ok()
+    }
+
+    fn nodes_left(&self) -> u64 {
+        self.nodes.load(Ordering::Relaxed)
+    }
+}
+
 /// Parses every document of a YAML (or JSON: JSON is YAML) text into
 /// objects, in order. Empty documents are skipped; `List` kinds (anything
 /// whose kind ends in `List` and that has `items`) are flattened into their
 /// items. Every object must be a mapping with `apiVersion`, `kind` and
 /// `metadata.name` (or `generateName`). A text whose aliases expand beyond
-/// [`YamlLimits::default`] is refused before it is parsed.
+/// [`YamlLimits::default`] is refused before it is parsed, and so is one
+/// beyond [`ParseLimits::default`].
 pub fn parse(text: &str, source: Option<&str>) -> Result<Vec<Object>, ManifestError> {
+    parse_within(text, source, &ParseBudget::new(ParseLimits::default()))
+}
+
+/// [`parse`], charging the text's bytes and its values' nodes to `budget`
+/// (one render's): refused, naming the file, when either runs out. The
+/// nodes are bounded before anything is parsed: a text that could hold more
+/// than are left is counted first (streaming, holding nothing).
+pub fn parse_within(
+    text: &str,
+    source: Option<&str>,
+    budget: &ParseBudget,
+) -> Result<Vec<Object>, ManifestError> {
     let error = |line: Option<usize>, message: String| ManifestError {
         file: source.map(str::to_owned),
         line,
         message,
     };
+    let limits = budget.limits();
+    if !ParseBudget::take(&budget.bytes, text.len() as u64) {
+        return Err(error(
+            None,
+            format!(
+                "the render's manifests pass {} bytes, the most one render may read",
+                limits.bytes
+            ),
+        ));
+    }
+    let out_of_nodes = || {
+        error(
+            None,
+            format!(
+                "the render's manifests hold more than {} nodes, the most one render may parse",
+                limits.nodes
+            ),
+        )
+    };
+    let left = budget.nodes_left();
+    let objects =
+        parse_text(text, source, left, &error).map_err(|e| e.unwrap_or_else(out_of_nodes))?;
+    let nodes: u64 = objects.iter().map(|o| nodes_of_map(&o.value)).sum();
+    if !ParseBudget::take(&budget.nodes, nodes) {
+        return Err(out_of_nodes());
+    }
+    Ok(objects)
+}
+
+/// The objects of `text`, holding at most `nodes` nodes: `Err(None)` when
+/// it holds more.
+fn parse_text(
+    text: &str,
+    source: Option<&str>,
+    nodes: u64,
+    error: &dyn Fn(Option<usize>, String) -> ManifestError,
+) -> Result<Vec<Object>, Option<ManifestError>> {
     let mut objects = Vec::new();
     // One JSON object, what most renderers return: the JSON parser reads
     // it several times faster than the YAML one, to the same value, and
     // JSON has no aliases to bound. Any text it refuses (not JSON, several
     // documents, too deep) is read as YAML below, with the YAML reader's
-    // errors.
-    if text.trim_start().starts_with('{')
-        && let Ok(map) = serde_json::from_str::<Map<String, Value>>(text)
-    {
-        flatten(map, source, 1, &mut objects).map_err(|m| error(None, m))?;
-        return Ok(objects);
+    // errors. A text that could hold more nodes than are left is counted
+    // first, as it streams by.
+    if text.trim_start().starts_with('{') {
+        let within = kiln_yaml_limits::most_nodes_without_aliases(text.len()) <= nodes
+            || !matches!(
+                kiln_yaml_limits::count_nodes(&mut serde_json::Deserializer::from_str(text), nodes),
+                Ok(None)
+            );
+        if !within {
+            return Err(None);
+        }
+        if let Ok(map) = serde_json::from_str::<Map<String, Value>>(text) {
+            flatten(map, source, 1, &mut objects).map_err(|m| Some(error(None, m)))?;
+            return Ok(objects);
+        }
     }
-    check_yaml(text).map_err(|e| error(e.line, e.to_string()))?;
+    let limits = YamlLimits {
+        max_nodes: YamlLimits::default().max_nodes.min(nodes),
+        ..YamlLimits::default()
+    };
+    match kiln_yaml_limits::check(text, &limits) {
+        Ok(()) => {}
+        // What ran out is the render's budget, not the text's own.
+        Err(e)
+            if matches!(
+                e.excess,
+                kiln_yaml_limits::Excess::Nodes | kiln_yaml_limits::Excess::Aliases
+            ) && e.limit < YamlLimits::default().budget(text.len()) =>
+        {
+            return Err(None);
+        }
+        Err(e) => return Err(Some(error(e.line, e.to_string()))),
+    }
     for (index, document) in serde_yaml::Deserializer::from_str(text).enumerate() {
         let value = Value::deserialize(document).map_err(|e| {
-            error(
+            Some(error(
                 e.location().map(|l| l.line()),
                 format!("invalid YAML: {}", strip_location(&e.to_string())),
-            )
+            ))
         })?;
         let document = index + 1;
         match value {
             Value::Null => {}
             Value::Object(map) => {
-                flatten(map, source, document, &mut objects).map_err(|m| error(None, m))?
+                flatten(map, source, document, &mut objects).map_err(|m| Some(error(None, m)))?
             }
             other => {
-                return Err(error(
+                return Err(Some(error(
                     None,
                     format!(
                         "document {document} is a {}, not a Kubernetes object",
                         type_name(&other)
                     ),
-                ));
+                )));
             }
         }
     }
     Ok(objects)
+}
+
+/// The nodes of a mapping as [`kiln_yaml_limits`] counts them (itself, and
+/// each key and value), iteratively: no depth exhausts the stack.
+fn nodes_of_map(map: &Map<String, Value>) -> u64 {
+    fn entries<'a>(map: &'a Map<String, Value>, stack: &mut Vec<&'a Value>) -> u64 {
+        stack.extend(map.values());
+        map.len() as u64
+    }
+    let mut stack = Vec::new();
+    let mut count = 1 + entries(map, &mut stack);
+    while let Some(value) = stack.pop() {
+        count += 1;
+        match value {
+            Value::Array(items) => stack.extend(items),
+            Value::Object(map) => count += entries(map, &mut stack),
+            _ => {}
+        }
+    }
+    count
 }
 
 fn flatten(

@@ -2429,6 +2429,102 @@ async fn project_policies_read_the_security_team_s_repository() {
     let _ = w.stop.send(());
 }
 
+/// Issue 36: a Deployment that names no namespace lands in the destination
+/// namespace at apply, and Gatekeeper reviews it there. A constraint scoped
+/// to namespaced objects of `guestbook` (the project's policy, read from
+/// the security team's repository) blocks it: leaving `metadata.namespace`
+/// out evades nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_namespaced_constraint_reviews_objects_that_name_no_namespace() {
+    let w = world().await;
+    let policies_repo = Fixture::new(w._dir.path(), "policies");
+    let template = r#"apiVersion: templates.gatekeeper.sh/v1
+kind: ConstraintTemplate
+metadata: {name: k8srequiredteam}
+spec:
+  crd: {spec: {names: {kind: K8sRequiredTeam}}}
+  targets:
+  - target: admission.k8s.gatekeeper.sh
+    rego: |
+      package k8srequiredteam
+      violation[{"msg": msg}] {
+        not input.review.object.metadata.labels.team
+        msg := sprintf("%v %v in %v has no team label", [input.review.kind.kind, input.review.name, input.review.namespace])
+      }
+"#;
+    let constraint = "apiVersion: constraints.gatekeeper.sh/v1beta1
+kind: K8sRequiredTeam
+metadata: {name: team}
+spec:
+  match:
+    scope: Namespaced
+    namespaces: [guestbook]
+    kinds: [{apiGroups: [apps], kinds: [Deployment]}]
+";
+    policies_repo.commit(
+        "policies",
+        &[
+            ("gk/templates/team.yaml", template),
+            ("gk/constraints/team.yaml", constraint),
+        ],
+    );
+    policies_repo.publish();
+    let policies = w._daemon.url("policies");
+    // The Deployment names no namespace.
+    w.repo
+        .commit("web", &[("guestbook/web.yaml", PRIVILEGED_WEB)]);
+    w.repo.publish();
+    w.cluster
+        .apply(
+            "plugins",
+            json!({"apiVersion": "kiln.dev/v1alpha1", "kind": "Plugin",
+                "metadata": {"name": "gatekeeper", "namespace": "kiln"},
+                "spec": {"kind": "policy", "ref": support::component("gatekeeper").display().to_string(),
+                    "verify": {"insecure": true}}}),
+            "operator",
+            false,
+        )
+        .await
+        .unwrap();
+    w.cluster
+        .apply(
+            "appprojects",
+            json!({"apiVersion": "kiln.dev/v1alpha1", "kind": "AppProject",
+                "metadata": {"name": "secure", "namespace": "kiln"},
+                "spec": {"sourceRepos": [w.url.clone()], "destinations": [{"namespace": "*"}],
+                    "policies": [{"name": "gatekeeper", "mode": "enforce",
+                        "settings": {"template": "templates", "constraint": "constraints"},
+                        "source": {"repoURL": policies, "targetRevision": "main", "path": "gk"}}]}}),
+            "security",
+            false,
+        )
+        .await
+        .unwrap();
+    let apps: Api<Application> = Api::namespaced(w.cluster.client.clone(), "kiln");
+    apps.create(
+        &PostParams::default(),
+        &application("web", &w.url, "secure"),
+    )
+    .await
+    .unwrap();
+
+    let blocked = eventually_long("web blocked by the namespaced constraint", async || {
+        let status = app_status(&w.cluster, "web").await;
+        (status["policy"]["blocked"] == true).then_some(status)
+    })
+    .await;
+    let findings = blocked["policy"]["findings"].to_string();
+    assert!(
+        findings.contains("Deployment web in guestbook has no team label"),
+        "{blocked}"
+    );
+    let deployments = w
+        .cluster
+        .api("apps/v1", "Deployment", "deployments", Some("guestbook"));
+    assert!(deployments.get_opt("web").await.unwrap().is_none());
+    let _ = w.stop.send(());
+}
+
 /// A push to the security team's repository refreshes the applications
 /// whose project policies read the pushed directory, and no other: a push
 /// to another team's directory of the same repository refreshes nothing.

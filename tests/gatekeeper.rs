@@ -745,3 +745,87 @@ fn kiln_render_with_the_gatekeeper_policy() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// Issue 36: `kiln render --namespace shop` reviews each object where
+/// `kubectl apply -n shop` puts it. A constraint for namespaced objects of
+/// `shop` applies to a ConfigMap that names no namespace (it was reviewed
+/// as cluster-scoped and passed), and a ClusterRoleBinding that claims
+/// `kube-system` is not excluded with that namespace (the API server
+/// clears the namespace of a cluster-scoped object).
+#[test]
+fn kiln_render_reviews_objects_in_the_namespace_they_land_in() {
+    let root = tree(&[
+        (
+            "app/cm.yaml",
+            "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings}\ndata: {a: b}\n",
+        ),
+        (
+            "app/crb.yaml",
+            "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRoleBinding\n\
+             metadata: {name: pwn, namespace: kube-system}\n\
+             roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: cluster-admin}\n\
+             subjects: [{kind: ServiceAccount, name: x, namespace: shop}]\n",
+        ),
+        ("policy/templates/team.yaml", TEMPLATE),
+        (
+            "policy/constraints/namespaced.yaml",
+            &constraint(
+                "K8sRequiredTeam",
+                "team-shop",
+                "deny",
+                json!({"scope": "Namespaced", "namespaces": ["shop"],
+                       "kinds": [{"apiGroups": [""], "kinds": ["ConfigMap"]}]}),
+            ),
+        ),
+        (
+            "policy/constraints/cluster.yaml",
+            &constraint(
+                "K8sRequiredTeam",
+                "team-rbac",
+                "deny",
+                json!({"excludedNamespaces": ["kube-system"],
+                       "kinds": [{"apiGroups": ["rbac.authorization.k8s.io"], "kinds": ["ClusterRoleBinding"]}]}),
+            ),
+        ),
+    ]);
+    let gatekeeper = component("gatekeeper").display().to_string();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_kiln"))
+        .args([
+            "render",
+            "app",
+            "--root",
+            ".",
+            "--namespace",
+            "shop",
+            "--no-compile-cache",
+            "--policy",
+            &gatekeeper,
+            "--setting",
+            "template=/policy/templates",
+            "--setting",
+            "constraint=/policy/constraints",
+        ])
+        .current_dir(root.path())
+        .env_remove("KILN_LOG")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("policy gatekeeper (enforce): 2 finding(s), 2 error(s)"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("ConfigMap/shop/settings: [team-shop]"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("[team-rbac] ClusterRoleBinding pwn"),
+        "{stderr}"
+    );
+    // What is printed is the render, untouched: the namespace is filled in
+    // only for the review (and at apply).
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("name: settings\n"), "{stdout}");
+    assert!(stdout.contains("namespace: kube-system"), "{stdout}");
+}

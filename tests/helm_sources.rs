@@ -464,6 +464,45 @@ async fn polling_an_unchanged_index_fetches_no_archive() {
     assert_eq!(repo.count("/web-1.2.11.tgz", 200), 1);
 }
 
+/// Issue 36: a chart naming its dependencies' repository several ways
+/// (`HTTP://`, a trailing `/`) made the render server fetch and keep one
+/// index per spelling, forever. The index cache is keyed by the normalized
+/// URL (and the chart): one download, the others answered `304`; and it is
+/// bounded in bytes (an entry over the budget is not kept).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn attack_one_repository_spelled_six_ways_is_one_cache_entry() {
+    let repo = repository();
+    let cache = tempfile::tempdir().unwrap();
+    let fetcher = fetcher(cache.path());
+    let url = repo.url();
+    let rest = url.strip_prefix("http://").unwrap();
+    for spelling in [
+        format!("http://{rest}"),
+        format!("HTTP://{rest}"),
+        format!("http://{rest}/"),
+        format!("hTTp://{rest}//"),
+        format!("Http://{rest}/"),
+        format!("http://{rest}"),
+    ] {
+        let index = fetcher.index(&spelling, "web").await.unwrap();
+        assert_eq!(
+            index.entries.keys().collect::<Vec<_>>(),
+            ["web"],
+            "{spelling}"
+        );
+    }
+    assert_eq!(repo.count("/index.yaml", 200), 1, "{:?}", repo.requests());
+    assert_eq!(repo.count("/index.yaml", 304), 5, "{:?}", repo.requests());
+
+    // A budget smaller than one chart's entries keeps nothing.
+    let mut config = HelmConfig::new(cache.path().join("other"));
+    config.index_cache_bytes = 16;
+    let small = ChartFetcher::anonymous(config).unwrap();
+    small.index(&url, "web").await.unwrap();
+    small.index(&url, "web").await.unwrap();
+    assert_eq!(repo.count("/index.yaml", 200), 3, "{:?}", repo.requests());
+}
+
 /// The chart `cache` at `version`: a ConfigMap naming its version and its
 /// `size` value.
 fn cache_chart(version: &str) -> Vec<u8> {

@@ -380,3 +380,86 @@ fn a_helm_chart_error_exits_2_naming_the_template_and_line() {
     );
     assert!(out.stdout.is_empty());
 }
+
+/// Issue 36: alias-free YAML was not counted, so two 15 MiB files of
+/// `[1,1,…]` took gigabytes (serde_yaml holds every event of a document
+/// before it builds a value). Each document is now held to its events as
+/// it streams by: two files of 2 million items (8 MiB) are refused at the
+/// first, naming it, and the process's peak memory stays a small multiple
+/// of the input (it was about 70 times it).
+#[test]
+fn attack_alias_free_yaml_floods_are_refused_within_bounded_memory() {
+    let flood = format!(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: a}}\nx: {}\n",
+        flood(2_000_000)
+    );
+    let src = tree(&[("app/a.yaml", &flood), ("app/b.yaml", &flood)]);
+    let mut command = Command::new(env!("CARGO_BIN_EXE_kiln"));
+    command
+        .args([
+            "render",
+            &path(&src.path().join("app")),
+            "--root",
+            &path(src.path()),
+        ])
+        .env_remove("KILN_LOG");
+    let (out, peak_kib) = output_with_peak_rss(&command);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.starts_with(&format!(
+            "error: app/a.yaml:1: YAML document of {} bytes holds more than 1000000 nodes and collection ends",
+            flood.len()
+        )),
+        "{stderr}"
+    );
+    let input_kib = 2 * flood.len() as u64 / 1024;
+    assert!(
+        peak_kib < 16 * input_kib,
+        "peak {peak_kib} KiB for {input_kib} KiB of input"
+    );
+}
+
+/// Issue 36: files each within every per-text bound add up: one render
+/// parses at most 4,000,000 nodes over all its files (and 64 MiB), then
+/// fails naming the file it was reading.
+#[test]
+fn attack_many_files_each_within_bounds_exhaust_the_render_s_budget() {
+    let file = |name: &str| {
+        format!(
+            "apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: {name}}}\nx: {}\n",
+            flood(900_000)
+        )
+    };
+    let names = ["a", "b", "c", "d", "e", "f"];
+    let files: Vec<(String, String)> = names
+        .iter()
+        .map(|n| (format!("app/{n}.yaml"), file(n)))
+        .collect();
+    let refs: Vec<(&str, &str)> = files
+        .iter()
+        .map(|(p, t)| (p.as_str(), t.as_str()))
+        .collect();
+    let src = tree(&refs);
+    let mut command = Command::new(env!("CARGO_BIN_EXE_kiln"));
+    command
+        .args([
+            "render",
+            &path(&src.path().join("app")),
+            "--root",
+            &path(src.path()),
+        ])
+        .env_remove("KILN_LOG");
+    let (out, peak_kib) = output_with_peak_rss(&command);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.starts_with(
+            "error: app/e.yaml: the render's manifests hold more than 4000000 nodes, the most one render may parse"
+        ),
+        "{stderr}"
+    );
+    // 4 million nodes of values and one document's events: far from the
+    // gigabytes six such files took before.
+    assert!(peak_kib < 768 * 1024, "peak {peak_kib} KiB");
+}

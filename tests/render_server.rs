@@ -426,6 +426,7 @@ fn request(repo_url: &str, padding: usize) -> RenderRequest {
         ssh_known_hosts: None,
         chart: None,
         helm: None,
+        scopes: None,
     }
 }
 
@@ -758,6 +759,7 @@ async fn a_policy_source_and_its_credentials_travel_with_the_request() {
         ssh_known_hosts: None,
         chart: None,
         helm: None,
+        scopes: None,
     };
 
     let answer = client
@@ -784,4 +786,52 @@ async fn a_policy_source_and_its_credentials_travel_with_the_request() {
         findings.contains(&format!("cannot read its policy source {policy_url}")),
         "{findings}"
     );
+}
+
+/// Issue 36: connections that never start their TLS handshake cannot
+/// starve a client. From one address (127.0.0.2), 40 idle TCP connections
+/// get at most 2 handshakes in flight (the rest are closed at once); from
+/// many, at most 4 handshakes run, each for 300 ms. A client with the
+/// certificate, from another address, is still answered (its render is
+/// refused as this request must be: a file repository).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn attack_idle_connections_do_not_starve_a_client() {
+    let dir = tempfile::tempdir().unwrap();
+    let issued = issued();
+    let limits = Limits {
+        max_connections: 16,
+        max_handshakes: 4,
+        max_handshakes_per_peer: 2,
+        connect_timeout: Duration::from_millis(300),
+        ..Limits::default()
+    };
+    let url = serve(dir.path(), &issued, limits).await;
+    let address: std::net::SocketAddr = url.trim_start_matches("https://").parse().unwrap();
+    let mut idle = Vec::new();
+    for _ in 0..40 {
+        let socket = tokio::net::TcpSocket::new_v4().unwrap();
+        socket.bind("127.0.0.2:0".parse().unwrap()).unwrap();
+        idle.push(socket.connect(address).await.unwrap());
+    }
+    let client = Client::new(&url, &issued.client_identity(), Limits::default()).unwrap();
+    let error = client.render(&request("/etc", 0)).await.unwrap_err();
+    match error {
+        ClientError::Refused(failure) => {
+            assert_eq!(failure.reason, "FileRepositoryNotAllowed", "{failure:?}")
+        }
+        other => panic!("{other:?}"),
+    }
+    // The server closed the idle connections: reading one gives its end
+    // (or a reset), not a wait.
+    let mut closed = 0;
+    for stream in &mut idle {
+        let mut byte = [0u8; 1];
+        use tokio::io::AsyncReadExt as _;
+        if let Ok(Ok(0) | Err(_)) =
+            tokio::time::timeout(Duration::from_secs(2), stream.read(&mut byte)).await
+        {
+            closed += 1;
+        }
+    }
+    assert_eq!(closed, 40, "idle connections dropped");
 }

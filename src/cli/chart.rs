@@ -62,6 +62,11 @@ pub(crate) struct ChartArgs {
     #[arg(long, value_name = "DURATION", default_value = "5m", value_parser = parse_duration)]
     chart_timeout: Duration,
 
+    /// Deadline of each request of a chart fetch (an index, an archive):
+    /// a repository that does not answer frees its download slot at it.
+    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = parse_duration)]
+    chart_request_timeout: Duration,
+
     /// PEM file of extra CA certificates to trust for HTTPS chart repositories.
     #[arg(long, value_name = "FILE", requires = "chart")]
     chart_ca_file: Option<PathBuf>,
@@ -86,7 +91,7 @@ impl ChartArgs {
         config.cache_max_bytes = self.chart_cache_size;
         config.archive.compressed = self.chart_max_size;
         config.deadline = self.chart_timeout;
-        config.timeout = self.chart_timeout;
+        config.timeout = self.chart_request_timeout.min(self.chart_timeout);
         if let Some(file) = &self.chart_ca_file {
             config.tls_roots_pem = std::fs::read(file)
                 .with_context(|| format!("--chart-ca-file {}", file.display()))?;

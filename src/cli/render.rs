@@ -256,6 +256,7 @@ pub(crate) async fn pipeline(
     if chain.is_empty() {
         chain.push(Step::Directory(DirectoryOptions {
             recurse: args.recurse,
+            ..DirectoryOptions::default()
         }));
     }
     let source = match &args.policy_root {
@@ -282,7 +283,9 @@ pub(crate) async fn pipeline(
     }
 
     let rendered = render::render(view.clone(), &context, &chain).await?;
-    let report = policy::evaluate(&context, rendered.objects.clone(), &policies).await;
+    // Each object is reviewed where `kubectl apply -n NAMESPACE` would put it.
+    let reviewed = policy::placement::as_applied(&rendered.objects, &context.namespace, None);
+    let report = policy::evaluate(&context, reviewed, &policies).await;
     Ok((rendered.objects, report, context))
 }
 

@@ -79,6 +79,25 @@ pub(crate) struct RenderServerArgs {
     #[arg(long, value_name = "N", default_value_t = remote::DEFAULT_MAX_STREAMS)]
     max_streams: u32,
 
+    /// Connections held open at once; past it, new ones wait in the
+    /// kernel's accept queue.
+    #[arg(long, value_name = "N", default_value_t = remote::DEFAULT_MAX_CONNECTIONS)]
+    max_connections: usize,
+
+    /// TLS handshakes run at once.
+    #[arg(long, value_name = "N", default_value_t = remote::DEFAULT_MAX_HANDSHAKES)]
+    max_handshakes: usize,
+
+    /// TLS handshakes run at once from one address; more are closed at
+    /// once.
+    #[arg(long, value_name = "N", default_value_t = remote::DEFAULT_MAX_HANDSHAKES_PER_PEER)]
+    max_handshakes_per_peer: usize,
+
+    /// Deadline of a TLS handshake: a peer that connects and sends nothing
+    /// is dropped after it.
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_duration)]
+    handshake_timeout: Duration,
+
     /// Accept requests for repositories on this filesystem (file:// URLs,
     /// plain paths). For local trials and tests only.
     #[arg(long)]
@@ -134,6 +153,11 @@ pub(crate) struct ChartCacheArgs {
     #[arg(long, value_name = "DURATION", default_value = "5m", value_parser = parse_duration)]
     chart_timeout: Duration,
 
+    /// Deadline of each request of a chart fetch (an index, an archive):
+    /// a repository that does not answer frees its download slot at it.
+    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = parse_duration)]
+    chart_request_timeout: Duration,
+
     /// PEM file of extra CA certificates to trust for HTTPS chart
     /// repositories.
     #[arg(long, value_name = "FILE")]
@@ -153,7 +177,7 @@ impl ChartCacheArgs {
         config.archive.compressed = self.chart_max_size;
         config.max_index = self.chart_max_index;
         config.deadline = self.chart_timeout;
-        config.timeout = self.chart_timeout;
+        config.timeout = self.chart_request_timeout.min(self.chart_timeout);
         if let Some(file) = &self.chart_ca_file {
             config.tls_roots_pem = std::fs::read(file)
                 .with_context(|| format!("--chart-ca-file {}", file.display()))?;
@@ -221,8 +245,18 @@ pub(crate) async fn run(args: &RenderServerArgs) -> anyhow::Result<u8> {
         max_response: usize::try_from(args.max_response).unwrap_or(usize::MAX),
         deadline: args.deadline,
         max_streams: args.max_streams,
+        max_connections: args.max_connections,
+        max_handshakes: args.max_handshakes,
+        max_handshakes_per_peer: args.max_handshakes_per_peer,
+        connect_timeout: args.handshake_timeout,
         ..Limits::default()
     };
+    // Each connection is a file descriptor: the hard limit, not the
+    // common soft one of 1,024, is what the connection cap is held to.
+    match remote::server::raise_open_files_limit() {
+        Ok(limit) => tracing::info!(limit, "open files limit"),
+        Err(e) => tracing::warn!(error = %e, "cannot raise the open files limit"),
+    }
     let server = Arc::new(RenderServer {
         git,
         credentials,

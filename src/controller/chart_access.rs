@@ -371,6 +371,7 @@ mod tests {
                 dependency_repositories: Some(Vec::new()),
             }),
             helm: None,
+            scopes: None,
         }
     }
 

@@ -18,6 +18,7 @@ use crate::api::{Application, PolicyFinding, PolicyStatus};
 use crate::diff::{DiffOptions, IgnoreRules, Report};
 use crate::manifest::ObjectKey;
 use crate::plugin::World;
+use crate::policy::placement::{KindScope, KindScopes};
 use crate::policy::{self, Mode};
 use crate::render::remote::{
     AppRef, HelmHostWork, PolicySourceRef, PolicyStepRef, RenderRequest, RenderStep, WireSecret,
@@ -267,7 +268,11 @@ pub async fn compare(app: &Application, ctx: &Context, to: &CompareTo) -> Result
         registry_credentials: Vec::new(),
         chart: chart.as_ref().map(|(_, source)| source.clone()),
         helm,
+        scopes: None,
     };
+    if !request.policies.is_empty() {
+        request.scopes = Some(kind_scopes(&target).await?);
+    }
     // Checked here, so that a malformed Secret is named in the condition.
     plugins::controller_registry_credentials(ctx)?;
     request.registry_credentials = plugins::registry_secrets(ctx)
@@ -729,6 +734,21 @@ pub(super) fn policy_status(report: &policy::Report) -> PolicyStatus {
     }
 }
 
+/// The destination's kinds and scopes, for policies to review each object
+/// where it will land ([`crate::policy::placement`]).
+async fn kind_scopes(target: &Target) -> Result<KindScopes, Stop> {
+    let kinds = target
+        .cluster
+        .all_kinds()
+        .await
+        .map_err(|e| Stop::new("ComparisonError", "DiscoveryFailed", crate::text::chain(&e)))?;
+    Ok(KindScopes::new(kinds.iter().map(|k| KindScope {
+        group: k.resource.group.clone(),
+        kind: k.resource.kind.clone(),
+        namespaced: k.namespaced,
+    })))
+}
+
 /// Holds every rendered object to the project: its kind, and its namespace
 /// as the sync will write it (the destination namespace filled in for
 /// namespaced objects that name none). A kind's scope comes from the
@@ -906,7 +926,9 @@ fn remote_stop(pool: &str, error: crate::render::remote::PoolError) -> Stop {
             stop
         }
         PoolError::Client(
-            error @ (ClientError::ResponseTooLarge { .. } | ClientError::RequestTooLarge { .. }),
+            error @ (ClientError::ResponseTooLarge { .. }
+            | ClientError::ResponseTooComplex { .. }
+            | ClientError::RequestTooLarge { .. }),
         ) => Stop::new(
             "ComparisonError",
             "RenderTooLarge",

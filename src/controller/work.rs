@@ -14,6 +14,7 @@ use super::plugins::{self, Catalog};
 use crate::api::helm::{INLINE_VALUES_FILE, escape_set_value};
 use crate::artifact::RegistryCredentials;
 use crate::plugin::{AppContext, PluginHost, World};
+use crate::policy::placement::KindScopes;
 use crate::policy::{self, PolicySource, PolicyStep};
 use crate::render::remote::{
     ChartSourceRef, HelmHostWork, PolicySourceRef, REPOSITORIES_NEEDED, RenderRequest,
@@ -60,6 +61,19 @@ pub struct Worked {
 
 /// Does the source work of `request`.
 pub async fn work(shop: Workshop<'_>, request: &RenderRequest) -> Result<Worked, Stop> {
+    if let Some(scopes) = &request.scopes
+        && scopes.len() > KindScopes::MAX_KINDS
+    {
+        return Err(Stop::new(
+            "ComparisonError",
+            "InvalidRenderRequest",
+            format!(
+                "the request names {} kinds of the destination, more than {}",
+                scopes.len(),
+                KindScopes::MAX_KINDS
+            ),
+        ));
+    }
     let names: Vec<String> = (0..request.registry_credentials.len())
         .map(|i| format!("#{i} of the request"))
         .collect();
@@ -177,7 +191,10 @@ pub async fn work(shop: Workshop<'_>, request: &RenderRequest) -> Result<Worked,
             source,
         });
     }
-    let report = policy::evaluate_cached(shop.reviews, &context, objects.clone(), &steps).await;
+    // Each object is reviewed where it will land.
+    let reviewed =
+        policy::placement::as_applied(&objects, &context.namespace, request.scopes.as_ref());
+    let report = policy::evaluate_cached(shop.reviews, &context, reviewed, &steps).await;
     for result in report.results.iter().filter(|r| !r.cached) {
         timings.push((result.policy.clone(), World::Policy, result.duration));
     }

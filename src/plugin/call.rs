@@ -218,14 +218,20 @@ impl Plugin {
                 limit: self.inner.limits.output,
             });
         }
+        // The output's bytes are bounded above; its nodes, over all its
+        // manifests, here (a manifest is parsed only within what is left).
+        let budget = manifest::ParseBudget::new(manifest::ParseLimits {
+            bytes: self.inner.limits.output,
+            ..manifest::ParseLimits::default()
+        });
         let mut objects = Vec::new();
         for manifest in manifests {
-            let parsed = manifest::parse(&manifest.content, manifest.source.as_deref()).map_err(
-                |error| PluginError::InvalidOutput {
-                    plugin: self.name().to_owned(),
-                    error,
-                },
-            )?;
+            let parsed =
+                manifest::parse_within(&manifest.content, manifest.source.as_deref(), &budget)
+                    .map_err(|error| PluginError::InvalidOutput {
+                        plugin: self.name().to_owned(),
+                        error,
+                    })?;
             objects.extend(parsed);
         }
         Ok(objects)

@@ -15,6 +15,7 @@ mod cache;
 
 pub use cache::{DEFAULT_REVIEWS, MAX_CACHED_FINDINGS, ReviewCache, evaluate_cached};
 
+pub mod placement;
 pub mod report;
 pub mod suite;
 

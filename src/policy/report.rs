@@ -453,43 +453,6 @@ fn build(entries: Vec<&Entry>, namespace: Option<String>, options: &ReportOption
     }
 }
 
-/// Kinds of Kubernetes' own API (1.32) that are cluster-scoped, as
-/// `(group, kind)`.
-const CLUSTER_SCOPED: &[(&str, &str)] = &[
-    ("", "ComponentStatus"),
-    ("", "Namespace"),
-    ("", "Node"),
-    ("", "PersistentVolume"),
-    (
-        "admissionregistration.k8s.io",
-        "MutatingWebhookConfiguration",
-    ),
-    ("admissionregistration.k8s.io", "ValidatingAdmissionPolicy"),
-    (
-        "admissionregistration.k8s.io",
-        "ValidatingAdmissionPolicyBinding",
-    ),
-    (
-        "admissionregistration.k8s.io",
-        "ValidatingWebhookConfiguration",
-    ),
-    ("apiextensions.k8s.io", "CustomResourceDefinition"),
-    ("apiregistration.k8s.io", "APIService"),
-    ("certificates.k8s.io", "CertificateSigningRequest"),
-    ("flowcontrol.apiserver.k8s.io", "FlowSchema"),
-    ("flowcontrol.apiserver.k8s.io", "PriorityLevelConfiguration"),
-    ("networking.k8s.io", "IngressClass"),
-    ("node.k8s.io", "RuntimeClass"),
-    ("rbac.authorization.k8s.io", "ClusterRole"),
-    ("rbac.authorization.k8s.io", "ClusterRoleBinding"),
-    ("scheduling.k8s.io", "PriorityClass"),
-    ("storage.k8s.io", "CSIDriver"),
-    ("storage.k8s.io", "CSINode"),
-    ("storage.k8s.io", "StorageClass"),
-    ("storage.k8s.io", "VolumeAttachment"),
-    (GROUP, "ClusterPolicyReport"),
-];
-
 /// Places entries without a cluster: by the object's namespace; an object
 /// without one by its kind's scope (Kubernetes' own kinds, CRDs of the
 /// rendered set), a namespaced one in `default_namespace`. Entries about no
@@ -530,9 +493,7 @@ impl Scopes {
         if object.namespace.is_some() {
             return true;
         }
-        !CLUSTER_SCOPED
-            .iter()
-            .any(|(g, k)| *g == group && *k == object.kind)
+        !super::placement::builtin_cluster_scoped(group, &object.kind)
     }
 
     /// Where `entry`'s result goes.

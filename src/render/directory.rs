@@ -1,6 +1,6 @@
 //! The built-in `directory` renderer: plain Kubernetes YAML and JSON files.
 
-use crate::manifest::{self, Object};
+use crate::manifest::{self, Object, ParseBudget, ParseLimits};
 use crate::source::{EntryKind, SourcePath, SourceView};
 
 use super::RenderError;
@@ -10,6 +10,10 @@ use super::RenderError;
 pub struct DirectoryOptions {
     /// Descend into subdirectories. Default: `false` (as in Argo CD).
     pub recurse: bool,
+    /// How much the render may read and parse over all its files (64 MiB,
+    /// 4,000,000 nodes by default): past it, the render fails naming the
+    /// file it was reading.
+    pub limits: ParseLimits,
 }
 
 const EXTENSIONS: &[&str] = &[".yaml", ".yml", ".json"];
@@ -25,7 +29,8 @@ pub fn render(
     options: &DirectoryOptions,
 ) -> Result<Vec<Object>, RenderError> {
     let mut objects = Vec::new();
-    walk(view, path, options, &mut objects)?;
+    let budget = ParseBudget::new(options.limits);
+    walk(view, path, options, &budget, &mut objects)?;
     Ok(objects)
 }
 
@@ -33,6 +38,7 @@ fn walk(
     view: &dyn SourceView,
     dir: &SourcePath,
     options: &DirectoryOptions,
+    budget: &ParseBudget,
     out: &mut Vec<Object>,
 ) -> Result<(), RenderError> {
     for entry in view.read_dir(dir)? {
@@ -48,9 +54,9 @@ fn walk(
                     line: None,
                     message: "not valid UTF-8".into(),
                 })?;
-                out.extend(manifest::parse(&text, Some(path.as_str()))?);
+                out.extend(manifest::parse_within(&text, Some(path.as_str()), budget)?);
             }
-            EntryKind::Directory if options.recurse => walk(view, &path, options, out)?,
+            EntryKind::Directory if options.recurse => walk(view, &path, options, budget, out)?,
             _ => {}
         }
     }
@@ -91,11 +97,18 @@ mod tests {
         let view = LocalDir::open(tmp.path()).unwrap();
         let app = SourcePath::parse("app").unwrap();
         let names = |recurse| -> Vec<String> {
-            render(&view, &app, &DirectoryOptions { recurse })
-                .unwrap()
-                .iter()
-                .map(|o| o.name().to_owned())
-                .collect()
+            render(
+                &view,
+                &app,
+                &DirectoryOptions {
+                    recurse,
+                    ..DirectoryOptions::default()
+                },
+            )
+            .unwrap()
+            .iter()
+            .map(|o| o.name().to_owned())
+            .collect()
         };
         assert_eq!(names(false), ["a", "b", "b2"]);
         assert_eq!(names(true), ["a", "b", "b2", "c"]);

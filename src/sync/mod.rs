@@ -357,7 +357,14 @@ impl<'a> Engine<'a> {
             .unwrap_or_else(std::sync::PoisonError::into_inner) = defined.clone();
         let mut out = Vec::with_capacity(objects.len());
         for mut object in objects {
-            if let (Some(ns), None) = (&self.app.namespace, object.pointer("/metadata/namespace")) {
+            // Absent, `null` and `""` are alike to the API server (and to
+            // the policies, which reviewed the object here:
+            // `policy::placement`).
+            let unplaced = object
+                .pointer("/metadata/namespace")
+                .and_then(Value::as_str)
+                .is_none_or(str::is_empty);
+            if let (Some(ns), true) = (&self.app.namespace, unplaced) {
                 let key = ObjectKey::of(&object);
                 let namespaced = match defined.namespaced(&key) {
                     Some(namespaced) => Some(namespaced),

@@ -147,3 +147,47 @@ pub fn alias_bomb(n: usize) -> String {
         "apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: bomb}}\na: &a [{items}]\nb: [{refs}]\n"
     )
 }
+
+/// `[1,1,1,…]` of `n` items: about two bytes a node, no alias (a text
+/// `kiln-yaml-limits` did not count before issue 36).
+pub fn flood(n: usize) -> String {
+    format!("[{}]", vec!["1"; n].join(","))
+}
+
+/// Runs `command` and returns its output with its peak resident memory in
+/// KiB (`ru_maxrss` of the child, read by a python3 parent: Rust's standard
+/// library does not expose the child's rusage).
+pub fn output_with_peak_rss(command: &std::process::Command) -> (std::process::Output, u64) {
+    const WRAPPER: &str = "import resource, subprocess, sys\n\
+        r = subprocess.run(sys.argv[1:])\n\
+        print('maxrss_kib=%d' % resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, file=sys.stderr)\n\
+        sys.exit(r.returncode)\n";
+    let mut wrapped = std::process::Command::new("python3");
+    wrapped.arg("-c").arg(WRAPPER).arg(command.get_program());
+    wrapped.args(command.get_args());
+    for (key, value) in command.get_envs() {
+        match value {
+            Some(value) => wrapped.env(key, value),
+            None => wrapped.env_remove(key),
+        };
+    }
+    if let Some(dir) = command.get_current_dir() {
+        wrapped.current_dir(dir);
+    }
+    let mut out = wrapped.output().expect("python3 runs");
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    let (rest, line) = stderr
+        .trim_end()
+        .rsplit_once('\n')
+        .unwrap_or(("", stderr.trim_end()));
+    let kib = line
+        .strip_prefix("maxrss_kib=")
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no maxrss_kib line: {stderr}"));
+    out.stderr = if rest.is_empty() {
+        Vec::new()
+    } else {
+        format!("{rest}\n").into_bytes()
+    };
+    (out, kib)
+}

@@ -100,6 +100,8 @@ pub struct Target<'a> {
     pub kind: &'a str,
     /// `metadata.name`.
     pub name: &'a str,
+    /// `metadata.generateName` (`""` when absent).
+    pub generate_name: &'a str,
     /// `metadata.namespace`, when set.
     pub namespace: Option<&'a str>,
     /// `metadata.labels`.
@@ -197,10 +199,9 @@ impl Match {
                 return Ok(false);
             }
         }
-        if self
-            .name
-            .as_ref()
-            .is_some_and(|name| !glob(name, target.name))
+        if let Some(name) = self.name.as_deref().filter(|n| !n.is_empty())
+            && !glob(name, target.name)
+            && !(target.name.is_empty() && generated_name_may_match(name, target.generate_name))
         {
             return Ok(false);
         }
@@ -258,6 +259,23 @@ impl LabelSelector {
     }
 }
 
+/// Whether a name the API server generates from `generate_name` (it adds
+/// five random characters) may match `pattern`, as Gatekeeper's
+/// `MatchesGenerateName` reads a prefix glob: `web-*` matches the
+/// generated names of `web-` and `web-x-`; so, since the random part may
+/// complete it, does `web-a*` for `web-`.
+fn generated_name_may_match(pattern: &str, generate_name: &str) -> bool {
+    if generate_name.is_empty() {
+        return false;
+    }
+    match pattern.strip_suffix('*') {
+        Some(prefix) if !prefix.starts_with('*') => {
+            generate_name.starts_with(prefix) || prefix.starts_with(generate_name)
+        }
+        _ => pattern == "*",
+    }
+}
+
 /// Gatekeeper's wildcard: a `*` at the start and/or the end of the pattern.
 pub fn glob(pattern: &str, value: &str) -> bool {
     match (pattern.strip_prefix('*'), pattern.strip_suffix('*')) {
@@ -284,6 +302,7 @@ mod tests {
             group: "",
             kind,
             name,
+            generate_name: "",
             namespace: ns,
             labels: labels.as_object(),
         }
@@ -293,6 +312,33 @@ mod tests {
         let m: Match = serde_json::from_value(v).unwrap();
         m.check().unwrap();
         m
+    }
+
+    #[test]
+    fn an_empty_name_matches_every_name_and_a_prefix_glob_generated_names() {
+        let labels = json!({});
+        let any = m(json!({"name": ""}));
+        let none = NamespaceLabels::new();
+        assert!(
+            any.matches(&target("Job", "x", Some("a"), &labels), &none)
+                .unwrap()
+        );
+        let web = m(json!({"name": "web-*"}));
+        let generated = |generate_name| Target {
+            name: "",
+            generate_name,
+            ..target("Job", "", Some("a"), &labels)
+        };
+        assert!(web.matches(&generated("web-"), &none).unwrap());
+        assert!(web.matches(&generated("web-migrate-"), &none).unwrap());
+        assert!(web.matches(&generated("we"), &none).unwrap());
+        assert!(!web.matches(&generated("api-"), &none).unwrap());
+        assert!(!web.matches(&generated(""), &none).unwrap());
+        // A named object is matched by its name alone.
+        assert!(
+            !web.matches(&target("Job", "api", Some("a"), &labels), &none)
+                .unwrap()
+        );
     }
 
     #[test]

@@ -128,6 +128,8 @@ pub enum ReviewError {
 struct Object {
     id: ObjectId,
     group: String,
+    /// `metadata.generateName` (`""` when absent).
+    generate_name: String,
     labels: Option<serde_json::Map<String, Value>>,
     /// `input.review` for it.
     review: regorus::Value,
@@ -195,6 +197,11 @@ fn read(value: Value, cel_depth: Option<usize>) -> Result<(Object, regorus::Valu
         .pointer("/metadata/labels")
         .and_then(Value::as_object)
         .cloned();
+    let generate_name = value
+        .pointer("/metadata/generateName")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned();
     let cel = cel_depth
         .map(|depth| kiln_cel_k8s::from_json(&value, depth).map_err(|e| format!("object: {e}")));
     let object = regorus::Value::from(value);
@@ -229,6 +236,7 @@ fn read(value: Value, cel_depth: Option<usize>) -> Result<(Object, regorus::Valu
         Object {
             id,
             group,
+            generate_name,
             labels,
             review: regorus::Value::from(review),
             cel,
@@ -252,8 +260,13 @@ pub fn review(policy: &Policy, manifests: &[Manifest<'_>]) -> Result<Vec<Finding
             &id.name,
             value,
         );
+        // A rendered Namespace's labels join the inventory's (server-side
+        // apply keeps the labels other managers set), its own winning.
         if object.group.is_empty() && id.kind == "Namespace" {
-            namespaces.insert(id.name.clone(), object.labels.clone().unwrap_or_default());
+            namespaces
+                .entry(id.name.clone())
+                .or_default()
+                .extend(object.labels.clone().unwrap_or_default());
         }
     };
     // Inventory files first: the rendered set's version of an object wins.
@@ -306,6 +319,7 @@ pub fn review(policy: &Policy, manifests: &[Manifest<'_>]) -> Result<Vec<Finding
                     group: &object.group,
                     kind: &object.id.kind,
                     name: &object.id.name,
+                    generate_name: &object.generate_name,
                     namespace: object.id.namespace.as_deref(),
                     labels: object.labels.as_ref(),
                 };

@@ -66,6 +66,7 @@ impl Budget {
                     limit: self.limit,
                     bytes: self.bytes,
                     line: None,
+                    excess: kiln_yaml_limits::Excess::Aliases,
                 }
                 .to_string())
             }

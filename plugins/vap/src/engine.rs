@@ -4,8 +4,10 @@ use std::collections::{BTreeMap, HashMap};
 
 use kiln_cel_k8s::{CompileError, Compiled, Environment, Scope, Value, failure_message, from_json};
 
-use crate::matching::{self, Target};
-use crate::model::{Binding, FailurePolicy, NotFoundAction, Policy, ValidationAction};
+use crate::matching::{self, Matcher, SetKinds, Target};
+use crate::model::{
+    Binding, FailurePolicy, MatchResources, NotFoundAction, Policy, ValidationAction,
+};
 use crate::selector::labels_of;
 
 /// Top-level variables of every expression (`authorizer` is not provided:
@@ -119,6 +121,35 @@ pub struct PolicySet {
     params: Vec<serde_json::Value>,
 }
 
+/// Refuses resource rules the API server refuses: a policy's
+/// `matchConstraints` without `resourceRules`, and a rule (included or
+/// excluded) without `operations`, `apiGroups`, `apiVersions` or
+/// `resources`. Such a rule matches nothing, so accepting it would leave a
+/// policy silently inert.
+fn check_rules(m: &MatchResources, field: &str, matcher: Matcher) -> Result<(), String> {
+    if matcher == Matcher::Policy && m.resource_rules.is_empty() {
+        return Err(format!("{field}.resourceRules must name at least one rule"));
+    }
+    for (list, rules) in [
+        ("resourceRules", &m.resource_rules),
+        ("excludeResourceRules", &m.exclude_resource_rules),
+    ] {
+        for (i, rule) in rules.iter().enumerate() {
+            for (name, values) in [
+                ("operations", &rule.operations),
+                ("apiGroups", &rule.api_groups),
+                ("apiVersions", &rule.api_versions),
+                ("resources", &rule.resources),
+            ] {
+                if values.is_empty() {
+                    return Err(format!("{field}.{list}[{i}].{name} must not be empty"));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
 fn invalid(file: &str, what: String, message: impl ToString) -> ReviewError {
     ReviewError::Invalid {
         file: file.to_owned(),
@@ -230,6 +261,10 @@ impl PolicySet {
                     ));
                 }
             }
+            if let Some(m) = &binding.spec.match_resources {
+                check_rules(m, "spec.matchResources", Matcher::Binding)
+                    .map_err(|e| invalid(&doc.file, what.clone(), e))?;
+            }
             bound.push((doc.file, binding));
         }
         Ok(PolicySet {
@@ -240,9 +275,10 @@ impl PolicySet {
         })
     }
 
-    /// Reviews `objects` (the rendered set); `default_namespace` is the
-    /// Application's destination namespace.
-    pub fn review(&self, objects: &[serde_json::Value], default_namespace: &str) -> Vec<Finding> {
+    /// Reviews `objects`: the rendered set as it will be applied (the host
+    /// places each namespaced object in its namespace before any policy
+    /// sees it).
+    pub fn review(&self, objects: &[serde_json::Value]) -> Vec<Finding> {
         let max_depth = self.env.limits().max_value_depth;
         let namespaces: BTreeMap<String, BTreeMap<String, String>> = objects
             .iter()
@@ -259,9 +295,10 @@ impl PolicySet {
             .filter(|o| o["kind"] == "Namespace" && o["apiVersion"] == "v1")
             .filter_map(|o| Some((o.pointer("/metadata/name")?.as_str()?, o)))
             .collect();
+        let kinds = SetKinds::of(objects);
         let mut findings = Vec::new();
         for object in objects {
-            let target = Target::new(object, default_namespace);
+            let target = Target::new(object, &kinds);
             for (_, binding) in &self.bindings {
                 let Some(policy) = self.policies.get(&binding.spec.policy_name) else {
                     continue;
@@ -271,12 +308,10 @@ impl PolicySet {
                     .spec
                     .match_constraints
                     .as_ref()
-                    .is_some_and(|m| matching::matches(m, &target, &namespaces))
-                    && binding
-                        .spec
-                        .match_resources
-                        .as_ref()
-                        .is_none_or(|m| matching::matches(m, &target, &namespaces));
+                    .is_some_and(|m| matching::matches(m, Matcher::Policy, &target, &namespaces))
+                    && binding.spec.match_resources.as_ref().is_none_or(|m| {
+                        matching::matches(m, Matcher::Binding, &target, &namespaces)
+                    });
                 if !applies {
                     continue;
                 }
@@ -563,6 +598,10 @@ fn compile_policy(
             format!("ValidatingAdmissionPolicy `{name}`"),
             "spec.matchConstraints is required",
         ));
+    }
+    if let Some(m) = &spec.match_constraints {
+        check_rules(m, "spec.matchConstraints", Matcher::Policy)
+            .map_err(|e| invalid(file, format!("ValidatingAdmissionPolicy `{name}`"), e))?;
     }
     if spec.validations.is_empty() && spec.audit_annotations.is_empty() {
         return Err(invalid(

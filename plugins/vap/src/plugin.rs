@@ -72,7 +72,7 @@ impl Policy for Vap {
             })
             .collect::<Result<Vec<_>, _>>()?;
         Ok(set
-            .review(&objects, &request.context.namespace)
+            .review(&objects)
             .into_iter()
             .map(|f| Finding {
                 object: Some(ObjectRef {

@@ -42,21 +42,47 @@ pub enum Operator {
     DoesNotExist,
 }
 
+/// The label the API server sets on every Namespace to its name: the one
+/// label of a namespace Kiln knows without its Namespace object.
+pub const NAMESPACE_NAME_LABEL: &str = "kubernetes.io/metadata.name";
+
 impl LabelSelector {
     /// Whether `labels` satisfy this selector.
     pub fn matches(&self, labels: &BTreeMap<String, String>) -> bool {
+        self.holds(labels, |_| true)
+    }
+
+    /// Whether the requirements on the keys `known` says are known refuse
+    /// `labels` (a namespace's labels, known only in part: a requirement on
+    /// another key might hold on the live object, and so might the whole
+    /// selector).
+    pub fn refuses_by_known(
+        &self,
+        labels: &BTreeMap<String, String>,
+        known: impl Fn(&str) -> bool,
+    ) -> bool {
+        !self.holds(labels, known)
+    }
+
+    /// Whether the requirements on the keys `checked` selects all hold.
+    fn holds(&self, labels: &BTreeMap<String, String>, checked: impl Fn(&str) -> bool) -> bool {
         self.match_labels
             .iter()
+            .filter(|(k, _)| checked(k))
             .all(|(k, v)| labels.get(k) == Some(v))
-            && self.match_expressions.iter().all(|r| {
-                let value = labels.get(&r.key);
-                match r.operator {
-                    Operator::In => value.is_some_and(|v| r.values.contains(v)),
-                    Operator::NotIn => value.is_none_or(|v| !r.values.contains(v)),
-                    Operator::Exists => value.is_some(),
-                    Operator::DoesNotExist => value.is_none(),
-                }
-            })
+            && self
+                .match_expressions
+                .iter()
+                .filter(|r| checked(&r.key))
+                .all(|r| {
+                    let value = labels.get(&r.key);
+                    match r.operator {
+                        Operator::In => value.is_some_and(|v| r.values.contains(v)),
+                        Operator::NotIn => value.is_none_or(|v| !r.values.contains(v)),
+                        Operator::Exists => value.is_some(),
+                        Operator::DoesNotExist => value.is_none(),
+                    }
+                })
     }
 }
 

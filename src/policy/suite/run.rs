@@ -343,6 +343,8 @@ async fn run_case(
         revision: "local".into(),
         path: suite.dir.clone(),
     };
+    // Reviewed where `kiln render` (and the controller) would review them.
+    let objects = policy::placement::as_applied(&objects, &context.namespace, None);
     let report = policy::evaluate(&context, objects, &steps).await;
     if let Some(failed) = report.results.iter().find(|r| r.error.is_some()) {
         return CaseOutcome::status(

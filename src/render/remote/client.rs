@@ -48,6 +48,14 @@ pub enum ClientError {
         /// The deadline.
         deadline: std::time::Duration,
     },
+    /// The answer holds more JSON nodes than the limit (not parsed).
+    #[error("render server {url} answered with more than {limit} JSON nodes")]
+    ResponseTooComplex {
+        /// The render server.
+        url: String,
+        /// The limit.
+        limit: u64,
+    },
     /// The request is larger than the limit (not sent).
     #[error(
         "the render request is {size} bytes, more than the limit of {limit} (--render-max-request)"
@@ -229,6 +237,20 @@ impl Client {
             url: self.url.clone(),
             source,
         };
+        // Counted as it streams before anything is built (a body of
+        // `[1,1,…]` is two nodes per byte, each tens of bytes once parsed).
+        let max_nodes = self.limits.max_response_nodes;
+        if kiln_yaml_limits::most_nodes_without_aliases(bytes.len()) > max_nodes
+            && let Ok(None) = kiln_yaml_limits::count_nodes(
+                &mut serde_json::Deserializer::from_slice(&bytes),
+                max_nodes,
+            )
+        {
+            return Err(ClientError::ResponseTooComplex {
+                url: self.url.clone(),
+                limit: max_nodes,
+            });
+        }
         if status.is_success() {
             return serde_json::from_slice(&bytes).map_err(decode);
         }

@@ -33,6 +33,24 @@ pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// Default number of requests one connection may have in flight at once
 /// on the server (HTTP/2 streams): 64.
 pub const DEFAULT_MAX_STREAMS: u32 = 64;
+/// Default number of connections the server holds open at once (being
+/// set up or serving): 256. Past it, connections wait in the kernel's
+/// accept queue, costing the server nothing.
+pub const DEFAULT_MAX_CONNECTIONS: usize = 256;
+/// Default number of TLS handshakes the server runs at once: 32. A peer
+/// that connects and sends nothing holds one for at most the connect
+/// timeout.
+pub const DEFAULT_MAX_HANDSHAKES: usize = 32;
+/// Default number of TLS handshakes one peer address may have in flight:
+/// 8 (a controller opens a connection or two; a flood from one address
+/// holds no more than these).
+pub const DEFAULT_MAX_HANDSHAKES_PER_PEER: usize = 8;
+/// Default bound of the JSON nodes of one response (its objects' values
+/// and everything else), counted as the body streams before anything is
+/// built: 8,000,000, twice what one render may parse
+/// ([`crate::manifest::ParseLimits`]); 64 MiB of `[1,1,…]` would be 32
+/// million.
+pub const DEFAULT_MAX_RESPONSE_NODES: u64 = 8_000_000;
 
 /// Bounds of the protocol, on either side.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -44,11 +62,25 @@ pub struct Limits {
     /// Deadline of one render. The server stops working on a render past
     /// it; the client stops waiting. Default: [`DEFAULT_DEADLINE`].
     pub deadline: Duration,
-    /// Deadline of connecting. Default: [`DEFAULT_CONNECT_TIMEOUT`].
+    /// Deadline of connecting (the client), and of a TLS handshake (the
+    /// server). Default: [`DEFAULT_CONNECT_TIMEOUT`].
     pub connect_timeout: Duration,
+    /// Connections open at once (server). Default:
+    /// [`DEFAULT_MAX_CONNECTIONS`].
+    pub max_connections: usize,
+    /// TLS handshakes at once (server). Default:
+    /// [`DEFAULT_MAX_HANDSHAKES`].
+    pub max_handshakes: usize,
+    /// TLS handshakes at once from one peer address (server); a connection
+    /// past it is closed at once. Default:
+    /// [`DEFAULT_MAX_HANDSHAKES_PER_PEER`].
+    pub max_handshakes_per_peer: usize,
     /// Concurrent requests per connection (server). Default:
     /// [`DEFAULT_MAX_STREAMS`].
     pub max_streams: u32,
+    /// JSON nodes of one response (client). Default:
+    /// [`DEFAULT_MAX_RESPONSE_NODES`].
+    pub max_response_nodes: u64,
 }
 
 impl Default for Limits {
@@ -58,7 +90,11 @@ impl Default for Limits {
             max_response: DEFAULT_MAX_RESPONSE,
             deadline: DEFAULT_DEADLINE,
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
+            max_connections: DEFAULT_MAX_CONNECTIONS,
+            max_handshakes: DEFAULT_MAX_HANDSHAKES,
+            max_handshakes_per_peer: DEFAULT_MAX_HANDSHAKES_PER_PEER,
             max_streams: DEFAULT_MAX_STREAMS,
+            max_response_nodes: DEFAULT_MAX_RESPONSE_NODES,
         }
     }
 }

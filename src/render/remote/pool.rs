@@ -426,6 +426,7 @@ mod tests {
             ssh_known_hosts: None,
             chart: None,
             helm: None,
+            scopes: None,
         };
         let error = pool.render("k", &request).await.unwrap_err();
         assert!(

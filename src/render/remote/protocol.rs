@@ -237,6 +237,12 @@ pub struct RenderRequest {
     /// block besides the parameters (already in the chain's helm step).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub helm: Option<HelmHostWork>,
+    /// The destination cluster's kinds and their scopes (its discovery), so
+    /// that policies review each object in the namespace it will land in
+    /// ([`crate::policy::placement`]); `None`: no cluster (Kubernetes' own
+    /// kinds are known, every other kind is taken as namespaced).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scopes: Option<crate::policy::placement::KindScopes>,
 }
 
 /// `spec.source.chart`: a chart of the Helm repository (or OCI registry)

@@ -61,53 +61,68 @@ pub enum IndexError {
 }
 
 /// One version of a chart, as an index lists it.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ChartVersion {
     /// The chart's name.
-    #[serde(default)]
     pub name: String,
     /// Its version, as written.
     pub version: String,
     /// Where its archive is: absolute, or relative to the repository URL.
-    #[serde(default)]
     pub urls: Vec<String>,
     /// The archive's SHA-256, hex (with or without `sha256:`).
-    #[serde(default)]
     pub digest: Option<String>,
     /// When the version was packaged (RFC 3339), as the index says; a
     /// value that is not a string is ignored.
-    #[serde(default, deserialize_with = "text_or_nothing")]
     pub created: Option<String>,
 }
 
-fn text_or_nothing<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
-    let value = <serde_yaml::Value as serde::Deserialize>::deserialize(d)?;
-    Ok(match value {
-        serde_yaml::Value::String(s) => Some(s),
-        _ => None,
-    })
-}
-
 /// A parsed `index.yaml`: chart name → versions.
-#[derive(Debug, Clone, Default, serde::Deserialize)]
+#[derive(Debug, Clone, Default)]
 pub struct Index {
     /// The charts.
-    #[serde(default)]
     pub entries: BTreeMap<String, Vec<ChartVersion>>,
 }
 
+/// The most versions of one chart an index may list (the largest public
+/// charts have a few thousand).
+pub const MAX_VERSIONS: usize = 100_000;
+
 impl Index {
-    /// Parses an index (already capped in size by the download), bounding
-    /// alias expansion first.
+    /// Reads every chart of an index (already capped in size by the
+    /// download). See [`Index::parse_chart`].
     pub fn parse(text: &[u8], repo: &str) -> Result<Self, IndexError> {
-        let invalid = |message: String| IndexError::Invalid {
-            repo: repo.to_owned(),
-            message,
-        };
-        let text = std::str::from_utf8(text).map_err(|e| invalid(e.to_string()))?;
-        kiln_yaml_limits::check(text, &kiln_yaml_limits::YamlLimits::default())
-            .map_err(|e| invalid(e.to_string()))?;
-        serde_yaml::from_str(text).map_err(|e| invalid(e.to_string()))
+        read(text, repo, None)
+    }
+
+    /// Reads the versions of `chart` from an index (already capped in size
+    /// by the download) as the text streams by: nothing of the other
+    /// charts is kept, so what an index costs is its text and the entries
+    /// of the one chart asked for, however many it lists of others.
+    /// Aliases elsewhere are never expanded; in the chart's own entries
+    /// they are refused.
+    pub fn parse_chart(text: &[u8], repo: &str, chart: &str) -> Result<Self, IndexError> {
+        read(text, repo, Some(chart))
+    }
+
+    /// The size it takes in memory, about (for the index cache's budget).
+    pub fn weight(&self) -> usize {
+        self.entries
+            .iter()
+            .map(|(name, versions)| {
+                name.len()
+                    + versions
+                        .iter()
+                        .map(|v| {
+                            std::mem::size_of::<ChartVersion>()
+                                + v.name.len()
+                                + v.version.len()
+                                + v.urls.iter().map(|u| u.len() + 24).sum::<usize>()
+                                + v.digest.as_ref().map_or(0, String::len)
+                                + v.created.as_ref().map_or(0, String::len)
+                        })
+                        .sum::<usize>()
+            })
+            .sum()
     }
 
     /// The version of `chart` Helm would pick for `constraint`: an exact
@@ -379,6 +394,297 @@ impl Constraint {
     }
 }
 
+/// Streams `text` (one YAML document: a mapping with `entries`), keeping
+/// the versions of `wanted` (every chart when `None`).
+fn read(text: &[u8], repo: &str, wanted: Option<&str>) -> Result<Index, IndexError> {
+    let invalid = |message: String| IndexError::Invalid {
+        repo: repo.to_owned(),
+        message,
+    };
+    let text = std::str::from_utf8(text).map_err(|e| invalid(e.to_string()))?;
+    let mut events = Events {
+        parser: granit_parser::Parser::new_from_str(text),
+    };
+    let mut index = Index::default();
+    events.read_index(wanted, &mut index).map_err(invalid)?;
+    Ok(index)
+}
+
+/// The parser's events, errors as text with their line.
+struct Events<'a> {
+    parser: granit_parser::Parser<'a, granit_parser::StrInput<'a>>,
+}
+
+/// What the reader needs to know of an event.
+enum Ev<'a> {
+    Scalar(std::borrow::Cow<'a, str>, bool),
+    Alias,
+    SequenceStart,
+    MappingStart,
+    End,
+    DocumentOrStream,
+}
+
+impl<'a> Events<'a> {
+    fn next(&mut self) -> Result<(Ev<'a>, usize), String> {
+        use granit_parser::{Event, ScalarStyle};
+        loop {
+            let (event, span) = match self.parser.next() {
+                None => return Ok((Ev::DocumentOrStream, 0)),
+                Some(Err(e)) => return Err(format!("line {}: {e}", e.marker().line())),
+                Some(Ok(item)) => item,
+            };
+            let line = span.start.line();
+            let ev = match event {
+                Event::Scalar(value, style, _, _) => Ev::Scalar(value, style != ScalarStyle::Plain),
+                Event::Alias(_) | Event::UnresolvedAlias(_) => Ev::Alias,
+                Event::SequenceStart(..) => Ev::SequenceStart,
+                Event::MappingStart(..) => Ev::MappingStart,
+                Event::SequenceEnd | Event::MappingEnd => Ev::End,
+                Event::StreamStart | Event::DocumentStart(..) => continue,
+                Event::StreamEnd | Event::DocumentEnd => Ev::DocumentOrStream,
+                _ => continue,
+            };
+            return Ok((ev, line));
+        }
+    }
+
+    /// Skips the rest of a node whose first event was `first`.
+    fn skip(&mut self, first: &Ev<'_>) -> Result<(), String> {
+        let mut depth = match first {
+            Ev::SequenceStart | Ev::MappingStart => 1usize,
+            _ => return Ok(()),
+        };
+        while depth > 0 {
+            match self.next()?.0 {
+                Ev::SequenceStart | Ev::MappingStart => depth += 1,
+                Ev::End => depth -= 1,
+                Ev::DocumentOrStream => return Err("the text ends inside a node".into()),
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
+    fn read_index(&mut self, wanted: Option<&str>, index: &mut Index) -> Result<(), String> {
+        match self.next()? {
+            (Ev::MappingStart, _) => {}
+            // An empty text is an index without charts.
+            (Ev::DocumentOrStream, _) => return Ok(()),
+            (_, line) => return Err(format!("line {line}: the index is not a mapping")),
+        }
+        loop {
+            let key = match self.next()? {
+                (Ev::End, _) => return Ok(()),
+                (Ev::Scalar(key, _), _) => key,
+                (Ev::DocumentOrStream, line) => {
+                    return Err(format!("line {line}: the text ends inside the index"));
+                }
+                (other, _) => {
+                    // A key that is not text (an alias, a collection).
+                    self.skip(&other)?;
+                    let (value, _) = self.next()?;
+                    self.skip(&value)?;
+                    continue;
+                }
+            };
+            let (value, line) = self.next()?;
+            if key != "entries" {
+                self.skip(&value)?;
+                continue;
+            }
+            match value {
+                Ev::MappingStart => self.read_entries(wanted, index)?,
+                Ev::Scalar(text, false) if text.is_empty() || text == "null" || text == "~" => {}
+                _ => return Err(format!("line {line}: entries is not a mapping")),
+            }
+        }
+    }
+
+    fn read_entries(&mut self, wanted: Option<&str>, index: &mut Index) -> Result<(), String> {
+        loop {
+            let (name, line) = match self.next()? {
+                (Ev::End, _) => return Ok(()),
+                (Ev::Scalar(name, _), line) => (name.into_owned(), line),
+                (other, line) => {
+                    if matches!(other, Ev::DocumentOrStream) {
+                        return Err(format!("line {line}: the text ends inside entries"));
+                    }
+                    self.skip(&other)?;
+                    let (value, _) = self.next()?;
+                    self.skip(&value)?;
+                    continue;
+                }
+            };
+            let (value, value_line) = self.next()?;
+            if wanted.is_some_and(|w| w != name) {
+                self.skip(&value)?;
+                continue;
+            }
+            let versions = match value {
+                Ev::SequenceStart => self.read_versions(&name)?,
+                Ev::Scalar(text, false) if text.is_empty() || text == "null" || text == "~" => {
+                    Vec::new()
+                }
+                _ => {
+                    return Err(format!(
+                        "line {value_line}: entries.{name} is not a list (key on line {line})"
+                    ));
+                }
+            };
+            index.entries.insert(name, versions);
+        }
+    }
+
+    fn read_versions(&mut self, chart: &str) -> Result<Vec<ChartVersion>, String> {
+        let mut versions = Vec::new();
+        loop {
+            let line = match self.next()? {
+                (Ev::End, _) => return Ok(versions),
+                (Ev::MappingStart, line) => line,
+                (Ev::Alias, line) => {
+                    return Err(format!(
+                        "line {line}: entries.{chart}[{}]: aliases are not supported in a chart's entries",
+                        versions.len()
+                    ));
+                }
+                (_, line) => {
+                    return Err(format!(
+                        "line {line}: entries.{chart}[{}] is not a mapping",
+                        versions.len()
+                    ));
+                }
+            };
+            if versions.len() == MAX_VERSIONS {
+                return Err(format!(
+                    "line {line}: entries.{chart} lists more than {MAX_VERSIONS} versions"
+                ));
+            }
+            let at = format!("entries.{chart}[{}]", versions.len());
+            let mut version = ChartVersion::default();
+            let mut has_version = false;
+            loop {
+                let key = match self.next()? {
+                    (Ev::End, _) => break,
+                    (Ev::Scalar(key, _), _) => key,
+                    (Ev::Alias, line) => {
+                        return Err(format!(
+                            "line {line}: {at}: aliases are not supported in a chart's entries"
+                        ));
+                    }
+                    (Ev::DocumentOrStream, line) => {
+                        return Err(format!("line {line}: the text ends inside {at}"));
+                    }
+                    (other, _) => {
+                        self.skip(&other)?;
+                        let (value, _) = self.next()?;
+                        self.skip(&value)?;
+                        continue;
+                    }
+                };
+                let (value, line) = self.next()?;
+                let text = |value: Ev<'_>| -> Result<Option<(String, bool)>, String> {
+                    match value {
+                        Ev::Scalar(text, quoted) => Ok(Some((text.into_owned(), quoted))),
+                        Ev::Alias => Err(format!(
+                            "line {line}: {at}.{key}: aliases are not supported in a chart's entries"
+                        )),
+                        _ => Ok(None),
+                    }
+                };
+                match &*key {
+                    "name" | "version" | "digest" | "created" => {
+                        let collection = matches!(value, Ev::SequenceStart | Ev::MappingStart);
+                        let field = if collection {
+                            self.skip(&value)?;
+                            None
+                        } else {
+                            text(value)?
+                        };
+                        match &*key {
+                            "name" => version.name = field.map(|f| f.0).unwrap_or_default(),
+                            "version" => {
+                                let Some((field, _)) = field else {
+                                    return Err(format!("line {line}: {at}.version is not text"));
+                                };
+                                version.version = field;
+                                has_version = true;
+                            }
+                            "digest" => version.digest = field.map(|f| f.0),
+                            // A time written plainly is text; a number,
+                            // boolean or null is not.
+                            _ => {
+                                version.created = field
+                                    .filter(|(text, quoted)| *quoted || plain_text(text))
+                                    .map(|f| f.0);
+                            }
+                        }
+                    }
+                    "urls" => match value {
+                        Ev::SequenceStart => loop {
+                            match self.next()? {
+                                (Ev::End, _) => break,
+                                (Ev::Scalar(url, _), _) => version.urls.push(url.into_owned()),
+                                (Ev::Alias, line) => {
+                                    return Err(format!(
+                                        "line {line}: {at}.urls: aliases are not supported in a chart's entries"
+                                    ));
+                                }
+                                (Ev::DocumentOrStream, line) => {
+                                    return Err(format!(
+                                        "line {line}: the text ends inside {at}.urls"
+                                    ));
+                                }
+                                (other, line) => {
+                                    self.skip(&other)?;
+                                    return Err(format!(
+                                        "line {line}: {at}.urls holds a non-text item"
+                                    ));
+                                }
+                            }
+                        },
+                        other => {
+                            if matches!(other, Ev::Alias) {
+                                return Err(format!(
+                                    "line {line}: {at}.urls: aliases are not supported in a chart's entries"
+                                ));
+                            }
+                            self.skip(&other)?;
+                        }
+                    },
+                    _ => self.skip(&value)?,
+                }
+            }
+            if !has_version {
+                return Err(format!("line {line}: {at} has no version"));
+            }
+            versions.push(version);
+        }
+    }
+}
+
+/// Whether a plain scalar is text in YAML 1.2's core schema (not null, a
+/// boolean or a number).
+fn plain_text(text: &str) -> bool {
+    let lower = text.to_ascii_lowercase();
+    if matches!(
+        lower.as_str(),
+        "" | "~" | "null" | "true" | "false" | ".nan" | ".inf" | "+.inf" | "-.inf"
+    ) {
+        return false;
+    }
+    let digits = text.strip_prefix(['-', '+']).unwrap_or(text);
+    let number = !digits.is_empty()
+        && (digits.parse::<f64>().is_ok()
+            || digits
+                .strip_prefix("0x")
+                .is_some_and(|h| u64::from_str_radix(h, 16).is_ok())
+            || digits
+                .strip_prefix("0o")
+                .is_some_and(|o| u64::from_str_radix(o, 8).is_ok()));
+    !number
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -498,7 +804,7 @@ entries:
     }
 
     #[test]
-    fn an_alias_bomb_index_is_refused() {
+    fn an_alias_bomb_index_costs_nothing_and_aliases_in_the_entries_are_refused() {
         let mut text = String::from("a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n");
         for i in 1..9 {
             let p = i - 1;
@@ -506,8 +812,74 @@ entries:
                 "a{i}: &a{i} [*a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}]\n"
             ));
         }
-        text.push_str("entries: {}\n");
-        let err = Index::parse(text.as_bytes(), "https://r").unwrap_err();
-        assert!(matches!(err, IndexError::Invalid { .. }), "{err}");
+        text.push_str("entries:\n  web:\n  - {name: web, version: 1.0.0, urls: [*a8]}\n");
+        // The bomb is never expanded; the alias in web's entries is refused.
+        let err = Index::parse_chart(text.as_bytes(), "https://r", "web").unwrap_err();
+        assert!(
+            err.to_string().contains("aliases are not supported"),
+            "{err}"
+        );
+        let other = Index::parse_chart(text.as_bytes(), "https://r", "api").unwrap();
+        assert!(other.entries.is_empty());
+    }
+
+    #[test]
+    fn only_the_chart_asked_for_is_kept() {
+        let mut text = String::from("apiVersion: v1\nentries:\n");
+        for chart in 0..200 {
+            text.push_str(&format!("  c{chart}:\n"));
+            for v in 0..20 {
+                text.push_str(&format!(
+                    "  - name: c{chart}\n    version: 1.{v}.0\n    urls: [c{chart}-1.{v}.0.tgz]\n    annotations: {{a: b}}\n    maintainers: [{{name: x}}]\n"
+                ));
+            }
+        }
+        let all = Index::parse(text.as_bytes(), "https://r").unwrap();
+        let one = Index::parse_chart(text.as_bytes(), "https://r", "c7").unwrap();
+        assert_eq!(all.entries.len(), 200);
+        assert_eq!(one.entries.keys().collect::<Vec<_>>(), ["c7"]);
+        assert_eq!(one.entries["c7"], all.entries["c7"]);
+        assert_eq!(one.entries["c7"][3].urls, ["c7-1.3.0.tgz"]);
+        assert!(
+            one.weight() * 100 < all.weight(),
+            "{} {}",
+            one.weight(),
+            all.weight()
+        );
+        assert_eq!(
+            one.resolve("https://r", "c7", "1.*").unwrap().version,
+            "1.19.0"
+        );
+    }
+
+    #[test]
+    fn a_version_written_as_a_number_is_its_text() {
+        let index = Index::parse_chart(
+            b"entries:\n  web:\n  - {name: web, version: 1.10, urls: [a.tgz]}\n",
+            "https://r",
+            "web",
+        )
+        .unwrap();
+        assert_eq!(index.entries["web"][0].version, "1.10");
+    }
+
+    #[test]
+    fn malformed_entries_are_refused_naming_the_line() {
+        for (text, words) in [
+            ("entries:\n  web: 3\n", "line 2: entries.web is not a list"),
+            (
+                "entries:\n  web:\n  - 3\n",
+                "line 3: entries.web[0] is not a mapping",
+            ),
+            (
+                "entries:\n  web:\n  - {name: web}\n",
+                "entries.web[0] has no version",
+            ),
+            ("entries: [\n", "line"),
+            ("- a\n", "the index is not a mapping"),
+        ] {
+            let err = Index::parse_chart(text.as_bytes(), "https://r", "web").unwrap_err();
+            assert!(err.to_string().contains(words), "{text:?}: {err}");
+        }
     }
 }

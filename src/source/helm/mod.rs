@@ -22,6 +22,7 @@ pub mod cache;
 pub mod fetch;
 pub mod index;
 pub mod oci;
+pub mod slots;
 pub mod view;
 
 use std::collections::HashMap;
@@ -46,8 +47,16 @@ pub use view::{FileOverlay, MountView};
 /// Default deadline of a whole chart fetch (index, archive, dependencies):
 /// 5 minutes.
 pub const DEFAULT_DEADLINE: Duration = Duration::from_secs(300);
-/// Default number of downloads in flight at once: 4.
+/// Default number of downloads in flight at once to one origin (scheme,
+/// host, port): 4.
 pub const DEFAULT_MAX_CONCURRENT_DOWNLOADS: usize = 4;
+/// Default number of downloads in flight at once in all: 8 (each holds its
+/// body, up to an index's or an archive's limit).
+pub const DEFAULT_MAX_DOWNLOADS: usize = 8;
+/// Default budget of the index cache: 64 MiB of chart entries (each
+/// repository's index is kept by chart, only the entries of charts asked
+/// for).
+pub const DEFAULT_INDEX_CACHE_BYTES: usize = 64 << 20;
 /// Default depth of dependencies fetched (a dependency's dependencies...): 8.
 pub const DEFAULT_MAX_DEPENDENCY_DEPTH: usize = 8;
 /// Default number of dependencies fetched for one chart, all levels: 64.
@@ -341,12 +350,20 @@ pub struct HelmConfig {
     pub archive: ArchiveLimits,
     /// Largest `index.yaml`. Default: [`index::DEFAULT_MAX_INDEX`].
     pub max_index: u64,
-    /// Deadline of each request. Default: [`fetch::DEFAULT_TIMEOUT`].
+    /// Deadline of each request (its download slot is freed at it).
+    /// Default: [`fetch::DEFAULT_TIMEOUT`].
     pub timeout: Duration,
     /// Deadline of a whole fetch, dependencies included. Default: [`DEFAULT_DEADLINE`].
     pub deadline: Duration,
-    /// Downloads in flight at once. Default: [`DEFAULT_MAX_CONCURRENT_DOWNLOADS`].
+    /// Downloads in flight at once to one origin. Default:
+    /// [`DEFAULT_MAX_CONCURRENT_DOWNLOADS`].
     pub max_concurrent_downloads: usize,
+    /// Downloads in flight at once in all. Default:
+    /// [`DEFAULT_MAX_DOWNLOADS`].
+    pub max_downloads: usize,
+    /// Bytes of index entries kept (by repository and chart, least
+    /// recently used first out). Default: [`DEFAULT_INDEX_CACHE_BYTES`].
+    pub index_cache_bytes: usize,
     /// Depth of dependencies. Default: [`DEFAULT_MAX_DEPENDENCY_DEPTH`].
     pub max_dependency_depth: usize,
     /// Dependencies of one chart, all levels. Default: [`DEFAULT_MAX_DEPENDENCIES`].
@@ -366,6 +383,8 @@ impl HelmConfig {
             timeout: fetch::DEFAULT_TIMEOUT,
             deadline: DEFAULT_DEADLINE,
             max_concurrent_downloads: DEFAULT_MAX_CONCURRENT_DOWNLOADS,
+            max_downloads: DEFAULT_MAX_DOWNLOADS,
+            index_cache_bytes: DEFAULT_INDEX_CACHE_BYTES,
             max_dependency_depth: DEFAULT_MAX_DEPENDENCY_DEPTH,
             max_dependencies: DEFAULT_MAX_DEPENDENCIES,
             tls_roots_pem: Vec::new(),
@@ -401,11 +420,34 @@ struct Located {
     created: Option<String>,
 }
 
-/// The last `index.yaml` seen of a repository.
+/// The entries of one chart in the last `index.yaml` seen of a
+/// repository.
 #[derive(Debug, Clone)]
 struct CachedIndex {
     etag: Option<String>,
     index: Arc<Index>,
+}
+
+/// The index cache: (normalized repository, chart) → entries, weighed by
+/// bytes.
+type IndexCache = clru::CLruCache<
+    (String, String),
+    CachedIndex,
+    std::collections::hash_map::RandomState,
+    IndexBytes,
+>;
+
+/// Weighs a cached index by its entries' bytes.
+#[derive(Debug)]
+struct IndexBytes;
+
+impl clru::WeightScale<(String, String), CachedIndex> for IndexBytes {
+    fn weight(&self, key: &(String, String), cached: &CachedIndex) -> usize {
+        key.0.len()
+            + key.1.len()
+            + cached.etag.as_ref().map_or(0, String::len)
+            + cached.index.weight()
+    }
 }
 
 /// Fetches charts, shared by every render; cheap to clone.
@@ -420,14 +462,14 @@ struct Inner {
     http: HttpFetcher,
     registry: std::sync::RwLock<RegistryCredentials>,
     cache: ChartCache,
-    indexes: Mutex<HashMap<String, CachedIndex>>,
+    indexes: Mutex<IndexCache>,
     /// Archive URL → digest, for indexes that pin none (each archive is
     /// still downloaded once).
     unpinned: Mutex<HashMap<String, Digest>>,
     /// OCI manifest digest → archive digest, so a manifest seen before
     /// costs no layer download.
     manifests: Mutex<HashMap<Digest, Digest>>,
-    downloads: tokio::sync::Semaphore,
+    downloads: slots::Slots,
 }
 
 impl ChartFetcher {
@@ -442,12 +484,18 @@ impl ChartFetcher {
         let cache = ChartCache::open(&config.cache_dir, config.cache_max_bytes, config.archive)?;
         Ok(ChartFetcher {
             inner: Arc::new(Inner {
-                downloads: tokio::sync::Semaphore::new(config.max_concurrent_downloads.max(1)),
+                downloads: slots::Slots::new(config.max_concurrent_downloads, config.max_downloads),
+                indexes: Mutex::new(clru::CLruCache::with_config(
+                    clru::CLruCacheConfig::new(
+                        std::num::NonZeroUsize::new(config.index_cache_bytes.max(1))
+                            .unwrap_or(std::num::NonZeroUsize::MIN),
+                    )
+                    .with_scale(IndexBytes),
+                )),
                 config,
                 http,
                 registry: std::sync::RwLock::new(registry),
                 cache,
-                indexes: Mutex::new(HashMap::new()),
                 unpinned: Mutex::new(HashMap::new()),
                 manifests: Mutex::new(HashMap::new()),
             }),
@@ -591,24 +639,37 @@ impl ChartFetcher {
         })
     }
 
-    /// The repository's index: fetched with `If-None-Match` when seen
-    /// before (an unchanged index costs one request and no parse).
-    pub async fn index(&self, repo: &str) -> Result<Arc<Index>, ChartError> {
-        self.index_with(repo, &ChartAccess::default()).await
+    /// The versions of `chart` in the repository's index: fetched with
+    /// `If-None-Match` when seen before (an unchanged index costs one
+    /// request and no parse), read keeping only that chart's entries.
+    pub async fn index(&self, repo: &str, chart: &str) -> Result<Arc<Index>, ChartError> {
+        self.index_with(repo, chart, &ChartAccess::default()).await
     }
 
-    async fn index_with(&self, repo: &str, access: &ChartAccess) -> Result<Arc<Index>, ChartError> {
+    async fn index_with(
+        &self,
+        repo: &str,
+        chart: &str,
+        access: &ChartAccess,
+    ) -> Result<Arc<Index>, ChartError> {
+        let repo = repo.trim_end_matches('/');
         let url = format!("{repo}/index.yaml");
+        // One repository however its URL is spelled (case, default port,
+        // doubled or trailing slashes), as admission and credentials see it.
+        let key = (
+            fetch::index_key(repo).map_or_else(|| url.clone(), |k| k.to_string()),
+            chart.to_owned(),
+        );
         let cached = self
             .inner
             .indexes
             .lock()
             .expect("poisoned")
-            .get(repo)
+            .get(&key)
             .cloned();
         let etag = cached.as_ref().and_then(|c| c.etag.as_deref());
         let download = {
-            let _permit = self.inner.downloads.acquire().await.expect("never closed");
+            let _slot = self.inner.downloads.acquire(&url).await;
             self.inner
                 .http
                 .get(
@@ -624,18 +685,26 @@ impl ChartFetcher {
             (Download::NotModified, Some(cached)) => Ok(cached.index),
             (Download::NotModified, None) => unreachable!("no If-None-Match without a cache"),
             (Download::Body { bytes, etag }, _) => {
-                let repo_owned = repo.to_owned();
-                let index = tokio::task::spawn_blocking(move || Index::parse(&bytes, &repo_owned))
-                    .await
-                    .expect("index parse panicked")?;
+                let (repo_owned, chart_owned) = (repo.to_owned(), chart.to_owned());
+                let index = tokio::task::spawn_blocking(move || {
+                    Index::parse_chart(&bytes, &repo_owned, &chart_owned)
+                })
+                .await
+                .expect("index parse panicked")?;
                 let index = Arc::new(index);
-                self.inner.indexes.lock().expect("poisoned").insert(
-                    repo.to_owned(),
-                    CachedIndex {
-                        etag,
-                        index: index.clone(),
-                    },
-                );
+                // An entry larger than the whole budget is not kept.
+                let _ = self
+                    .inner
+                    .indexes
+                    .lock()
+                    .expect("poisoned")
+                    .put_with_weight(
+                        key,
+                        CachedIndex {
+                            etag,
+                            index: index.clone(),
+                        },
+                    );
                 Ok(index)
             }
         }
@@ -648,7 +717,7 @@ impl ChartFetcher {
         constraint: &str,
         access: &ChartAccess,
     ) -> Result<Located, ChartError> {
-        let index = self.index_with(repo, access).await?;
+        let index = self.index_with(repo, name, access).await?;
         let entry = index.resolve(repo, name, constraint)?.clone();
         let first = entry.urls.first().ok_or_else(|| ChartError::NoUrl {
             chart: name.to_owned(),
@@ -696,7 +765,7 @@ impl ChartFetcher {
             });
         }
         let bytes = {
-            let _permit = self.inner.downloads.acquire().await.expect("never closed");
+            let _slot = self.inner.downloads.acquire(&url).await;
             match self
                 .inner
                 .http
@@ -763,7 +832,11 @@ impl ChartFetcher {
             archive.is_some_and(|a| inner.cache.get(&a).is_some())
         };
         let pulled = {
-            let _permit = self.inner.downloads.acquire().await.expect("never closed");
+            let _slot = self
+                .inner
+                .downloads
+                .acquire(&format!("oci://{repository}"))
+                .await;
             oci::pull(
                 registry,
                 &have,
