@@ -117,8 +117,7 @@ impl RegistryCredentials {
 /// Registries on loopback speak plain HTTP (tests, local trials); every other
 /// registry HTTPS.
 pub(crate) fn client(registry: &str) -> Result<Client, OciDistributionError> {
-    let host = registry.rsplit_once(':').map_or(registry, |(h, _)| h);
-    let protocol = if matches!(host, "127.0.0.1" | "localhost" | "[::1]") {
+    let protocol = if scheme(registry) == "http" {
         ClientProtocol::HttpsExcept(vec![registry.to_owned()])
     } else {
         ClientProtocol::Https
@@ -127,6 +126,17 @@ pub(crate) fn client(registry: &str) -> Result<Client, OciDistributionError> {
         protocol,
         ..Default::default()
     })
+}
+
+/// The scheme `registry` (`host[:port]`) is spoken with: `http` on
+/// loopback, `https` everywhere else.
+pub(crate) fn scheme(registry: &str) -> &'static str {
+    let host = registry.rsplit_once(':').map_or(registry, |(h, _)| h);
+    if matches!(host, "127.0.0.1" | "localhost" | "[::1]") {
+        "http"
+    } else {
+        "https"
+    }
 }
 
 /// What every registry operation starts with: the parsed reference, its

@@ -124,6 +124,16 @@ pub(crate) struct PipelineArgs {
     #[arg(long)]
     recurse: bool,
 
+    /// Built-in directory renderer: the most bytes of manifests it reads
+    /// over all its files.
+    #[arg(long, value_name = "SIZE", default_value = "64Mi", value_parser = super::args::parse_size)]
+    max_manifest_bytes: u64,
+
+    /// Built-in directory renderer: the most nodes (YAML/JSON values,
+    /// keys included) it parses over all its files.
+    #[arg(long, value_name = "N", default_value_t = kiln::manifest::ParseLimits::DEFAULT_NODES)]
+    max_manifest_nodes: u64,
+
     /// Application name given to plugins. Default: DIR's name.
     #[arg(long)]
     name: Option<String>,
@@ -256,7 +266,10 @@ pub(crate) async fn pipeline(
     if chain.is_empty() {
         chain.push(Step::Directory(DirectoryOptions {
             recurse: args.recurse,
-            ..DirectoryOptions::default()
+            limits: kiln::manifest::ParseLimits {
+                bytes: args.max_manifest_bytes,
+                nodes: args.max_manifest_nodes,
+            },
         }));
     }
     let source = match &args.policy_root {

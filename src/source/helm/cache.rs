@@ -169,15 +169,26 @@ impl ChartCache {
     }
 }
 
+/// What an entry of an unpacked chart costs on disk beyond its data: an
+/// inode and a directory entry.
+const ENTRY_COST: u64 = 512;
+/// Files and directories take whole blocks.
+const BLOCK: u64 = 4096;
+
+/// What an unpacked chart costs on disk: every file and directory (the
+/// chart's own included) its entry, every directory a block, every file its
+/// bytes in whole blocks. File bytes alone would let an archive of ten
+/// thousand empty directories cost nothing against the budget (it takes
+/// 40 MB and ten thousand inodes).
 fn dir_size(path: &Path) -> io::Result<u64> {
-    let mut total = 0;
+    let mut total = ENTRY_COST + BLOCK;
     for entry in std::fs::read_dir(path)? {
         let entry = entry?;
         let kind = entry.file_type()?;
         total += if kind.is_dir() {
             dir_size(&entry.path())?
         } else {
-            entry.metadata()?.len()
+            ENTRY_COST + entry.metadata()?.len().div_ceil(BLOCK) * BLOCK
         };
     }
     Ok(total)
@@ -227,7 +238,9 @@ mod tests {
         use std::os::unix::fs::PermissionsExt as _;
         let tmp = tempfile::tempdir().unwrap();
         let path = tmp.path().join("charts");
-        let cache = ChartCache::open(&path, 2500, ArchiveLimits::default()).unwrap();
+        // Each chart costs 2 entries and 2 blocks (its directory and
+        // `Chart.yaml`): 9,216 bytes; two fit.
+        let cache = ChartCache::open(&path, 20_000, ArchiveLimits::default()).unwrap();
         assert_eq!(
             std::fs::metadata(&path).unwrap().permissions().mode() & 0o777,
             0o700
@@ -248,5 +261,44 @@ mod tests {
         cache.put(&dc, &c, "c").unwrap();
         assert!(cache.get(&da).is_none(), "the least recently used goes");
         assert!(cache.get(&db).is_some() && cache.get(&dc).is_some());
+    }
+
+    #[test]
+    fn directories_and_blocks_count_against_the_budget_not_only_file_bytes() {
+        // An archive of 2,200 empty directories holds no file byte.
+        let gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        let mut builder = tar::Builder::new(gz);
+        for i in 0..2_200 {
+            let mut header = tar::Header::new_gnu();
+            header.set_entry_type(tar::EntryType::Directory);
+            header.set_size(0);
+            header.set_mode(0o755);
+            header.set_cksum();
+            builder
+                .append_data(&mut header, format!("hollow/d{i}/"), std::io::empty())
+                .unwrap();
+        }
+        let hollow = builder.into_inner().unwrap().finish().unwrap();
+        let root = tempfile::tempdir().unwrap();
+        let dir = root.path().join("charts");
+        std::fs::create_dir_all(&dir).unwrap();
+        let hollow_dir = dir.join("one");
+        std::fs::create_dir_all(&hollow_dir).unwrap();
+        let cap = Dir::open_ambient_dir(&hollow_dir, cap_std::ambient_authority()).unwrap();
+        archive::unpack(&hollow, "hollow", &cap, &ArchiveLimits::default()).unwrap();
+        assert!(dir_size(&hollow_dir).unwrap() >= 2_200 * (ENTRY_COST + BLOCK));
+
+        // So it does not fit a 10 MB budget beside another chart: once
+        // another is stored, the hollow one (least recently used) goes.
+        let cache =
+            ChartCache::open(&root.path().join("c"), 10_000_000, ArchiveLimits::default()).unwrap();
+        let first = Digest::of(&hollow);
+        cache.put(&first, &hollow, "hollow").unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        let other = tgz("x", 10);
+        let second = Digest::of(&other);
+        cache.put(&second, &other, "x").unwrap();
+        assert!(cache.get(&second).is_some());
+        assert!(cache.get(&first).is_none(), "its directories count");
     }
 }

@@ -188,7 +188,10 @@ impl HttpFetcher {
             .get(reqwest::header::ETAG)
             .and_then(|v| v.to_str().ok())
             .map(str::to_owned);
-        let mut bytes = Vec::new();
+        // Sized once when the length is declared (within the cap): growing
+        // by doubling would hold up to twice the body while it copies.
+        let declared = response.content_length().unwrap_or(0).min(max);
+        let mut bytes = Vec::with_capacity(usize::try_from(declared).unwrap_or(0));
         while let Some(chunk) = response.chunk().await.map_err(failed)? {
             if (bytes.len() + chunk.len()) as u64 > max {
                 return Err(FetchError::TooLarge { url, limit: max });

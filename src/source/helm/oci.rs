@@ -20,8 +20,16 @@ pub const CREATED_ANNOTATION: &str = "org.opencontainers.image.created";
 pub const HELM_CONFIG_MEDIA_TYPE: &str = "application/vnd.cncf.helm.config.v1+json";
 /// The media type of a Helm chart's archive layer.
 pub const HELM_CHART_LAYER_MEDIA_TYPE: &str = "application/vnd.cncf.helm.chart.content.v1.tar+gzip";
-/// The most tags read to resolve a version constraint: 10 000.
+/// The most tags read to resolve a version constraint: 10 000 (more is
+/// refused: a constraint resolved over part of the tags could pick a lower
+/// version than Helm does).
 pub const MAX_TAGS: usize = 10_000;
+/// Tags asked for per page of a tag listing.
+pub const TAG_PAGE: usize = 1_000;
+/// Bytes of one page of a tag listing: 1 MiB (a page asks for 1,000 tags
+/// of at most 128 bytes; a registry that sends more is refused, whatever
+/// it declared).
+pub const MAX_TAG_PAGE: u64 = 1 << 20;
 
 /// An OCI chart could not be pulled. Each names the reference.
 #[derive(Debug, thiserror::Error)]
@@ -208,13 +216,7 @@ async fn resolve_tag(
     constraint: &str,
     timeout: Duration,
 ) -> Result<String, OciError> {
-    let name = format!("oci://{repository}");
-    let tags = registry::timed(
-        &name,
-        timeout,
-        client.list_tags(base, auth, Some(MAX_TAGS), None),
-    )
-    .await?;
+    let tags = list_tags(client, base, auth, repository, timeout).await?;
     let parsed = Constraint::parse(if constraint.is_empty() {
         "*"
     } else {
@@ -224,8 +226,7 @@ async fn resolve_tag(
         reference: repository.to_owned(),
         message: e.to_string(),
     })?;
-    tags.tags
-        .iter()
+    tags.iter()
         .filter_map(|tag| Some((parse_version(&tag.replace('_', "+"))?, tag)))
         .filter(|(v, _)| parsed.matches(v))
         .max_by(|a, b| {
@@ -237,4 +238,251 @@ async fn resolve_tag(
             reference: repository.to_owned(),
             constraint: constraint.to_owned(),
         })
+}
+
+/// One page of `GET /v2/NAME/tags/list`.
+#[derive(serde::Deserialize)]
+struct TagPage {
+    #[serde(default)]
+    tags: Option<Vec<String>>,
+}
+
+/// Every tag of `repository`, page by page (the registry's `Link` to the
+/// next page, on its own origin only), each page read within
+/// [`MAX_TAG_PAGE`] bytes and the whole within [`MAX_TAGS`] tags and the
+/// timeout. The registry client's own listing reads a body whole, however
+/// large (`n` is only a hint to the registry).
+async fn list_tags(
+    client: &oci_client::Client,
+    base: &Reference,
+    auth: &oci_client::secrets::RegistryAuth,
+    repository: &str,
+    timeout: Duration,
+) -> Result<Vec<String>, OciError> {
+    let name = format!("oci://{repository}");
+    let fail = |message: String| {
+        OciError::Registry(ArtifactError::Remote {
+            reference: name.clone(),
+            message,
+        })
+    };
+    let too_large = || {
+        OciError::Registry(ArtifactError::TooLarge {
+            reference: name.clone(),
+            limit: MAX_TAG_PAGE,
+        })
+    };
+    // A pull token for the repository (anonymous ones too); `None` with
+    // basic credentials, which go with each request instead.
+    let token = registry::timed(
+        &name,
+        timeout,
+        client.auth(base, auth, oci_client::RegistryOperation::Pull),
+    )
+    .await?;
+    let registry = base.resolve_registry();
+    let origin = format!("{}://{registry}", registry::scheme(registry));
+    let http = reqwest::Client::builder()
+        .timeout(timeout)
+        .no_proxy()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .map_err(|e| fail(e.to_string()))?;
+    let deadline = tokio::time::Instant::now() + timeout;
+    let mut url = format!("{origin}/v2/{}/tags/list?n={TAG_PAGE}", base.repository());
+    let mut tags = Vec::new();
+    loop {
+        let mut request = http.get(&url);
+        request = match (&token, auth) {
+            (Some(token), _) => request.bearer_auth(token),
+            (None, oci_client::secrets::RegistryAuth::Basic(user, password)) => {
+                request.basic_auth(user, Some(password))
+            }
+            _ => request,
+        };
+        let page = tokio::time::timeout_at(deadline, async {
+            let mut response = request.send().await.map_err(|e| fail(e.to_string()))?;
+            if !response.status().is_success() {
+                return Err(fail(format!(
+                    "listing tags: HTTP {}",
+                    response.status().as_u16()
+                )));
+            }
+            if response.content_length().is_some_and(|n| n > MAX_TAG_PAGE) {
+                return Err(too_large());
+            }
+            let next = response
+                .headers()
+                .get(reqwest::header::LINK)
+                .and_then(|v| v.to_str().ok())
+                .and_then(next_link);
+            let mut body = Vec::new();
+            while let Some(chunk) = response.chunk().await.map_err(|e| fail(e.to_string()))? {
+                if (body.len() + chunk.len()) as u64 > MAX_TAG_PAGE {
+                    return Err(too_large());
+                }
+                body.extend_from_slice(&chunk);
+            }
+            let page: TagPage =
+                serde_json::from_slice(&body).map_err(|e| fail(format!("listing tags: {e}")))?;
+            Ok((page.tags.unwrap_or_default(), next))
+        })
+        .await
+        .map_err(|_| {
+            OciError::Registry(ArtifactError::Timeout {
+                reference: name.clone(),
+                after: timeout,
+            })
+        })??;
+        let (page, next) = page;
+        if tags.len() + page.len() > MAX_TAGS {
+            return Err(fail(format!(
+                "more than {MAX_TAGS} tags: too many to resolve a version constraint over; name a version"
+            )));
+        }
+        tags.extend(page);
+        match next {
+            // The next page is on the registry's own origin, or not read
+            // (its token goes nowhere else).
+            Some(next) if next.starts_with('/') => url = format!("{origin}{next}"),
+            Some(next) if next.starts_with(&format!("{origin}/")) => url = next,
+            Some(next) => {
+                return Err(fail(format!(
+                    "listing tags: the next page is elsewhere ({next})"
+                )));
+            }
+            None => return Ok(tags),
+        }
+    }
+}
+
+/// The target of a `Link` header's `rel="next"` entry.
+fn next_link(header: &str) -> Option<String> {
+    header.split(',').find_map(|part| {
+        let (target, params) = part.split_once(';')?;
+        let target = target.trim().strip_prefix('<')?.strip_suffix('>')?;
+        params
+            .split(';')
+            .any(|p| matches!(p.trim(), "rel=\"next\"" | "rel=next"))
+            .then(|| target.to_owned())
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::extract::{Path, Query};
+    use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+    use std::collections::HashMap;
+
+    /// A registry on loopback that serves only tag listings: `web` in two
+    /// pages linked by `Link`, `huge` as one 2 MiB page, `elsewhere` with
+    /// a next page on another origin.
+    async fn registry() -> String {
+        async fn tags(
+            Path(name): Path<String>,
+            Query(query): Query<HashMap<String, String>>,
+        ) -> (StatusCode, HeaderMap, Vec<u8>) {
+            let mut headers = HeaderMap::new();
+            let body = match (name.as_str(), query.get("last").map(String::as_str)) {
+                ("web", None) => {
+                    headers.insert(
+                        header::LINK,
+                        HeaderValue::from_static(
+                            "</v2/charts/web/tags/list?n=1000&last=1.2.0>; rel=\"next\"",
+                        ),
+                    );
+                    r#"{"name":"charts/web","tags":["1.0.0","1.2.0"]}"#.as_bytes().to_vec()
+                }
+                ("web", Some(_)) => r#"{"name":"charts/web","tags":["1.10.0","2.0.0-rc.1"]}"#
+                    .as_bytes()
+                    .to_vec(),
+                ("huge", _) => {
+                    let tags = vec!["\"1.0.0\""; 2 << 20 >> 3].join(",");
+                    format!(r#"{{"tags":[{tags}]}}"#).into_bytes()
+                }
+                ("elsewhere", _) => {
+                    headers.insert(
+                        header::LINK,
+                        HeaderValue::from_static(
+                            "<http://attacker.example/v2/x/tags/list?last=1>; rel=\"next\"",
+                        ),
+                    );
+                    br#"{"tags":["1.0.0"]}"#.to_vec()
+                }
+                _ => return (StatusCode::NOT_FOUND, headers, Vec::new()),
+            };
+            (StatusCode::OK, headers, body)
+        }
+        let app = axum::Router::new()
+            .route("/v2/", axum::routing::get(|| async { "{}" }))
+            .route("/v2/charts/{name}/tags/list", axum::routing::get(tags));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let address = listener.local_addr().unwrap();
+        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+        address.to_string()
+    }
+
+    async fn resolve(registry: &str, chart: &str, constraint: &str) -> Result<String, OciError> {
+        let client = crate::artifact::registry::client(registry).unwrap();
+        let base = Reference::with_tag(registry.into(), format!("charts/{chart}"), "latest".into());
+        let auth = oci_client::secrets::RegistryAuth::Anonymous;
+        let repository = format!("{registry}/charts/{chart}");
+        resolve_tag(
+            &client,
+            &base,
+            &auth,
+            &repository,
+            constraint,
+            Duration::from_secs(10),
+        )
+        .await
+    }
+
+    #[tokio::test]
+    async fn tags_are_read_page_by_page() {
+        let registry = registry().await;
+        assert_eq!(
+            resolve(&registry, "web", ">=1.0.0").await.unwrap(),
+            "1.10.0"
+        );
+        assert_eq!(resolve(&registry, "web", "~1.2").await.unwrap(), "1.2.0");
+    }
+
+    #[tokio::test]
+    async fn attack_a_huge_tag_list_is_refused_at_the_page_limit() {
+        let registry = registry().await;
+        let err = resolve(&registry, "huge", "*")
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains(&format!("larger than the limit of {MAX_TAG_PAGE} bytes")),
+            "{err}"
+        );
+        assert!(err.contains("charts/huge"), "{err}");
+    }
+
+    #[tokio::test]
+    async fn attack_a_next_page_on_another_origin_is_not_followed() {
+        let registry = registry().await;
+        let err = resolve(&registry, "elsewhere", "*")
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("the next page is elsewhere"), "{err}");
+    }
+
+    #[test]
+    fn link_headers_name_the_next_page() {
+        assert_eq!(
+            next_link(r#"</v2/a/tags/list?n=2&last=b>; rel="next""#).as_deref(),
+            Some("/v2/a/tags/list?n=2&last=b")
+        );
+        assert_eq!(
+            next_link(r#"<https://x/prev>; rel="prev", <https://x/next>; rel=next"#).as_deref(),
+            Some("https://x/next")
+        );
+        assert_eq!(next_link("garbage"), None);
+    }
 }
