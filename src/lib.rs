@@ -12,6 +12,7 @@ pub mod controller;
 pub mod diff;
 pub mod digest;
 pub mod health;
+pub mod interrupt;
 pub mod manifest;
 pub mod plugin;
 pub mod policy;

@@ -4,6 +4,8 @@
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use crate::interrupt::Interrupt;
+
 pub use kiln_yaml_limits::{ExpansionError, YamlLimits};
 use serde::Deserialize as _;
 use serde_json::{Map, Value};
@@ -181,6 +183,9 @@ impl Default for ParseLimits {
     }
 }
 
+/// Why a parse ended early: its render was given up.
+const STOPPED: &str = "stopped: the render was given up (its deadline passed)";
+
 /// What is left of one render's [`ParseLimits`]; shared by its texts (and
 /// threads).
 #[derive(Debug)]
@@ -188,6 +193,7 @@ pub struct ParseBudget {
     limits: ParseLimits,
     bytes: AtomicU64,
     nodes: AtomicU64,
+    interrupt: Interrupt,
 }
 
 impl ParseBudget {
@@ -197,7 +203,27 @@ impl ParseBudget {
             limits,
             bytes: AtomicU64::new(limits.bytes),
             nodes: AtomicU64::new(limits.nodes),
+            interrupt: Interrupt::new(),
         }
+    }
+
+    /// The same, stopping at the next text or document once `interrupt` is
+    /// raised (the render was given up).
+    pub fn with_interrupt(mut self, interrupt: Interrupt) -> Self {
+        self.interrupt = interrupt;
+        self
+    }
+
+    /// An error naming `file` if the render was given up.
+    pub fn check_interrupt(&self, file: Option<&str>) -> Result<(), ManifestError> {
+        if self.interrupt.is_raised() {
+            return Err(ManifestError {
+                file: file.map(str::to_owned),
+                line: None,
+                message: STOPPED.into(),
+            });
+        }
+        Ok(())
     }
 
     /// The limits it started from.
@@ -243,6 +269,7 @@ pub fn parse_within(
         message,
     };
     let limits = budget.limits();
+    budget.check_interrupt(source)?;
     if !ParseBudget::take(&budget.bytes, text.len() as u64) {
         return Err(error(
             None,
@@ -262,8 +289,8 @@ pub fn parse_within(
         )
     };
     let left = budget.nodes_left();
-    let objects =
-        parse_text(text, source, left, &error).map_err(|e| e.unwrap_or_else(out_of_nodes))?;
+    let objects = parse_text(text, source, left, &budget.interrupt, &error)
+        .map_err(|e| e.unwrap_or_else(out_of_nodes))?;
     let nodes: u64 = objects.iter().map(|o| nodes_of_map(&o.value)).sum();
     if !ParseBudget::take(&budget.nodes, nodes) {
         return Err(out_of_nodes());
@@ -277,6 +304,7 @@ fn parse_text(
     text: &str,
     source: Option<&str>,
     nodes: u64,
+    interrupt: &Interrupt,
     error: &dyn Fn(Option<usize>, String) -> ManifestError,
 ) -> Result<Vec<Object>, Option<ManifestError>> {
     let mut objects = Vec::new();
@@ -318,6 +346,9 @@ fn parse_text(
         Err(e) => return Err(Some(error(e.line, e.to_string()))),
     }
     for (index, document) in serde_yaml::Deserializer::from_str(text).enumerate() {
+        if interrupt.is_raised() {
+            return Err(Some(error(None, STOPPED.into())));
+        }
         let value = Value::deserialize(document).map_err(|e| {
             Some(error(
                 e.location().map(|l| l.line()),

@@ -1959,9 +1959,10 @@ async fn a_policy_report_follows_the_findings_and_goes_with_the_application() {
     assert_eq!(result["policy"], "required-labels");
     assert_eq!(result["result"], "warn");
     assert_eq!(result["severity"], "high");
+    // Named where it lands: policies review objects as they will be applied.
     assert_eq!(
         result["resources"][0],
-        json!({"apiVersion": "v1", "kind": "ConfigMap", "name": "settings"})
+        json!({"apiVersion": "v1", "kind": "ConfigMap", "name": "settings", "namespace": "guestbook"})
     );
     assert!(
         result["message"]
@@ -2126,6 +2127,49 @@ spec:
   - expression: 'true'
 ";
 
+/// The security team's repository `policies`, served beside the apps',
+/// with `files` committed: the fixture and its URL.
+fn policy_repository(w: &World, files: &[(&str, &str)]) -> (Fixture, String) {
+    let repo = Fixture::new(w._dir.path(), "policies");
+    repo.commit("policies", files);
+    repo.publish();
+    (repo, w._daemon.url("policies"))
+}
+
+/// Registers the first-party policy component `name` as the Plugin `name`
+/// (unverified: tests only).
+async fn install_policy_plugin(cluster: &Cluster, name: &str) {
+    cluster
+        .apply(
+            "plugins",
+            json!({"apiVersion": "kiln.dev/v1alpha1", "kind": "Plugin",
+                "metadata": {"name": name, "namespace": "kiln"},
+                "spec": {"kind": "policy", "ref": support::component(name).display().to_string(),
+                    "verify": {"insecure": true}}}),
+            "operator",
+            false,
+        )
+        .await
+        .unwrap();
+}
+
+/// The AppProject `secure`: the world's repository, any namespace, and
+/// `policies`.
+async fn secure_project(w: &World, policies: Value) {
+    w.cluster
+        .apply(
+            "appprojects",
+            json!({"apiVersion": "kiln.dev/v1alpha1", "kind": "AppProject",
+                "metadata": {"name": "secure", "namespace": "kiln"},
+                "spec": {"sourceRepos": [w.url.clone()], "destinations": [{"namespace": "*"}],
+                    "policies": policies}}),
+            "security",
+            false,
+        )
+        .await
+        .unwrap();
+}
+
 /// Like [`eventually`], for up to 90 s (policy components compile first).
 async fn eventually_long<T>(what: &str, mut check: impl AsyncFnMut() -> Option<T>) -> T {
     for _ in 0..900 {
@@ -2185,19 +2229,8 @@ async fn project_policies_read_the_security_team_s_repository() {
         ],
     );
     w.repo.publish();
-    for (name, component) in [("pod-security", "pod-security"), ("vap", "vap")] {
-        w.cluster
-            .apply(
-                "plugins",
-                json!({"apiVersion": "kiln.dev/v1alpha1", "kind": "Plugin",
-                    "metadata": {"name": name, "namespace": "kiln"},
-                    "spec": {"kind": "policy", "ref": support::component(component).display().to_string(),
-                        "verify": {"insecure": true}}}),
-                "operator",
-                false,
-            )
-            .await
-            .unwrap();
+    for name in ["pod-security", "vap"] {
+        install_policy_plugin(&w.cluster, name).await;
     }
     let project = |name: &str, policies: Value| {
         json!({"apiVersion": "kiln.dev/v1alpha1", "kind": "AppProject",
@@ -2437,7 +2470,6 @@ async fn project_policies_read_the_security_team_s_repository() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_namespaced_constraint_reviews_objects_that_name_no_namespace() {
     let w = world().await;
-    let policies_repo = Fixture::new(w._dir.path(), "policies");
     let template = r#"apiVersion: templates.gatekeeper.sh/v1
 kind: ConstraintTemplate
 metadata: {name: k8srequiredteam}
@@ -2461,45 +2493,25 @@ spec:
     namespaces: [guestbook]
     kinds: [{apiGroups: [apps], kinds: [Deployment]}]
 ";
-    policies_repo.commit(
-        "policies",
+    let (_policies_repo, policies) = policy_repository(
+        &w,
         &[
             ("gk/templates/team.yaml", template),
             ("gk/constraints/team.yaml", constraint),
         ],
     );
-    policies_repo.publish();
-    let policies = w._daemon.url("policies");
     // The Deployment names no namespace.
     w.repo
         .commit("web", &[("guestbook/web.yaml", PRIVILEGED_WEB)]);
     w.repo.publish();
-    w.cluster
-        .apply(
-            "plugins",
-            json!({"apiVersion": "kiln.dev/v1alpha1", "kind": "Plugin",
-                "metadata": {"name": "gatekeeper", "namespace": "kiln"},
-                "spec": {"kind": "policy", "ref": support::component("gatekeeper").display().to_string(),
-                    "verify": {"insecure": true}}}),
-            "operator",
-            false,
-        )
-        .await
-        .unwrap();
-    w.cluster
-        .apply(
-            "appprojects",
-            json!({"apiVersion": "kiln.dev/v1alpha1", "kind": "AppProject",
-                "metadata": {"name": "secure", "namespace": "kiln"},
-                "spec": {"sourceRepos": [w.url.clone()], "destinations": [{"namespace": "*"}],
-                    "policies": [{"name": "gatekeeper", "mode": "enforce",
-                        "settings": {"template": "templates", "constraint": "constraints"},
-                        "source": {"repoURL": policies, "targetRevision": "main", "path": "gk"}}]}}),
-            "security",
-            false,
-        )
-        .await
-        .unwrap();
+    install_policy_plugin(&w.cluster, "gatekeeper").await;
+    secure_project(
+        &w,
+        json!([{"name": "gatekeeper", "mode": "enforce",
+            "settings": {"template": "templates", "constraint": "constraints"},
+            "source": {"repoURL": policies, "targetRevision": "main", "path": "gk"}}]),
+    )
+    .await;
     let apps: Api<Application> = Api::namespaced(w.cluster.client.clone(), "kiln");
     apps.create(
         &PostParams::default(),
@@ -2541,45 +2553,24 @@ async fn a_push_to_a_policy_source_refreshes_the_applications_it_reviews() {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let endpoint = format!("http://{}", listener.local_addr().unwrap());
     tokio::spawn(async move { axum::serve(listener, controller::http::router(state)).await });
-    let policies_repo = Fixture::new(w._dir.path(), "policies");
-    policies_repo.commit(
-        "policies",
+    let (policies_repo, policies) = policy_repository(
+        &w,
         &[
             ("vap/policy.yaml", &replicas_policy(20)),
             ("vap/binding.yaml", REPLICAS_BINDING),
         ],
     );
-    policies_repo.publish();
-    let policies = w._daemon.url("policies");
     w.repo
         .commit("web", &[("guestbook/web.yaml", RESTRICTED_WEB)]);
     w.repo.publish();
-    w.cluster
-        .apply(
-            "plugins",
-            json!({"apiVersion": "kiln.dev/v1alpha1", "kind": "Plugin",
-                "metadata": {"name": "vap", "namespace": "kiln"},
-                "spec": {"kind": "policy", "ref": support::component("vap").display().to_string(),
-                    "verify": {"insecure": true}}}),
-            "operator",
-            false,
-        )
-        .await
-        .unwrap();
-    w.cluster
-        .apply(
-            "appprojects",
-            json!({"apiVersion": "kiln.dev/v1alpha1", "kind": "AppProject",
-                "metadata": {"name": "secure", "namespace": "kiln"},
-                "spec": {"sourceRepos": [w.url.clone()], "destinations": [{"namespace": "*"}],
-                    "policies": [{"name": "vap",
-                        "settings": {"policy": "policy.yaml", "binding": "binding.yaml"},
-                        "source": {"repoURL": policies, "path": "vap"}}]}}),
-            "security",
-            false,
-        )
-        .await
-        .unwrap();
+    install_policy_plugin(&w.cluster, "vap").await;
+    secure_project(
+        &w,
+        json!([{"name": "vap",
+            "settings": {"policy": "policy.yaml", "binding": "binding.yaml"},
+            "source": {"repoURL": policies, "path": "vap"}}]),
+    )
+    .await;
     let apps: Api<Application> = Api::namespaced(w.cluster.client.clone(), "kiln");
     apps.create(
         &PostParams::default(),

@@ -394,16 +394,7 @@ fn attack_alias_free_yaml_floods_are_refused_within_bounded_memory() {
         flood(2_000_000)
     );
     let src = tree(&[("app/a.yaml", &flood), ("app/b.yaml", &flood)]);
-    let mut command = Command::new(env!("CARGO_BIN_EXE_kiln"));
-    command
-        .args([
-            "render",
-            &path(&src.path().join("app")),
-            "--root",
-            &path(src.path()),
-        ])
-        .env_remove("KILN_LOG");
-    let (out, peak_kib) = output_with_peak_rss(&command);
+    let (out, peak_kib) = render_app(&src, &[]);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
     let stderr = text(&out.stderr);
     assert!(
@@ -442,19 +433,7 @@ fn attack_many_files_each_within_bounds_exhaust_the_render_s_budget() {
         .map(|(p, t)| (p.as_str(), t.as_str()))
         .collect();
     let src = tree(&refs);
-    let render = |extra: &[&str]| {
-        let mut command = Command::new(env!("CARGO_BIN_EXE_kiln"));
-        command
-            .args([
-                "render",
-                &path(&src.path().join("app")),
-                "--root",
-                &path(src.path()),
-            ])
-            .args(extra)
-            .env_remove("KILN_LOG");
-        output_with_peak_rss(&command)
-    };
+    let render = |extra: &[&str]| render_app(&src, extra);
     let (out, _) = render(&["--max-manifest-nodes", "400000"]);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
     let stderr = text(&out.stderr);
@@ -477,4 +456,20 @@ fn attack_many_files_each_within_bounds_exhaust_the_render_s_budget() {
     // Within the default budget they render.
     let (out, _) = render(&["-o", "json"]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+}
+
+/// `kiln render app --root ROOT EXTRA…` of the tree `root`, with its peak
+/// memory in KiB.
+fn render_app(root: &tempfile::TempDir, extra: &[&str]) -> (Output, u64) {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_kiln"));
+    command
+        .args([
+            "render",
+            &path(&root.path().join("app")),
+            "--root",
+            &path(root.path()),
+        ])
+        .args(extra)
+        .env_remove("KILN_LOG");
+    output_with_peak_rss(&command)
 }

@@ -478,13 +478,7 @@ async fn a_client_without_the_client_certificate_is_refused() {
     // The right certificate gets an answer (here: the server's refusal of
     // a file repository).
     let client = Client::new(&url, &issued.client_identity(), Limits::default()).unwrap();
-    let error = client.render(&request("/etc", 0)).await.unwrap_err();
-    match error {
-        ClientError::Refused(failure) => {
-            assert_eq!(failure.reason, "FileRepositoryNotAllowed", "{failure:?}")
-        }
-        other => panic!("{other:?}"),
-    }
+    refused_as_a_file_repository(client.render(&request("/etc", 0)).await.unwrap_err());
 }
 
 fn rustls_pem(pem: &str) -> Vec<tokio_rustls::rustls::pki_types::CertificateDer<'static>> {
@@ -814,13 +808,7 @@ async fn attack_idle_connections_do_not_starve_a_client() {
         idle.push(socket.connect(address).await.unwrap());
     }
     let client = Client::new(&url, &issued.client_identity(), Limits::default()).unwrap();
-    let error = client.render(&request("/etc", 0)).await.unwrap_err();
-    match error {
-        ClientError::Refused(failure) => {
-            assert_eq!(failure.reason, "FileRepositoryNotAllowed", "{failure:?}")
-        }
-        other => panic!("{other:?}"),
-    }
+    refused_as_a_file_repository(client.render(&request("/etc", 0)).await.unwrap_err());
     // The server closed the idle connections: reading one gives its end
     // (or a reset), not a wait.
     let mut closed = 0;
@@ -834,4 +822,15 @@ async fn attack_idle_connections_do_not_starve_a_client() {
         }
     }
     assert_eq!(closed, 40, "idle connections dropped");
+}
+
+/// The render server's answer to a request for a repository on its own
+/// filesystem: refused with FileRepositoryNotAllowed.
+fn refused_as_a_file_repository(error: ClientError) {
+    match error {
+        ClientError::Refused(failure) => {
+            assert_eq!(failure.reason, "FileRepositoryNotAllowed", "{failure:?}")
+        }
+        other => panic!("{other:?}"),
+    }
 }

@@ -97,13 +97,27 @@ fn object_ref(text: &str, objects: &[Value]) -> ObjectRef {
         [kind, name] => (kind, None, name),
         _ => ("", None, text),
     };
+    // Policies name objects as they will be applied (policy::placement):
+    // a namespaced object the render left without a namespace is named in
+    // the destination namespace.
+    let named = |o: &&Value| {
+        o.get("kind").and_then(Value::as_str) == Some(kind)
+            && o.pointer("/metadata/name").and_then(Value::as_str) == Some(name)
+    };
+    fn rendered_namespace(o: &Value) -> Option<&str> {
+        o.pointer("/metadata/namespace")
+            .and_then(Value::as_str)
+            .filter(|ns| !ns.is_empty())
+    }
     let api_version = objects
         .iter()
-        .find(|o| {
-            o.get("kind").and_then(Value::as_str) == Some(kind)
-                && o.pointer("/metadata/name").and_then(Value::as_str) == Some(name)
-                && (namespace.is_none()
-                    || o.pointer("/metadata/namespace").and_then(Value::as_str) == namespace)
+        .filter(named)
+        .find(|o| namespace.is_none() || rendered_namespace(o) == namespace)
+        .or_else(|| {
+            objects
+                .iter()
+                .filter(named)
+                .find(|o| rendered_namespace(o).is_none())
         })
         .and_then(|o| o.get("apiVersion").and_then(Value::as_str))
         .unwrap_or_default();

@@ -1,5 +1,6 @@
 //! The built-in `directory` renderer: plain Kubernetes YAML and JSON files.
 
+use crate::interrupt::Interrupt;
 use crate::manifest::{self, Object, ParseBudget, ParseLimits};
 use crate::source::{EntryKind, SourcePath, SourceView};
 
@@ -28,8 +29,19 @@ pub fn render(
     path: &SourcePath,
     options: &DirectoryOptions,
 ) -> Result<Vec<Object>, RenderError> {
+    render_until(view, path, options, Interrupt::new())
+}
+
+/// [`render`], stopping at the next file or document once `interrupt` is
+/// raised (its render was given up), with an error naming the file.
+pub fn render_until(
+    view: &dyn SourceView,
+    path: &SourcePath,
+    options: &DirectoryOptions,
+    interrupt: Interrupt,
+) -> Result<Vec<Object>, RenderError> {
     let mut objects = Vec::new();
-    let budget = ParseBudget::new(options.limits);
+    let budget = ParseBudget::new(options.limits).with_interrupt(interrupt);
     walk(view, path, options, &budget, &mut objects)?;
     Ok(objects)
 }
@@ -48,6 +60,7 @@ fn walk(
         let path = dir.join(&entry.name)?;
         match entry.kind {
             EntryKind::File if EXTENSIONS.iter().any(|e| entry.name.ends_with(e)) => {
+                budget.check_interrupt(Some(path.as_str()))?;
                 let bytes = view.read_file(&path)?;
                 let text = String::from_utf8(bytes).map_err(|_| manifest::ManifestError {
                     file: Some(path.to_string()),
@@ -135,6 +148,26 @@ mod tests {
         assert!(
             message.starts_with("app/bad.yaml:7: invalid YAML"),
             "{message}"
+        );
+    }
+
+    #[test]
+    fn a_given_up_render_stops_at_the_next_file_naming_it() {
+        let tmp = tempfile::tempdir().unwrap();
+        write(tmp.path(), &[("app/a.yaml", &format!("{CM}a\n"))]);
+        let view = LocalDir::open(tmp.path()).unwrap();
+        let interrupt = Interrupt::new();
+        interrupt.raise();
+        let err = render_until(
+            &view,
+            &SourcePath::parse("app").unwrap(),
+            &DirectoryOptions::default(),
+            interrupt,
+        )
+        .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "app/a.yaml: stopped: the render was given up (its deadline passed)"
         );
     }
 }

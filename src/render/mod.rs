@@ -90,8 +90,9 @@ pub async fn render(
             Step::Directory(options) => {
                 let (view, path, options) = (view.clone(), app_path.clone(), options.clone());
                 let span = tracing::Span::current();
+                let interrupt = crate::interrupt::Interrupt::current();
                 tokio::task::spawn_blocking(move || {
-                    span.in_scope(|| directory::render(&*view, &path, &options))
+                    span.in_scope(|| directory::render_until(&*view, &path, &options, interrupt))
                 })
                 .await
                 .map_err(|e| RenderError::Task(e.to_string()))??

@@ -23,6 +23,7 @@ use super::protocol::{RENDER_PATH, RenderFailure, RenderRequest};
 use crate::controller::cache::RenderCache;
 use crate::controller::plugins::Catalog;
 use crate::controller::work::{self, Workshop};
+use crate::interrupt::Interrupt;
 use crate::plugin::PluginHost;
 use crate::source::git::KnownHostsSource;
 use crate::source::git::{CredentialProvider, Credentials, GitSource, RepoUrl};
@@ -243,7 +244,11 @@ impl RenderServer {
         };
         let span = tracing::info_span!("render", app = %request.app.name, repo = %request.app.repo_url, revision = tracing::field::Empty);
         let deadline = self.limits.deadline;
-        let worked = tokio::time::timeout(deadline, self.render(&request))
+        // Work handed to the blocking pool stops too once the answer is
+        // given up on: at the deadline, or when the controller goes away.
+        let interrupt = Interrupt::new();
+        let _stop = interrupt.raise_on_drop();
+        let worked = tokio::time::timeout(deadline, interrupt.clone().scope(self.render(&request)))
             .instrument(span)
             .await;
         match worked {

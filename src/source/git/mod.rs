@@ -679,6 +679,7 @@ impl GitSource {
                 message: "the Git engine is shutting down".into(),
             })?;
         let config = &self.inner.config;
+        let interrupt = crate::interrupt::Interrupt::current();
         let options = remote::Options {
             host_keys: match config
                 .ssh_known_hosts
@@ -697,12 +698,17 @@ impl GitSource {
             credentials: self.inner.credentials.credentials(url),
             connect_timeout: config.connect_timeout,
             io_timeout: config.timeout,
+            interrupt: interrupt.clone(),
         };
         let started = Instant::now();
         let owned_url = url.clone();
         let span = tracing::debug_span!("git", repo = %url, operation);
         let task = tokio::task::spawn_blocking(move || span.in_scope(|| op(&owned_url, &options)));
         let result = tokio::time::timeout(config.timeout, task).await;
+        if result.is_err() {
+            // The blocking fetch stops receiving instead of running on.
+            interrupt.raise();
+        }
         tracing::debug!(repo = %url, operation, elapsed = ?started.elapsed(), "git network operation");
         match result {
             Err(_) => Err(GitError::Timeout {

@@ -4,7 +4,6 @@
 use std::collections::BTreeMap;
 use std::net::{TcpStream, ToSocketAddrs};
 use std::path::Path;
-use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -28,6 +27,8 @@ pub(super) struct Options {
     pub connect_timeout: Duration,
     /// Deadline of any single read/write, and of HTTP requests.
     pub io_timeout: Duration,
+    /// Raised when the operation's caller gave up: a fetch stops receiving.
+    pub interrupt: crate::interrupt::Interrupt,
 }
 
 /// Why an operation failed, before the engine names the repository.
@@ -232,8 +233,7 @@ pub(super) fn fetch(
             1.try_into().expect("1 is not 0"),
         ));
     }
-    let interrupt = AtomicBool::new(false);
-    prepare.receive(gix::progress::Discard, &interrupt)?;
+    prepare.receive(gix::progress::Discard, options.interrupt.flag())?;
     Ok(())
 }
 

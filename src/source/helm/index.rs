@@ -15,6 +15,8 @@ use std::collections::BTreeMap;
 
 use semver::{Prerelease, Version};
 
+use crate::interrupt::Interrupt;
+
 /// Default cap on an `index.yaml`: 64 MiB (the largest public indexes are
 /// a few tens of MiB).
 pub const DEFAULT_MAX_INDEX: u64 = 64 << 20;
@@ -91,7 +93,7 @@ impl Index {
     /// Reads every chart of an index (already capped in size by the
     /// download). See [`Index::parse_chart`].
     pub fn parse(text: &[u8], repo: &str) -> Result<Self, IndexError> {
-        read(text, repo, None)
+        read(text, repo, None, &Interrupt::new())
     }
 
     /// Reads the versions of `chart` from an index (already capped in size
@@ -101,7 +103,18 @@ impl Index {
     /// Aliases elsewhere are never expanded; in the chart's own entries
     /// they are refused.
     pub fn parse_chart(text: &[u8], repo: &str, chart: &str) -> Result<Self, IndexError> {
-        read(text, repo, Some(chart))
+        read(text, repo, Some(chart), &Interrupt::new())
+    }
+
+    /// [`Index::parse_chart`], stopping once `interrupt` is raised (its
+    /// fetch was given up).
+    pub fn parse_chart_until(
+        text: &[u8],
+        repo: &str,
+        chart: &str,
+        interrupt: &Interrupt,
+    ) -> Result<Self, IndexError> {
+        read(text, repo, Some(chart), interrupt)
     }
 
     /// The size it takes in memory, about (for the index cache's budget).
@@ -396,7 +409,12 @@ impl Constraint {
 
 /// Streams `text` (one YAML document: a mapping with `entries`), keeping
 /// the versions of `wanted` (every chart when `None`).
-fn read(text: &[u8], repo: &str, wanted: Option<&str>) -> Result<Index, IndexError> {
+fn read(
+    text: &[u8],
+    repo: &str,
+    wanted: Option<&str>,
+    interrupt: &Interrupt,
+) -> Result<Index, IndexError> {
     let invalid = |message: String| IndexError::Invalid {
         repo: repo.to_owned(),
         message,
@@ -404,6 +422,8 @@ fn read(text: &[u8], repo: &str, wanted: Option<&str>) -> Result<Index, IndexErr
     let text = std::str::from_utf8(text).map_err(|e| invalid(e.to_string()))?;
     let mut events = Events {
         parser: granit_parser::Parser::new_from_str(text),
+        interrupt,
+        seen: 0,
     };
     let mut index = Index::default();
     events.read_index(wanted, &mut index).map_err(invalid)?;
@@ -413,6 +433,8 @@ fn read(text: &[u8], repo: &str, wanted: Option<&str>) -> Result<Index, IndexErr
 /// The parser's events, errors as text with their line.
 struct Events<'a> {
     parser: granit_parser::Parser<'a, granit_parser::StrInput<'a>>,
+    interrupt: &'a Interrupt,
+    seen: u64,
 }
 
 /// What the reader needs to know of an event.
@@ -428,6 +450,10 @@ enum Ev<'a> {
 impl<'a> Events<'a> {
     fn next(&mut self) -> Result<(Ev<'a>, usize), String> {
         use granit_parser::{Event, ScalarStyle};
+        self.seen += 1;
+        if self.seen.is_multiple_of(4096) && self.interrupt.is_raised() {
+            return Err("stopped: the fetch was given up".into());
+        }
         loop {
             let (event, span) = match self.parser.next() {
                 None => return Ok((Ev::DocumentOrStream, 0)),
@@ -466,6 +492,36 @@ impl<'a> Events<'a> {
         Ok(())
     }
 
+    /// The next key of a mapping that is text, with its line, skipping
+    /// (with their values) the keys that are not; `None` at the mapping's
+    /// end. `within` names the mapping for errors; with `refuse_aliases`,
+    /// an alias as a key is refused.
+    fn key(
+        &mut self,
+        within: &str,
+        refuse_aliases: bool,
+    ) -> Result<Option<(std::borrow::Cow<'a, str>, usize)>, String> {
+        loop {
+            match self.next()? {
+                (Ev::End, _) => return Ok(None),
+                (Ev::Scalar(key, _), line) => return Ok(Some((key, line))),
+                (Ev::DocumentOrStream, line) => {
+                    return Err(format!("line {line}: the text ends inside {within}"));
+                }
+                (Ev::Alias, line) if refuse_aliases => {
+                    return Err(format!(
+                        "line {line}: {within}: aliases are not supported in a chart's entries"
+                    ));
+                }
+                (other, _) => {
+                    self.skip(&other)?;
+                    let (value, _) = self.next()?;
+                    self.skip(&value)?;
+                }
+            }
+        }
+    }
+
     fn read_index(&mut self, wanted: Option<&str>, index: &mut Index) -> Result<(), String> {
         match self.next()? {
             (Ev::MappingStart, _) => {}
@@ -473,21 +529,7 @@ impl<'a> Events<'a> {
             (Ev::DocumentOrStream, _) => return Ok(()),
             (_, line) => return Err(format!("line {line}: the index is not a mapping")),
         }
-        loop {
-            let key = match self.next()? {
-                (Ev::End, _) => return Ok(()),
-                (Ev::Scalar(key, _), _) => key,
-                (Ev::DocumentOrStream, line) => {
-                    return Err(format!("line {line}: the text ends inside the index"));
-                }
-                (other, _) => {
-                    // A key that is not text (an alias, a collection).
-                    self.skip(&other)?;
-                    let (value, _) = self.next()?;
-                    self.skip(&value)?;
-                    continue;
-                }
-            };
+        while let Some((key, _)) = self.key("the index", false)? {
             let (value, line) = self.next()?;
             if key != "entries" {
                 self.skip(&value)?;
@@ -499,23 +541,15 @@ impl<'a> Events<'a> {
                 _ => return Err(format!("line {line}: entries is not a mapping")),
             }
         }
+        Ok(())
     }
 
     fn read_entries(&mut self, wanted: Option<&str>, index: &mut Index) -> Result<(), String> {
         loop {
-            let (name, line) = match self.next()? {
-                (Ev::End, _) => return Ok(()),
-                (Ev::Scalar(name, _), line) => (name.into_owned(), line),
-                (other, line) => {
-                    if matches!(other, Ev::DocumentOrStream) {
-                        return Err(format!("line {line}: the text ends inside entries"));
-                    }
-                    self.skip(&other)?;
-                    let (value, _) = self.next()?;
-                    self.skip(&value)?;
-                    continue;
-                }
+            let Some((name, line)) = self.key("entries", false)? else {
+                return Ok(());
             };
+            let name = name.into_owned();
             let (value, value_line) = self.next()?;
             if wanted.is_some_and(|w| w != name) {
                 self.skip(&value)?;
@@ -563,25 +597,7 @@ impl<'a> Events<'a> {
             let at = format!("entries.{chart}[{}]", versions.len());
             let mut version = ChartVersion::default();
             let mut has_version = false;
-            loop {
-                let key = match self.next()? {
-                    (Ev::End, _) => break,
-                    (Ev::Scalar(key, _), _) => key,
-                    (Ev::Alias, line) => {
-                        return Err(format!(
-                            "line {line}: {at}: aliases are not supported in a chart's entries"
-                        ));
-                    }
-                    (Ev::DocumentOrStream, line) => {
-                        return Err(format!("line {line}: the text ends inside {at}"));
-                    }
-                    (other, _) => {
-                        self.skip(&other)?;
-                        let (value, _) = self.next()?;
-                        self.skip(&value)?;
-                        continue;
-                    }
-                };
+            while let Some((key, _)) = self.key(&at, true)? {
                 let (value, line) = self.next()?;
                 let text = |value: Ev<'_>| -> Result<Option<(String, bool)>, String> {
                     match value {
@@ -881,5 +897,24 @@ entries:
             let err = Index::parse_chart(text.as_bytes(), "https://r", "web").unwrap_err();
             assert!(err.to_string().contains(words), "{text:?}: {err}");
         }
+    }
+
+    #[test]
+    fn a_given_up_fetch_stops_reading_its_index() {
+        let mut text = String::from("entries:\n");
+        for chart in 0..2_000 {
+            text.push_str(&format!(
+                "  c{chart}:\n  - {{name: c{chart}, version: 1.0.0}}\n"
+            ));
+        }
+        let interrupt = Interrupt::new();
+        interrupt.raise();
+        let err = Index::parse_chart_until(text.as_bytes(), "https://r", "c1999", &interrupt)
+            .unwrap_err();
+        assert!(
+            err.to_string().ends_with("stopped: the fetch was given up"),
+            "{err}"
+        );
+        Index::parse_chart_until(text.as_bytes(), "https://r", "c1999", &Interrupt::new()).unwrap();
     }
 }

@@ -686,8 +686,9 @@ impl ChartFetcher {
             (Download::NotModified, None) => unreachable!("no If-None-Match without a cache"),
             (Download::Body { bytes, etag }, _) => {
                 let (repo_owned, chart_owned) = (repo.to_owned(), chart.to_owned());
+                let interrupt = crate::interrupt::Interrupt::current();
                 let index = tokio::task::spawn_blocking(move || {
-                    Index::parse_chart(&bytes, &repo_owned, &chart_owned)
+                    Index::parse_chart_until(&bytes, &repo_owned, &chart_owned, &interrupt)
                 })
                 .await
                 .expect("index parse panicked")?;

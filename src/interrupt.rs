@@ -1,0 +1,99 @@
+//! Stopping blocking work whose caller has given up.
+//!
+//! A future dropped at a deadline stops at its next `.await`, but work it
+//! handed to the blocking pool (reading a directory of manifests, parsing
+//! an index, a Git fetch) runs on. Such work checks an [`Interrupt`] at
+//! each step and ends with an error once it is raised. The render server
+//! raises a render's interrupt at its deadline (or when the controller goes
+//! away), and makes it the [current](Interrupt::current) interrupt of the
+//! render's task, where the stages that hand work to the blocking pool pick
+//! it up; without one (the controller rendering in-process, the CLI) each
+//! such stage has a fresh interrupt that nothing raises but its own
+//! timeouts.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+tokio::task_local! {
+    static CURRENT: Interrupt;
+}
+
+/// A flag that work checks to stop early; clones share it.
+#[derive(Clone, Debug, Default)]
+pub struct Interrupt(Arc<AtomicBool>);
+
+impl Interrupt {
+    /// A flag not raised.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The current task's interrupt ([`Interrupt::scope`]), or a fresh one.
+    pub fn current() -> Self {
+        CURRENT.try_with(Clone::clone).unwrap_or_default()
+    }
+
+    /// Runs `future` with this as the current interrupt of its task.
+    pub async fn scope<F: Future>(self, future: F) -> F::Output {
+        CURRENT.scope(self, future).await
+    }
+
+    /// Asks the work to stop.
+    pub fn raise(&self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
+
+    /// Whether the work should stop.
+    pub fn is_raised(&self) -> bool {
+        self.0.load(Ordering::Relaxed)
+    }
+
+    /// The flag itself, for libraries that take one (gitoxide).
+    pub fn flag(&self) -> &AtomicBool {
+        &self.0
+    }
+
+    /// A guard that raises this interrupt when dropped: work handed off by
+    /// a future is stopped however the future ends (done, timed out, or
+    /// dropped because its caller went away).
+    pub fn raise_on_drop(&self) -> RaiseOnDrop {
+        RaiseOnDrop(self.clone())
+    }
+}
+
+/// Raises its interrupt when dropped ([`Interrupt::raise_on_drop`]).
+#[derive(Debug)]
+pub struct RaiseOnDrop(Interrupt);
+
+impl Drop for RaiseOnDrop {
+    fn drop(&mut self) {
+        self.0.raise();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn the_current_interrupt_is_the_scopes_and_shared_by_clones() {
+        assert!(!Interrupt::current().is_raised());
+        let interrupt = Interrupt::new();
+        let seen = interrupt
+            .clone()
+            .scope(async {
+                let current = Interrupt::current();
+                tokio::task::spawn_blocking(move || current).await.unwrap()
+            })
+            .await;
+        {
+            let _guard = interrupt.raise_on_drop();
+        }
+        assert!(seen.is_raised(), "the guard raised the scope's interrupt");
+        assert!(
+            !Interrupt::current().is_raised(),
+            "outside the scope: a fresh one"
+        );
+    }
+}
