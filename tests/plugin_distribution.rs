@@ -8,6 +8,7 @@ use std::time::Duration;
 use kiln::artifact::{ArtifactError, Fetcher, PluginRef, RegistryCredentials, Store};
 use kiln::digest::Digest;
 use support::registry::Registry;
+use support::require::{Corpus, corpus};
 
 fn fetcher(store: &std::path::Path, credentials: RegistryCredentials) -> Fetcher {
     Fetcher::new(
@@ -374,13 +375,16 @@ async fn https_plugins_need_a_matching_pin() {
     );
 }
 
-/// The Sigstore conformance cases (`tests/data/sigstore-conformance`).
+/// The Sigstore conformance cases (`../shared/testdata/sigstore-conformance`).
 fn conformance() -> std::path::PathBuf {
-    support::sigstore_conformance()
+    Corpus::SigstoreConformance.path()
 }
 
 #[test]
 fn a_sigstore_bundle_travels_with_the_plugin_as_an_oci_referrer() {
+    let Some(_) = corpus(Corpus::SigstoreConformance) else {
+        return;
+    };
     let registry = require_registry!(None);
     let work = tempfile::tempdir().unwrap();
     let home = tempfile::tempdir().unwrap();

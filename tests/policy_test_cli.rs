@@ -6,6 +6,7 @@ mod support;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+use support::require::{Corpus, corpus};
 use support::*;
 
 fn kiln(args: &[&str]) -> Output {
@@ -32,7 +33,7 @@ fn path(p: &Path) -> String {
 }
 
 fn gatekeeper_data() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/gatekeeper")
+    Corpus::Gatekeeper.path()
 }
 
 /// A copy of the allowedrepos sample (template, constraint, objects) with
@@ -69,6 +70,9 @@ tests:
 
 #[test]
 fn the_gatekeeper_librarys_suites_pass_unchanged() {
+    let Some(_) = corpus(Corpus::Gatekeeper) else {
+        return;
+    };
     let out = kiln(&[&format!("{}/...", path(&gatekeeper_data()))]);
     let stdout = text(&out.stdout);
     assert_eq!(
@@ -97,6 +101,9 @@ fn the_gatekeeper_librarys_suites_pass_unchanged() {
 
 #[test]
 fn a_directory_without_dots_holds_only_its_own_suites() {
+    let Some(_) = corpus(Corpus::Gatekeeper) else {
+        return;
+    };
     let out = kiln(&[&path(&gatekeeper_data())]);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out.stdout));
     assert!(
@@ -111,6 +118,9 @@ fn a_directory_without_dots_holds_only_its_own_suites() {
 
 #[test]
 fn a_wrong_expectation_exits_1_naming_suite_test_case_and_assertion() {
+    let Some(_) = corpus(Corpus::Gatekeeper) else {
+        return;
+    };
     let dir = allowedrepos_with(&format!(
         "{SUITE_HEAD}  - name: example-allowed
     object: samples/repo-must-be-openpolicyagent/example_allowed.yaml
@@ -144,6 +154,9 @@ fn a_wrong_expectation_exits_1_naming_suite_test_case_and_assertion() {
 
 #[test]
 fn messages_are_matched_without_the_constraint_prefix_as_gator_matches_msg() {
+    let Some(_) = corpus(Corpus::Gatekeeper) else {
+        return;
+    };
     let dir = allowedrepos_with(&format!(
         "{SUITE_HEAD}  - name: anchored
     object: samples/repo-must-be-openpolicyagent/example_disallowed_container.yaml
@@ -158,6 +171,9 @@ fn messages_are_matched_without_the_constraint_prefix_as_gator_matches_msg() {
 
 #[test]
 fn skipped_suites_tests_and_cases_are_reported_as_skipped() {
+    let Some(_) = corpus(Corpus::Gatekeeper) else {
+        return;
+    };
     let dir = allowedrepos_with(&format!(
         "{SUITE_HEAD}  - name: skipped
     skip: true
@@ -236,6 +252,9 @@ fn a_file_that_is_not_a_suite_exits_2() {
 
 #[test]
 fn huge_files_exit_2_naming_the_file_and_the_flag() {
+    let Some(_) = corpus(Corpus::Gatekeeper) else {
+        return;
+    };
     let dir = allowedrepos_with(&format!(
         "{SUITE_HEAD}  - name: huge\n    object: huge.yaml\n    assertions:\n    - violations: no\n"
     ));
@@ -267,6 +286,9 @@ fn huge_files_exit_2_naming_the_file_and_the_flag() {
 
 #[test]
 fn too_many_cases_exit_2_naming_the_flag() {
+    let Some(_) = corpus(Corpus::Gatekeeper) else {
+        return;
+    };
     let out = kiln(&[
         &format!("{}/...", path(&gatekeeper_data())),
         "--max-cases",
@@ -282,6 +304,9 @@ fn too_many_cases_exit_2_naming_the_flag() {
 
 #[test]
 fn a_missing_object_file_exits_2_naming_it() {
+    let Some(_) = corpus(Corpus::Gatekeeper) else {
+        return;
+    };
     let dir = allowedrepos_with(&format!(
         "{SUITE_HEAD}  - name: gone\n    object: samples/nothing-here.yaml\n    assertions:\n    - violations: no\n"
     ));
@@ -296,6 +321,9 @@ fn a_missing_object_file_exits_2_naming_it() {
 
 #[test]
 fn attack_an_object_file_outside_the_suites_root_is_refused() {
+    let Some(_) = corpus(Corpus::Gatekeeper) else {
+        return;
+    };
     // A file beside the suites' directory, named by `..` and by a link.
     let outside = tempfile::tempdir().unwrap();
     let secret = outside.path().join("secret.yaml");
@@ -335,6 +363,9 @@ fn attack_an_object_file_outside_the_suites_root_is_refused() {
 
 #[test]
 fn a_plugin_that_cannot_load_exits_2_naming_it() {
+    let Some(_) = corpus(Corpus::Gatekeeper) else {
+        return;
+    };
     let dir = allowedrepos_with(&format!(
         "{SUITE_HEAD}  - name: c\n    object: samples/repo-must-be-openpolicyagent/example_allowed.yaml\n    assertions:\n    - violations: no\n"
     ));
@@ -354,6 +385,9 @@ fn a_plugin_that_cannot_load_exits_2_naming_it() {
 
 #[test]
 fn a_missing_template_is_an_error_naming_it() {
+    let Some(_) = corpus(Corpus::Gatekeeper) else {
+        return;
+    };
     let suite = "kind: Suite\napiVersion: test.gatekeeper.sh/v1alpha1\ntests:\n- name: t\n  template: nowhere.yaml\n  constraint: samples/repo-must-be-openpolicyagent/constraint.yaml\n  cases:\n  - name: c\n    object: samples/repo-must-be-openpolicyagent/example_allowed.yaml\n    assertions:\n    - violations: no\n".to_owned();
     let dir = allowedrepos_with(&suite);
     let out = kiln(&[&path(dir.path())]);
@@ -482,6 +516,9 @@ fn json_output_parses_and_carries_every_case() {
 
 #[test]
 fn junit_output_is_valid_xml_even_with_hostile_names() {
+    let Some(_) = corpus(Corpus::Gatekeeper) else {
+        return;
+    };
     let dir = allowedrepos_with(&format!(
         "{SUITE_HEAD}  - name: \"a <b> & \\\"c\\\" \\x01\\x1b]0;x\\x07 ]]>\"
     object: samples/repo-must-be-openpolicyagent/example_disallowed_both.yaml

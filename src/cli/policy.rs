@@ -27,7 +27,7 @@ pub(crate) enum PolicyCommand {
 #[derive(Debug, clap::Args)]
 #[command(after_help = "\
 Examples:
-  kiln policy test tests/data/gatekeeper/...
+  kiln policy test ../shared/testdata/gatekeeper/...
   kiln policy test policies/labels/suite.yaml -o junit > report.xml
 
 Exit status: 0 every case passed (or was skipped), 1 a case failed, 2 an error (an unreadable or

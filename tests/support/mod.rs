@@ -24,19 +24,6 @@ pub fn component(name: &str) -> PathBuf {
     path
 }
 
-/// The Sigstore conformance bundles kept with the tests
-/// (`tests/data/sigstore-conformance`; its README names their origin and
-/// licence). Inside the repository, so that any clone has them.
-pub fn sigstore_conformance() -> PathBuf {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/sigstore-conformance");
-    assert!(
-        dir.join("a.txt").is_file(),
-        "{} is missing or incomplete: it is part of the repository",
-        dir.display()
-    );
-    dir
-}
-
 /// Limits small enough that misbehaving fixtures fail fast.
 pub fn tight_limits() -> Limits {
     Limits {

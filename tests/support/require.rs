@@ -9,6 +9,8 @@
 //!   `target/tmp`), which `scripts/test` prints in its summary, so that a
 //!   skip is never hidden in captured output.
 //!
+//! The same rule holds for other projects' test data ([`Corpus`]).
+//!
 //! Only the standard library is used: `plugins/kustomize/tests/oracle.rs`
 //! (another workspace) includes this file too.
 
@@ -181,6 +183,91 @@ pub fn decide(test: &str, tool: Tool, found: Option<PathBuf>, policy: Policy) ->
             "{test}: {missing}. Under CI (CI=true) or KILN_REQUIRE_ALL=1 a missing tool fails the test"
         )),
         Policy::Skip => Decision::Skip(format!("{test}: SKIPPED: {missing}")),
+    }
+}
+
+/// Other projects' test data a suite checks Kiln against. It is never
+/// copied into the repository: it is read from `KILN_CONFORMANCE_DATA/NAME`,
+/// else from `../shared/testdata/NAME` beside the clone (the first
+/// ancestor of the crate whose sibling `shared/testdata` exists). A missing
+/// corpus is handled as a missing tool: the test fails under CI, else it is
+/// skipped and the skip recorded ([`corpus`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Corpus {
+    /// The Gatekeeper library's templates and gator suites.
+    Gatekeeper,
+    /// Pod Security Admission's fixtures.
+    PodSecurity,
+    /// The Sigstore conformance bundles.
+    SigstoreConformance,
+}
+
+impl Corpus {
+    /// Its directory name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Corpus::Gatekeeper => "gatekeeper",
+            Corpus::PodSecurity => "pod-security",
+            Corpus::SigstoreConformance => "sigstore-conformance",
+        }
+    }
+
+    /// A file every complete copy holds.
+    fn marker(self) -> &'static str {
+        match self {
+            Corpus::Gatekeeper | Corpus::PodSecurity => "cases.tsv",
+            Corpus::SigstoreConformance => "a.txt",
+        }
+    }
+
+    /// Where it is looked for.
+    pub fn path(self) -> PathBuf {
+        if let Some(root) = std::env::var_os("KILN_CONFORMANCE_DATA") {
+            return PathBuf::from(root).join(self.name());
+        }
+        let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
+        manifest
+            .ancestors()
+            .filter_map(Path::parent)
+            .map(|parent| parent.join("shared/testdata"))
+            .find(|dir| dir.is_dir())
+            .unwrap_or_else(|| manifest.join("../shared/testdata"))
+            .join(self.name())
+    }
+
+    /// Its directory when it is there.
+    pub fn locate(self) -> Option<PathBuf> {
+        let path = self.path();
+        path.join(self.marker()).is_file().then_some(path)
+    }
+}
+
+/// The corpus's directory, for the calling test. When it is missing: under
+/// CI or `KILN_REQUIRE_ALL`, panics naming it; otherwise records the skip
+/// and returns `None`, and the test returns.
+#[track_caller]
+pub fn corpus(corpus: Corpus) -> Option<PathBuf> {
+    let found = corpus.locate();
+    if let Some(path) = found {
+        return Some(path);
+    }
+    let missing = format!(
+        "the {} corpus is missing (looked in {}; KILN_CONFORMANCE_DATA names another root): \
+         other projects' test data is read from ../shared/testdata, never copied into the repository",
+        corpus.name(),
+        corpus.path().display()
+    );
+    let test = current_test();
+    match Policy::from_env() {
+        Policy::Require => panic!(
+            "{test}: {missing}. Under CI (CI=true) or KILN_REQUIRE_ALL=1 a missing corpus fails the test"
+        ),
+        Policy::Skip => {
+            let line = format!("{test}: SKIPPED: {missing}");
+            eprintln!("{line}");
+            record_skip(&skip_log(), &line);
+            None
+        }
     }
 }
 

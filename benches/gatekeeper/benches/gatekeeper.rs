@@ -1,5 +1,5 @@
 //! The first-party `gatekeeper` policy, side by side in one run: each of
-//! the 28 sampled Gatekeeper library templates (tests/data/gatekeeper) with
+//! the 28 sampled Gatekeeper library templates (../shared/testdata/gatekeeper) with
 //! the constraint of its first runnable case against 1,000 objects (that
 //! template's case objects, renamed, repeated), through the plugin host
 //! (the wasm component, loaded once; each review a fresh instance that
@@ -30,8 +30,16 @@ const INVENTORY: usize = 10_000;
 /// Interleaved rounds; medians are reported.
 const ROUNDS: usize = 3;
 
+// Other projects' data is read from ../shared/testdata (or
+// KILN_CONFORMANCE_DATA), never from the repository.
+#[path = "../../../tests/support/require.rs"]
+#[allow(dead_code)]
+mod require;
+
 fn data() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/gatekeeper")
+    require::Corpus::Gatekeeper
+        .locate()
+        .expect("the gatekeeper corpus: ../shared/testdata/gatekeeper (or KILN_CONFORMANCE_DATA)")
 }
 
 fn median(mut samples: Vec<Duration>) -> Duration {

@@ -1,5 +1,5 @@
 //! Gatekeeper's own `gator verify` suites, natively: the 28 sampled
-//! templates of tests/data/gatekeeper: every runnable case of its cases.tsv
+//! templates of the Gatekeeper corpus (../shared/testdata/gatekeeper): every runnable case of its cases.tsv
 //! and every suite.yaml read as gator reads it, with `engine=rego`; the
 //! cases of the templates that carry a `K8sNativeValidation` source with
 //! `engine=cel`, and every case with `engine=auto` (upstream runs every
@@ -7,14 +7,19 @@
 
 use std::path::{Path, PathBuf};
 
+// Other projects' data is read from ../shared/testdata (the host's rule:
+// a missing corpus fails under CI, else the skip is recorded).
+#[path = "../../../tests/support/require.rs"]
+#[allow(dead_code)]
+mod require;
+
 use kiln_gatekeeper::files::Dir;
 use kiln_gatekeeper::{Manifest, Policy, Settings, review};
 use serde_json::Value;
 
-fn data(dir: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../tests/data")
-        .join(dir)
+/// The Gatekeeper library's templates and suites (`../shared/testdata`).
+fn gatekeeper() -> PathBuf {
+    require::Corpus::Gatekeeper.path()
 }
 
 /// One gator case: paths relative to the data root.
@@ -227,7 +232,10 @@ fn tsv_cases(root: &Path) -> Vec<Case> {
 
 #[test]
 fn every_runnable_case_of_the_sampled_templates_passes() {
-    let root = data("gatekeeper");
+    let Some(_) = require::corpus(require::Corpus::Gatekeeper) else {
+        return;
+    };
+    let root = gatekeeper();
     let cases = tsv_cases(&root);
     let (passed, skipped, diverged) = run_all(&root, &cases, &[], "rego");
     assert_eq!((passed, skipped, diverged.len()), (146, 0, 0));
@@ -235,7 +243,10 @@ fn every_runnable_case_of_the_sampled_templates_passes() {
 
 #[test]
 fn every_cel_case_passes_with_the_cel_engine() {
-    let root = data("gatekeeper");
+    let Some(_) = require::corpus(require::Corpus::Gatekeeper) else {
+        return;
+    };
+    let root = gatekeeper();
     let cases: Vec<Case> = tsv_cases(&root)
         .into_iter()
         .filter(|c| c.engines == "cel+rego")
@@ -246,7 +257,10 @@ fn every_cel_case_passes_with_the_cel_engine() {
 
 #[test]
 fn every_runnable_case_passes_with_the_auto_engine() {
-    let root = data("gatekeeper");
+    let Some(_) = require::corpus(require::Corpus::Gatekeeper) else {
+        return;
+    };
+    let root = gatekeeper();
     let cases = tsv_cases(&root);
     let (passed, skipped, diverged) = run_all(&root, &cases, &[], "auto");
     assert_eq!((passed, skipped, diverged.len()), (146, 0, 0));
@@ -254,7 +268,10 @@ fn every_runnable_case_passes_with_the_auto_engine() {
 
 #[test]
 fn the_cel_engine_refuses_a_template_without_cel_by_name() {
-    let root = data("gatekeeper");
+    let Some(_) = require::corpus(require::Corpus::Gatekeeper) else {
+        return;
+    };
+    let root = gatekeeper();
     let case = tsv_cases(&root)
         .into_iter()
         .find(|c| c.engines == "rego")
@@ -268,7 +285,10 @@ fn the_cel_engine_refuses_a_template_without_cel_by_name() {
 
 #[test]
 fn every_suite_of_the_sampled_templates_passes_as_gator_reads_it() {
-    let root = data("gatekeeper");
+    let Some(_) = require::corpus(require::Corpus::Gatekeeper) else {
+        return;
+    };
+    let root = gatekeeper();
     let mut files = Vec::new();
     suites(&root, &mut files);
     let cases: Vec<Case> = files.iter().flat_map(|s| suite_cases(&root, s)).collect();
