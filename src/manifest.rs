@@ -97,20 +97,28 @@ pub struct ObjectKey {
 impl ObjectKey {
     /// The key of an object (`apiVersion`, `kind`, `metadata`).
     pub fn of(value: &Value) -> Self {
+        match value {
+            Value::Object(map) => Self::of_map(map),
+            _ => Self::of_map(&Map::new()),
+        }
+    }
+
+    /// [`ObjectKey::of`] the fields of an object.
+    pub fn of_map(value: &Map<String, Value>) -> Self {
         let text = |v: Option<&Value>| v.and_then(Value::as_str).unwrap_or_default().to_owned();
         let api_version = text(value.get("apiVersion"));
+        let metadata = |field: &str| value.get("metadata").and_then(|m| m.get(field));
         Self {
             group: api_version
                 .rsplit_once('/')
                 .map(|(g, _)| g.to_owned())
                 .unwrap_or_default(),
             kind: text(value.get("kind")),
-            namespace: value
-                .pointer("/metadata/namespace")
+            namespace: metadata("namespace")
                 .and_then(Value::as_str)
                 .filter(|ns| !ns.is_empty())
                 .map(str::to_owned),
-            name: text(value.pointer("/metadata/name")),
+            name: text(metadata("name")),
         }
     }
 }

@@ -176,26 +176,32 @@ pub fn as_applied(
     objects
         .iter()
         .map(|object| {
-            let key = key_of(object);
+            let key = ObjectKey::of_map(object.value());
+            let scope = namespaced(&key);
+            let clear = scope == Some(false) && object.namespace().is_some();
+            // Namespaced, or a kind neither the cluster's discovery nor the
+            // set knows: the sync asks the cluster again when it applies it
+            // (a CRD installed since discovery ran), so it is reviewed where
+            // a namespaced object would land.
+            let place = scope != Some(false)
+                && key.namespace.is_none()
+                && !destination_namespace.is_empty();
+            let label = key.group.is_empty() && key.kind == "Namespace";
+            if !(clear || place || label) {
+                return object.clone();
+            }
             let mut value = object.value().clone();
             let Some(Value::Object(metadata)) = value.get_mut("metadata") else {
                 // Nothing to place, and nothing the API server accepts.
                 return object.clone();
             };
-            match namespaced(&key) {
-                Some(false) => {
-                    metadata.remove("namespace");
-                }
-                // Namespaced, or a kind neither the cluster's discovery nor
-                // the set knows: the sync asks the cluster again when it
-                // applies it (a CRD installed since discovery ran), so it
-                // is reviewed where a namespaced object would land.
-                _ if key.namespace.is_none() && !destination_namespace.is_empty() => {
-                    metadata.insert("namespace".into(), destination_namespace.into());
-                }
-                _ => {}
+            if clear {
+                metadata.remove("namespace");
             }
-            if key.group.is_empty() && key.kind == "Namespace" {
+            if place {
+                metadata.insert("namespace".into(), destination_namespace.into());
+            }
+            if label {
                 if !metadata.get("labels").is_some_and(Value::is_object) {
                     metadata.insert("labels".into(), Value::Object(Default::default()));
                 }
@@ -206,30 +212,6 @@ pub fn as_applied(
             Object::new(value, object.source().map(str::to_owned))
         })
         .collect()
-}
-
-/// The identity of `object`, as [`ObjectKey::of`] reads it (without
-/// cloning the object).
-fn key_of(object: &Object) -> ObjectKey {
-    let api_version = object.api_version();
-    ObjectKey {
-        group: api_version
-            .rsplit_once('/')
-            .map(|(g, _)| g.to_owned())
-            .unwrap_or_default(),
-        kind: object.kind().to_owned(),
-        namespace: object
-            .namespace()
-            .filter(|ns| !ns.is_empty())
-            .map(str::to_owned),
-        name: object
-            .value()
-            .get("metadata")
-            .and_then(|m| m.get("name"))
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_owned(),
-    }
 }
 
 #[cfg(test)]

@@ -357,15 +357,11 @@ impl<'a> Engine<'a> {
             .unwrap_or_else(std::sync::PoisonError::into_inner) = defined.clone();
         let mut out = Vec::with_capacity(objects.len());
         for mut object in objects {
+            let key = ObjectKey::of(&object);
             // Absent, `null` and `""` are alike to the API server (and to
             // the policies, which reviewed the object here:
-            // `policy::placement`).
-            let unplaced = object
-                .pointer("/metadata/namespace")
-                .and_then(Value::as_str)
-                .is_none_or(str::is_empty);
-            if let (Some(ns), true) = (&self.app.namespace, unplaced) {
-                let key = ObjectKey::of(&object);
+            // `policy::placement`): the key has no namespace.
+            if let (Some(ns), None) = (&self.app.namespace, &key.namespace) {
                 let namespaced = match defined.namespaced(&key) {
                     Some(namespaced) => Some(namespaced),
                     // Unknown kinds are left alone here; applying them reports it.

@@ -76,10 +76,10 @@ pub const CLUSTER_SCOPED: &[(&str, &str)] = &[
     ("storagemigration.k8s.io", "StorageVersionMigration"),
 ];
 
-/// What the CustomResourceDefinitions of a rendered set say of their
-/// kinds: `(group, kind)` → (namespaced, plural).
+/// The plurals the CustomResourceDefinitions of a rendered set give their
+/// kinds: `(group, kind)` → plural.
 #[derive(Debug, Clone, Default)]
-pub struct SetKinds(BTreeMap<(String, String), (bool, String)>);
+pub struct SetKinds(BTreeMap<(String, String), String>);
 
 impl SetKinds {
     /// The kinds the CRDs of `objects` define.
@@ -92,10 +92,7 @@ impl SetKinds {
                     let text = |p: &str| crd.pointer(p)?.as_str().map(str::to_owned);
                     Some((
                         (text("/spec/group")?, text("/spec/names/kind")?),
-                        (
-                            text("/spec/scope")? == "Namespaced",
-                            text("/spec/names/plural").unwrap_or_default(),
-                        ),
+                        text("/spec/names/plural")?,
                     ))
                 })
                 .collect(),
@@ -170,8 +167,8 @@ impl<'a> Target<'a> {
         let declared = kinds
             .0
             .get(&(group.clone(), kind.clone()))
-            .map(|(_, plural)| plural.clone())
-            .filter(|plural| !plural.is_empty() && *plural != guessed);
+            .filter(|plural| !plural.is_empty() && **plural != guessed)
+            .cloned();
         Target {
             object,
             group,

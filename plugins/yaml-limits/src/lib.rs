@@ -85,10 +85,11 @@ impl Default for YamlLimits {
     }
 }
 
-/// The most events (and nodes) an alias-free text of `bytes` bytes can
-/// hold: two per byte (`[:,:,:]` is four events per two bytes), plus the
-/// stream's and a document's own.
-fn alias_free_bound(bytes: usize) -> u64 {
+/// The most events (and nodes) an alias-free text of `bytes` bytes (YAML or
+/// JSON) can hold: two per byte (`[:,:,:]` is four events per two bytes),
+/// plus the stream's and a document's own. A text within a budget by this
+/// bound needs no counting.
+pub fn most_nodes_without_aliases(bytes: usize) -> u64 {
     u64::try_from(bytes)
         .unwrap_or(u64::MAX)
         .saturating_mul(2)
@@ -171,7 +172,7 @@ fn describe(e: &ExpansionError) -> String {
 /// counting parser cannot read, is refused with that parser's error).
 pub fn check(text: &str, limits: &YamlLimits) -> Result<(), ExpansionError> {
     let aliases = text.contains('*');
-    let bound = alias_free_bound(text.len());
+    let bound = most_nodes_without_aliases(text.len());
     if bound > limits.max_document_events {
         check_documents(text, limits)?;
     }
@@ -227,12 +228,6 @@ pub fn count_nodes<'de, D: de::Deserializer<'de>>(
         Err(_) if counter.exhausted.get() => Ok(None),
         Err(e) => Err(e),
     }
-}
-
-/// The most nodes an alias-free text of `bytes` bytes (YAML or JSON) can
-/// hold: texts within a budget by this bound need no counting.
-pub fn most_nodes_without_aliases(bytes: usize) -> u64 {
-    alias_free_bound(bytes)
 }
 
 /// Counts the events of each document of `text` as it streams by (no
