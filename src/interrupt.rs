@@ -7,16 +7,34 @@
 //! raises a render's interrupt at its deadline (or when the controller goes
 //! away), and makes it the [current](Interrupt::current) interrupt of the
 //! render's task, where the stages that hand work to the blocking pool pick
-//! it up; without one (the controller rendering in-process, the CLI) each
-//! such stage has a fresh interrupt that nothing raises but its own
-//! timeouts.
+//! it up ([`spawn_blocking`] carries it to the blocking thread, where
+//! [`Interrupt::current`] reads it too); without one (the controller
+//! rendering in-process, the CLI) each such stage has a fresh interrupt that
+//! nothing raises but its own timeouts.
 
+use std::cell::RefCell;
 use std::future::Future;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 tokio::task_local! {
     static CURRENT: Interrupt;
+}
+
+std::thread_local! {
+    /// The interrupt of the blocking work running on this thread.
+    static BLOCKING: RefCell<Option<Interrupt>> = const { RefCell::new(None) };
+}
+
+/// [`tokio::task::spawn_blocking`], with the current task's interrupt made
+/// the [current](Interrupt::current) one of the blocking work.
+pub fn spawn_blocking<R, F>(work: F) -> tokio::task::JoinHandle<R>
+where
+    F: FnOnce() -> R + Send + 'static,
+    R: Send + 'static,
+{
+    let interrupt = Interrupt::current();
+    tokio::task::spawn_blocking(move || interrupt.enter(work))
 }
 
 /// A flag that work checks to stop early; clones share it.
@@ -29,9 +47,30 @@ impl Interrupt {
         Self::default()
     }
 
-    /// The current task's interrupt ([`Interrupt::scope`]), or a fresh one.
+    /// The current task's interrupt ([`Interrupt::scope`]), else that of
+    /// the blocking work on this thread ([`Interrupt::enter`]), else a fresh
+    /// one.
     pub fn current() -> Self {
-        CURRENT.try_with(Clone::clone).unwrap_or_default()
+        CURRENT
+            .try_with(Clone::clone)
+            .ok()
+            .or_else(|| BLOCKING.with(|slot| slot.borrow().clone()))
+            .unwrap_or_default()
+    }
+
+    /// Runs blocking `work` with this as the current interrupt of the thread
+    /// (the previous one is back when it returns or unwinds).
+    pub fn enter<R>(&self, work: impl FnOnce() -> R) -> R {
+        struct Restore(Option<Interrupt>);
+        impl Drop for Restore {
+            fn drop(&mut self) {
+                let previous = self.0.take();
+                BLOCKING.with(|slot| *slot.borrow_mut() = previous);
+            }
+        }
+        let previous = BLOCKING.with(|slot| slot.borrow_mut().replace(self.clone()));
+        let _restore = Restore(previous);
+        work()
     }
 
     /// Runs `future` with this as the current interrupt of its task.
@@ -94,6 +133,27 @@ mod tests {
         assert!(
             !Interrupt::current().is_raised(),
             "outside the scope: a fresh one"
+        );
+    }
+
+    #[tokio::test]
+    async fn blocking_work_spawned_in_a_scope_sees_its_interrupt() {
+        let interrupt = Interrupt::new();
+        let seen = interrupt
+            .clone()
+            .scope(async { spawn_blocking(Interrupt::current).await.unwrap() })
+            .await;
+        interrupt.raise();
+        assert!(
+            seen.is_raised(),
+            "the blocking thread's interrupt is the scope's"
+        );
+        let after = tokio::task::spawn_blocking(Interrupt::current)
+            .await
+            .unwrap();
+        assert!(
+            !after.is_raised(),
+            "the thread's interrupt is reset after the work"
         );
     }
 }

@@ -2628,3 +2628,43 @@ async fn a_push_to_a_policy_source_refreshes_the_applications_it_reviews() {
     .await;
     let _ = w.stop.send(());
 }
+
+/// Issue 36, through the controller (the process holding the cluster's
+/// credentials): an application whose path holds two files of 2,000,000
+/// alias-free items (the flood that took the controller to 3.4 GB) gets a
+/// ComparisonError naming the first file and the bound, nothing is applied,
+/// and the process's peak memory stays a small multiple of the input.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn attack_alias_free_yaml_floods_become_a_condition_within_bounded_memory() {
+    let w = world().await;
+    let flood = format!(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: flood}}\nx: {}\n",
+        support::flood(2_000_000)
+    );
+    w.repo.commit(
+        "flood",
+        &[("flood/a.yaml", &flood), ("flood/b.yaml", &flood)],
+    );
+    w.repo.publish();
+    let baseline = support::status_kib("VmRSS");
+    let mut app = application("flood", &w.url, "default");
+    app.spec.source.path = "flood".into();
+    let apps: Api<Application> = Api::namespaced(w.cluster.client.clone(), "kiln");
+    apps.create(&PostParams::default(), &app).await.unwrap();
+    let status = status_with_a_condition(&w.cluster, "the flood's condition", "flood").await;
+    let condition = &status["conditions"][0];
+    assert_eq!(condition["type"], "ComparisonError", "{status}");
+    let message = condition["message"].as_str().unwrap();
+    assert!(
+        message.contains("flood/a.yaml") && message.contains("more than 1000000 nodes"),
+        "{message}"
+    );
+    assert!(live_configmap(&w.cluster, "flood").await.is_none());
+    let input_kib = 2 * flood.len() as u64 / 1024;
+    let grown = support::status_kib("VmHWM").saturating_sub(baseline);
+    assert!(
+        grown < 16 * input_kib,
+        "peak grew by {grown} KiB for {input_kib} KiB of input"
+    );
+    let _ = w.stop.send(());
+}

@@ -175,6 +175,43 @@ async fn sleeping_guests_cannot_block_the_host() {
     }
 }
 
+/// A guest whose render is given up (its interrupt raised, as the render
+/// server does at a deadline) stops within a few ticks, long before its own
+/// CPU deadline, and gives its memory back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_guest_stops_when_its_render_is_given_up() {
+    let host = host();
+    let limits = kiln::plugin::Limits {
+        timeout: std::time::Duration::from_secs(120),
+        ..tight_limits()
+    };
+    let plugin = host
+        .load_file(
+            &component("fixture-misbehave"),
+            World::Renderer,
+            Some(limits),
+        )
+        .unwrap();
+    let src = tree(&[("app/x.yaml", "a: 1")]);
+    let interrupt = kiln::interrupt::Interrupt::new();
+    let spinning = tokio::spawn(
+        interrupt
+            .clone()
+            .scope(render_mode(&plugin, src.path(), "loop")),
+    );
+    while host.memory_reserved() == 0 {
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    interrupt.raise();
+    let error = spinning.await.unwrap().expect_err("an endless loop");
+    assert!(
+        matches!(error, PluginError::Interrupted { .. }),
+        "{error:?}"
+    );
+    assert!(error.to_string().contains("given up"), "{error}");
+    assert_eq!(host.memory_reserved(), 0);
+}
+
 /// Plugin calls hold their memory limit from one host-wide budget: a call
 /// that does not fit waits, so plugins never hold more than the budget
 /// whatever the concurrency; a budget below the largest limit is refused.

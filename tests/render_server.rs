@@ -834,3 +834,112 @@ fn refused_as_a_file_repository(error: ClientError) {
         other => panic!("{other:?}"),
     }
 }
+
+/// CPU time this process has used (user and system), from `/proc/self/stat`.
+fn cpu_time() -> Duration {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap();
+    // Fields after the command's closing parenthesis; utime and stime are
+    // the 14th and 15th of the line, in clock ticks (100 a second).
+    let rest = &stat[stat.rfind(')').unwrap() + 2..];
+    let fields: Vec<u64> = rest
+        .split(' ')
+        .skip(11)
+        .take(2)
+        .map(|n| n.parse().unwrap())
+        .collect();
+    Duration::from_millis((fields[0] + fields[1]) * 10)
+}
+
+/// A repository of `files` ConfigMaps, each holding a list of `items`
+/// numbers, behind a git daemon; and a directory render of it.
+fn flooded_repository(dir: &Path, files: usize, items: usize) -> (GitDaemon, RenderRequest, usize) {
+    let text = |n: usize| {
+        format!(
+            "apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: f{n}}}\nx: {}\n",
+            support::flood(items)
+        )
+    };
+    let texts: Vec<(String, String)> = (0..files)
+        .map(|n| (format!("f{n:03}.yaml"), text(n)))
+        .collect();
+    let size = texts.iter().map(|(_, t)| t.len()).sum();
+    let refs: Vec<(&str, &str)> = texts
+        .iter()
+        .map(|(p, t)| (p.as_str(), t.as_str()))
+        .collect();
+    let repo = Fixture::new(dir, "flood");
+    repo.commit("flood", &refs);
+    repo.publish();
+    let daemon = GitDaemon::start(dir);
+    let mut render = request(&daemon.url("flood"), 0);
+    render.chain.clear();
+    (daemon, render, size)
+}
+
+/// Issue 36, through the render server: two files of 2,000,000 alias-free
+/// items each (the YAML flood that took the server to gigabytes) are
+/// refused at the first, naming it, and the server's memory stays a small
+/// multiple of the input.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn attack_alias_free_yaml_floods_are_refused_within_bounded_memory() {
+    let dir = tempfile::tempdir().unwrap();
+    let issued = issued();
+    let (_daemon, render, size) = flooded_repository(dir.path(), 2, 2_000_000);
+    let baseline = support::status_kib("VmRSS");
+    let url = serve(dir.path(), &issued, Limits::default()).await;
+    let client = Client::new(&url, &issued.client_identity(), Limits::default()).unwrap();
+    match client.render(&render).await.unwrap_err() {
+        ClientError::Refused(failure) => assert!(
+            failure.message.contains("f000.yaml")
+                && failure.message.contains("more than 1000000 nodes"),
+            "{failure:?}"
+        ),
+        other => panic!("{other:?}"),
+    }
+    let input_kib = size as u64 / 1024;
+    let grown = support::status_kib("VmHWM").saturating_sub(baseline);
+    assert!(
+        grown < 16 * input_kib,
+        "peak grew by {grown} KiB for {input_kib} KiB of input"
+    );
+}
+
+/// Issue 36: past a render's deadline the server answers, and the work it
+/// handed to the blocking pool stops too (it used to parse on for tens of
+/// seconds). Sixty files, each within every bound, take seconds of CPU to
+/// parse; the deadline is 1 s. In the three seconds after the answer the
+/// process uses little CPU: the directory renderer stopped at its next
+/// file.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn work_stops_when_the_render_s_deadline_passes() {
+    let dir = tempfile::tempdir().unwrap();
+    let issued = issued();
+    let (_daemon, render, _) = flooded_repository(dir.path(), 60, 60_000);
+    let deadline = Duration::from_secs(1);
+    let url = serve(
+        dir.path(),
+        &issued,
+        Limits {
+            deadline,
+            ..Limits::default()
+        },
+    )
+    .await;
+    let client = Client::new(&url, &issued.client_identity(), Limits::default()).unwrap();
+    let started = std::time::Instant::now();
+    match client.render(&render).await.unwrap_err() {
+        ClientError::Refused(failure) => {
+            assert_eq!(failure.reason, "RenderDeadlineExceeded", "{failure:?}")
+        }
+        other => panic!("{other:?}"),
+    }
+    eprintln!("answered after {:?}", started.elapsed());
+    let before = cpu_time();
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let spent = cpu_time() - before;
+    eprintln!("{spent:?} of CPU in the 3 s after the answer");
+    assert!(
+        spent < Duration::from_millis(1500),
+        "{spent:?} of CPU in the 3 s after the deadline's answer"
+    );
+}

@@ -2,10 +2,10 @@
 //! limits, every way of failing mapped to its own [`PluginError`].
 
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use tracing::Instrument as _;
-use wasmtime::{Store, Trap};
+use wasmtime::{Store, Trap, UpdateDeadline};
 
 use super::bindings::policy::exports::kiln::plugin::review as wit_review;
 use super::bindings::policy::{Policy as PolicyBindings, PolicyPre};
@@ -20,6 +20,7 @@ use super::host::HostInner;
 use super::state::CallState;
 use super::types::{AppContext, Finding, ObjectRef, Params, Severity};
 use crate::digest::Digest;
+use crate::interrupt::Interrupt;
 use crate::manifest::{self, Object};
 use crate::source::SourceView;
 
@@ -150,7 +151,7 @@ impl Plugin {
         let span = tracing::Span::current();
         // The memory reservation goes with the thread: an abandoned call
         // still holds its memory until it really ends.
-        let task = tokio::task::spawn_blocking(move || {
+        let task = crate::interrupt::spawn_blocking(move || {
             let _memory = memory;
             span.in_scope(call)
         })
@@ -223,7 +224,8 @@ impl Plugin {
         let budget = manifest::ParseBudget::new(manifest::ParseLimits {
             bytes: self.inner.limits.output,
             ..manifest::ParseLimits::default()
-        });
+        })
+        .with_interrupt(Interrupt::current());
         let mut objects = Vec::new();
         for manifest in manifests {
             let parsed =
@@ -305,10 +307,7 @@ impl Plugin {
             CallState::new(self.inner.name.clone(), view, limits),
         );
         store.limiter(|state| &mut state.limiter);
-        let tick = host.config.epoch_tick.as_nanos().max(1);
-        let ticks = limits.timeout.as_nanos().div_ceil(tick) as u64;
-        store.set_epoch_deadline(ticks.max(1));
-        store.epoch_deadline_trap();
+        Self::set_deadline(&mut store, host.config.epoch_tick, limits.timeout);
 
         let started = Instant::now();
         let result = body(&mut store);
@@ -335,6 +334,9 @@ impl Plugin {
                 limit: limits.memory,
             });
         }
+        if error.is::<Interrupted>() {
+            return Err(PluginError::Interrupted { plugin });
+        }
         Err(match error.downcast_ref::<Trap>() {
             Some(Trap::Interrupt) => PluginError::Timeout {
                 plugin,
@@ -353,6 +355,31 @@ impl Plugin {
         })
     }
 
+    /// Stops the guest at `timeout` (counted in epoch ticks), and, checked
+    /// every [`INTERRUPT_CHECK`] ticks, once the current
+    /// [interrupt](Interrupt::current) is raised.
+    fn set_deadline(store: &mut Store<CallState>, tick: Duration, timeout: Duration) {
+        let tick = tick.as_nanos().max(1);
+        let mut left = u64::try_from(timeout.as_nanos().div_ceil(tick))
+            .unwrap_or(u64::MAX)
+            .max(1);
+        let interrupt = Interrupt::current();
+        let slice = left.min(INTERRUPT_CHECK);
+        left -= slice;
+        store.set_epoch_deadline(slice);
+        store.epoch_deadline_callback(move |_| {
+            if interrupt.is_raised() {
+                return Err(Interrupted.into());
+            }
+            if left == 0 {
+                return Err(Trap::Interrupt.into());
+            }
+            let slice = left.min(INTERRUPT_CHECK);
+            left -= slice;
+            Ok(UpdateDeadline::Continue(slice))
+        });
+    }
+
     fn wrong_world(&self, wanted: World) -> PluginError {
         PluginError::ContractMismatch {
             plugin: self.name().to_owned(),
@@ -367,6 +394,15 @@ impl Plugin {
         }
     }
 }
+
+/// How often (in epoch ticks) a running guest checks its render's interrupt:
+/// every 50 ms at the default tick.
+const INTERRUPT_CHECK: u64 = 5;
+
+/// The guest was stopped because its render was given up.
+#[derive(Debug, thiserror::Error)]
+#[error("the render was given up")]
+struct Interrupted;
 
 fn wit_context(context: &AppContext) -> wit::AppContext {
     wit::AppContext {

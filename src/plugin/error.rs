@@ -63,6 +63,14 @@ pub enum PluginError {
         /// The deadline.
         timeout: Duration,
     },
+    /// The call was given up by its caller (the render's
+    /// [interrupt](crate::interrupt::Interrupt) was raised: its deadline
+    /// passed or the controller went away), and the guest stopped.
+    #[error("plugin {plugin}: stopped: the render was given up")]
+    Interrupted {
+        /// The plugin.
+        plugin: String,
+    },
     /// The plugin tried to grow its memory past the limit.
     #[error("plugin {plugin}: out of memory (limit {limit} bytes)")]
     OutOfMemory {
@@ -151,6 +159,7 @@ impl PluginError {
             | PluginError::Compile { plugin, .. }
             | PluginError::InvalidLimits { plugin, .. }
             | PluginError::Timeout { plugin, .. }
+            | PluginError::Interrupted { plugin }
             | PluginError::OutOfMemory { plugin, .. }
             | PluginError::StackOverflow { plugin }
             | PluginError::Trap { plugin, .. }

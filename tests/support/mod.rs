@@ -141,6 +141,17 @@ pub fn flood(n: usize) -> String {
     format!("[{}]", vec!["1"; n].join(","))
 }
 
+/// A field of `/proc/self/status` in KiB (`VmRSS`, `VmHWM`). Each test runs
+/// in a process of its own under nextest, so the peak is the test's.
+pub fn status_kib(field: &str) -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix(field)?.strip_prefix(':'))
+        .and_then(|rest| rest.trim().trim_end_matches(" kB").parse().ok())
+        .unwrap_or_else(|| panic!("{field} in /proc/self/status"))
+}
+
 /// Runs `command` and returns its output with its peak resident memory in
 /// KiB (`ru_maxrss` of the child, read by a python3 parent: Rust's standard
 /// library does not expose the child's rusage).

@@ -30,13 +30,26 @@ use crate::source::git::{CredentialProvider, Credentials, GitSource, RepoUrl};
 use crate::source::helm::ChartFetcher;
 
 /// The credentials of the repositories requests named, each as its last
-/// request gave them. The Git engine asks this provider; the render server
-/// holds no other credentials.
+/// request gave them (the [`REMEMBERED`] most recent repositories). The Git
+/// engine asks this provider; the render server holds no other credentials.
 /// Likewise the SSH known hosts, as the last request gave them.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct RequestCredentials {
-    by_url: Mutex<HashMap<String, Credentials>>,
+    by_url: Mutex<clru::CLruCache<String, Credentials>>,
     known_hosts: Mutex<Option<String>>,
+}
+
+/// How many repositories' credentials are kept between a request and the
+/// fetch it causes: far more than renders in flight.
+const REMEMBERED: std::num::NonZeroUsize = std::num::NonZeroUsize::new(4096).unwrap();
+
+impl Default for RequestCredentials {
+    fn default() -> Self {
+        Self {
+            by_url: Mutex::new(clru::CLruCache::new(REMEMBERED)),
+            known_hosts: Mutex::default(),
+        }
+    }
 }
 
 impl KnownHostsSource for RequestCredentials {
@@ -57,10 +70,10 @@ impl RequestCredentials {
         let mut map = self.by_url.lock().unwrap_or_else(|e| e.into_inner());
         match credentials {
             Some(c) => {
-                map.insert(url.to_string(), c);
+                map.put(url.to_string(), c);
             }
             None => {
-                map.remove(&url.to_string());
+                map.pop(&url.to_string());
             }
         }
     }

@@ -17,6 +17,8 @@ use std::rc::Rc;
 
 use cap_std::fs::Dir;
 
+use crate::interrupt::Interrupt;
+
 /// Default cap on the compressed archive: 16 MiB (Helm's own loader caps
 /// an archive's files at 20 MiB altogether; real charts are a few KiB to
 /// a few MiB).
@@ -75,6 +77,13 @@ pub enum ArchiveError {
         archive: String,
         /// The limit.
         limit: u64,
+    },
+    /// The render it was unpacked for was given up (its interrupt was
+    /// raised); what was unpacked is left to the caller's cleanup.
+    #[error("{archive}: unpacking stopped: the render was given up")]
+    Interrupted {
+        /// The archive.
+        archive: String,
     },
     /// It holds more entries than the limit.
     #[error("{archive}: more than {limit} entries")]
@@ -171,7 +180,10 @@ impl<R: Read> Read for Capped<R> {
 
 /// Unpacks the gzip-compressed tar `bytes` (named `archive` in errors) into
 /// `dest`, which should be empty; the archive's top directory is stripped.
-/// Blocking: call it off the async workers.
+/// Blocking: call it off the async workers (through
+/// [`interrupt::spawn_blocking`](crate::interrupt::spawn_blocking): it stops
+/// before the next entry once the [current](Interrupt::current) interrupt is
+/// raised).
 pub fn unpack(
     bytes: &[u8],
     archive: &str,
@@ -208,7 +220,11 @@ pub fn unpack(
     let mut tar = tar::Archive::new(reader);
     let mut seen = std::collections::HashSet::new();
     let mut count = 0usize;
+    let interrupt = Interrupt::current();
     for entry in tar.entries().map_err(corrupt)? {
+        if interrupt.is_raised() {
+            return Err(ArchiveError::Interrupted { archive: name() });
+        }
         let mut entry = entry.map_err(corrupt)?;
         let kind = entry.header().entry_type();
         if matches!(kind, tar::EntryType::XGlobalHeader) {
@@ -337,6 +353,19 @@ mod tests {
     }
 
     const FILE: tar::EntryType = tar::EntryType::Regular;
+
+    #[test]
+    fn unpacking_stops_once_its_render_is_given_up() {
+        let bytes = tgz::raw(&[("web/Chart.yaml", FILE, b"name: web\n")]);
+        let interrupt = Interrupt::new();
+        interrupt.raise();
+        let (tmp, result) = interrupt.enter(|| unpack_to(&bytes, &ArchiveLimits::default()));
+        assert!(
+            matches!(result, Err(ArchiveError::Interrupted { .. })),
+            "{result:?}"
+        );
+        assert!(!tmp.path().join("Chart.yaml").exists(), "nothing written");
+    }
 
     #[test]
     fn unpacks_a_chart_stripping_its_top_directory() {

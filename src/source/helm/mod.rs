@@ -25,7 +25,6 @@ pub mod oci;
 pub mod slots;
 pub mod view;
 
-use std::collections::HashMap;
 use std::fmt;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -456,6 +455,10 @@ pub struct ChartFetcher {
     inner: Arc<Inner>,
 }
 
+/// How many unpinned archive URLs and OCI manifests a fetcher remembers
+/// (a few hundred bytes each); one forgotten costs a download again.
+const REMEMBERED: std::num::NonZeroUsize = std::num::NonZeroUsize::new(4096).unwrap();
+
 #[derive(Debug)]
 struct Inner {
     config: HelmConfig,
@@ -464,11 +467,11 @@ struct Inner {
     cache: ChartCache,
     indexes: Mutex<IndexCache>,
     /// Archive URL → digest, for indexes that pin none (each archive is
-    /// still downloaded once).
-    unpinned: Mutex<HashMap<String, Digest>>,
+    /// still downloaded once), the [`REMEMBERED`] most recent.
+    unpinned: Mutex<clru::CLruCache<String, Digest>>,
     /// OCI manifest digest → archive digest, so a manifest seen before
-    /// costs no layer download.
-    manifests: Mutex<HashMap<Digest, Digest>>,
+    /// costs no layer download; the [`REMEMBERED`] most recent.
+    manifests: Mutex<clru::CLruCache<Digest, Digest>>,
     downloads: slots::Slots,
 }
 
@@ -496,8 +499,8 @@ impl ChartFetcher {
                 http,
                 registry: std::sync::RwLock::new(registry),
                 cache,
-                unpinned: Mutex::new(HashMap::new()),
-                manifests: Mutex::new(HashMap::new()),
+                unpinned: Mutex::new(clru::CLruCache::new(REMEMBERED)),
+                manifests: Mutex::new(clru::CLruCache::new(REMEMBERED)),
             }),
         })
     }
@@ -799,7 +802,7 @@ impl ChartFetcher {
                     .unpinned
                     .lock()
                     .expect("poisoned")
-                    .insert(url.clone(), found);
+                    .put(url.clone(), found);
             }
             _ => {}
         }
@@ -868,7 +871,7 @@ impl ChartFetcher {
                     .manifests
                     .lock()
                     .expect("poisoned")
-                    .insert(pulled.manifest, digest);
+                    .put(pulled.manifest, digest);
                 dir
             }
             (None, None) => {
@@ -877,7 +880,7 @@ impl ChartFetcher {
                     .manifests
                     .lock()
                     .expect("poisoned")
-                    .remove(&pulled.manifest);
+                    .pop(&pulled.manifest);
                 return Box::pin(self.fetch_oci(repository, version, registry)).await;
             }
         };
@@ -898,7 +901,7 @@ impl ChartFetcher {
     ) -> Result<PathBuf, ChartError> {
         let inner = self.inner.clone();
         Ok(
-            tokio::task::spawn_blocking(move || inner.cache.put(&digest, &bytes, &name))
+            crate::interrupt::spawn_blocking(move || inner.cache.put(&digest, &bytes, &name))
                 .await
                 .expect("unpack panicked")?,
         )
