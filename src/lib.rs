@@ -8,6 +8,7 @@
 pub mod api;
 pub mod artifact;
 pub mod cluster;
+pub mod condition;
 pub mod controller;
 pub mod diff;
 pub mod digest;

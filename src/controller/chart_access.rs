@@ -14,7 +14,7 @@
 //! - A render server holds no Secrets: a request grants the dependency
 //!   repositories the controller checked, each with its own credentials
 //!   ([`requested`]), and the server answers any other it meets with
-//!   [`REPOSITORIES_NEEDED`] instead of fetching it. The controller then
+//!   [`DependencyRepositoriesNeeded`](crate::condition::Reason::DependencyRepositoriesNeeded) instead of fetching it. The controller then
 //!   checks those against the project, adds them with their Secrets'
 //!   credentials and asks again ([`grant`]), a bounded number of times.
 //!   A repository's credentials thus go to the render server only for a
@@ -28,13 +28,11 @@
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 
-use super::compare::Stop;
 use super::project::Project;
 use super::secrets::ControllerSecrets;
 use crate::artifact::RegistryCredentials;
-use crate::render::remote::{
-    ChartSourceRef, GrantedRepository, REPOSITORIES_NEEDED, RenderRequest, WireCredentials,
-};
+use crate::condition::{Reason, Stop};
+use crate::render::remote::{ChartSourceRef, GrantedRepository, RenderRequest, WireCredentials};
 use crate::source::git::{CredentialProvider, Credentials, RepoUrl};
 use crate::source::helm::fetch::index_key;
 use crate::source::helm::{
@@ -233,14 +231,13 @@ pub fn grant(
     let Some(chart) = request.chart.as_mut() else {
         return Err(stop);
     };
-    if stop.reason != REPOSITORIES_NEEDED || stop.repositories_needed.is_empty() {
+    if stop.reason != Reason::DependencyRepositoriesNeeded || stop.repositories_needed.is_empty() {
         return Err(stop);
     }
     let granted = chart.dependency_repositories.get_or_insert_with(Vec::new);
     if round + 1 >= MAX_GRANT_ROUNDS {
         return Err(Stop::new(
-            "ComparisonError",
-            "TooManyDependencyRounds",
+            Reason::TooManyDependencyRounds,
             format!(
                 "chart {}: its dependencies still name new repositories after {MAX_GRANT_ROUNDS} requests to the render server: {}",
                 chart.chart,
@@ -256,16 +253,14 @@ pub fn grant(
     for needed in wanted {
         if let Err(violation) = project.admit_dependency_repository(&needed.url) {
             return Err(Stop::new(
-                "ProjectViolation",
-                "DependencyRepositoryNotPermitted",
+                Reason::DependencyRepositoryNotPermitted,
                 format!("{needed}: {violation}"),
             ));
         }
         let url = needed.url.trim_end_matches('/');
         if granted[..earlier].iter().any(|g| g.url == url) {
             return Err(Stop::new(
-                "ComparisonError",
-                "RenderServerFailed",
+                Reason::RenderServerFailed,
                 format!("{needed}: the render server asks again for a repository it was granted"),
             ));
         }
@@ -274,8 +269,7 @@ pub fn grant(
         }
         if granted.len() >= MAX_GRANTED_REPOSITORIES {
             return Err(Stop::new(
-                "ComparisonError",
-                "TooManyDependencyRepositories",
+                Reason::TooManyDependencyRepositories,
                 format!(
                     "chart {}: its dependencies name more than {MAX_GRANTED_REPOSITORIES} repositories (at {needed})",
                     chart.chart
@@ -376,7 +370,7 @@ mod tests {
     }
 
     fn needs(urls: &[&str]) -> Stop {
-        let mut stop = Stop::new("ComparisonError", REPOSITORIES_NEEDED, "needed");
+        let mut stop = Stop::new(Reason::DependencyRepositoriesNeeded, "needed");
         stop.repositories_needed = urls
             .iter()
             .enumerate()
@@ -430,7 +424,7 @@ mod tests {
             ]
         );
         // Another failure is recorded as it is.
-        let other = Stop::new("ComparisonError", "ChartUnavailable", "401");
+        let other = Stop::new(Reason::ChartUnavailable, "401");
         assert_eq!(
             grant(&project(), &secrets(), &mut request, other.clone(), 1).unwrap_err(),
             other
@@ -448,8 +442,11 @@ mod tests {
             0,
         )
         .unwrap_err();
-        assert_eq!(stop.kind, "ProjectViolation");
-        assert_eq!(stop.reason, "DependencyRepositoryNotPermitted");
+        assert_eq!(
+            stop.condition(),
+            crate::condition::Condition::ProjectViolation
+        );
+        assert_eq!(stop.reason, Reason::DependencyRepositoryNotPermitted);
         assert!(
             stop.message
                 .starts_with("app: dependency `d0` from https://evil.example.com/charts: "),
@@ -472,7 +469,7 @@ mod tests {
             .collect();
         let urls: Vec<&str> = urls.iter().map(String::as_str).collect();
         let stop = grant(&open, &secrets(), &mut request(), needs(&urls), 0).unwrap_err();
-        assert_eq!(stop.reason, "TooManyDependencyRepositories", "{stop}");
+        assert_eq!(stop.reason, Reason::TooManyDependencyRepositories, "{stop}");
         // Too many rounds.
         let stop = grant(
             &open,
@@ -482,13 +479,13 @@ mod tests {
             MAX_GRANT_ROUNDS - 1,
         )
         .unwrap_err();
-        assert_eq!(stop.reason, "TooManyDependencyRounds", "{stop}");
+        assert_eq!(stop.reason, Reason::TooManyDependencyRounds, "{stop}");
         // A server asking again for what it was granted.
         let mut request = request();
         let again = || needs(&["https://b.example.com/charts"]);
         grant(&open, &secrets(), &mut request, again(), 0).unwrap();
         let stop = grant(&open, &secrets(), &mut request, again(), 1).unwrap_err();
-        assert_eq!(stop.reason, "RenderServerFailed", "{stop}");
+        assert_eq!(stop.reason, Reason::RenderServerFailed, "{stop}");
     }
 
     #[test]
@@ -525,7 +522,7 @@ mod tests {
             1,
         )
         .unwrap_err();
-        assert_eq!(stop.reason, "RenderServerFailed", "{stop}");
+        assert_eq!(stop.reason, Reason::RenderServerFailed, "{stop}");
     }
 
     #[test]

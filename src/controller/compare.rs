@@ -2,24 +2,24 @@
 //! revision → render → policy → kinds → diff. It changes nothing anywhere,
 //! so `kiln app diff` runs exactly what the controller runs.
 
-use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::Value;
 
+use super::context::Context;
 use super::destination::Target;
 use super::plugins;
-use super::project::{self, Placement, Project};
-use super::reconcile::Context;
+use super::project::{self, HELM_PLUGIN, Placement, Project};
 use crate::api::PolicyMode;
-use crate::api::{Application, PolicyFinding, PolicyStatus};
+use crate::api::{Application, PolicyStatus};
+use crate::condition::{Reason, Stop};
 use crate::diff::{DiffOptions, IgnoreRules, Report};
 use crate::manifest::ObjectKey;
 use crate::plugin::World;
+use crate::policy::Mode;
 use crate::policy::placement::{KindScope, KindScopes};
-use crate::policy::{self, Mode};
 use crate::render::remote::{
     AppRef, HelmHostWork, PolicySourceRef, PolicyStepRef, RenderRequest, RenderStep, WireSecret,
 };
@@ -27,54 +27,6 @@ use crate::source::git::{CredentialProvider as _, RepoUrl};
 use crate::sync::{
     Application as SyncApp, DefinedScopes, Engine, PruneGuard, RetryPolicy, SyncOptions,
 };
-
-/// Why a comparison (or a sync) stopped: recorded as a condition of the
-/// Application with a reason a person can act on.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Stop {
-    /// The condition type, e.g. `ProjectViolation`.
-    pub kind: Cow<'static, str>,
-    /// The reason, e.g. `PluginNotFound`.
-    pub reason: Cow<'static, str>,
-    /// What happened, naming the file, object or plugin.
-    pub message: String,
-    /// A chart's dependency repositories a render server was not granted
-    /// (reason [`crate::render::remote::REPOSITORIES_NEEDED`]); empty
-    /// otherwise.
-    pub repositories_needed: Vec<crate::source::helm::NeededRepository>,
-}
-
-impl Stop {
-    /// A stop. The message is bounded ([`crate::text::MAX_MESSAGE`]): it is stored in
-    /// the Application's status.
-    pub fn new(kind: &'static str, reason: &'static str, message: impl Into<String>) -> Self {
-        Self {
-            kind: Cow::Borrowed(kind),
-            reason: Cow::Borrowed(reason),
-            message: crate::text::bounded(&message.into(), crate::text::MAX_MESSAGE),
-            repositories_needed: Vec::new(),
-        }
-    }
-
-    /// A stop whose kind and reason were decided elsewhere (a render
-    /// server's answer).
-    pub fn owned(kind: String, reason: String, message: impl Into<String>) -> Self {
-        Self {
-            kind: Cow::Owned(kind),
-            reason: Cow::Owned(reason),
-            message: crate::text::bounded(&message.into(), crate::text::MAX_MESSAGE),
-            repositories_needed: Vec::new(),
-        }
-    }
-}
-
-impl std::fmt::Display for Stop {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{} ({}): {}", self.kind, self.reason, self.message)
-    }
-}
-
-impl std::error::Error for Stop {}
 
 /// What an Application is compared to: its target revision, or the one an
 /// operation asked for.
@@ -146,13 +98,9 @@ pub async fn compare(app: &Application, ctx: &Context, to: &CompareTo) -> Result
         Some(_) => None,
         None => Some(repository(app, config)?),
     };
-    project.admit(app).map_err(|v| {
-        Stop::new(
-            "ProjectViolation",
-            "SourceOrDestinationNotAllowed",
-            v.to_string(),
-        )
-    })?;
+    project
+        .admit(app)
+        .map_err(|v| Stop::new(Reason::SourceOrDestinationNotAllowed, v.to_string()))?;
     let target = ctx
         .destinations
         .resolve(&app.spec.destination)
@@ -162,22 +110,16 @@ pub async fn compare(app: &Application, ctx: &Context, to: &CompareTo) -> Result
                 super::destination::DestinationError::NotRegistered { .. } => {
                     // Its cluster is gone: it needs no watch there.
                     ctx.live.release(&name);
-                    "UnknownDestination"
+                    Reason::UnknownDestination
                 }
-                _ => "InvalidDestination",
+                _ => Reason::InvalidDestination,
             };
-            Stop::new("InvalidSpec", reason, crate::text::chain(&e))
+            Stop::new(reason, crate::text::chain(&e))
         })?;
     let destination_namespace = app.spec.destination.namespace.clone().unwrap_or_default();
     project
         .admit_destination(&target.server, &target.name, &destination_namespace)
-        .map_err(|v| {
-            Stop::new(
-                "ProjectViolation",
-                "SourceOrDestinationNotAllowed",
-                v.to_string(),
-            )
-        })?;
+        .map_err(|v| Stop::new(Reason::SourceOrDestinationNotAllowed, v.to_string()))?;
 
     // Plugins and policies, as the catalog describes them.
     let mut insecure = Vec::new();
@@ -247,7 +189,7 @@ pub async fn compare(app: &Application, ctx: &Context, to: &CompareTo) -> Result
                 chart,
                 &revision,
             )
-            .map_err(|e| Stop::new("InvalidSpec", "InvalidChartSource", crate::text::chain(&e)))?,
+            .map_err(|e| Stop::new(Reason::InvalidChartSource, crate::text::chain(&e)))?,
         ),
         None => None,
     };
@@ -346,11 +288,7 @@ pub async fn compare(app: &Application, ctx: &Context, to: &CompareTo) -> Result
                     ctx.charts(plugins::controller_registry_credentials(ctx)?)
                         .await
                         .map_err(|e| {
-                            Stop::new(
-                                "ComparisonError",
-                                "ChartCacheUnavailable",
-                                crate::text::chain(&e),
-                            )
+                            Stop::new(Reason::ChartCacheUnavailable, crate::text::chain(&e))
                         })?,
                 ),
                 None => None,
@@ -405,13 +343,9 @@ pub async fn compare(app: &Application, ctx: &Context, to: &CompareTo) -> Result
     let rules: Vec<crate::diff::IgnoreDifferences> =
         app.spec.ignore_differences.iter().map(Into::into).collect();
     let diff_options = DiffOptions {
-        ignore: IgnoreRules::new(rules, &ctx.jq).await.map_err(|e| {
-            Stop::new(
-                "InvalidSpec",
-                "InvalidIgnoreDifferences",
-                crate::text::chain(&e),
-            )
-        })?,
+        ignore: IgnoreRules::new(rules, &ctx.jq)
+            .await
+            .map_err(|e| Stop::new(Reason::InvalidIgnoreDifferences, crate::text::chain(&e)))?,
         manager: config.manager.clone(),
         ..DiffOptions::default()
     };
@@ -427,7 +361,7 @@ pub async fn compare(app: &Application, ctx: &Context, to: &CompareTo) -> Result
         .with_live_state(state.clone())
         .diff(objects.clone(), &diff_options)
         .await
-        .map_err(|e| Stop::new("ComparisonError", "DiffFailed", crate::text::chain(&e)))?;
+        .map_err(|e| Stop::new(Reason::DiffFailed, crate::text::chain(&e)))?;
     let prune_guard = prune_guard(project, &target.server, &target.name, &config.namespace);
     Ok(Comparison {
         commit,
@@ -501,11 +435,6 @@ async fn watch_kinds(
         .need(name, &target.server, &target.cluster, &needed);
 }
 
-/// The name of the catalog Plugin that renders Helm charts: a chart
-/// source, or a Git path with a `spec.source.helm` block and no plugins,
-/// renders with it; with plugins, the block maps onto the step naming it.
-pub const HELM_PLUGIN: &str = "helm";
-
 /// Maps `spec.source.helm` (and `spec.source.chart`) onto the chain: the
 /// step of the Plugin named [`HELM_PLUGIN`] (added when the Application
 /// names no plugins) gets the block's parameters after its own, with
@@ -548,8 +477,7 @@ async fn helm_step(
         .position(|s| s.plugin.name == HELM_PLUGIN)
         .ok_or_else(|| {
             Stop::new(
-                "InvalidSpec",
-                "HelmPluginNotInChain",
+                Reason::HelmPluginNotInChain,
                 format!(
                     "spec.source.helm: the block maps onto the Plugin named {HELM_PLUGIN:?}, \
                      which spec.source.plugins does not name"
@@ -561,8 +489,7 @@ async fn helm_step(
     let facts = if needs_cluster {
         target.cluster.facts().await.map_err(|e| {
             Stop::new(
-                "ComparisonError",
-                "ClusterCapabilitiesUnavailable",
+                Reason::ClusterCapabilitiesUnavailable,
                 format!(
                     "destination {}: cannot read its version and API versions for Helm's \
                      .Capabilities: {}",
@@ -578,7 +505,7 @@ async fn helm_step(
     let namespace = app.spec.destination.namespace.clone().unwrap_or_default();
     let plan = block
         .plan(&name, &namespace, &facts)
-        .map_err(|e| Stop::new("InvalidSpec", "InvalidHelmSource", e.to_string()))?;
+        .map_err(|e| Stop::new(Reason::InvalidHelmSource, e.to_string()))?;
     chain[step].params.extend(plan.params);
     add_random_seed(app, ctx, &mut chain[step].params).await?;
     Ok(Some(HelmHostWork {
@@ -608,8 +535,7 @@ async fn add_random_seed(
         .await
         .map_err(|e| {
             Stop::new(
-                "ComparisonError",
-                "RandomSeedUnavailable",
+                Reason::RandomSeedUnavailable,
                 format!(
                     "the key of the helm plugin's random functions: {}",
                     crate::text::chain(&e)
@@ -642,15 +568,10 @@ pub(super) async fn load_project(app: &Application, ctx: &Context) -> Result<Pro
             Ok(Project::new("default", project::permissive()))
         }
         Ok(None) => Err(Stop::new(
-            "InvalidSpec",
-            "ProjectNotFound",
+            Reason::ProjectNotFound,
             format!("project {:?} does not exist", app.spec.project),
         )),
-        Err(e) => Err(Stop::new(
-            "ComparisonError",
-            "ProjectUnreadable",
-            crate::text::chain(&e),
-        )),
+        Err(e) => Err(Stop::new(Reason::ProjectUnreadable, crate::text::chain(&e))),
     }
 }
 
@@ -679,61 +600,6 @@ pub(super) fn prune_guard(
     })
 }
 
-/// How the status says a policy could not run (the start of its finding's
-/// message).
-pub const FAILED_TO_RUN: &str = "the policy failed to run: ";
-
-/// Findings an Application's status keeps; the rest are counted in
-/// `status.policy.omitted`.
-pub const MAX_FINDINGS: usize = 100;
-/// The longest finding message kept, in bytes.
-pub const MAX_FINDING_MESSAGE: usize = 1024;
-
-/// The policy part of an Application's status: every finding once (a
-/// policy reporting the same thing twice is shown once), at most
-/// [`MAX_FINDINGS`] of them, each message bounded, and a count of what was
-/// left out.
-/// The status form of a policy report (bounded).
-pub(super) fn policy_status(report: &policy::Report) -> PolicyStatus {
-    let mut findings: Vec<PolicyFinding> = Vec::new();
-    let mut omitted = 0u32;
-    let mut seen = std::collections::HashSet::new();
-    for result in &report.results {
-        let failure = result.error.as_ref().map(|error| PolicyFinding {
-            policy: result.policy.clone(),
-            mode: result.mode.to_string(),
-            severity: "error".into(),
-            object: None,
-            field_path: None,
-            message: format!("{FAILED_TO_RUN}{error}"),
-        });
-        let reported = result.findings.iter().map(|f| PolicyFinding {
-            policy: result.policy.clone(),
-            mode: result.mode.to_string(),
-            severity: f.severity.to_string(),
-            object: f.object.as_ref().map(ToString::to_string),
-            field_path: f.field_path.clone(),
-            message: f.message.clone(),
-        });
-        for mut finding in reported.chain(failure) {
-            finding.message = crate::text::bounded(&finding.message, MAX_FINDING_MESSAGE);
-            if !seen.insert(finding.clone()) {
-                continue;
-            }
-            if findings.len() < MAX_FINDINGS {
-                findings.push(finding);
-            } else {
-                omitted = omitted.saturating_add(1);
-            }
-        }
-    }
-    PolicyStatus {
-        blocked: report.blocked(),
-        findings,
-        omitted,
-    }
-}
-
 /// The destination's kinds and scopes, for policies to review each object
 /// where it will land ([`crate::policy::placement`]).
 async fn kind_scopes(target: &Target) -> Result<KindScopes, Stop> {
@@ -741,7 +607,7 @@ async fn kind_scopes(target: &Target) -> Result<KindScopes, Stop> {
         .cluster
         .all_kinds()
         .await
-        .map_err(|e| Stop::new("ComparisonError", "DiscoveryFailed", crate::text::chain(&e)))?;
+        .map_err(|e| Stop::new(Reason::DiscoveryFailed, crate::text::chain(&e)))?;
     Ok(KindScopes::new(kinds.iter().map(|k| KindScope {
         group: k.resource.group.clone(),
         kind: k.resource.kind.clone(),
@@ -782,8 +648,7 @@ async fn admit_objects(
             // Without discovery the scope is unknown: never guess it.
             Err(e) => {
                 return Err(Stop::new(
-                    "ComparisonError",
-                    "DiscoveryFailed",
+                    Reason::DiscoveryFailed,
                     format!("{key}: {}", crate::text::chain(&e)),
                 ));
             }
@@ -793,7 +658,7 @@ async fn admit_objects(
         }
         project
             .admit_object(&key, namespaced, &at)
-            .map_err(|v| Stop::new("ProjectViolation", "ResourceNotAllowed", v.to_string()))?;
+            .map_err(|v| Stop::new(Reason::ResourceNotAllowed, v.to_string()))?;
     }
     Ok(())
 }
@@ -805,17 +670,11 @@ async fn admit_objects(
 ///
 /// [`ControllerConfig::allow_file_repositories`]: super::ControllerConfig::allow_file_repositories
 fn repository(app: &Application, config: &super::ControllerConfig) -> Result<RepoUrl, Stop> {
-    let url = RepoUrl::parse(&app.spec.source.repo_url).map_err(|e| {
-        Stop::new(
-            "InvalidSpec",
-            "InvalidRepoURL",
-            format!("spec.source.repoURL: {e}"),
-        )
-    })?;
+    let url = RepoUrl::parse(&app.spec.source.repo_url)
+        .map_err(|e| Stop::new(Reason::InvalidRepoUrl, format!("spec.source.repoURL: {e}")))?;
     if url.is_local() && !config.allow_file_repositories {
         return Err(Stop::new(
-            "InvalidSpec",
-            "FileRepositoryNotAllowed",
+            Reason::FileRepositoryNotAllowed,
             format!(
                 "spec.source.repoURL {url}: repositories on the controller's filesystem are refused; \
                  start the controller with --allow-file-repositories to allow them (development only)"
@@ -850,15 +709,13 @@ fn policy_repository(
 ) -> Result<RepoUrl, Stop> {
     let url = RepoUrl::parse(raw).map_err(|e| {
         Stop::new(
-            "InvalidSpec",
-            "InvalidPolicySource",
+            Reason::InvalidPolicySource,
             format!("policy {policy}: source.repoURL: {e}"),
         )
     })?;
     if url.is_local() && !config.allow_file_repositories {
         return Err(Stop::new(
-            "InvalidSpec",
-            "FileRepositoryNotAllowed",
+            Reason::FileRepositoryNotAllowed,
             format!(
                 "policy {policy}: source.repoURL {url}: repositories on the controller's filesystem are refused; \
                  start the controller with --allow-file-repositories to allow them (development only)"
@@ -880,7 +737,7 @@ fn sync_options(app: &Application, ctx: &Context) -> Result<SyncOptions, Stop> {
     for option in &policy.sync_options {
         options
             .set(option)
-            .map_err(|e| Stop::new("InvalidSpec", "InvalidSyncOption", e.to_string()))?;
+            .map_err(|e| Stop::new(Reason::InvalidSyncOption, e.to_string()))?;
     }
     options.prune = policy.automated.as_ref().is_some_and(|a| a.prune);
     if let Some(retry) = &policy.retry {
@@ -890,8 +747,7 @@ fn sync_options(app: &Application, ctx: &Context) -> Result<SyncOptions, Stop> {
                 None => Ok(default),
                 Some(t) => crate::units::parse_duration(t).map_err(|_| {
                     Stop::new(
-                        "InvalidSpec",
-                        "InvalidRetry",
+                        Reason::InvalidRetry,
                         format!("retry backoff duration {t:?} is not a duration such as 5s"),
                     )
                 }),
@@ -921,7 +777,16 @@ fn remote_stop(pool: &str, error: crate::render::remote::PoolError) -> Stop {
     use crate::render::remote::{ClientError, PoolError};
     match error {
         PoolError::Client(ClientError::Refused(failure)) => {
-            let mut stop = Stop::owned(failure.kind, failure.reason, failure.message);
+            let mut stop = match Reason::parse(&failure.reason) {
+                Some(reason) => Stop::new(reason, failure.message),
+                None => Stop::new(
+                    Reason::RenderServerFailed,
+                    format!(
+                        "render server {pool}: {} ({}): {}",
+                        failure.kind, failure.reason, failure.message
+                    ),
+                ),
+            };
             stop.repositories_needed = failure.repositories_needed;
             stop
         }
@@ -929,14 +794,9 @@ fn remote_stop(pool: &str, error: crate::render::remote::PoolError) -> Stop {
             error @ (ClientError::ResponseTooLarge { .. }
             | ClientError::ResponseTooComplex { .. }
             | ClientError::RequestTooLarge { .. }),
-        ) => Stop::new(
-            "ComparisonError",
-            "RenderTooLarge",
-            crate::text::chain(&error),
-        ),
+        ) => Stop::new(Reason::RenderTooLarge, crate::text::chain(&error)),
         other => Stop::new(
-            "ComparisonError",
-            "RenderServerUnavailable",
+            Reason::RenderServerUnavailable,
             format!("render server {pool}: {}", crate::text::chain(&other)),
         ),
     }

@@ -33,11 +33,13 @@ use kube::runtime::controller::Action;
 use serde_json::json;
 
 use super::compare::{CompareTo, compare};
-use super::reconcile::{Context, ReconcileError};
+use super::context::Context;
+use super::context::ReconcileError;
 use crate::api::{
     Application, Condition, POST_DELETE_CLEANUP_FINALIZER, POST_DELETE_FINALIZER,
     PRE_DELETE_CLEANUP_FINALIZER, PRE_DELETE_FINALIZER, RESOURCES_FINALIZER,
 };
+use crate::condition::Reason;
 use crate::sync::plan::DeletionHook;
 use crate::sync::{Action as SyncAction, Application as SyncApp, Engine, HookRound, SyncOptions};
 
@@ -49,9 +51,6 @@ pub const DELETION_POLL: Duration = Duration::from_secs(2);
 /// before it tries again; a failed hook is retried at the next resync when
 /// that comes sooner.
 pub const DELETION_RETRY: Duration = Duration::from_secs(30);
-
-/// The condition type of a deletion that cannot go on.
-pub const DELETION_ERROR: &str = "DeletionError";
 
 /// Finalizes an Application being deleted (see the module's doc).
 pub async fn finalize(
@@ -118,7 +117,7 @@ pub async fn finalize(
                 ),
                 false,
             ),
-            Err(stop) if stop.reason == "ProjectNotFound" => {
+            Err(stop) if stop.reason == Reason::ProjectNotFound => {
                 tracing::warn!(project = %app.spec.project, "the project does not exist; the application's resources are left in place");
                 let project = app.spec.project.clone();
                 (
@@ -224,7 +223,7 @@ async fn hooks_stage(
             let message = format!(
                 "cannot run the {hook} hooks: {stop}; the finalizer {finalizer} stays (remove it to delete the Application without them)"
             );
-            return fail(apps, ctx, &name, &stop.reason, message).await;
+            return fail(apps, ctx, &name, stop.reason, message).await;
         }
     };
     if !cmp
@@ -238,7 +237,7 @@ async fn hooks_stage(
         let message = format!(
             "an enforced policy failed: the {hook} hooks are not run (see status.policy); the finalizer {finalizer} stays"
         );
-        return fail(apps, ctx, &name, "PolicyBlocked", message).await;
+        return fail(apps, ctx, &name, Reason::DeletionPolicyBlocked, message).await;
     }
     let engine = Engine::new(&cmp.target.cluster, cmp.sync_app.clone(), options)
         .with_prune_guard(cmp.prune_guard.clone());
@@ -259,14 +258,14 @@ async fn hooks_stage(
                 "{hook} hook {why}; the finalizer {finalizer} stays: the hooks run again at the next try, or remove the finalizer to give up"
             );
             let reason = match hook {
-                DeletionHook::PreDelete => "PreDeleteHookFailed",
-                DeletionHook::PostDelete => "PostDeleteHookFailed",
+                DeletionHook::PreDelete => Reason::PreDeleteHookFailed,
+                DeletionHook::PostDelete => Reason::PostDeleteHookFailed,
             };
             fail(apps, ctx, &name, reason, message).await
         }
         Err(e) => {
             let message = format!("cannot run the {hook} hooks: {}", crate::text::chain(&e));
-            fail(apps, ctx, &name, "DeletionHookInvalid", message).await
+            fail(apps, ctx, &name, Reason::DeletionHookInvalid, message).await
         }
     }
 }
@@ -293,14 +292,14 @@ async fn fail(
     apps: &Api<Application>,
     ctx: &Context,
     name: &str,
-    reason: &str,
+    reason: Reason,
     message: String,
 ) -> Result<Action, ReconcileError> {
     tracing::warn!(%reason, %message, "the deletion cannot go on");
     let condition = Condition {
-        type_: DELETION_ERROR.into(),
+        type_: crate::condition::Condition::DeletionError.to_string(),
         status: "True".into(),
-        reason: Some(reason.to_owned()),
+        reason: Some(reason.to_string()),
         message: Some(message),
         last_transition_time: Some(crate::units::now()),
     };

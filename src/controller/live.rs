@@ -90,7 +90,7 @@ impl Default for LiveConfig {
 
 type Labels = Vec<(String, String)>;
 
-/// The live watches' metrics (registered by [`super::http::Metrics`]).
+/// The live watches' metrics (registered by [`super::metrics::Metrics`]).
 #[derive(Clone, Debug, Default)]
 pub struct LiveMetrics {
     /// Watches running, by cluster (`kiln_live_watches`).

@@ -10,12 +10,14 @@ pub mod cache;
 pub mod chart_access;
 pub mod chart_source;
 pub mod compare;
+pub mod context;
 pub mod deletion;
 pub mod destination;
 pub mod http;
 pub mod known_hosts;
 pub mod leader;
 pub mod live;
+pub mod metrics;
 pub mod plugins;
 pub mod policy_report;
 pub mod project;
@@ -35,9 +37,12 @@ use kube::runtime::controller::{Action, Controller};
 use kube::runtime::{WatchStreamExt as _, reflector, watcher};
 
 use crate::api::Application;
-pub use compare::{CompareTo, Comparison, Stop, compare};
+pub use crate::condition::Stop;
+pub use compare::{CompareTo, Comparison, compare};
+pub use context::ReconcileError;
+pub use context::{Context, ControllerConfig, SelfHealBackoff};
 pub use plugins::CatalogConfig;
-pub use reconcile::{Context, ControllerConfig, ReconcileError, SelfHealBackoff, reconcile};
+pub use reconcile::reconcile;
 pub use secrets::ControllerSecrets;
 
 fn error_policy(app: Arc<Application>, error: &ReconcileError, _ctx: Arc<Context>) -> Action {

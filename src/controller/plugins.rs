@@ -22,12 +22,12 @@ use clru::CLruCache;
 use tokio::sync::{Mutex, OnceCell};
 use tokio::time::Instant;
 
-use super::compare::Stop;
+use super::context::Context;
 use super::project::Project;
-use super::reconcile::Context;
 use super::secrets::{self, SecretType};
 use crate::api::PluginKind;
 use crate::artifact::{Fetcher, PluginRef, RegistryCredentials, Store};
+use crate::condition::{Reason, Stop};
 use crate::digest::Digest;
 use crate::plugin::{Limits, Plugin, PluginHost, World};
 use crate::render::remote::PluginDescription;
@@ -120,7 +120,7 @@ impl Catalog {
             })
             .await
             .cloned()
-            .map_err(|e| Stop::new("ComparisonError", "TrustedRootUnavailable", e))
+            .map_err(|e| Stop::new(Reason::TrustedRootUnavailable, e))
     }
 
     fn remembered(&self, digest: &Digest, requirement: &str) -> bool {
@@ -203,8 +203,7 @@ pub fn registry_credentials<'a>(
     for (name, json) in configs {
         let found = RegistryCredentials::from_docker_config(json).map_err(|e| {
             Stop::new(
-                "InvalidSpec",
-                "InvalidRegistrySecret",
+                Reason::InvalidRegistrySecret,
                 format!("registry Secret {name}: {e}"),
             )
         })?;
@@ -241,17 +240,10 @@ pub(super) async fn describe(
         .plugins
         .get_opt(name)
         .await
-        .map_err(|e| {
-            Stop::new(
-                "ComparisonError",
-                "PluginUnreadable",
-                crate::text::chain(&e),
-            )
-        })?
+        .map_err(|e| Stop::new(Reason::PluginUnreadable, crate::text::chain(&e)))?
         .ok_or_else(|| {
             Stop::new(
-                "InvalidSpec",
-                "PluginNotFound",
+                Reason::PluginNotFound,
                 format!(
                     "plugin {name:?} is not in the catalog (no Plugin {name} in namespace {})",
                     ctx.config.namespace
@@ -265,8 +257,7 @@ pub(super) async fn describe(
     };
     if spec.kind != expected {
         return Err(Stop::new(
-            "InvalidSpec",
-            "PluginKindMismatch",
+            Reason::PluginKindMismatch,
             format!(
                 "plugin {name:?} is a {:?}, used as a {expected:?}",
                 spec.kind
@@ -274,9 +265,7 @@ pub(super) async fn describe(
         ));
     }
     let own_spec = spec.verify.clone().ok_or_else(|| {
-        Stop::new(
-            "PluginNotTrusted",
-            "VerificationNotConfigured",
+        Stop::new(Reason::VerificationNotConfigured,
             format!(
                 "plugin {name:?} has no spec.verify: every plugin must name who signs it (or say `insecure: true`, for development only)"
             ),
@@ -284,8 +273,7 @@ pub(super) async fn describe(
     })?;
     let own = own_spec.requirement(Path::new("/")).map_err(|e| {
         Stop::new(
-            "InvalidSpec",
-            "InvalidPluginVerification",
+            Reason::InvalidPluginVerification,
             format!("plugin {name:?}: spec.verify: {e}"),
         )
     })?;
@@ -293,15 +281,13 @@ pub(super) async fn describe(
     if let Some(extra_spec) = project.plugin_verification() {
         let extra = extra_spec.requirement(Path::new("/")).map_err(|e| {
             Stop::new(
-                "InvalidSpec",
-                "InvalidPluginVerification",
+                Reason::InvalidPluginVerification,
                 format!("project {:?}: spec.pluginVerification: {e}", project.name()),
             )
         })?;
         if own.insecure && !extra.insecure {
             return Err(Stop::new(
-                "PluginNotTrusted",
-                "InsecurePluginRefused",
+                Reason::InsecurePluginRefused,
                 format!(
                     "plugin {name:?} is marked insecure, and project {:?} requires its plugins to be signed (spec.pluginVerification)",
                     project.name()
@@ -343,8 +329,7 @@ impl Catalog {
         .await
         .map_err(|_| {
             Stop::new(
-                "ComparisonError",
-                "PluginFetchFailed",
+                Reason::PluginFetchFailed,
                 format!("plugin {name:?}: loading it took longer than {deadline:?}"),
             )
         })?
@@ -361,15 +346,13 @@ impl Catalog {
         let world = described.world;
         let reference = PluginRef::parse(&described.reference).map_err(|e| {
             Stop::new(
-                "InvalidSpec",
-                "InvalidPluginReference",
+                Reason::InvalidPluginReference,
                 format!("plugin {name:?}: spec.ref: {e}"),
             )
         })?;
         if matches!(reference, PluginRef::File { .. }) && !catalog.config.allow_file_plugins {
             return Err(Stop::new(
-                "InvalidSpec",
-                "FilePluginNotAllowed",
+                Reason::FilePluginNotAllowed,
                 format!(
                     "plugin {name:?}: spec.ref names a file on the renderer's filesystem; \
                      use oci:// or https://, or start the controller (or render server) with --allow-file-plugins (development only)"
@@ -380,16 +363,14 @@ impl Catalog {
         for spec in &described.verify {
             requirements.push(spec.requirement(Path::new("/")).map_err(|e| {
                 Stop::new(
-                    "InvalidSpec",
-                    "InvalidPluginVerification",
+                    Reason::InvalidPluginVerification,
                     format!("plugin {name:?}: verify: {e}"),
                 )
             })?);
         }
         if requirements.is_empty() {
             return Err(Stop::new(
-                "PluginNotTrusted",
-                "VerificationNotConfigured",
+                Reason::VerificationNotConfigured,
                 format!("plugin {name:?} names no verification"),
             ));
         }
@@ -411,8 +392,7 @@ impl Catalog {
         let store_dir = &catalog.config.store;
         let store = Store::open(store_dir).map_err(|e| {
             Stop::new(
-                "ComparisonError",
-                "PluginStoreUnavailable",
+                Reason::PluginStoreUnavailable,
                 format!(
                     "plugin store {}: {}",
                     store_dir.display(),
@@ -423,8 +403,7 @@ impl Catalog {
         let fetcher = Fetcher::new(store, registry.clone(), catalog.config.timeout);
         let fetched = fetcher.fetch(&reference).await.map_err(|e| {
             Stop::new(
-                "ComparisonError",
-                "PluginFetchFailed",
+                Reason::PluginFetchFailed,
                 format!("plugin {name:?}: {}", crate::text::chain(&e)),
             )
         })?;
@@ -452,8 +431,7 @@ impl Catalog {
                         .await
                         .map_err(|e| {
                             Stop::new(
-                                "ComparisonError",
-                                "PluginFetchFailed",
+                                Reason::PluginFetchFailed,
                                 format!("plugin {name:?}: signatures: {}", crate::text::chain(&e)),
                             )
                         })?,
@@ -468,8 +446,7 @@ impl Catalog {
             .await
             .map_err(|e| {
                 Stop::new(
-                    "PluginNotTrusted",
-                    "SignatureVerificationFailed",
+                    Reason::SignatureVerificationFailed,
                     format!(
                         "plugin {name:?} ({} = component {}) refused: {e}",
                         fetched.resolved, fetched.digest
@@ -489,11 +466,10 @@ impl Catalog {
             host.load(&plugin_name, &bytes, world, Some(limits))
         })
         .await
-        .map_err(|e| Stop::new("ComparisonError", "PluginLoadFailed", e.to_string()))?
+        .map_err(|e| Stop::new(Reason::PluginLoadFailed, e.to_string()))?
         .map_err(|e| {
             Stop::new(
-                "ComparisonError",
-                "PluginLoadFailed",
+                Reason::PluginLoadFailed,
                 format!("plugin {name:?}: {}", crate::text::chain(&e)),
             )
         })?;
@@ -534,8 +510,7 @@ fn plugin_limits(
     let Some(limits) = limits else { return Ok(out) };
     let bad = |field: &str, text: &str| {
         Stop::new(
-            "InvalidSpec",
-            "InvalidPluginLimits",
+            Reason::InvalidPluginLimits,
             format!("plugin {name:?}: limits.{field} {text:?} is invalid"),
         )
     };

@@ -22,7 +22,7 @@ use kube::api::{DeleteParams, Patch, PatchParams};
 use serde_json::Value;
 
 use super::destination::Target;
-use super::http::Metrics;
+use super::metrics::Metrics;
 use crate::api::{Application, PolicyStatus};
 use crate::cluster::{Cluster, ClusterError};
 use crate::plugin::{ObjectRef, Severity};
@@ -68,7 +68,7 @@ pub fn entries(status: &PolicyStatus, objects: &[Value]) -> Vec<Entry> {
         .iter()
         .map(|f| {
             let mode = Mode::from_str(&f.mode).unwrap_or_default();
-            let said = match f.message.strip_prefix(super::compare::FAILED_TO_RUN) {
+            let said = match f.message.strip_prefix(crate::policy::status::FAILED_TO_RUN) {
                 Some(_) if f.object.is_none() => Said::Failed,
                 _ => Said::Finding(match f.severity.as_str() {
                     "error" => Severity::Error,
@@ -392,7 +392,7 @@ mod tests {
                 finding(
                     None,
                     "error",
-                    &format!("{}trap", super::super::compare::FAILED_TO_RUN),
+                    &format!("{}trap", super::crate::policy::status::FAILED_TO_RUN),
                 ),
             ],
             omitted: 7,

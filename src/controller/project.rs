@@ -8,6 +8,11 @@ use crate::api::{AppProjectSpec, Application, GroupKind, PolicyUse};
 use crate::manifest::ObjectKey;
 use crate::source::git::{RepoUrl, pattern_key};
 
+/// The name of the catalog Plugin that renders Helm charts: a chart
+/// source, or a Git path with a `spec.source.helm` block and no plugins,
+/// renders with it; with plugins, the block maps onto the step naming it.
+pub const HELM_PLUGIN: &str = "helm";
+
 /// A rule an application broke; the message names the rule.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("project {project}: {message}")]
@@ -146,7 +151,7 @@ impl Project {
             let implicit_helm = (source.helm.is_some()
                 || source.chart.as_deref().is_some_and(|c| !c.is_empty()))
                 && source.plugins.is_empty();
-            let helm = super::compare::HELM_PLUGIN.to_owned();
+            let helm = HELM_PLUGIN.to_owned();
             for plugin in source
                 .plugins
                 .iter()

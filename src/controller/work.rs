@@ -9,16 +9,16 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::cache::RenderCache;
-use super::compare::Stop;
 use super::plugins::{self, Catalog};
 use crate::api::helm::{INLINE_VALUES_FILE, escape_set_value};
 use crate::artifact::RegistryCredentials;
+use crate::condition::{Reason, Stop};
 use crate::plugin::{AppContext, PluginHost, World};
 use crate::policy::placement::KindScopes;
 use crate::policy::{self, PolicySource, PolicyStep};
 use crate::render::remote::{
-    ChartSourceRef, HelmHostWork, PolicySourceRef, REPOSITORIES_NEEDED, RenderRequest,
-    RenderResponse, WireCredentials, WireObject,
+    ChartSourceRef, HelmHostWork, PolicySourceRef, RenderRequest, RenderResponse, WireCredentials,
+    WireObject,
 };
 use crate::render::{self, Step};
 use crate::source::git::{GitSource, GitTreeView, RepoUrl, Revision};
@@ -65,8 +65,7 @@ pub async fn work(shop: Workshop<'_>, request: &RenderRequest) -> Result<Worked,
         && scopes.len() > KindScopes::MAX_KINDS
     {
         return Err(Stop::new(
-            "ComparisonError",
-            "InvalidRenderRequest",
+            Reason::InvalidRenderRequest,
             format!(
                 "the request names {} kinds of the destination, more than {}",
                 scopes.len(),
@@ -131,8 +130,7 @@ pub async fn work(shop: Workshop<'_>, request: &RenderRequest) -> Result<Worked,
         Some(helm) => {
             let Some(Step::Plugin { params, .. }) = chain.get_mut(helm.step) else {
                 return Err(Stop::new(
-                    "InvalidSpec",
-                    "InvalidHelmSource",
+                    Reason::InvalidHelmSource,
                     format!(
                         "spec.source.helm: the render chain has no step #{}",
                         helm.step
@@ -160,9 +158,7 @@ pub async fn work(shop: Workshop<'_>, request: &RenderRequest) -> Result<Worked,
         None => {
             let rendered = render::render(view.clone(), &context, &chain)
                 .await
-                .map_err(|e| {
-                    Stop::new("ComparisonError", "RenderFailed", crate::text::chain(&e))
-                })?;
+                .map_err(|e| Stop::new(Reason::RenderFailed, crate::text::chain(&e)))?;
             for (plugin, took) in &rendered.timings {
                 timings.push((plugin.clone(), World::Renderer, *took));
             }
@@ -209,7 +205,7 @@ pub async fn work(shop: Workshop<'_>, request: &RenderRequest) -> Result<Worked,
                 })
                 .collect(),
             read_set,
-            policy: super::compare::policy_status(&report),
+            policy: crate::policy::status::policy_status(&report),
             blocked: report.blocked(),
             cached,
         },
@@ -231,17 +227,11 @@ struct Source {
 
 /// Polls the Application's Git repository.
 async fn poll_git(shop: Workshop<'_>, request: &RenderRequest) -> Result<Source, Stop> {
-    let url = RepoUrl::parse(&request.app.repo_url).map_err(|e| {
-        Stop::new(
-            "InvalidSpec",
-            "InvalidRepoURL",
-            format!("spec.source.repoURL: {e}"),
-        )
-    })?;
+    let url = RepoUrl::parse(&request.app.repo_url)
+        .map_err(|e| Stop::new(Reason::InvalidRepoUrl, format!("spec.source.repoURL: {e}")))?;
     if url.is_local() && !shop.allow_file_repositories {
         return Err(Stop::new(
-            "InvalidSpec",
-            "FileRepositoryNotAllowed",
+            Reason::FileRepositoryNotAllowed,
             format!(
                 "spec.source.repoURL {url}: repositories on the renderer's filesystem are refused; \
                  start it with --allow-file-repositories to allow them (development only)"
@@ -252,13 +242,11 @@ async fn poll_git(shop: Workshop<'_>, request: &RenderRequest) -> Result<Source,
         shop.git.forget_refs(&url).await;
     }
     let revision = Revision::parse(&request.revision);
-    let tree = shop.git.poll(&url, &revision).await.map_err(|e| {
-        Stop::new(
-            "ComparisonError",
-            "SourceUnavailable",
-            crate::text::chain(&e),
-        )
-    })?;
+    let tree = shop
+        .git
+        .poll(&url, &revision)
+        .await
+        .map_err(|e| Stop::new(Reason::SourceUnavailable, crate::text::chain(&e)))?;
     Ok(Source {
         commit: tree.commit().to_string(),
         time: tree.commit_time(),
@@ -284,8 +272,7 @@ async fn fetch_chart(
 ) -> Result<Source, Stop> {
     let Some(charts) = shop.charts else {
         return Err(Stop::new(
-            "ComparisonError",
-            "ChartCacheUnavailable",
+            Reason::ChartCacheUnavailable,
             format!(
                 "spec.source.chart {:?}: this renderer has no chart fetcher",
                 chart.chart
@@ -298,7 +285,7 @@ async fn fetch_chart(
         &request.revision,
         chart.oci,
     )
-    .map_err(|e| Stop::new("InvalidSpec", "InvalidChartSource", crate::text::chain(&e)))?;
+    .map_err(|e| Stop::new(Reason::InvalidChartSource, crate::text::chain(&e)))?;
     let mut registry = registry.clone();
     if let (Some(host), Some(WireCredentials::Basic { username, password })) =
         (reference.registry(), &chart.credentials)
@@ -319,17 +306,13 @@ async fn fetch_chart(
         .map_err(|e| {
             let message = format!("{reference}: {}", crate::text::chain(&e));
             if let Some(needed) = e.repositories_needed() {
-                let mut stop = Stop::new("ComparisonError", REPOSITORIES_NEEDED, message);
+                let mut stop = Stop::new(Reason::DependencyRepositoriesNeeded, message);
                 stop.repositories_needed = needed.to_vec();
                 stop
             } else if e.is_refused_dependency() {
-                Stop::new(
-                    "ProjectViolation",
-                    "DependencyRepositoryNotPermitted",
-                    message,
-                )
+                Stop::new(Reason::DependencyRepositoryNotPermitted, message)
             } else {
-                Stop::new("ComparisonError", "ChartUnavailable", message)
+                Stop::new(Reason::ChartUnavailable, message)
             }
         })?;
     tracing::debug!(chart = %reference, version = %fetched.version, digest = %fetched.digest, "chart resolved");
@@ -368,7 +351,7 @@ fn helm_host_work(
     params: &mut crate::plugin::Params,
     shape: &mut Vec<String>,
 ) -> Result<Arc<dyn SourceView>, Stop> {
-    let invalid = |message: String| Stop::new("InvalidSpec", "InvalidHelmSource", message);
+    let invalid = |message: String| Stop::new(Reason::InvalidHelmSource, message);
     let dir = SourcePath::parse(chart_dir)
         .map_err(|e| invalid(format!("spec.source.path {chart_dir:?}: {e}")))?;
     if helm.ignore_missing_value_files {
@@ -441,15 +424,13 @@ impl PolicySources {
     ) -> Result<PolicySource, Stop> {
         let url = RepoUrl::parse(&source.repo_url).map_err(|e| {
             Stop::new(
-                "InvalidSpec",
-                "InvalidPolicySource",
+                Reason::InvalidPolicySource,
                 format!("policy {policy}: source.repoURL: {e}"),
             )
         })?;
         if url.is_local() && !shop.allow_file_repositories {
             return Err(Stop::new(
-                "InvalidSpec",
-                "FileRepositoryNotAllowed",
+                Reason::FileRepositoryNotAllowed,
                 format!(
                     "policy {policy}: source.repoURL {url}: repositories on the renderer's filesystem are refused; \
                      start it with --allow-file-repositories to allow them (development only)"
@@ -458,8 +439,7 @@ impl PolicySources {
         }
         let root = SourcePath::parse(&source.path).map_err(|e| {
             Stop::new(
-                "InvalidSpec",
-                "InvalidPolicySource",
+                Reason::InvalidPolicySource,
                 format!("policy {policy}: source.path: {e}"),
             )
         })?;
@@ -526,7 +506,7 @@ mod tests {
         let mut params = Vec::new();
         let err = helm_host_work(view, "apps/web", &helm, &mut params, &mut Vec::new())
             .expect_err("refused");
-        assert_eq!(err.reason, "InvalidHelmSource");
+        assert_eq!(err.reason, Reason::InvalidHelmSource);
         assert!(err.message.contains("fileParameters leak"), "{err}");
         assert!(params.is_empty());
     }

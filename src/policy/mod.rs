@@ -17,6 +17,7 @@ pub use cache::{DEFAULT_REVIEWS, MAX_CACHED_FINDINGS, ReviewCache, evaluate_cach
 
 pub mod placement;
 pub mod report;
+pub mod status;
 pub mod suite;
 
 use std::fmt;

@@ -351,7 +351,8 @@ pub struct RenderFailure {
     pub reason: String,
     /// What happened.
     pub message: String,
-    /// With reason [`REPOSITORIES_NEEDED`]: the chart's dependency
+    /// With reason
+    /// [`DependencyRepositoriesNeeded`](crate::condition::Reason::DependencyRepositoriesNeeded): the chart's dependency
     /// repositories the request did not grant (nothing was sent to them).
     /// Absent otherwise, and to a controller that predates it the message
     /// says the same.
@@ -363,8 +364,16 @@ pub struct RenderFailure {
     pub repositories_needed: Vec<NeededRepository>,
 }
 
-/// The reason of a [`RenderFailure`] asking for dependency repositories.
-pub const REPOSITORIES_NEEDED: &str = "DependencyRepositoriesNeeded";
+impl From<crate::condition::Stop> for RenderFailure {
+    fn from(stop: crate::condition::Stop) -> Self {
+        Self {
+            kind: stop.condition().to_string(),
+            reason: stop.reason.to_string(),
+            message: stop.message,
+            repositories_needed: stop.repositories_needed,
+        }
+    }
+}
 
 #[cfg(test)]
 mod tests {
@@ -411,7 +420,7 @@ mod tests {
         assert_eq!(serde_json::to_string(&old).unwrap(), text);
         let new = RenderFailure {
             kind: "ComparisonError".into(),
-            reason: REPOSITORIES_NEEDED.into(),
+            reason: crate::condition::Reason::DependencyRepositoriesNeeded.to_string(),
             message: "m".into(),
             repositories_needed: vec![NeededRepository {
                 chart: "app".into(),

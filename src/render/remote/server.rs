@@ -20,6 +20,7 @@ use tracing::Instrument as _;
 
 use super::Limits;
 use super::protocol::{RENDER_PATH, RenderFailure, RenderRequest};
+use crate::condition::{Reason, Stop};
 use crate::controller::cache::RenderCache;
 use crate::controller::plugins::Catalog;
 use crate::controller::work::{self, Workshop};
@@ -265,45 +266,39 @@ impl RenderServer {
             .instrument(span)
             .await;
         match worked {
-            Err(_) => failure(RenderFailure {
-                kind: "ComparisonError".into(),
-                reason: "RenderDeadlineExceeded".into(),
-                message: format!(
-                    "the render took longer than the render server's deadline of {deadline:?}"
-                ),
-                repositories_needed: Vec::new(),
-            }),
-            Ok(Err(stop)) => failure(RenderFailure {
-                kind: stop.kind.into_owned(),
-                reason: stop.reason.into_owned(),
-                message: stop.message,
-                repositories_needed: stop.repositories_needed,
-            }),
+            Err(_) => failure(
+                Stop::new(
+                    Reason::RenderDeadlineExceeded,
+                    format!(
+                        "the render took longer than the render server's deadline of {deadline:?}"
+                    ),
+                )
+                .into(),
+            ),
+            Ok(Err(stop)) => failure(stop.into()),
             Ok(Ok(response)) => match serde_json::to_vec(&response) {
                 Ok(bytes) if bytes.len() <= self.limits.max_response => Response::builder()
                     .status(StatusCode::OK)
                     .header("content-type", "application/json")
                     .body(Full::new(Bytes::from(bytes)))
                     .unwrap_or_default(),
-                Ok(bytes) => failure(RenderFailure {
-                    kind: "ComparisonError".into(),
-                    reason: "RenderTooLarge".into(),
-                    message: format!(
-                        "the render is {} bytes, more than the render server's limit of {} (--max-response)",
-                        bytes.len(),
-                        self.limits.max_response
-                    ),
-                    repositories_needed: Vec::new(),
-                }),
+                Ok(bytes) => failure(
+                    Stop::new(
+                        Reason::RenderTooLarge,
+                        format!(
+                            "the render is {} bytes, more than the render server's limit of {} (--max-response)",
+                            bytes.len(),
+                            self.limits.max_response
+                        ),
+                    )
+                    .into(),
+                ),
                 Err(e) => plain(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
             },
         }
     }
 
-    async fn render(
-        &self,
-        request: &RenderRequest,
-    ) -> Result<super::RenderResponse, crate::controller::Stop> {
+    async fn render(&self, request: &RenderRequest) -> Result<super::RenderResponse, Stop> {
         self.credentials
             .set_known_hosts(request.ssh_known_hosts.clone());
         if let Ok(url) = RepoUrl::parse(&request.app.repo_url) {
