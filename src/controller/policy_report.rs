@@ -392,7 +392,7 @@ mod tests {
                 finding(
                     None,
                     "error",
-                    &format!("{}trap", super::crate::policy::status::FAILED_TO_RUN),
+                    &format!("{}trap", crate::policy::status::FAILED_TO_RUN),
                 ),
             ],
             omitted: 7,

@@ -58,3 +58,57 @@ pub fn policy_status(report: &Report) -> PolicyStatus {
         omitted,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plugin::{Finding, ObjectRef, Severity};
+    use crate::policy::{Mode, PolicyResult};
+
+    fn finding(name: &str, path: &str, message: &str) -> Finding {
+        Finding {
+            object: Some(ObjectRef {
+                api_version: "v1".into(),
+                kind: "ConfigMap".into(),
+                namespace: None,
+                name: name.into(),
+            }),
+            field_path: Some(path.into()),
+            message: message.into(),
+            severity: Severity::Error,
+        }
+    }
+
+    #[test]
+    fn findings_in_the_status_are_unique_bounded_and_counted() {
+        let mut findings = vec![
+            finding("a", "metadata.labels", "missing label x"),
+            finding("a", "metadata.labels", "missing label x"),
+            finding("a", "spec.template.metadata.labels", "missing label x"),
+            finding("b", "metadata.labels", &"long ".repeat(1000)),
+        ];
+        findings.extend((0..200).map(|i| finding(&format!("n{i}"), "metadata", "m")));
+        let report = Report {
+            results: vec![PolicyResult {
+                policy: "required-labels".into(),
+                mode: Mode::Enforce,
+                findings,
+                error: None,
+                duration: std::time::Duration::ZERO,
+                read_set: Default::default(),
+                cached: false,
+            }],
+        };
+        let status = policy_status(&report);
+        assert_eq!(status.findings.len(), MAX_FINDINGS);
+        // 204 findings, one repeated: 203 distinct, 100 kept.
+        assert_eq!(status.omitted, 103);
+        assert_eq!(
+            status.findings[1].field_path.as_deref(),
+            Some("spec.template.metadata.labels"),
+            "the same message at another field is another finding"
+        );
+        assert!(status.findings[2].message.len() <= MAX_FINDING_MESSAGE + 40);
+        assert!(status.findings[2].message.ends_with("bytes cut)"));
+    }
+}
