@@ -10,10 +10,10 @@ use std::process::Stdio;
 use std::sync::Arc;
 use std::time::Duration;
 
-use kiln::controller::CatalogConfig;
-use kiln::controller::cache::RenderCache;
-use kiln::controller::plugins::Catalog;
 use kiln::plugin::{HostConfig, PluginHost};
+use kiln::render::engine::Catalog;
+use kiln::render::engine::CatalogConfig;
+use kiln::render::engine::RenderCache;
 use kiln::render::remote::server::{RenderServer, RequestCredentials};
 use kiln::render::remote::tls::Issued;
 use kiln::render::remote::{

@@ -8,9 +8,9 @@ use std::time::Duration;
 use anyhow::Context as _;
 
 use kiln::artifact::RegistryCredentials;
-use kiln::controller::CatalogConfig;
-use kiln::controller::cache::RenderCache;
-use kiln::controller::plugins::Catalog;
+use kiln::render::engine::Catalog;
+use kiln::render::engine::CatalogConfig;
+use kiln::render::engine::RenderCache;
 use kiln::render::remote::server::{RenderServer, RequestCredentials};
 use kiln::render::remote::tls::{Identity, Issued};
 use kiln::render::remote::{self, Limits};

@@ -25,19 +25,18 @@
 //!   marked `type: helm` are granted, never a Git repository's.
 //!   Dependencies of one repository in one answer get it granted once.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use super::project::Project;
 use super::secrets::ControllerSecrets;
 use crate::artifact::RegistryCredentials;
 use crate::condition::{Reason, Stop};
-use crate::render::remote::{ChartSourceRef, GrantedRepository, RenderRequest, WireCredentials};
-use crate::source::git::{CredentialProvider, Credentials, RepoUrl};
+use crate::render::engine::access::registry_credentials;
+use crate::render::remote::{GrantedRepository, RenderRequest, WireCredentials};
+use crate::source::git::{CredentialProvider, Credentials};
 use crate::source::helm::fetch::index_key;
-use crate::source::helm::{
-    Admission, AllowAll, ChartAccess, ChartRef, NeededRepository, RepositoryGate,
-};
+use crate::source::helm::{Admission, ChartAccess, NeededRepository, RepositoryGate};
 
 /// Requests a render server may be sent for one chart render: the first,
 /// and one more for each level of dependencies whose repositories it asks
@@ -89,93 +88,6 @@ pub fn for_project(project: &Project, secrets: &ControllerSecrets) -> ChartAcces
             project: project.clone(),
             secrets: secrets.clone(),
         }),
-    }
-}
-
-/// The repositories a request granted (URL → its OCI registry
-/// credentials, if it is one with some); any other is left to the
-/// controller.
-#[derive(Debug)]
-struct Granted(HashMap<String, Option<RegistryCredentials>>);
-
-impl RepositoryGate for Granted {
-    fn admit(&self, repository: &str) -> Admission {
-        if self.0.contains_key(repository.trim_end_matches('/')) {
-            Admission::Allowed
-        } else {
-            Admission::Unknown
-        }
-    }
-
-    fn registry_credentials(&self, repository: &str) -> Option<RegistryCredentials> {
-        self.0.get(repository.trim_end_matches('/'))?.clone()
-    }
-}
-
-/// An `oci://` repository's basic credentials as registry credentials for
-/// its host.
-fn registry_credentials(
-    repository: &str,
-    credentials: &WireCredentials,
-) -> Option<RegistryCredentials> {
-    let path = repository.strip_prefix("oci://")?;
-    let host = path.split('/').next().unwrap_or(path);
-    match credentials {
-        WireCredentials::Basic { username, password } => {
-            Some(RegistryCredentials::basic(host, username, &password.0))
-        }
-        _ => None,
-    }
-}
-
-/// Helm repository credentials of one request, by `index.yaml` URL.
-#[derive(Debug, Default)]
-struct Scoped(HashMap<String, Credentials>);
-
-impl CredentialProvider for Scoped {
-    fn credentials(&self, url: &RepoUrl) -> Option<Credentials> {
-        self.0.get(&url.to_string()).cloned()
-    }
-}
-
-/// A render server's chart access for one request: the chart's own
-/// repository's credentials and those of the granted dependency
-/// repositories (a Helm repository's by its `index.yaml` URL; an OCI
-/// registry path's for that dependency's pull), for this request only. A
-/// request without `dependencyRepositories` (an older controller) lets
-/// dependencies be fetched without credentials, as before.
-pub fn requested(reference: &ChartRef, chart: &ChartSourceRef) -> ChartAccess {
-    let mut helm = HashMap::new();
-    let mut keep = |url: &str, credentials: &Option<WireCredentials>| {
-        if let Some(credentials) = credentials
-            && !url.starts_with("oci://")
-            && let Some(key) = index_key(url)
-        {
-            helm.insert(key.to_string(), credentials.clone().into());
-        }
-    };
-    if let ChartRef::Repo { repo, .. } = reference {
-        keep(repo, &chart.credentials);
-    }
-    let gate: Arc<dyn RepositoryGate> = match &chart.dependency_repositories {
-        None => Arc::new(AllowAll),
-        Some(granted) => {
-            let mut by_url = HashMap::new();
-            for repository in granted {
-                keep(&repository.url, &repository.credentials);
-                let url = repository.url.trim_end_matches('/');
-                let registry = repository
-                    .credentials
-                    .as_ref()
-                    .and_then(|c| registry_credentials(url, c));
-                by_url.insert(url.to_owned(), registry);
-            }
-            Arc::new(Granted(by_url))
-        }
-    };
-    ChartAccess {
-        credentials: Some(Arc::new(Scoped(helm))),
-        gate,
     }
 }
 
@@ -296,7 +208,7 @@ fn list(needed: &[NeededRepository]) -> String {
 mod tests {
     use super::*;
     use crate::controller::secrets::{SecretType, labeled};
-    use crate::render::remote::{AppRef, WireSecret};
+    use crate::render::remote::{AppRef, ChartSourceRef};
 
     fn project() -> Project {
         Project::new(
@@ -619,93 +531,6 @@ mod tests {
                     Some("charts".into())
                 ),
             ]
-        );
-    }
-
-    #[test]
-    fn a_render_servers_access_is_the_requests_grants_and_nothing_else() {
-        let basic = |user: &str| WireCredentials::Basic {
-            username: user.into(),
-            password: WireSecret(format!("{user}-secret")),
-        };
-        let chart = ChartSourceRef {
-            chart: "app".into(),
-            oci: false,
-            credentials: Some(basic("alice")),
-            dependency_repositories: Some(vec![
-                GrantedRepository {
-                    url: "https://b.example.com/charts".into(),
-                    credentials: Some(basic("bob")),
-                },
-                GrantedRepository {
-                    url: "oci://registry.example.com/charts".into(),
-                    credentials: Some(basic("puller")),
-                },
-            ]),
-        };
-        let reference =
-            ChartRef::new(Some("https://a.example.com/charts"), "app", "1.2.*").unwrap();
-        let access = requested(&reference, &chart);
-        let user = |repo: &str| {
-            let provider = access.credentials.as_ref().unwrap();
-            match provider.credentials(&index_key(repo).unwrap()) {
-                Some(Credentials::Basic { username, .. }) => Some(username),
-                _ => None,
-            }
-        };
-        assert_eq!(
-            user("https://a.example.com/charts").as_deref(),
-            Some("alice")
-        );
-        assert_eq!(user("https://b.example.com/charts").as_deref(), Some("bob"));
-        assert_eq!(user("https://c.example.com/charts"), None);
-        assert_eq!(
-            access.gate.admit("https://b.example.com/charts/"),
-            Admission::Allowed
-        );
-        assert_eq!(
-            access.gate.admit("oci://registry.example.com/charts"),
-            Admission::Allowed
-        );
-        assert_eq!(
-            access.gate.admit("https://c.example.com/charts"),
-            Admission::Unknown
-        );
-        assert_eq!(
-            access.gate.admit("https://a.example.com/charts"),
-            Admission::Unknown
-        );
-        assert_eq!(
-            format!(
-                "{:?}",
-                access
-                    .gate
-                    .registry_credentials("oci://registry.example.com/charts")
-            ),
-            r#"Some(RegistryCredentials { hosts: ["registry.example.com"] })"#
-        );
-        assert!(
-            access
-                .gate
-                .registry_credentials("oci://registry.example.com/other")
-                .is_none()
-        );
-        // An older controller's request: dependencies are fetched as
-        // before, with no credentials but the chart's own.
-        let old = ChartSourceRef {
-            dependency_repositories: None,
-            ..chart
-        };
-        let access = requested(&reference, &old);
-        assert_eq!(
-            access.gate.admit("https://c.example.com/charts"),
-            Admission::Allowed
-        );
-        let provider = access.credentials.as_ref().unwrap();
-        assert!(
-            provider
-                .credentials(&index_key("https://b.example.com/charts").unwrap())
-                .is_none()
         );
     }
 }

@@ -294,7 +294,7 @@ pub async fn compare(app: &Application, ctx: &Context, to: &CompareTo) -> Result
                 None => None,
             };
             let chart_access = super::chart_access::for_project(&project, &ctx.secrets);
-            let shop = super::work::Workshop {
+            let shop = crate::render::engine::work::Workshop {
                 charts,
                 chart_access: Some(&chart_access),
                 git: &ctx.git,
@@ -304,7 +304,7 @@ pub async fn compare(app: &Application, ctx: &Context, to: &CompareTo) -> Result
                 reviews: &ctx.review_cache,
                 allow_file_repositories: config.allow_file_repositories,
             };
-            let worked = super::work::work(shop, &request).await?;
+            let worked = crate::render::engine::work::work(shop, &request).await?;
             for (plugin, world, took) in &worked.timings {
                 ctx.metrics
                     .plugin_call_seconds

@@ -103,7 +103,7 @@ pub struct ControllerConfig {
     pub render_cache_dir: Option<PathBuf>,
     /// Bytes of serialized renders the render cache keeps (in memory, and
     /// as much again at most on disk). Default: 256 MiB
-    /// ([`super::cache::DEFAULT_CAPACITY`]).
+    /// ([`crate::render::engine::cache::DEFAULT_CAPACITY`]).
     pub render_cache_size: u64,
     /// Where charts of `spec.source.chart` are unpacked (created `0700`);
     /// `None`: `kiln-charts-PID` in the system's temporary directory.
@@ -116,7 +116,7 @@ pub struct ControllerConfig {
     /// How self-heal backs off from drift that keeps coming back.
     pub self_heal_backoff: SelfHealBackoff,
     /// Where plugins come from and how they are trusted.
-    pub catalog: super::plugins::CatalogConfig,
+    pub catalog: crate::render::engine::CatalogConfig,
     /// Whether Applications may use repositories on the controller's
     /// filesystem (`file://` URLs, plain paths). Default `false`: such a
     /// repository is refused with an `InvalidSpec` condition, since it
@@ -155,12 +155,12 @@ impl Default for ControllerConfig {
             history_limit: 10,
             manager: "kiln".into(),
             render_cache_dir: None,
-            render_cache_size: super::cache::DEFAULT_CAPACITY,
+            render_cache_size: crate::render::engine::cache::DEFAULT_CAPACITY,
             chart_cache_dir: None,
             concurrency: 32,
             git_cache_idle: Duration::from_secs(24 * 3600),
             self_heal_backoff: SelfHealBackoff::default(),
-            catalog: super::plugins::CatalogConfig::default(),
+            catalog: crate::render::engine::CatalogConfig::default(),
             allow_file_repositories: false,
             jq: crate::diff::JqConfig::default(),
             status_heartbeat: Duration::from_secs(3600),
@@ -187,7 +187,7 @@ pub struct Context {
     /// Metrics served on `/metrics`.
     pub metrics: super::metrics::Metrics,
     /// Renders reused while what they read holds.
-    pub render_cache: super::cache::RenderCache,
+    pub render_cache: crate::render::engine::RenderCache,
     /// Policy reviews reused while what they depend on holds.
     pub review_cache: crate::policy::ReviewCache,
     /// What each Application's last render read (the webhook's filter).
@@ -200,7 +200,7 @@ pub struct Context {
     /// The controller's labeled Secrets (repositories, clusters, registries).
     pub secrets: ControllerSecrets,
     /// Verified, compiled catalog plugins.
-    pub catalog: super::plugins::Catalog,
+    pub catalog: crate::render::engine::Catalog,
     /// The worker processes of `ignoreDifferences` jq expressions.
     pub jq: crate::diff::Jq,
     /// The shards this replica owns.
@@ -238,7 +238,7 @@ impl Context {
         let shards = super::shard::Shards::new(config.sharding.clone());
         let metrics =
             super::metrics::Metrics::with_kube_requests(config.kube_client.requests.clone());
-        let render_cache = super::cache::RenderCache::new(config.render_cache_size);
+        let render_cache = crate::render::engine::RenderCache::new(config.render_cache_size);
         let render_cache = match &config.render_cache_dir {
             Some(dir) => render_cache.with_dir(dir),
             None => render_cache,
@@ -253,7 +253,7 @@ impl Context {
                 secrets.clone(),
                 config.kube_client.clone(),
             ),
-            catalog: super::plugins::Catalog::new(config.catalog.clone()),
+            catalog: crate::render::engine::Catalog::new(config.catalog.clone()),
             jq: crate::diff::Jq::new(config.jq.clone()),
             secrets,
             live: LiveWatches::new(

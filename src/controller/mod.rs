@@ -6,7 +6,6 @@
 //! `kiln.dev/operation` annotations), and when something it manages
 //! changes in a destination cluster ([`live`]).
 
-pub mod cache;
 pub mod chart_access;
 pub mod chart_source;
 pub mod compare;
@@ -27,7 +26,6 @@ pub mod reconcile;
 pub mod resources;
 pub mod secrets;
 pub mod shard;
-pub mod work;
 
 use std::sync::Arc;
 
@@ -38,10 +36,10 @@ use kube::runtime::{WatchStreamExt as _, reflector, watcher};
 
 use crate::api::Application;
 pub use crate::condition::Stop;
+pub use crate::render::engine::CatalogConfig;
 pub use compare::{CompareTo, Comparison, compare};
 pub use context::ReconcileError;
 pub use context::{Context, ControllerConfig, SelfHealBackoff};
-pub use plugins::CatalogConfig;
 pub use reconcile::reconcile;
 pub use secrets::ControllerSecrets;
 

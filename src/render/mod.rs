@@ -8,6 +8,7 @@
 //! [`ReadSet`] the render cache keys on.
 
 pub mod directory;
+pub mod engine;
 pub mod remote;
 
 use std::sync::Arc;

@@ -1,6 +1,6 @@
 //! `kiln render-server`'s side: HTTP/2 over mutual TLS, one endpoint
 //! (`POST /v1/render`), bounded bodies, a deadline per render. The work
-//! itself is [`crate::controller::work`], the same as in-process.
+//! itself is [`crate::render::engine::work`], the same as in-process.
 
 use std::collections::HashMap;
 use std::convert::Infallible;
@@ -21,11 +21,11 @@ use tracing::Instrument as _;
 use super::Limits;
 use super::protocol::{RENDER_PATH, RenderFailure, RenderRequest};
 use crate::condition::{Reason, Stop};
-use crate::controller::cache::RenderCache;
-use crate::controller::plugins::Catalog;
-use crate::controller::work::{self, Workshop};
 use crate::interrupt::Interrupt;
 use crate::plugin::PluginHost;
+use crate::render::engine::Catalog;
+use crate::render::engine::RenderCache;
+use crate::render::engine::work::{self, Workshop};
 use crate::source::git::KnownHostsSource;
 use crate::source::git::{CredentialProvider, Credentials, GitSource, RepoUrl};
 use crate::source::helm::ChartFetcher;

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::cache::RenderCache;
-use super::plugins::{self, Catalog};
+use super::catalog::{self, Catalog};
 use crate::api::helm::{INLINE_VALUES_FILE, escape_set_value};
 use crate::artifact::RegistryCredentials;
 use crate::condition::{Reason, Stop};
@@ -76,7 +76,7 @@ pub async fn work(shop: Workshop<'_>, request: &RenderRequest) -> Result<Worked,
     let names: Vec<String> = (0..request.registry_credentials.len())
         .map(|i| format!("#{i} of the request"))
         .collect();
-    let registry = plugins::registry_credentials(
+    let registry = catalog::registry_credentials(
         names
             .iter()
             .zip(&request.registry_credentials)
@@ -296,7 +296,7 @@ async fn fetch_chart(
     let access = match shop.chart_access {
         Some(access) => access,
         None => {
-            requested = super::chart_access::requested(&reference, chart);
+            requested = super::access::requested(&reference, chart);
             &requested
         }
     };
