@@ -264,16 +264,28 @@ pub fn load(src: &dyn Source, dir: &str) -> Result<Chart, LoadError> {
 
 /// Loads the chart at `dir`, packaged subcharts within `budget`.
 pub fn load_with(src: &dyn Source, dir: &str, budget: &Budget) -> Result<Chart, LoadError> {
-    load_chart(src, dir, budget, false)
+    load_chart(src, dir, budget, false, None)
 }
 
 /// Loads the chart at `dir`; a `packaged` one (from an archive) ignores
 /// `.helmignore`, as Helm's archive loader does.
+/// The `.helmignore` rules a chart directory is loaded under: its own, or
+/// (a subchart directory under `charts/`) the top chart's, matched against
+/// paths from the top chart's root, as Helm's `LoadDir` walks the whole
+/// tree with the top chart's rules alone.
+#[derive(Clone, Copy)]
+struct Outer<'a> {
+    rules: &'a crate::ignore::Rules,
+    /// The chart's path from the top chart's root, ending in `/`.
+    prefix: &'a str,
+}
+
 fn load_chart(
     src: &dyn Source,
     dir: &str,
     budget: &Budget,
     packaged: bool,
+    outer: Option<Outer<'_>>,
 ) -> Result<Chart, LoadError> {
     let chart_yaml = join(dir, "Chart.yaml");
     let raw = from_yaml(&text(src, &chart_yaml)?).map_err(|message| LoadError::Yaml {
@@ -379,12 +391,22 @@ fn load_chart(
     if let Ok(bytes) = src.read(&schema_path) {
         chart.schema = Some((schema_path, bytes));
     }
-    let rules = match src.read(&join(dir, ".helmignore")) {
-        _ if packaged => crate::ignore::Rules::none(),
-        Ok(bytes) => crate::ignore::Rules::parse(&String::from_utf8_lossy(&bytes)),
-        Err(_) => crate::ignore::Rules::defaults(),
+    let own;
+    let outer = match outer {
+        Some(outer) if !packaged => outer,
+        _ => {
+            own = match src.read(&join(dir, ".helmignore")) {
+                _ if packaged => crate::ignore::Rules::none(),
+                Ok(bytes) => crate::ignore::Rules::parse(&String::from_utf8_lossy(&bytes)),
+                Err(_) => crate::ignore::Rules::defaults(),
+            };
+            Outer {
+                rules: &own,
+                prefix: "",
+            }
+        }
     };
-    walk(src, dir, "", &mut chart, &rules, budget, packaged)?;
+    walk(src, dir, "", &mut chart, outer, budget, packaged)?;
     Ok(chart)
 }
 
@@ -422,10 +444,15 @@ fn walk(
     root: &str,
     rel: &str,
     chart: &mut Chart,
-    rules: &crate::ignore::Rules,
+    outer: Outer<'_>,
     budget: &Budget,
     packaged: bool,
 ) -> Result<(), LoadError> {
+    let ignored = |path: &str, is_dir: bool| {
+        outer
+            .rules
+            .ignored(&format!("{}{path}", outer.prefix), is_dir)
+    };
     let here = join(root, rel);
     let Some(entries) = src.list(&here) else {
         return Ok(());
@@ -436,19 +463,28 @@ fn walk(
         } else {
             format!("{rel}/{name}")
         };
-        if rules.ignored(&path, is_dir) {
+        if ignored(&path, is_dir) {
             continue;
         }
         if rel.is_empty() && name == "charts" && is_dir {
             for (sub, sub_is_dir) in src.list(&join(root, "charts")).unwrap_or_default() {
                 let sub_path = join(&join(root, "charts"), &sub);
-                if rules.ignored(&format!("charts/{sub}"), sub_is_dir) {
+                if ignored(&format!("charts/{sub}"), sub_is_dir) {
                     continue;
                 }
                 if sub_is_dir {
-                    chart
-                        .subcharts
-                        .push(load_chart(src, &sub_path, budget, packaged)?);
+                    let prefix = format!("{}charts/{sub}/", outer.prefix);
+                    let within = Outer {
+                        rules: outer.rules,
+                        prefix: &prefix,
+                    };
+                    chart.subcharts.push(load_chart(
+                        src,
+                        &sub_path,
+                        budget,
+                        packaged,
+                        Some(within),
+                    )?);
                 } else if sub.ends_with(".tgz") {
                     chart.subcharts.push(load_archive(src, &sub_path, budget)?);
                 } else if sub.ends_with(".prov") {
@@ -471,7 +507,7 @@ fn walk(
             continue;
         }
         if is_dir {
-            walk(src, root, &path, chart, rules, budget, packaged)?;
+            walk(src, root, &path, chart, outer, budget, packaged)?;
             continue;
         }
         if rel.is_empty() && SKIPPED.contains(&name.as_str()) {
@@ -486,7 +522,11 @@ fn walk(
             let template = crate::gostr::from_bytes(template.as_bytes()).into_owned();
             chart.templates.push((path.clone(), template));
         } else if path.starts_with("crds/") {
-            chart.crds.push((path.clone(), text(src, &full)?));
+            // A CRD is also one of the chart's files (`.Files.Glob "crds/*"`),
+            // as in Helm, where the CRDs are read from the files.
+            let crd = text(src, &full)?;
+            chart.files.insert(path.clone(), crd.clone().into_bytes());
+            chart.crds.push((path.clone(), crd));
         } else {
             chart
                 .files
@@ -500,10 +540,11 @@ fn walk(
 fn load_archive(src: &dyn Source, path: &str, budget: &Budget) -> Result<Chart, LoadError> {
     let bytes = src.read(path).map_err(LoadError::Read)?;
     let files = crate::archive::unpack(path, &bytes, budget)?;
-    let mut chart = load_chart(&files, "", budget, true).map_err(|error| LoadError::InArchive {
-        archive: path.to_owned(),
-        error: Box::new(error),
-    })?;
+    let mut chart =
+        load_chart(&files, "", budget, true, None).map_err(|error| LoadError::InArchive {
+            archive: path.to_owned(),
+            error: Box::new(error),
+        })?;
     chart.dir = path.to_owned();
     Ok(chart)
 }

@@ -54,9 +54,8 @@ impl Files {
                 )
             })
             .collect();
-        if m.is_empty() {
-            return String::new();
-        }
+        // An empty set (a Glob that matched nothing) is `{}`, as Helm's
+        // `toYAML` of an empty map: never nil, its result never "".
         crate::convert::to_yaml(&Value::map(m))
             .trim_end_matches('\n')
             .to_owned()

@@ -71,7 +71,7 @@ fn from_fast(read: fast::Read) -> Option<Head> {
 
 /// [`read`] with `serde_yaml` only.
 fn read_with_serde_yaml(doc: &str) -> Result<Head, serde_yaml::Error> {
-    if let Ok(printed) = serde_yaml::from_str::<serde_yaml::Value>(&format!("{doc}\n")) {
+    if let Ok(printed) = lenient(&format!("{doc}\n")) {
         let kind = kind_of(&printed);
         let hook = printed
             .get("metadata")
@@ -92,7 +92,7 @@ fn read_with_serde_yaml(doc: &str) -> Result<Head, serde_yaml::Error> {
             });
         }
     }
-    let head: serde_yaml::Value = serde_yaml::from_str(doc)?;
+    let head = lenient(doc)?;
     let hook = head
         .get("metadata")
         .and_then(|m| m.get("annotations"))
@@ -109,6 +109,19 @@ fn read_with_serde_yaml(doc: &str) -> Result<Head, serde_yaml::Error> {
         hook,
         json: None,
     })
+}
+
+/// `text` read as Helm's YAML reader (go-yaml v2) reads it: a key repeated
+/// in one mapping keeps its last value (serde_yaml refuses it; the text is
+/// then read again through serde_json's map, which keeps the last).
+fn lenient(text: &str) -> Result<serde_yaml::Value, serde_yaml::Error> {
+    match serde_yaml::from_str::<serde_yaml::Value>(text) {
+        Err(e) if e.to_string().contains("duplicate entry") => {
+            let last_wins: serde_json::Value = serde_yaml::from_str(text).map_err(|_| e)?;
+            serde_yaml::to_value(last_wins)
+        }
+        other => other,
+    }
 }
 
 fn kind_of(doc: &serde_yaml::Value) -> String {
@@ -210,9 +223,22 @@ mod tests {
     }
 
     #[test]
+    fn a_key_repeated_in_a_mapping_keeps_its_last_value_as_in_helm() {
+        let head =
+            read("kind: ConfigMap\nmetadata:\n  labels:\n    app: one\n    app: two").unwrap();
+        assert_eq!(head.kind, "ConfigMap");
+        let json: serde_json::Value = serde_json::from_str(&head.json.unwrap()).unwrap();
+        assert_eq!(json["metadata"]["labels"]["app"], "two");
+        // A repeated kind: the last is the one sorted.
+        assert_eq!(
+            read("kind: Secret\nkind: ConfigMap").unwrap().kind,
+            "ConfigMap"
+        );
+    }
+
+    #[test]
     fn a_document_the_sort_cannot_read_fails_with_the_sorts_error() {
         for doc in [
-            "a: b\na: c",
             "a: [",
             "kind: Foo\n  bad: indent",
             "big: 123456789012345678901234567890",

@@ -602,6 +602,16 @@ impl<'a> Parser<'a> {
                 }
                 Tok::Pipe if !cmds.is_empty() => {
                     self.next();
+                    // As in Go, a pipe may end the pipeline: `{{ x | }}`.
+                    self.skip_space();
+                    match self.peek() {
+                        Tok::Right => {
+                            self.next();
+                            break;
+                        }
+                        Tok::RParen => break,
+                        _ => {}
+                    }
                 }
                 _ => {}
             }

@@ -413,7 +413,9 @@ fn coalesce_tables(mut dst: Map, src: &Map, mode: Mode) -> Map {
             }
             Some(_) => {}
             None => {
-                dst.insert(k.clone(), sv.clone());
+                if let Some(default) = default_for(sv, mode) {
+                    dst.insert(k.clone(), default);
+                }
             }
         }
     }
@@ -441,7 +443,9 @@ fn coalesce_values(chart: &Chart, mut dst: Map, mode: Mode) -> Map {
             }
             Some(_) => {}
             None => {
-                dst.insert(k.clone(), sv.clone());
+                if let Some(default) = default_for(sv, mode) {
+                    dst.insert(k.clone(), default);
+                }
             }
         }
     }
@@ -495,24 +499,47 @@ fn coalesce_with(chart: &Chart, vals: Map, mode: Mode) -> Map {
     v
 }
 
-/// The values without null entries (Helm drops them once coalesced),
-/// every map in them a new one.
-fn without_nulls(m: Map) -> Map {
-    m.into_iter()
+/// A default taken where the values have no such key: as it is when
+/// merging; when coalescing, without its nulls (Helm drops a chart's null
+/// defaults, at any depth, and keeps the nulls the user wrote where the
+/// chart has no default).
+fn default_for(default: &Value, mode: Mode) -> Option<Value> {
+    match (default, mode) {
+        (_, Mode::Merge) => Some(default.clone()),
+        (Value::Nil, Mode::Coalesce) => None,
+        (Value::Map(m), Mode::Coalesce) => Some(Value::map(without_nulls(&m.borrow()))),
+        (other, Mode::Coalesce) => Some(other.clone()),
+    }
+}
+
+/// A copy of `m` without null entries, at any depth.
+fn without_nulls(m: &Map) -> Map {
+    m.iter()
         .filter(|(_, v)| !matches!(v, Value::Nil))
         .map(|(k, v)| match v {
-            Value::Map(inner) => (k, Value::map(copy_without_nulls(&inner.borrow()))),
+            Value::Map(inner) => (k.clone(), Value::map(without_nulls(&inner.borrow()))),
+            other => (k.clone(), other.clone()),
+        })
+        .collect()
+}
+
+/// The values with every map in them a new one (templates may change
+/// them). Nulls stay: coalescing deleted those that override a default,
+/// and Helm keeps the others (`cpu: null` where the chart has no `cpu`).
+fn fresh_maps(m: Map) -> Map {
+    m.into_iter()
+        .map(|(k, v)| match v {
+            Value::Map(inner) => (k, Value::map(copy_maps(&inner.borrow()))),
             other => (k, other),
         })
         .collect()
 }
 
-/// [`without_nulls`] of a map that stays as it is.
-fn copy_without_nulls(m: &Map) -> Map {
+/// [`fresh_maps`] of a map that stays as it is.
+fn copy_maps(m: &Map) -> Map {
     m.iter()
-        .filter(|(_, v)| !matches!(v, Value::Nil))
         .map(|(k, v)| match v {
-            Value::Map(inner) => (k.clone(), Value::map(copy_without_nulls(&inner.borrow()))),
+            Value::Map(inner) => (k.clone(), Value::map(copy_maps(&inner.borrow()))),
             other => (k.clone(), other.clone()),
         })
         .collect()
@@ -841,13 +868,17 @@ fn collect(
     let chart_value = Value::map(chart.metadata.clone());
     let library = chart.metadata.get("Type").and_then(Value::as_str) == Some("library");
     if !shared.skip_crds {
+        // Helm prints a CRD file whole; a reader of its output (kubectl,
+        // Helm's install) takes each of its documents as an object.
         for (path, text) in &chart.crds {
-            crds.push(Document {
-                source: format!("{id}/{path}"),
-                text: text.clone(),
-                hook: false,
-                json: None,
-            });
+            for text in crate::split::documents(text) {
+                crds.push(Document {
+                    source: format!("{id}/{path}"),
+                    text,
+                    hook: false,
+                    json: None,
+                });
+            }
         }
     }
     // A chart's `.Values` is one of Helm's `Values`, with `AsMap`.
@@ -928,7 +959,7 @@ pub fn render(
     process_dependencies(&mut chart, &user, "");
     import_values(&mut chart);
     check_kube_version(&chart, opts)?;
-    let vals = without_nulls(coalesce(&chart, user));
+    let vals = fresh_maps(coalesce(&chart, user));
     crate::schema::validate(&chart, &vals)?;
     let vals = Value::map(vals);
 

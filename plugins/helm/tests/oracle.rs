@@ -21,11 +21,10 @@ use require::{Tool, require};
 fn objects(stream: &str) -> Result<Vec<serde_json::Value>, String> {
     let mut out = Vec::new();
     for doc in serde_yaml::Deserializer::from_str(stream) {
-        let v = serde_json::to_value(
-            <serde_yaml::Value as serde::Deserialize>::deserialize(doc)
-                .map_err(|e| e.to_string())?,
-        )
-        .map_err(|e| e.to_string())?;
+        // Straight into JSON: a key repeated in a mapping keeps its last
+        // value, as Helm's reader keeps it.
+        let v = <serde_json::Value as serde::Deserialize>::deserialize(doc)
+            .map_err(|e| e.to_string())?;
         if !v.is_null() {
             out.push(v);
         }
