@@ -19,6 +19,10 @@ Values travel to the library as JSON, so `--set` integers arrive as float64 (the
 int64): cases avoid integers of 1,000,000 or more in `set`. Each `set` expression is parsed by
 the library's own strvals parser and deep-merged into the values.
 
+With `--objects`, the stream's objects are printed instead, one JSON text a line, each document
+read as Helm's install reads it (sigs.k8s.io/yaml: go-yaml v2, YAML 1.1 scalars, then JSON): by
+Helm's own values reader, which reads a values.yaml the same way. Empty documents are left out.
+
 Exit status: 0 and the stream on stdout; 2 and Helm's error on stderr when Helm refuses.
 """
 
@@ -122,7 +126,38 @@ def values_of(case_dir, case):
     return values
 
 
-def main(case_dir):
+def objects_of(stream):
+    """The objects of `stream` as Helm's install reads them (see --objects), one JSON text each."""
+    import tempfile
+
+    import yaml
+
+    out = []
+    with tempfile.TemporaryDirectory() as tmp:
+        with open(os.path.join(tmp, "Chart.yaml"), "w", encoding="utf-8") as f:
+            f.write("apiVersion: v2\nname: read\nversion: 0.1.0\n")
+        for doc in SEPARATOR.split(stream.lstrip()):
+            if yaml.safe_load(doc) is None:
+                continue
+            with open(os.path.join(tmp, "values.yaml"), "w", encoding="utf-8") as f:
+                f.write(doc)
+            try:
+                chart = helm_python.Chart.load(tmp)
+            except HelmError:
+                # What Go's JSON encoder refuses (an infinity): read as YAML, non-finite as null.
+                value = yaml.safe_load(doc)
+                out.append(json.dumps(value, default=str).replace("Infinity", "null").replace("NaN", "null"))
+                continue
+            try:
+                value = chart.values
+            finally:
+                chart.close()
+            if value:
+                out.append(json.dumps(value))
+    return "".join(line + "\n" for line in out)
+
+
+def main(case_dir, as_objects=False):
     path = os.path.join(case_dir, "case.json")
     case = json.load(open(path, encoding="utf-8")) if os.path.exists(path) else {}
     namespace = case.get("namespace", "default")
@@ -160,9 +195,11 @@ def main(case_dir):
     finally:
         chart.close()
     out = "".join("---\n# Source: %s\n%s\n" % (c["filename"], c["data"]) for c in crds)
-    sys.stdout.write(out + summary.get("manifest", "") + hooks_of(files))
+    stream = out + summary.get("manifest", "") + hooks_of(files)
+    sys.stdout.write(objects_of(stream) if as_objects else stream)
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1]))
+    args = sys.argv[1:]
+    sys.exit(main(args[-1], as_objects="--objects" in args))

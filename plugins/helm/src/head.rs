@@ -50,9 +50,12 @@ pub fn read(doc: &str) -> Result<Head, serde_yaml::Error> {
 /// whose final line break the printed newline changes, or when the hook
 /// is not a string.
 fn from_fast(read: fast::Read) -> Option<Head> {
+    // A kind that is not a string (`kind: yes`, a boolean to YAML 1.1):
+    // the sort reads it its own way.
     let kind = match &read.kind {
         Some(serde_json::Value::String(kind)) => kind.as_str(),
-        _ => "",
+        None => "",
+        Some(_) => return None,
     };
     let hook = match read.hook {
         None => None,
@@ -88,7 +91,7 @@ fn read_with_serde_yaml(doc: &str) -> Result<Head, serde_yaml::Error> {
             return Ok(Head {
                 kind,
                 hook,
-                json: to_json(printed).map(|json| json.to_string()),
+                json: output_json(&format!("{doc}\n")).ok(),
             });
         }
     }
@@ -122,6 +125,30 @@ fn lenient(text: &str) -> Result<serde_yaml::Value, serde_yaml::Error> {
         }
         other => other,
     }
+}
+
+/// The printed document `text` as Helm's install reads it
+/// ([`crate::yaml11::read_output`]: YAML 1.1, as go-yaml v2) and Go's JSON
+/// encoder writes it. A text that reader refuses but libyaml reads (they
+/// differ on a few odd texts) is read as libyaml reads it (YAML 1.2
+/// scalars, as before YAML 1.1 was followed); the reader's error when
+/// neither reads it.
+pub fn output_json(text: &str) -> Result<String, String> {
+    let value = match crate::yaml11::read_output(text) {
+        Ok(value) => value,
+        Err(error) => {
+            return lenient(text)
+                .ok()
+                .and_then(to_json)
+                .map(|json| json.to_string())
+                .ok_or(error);
+        }
+    };
+    // Strings as written (a template's bytes stay as the plugin carries
+    // them, for `json_for_yaml_readers`).
+    crate::convert::json_at(&value, 0, false)
+        .map(|json| json.to_string())
+        .ok_or_else(|| "json: a mapping holds itself".to_owned())
 }
 
 fn kind_of(doc: &serde_yaml::Value) -> String {
@@ -171,10 +198,11 @@ fn to_json(value: serde_yaml::Value) -> Option<serde_json::Value> {
 mod tests {
     use super::*;
 
-    /// The JSON the plugin read before this module: the printed text
-    /// straight into a `serde_json::Value`.
+    /// The JSON of the full reader (Helm's install's reading).
     fn direct(doc: &str) -> Option<serde_json::Value> {
-        serde_yaml::from_str(&format!("{doc}\n")).ok()
+        output_json(&format!("{doc}\n"))
+            .ok()
+            .map(|json| serde_json::from_str(&json).unwrap())
     }
 
     #[test]
@@ -197,13 +225,34 @@ mod tests {
     }
 
     #[test]
-    fn tags_and_keys_that_are_not_strings_are_left_to_the_plugin() {
-        for doc in [
-            "kind: Foo\nx: !custom 1",
-            "kind: Foo\n1: one",
-            "kind: Foo\ntrue: yes",
+    fn plain_scalars_are_read_as_helm_s_install_reads_them_yaml_1_1() {
+        let head = read(
+            "kind: Pod\nmode: 0755\nflag: on\nno: n\nbig: 1_000\nhex: 0x1F\nf: 2.0\nhalf: 0.5\nq: \"0755\"",
+        )
+        .unwrap();
+        let json: serde_json::Value = serde_json::from_str(&head.json.unwrap()).unwrap();
+        assert_eq!(
+            json,
+            serde_json::json!({"kind": "Pod", "mode": 493, "flag": true, "false": false,
+                "big": 1000, "hex": 31, "f": 2, "half": 0.5, "q": "0755"})
+        );
+    }
+
+    #[test]
+    fn keys_that_are_not_strings_are_named_as_go_names_them() {
+        for (doc, want) in [
+            (
+                "kind: Foo\n1: one",
+                serde_json::json!({"kind": "Foo", "1": "one"}),
+            ),
+            (
+                "kind: Foo\ntrue: yes",
+                serde_json::json!({"kind": "Foo", "true": true}),
+            ),
         ] {
-            assert_eq!(read(doc).unwrap().json, None, "{doc:?}");
+            let json: serde_json::Value =
+                serde_json::from_str(&read(doc).unwrap().json.unwrap()).unwrap();
+            assert_eq!(json, want, "{doc:?}");
         }
     }
 

@@ -133,9 +133,8 @@ impl Renderer for Helm {
             // at its end keeps that newline (`|` clips to one).
             let json = match d.json {
                 Some(json) => json,
-                None => serde_yaml::from_str::<serde_json::Value>(&format!("{}\n", d.text))
-                    .map_err(|e| RenderError::input(d.source.clone(), None, e.to_string()))?
-                    .to_string(),
+                None => crate::head::output_json(&format!("{}\n", d.text))
+                    .map_err(|e| RenderError::input(d.source.clone(), None, e))?,
             };
             if json == "null" {
                 continue;

@@ -20,7 +20,7 @@ use std::collections::HashMap;
 use granit_parser::{Event, Parser, ScalarStyle};
 
 use resolve::key_text;
-pub use resolve::resolve;
+pub use resolve::{resolve, resolve_output};
 
 use crate::value::{Map, Value};
 
@@ -81,11 +81,29 @@ pub fn documents(text: &str) -> Result<Vec<Value>, String> {
 
 /// [`documents`], taking the nodes from `budget`.
 fn documents_within(text: &str, budget: &mut Budget) -> Result<Vec<Value>, String> {
+    read_documents(text, budget, resolve)
+}
+
+/// The first document of `text`, a rendered manifest, as Helm's install
+/// reads it (plain scalars by [`resolve_output`]: integers exact); Nil
+/// when empty. Its aliases are held to the text's budget.
+pub fn read_output(text: &str) -> Result<Value, String> {
+    let mut budget = Budget::for_text(text.len());
+    let documents = read_documents(text, &mut budget, resolve_output)?;
+    Ok(documents.into_iter().next().unwrap_or_default())
+}
+
+fn read_documents(
+    text: &str,
+    budget: &mut Budget,
+    plain: fn(&str) -> Value,
+) -> Result<Vec<Value>, String> {
     let mut reader = Reader {
         events: Parser::new_from_str(text),
         anchors: HashMap::new(),
         non_finite: false,
         budget,
+        plain,
     };
     let mut out = Vec::new();
     loop {
@@ -165,6 +183,8 @@ struct Reader<'a, 'b> {
     non_finite: bool,
     /// The nodes reading may still produce.
     budget: &'b mut Budget,
+    /// How a plain scalar resolves ([`resolve`], [`resolve_output`]).
+    plain: fn(&str) -> Value,
 }
 
 /// sigs.k8s.io/yaml turns what go-yaml read into JSON, and Go's encoder
@@ -221,7 +241,7 @@ impl<'a> Reader<'a, '_> {
                 let tagged_str = tag.as_ref().is_some_and(|t| t.suffix() == "str");
                 let v = if plain && !tagged_str {
                     self.non_finite |= resolve::non_finite(&text).is_some();
-                    resolve(&text)
+                    (self.plain)(&text)
                 } else {
                     Value::str(&*text)
                 };

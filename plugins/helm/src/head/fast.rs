@@ -934,39 +934,36 @@ enum Scalar {
     Str,
 }
 
-/// serde_yaml 0.9's `visit_untagged_scalar`: null, bool, integer (64-bit;
-/// None when only 128 bits hold it), float, else a string.
+/// A plain scalar of a rendered manifest as Helm's install reads it
+/// ([`crate::yaml11::resolve_output`]: go-yaml v2, YAML 1.1, integers
+/// exact) and Go's JSON encoder writes it (an integral float is an
+/// integer); None for an integer only 128 bits hold, which the sort's
+/// reader (serde_yaml) refuses: that path gives its error.
 fn resolve_scalar(v: &str) -> Option<Scalar> {
-    if v.is_empty() || matches!(v, "null" | "Null" | "NULL" | "~") {
-        return Some(Scalar::Null);
-    }
-    match v {
-        "true" | "True" | "TRUE" => return Some(Scalar::Bool(true)),
-        "false" | "False" | "FALSE" => return Some(Scalar::Bool(false)),
-        _ => {}
-    }
-    // Only these can start a number (or `inf`/`nan`, which Rust parses and
-    // serde_yaml then refuses as not finite).
-    if !matches!(v.as_bytes()[0], b'0'..=b'9' | b'+' | b'-' | b'.') {
-        return Some(Scalar::Str);
-    }
-    if let Some(n) = yaml_int::unsigned(v, u64::from_str_radix) {
-        return Some(Scalar::Int(n.into()));
-    }
-    if let Some(n) = yaml_int::negative(v, i64::from_str_radix) {
-        return Some(Scalar::Int(n.into()));
-    }
-    if yaml_int::unsigned(v, u128::from_str_radix).is_some()
-        || yaml_int::negative(v, i128::from_str_radix).is_some()
-    {
+    use crate::value::Value as V;
+    let wide = |unsigned: bool| {
+        if unsigned {
+            yaml_int::unsigned(v, u64::from_str_radix).is_none()
+                && yaml_int::unsigned(v, u128::from_str_radix).is_some()
+        } else {
+            yaml_int::negative(v, i64::from_str_radix).is_none()
+                && yaml_int::negative(v, i128::from_str_radix).is_some()
+        }
+    };
+    if wide(true) || wide(false) {
         return None;
     }
-    if !yaml_int::digits_but_not_number(v)
-        && let Some(f) = yaml_int::parse_f64(v)
-    {
-        return Some(Scalar::Float(f));
-    }
-    Some(Scalar::Str)
+    Some(match crate::yaml11::resolve_output(v) {
+        V::Nil => Scalar::Null,
+        V::Bool(b) => Scalar::Bool(b),
+        V::Int64(i) => Scalar::Int(i.into()),
+        V::Float(f) => match crate::convert::json_at(&V::Float(f), 0, false)? {
+            Value::Number(n) if n.is_f64() => Scalar::Float(f),
+            Value::Number(n) => Scalar::Int(n),
+            _ => return None,
+        },
+        _ => Scalar::Str,
+    })
 }
 
 /// serde_yaml 0.9's number parsing (`de.rs`), as written there.
@@ -1015,33 +1012,6 @@ mod yaml_int {
             return None;
         }
         from_str_radix(scalar, 10).ok()
-    }
-
-    /// `parse_f64`.
-    pub fn parse_f64(scalar: &str) -> Option<f64> {
-        let unpositive = if let Some(unpositive) = scalar.strip_prefix('+') {
-            if unpositive.starts_with(['+', '-']) {
-                return None;
-            }
-            unpositive
-        } else {
-            scalar
-        };
-        if let ".inf" | ".Inf" | ".INF" = unpositive {
-            return Some(f64::INFINITY);
-        }
-        if let "-.inf" | "-.Inf" | "-.INF" = scalar {
-            return Some(f64::NEG_INFINITY);
-        }
-        if let ".nan" | ".NaN" | ".NAN" = scalar {
-            return Some(f64::NAN.copysign(1.0));
-        }
-        if let Ok(float) = unpositive.parse::<f64>()
-            && float.is_finite()
-        {
-            return Some(float);
-        }
-        None
     }
 
     /// `digits_but_not_number`: leading zeros and digits are a string.

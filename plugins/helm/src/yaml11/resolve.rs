@@ -159,6 +159,35 @@ pub fn resolve(text: &str) -> Value {
     }
 }
 
+/// The plain scalar `text` of a rendered manifest, as Helm's install (and
+/// kubectl) read it: go-yaml v2's resolution, as for values, but an
+/// integer stays the exact integer (`0755` is 493, `1_000` is 1000, `0x1F`
+/// is 31), as sigs.k8s.io/yaml keeps it. An infinity or NaN (go-yaml v2
+/// reads one, Go's JSON encoder refuses it) is null, as Kiln has always
+/// read it.
+pub fn resolve_output(text: &str) -> Value {
+    match scalar(text) {
+        Scalar::Float(f) if !f.is_finite() => Value::Nil,
+        Scalar::Float(f) => match exact_integer(text) {
+            Some(i) => Value::Int64(i),
+            None => Value::Float(f),
+        },
+        _ => resolve(text),
+    }
+}
+
+/// The integer go-yaml v2 reads the plain scalar `text` as, when it is one
+/// that fits an int64.
+fn exact_integer(text: &str) -> Option<i64> {
+    let clean = text.replace('_', "");
+    let (neg, body) = match clean.strip_prefix('-') {
+        Some(r) => (true, r),
+        None => (false, clean.strip_prefix('+').unwrap_or(&clean)),
+    };
+    let i = integer(body)?;
+    i64::try_from(if neg { -i } else { i }).ok()
+}
+
 /// A mapping key as JSON names it (nil is `null`, others as Go prints them).
 pub fn key_text(v: &Value) -> String {
     match v {

@@ -1,18 +1,19 @@
-//! The fast reader against the `serde_yaml` path it stands in for: on every
-//! document the corpus charts render, on hand-written edge cases and on
-//! generated and mutated documents, it must either say "not sure" or give
-//! exactly what `serde_yaml` and `to_json` give (compared as JSON text, so
-//! that `-0.0` and `0.0` differ).
+//! The fast reader against the full reader it stands in for
+//! ([`output_json`](super::super::output_json): YAML 1.1 as Helm's install
+//! reads it): on every document the corpus charts render, on hand-written
+//! edge cases and on generated and mutated documents, it must either say
+//! "not sure" or give exactly what the full reader gives (compared as JSON
+//! text).
 
 use std::path::Path;
 
 use super::read;
 
-/// What the `serde_yaml` path gives of `doc` (None: an error, or a value
-/// JSON cannot hold as such).
+/// What the full reader gives of `doc` (None: an error, or a value JSON
+/// cannot hold).
 fn slow(doc: &str) -> Option<serde_json::Value> {
-    let printed = serde_yaml::from_str::<serde_yaml::Value>(&format!("{doc}\n")).ok()?;
-    super::super::to_json(printed)
+    let json = super::super::output_json(&format!("{doc}\n")).ok()?;
+    Some(serde_json::from_str(&json).expect("JSON text"))
 }
 
 /// Checks `doc`; whether the fast reader read it.
@@ -20,20 +21,25 @@ fn agrees(doc: &str) -> bool {
     let Some(fast) = read(doc) else {
         return false;
     };
-    let slow = slow(doc);
-    assert_eq!(
-        Some(&fast.json),
-        slow.as_ref().map(serde_json::Value::to_string).as_ref(),
-        "the fast reader differs on {doc:?}"
-    );
-    // The values the sort reads, as the value holds them.
-    let slow = slow.unwrap();
-    let hook = slow
-        .get("metadata")
-        .and_then(|m| m.get("annotations"))
-        .and_then(|a| a.get("helm.sh/hook"));
-    assert_eq!(fast.kind.as_ref(), slow.get("kind"), "{doc:?}");
-    assert_eq!(fast.hook.as_ref(), hook, "{doc:?}");
+    // The full reader refuses a few odd texts libyaml (whose parse the
+    // fast reader follows) reads: there the fast reader's reading stands,
+    // and only the sort's head is compared.
+    if crate::yaml11::read_output(&format!("{doc}\n")).is_ok() {
+        let slow = slow(doc);
+        assert_eq!(
+            Some(&fast.json),
+            slow.as_ref().map(serde_json::Value::to_string).as_ref(),
+            "the fast reader differs on {doc:?}"
+        );
+        // The values the sort reads, as the value holds them.
+        let slow = slow.unwrap();
+        let hook = slow
+            .get("metadata")
+            .and_then(|m| m.get("annotations"))
+            .and_then(|a| a.get("helm.sh/hook"));
+        assert_eq!(fast.kind.as_ref(), slow.get("kind"), "{doc:?}");
+        assert_eq!(fast.hook.as_ref(), hook, "{doc:?}");
+    }
     // And the head the sort reads is the one it read before.
     let ours = super::super::read(doc).unwrap();
     let theirs = super::super::read_with_serde_yaml(doc).unwrap();
@@ -121,7 +127,7 @@ const READ: &[&str] = &[
     "a: 0x1F\nb: -0\nc: 1e3\nd: .5\ne: +.inf\nf: ~\ng: Null\nh: NULL\ni: null\nj: True\nk: FALSE",
     "a: -0x1F\nb: 0o17\nc: -0o17\nd: 0b101\ne: -0b101\nf: +12\ng: 012\nh: -012\ni: +012\nj: 0\nk: 00",
     "a: 1.0\nb: -0.0\nc: 1e400\nd: nan\ne: .NaN\nf: -.inf\ng: .Inf\nh: inf\ni: 1_000\nj: 5.\nk: +.5",
-    "a: 18446744073709551615\nb: -9223372036854775808\nc: 9223372036854775808\nd: 0x\ne: 0x-1\nf: +-1",
+    "b: -9223372036854775808\nd: 0x\ne: 0x-1\nf: +-1",
     "a: yes\nb: no\nc: on\nd: off\ne: y\nf: 'true'\ng: \"1\"\nh: tRue\ni: nULL\nj: 1e\nk: 1.2.3",
     "a: 1:2\nb: 12:30:00\nc: 2024-01-01\nd: 1,000\ne: $1\nf: 0.1e-2\ng: -1E+3\nh: 0x1f\ni: 0X1F",
     // Quoted scalars.
@@ -174,6 +180,9 @@ const READ: &[&str] = &[
 
 /// Documents that may go either way (most must fall back): compared only.
 const ODD: &[&str] = &[
+    // Integers past int64: go-yaml v2 keeps them exact, the full reader
+    // as float64 (the fast reader leaves them to it).
+    "a: 18446744073709551615\nc: 9223372036854775808",
     "a: b\na: c",
     "a: [",
     "kind: Foo\n  bad: indent",
@@ -305,7 +314,10 @@ fn review_long_flow_mapping_keys_are_left_to_serde_yaml() {
         format!("a: {{{spaced}: 1}}"),
         format!("a: {{{wide}: 1}}"),
     ] {
-        assert!(slow(&doc).is_none(), "serde_yaml reads {doc:?}");
+        assert!(
+            super::super::read_with_serde_yaml(&doc).is_err(),
+            "serde_yaml reads {doc:?}"
+        );
         assert!(read(&doc).is_none(), "{doc:?}");
     }
 }
