@@ -13,7 +13,7 @@
 //!   the credentials are the repository Secrets'.
 //! - A render server holds no Secrets: a request grants the dependency
 //!   repositories the controller checked, each with its own credentials
-//!   ([`requested`]), and the server answers any other it meets with
+//!   ([`requested`](crate::render::engine::access::requested)), and the server answers any other it meets with
 //!   [`DependencyRepositoriesNeeded`](crate::condition::Reason::DependencyRepositoriesNeeded) instead of fetching it. The controller then
 //!   checks those against the project, adds them with their Secrets'
 //!   credentials and asks again ([`grant`]), a bounded number of times.
@@ -132,7 +132,7 @@ fn granted_credentials(secrets: &ControllerSecrets, url: &str) -> Option<WireCre
 /// repositories (and `round`, counted from 0, may have a successor), checks
 /// each against `project`, adds it to `request` with its credentials and
 /// returns `Ok` (ask again); otherwise the stop to record. Credentials are
-/// granted only from chart repositories' Secrets ([`granted_credentials`]).
+/// granted only from chart repositories' Secrets (`granted_credentials`).
 pub fn grant(
     project: &Project,
     secrets: &ControllerSecrets,

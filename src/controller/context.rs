@@ -195,7 +195,7 @@ pub struct Context {
     /// Watches on managed kinds, which trigger reconciles on live changes.
     pub live: LiveWatches,
     /// Raised when the controller is stopping: syncs end after their
-    /// current wave ([`Engine::with_interrupt`]).
+    /// current wave ([`Engine::with_interrupt`](crate::sync::Engine::with_interrupt)).
     pub shutdown: Arc<AtomicBool>,
     /// The controller's labeled Secrets (repositories, clusters, registries).
     pub secrets: ControllerSecrets,

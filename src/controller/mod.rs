@@ -1,6 +1,6 @@
 //! The Application controller: keeps clusters equal to Git, continuously.
 //!
-//! [`reconcile`] does one pass for one Application; [`run`] drives it for
+//! [`reconcile`](fn@reconcile) does one pass for one Application; [`run`] drives it for
 //! every Application with kube-runtime's controller: on a timer with jitter,
 //! when an Application changes (including the `kiln.dev/refresh` and
 //! `kiln.dev/operation` annotations), and when something it manages

@@ -7,11 +7,11 @@
 //! `pluginVerification`) → compile. Verification happens before the first
 //! compile and is cached by component digest and requirement; a plugin
 //! without `verify` does not run. Mutable references (tags, unpinned files)
-//! are resolved again every [`ControllerConfig::plugin_resolve_interval`];
+//! are resolved again every [`CatalogConfig::resolve_interval`];
 //! when one now names another component, that component is verified anew
 //! before it runs.
 //!
-//! [`ControllerConfig::plugin_resolve_interval`]: super::ControllerConfig::plugin_resolve_interval
+//! [`CatalogConfig::resolve_interval`]: crate::render::engine::CatalogConfig::resolve_interval
 
 use std::collections::BTreeMap;
 use std::path::Path;

@@ -1,4 +1,4 @@
-//! One reconcile of one Application: compare ([`super::compare`]) → sync
+//! One reconcile of one Application: compare ([`compare`](mod@super::compare)) → sync
 //! (when automated, or when a person asked for it) → status. Every failure
 //! becomes a condition with a reason a person can act on; nothing here
 //! crashes the controller or applies half of something without saying so.

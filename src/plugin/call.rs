@@ -180,7 +180,7 @@ impl Plugin {
     /// [`render`](Self::render) on the current thread.
     ///
     /// This does not wait for a concurrency permit: callers running more than
-    /// [`HostConfig::max_concurrency`] calls at once through it may see
+    /// [`HostConfig::max_concurrency`](super::HostConfig::max_concurrency) calls at once through it may see
     /// instantiation fail once the allocator's slots are exhausted.
     pub fn render_blocking(
         &self,

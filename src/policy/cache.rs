@@ -78,7 +78,7 @@ impl std::fmt::Debug for ReviewCache {
 
 impl ReviewCache {
     /// A cache of at most `reviews` reviews (at least one) and
-    /// [`DEFAULT_REVIEW_BYTES`].
+    /// `DEFAULT_REVIEW_BYTES`.
     pub fn new(reviews: usize) -> Self {
         Self::with_bytes(reviews, DEFAULT_REVIEW_BYTES)
     }

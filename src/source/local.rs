@@ -33,7 +33,7 @@ impl LocalDir {
         })
     }
 
-    /// Sets the per-file read limit (default [`DEFAULT_MAX_FILE_SIZE`]).
+    /// Sets the per-file read limit (default `DEFAULT_MAX_FILE_SIZE`, 16 MiB).
     pub fn with_max_file_size(mut self, bytes: u64) -> Self {
         self.max_file_size = bytes;
         self

@@ -1,5 +1,5 @@
 //! The render engine: the source work of one render request, source →
-//! render → policy ([`work`]), with what it uses: the render cache
+//! render → policy ([`work`](mod@work)), with what it uses: the render cache
 //! ([`cache`]), the plugin catalog and its verification ([`catalog`]), and
 //! the request's own grants for a chart's dependencies ([`access`]).
 //!

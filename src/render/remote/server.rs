@@ -1,6 +1,6 @@
 //! `kiln render-server`'s side: HTTP/2 over mutual TLS, one endpoint
 //! (`POST /v1/render`), bounded bodies, a deadline per render. The work
-//! itself is [`crate::render::engine::work`], the same as in-process.
+//! itself is [`work`](mod@crate::render::engine::work), the same as in-process.
 
 use std::collections::HashMap;
 use std::convert::Infallible;
@@ -31,7 +31,7 @@ use crate::source::git::{CredentialProvider, Credentials, GitSource, RepoUrl};
 use crate::source::helm::ChartFetcher;
 
 /// The credentials of the repositories requests named, each as its last
-/// request gave them (the [`REMEMBERED`] most recent repositories). The Git
+/// request gave them (the 4,096 most recent repositories). The Git
 /// engine asks this provider; the render server holds no other credentials.
 /// Likewise the SSH known hosts, as the last request gave them.
 #[derive(Debug)]
