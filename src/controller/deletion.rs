@@ -107,9 +107,9 @@ pub async fn finalize(
     // name with a made-up project could delete what it once wrote
     // anywhere.
     let (guard, project_missing): (crate::sync::PruneGuard, bool) =
-        match super::compare::load_project(app, ctx).await {
+        match super::stages::admit::load_project(app, ctx).await {
             Ok(project) => (
-                super::compare::prune_guard(
+                super::stages::admit::prune_guard(
                     project,
                     &destination.server,
                     &destination.name,

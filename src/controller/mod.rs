@@ -26,6 +26,7 @@ pub mod reconcile;
 pub mod resources;
 pub mod secrets;
 pub mod shard;
+pub mod stages;
 
 use std::sync::Arc;
 

@@ -6,7 +6,7 @@
 //! `scope: Namespaced`, `namespaces`, `namespaceSelector`; a VAP binding's
 //! `namespaceSelector`) is evaded by leaving `metadata.namespace` out. So
 //! before any policy runs, the host fills the namespace in by the rule the
-//! project's admission uses (`controller::compare::admit_objects`):
+//! project's admission uses (`controller::stages::admit::admit_objects`):
 //!
 //! 1. the destination cluster's discovery ([`KindScopes`], sent with the
 //!    render) says whether the kind is namespaced;
