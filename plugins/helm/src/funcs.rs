@@ -1800,8 +1800,12 @@ fn go_regex_split(re: &regex_lite::Regex, text: &str, n: i64) -> Vec<String> {
     out
 }
 
+/// A pattern in Go's syntax, compiled ([`crate::goregex`]: read as Go
+/// reads it).
 fn regex(pattern: &str) -> Result<regex_lite::Regex, FnError> {
-    regex_lite::Regex::new(pattern).map_err(|e| FnError::Msg(format!("error parsing regexp: {e}")))
+    let error = |e: String| FnError::Msg(format!("error parsing regexp: {e}"));
+    let translated = crate::goregex::translate(pattern).map_err(error)?;
+    regex_lite::Regex::new(&translated).map_err(|e| error(e.to_string()))
 }
 
 /// Go's `$1`/`${name}` replacement syntax into regex-lite's (same, but

@@ -25,6 +25,7 @@ pub mod goescape;
 pub mod gofmt;
 pub mod golayout;
 pub mod gopath;
+pub mod goregex;
 pub mod gostr;
 pub mod gotime;
 mod head;
