@@ -109,18 +109,11 @@ fn repository(
     app: &Application,
     config: &crate::controller::ControllerConfig,
 ) -> Result<RepoUrl, Stop> {
-    let url = RepoUrl::parse(&app.spec.source.repo_url)
-        .map_err(|e| Stop::new(Reason::InvalidRepoUrl, format!("spec.source.repoURL: {e}")))?;
-    if url.is_local() && !config.allow_file_repositories {
-        return Err(Stop::new(
-            Reason::FileRepositoryNotAllowed,
-            format!(
-                "spec.source.repoURL {url}: repositories on the controller's filesystem are refused; \
-                 start the controller with --allow-file-repositories to allow them (development only)"
-            ),
-        ));
-    }
-    Ok(url)
+    crate::render::engine::access::repository(
+        &app.spec.source.repo_url,
+        crate::render::engine::access::RepositoryField::Application,
+        config.allow_file_repositories,
+    )
 }
 
 /// What a sync of `project`'s application may prune on `target`: only what

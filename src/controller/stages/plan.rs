@@ -303,22 +303,11 @@ fn policy_repository(
     raw: &str,
     config: &crate::controller::ControllerConfig,
 ) -> Result<RepoUrl, Stop> {
-    let url = RepoUrl::parse(raw).map_err(|e| {
-        Stop::new(
-            Reason::InvalidPolicySource,
-            format!("policy {policy}: source.repoURL: {e}"),
-        )
-    })?;
-    if url.is_local() && !config.allow_file_repositories {
-        return Err(Stop::new(
-            Reason::FileRepositoryNotAllowed,
-            format!(
-                "policy {policy}: source.repoURL {url}: repositories on the controller's filesystem are refused; \
-                 start the controller with --allow-file-repositories to allow them (development only)"
-            ),
-        ));
-    }
-    Ok(url)
+    crate::render::engine::access::repository(
+        raw,
+        crate::render::engine::access::RepositoryField::PolicySource(policy),
+        config.allow_file_repositories,
+    )
 }
 
 /// A path of a spec as the request carries it: no `./`, no slashes at

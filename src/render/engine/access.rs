@@ -10,10 +10,50 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use crate::artifact::RegistryCredentials;
+use crate::condition::{Reason, Stop};
 use crate::render::remote::{ChartSourceRef, WireCredentials};
 use crate::source::git::{CredentialProvider, Credentials, RepoUrl};
 use crate::source::helm::fetch::index_key;
 use crate::source::helm::{Admission, AllowAll, ChartAccess, ChartRef, RepositoryGate};
+
+/// Which repository a spec names, and whether this process may read it.
+#[derive(Clone, Copy, Debug)]
+pub enum RepositoryField<'a> {
+    /// The Application's `spec.source.repoURL`.
+    Application,
+    /// The `source.repoURL` of the policy named so.
+    PolicySource(&'a str),
+}
+
+/// The repository `raw` that `field` names, parsed; a repository on this
+/// process's filesystem (`file://`, a plain path) is refused unless
+/// `allow_file_repositories` (it would let a spec read whatever the
+/// process can read). The one check of the controller and the render
+/// engine, for an Application's repository and a policy's source alike.
+pub fn repository(
+    raw: &str,
+    field: RepositoryField<'_>,
+    allow_file_repositories: bool,
+) -> Result<RepoUrl, Stop> {
+    let (named, invalid) = match field {
+        RepositoryField::Application => ("spec.source.repoURL".to_owned(), Reason::InvalidRepoUrl),
+        RepositoryField::PolicySource(policy) => (
+            format!("policy {policy}: source.repoURL"),
+            Reason::InvalidPolicySource,
+        ),
+    };
+    let url = RepoUrl::parse(raw).map_err(|e| Stop::new(invalid, format!("{named}: {e}")))?;
+    if url.is_local() && !allow_file_repositories {
+        return Err(Stop::new(
+            Reason::FileRepositoryNotAllowed,
+            format!(
+                "{named} {url}: repositories on the filesystem of the controller or render server are refused; \
+                 start it with --allow-file-repositories to allow them (development only)"
+            ),
+        ));
+    }
+    Ok(url)
+}
 
 /// The repositories a request granted (URL → its OCI registry
 /// credentials, if it is one with some); any other is left to the

@@ -21,7 +21,7 @@ use crate::render::remote::{
     WireObject,
 };
 use crate::render::{self, Step};
-use crate::source::git::{GitSource, GitTreeView, RepoUrl, Revision};
+use crate::source::git::{GitSource, GitTreeView, Revision};
 use crate::source::helm::{ChartAccess, ChartFetcher, ChartRef, FileOverlay};
 use crate::source::{SourcePath, SourceView, Subtree};
 
@@ -227,17 +227,11 @@ struct Source {
 
 /// Polls the Application's Git repository.
 async fn poll_git(shop: Workshop<'_>, request: &RenderRequest) -> Result<Source, Stop> {
-    let url = RepoUrl::parse(&request.app.repo_url)
-        .map_err(|e| Stop::new(Reason::InvalidRepoUrl, format!("spec.source.repoURL: {e}")))?;
-    if url.is_local() && !shop.allow_file_repositories {
-        return Err(Stop::new(
-            Reason::FileRepositoryNotAllowed,
-            format!(
-                "spec.source.repoURL {url}: repositories on the renderer's filesystem are refused; \
-                 start it with --allow-file-repositories to allow them (development only)"
-            ),
-        ));
-    }
+    let url = super::access::repository(
+        &request.app.repo_url,
+        super::access::RepositoryField::Application,
+        shop.allow_file_repositories,
+    )?;
     if request.refresh {
         shop.git.forget_refs(&url).await;
     }
@@ -422,21 +416,11 @@ impl PolicySources {
         policy: &str,
         source: &PolicySourceRef,
     ) -> Result<PolicySource, Stop> {
-        let url = RepoUrl::parse(&source.repo_url).map_err(|e| {
-            Stop::new(
-                Reason::InvalidPolicySource,
-                format!("policy {policy}: source.repoURL: {e}"),
-            )
-        })?;
-        if url.is_local() && !shop.allow_file_repositories {
-            return Err(Stop::new(
-                Reason::FileRepositoryNotAllowed,
-                format!(
-                    "policy {policy}: source.repoURL {url}: repositories on the renderer's filesystem are refused; \
-                     start it with --allow-file-repositories to allow them (development only)"
-                ),
-            ));
-        }
+        let url = super::access::repository(
+            &source.repo_url,
+            super::access::RepositoryField::PolicySource(policy),
+            shop.allow_file_repositories,
+        )?;
         let root = SourcePath::parse(&source.path).map_err(|e| {
             Stop::new(
                 Reason::InvalidPolicySource,
