@@ -117,6 +117,57 @@ impl Metrics {
             "Policy findings in the Applications' status now (at most 100 per Application), by policy, severity and mode",
             policy_findings.clone(),
         );
+        let Sampled {
+            live,
+            cache_hits,
+            cache_misses,
+            git_lookups,
+            git_fetches,
+        } = Sampled::register(&mut registry);
+        Self {
+            registry,
+            reconciles,
+            reconcile_seconds,
+            syncs,
+            webhooks,
+            renders,
+            plugin_call_seconds,
+            self_heals,
+            render_server_requests,
+            render_server_failovers,
+            policy_findings,
+            live,
+            git_lookups,
+            git_fetches,
+            cache_hits,
+            cache_misses,
+        }
+    }
+}
+
+impl Metrics {
+    /// The OpenMetrics text of every metric (what `/metrics` serves, less
+    /// the Git and cache figures it samples first).
+    pub fn encode(&self) -> Option<String> {
+        let mut text = String::new();
+        encode(&mut text, &self.registry).ok()?;
+        Some(text)
+    }
+}
+
+/// The metrics whose values are set from elsewhere: the live watches'
+/// (their own counters) and the render cache's and Git engine's figures
+/// (sampled when `/metrics` is served).
+struct Sampled {
+    live: super::live::LiveMetrics,
+    cache_hits: Gauge,
+    cache_misses: Gauge,
+    git_lookups: Gauge,
+    git_fetches: Gauge,
+}
+
+impl Sampled {
+    fn register(registry: &mut Registry) -> Self {
         let live = super::live::LiveMetrics::default();
         registry.register(
             "live_watches",
@@ -158,32 +209,11 @@ impl Metrics {
             git_fetches.clone(),
         );
         Self {
-            registry,
-            reconciles,
-            reconcile_seconds,
-            syncs,
-            webhooks,
-            renders,
-            plugin_call_seconds,
-            self_heals,
-            render_server_requests,
-            render_server_failovers,
-            policy_findings,
             live,
-            git_lookups,
-            git_fetches,
             cache_hits,
             cache_misses,
+            git_lookups,
+            git_fetches,
         }
-    }
-}
-
-impl Metrics {
-    /// The OpenMetrics text of every metric (what `/metrics` serves, less
-    /// the Git and cache figures it samples first).
-    pub fn encode(&self) -> Option<String> {
-        let mut text = String::new();
-        encode(&mut text, &self.registry).ok()?;
-        Some(text)
     }
 }
