@@ -293,17 +293,7 @@ fn place(object: Value) -> Result<Placement, PlanError> {
         object: key.to_string(),
         message,
     };
-    let wave = match annotation(&object, &[WAVE, ARGO_WAVE]) {
-        Some(text) => text
-            .trim()
-            .parse()
-            .map_err(|_| fail(format!("sync wave {text:?} is not an integer")))?,
-        // Argo CD: a Helm hook weight is the wave when no sync wave is set.
-        None => match annotation(&object, &[helm_hooks::WEIGHT]) {
-            Some(text) => helm_hooks::weight(text).map_err(fail)?,
-            None => 0,
-        },
-    };
+    let wave = wave_of(&object).map_err(fail)?;
     let phases = match annotation(&object, &[HOOK, ARGO_HOOK]) {
         // A Kiln or Argo CD hook annotation wins over Helm's.
         Some(text) => {
@@ -387,6 +377,21 @@ fn place(object: Value) -> Result<Placement, PlanError> {
             })
             .collect(),
     ))
+}
+
+/// An object's sync wave: its sync-wave annotation (Kiln's or Argo CD's),
+/// else its Helm hook weight (Argo CD takes it for the wave), else 0.
+fn wave_of(object: &Value) -> Result<i64, String> {
+    match annotation(object, &[WAVE, ARGO_WAVE]) {
+        Some(text) => text
+            .trim()
+            .parse()
+            .map_err(|_| format!("sync wave {text:?} is not an integer")),
+        None => match annotation(object, &[helm_hooks::WEIGHT]) {
+            Some(text) => helm_hooks::weight(text),
+            None => Ok(0),
+        },
+    }
 }
 
 /// A hook's delete policies: Argo CD combines its own with Helm's, and
