@@ -54,7 +54,7 @@ impl SelfHealBackoff {
 
 /// The self-heal reverts of one application.
 #[derive(Clone, Copy, Debug, Default)]
-pub(super) struct Reverts {
+pub(crate) struct Reverts {
     attempts: u32,
     last: Option<Instant>,
 }
@@ -62,7 +62,7 @@ pub(super) struct Reverts {
 impl Reverts {
     /// `Ok` when a revert may happen at `now` (and counts it); otherwise
     /// how long to wait.
-    pub(super) fn admit(
+    pub(crate) fn admit(
         &mut self,
         backoff: &SelfHealBackoff,
         now: Instant,

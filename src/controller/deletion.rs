@@ -32,9 +32,9 @@ use kube::api::{Api, Patch, PatchParams};
 use kube::runtime::controller::Action;
 use serde_json::json;
 
-use super::compare::{CompareTo, compare};
 use super::context::Context;
 use super::context::ReconcileError;
+use super::stages::compare::{CompareTo, compare};
 use crate::api::{
     Application, Condition, POST_DELETE_CLEANUP_FINALIZER, POST_DELETE_FINALIZER,
     PRE_DELETE_CLEANUP_FINALIZER, PRE_DELETE_FINALIZER, RESOURCES_FINALIZER,
@@ -101,35 +101,10 @@ pub async fn finalize(
         tracing::warn!(error = %crate::text::chain(&e), "could not delete the application's PolicyReport; retrying");
         return Ok(Action::requeue(Duration::from_secs(5)));
     }
-    // What is deleted is held to the project, like what was applied. An
-    // Application naming a project that does not exist deletes nothing and
-    // runs no hook: otherwise anyone recreating an Application under an old
-    // name with a made-up project could delete what it once wrote
-    // anywhere.
-    let (guard, project_missing): (crate::sync::PruneGuard, bool) =
-        match super::stages::admit::load_project(app, ctx).await {
-            Ok(project) => (
-                super::stages::admit::prune_guard(
-                    project,
-                    &destination.server,
-                    &destination.name,
-                    &ctx.config.namespace,
-                ),
-                false,
-            ),
-            Err(stop) if stop.reason == Reason::ProjectNotFound => {
-                tracing::warn!(project = %app.spec.project, "the project does not exist; the application's resources are left in place");
-                let project = app.spec.project.clone();
-                (
-                    Arc::new(move |_, _| Err(format!("project {project:?} does not exist"))),
-                    true,
-                )
-            }
-            Err(stop) => {
-                tracing::warn!(error = %stop, "cannot read the project; retrying in 30s");
-                return Ok(Action::requeue(DELETION_RETRY));
-            }
-        };
+    let (guard, project_missing) = match guard(app, ctx, &destination).await {
+        Ok(guard) => guard,
+        Err(wait) => return Ok(wait),
+    };
     let engine = Engine::new(&destination.cluster, target, options.clone()).with_prune_guard(guard);
 
     if has(PRE_DELETE_FINALIZER) {
@@ -147,32 +122,7 @@ pub async fn finalize(
         return cleanup_stage(app, apps, &engine, DeletionHook::PreDelete).await;
     }
     if resources {
-        let deletion = match engine.delete_objects().await {
-            Ok(deletion) => deletion,
-            Err(e) => {
-                tracing::warn!(error = %crate::text::chain(&e), "could not delete the application's resources; retrying");
-                return Ok(Action::requeue(Duration::from_secs(5)));
-            }
-        };
-        for left in deletion
-            .objects
-            .iter()
-            .filter(|o| matches!(o.action, SyncAction::Kept | SyncAction::PruneSkipped))
-        {
-            tracing::info!(object = %left.key, reason = %left.message, "left in place");
-        }
-        if deletion.remaining > 0 {
-            tracing::info!(
-                remaining = deletion.remaining,
-                "waiting for the application's resources to be gone"
-            );
-            return Ok(Action::requeue(DELETION_POLL));
-        }
-        tracing::info!(
-            left = deletion.count(SyncAction::Kept) + deletion.count(SyncAction::PruneSkipped),
-            "the application's resources are gone"
-        );
-        return remove_finalizers(app, apps, &[RESOURCES_FINALIZER]).await;
+        return delete_resources(app, apps, &engine).await;
     }
 
     if post_delete {
@@ -187,6 +137,77 @@ pub async fn finalize(
         .await;
     }
     cleanup_stage(app, apps, &engine, DeletionHook::PostDelete).await
+}
+
+/// What a deletion may delete: what the project allows, like what was
+/// applied, and whether the project is missing. An Application naming a
+/// project that does not exist deletes nothing and runs no hook: otherwise
+/// anyone recreating an Application under an old name with a made-up
+/// project could delete what it once wrote anywhere. `Err` is when to look
+/// again (the project could not be read).
+async fn guard(
+    app: &Application,
+    ctx: &Context,
+    destination: &super::destination::Target,
+) -> Result<(crate::sync::PruneGuard, bool), Action> {
+    match super::stages::admit::load_project(app, ctx).await {
+        Ok(project) => Ok((
+            super::stages::admit::prune_guard(
+                project,
+                &destination.server,
+                &destination.name,
+                &ctx.config.namespace,
+            ),
+            false,
+        )),
+        Err(stop) if stop.reason == Reason::ProjectNotFound => {
+            tracing::warn!(project = %app.spec.project, "the project does not exist; the application's resources are left in place");
+            let project = app.spec.project.clone();
+            Ok((
+                Arc::new(move |_, _| Err(format!("project {project:?} does not exist"))),
+                true,
+            ))
+        }
+        Err(stop) => {
+            tracing::warn!(error = %stop, "cannot read the project; retrying in 30s");
+            Err(Action::requeue(DELETION_RETRY))
+        }
+    }
+}
+
+/// Deletes the Application's resources; its resources finalizer goes once
+/// they are gone.
+async fn delete_resources(
+    app: &Application,
+    apps: &Api<Application>,
+    engine: &Engine<'_>,
+) -> Result<Action, ReconcileError> {
+    let deletion = match engine.delete_objects().await {
+        Ok(deletion) => deletion,
+        Err(e) => {
+            tracing::warn!(error = %crate::text::chain(&e), "could not delete the application's resources; retrying");
+            return Ok(Action::requeue(Duration::from_secs(5)));
+        }
+    };
+    for left in deletion
+        .objects
+        .iter()
+        .filter(|o| matches!(o.action, SyncAction::Kept | SyncAction::PruneSkipped))
+    {
+        tracing::info!(object = %left.key, reason = %left.message, "left in place");
+    }
+    if deletion.remaining > 0 {
+        tracing::info!(
+            remaining = deletion.remaining,
+            "waiting for the application's resources to be gone"
+        );
+        return Ok(Action::requeue(DELETION_POLL));
+    }
+    tracing::info!(
+        left = deletion.count(SyncAction::Kept) + deletion.count(SyncAction::PruneSkipped),
+        "the application's resources are gone"
+    );
+    remove_finalizers(app, apps, &[RESOURCES_FINALIZER]).await
 }
 
 /// The finalizer that holds an Application until its `hook` hooks

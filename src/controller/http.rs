@@ -222,33 +222,17 @@ fn repo_identity(url: &str) -> Option<String> {
 }
 
 async fn webhook(State(state): State<Arc<HttpState>>, headers: HeaderMap, body: Bytes) -> Response {
-    let metrics = &state.ctx.metrics;
     let count = |result: &str| {
-        metrics
+        state
+            .ctx
+            .metrics
             .webhooks
             .get_or_create(&vec![("result".into(), result.into())])
             .inc()
     };
-    match &state.webhook {
-        WebhookAuth::Unconfigured => {
-            count("unconfigured");
-            tracing::warn!(
-                "webhook delivery refused: no webhook secret is configured (set KILN_WEBHOOK_SECRET)"
-            );
-            return (StatusCode::FORBIDDEN, UNCONFIGURED).into_response();
-        }
-        WebhookAuth::Secret(secret) => {
-            if !authentic(secret.expose(), &headers, &body) {
-                count("unauthorized");
-                tracing::warn!("webhook delivery refused: invalid or missing signature");
-                return (
-                    StatusCode::UNAUTHORIZED,
-                    "invalid or missing webhook signature",
-                )
-                    .into_response();
-            }
-        }
-        WebhookAuth::AllowUnsigned => {}
+    if let Err((result, response)) = authenticate(&state.webhook, &headers, &body) {
+        count(result);
+        return response;
     }
     let Ok(payload) = serde_json::from_slice::<Value>(&body) else {
         count("invalid");
@@ -260,75 +244,90 @@ async fn webhook(State(state): State<Arc<HttpState>>, headers: HeaderMap, body: 
         count("ignored");
         return (StatusCode::OK, axum::Json(json!({"refreshed": []}))).into_response();
     }
-    let apps: Api<Application> =
-        Api::namespaced(state.ctx.client.clone(), &state.ctx.config.namespace);
-    let list = match apps.list(&ListParams::default()).await {
-        Ok(list) => list,
-        Err(e) => {
-            count("error");
-            return (
-                StatusCode::SERVICE_UNAVAILABLE,
-                format!("cannot list Applications: {e}"),
-            )
-                .into_response();
-        }
+    let push = Push {
+        repositories: pushed,
+        files,
     };
-    // The projects' policy sources: a push to the security team's
-    // repository refreshes the applications its policies review.
-    let projects: Api<AppProject> =
-        Api::namespaced(state.ctx.client.clone(), &state.ctx.config.namespace);
-    let project_policies: HashMap<String, Vec<PolicySource>> =
-        match projects.list(&ListParams::default()).await {
-            Ok(list) => list
-                .items
-                .into_iter()
-                .map(|p| {
-                    let sources = p.spec.policies.into_iter().filter_map(|u| u.source);
-                    (p.metadata.name.unwrap_or_default(), sources.collect())
-                })
-                .collect(),
-            Err(e) => {
-                count("error");
-                return (
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    format!("cannot list AppProjects: {e}"),
+    match refresh(&state.ctx, &push).await {
+        Ok(refreshed) => {
+            tracing::info!(?refreshed, "webhook");
+            count("ok");
+            (StatusCode::OK, axum::Json(json!({"refreshed": refreshed}))).into_response()
+        }
+        Err(message) => {
+            count("error");
+            (StatusCode::SERVICE_UNAVAILABLE, message).into_response()
+        }
+    }
+}
+
+/// Whether a delivery may be acted on; `Err` carries the metric's result
+/// label and the answer.
+fn authenticate(
+    auth: &WebhookAuth,
+    headers: &HeaderMap,
+    body: &[u8],
+) -> Result<(), (&'static str, Response)> {
+    match auth {
+        WebhookAuth::Unconfigured => {
+            tracing::warn!(
+                "webhook delivery refused: no webhook secret is configured (set KILN_WEBHOOK_SECRET)"
+            );
+            Err((
+                "unconfigured",
+                (StatusCode::FORBIDDEN, UNCONFIGURED).into_response(),
+            ))
+        }
+        WebhookAuth::Secret(secret) if !authentic(secret.expose(), headers, body) => {
+            tracing::warn!("webhook delivery refused: invalid or missing signature");
+            Err((
+                "unauthorized",
+                (
+                    StatusCode::UNAUTHORIZED,
+                    "invalid or missing webhook signature",
                 )
-                    .into_response();
-            }
-        };
+                    .into_response(),
+            ))
+        }
+        WebhookAuth::Secret(_) | WebhookAuth::AllowUnsigned => Ok(()),
+    }
+}
+
+/// A push: the identities of the repository pushed to, and the files it
+/// changed (`None`: unknown, so any).
+struct Push {
+    repositories: Vec<String>,
+    files: Option<Vec<String>>,
+}
+
+impl Push {
+    fn to(&self, url: &str) -> bool {
+        repo_identity(url).is_some_and(|id| self.repositories.contains(&id))
+    }
+}
+
+/// Marks every Application a push concerns for refresh; returns their
+/// names, or why the Applications or projects could not be read.
+async fn refresh(ctx: &Context, push: &Push) -> Result<Vec<String>, String> {
+    let apps: Api<Application> = Api::namespaced(ctx.client.clone(), &ctx.config.namespace);
+    let list = apps
+        .list(&ListParams::default())
+        .await
+        .map_err(|e| format!("cannot list Applications: {e}"))?;
+    let project_policies = project_policies(ctx)
+        .await
+        .map_err(|e| format!("cannot list AppProjects: {e}"))?;
     let mut refreshed = Vec::new();
     for app in list.items {
-        let source = &app.spec.source;
         let name = app.metadata.name.clone().unwrap_or_default();
-        let mut stale = Vec::new();
-        if repo_identity(&source.repo_url).is_some_and(|id| pushed.contains(&id)) {
-            let path = source.path.trim_start_matches("./").trim_matches('/');
-            let reads = state.ctx.read_paths.get(&name);
-            if files
-                .as_ref()
-                .is_none_or(|files| concerns(path, reads.as_deref(), files))
-            {
-                stale.push(source.repo_url.clone());
-            }
-        }
-        let policy_sources = project_policies
-            .get(&app.spec.project)
-            .into_iter()
-            .flatten()
-            .chain(app.spec.policies.iter().filter_map(|u| u.source.as_ref()));
-        for policy in policy_sources {
-            if repo_identity(&policy.repo_url).is_some_and(|id| pushed.contains(&id))
-                && concerns_policy(&policy.path, files.as_deref())
-            {
-                stale.push(policy.repo_url.clone());
-            }
-        }
+        let reads = ctx.read_paths.get(&name);
+        let stale = stale_sources(&app, push, reads.as_deref(), &project_policies);
         if stale.is_empty() {
             continue;
         }
         for url in stale.iter().filter_map(|u| RepoUrl::parse(u).ok()) {
             // The next poll must ask the server, not a cached advertisement.
-            state.ctx.forget_refs(&url).await;
+            ctx.forget_refs(&url).await;
         }
         let patch = json!({"metadata": {"annotations": {REFRESH_ANNOTATION: crate::units::now()}}});
         if apps
@@ -339,9 +338,58 @@ async fn webhook(State(state): State<Arc<HttpState>>, headers: HeaderMap, body: 
             refreshed.push(name);
         }
     }
-    tracing::info!(?refreshed, "webhook");
-    count("ok");
-    (StatusCode::OK, axum::Json(json!({"refreshed": refreshed}))).into_response()
+    Ok(refreshed)
+}
+
+/// The projects' policy sources, by project: a push to the security team's
+/// repository refreshes the applications its policies review.
+async fn project_policies(
+    ctx: &Context,
+) -> Result<HashMap<String, Vec<PolicySource>>, kube::Error> {
+    let projects: Api<AppProject> = Api::namespaced(ctx.client.clone(), &ctx.config.namespace);
+    Ok(projects
+        .list(&ListParams::default())
+        .await?
+        .items
+        .into_iter()
+        .map(|p| {
+            let sources = p.spec.policies.into_iter().filter_map(|u| u.source);
+            (p.metadata.name.unwrap_or_default(), sources.collect())
+        })
+        .collect())
+}
+
+/// The repositories of `app` (its source, its own and its project's policy
+/// sources) that `push` makes stale.
+fn stale_sources(
+    app: &Application,
+    push: &Push,
+    reads: Option<&BTreeSet<String>>,
+    project_policies: &HashMap<String, Vec<PolicySource>>,
+) -> Vec<String> {
+    let source = &app.spec.source;
+    let mut stale = Vec::new();
+    if push.to(&source.repo_url) {
+        let path = source.path.trim_start_matches("./").trim_matches('/');
+        if push
+            .files
+            .as_ref()
+            .is_none_or(|files| concerns(path, reads, files))
+        {
+            stale.push(source.repo_url.clone());
+        }
+    }
+    let policy_sources = project_policies
+        .get(&app.spec.project)
+        .into_iter()
+        .flatten()
+        .chain(app.spec.policies.iter().filter_map(|u| u.source.as_ref()));
+    for policy in policy_sources {
+        if push.to(&policy.repo_url) && concerns_policy(&policy.path, push.files.as_deref()) {
+            stale.push(policy.repo_url.clone());
+        }
+    }
+    stale
 }
 
 #[cfg(test)]

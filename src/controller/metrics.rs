@@ -146,6 +146,16 @@ impl Metrics {
 }
 
 impl Metrics {
+    /// Counts a reconcile that took `took`: `ok`, or stopped with a
+    /// condition.
+    pub fn observe_reconcile(&self, took: std::time::Duration, ok: bool) {
+        self.reconcile_seconds.observe(took.as_secs_f64());
+        let result = if ok { "ok" } else { "condition" };
+        self.reconciles
+            .get_or_create(&vec![("result".into(), result.into())])
+            .inc();
+    }
+
     /// The OpenMetrics text of every metric (what `/metrics` serves, less
     /// the Git and cache figures it samples first).
     pub fn encode(&self) -> Option<String> {

@@ -8,7 +8,6 @@
 
 pub mod chart_access;
 pub mod chart_source;
-pub mod compare;
 pub mod context;
 pub mod deletion;
 pub mod destination;
@@ -38,11 +37,11 @@ use kube::runtime::{WatchStreamExt as _, reflector, watcher};
 use crate::api::Application;
 pub use crate::condition::Stop;
 pub use crate::render::engine::CatalogConfig;
-pub use compare::{CompareTo, Comparison, compare};
 pub use context::ReconcileError;
 pub use context::{Context, ControllerConfig, SelfHealBackoff};
 pub use reconcile::reconcile;
 pub use secrets::ControllerSecrets;
+pub use stages::compare::{CompareTo, Comparison, compare};
 
 fn error_policy(app: Arc<Application>, error: &ReconcileError, _ctx: Arc<Context>) -> Action {
     tracing::warn!(app = app.metadata.name.as_deref().unwrap_or_default(), error = %error, "reconcile failed; retrying in 10s");

@@ -23,7 +23,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use kube::api::{
-    DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams, ValidationDirective,
+    Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams,
+    ValidationDirective,
 };
 use serde::Serialize;
 use serde_json::{Value, json};
@@ -601,17 +602,7 @@ impl<'a> Engine<'a> {
         if let Ok(mut written) = self.written.lock() {
             written.clear();
         }
-        let mut results: Vec<ObjectResult> = plan
-            .never_run
-            .iter()
-            .map(|skipped| ObjectResult {
-                key: skipped.key.clone(),
-                phase: None,
-                wave: None,
-                action: Action::NeverRun,
-                message: skipped.reason.clone(),
-            })
-            .collect();
+        let mut results = never_run(plan);
         let mut failure: Option<String> = None;
         if self.options.create_namespace
             && let Some(ns) = &self.app.namespace
@@ -645,32 +636,11 @@ impl<'a> Engine<'a> {
                 pruned = true;
             }
             let span = tracing::info_span!("wave", phase = %wave.phase, wave = wave.wave);
-            let _entered = span.enter();
-            let mut applied = Vec::new();
-            for planned in &wave.objects {
-                let outcome = if planned.hook.is_some() {
-                    self.run_hook(planned).await
-                } else {
-                    self.apply(planned).await
-                };
-                match outcome {
-                    Ok((action, message, resolved)) => {
-                        if action == Action::HookFailed {
-                            failure.get_or_insert_with(|| {
-                                format!("hook {} failed: {message}", planned.key)
-                            });
-                        }
-                        if let Some(resolved) = resolved {
-                            applied.push((resolved, planned.key.clone()));
-                        }
-                        results.push(result_for(planned, action, message));
-                    }
-                    Err(message) => {
-                        failure.get_or_insert_with(|| format!("{}: {message}", planned.key));
-                        results.push(result_for(planned, Action::Failed, message));
-                    }
-                }
-            }
+            let applied = tracing::Instrument::instrument(
+                self.apply_wave(wave, &mut results, &mut failure),
+                span,
+            )
+            .await;
             let more = index + 1 < plan.waves.len();
             if failure.is_none()
                 && more
@@ -705,28 +675,9 @@ impl<'a> Engine<'a> {
         } else {
             Outcome::Succeeded
         };
-        let message = match failure.as_ref().or(terminated.as_ref()) {
-            Some(message) => message.clone(),
-            None => {
-                let count = |a| {
-                    results
-                        .iter()
-                        .filter(|r: &&ObjectResult| r.action == a)
-                        .count()
-                };
-                format!(
-                    "{} created, {} configured, {} unchanged, {} pruned{}",
-                    count(Action::Created),
-                    count(Action::Configured),
-                    count(Action::Unchanged) + count(Action::Skipped),
-                    count(Action::Pruned),
-                    if self.options.dry_run {
-                        " (dry run)"
-                    } else {
-                        ""
-                    }
-                )
-            }
+        let message = match failure.or(terminated) {
+            Some(message) => message,
+            None => summary(&results, self.options.dry_run),
         };
         Ok(SyncResult {
             outcome,
@@ -736,6 +687,43 @@ impl<'a> Engine<'a> {
             attempts: 1,
             written: Written(written),
         })
+    }
+
+    /// Applies (or runs, for hooks) every object of one wave, recording
+    /// each result and the first failure; returns what was applied, for
+    /// the health wait before the next wave.
+    async fn apply_wave(
+        &self,
+        wave: &plan::Wave,
+        results: &mut Vec<ObjectResult>,
+        failure: &mut Option<String>,
+    ) -> Vec<(Resolved, ObjectKey)> {
+        let mut applied = Vec::new();
+        for planned in &wave.objects {
+            let outcome = if planned.hook.is_some() {
+                self.run_hook(planned).await
+            } else {
+                self.apply(planned).await
+            };
+            match outcome {
+                Ok((action, message, resolved)) => {
+                    if action == Action::HookFailed {
+                        failure.get_or_insert_with(|| {
+                            format!("hook {} failed: {message}", planned.key)
+                        });
+                    }
+                    if let Some(resolved) = resolved {
+                        applied.push((resolved, planned.key.clone()));
+                    }
+                    results.push(result_for(planned, action, message));
+                }
+                Err(message) => {
+                    failure.get_or_insert_with(|| format!("{}: {message}", planned.key));
+                    results.push(result_for(planned, Action::Failed, message));
+                }
+            }
+        }
+        applied
     }
 
     async fn create_namespace(&self, name: &str) -> Result<(), String> {
@@ -768,179 +756,271 @@ impl<'a> Engine<'a> {
             .await
             .map_err(|e| e.to_string())?;
         let api = self.cluster.api(&resolved, key.namespace.as_deref());
+        let live = self.live_before(&resolved, key).await?;
+        if let Some(live) = &live
+            && let Some((action, message)) = self.preflight(&api, planned, live).await?
+        {
+            return Ok((action, message, Some(resolved)));
+        }
+        if self.options.dry_run && live.is_none() && !self.namespace_exists(key).await? {
+            return Ok((
+                Action::Created,
+                "dry run: its namespace is created by this sync".into(),
+                Some(resolved),
+            ));
+        }
+        let written = if self.options.replace {
+            self.replace(&api, planned, live.as_ref()).await
+        } else if !self.options.server_side_apply {
+            self.client_side_apply(&api, planned, live.as_ref()).await
+        } else {
+            self.server_side_apply(&api, planned, live.as_ref()).await
+        }?;
+        self.record_written(planned, &written);
+        let action = self.action_of(planned, live.as_ref(), &written).await?;
+        tracing::info!(object = %key, %action, "applied");
+        Ok((action, String::new(), Some(resolved)))
+    }
+
+    /// The live object before an apply: what the comparison already read
+    /// (server-side apply only), or the API server's.
+    async fn live_before(
+        &self,
+        resolved: &Resolved,
+        key: &ObjectKey,
+    ) -> Result<Option<Value>, String> {
         let known = self
             .known
             .lock()
             .ok()
             .and_then(|mut known| known.remove(key))
             .filter(|_| self.options.server_side_apply && !self.options.replace);
-        let live = match known {
-            Some(live) => live,
+        match known {
+            Some(live) => Ok(live),
             None => self
-                .live_for_apply(&resolved, key)
+                .live_for_apply(resolved, key)
                 .await
-                .map_err(|e| api_error(&e))?,
-        };
-        if let Some(live) = &live {
-            let owner = tracked_as(live);
-            if self.options.fail_on_shared_resource
-                && owner.is_some_and(|id| id != tracking_id(&self.app.name, key))
-            {
-                return Err(format!(
-                    "shared with another application ({})",
-                    owner.unwrap_or_default()
-                ));
-            }
-            if self.options.apply_out_of_sync_only {
-                let predicted = api
-                    .patch(
-                        &key.name,
-                        &self.patch_params(true),
-                        &Patch::Apply(&planned.object),
-                    )
-                    .await
-                    .ok();
-                let predicted = predicted.map(|o| serde_json::to_value(o).unwrap_or_default());
-                let compared = diff::compare(
-                    Some(&planned.object),
-                    Some(live),
-                    predicted.as_ref(),
-                    &DiffOptions::default(),
-                )
-                .await
-                .map_err(|e| e.to_string())?;
-                if compared.status == SyncStatus::Synced {
-                    return Ok((Action::Skipped, "already synced".into(), Some(resolved)));
-                }
-            }
+                .map_err(|e| api_error(&e)),
         }
-        let dry_run = self.options.dry_run;
-        if dry_run
-            && live.is_none()
-            && self.options.create_namespace
-            && key.namespace.is_some()
-            && key.namespace == self.app.namespace
+    }
+
+    /// The checks before an object that exists is written: refused when
+    /// another application tracks it (FailOnSharedResource), skipped when
+    /// already in sync (ApplyOutOfSyncOnly).
+    async fn preflight(
+        &self,
+        api: &Api<DynamicObject>,
+        planned: &Planned,
+        live: &Value,
+    ) -> Result<Option<(Action, String)>, String> {
+        let key = &planned.key;
+        let owner = tracked_as(live);
+        if self.options.fail_on_shared_resource
+            && owner.is_some_and(|id| id != tracking_id(&self.app.name, key))
         {
-            // The namespace this sync would create does not exist during a
-            // dry run, so the server cannot predict objects inside it.
-            let namespace = json!({"apiVersion": "v1", "kind": "Namespace"});
-            let resolved_ns = self.resolve(&namespace).await.map_err(|e| e.to_string())?;
-            let exists = self
-                .cluster
-                .api(&resolved_ns, None)
-                .get_opt(key.namespace.as_deref().unwrap_or_default())
-                .await
-                .map_err(|e| api_error(&e))?
-                .is_some();
-            if !exists {
-                return Ok((
-                    Action::Created,
-                    "dry run: its namespace is created by this sync".into(),
-                    Some(resolved),
-                ));
-            }
+            return Err(format!(
+                "shared with another application ({})",
+                owner.unwrap_or_default()
+            ));
         }
-        let written: DynamicObject = if self.options.replace {
-            let mut object: DynamicObject = serde_json::from_value(planned.object.clone()).map_err(|e| e.to_string())?;
-            let params = PostParams {
-                dry_run,
-                field_manager: Some(self.options.manager.clone()),
-            };
-            match live.as_ref().and_then(|l| l.pointer("/metadata/resourceVersion")).and_then(Value::as_str) {
-                Some(rv) => {
-                    object.metadata.resource_version = Some(rv.to_owned());
-                    api.replace(&key.name, &params, &object).await
-                }
-                None => api.create(&params, &object).await,
-            }
-        } else if !self.options.server_side_apply {
-            let object: DynamicObject = serde_json::from_value(planned.object.clone()).map_err(|e| e.to_string())?;
-            match &live {
-                Some(_) => {
-                    let params = PatchParams {
-                        dry_run,
-                        field_manager: Some(self.options.manager.clone()),
-                        ..PatchParams::default()
-                    };
-                    api.patch(&key.name, &params, &Patch::Merge(&planned.object)).await
-                }
-                None => {
-                    let params = PostParams {
-                        dry_run,
-                        field_manager: Some(self.options.manager.clone()),
-                    };
-                    api.create(&params, &object).await
-                }
-            }
-        } else {
-            match api.patch(&key.name, &self.patch_params(dry_run), &Patch::Apply(&planned.object)).await {
-                Err(kube::Error::Api(status)) if status.code == 409 && !self.options.force => {
-                    // Fields taken by imperative edits (`kubectl edit`,
-                    // `kubectl scale`: Update operations) are drift, and
-                    // Git wins. Fields another *applier* owns are a real
-                    // conflict between two declarations: reported, never
-                    // forced.
-                    let managers = conflicting_managers(&status);
-                    let appliers: Vec<&String> = managers.iter().filter(|m| applies(live.as_ref(), m)).collect();
-                    if managers.is_empty() || !appliers.is_empty() {
-                        return Err(format!(
-                            "{} (another field manager owns these fields; set force to take them over)",
-                            api_error(&kube::Error::Api(status))
-                        ));
-                    }
-                    let mut params = self.patch_params(dry_run);
-                    params.force = true;
-                    tracing::info!(object = %key, ?managers, "reverting imperative edits");
-                    api.patch(&key.name, &params, &Patch::Apply(&planned.object)).await
-                }
-                other => other,
-            }
+        if !self.options.apply_out_of_sync_only {
+            return Ok(None);
         }
-        .map_err(|e| api_error(&e))?;
-        // What was just applied is in sync at the version it produced: the
-        // next comparison need not predict it again.
-        if !dry_run
-            && let (Some(state), Some(version)) = (
-                &self.live_state,
-                written.metadata.resource_version.as_deref(),
+        let predicted = api
+            .patch(
+                &key.name,
+                &self.patch_params(true),
+                &Patch::Apply(&planned.object),
             )
+            .await
+            .ok()
+            .map(|o| serde_json::to_value(o).unwrap_or_default());
+        let compared = diff::compare(
+            Some(&planned.object),
+            Some(live),
+            predicted.as_ref(),
+            &DiffOptions::default(),
+        )
+        .await
+        .map_err(|e| e.to_string())?;
+        Ok((compared.status == SyncStatus::Synced)
+            .then(|| (Action::Skipped, "already synced".into())))
+    }
+
+    /// Whether the namespace of an object that does not exist exists: the
+    /// namespace this sync would create does not during a dry run, so the
+    /// server cannot predict objects inside it.
+    async fn namespace_exists(&self, key: &ObjectKey) -> Result<bool, String> {
+        if !(self.options.create_namespace
+            && key.namespace.is_some()
+            && key.namespace == self.app.namespace)
         {
-            state.compared(key, live::fingerprint(&planned.object, version), true);
+            return Ok(true);
         }
-        if !dry_run
-            && let Ok(value) = serde_json::to_value(&written)
+        let namespace = json!({"apiVersion": "v1", "kind": "Namespace"});
+        let resolved = self.resolve(&namespace).await.map_err(|e| e.to_string())?;
+        Ok(self
+            .cluster
+            .api(&resolved, None)
+            .get_opt(key.namespace.as_deref().unwrap_or_default())
+            .await
+            .map_err(|e| api_error(&e))?
+            .is_some())
+    }
+
+    /// Replace=true: replaces the object at the live version, or creates it.
+    async fn replace(
+        &self,
+        api: &Api<DynamicObject>,
+        planned: &Planned,
+        live: Option<&Value>,
+    ) -> Result<DynamicObject, String> {
+        let mut object: DynamicObject =
+            serde_json::from_value(planned.object.clone()).map_err(|e| e.to_string())?;
+        let params = PostParams {
+            dry_run: self.options.dry_run,
+            field_manager: Some(self.options.manager.clone()),
+        };
+        match live
+            .and_then(|l| l.pointer("/metadata/resourceVersion"))
+            .and_then(Value::as_str)
+        {
+            Some(rv) => {
+                object.metadata.resource_version = Some(rv.to_owned());
+                api.replace(&planned.key.name, &params, &object).await
+            }
+            None => api.create(&params, &object).await,
+        }
+        .map_err(|e| api_error(&e))
+    }
+
+    /// ServerSideApply=false: a merge patch of what exists, or a create.
+    async fn client_side_apply(
+        &self,
+        api: &Api<DynamicObject>,
+        planned: &Planned,
+        live: Option<&Value>,
+    ) -> Result<DynamicObject, String> {
+        let dry_run = self.options.dry_run;
+        let field_manager = Some(self.options.manager.clone());
+        if live.is_some() {
+            let params = PatchParams {
+                dry_run,
+                field_manager,
+                ..PatchParams::default()
+            };
+            return api
+                .patch(&planned.key.name, &params, &Patch::Merge(&planned.object))
+                .await
+                .map_err(|e| api_error(&e));
+        }
+        let object: DynamicObject =
+            serde_json::from_value(planned.object.clone()).map_err(|e| e.to_string())?;
+        api.create(
+            &PostParams {
+                dry_run,
+                field_manager,
+            },
+            &object,
+        )
+        .await
+        .map_err(|e| api_error(&e))
+    }
+
+    /// Server-side apply. Fields taken by imperative edits (`kubectl edit`,
+    /// `kubectl scale`: Update operations) are drift, and Git wins. Fields
+    /// another *applier* owns are a real conflict between two
+    /// declarations: reported, never forced.
+    async fn server_side_apply(
+        &self,
+        api: &Api<DynamicObject>,
+        planned: &Planned,
+        live: Option<&Value>,
+    ) -> Result<DynamicObject, String> {
+        let key = &planned.key;
+        let dry_run = self.options.dry_run;
+        let apply = Patch::Apply(&planned.object);
+        match api
+            .patch(&key.name, &self.patch_params(dry_run), &apply)
+            .await
+        {
+            Err(kube::Error::Api(status)) if status.code == 409 && !self.options.force => {
+                let managers = conflicting_managers(&status);
+                let appliers = managers.iter().any(|m| applies(live, m));
+                if managers.is_empty() || appliers {
+                    return Err(format!(
+                        "{} (another field manager owns these fields; set force to take them over)",
+                        api_error(&kube::Error::Api(status))
+                    ));
+                }
+                let mut params = self.patch_params(dry_run);
+                params.force = true;
+                tracing::info!(object = %key, ?managers, "reverting imperative edits");
+                api.patch(&key.name, &params, &apply).await
+            }
+            other => other,
+        }
+        .map_err(|e| api_error(&e))
+    }
+
+    /// What was just applied is in sync at the version it produced (the
+    /// next comparison need not predict it again), and what the sync wrote
+    /// is kept for the health checks.
+    fn record_written(&self, planned: &Planned, written: &DynamicObject) {
+        if self.options.dry_run {
+            return;
+        }
+        if let (Some(state), Some(version)) = (
+            &self.live_state,
+            written.metadata.resource_version.as_deref(),
+        ) {
+            state.compared(
+                &planned.key,
+                live::fingerprint(&planned.object, version),
+                true,
+            );
+        }
+        if let Ok(value) = serde_json::to_value(written)
             && let Ok(mut all) = self.written.lock()
         {
-            all.insert(key.clone(), value);
+            all.insert(planned.key.clone(), value);
         }
+    }
+
+    /// What an apply did: created, left unchanged (same version) or
+    /// configured; a dry run reports what would change.
+    async fn action_of(
+        &self,
+        planned: &Planned,
+        live: Option<&Value>,
+        written: &DynamicObject,
+    ) -> Result<Action, String> {
         let before = live
-            .as_ref()
             .and_then(|l| l.pointer("/metadata/resourceVersion"))
             .and_then(Value::as_str);
-        let action = match (before, written.metadata.resource_version.as_deref()) {
-            (None, _) => Action::Created,
-            (Some(a), Some(b)) if a == b => Action::Unchanged,
-            // A dry run reports what would change.
-            _ if dry_run => {
-                let predicted = serde_json::to_value(&written).unwrap_or_default();
-                let compared = diff::compare(
-                    Some(&planned.object),
-                    live.as_ref(),
-                    Some(&predicted),
-                    &DiffOptions::default(),
-                )
-                .await
-                .map_err(|e| e.to_string())?;
-                if compared.status == SyncStatus::Synced {
-                    Action::Unchanged
-                } else {
-                    Action::Configured
+        Ok(
+            match (before, written.metadata.resource_version.as_deref()) {
+                (None, _) => Action::Created,
+                (Some(a), Some(b)) if a == b => Action::Unchanged,
+                _ if self.options.dry_run => {
+                    let predicted = serde_json::to_value(written).unwrap_or_default();
+                    let compared = diff::compare(
+                        Some(&planned.object),
+                        live,
+                        Some(&predicted),
+                        &DiffOptions::default(),
+                    )
+                    .await
+                    .map_err(|e| e.to_string())?;
+                    if compared.status == SyncStatus::Synced {
+                        Action::Unchanged
+                    } else {
+                        Action::Configured
+                    }
                 }
-            }
-            _ => Action::Configured,
-        };
-        tracing::info!(object = %key, %action, "applied");
-        Ok((action, String::new(), Some(resolved)))
+                _ => Action::Configured,
+            },
+        )
     }
 
     /// Runs a hook: replaces an earlier run (BeforeHookCreation), creates it,
@@ -1217,6 +1297,34 @@ fn applies(live: Option<&Value>, manager: &str) -> bool {
                     && e.get("operation").and_then(Value::as_str) == Some("Apply")
             })
         })
+}
+
+/// The results of the objects a plan never runs (and why).
+fn never_run(plan: &Plan) -> Vec<ObjectResult> {
+    plan.never_run
+        .iter()
+        .map(|skipped| ObjectResult {
+            key: skipped.key.clone(),
+            phase: None,
+            wave: None,
+            action: Action::NeverRun,
+            message: skipped.reason.clone(),
+        })
+        .collect()
+}
+
+/// One line for a sync that went through: what it created, configured,
+/// left alone and pruned.
+fn summary(results: &[ObjectResult], dry_run: bool) -> String {
+    let count = |a| results.iter().filter(|r| r.action == a).count();
+    format!(
+        "{} created, {} configured, {} unchanged, {} pruned{}",
+        count(Action::Created),
+        count(Action::Configured),
+        count(Action::Unchanged) + count(Action::Skipped),
+        count(Action::Pruned),
+        if dry_run { " (dry run)" } else { "" }
+    )
 }
 
 fn result_for(planned: &Planned, action: Action, message: String) -> ObjectResult {

@@ -6,9 +6,8 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::context::Context;
-use super::destination::Target;
-use super::stages;
+use super::super::context::Context;
+use super::super::destination::Target;
 use crate::api::{Application, PolicyStatus};
 use crate::condition::Stop;
 use crate::diff::Report;
@@ -71,21 +70,21 @@ impl Comparison {
 }
 
 /// Compares one Application with its destination: the stages in order
-/// ([`super::stages`]).
+/// ([`super`]).
 pub async fn compare(app: &Application, ctx: &Context, to: &CompareTo) -> Result<Comparison, Stop> {
-    let admitted = stages::admit::admit(app, ctx).await?;
+    let admitted = super::admit::admit(app, ctx).await?;
     let revision = to
         .revision
         .clone()
         .unwrap_or_else(|| app.spec.source.target_revision.clone());
-    let mut planned = stages::plan::plan(app, ctx, &admitted, revision).await?;
-    let rendered = stages::render::render(ctx, &admitted, &mut planned).await?;
+    let mut planned = super::plan::plan(app, ctx, &admitted, revision).await?;
+    let rendered = super::render::render(ctx, &admitted, &mut planned).await?;
     let objects: Vec<Value> = rendered
         .objects
         .into_iter()
         .map(|o| Value::Object(o.value))
         .collect();
-    stages::admit::admit_objects(
+    super::admit::admit_objects(
         &admitted.project,
         &admitted.target,
         &objects,
@@ -93,9 +92,9 @@ pub async fn compare(app: &Application, ctx: &Context, to: &CompareTo) -> Result
         &ctx.config,
     )
     .await?;
-    let diffed = stages::diff::diff(app, ctx, &admitted, &objects).await?;
+    let diffed = super::diff::diff(app, ctx, &admitted, &objects).await?;
     let target = admitted.target;
-    let prune_guard = stages::admit::prune_guard(
+    let prune_guard = super::admit::prune_guard(
         admitted.project,
         &target.server,
         &target.name,
