@@ -230,9 +230,9 @@ async fn webhook(State(state): State<Arc<HttpState>>, headers: HeaderMap, body: 
             .get_or_create(&vec![("result".into(), result.into())])
             .inc()
     };
-    if let Err((result, response)) = authenticate(&state.webhook, &headers, &body) {
-        count(result);
-        return response;
+    if let Err(refused) = authenticate(&state.webhook, &headers, &body) {
+        count(refused.label());
+        return refused.response();
     }
     let Ok(payload) = serde_json::from_slice::<Value>(&body) else {
         count("invalid");
@@ -261,33 +261,48 @@ async fn webhook(State(state): State<Arc<HttpState>>, headers: HeaderMap, body: 
     }
 }
 
-/// Whether a delivery may be acted on; `Err` carries the metric's result
-/// label and the answer.
-fn authenticate(
-    auth: &WebhookAuth,
-    headers: &HeaderMap,
-    body: &[u8],
-) -> Result<(), (&'static str, Response)> {
+/// Why a delivery was refused.
+#[derive(Clone, Copy, Debug)]
+enum Refused {
+    /// No webhook secret is configured.
+    Unconfigured,
+    /// The signature is missing or wrong.
+    Unauthorized,
+}
+
+impl Refused {
+    /// The metric's result label.
+    fn label(self) -> &'static str {
+        match self {
+            Self::Unconfigured => "unconfigured",
+            Self::Unauthorized => "unauthorized",
+        }
+    }
+
+    fn response(self) -> Response {
+        match self {
+            Self::Unconfigured => (StatusCode::FORBIDDEN, UNCONFIGURED).into_response(),
+            Self::Unauthorized => (
+                StatusCode::UNAUTHORIZED,
+                "invalid or missing webhook signature",
+            )
+                .into_response(),
+        }
+    }
+}
+
+/// Whether a delivery may be acted on.
+fn authenticate(auth: &WebhookAuth, headers: &HeaderMap, body: &[u8]) -> Result<(), Refused> {
     match auth {
         WebhookAuth::Unconfigured => {
             tracing::warn!(
                 "webhook delivery refused: no webhook secret is configured (set KILN_WEBHOOK_SECRET)"
             );
-            Err((
-                "unconfigured",
-                (StatusCode::FORBIDDEN, UNCONFIGURED).into_response(),
-            ))
+            Err(Refused::Unconfigured)
         }
         WebhookAuth::Secret(secret) if !authentic(secret.expose(), headers, body) => {
             tracing::warn!("webhook delivery refused: invalid or missing signature");
-            Err((
-                "unauthorized",
-                (
-                    StatusCode::UNAUTHORIZED,
-                    "invalid or missing webhook signature",
-                )
-                    .into_response(),
-            ))
+            Err(Refused::Unauthorized)
         }
         WebhookAuth::Secret(_) | WebhookAuth::AllowUnsigned => Ok(()),
     }
