@@ -7,11 +7,13 @@
 
 pub mod api;
 pub mod artifact;
+pub mod atomic;
 pub mod cluster;
 pub mod condition;
 pub mod controller;
 pub mod diff;
 pub mod digest;
+pub mod glob;
 pub mod health;
 pub mod interrupt;
 pub mod manifest;

@@ -1047,7 +1047,7 @@ async fn a_commit_that_touches_nothing_the_app_read_costs_no_render() {
         renders,
         "no render for a README-only commit"
     );
-    let (hits, _) = w.ctx.render_cache.stats();
+    let (hits, _) = w.ctx.renderer.cache_stats();
     assert!(hits >= 1);
 
     // A commit inside the app's directory renders again.
@@ -1215,7 +1215,10 @@ async fn manual_sync_diff_and_rollback_from_the_cli() {
     .await;
     assert!(live_configmap(&w.cluster, "settings").await.is_none());
 
-    // `kiln app diff` runs the controller's comparison here: Missing, exit 1.
+    // `kiln app diff` runs the controller's comparison here: Missing, exit 1;
+    // it reads what it needs and starts no watch (the controller's are
+    // already running).
+    let watches = w.cluster.server.store().watches_started();
     let out = kiln_cli(
         &w,
         home.path(),
@@ -1223,6 +1226,11 @@ async fn manual_sync_diff_and_rollback_from_the_cli() {
     )
     .await;
     assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    assert_eq!(
+        w.cluster.server.store().watches_started(),
+        watches,
+        "kiln app diff started watches"
+    );
     let stdout = text(&out.stdout);
     assert!(
         stdout.contains("Missing     ConfigMap guestbook/settings"),
@@ -2352,17 +2360,17 @@ async fn project_policies_read_the_security_team_s_repository() {
     // When commits touch nothing the policies read (another team's
     // directory of the policy repository, the application's README), then
     // no policy runs again: the reviews are reused.
-    let (hits, misses) = w.ctx.review_cache.stats();
+    let (hits, misses) = w.ctx.renderer.review_stats();
     policies_repo.commit("another team", &[("other-team/policy.yaml", "x: 1\n")]);
     policies_repo.publish();
     w.repo.commit("docs", &[("README.md", "more docs\n")]);
     w.repo.publish();
     eventually_long("reconciles after the unrelated commits", async || {
-        (w.ctx.review_cache.stats().0 >= hits + 20).then_some(())
+        (w.ctx.renderer.review_stats().0 >= hits + 20).then_some(())
     })
     .await;
     assert_eq!(
-        w.ctx.review_cache.stats().1,
+        w.ctx.renderer.review_stats().1,
         misses,
         "no review ran for commits outside what the policies read"
     );

@@ -1532,6 +1532,80 @@ async fn simulated_readiness_makes_workloads_ready_after_a_delay() {
 }
 
 #[tokio::test]
+async fn simulated_readiness_gives_load_balancers_and_ingresses_an_address() {
+    let config = Config {
+        simulate_readiness: Some(Duration::from_millis(20)),
+        ..Config::default()
+    };
+    let cluster = Cluster::with(config).await;
+    let service = |name: &str, type_: &str| {
+        json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": name, "namespace": "default"},
+            "spec": {"type": type_, "selector": {"app": "web"}, "ports": [{"port": 80}]}})
+    };
+    cluster
+        .apply("services", service("public", "LoadBalancer"), "kiln", false)
+        .await
+        .unwrap();
+    cluster
+        .apply("services", service("internal", "ClusterIP"), "kiln", false)
+        .await
+        .unwrap();
+    let ingress = json!({"apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
+        "metadata": {"name": "web", "namespace": "default"},
+        "spec": {"rules": [{"host": "web.example.com", "http": {"paths": [{"path": "/", "pathType": "Prefix",
+            "backend": {"service": {"name": "public", "port": {"number": 80}}}}]}}]}});
+    cluster
+        .apply("ingresses", ingress, "kiln", false)
+        .await
+        .unwrap();
+    let services = cluster.api("v1", "Service", "services", Some("default"));
+    let ingresses = cluster.api(
+        "networking.k8s.io/v1",
+        "Ingress",
+        "ingresses",
+        Some("default"),
+    );
+    let address = |object: &kube::api::DynamicObject| {
+        object.data["status"]["loadBalancer"]["ingress"][0]["ip"]
+            .as_str()
+            .map(str::to_owned)
+    };
+    let mut found = (None, None);
+    for _ in 0..200 {
+        found = (
+            address(&services.get("public").await.unwrap()),
+            address(&ingresses.get("web").await.unwrap()),
+        );
+        if found.0.is_some() && found.1.is_some() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    let (service_ip, ingress_ip) = found;
+    let service_ip = service_ip.expect("the LoadBalancer Service gets an address");
+    assert!(service_ip.starts_with("203.0.113."), "{service_ip}");
+    assert!(
+        ingress_ip
+            .expect("the Ingress gets an address")
+            .starts_with("203.0.113.")
+    );
+    // A ClusterIP Service is no load balancer.
+    let internal = services.get("internal").await.unwrap();
+    assert_eq!(address(&internal), None);
+    // Kiln's health reads them Healthy, as on a cloud cluster.
+    let public = serde_json::to_value(services.get("public").await.unwrap()).unwrap();
+    assert_eq!(
+        kiln::health::assess(&public).status,
+        kiln::health::Health::Healthy
+    );
+    let web = serde_json::to_value(ingresses.get("web").await.unwrap()).unwrap();
+    assert_eq!(
+        kiln::health::assess(&web).status,
+        kiln::health::Health::Healthy
+    );
+}
+
+#[tokio::test]
 async fn tls_with_the_generated_ca_in_the_kubeconfig() {
     let config = Config {
         tls: true,

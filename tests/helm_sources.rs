@@ -328,7 +328,6 @@ async fn credentials_go_to_the_repository_origin_only() {
     let fetcher = ChartFetcher::new(
         HelmConfig::new(cache.path().to_path_buf()),
         Arc::new(credentials),
-        kiln::artifact::RegistryCredentials::none(),
     )
     .unwrap();
     let chart = fetcher
@@ -391,7 +390,6 @@ async fn another_repositorys_index_cannot_take_a_private_chart_from_the_cache() 
     let fetcher = ChartFetcher::new(
         HelmConfig::new(cache.path().to_path_buf()),
         Arc::new(credentials),
-        kiln::artifact::RegistryCredentials::none(),
     )
     .unwrap();
     fetcher

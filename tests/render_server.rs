@@ -13,8 +13,9 @@ use std::time::Duration;
 use kiln::plugin::{HostConfig, PluginHost};
 use kiln::render::engine::Catalog;
 use kiln::render::engine::CatalogConfig;
+use kiln::render::engine::Granted;
 use kiln::render::engine::RenderCache;
-use kiln::render::remote::server::{RenderServer, RequestCredentials};
+use kiln::render::remote::server::RenderServer;
 use kiln::render::remote::tls::Issued;
 use kiln::render::remote::{
     AppRef, Client, ClientError, Limits, Pool, PoolConfig, RenderRequest, RenderStep, tls,
@@ -364,16 +365,13 @@ async fn the_render_server_refuses_to_start_with_kubernetes_credentials() {
 
 /// An in-process render server on a free port, with `limits`.
 async fn serve(dir: &Path, issued: &Issued, limits: Limits) -> String {
-    let credentials = Arc::new(RequestCredentials::default());
     let server = Arc::new(RenderServer {
-        git: GitSource::new(GitConfig::new(dir.join("repos")), credentials.clone()).unwrap(),
+        git: GitSource::new(GitConfig::new(dir.join("repos")), Arc::new(Granted)).unwrap(),
         charts: kiln::source::helm::ChartFetcher::new(
             kiln::source::helm::HelmConfig::new(dir.join("charts")),
-            credentials.clone(),
-            kiln::artifact::RegistryCredentials::none(),
+            Arc::new(kiln::source::git::NoCredentials),
         )
         .unwrap(),
-        credentials,
         host: PluginHost::new(HostConfig::default()).unwrap(),
         catalog: Catalog::new(CatalogConfig {
             store: dir.join("plugins"),

@@ -231,6 +231,8 @@ pub struct Store {
     feed: broadcast::Sender<Arc<Event>>,
     config: StoreConfig,
     changed: Notify,
+    /// Watches started since the store was made.
+    watches: std::sync::atomic::AtomicU64,
 }
 
 /// The current time as Kubernetes writes it (RFC 3339, seconds, UTC).
@@ -344,6 +346,7 @@ impl Store {
             feed,
             config,
             changed: Notify::new(),
+            watches: std::sync::atomic::AtomicU64::new(0),
         })
     }
 
@@ -463,9 +466,17 @@ impl Store {
         }))
     }
 
+    /// How many watches were started (what a client that should watch
+    /// nothing is checked against).
+    pub fn watches_started(&self) -> u64 {
+        self.watches.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
     /// Starts a watch. `rv` is the version to resume after; `None` (or "0")
     /// starts with the current objects as `ADDED` events.
     pub fn watch(&self, rt: &ResourceType, filter: &Filter, rv: Option<u64>) -> Result<WatchStart> {
+        self.watches
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let state = self.lock();
         let feed = self.feed.subscribe();
         let bucket = rt.storage_key();

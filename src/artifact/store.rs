@@ -50,18 +50,17 @@ impl Store {
     pub fn put(&self, bytes: &[u8]) -> io::Result<Digest> {
         let digest = Digest::of(bytes);
         let name = Self::name(&digest);
-        let tmp = format!("{name}.{}.tmp", std::process::id());
-        self.dir.write(&tmp, bytes)?;
-        self.dir.rename(&tmp, &self.dir, &name)?;
+        crate::atomic::replace(&self.dir, &name, bytes)?;
         Ok(digest)
     }
 
     /// Remembers which component a resolved OCI manifest carries, so a
     /// manifest digest seen before costs no download.
     pub fn remember_manifest(&self, manifest: &Digest, component: &Digest) -> io::Result<()> {
-        self.dir.write(
-            format!("manifest-{}", manifest.hex()),
-            component.to_string(),
+        crate::atomic::replace(
+            &self.dir,
+            &format!("manifest-{}", manifest.hex()),
+            component.to_string().as_bytes(),
         )
     }
 

@@ -567,6 +567,7 @@ async fn diff(args: &AppDiffArgs) -> anyhow::Result<u8> {
         namespace: namespace.clone(),
         allow_file_repositories: args.allow_file_repositories,
         make_random_seed_key: false,
+        watch: false,
         ..ControllerConfig::default()
     };
     if let Some(dir) = default_cache_dir() {

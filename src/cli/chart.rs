@@ -97,8 +97,8 @@ impl ChartArgs {
                 .with_context(|| format!("--chart-ca-file {}", file.display()))?;
         }
         let credentials = credentials_from_env(&reference);
-        let fetcher = ChartFetcher::new(config, credentials, registry)?;
-        let fetched = fetcher.fetch(&reference).await?;
+        let fetcher = ChartFetcher::new(config, credentials)?;
+        let fetched = fetcher.fetch_with(&reference, &registry).await?;
         tracing::info!(chart = %reference, version = %fetched.version, digest = %fetched.digest, source = %fetched.source, "chart fetched");
         let repo_url = match &reference {
             ChartRef::Repo { repo, .. } => repo.clone(),

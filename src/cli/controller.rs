@@ -405,13 +405,13 @@ pub(crate) async fn run(args: &ControllerArgs) -> anyhow::Result<u8> {
     let discovery = match render_pool(args).await? {
         Some((pool, discovery)) => {
             tracing::info!(servers = ?pool.servers(), "rendering on the render servers");
-            ctx = ctx.with_render_server(pool, Some(Arc::new(known_hosts.clone())));
-            discovery
+            ctx = ctx.with_render_server(pool.clone(), Some(Arc::new(known_hosts.clone())));
+            discovery.map(|discovery| (discovery, pool))
         }
         None => None,
     };
     let ctx = Arc::new(ctx);
-    if let (Some(discovery), Some(pool)) = (discovery, ctx.render_server.clone()) {
+    if let Some((discovery, pool)) = discovery {
         tokio::spawn(discovery.follow(pool, ctx.shutdown.clone()));
     }
     let state = Arc::new(controller::http::HttpState {

@@ -50,7 +50,9 @@ pub(crate) struct DevClusterArgs {
     data: Option<PathBuf>,
 
     /// Give Deployments, StatefulSets, DaemonSets, ReplicaSets and Jobs a
-    /// ready status after DELAY (default 2s), as if their pods had started.
+    /// ready status after DELAY (default 2s), as if their pods had started;
+    /// and LoadBalancer Services and Ingresses an address (203.0.113.x), as
+    /// a cloud load balancer or an ingress controller would.
     #[arg(long, value_name = "DELAY", num_args = 0..=1, default_missing_value = "2s",
           require_equals = true, value_parser = args::parse_duration)]
     simulate_readiness: Option<Duration>,

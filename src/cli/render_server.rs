@@ -7,14 +7,11 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 
-use kiln::artifact::RegistryCredentials;
-use kiln::render::engine::Catalog;
-use kiln::render::engine::CatalogConfig;
-use kiln::render::engine::RenderCache;
-use kiln::render::remote::server::{RenderServer, RequestCredentials};
+use kiln::render::engine::{Catalog, CatalogConfig, Granted, RenderCache};
+use kiln::render::remote::server::RenderServer;
 use kiln::render::remote::tls::{Identity, Issued};
 use kiln::render::remote::{self, Limits};
-use kiln::source::git::{GitConfig, GitSource};
+use kiln::source::git::{GitConfig, GitSource, NoCredentials};
 use kiln::source::helm::{ChartFetcher, HelmConfig};
 
 use super::args::{parse_duration, parse_size};
@@ -221,18 +218,15 @@ pub(crate) async fn run(args: &RenderServerArgs) -> anyhow::Result<u8> {
         .clone()
         .or_else(default_cache_dir)
         .context("no cache directory: set --cache-dir or HOME")?;
-    let credentials = Arc::new(RequestCredentials::default());
+    // Git credentials and known hosts are those the request being served
+    // brought (a task-local grant, never shared state).
     let mut git_config = GitConfig::new(cache.join("repos"));
-    git_config.ssh_known_hosts = Some(credentials.clone());
+    git_config.ssh_known_hosts = Some(Arc::new(Granted));
     git_config.ssh_known_hosts_store = args.ssh_known_hosts_store.clone();
-    let git = GitSource::new(git_config, credentials.clone())?;
-    // Helm repositories' credentials are those the requests bring (by the
-    // index's URL); OCI registries' come with each request.
-    let charts = ChartFetcher::new(
-        args.charts.config(&cache)?,
-        credentials.clone(),
-        RegistryCredentials::none(),
-    )?;
+    let git = GitSource::new(git_config, Arc::new(Granted))?;
+    // Helm repositories' and OCI registries' credentials come with each
+    // request, as its chart access.
+    let charts = ChartFetcher::new(args.charts.config(&cache)?, Arc::new(NoCredentials))?;
     let catalog = Catalog::new(CatalogConfig {
         store: cache.join("plugins"),
         trusted_root: args.trusted_root.clone(),
@@ -259,7 +253,6 @@ pub(crate) async fn run(args: &RenderServerArgs) -> anyhow::Result<u8> {
     }
     let server = Arc::new(RenderServer {
         git,
-        credentials,
         charts,
         host: args.host.host()?,
         catalog,

@@ -11,6 +11,7 @@ use tokio::time::Instant;
 
 use super::destination::Destinations;
 use super::live::LiveWatches;
+use super::renderer::{Local, LocalConfig, Remote, Renderer};
 use super::secrets::ControllerSecrets;
 use crate::cluster::Cluster;
 use crate::plugin::PluginHost;
@@ -144,6 +145,11 @@ pub struct ControllerConfig {
     /// Default `true` (the controller); `kiln app diff` only reads it, so
     /// that a person's kubeconfig never makes the installation's key.
     pub make_random_seed_key: bool,
+    /// Whether the controller's resources (AppProjects, Plugins) and the
+    /// destinations' live objects are kept by watches. Default `true` (the
+    /// controller); `false` for one comparison (`kiln app diff`): each is
+    /// read from the API server when needed and no watch is started.
+    pub watch: bool,
 }
 
 impl Default for ControllerConfig {
@@ -168,6 +174,7 @@ impl Default for ControllerConfig {
             kube_client: crate::cluster::requests::ClientOptions::default(),
             live: super::live::LiveConfig::default(),
             make_random_seed_key: true,
+            watch: true,
         }
     }
 }
@@ -186,10 +193,6 @@ pub struct Context {
     pub config: ControllerConfig,
     /// Metrics served on `/metrics`.
     pub metrics: super::metrics::Metrics,
-    /// Renders reused while what they read holds.
-    pub render_cache: crate::render::engine::RenderCache,
-    /// Policy reviews reused while what they depend on holds.
-    pub review_cache: crate::policy::ReviewCache,
     /// What each Application's last render read (the webhook's filter).
     pub read_paths: super::read_paths::ReadPaths,
     /// Watches on managed kinds, which trigger reconciles on live changes.
@@ -199,8 +202,6 @@ pub struct Context {
     pub shutdown: Arc<AtomicBool>,
     /// The controller's labeled Secrets (repositories, clusters, registries).
     pub secrets: ControllerSecrets,
-    /// Verified, compiled catalog plugins.
-    pub catalog: crate::render::engine::Catalog,
     /// The worker processes of `ignoreDifferences` jq expressions.
     pub jq: crate::diff::Jq,
     /// The shards this replica owns.
@@ -209,18 +210,13 @@ pub struct Context {
     pub projects: super::resources::Cached<crate::api::AppProject>,
     /// The Plugins of the controller's namespace, from a watch.
     pub plugins: super::resources::Cached<crate::api::Plugin>,
-    /// The render server doing the source work, if any; `None`: this
-    /// process renders ([`Context::with_render_server`]).
-    pub render_server: Option<Arc<crate::render::remote::Pool>>,
-    /// The SSH known hosts sent with remote renders.
-    pub ssh_known_hosts: Option<Arc<dyn crate::source::git::KnownHostsSource>>,
     /// The Applications' PolicyReports and the findings gauge.
     pub policy_reports: super::policy_report::PolicyReports,
-    /// Fetches the charts of `spec.source.chart` (made at the first one).
-    charts: tokio::sync::OnceCell<crate::source::helm::ChartFetcher>,
+    /// Where comparisons are rendered: here ([`Local`], the default) or
+    /// on the render server ([`Context::with_render_server`]).
+    pub renderer: Box<dyn Renderer>,
     /// The key of the Helm plugin's random seeds (read at the first chart).
     random_seeds: tokio::sync::OnceCell<super::random_seed::RandomSeeds>,
-    forget: std::sync::Mutex<std::collections::HashSet<String>>,
     pub(super) reverts: std::sync::Mutex<HashMap<String, Reverts>>,
     pub(super) refreshes: std::sync::Mutex<HashMap<String, String>>,
 }
@@ -239,13 +235,31 @@ impl Context {
         let metrics =
             super::metrics::Metrics::with_kube_requests(config.kube_client.requests.clone());
         let render_cache = crate::render::engine::RenderCache::new(config.render_cache_size);
-        let render_cache = match &config.render_cache_dir {
-            Some(dir) => render_cache.with_dir(dir),
-            None => render_cache,
-        };
+        let renderer = Box::new(Local::new(
+            git.clone(),
+            host.clone(),
+            LocalConfig {
+                catalog: crate::render::engine::Catalog::new(config.catalog.clone()),
+                cache: match &config.render_cache_dir {
+                    Some(dir) => render_cache.with_dir(dir),
+                    None => render_cache,
+                },
+                chart_cache_dir: config.chart_cache_dir.clone(),
+                allow_file_repositories: config.allow_file_repositories,
+            },
+        ));
         let local = Arc::new(Cluster::new(client.clone()));
-        let projects = super::resources::Cached::watch(client.clone(), &config.namespace);
-        let plugins = super::resources::Cached::watch(client.clone(), &config.namespace);
+        let (projects, plugins) = if config.watch {
+            (
+                super::resources::Cached::watch(client.clone(), &config.namespace),
+                super::resources::Cached::watch(client.clone(), &config.namespace),
+            )
+        } else {
+            (
+                super::resources::Cached::direct(client.clone(), &config.namespace),
+                super::resources::Cached::direct(client.clone(), &config.namespace),
+            )
+        };
         Self {
             destinations: Destinations::new(
                 local,
@@ -253,7 +267,6 @@ impl Context {
                 secrets.clone(),
                 config.kube_client.clone(),
             ),
-            catalog: crate::render::engine::Catalog::new(config.catalog.clone()),
             jq: crate::diff::Jq::new(config.jq.clone()),
             secrets,
             live: LiveWatches::new(
@@ -267,19 +280,14 @@ impl Context {
             host,
             config,
             metrics,
-            render_cache,
-            review_cache: crate::policy::ReviewCache::default(),
             read_paths: super::read_paths::ReadPaths::default(),
             shutdown: Arc::new(AtomicBool::new(false)),
             shards,
             projects,
             plugins,
-            render_server: None,
-            ssh_known_hosts: None,
             policy_reports: super::policy_report::PolicyReports::default(),
-            charts: tokio::sync::OnceCell::new(),
+            renderer,
             random_seeds: tokio::sync::OnceCell::new(),
-            forget: std::sync::Mutex::new(std::collections::HashSet::new()),
             reverts: std::sync::Mutex::new(HashMap::new()),
             refreshes: std::sync::Mutex::new(HashMap::new()),
         }
@@ -290,36 +298,7 @@ impl Context {
     /// request for that repository.
     pub async fn forget_refs(&self, url: &RepoUrl) {
         self.git.forget_refs(url).await;
-        if self.render_server.is_some() {
-            self.forget
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .insert(url.to_string());
-        }
-    }
-
-    /// The chart fetcher: Helm repository credentials from the repository
-    /// Secrets (by URL prefix, as for Git), OCI credentials from the
-    /// registry Secrets (refreshed on each call).
-    pub(super) async fn charts(
-        &self,
-        registry: crate::artifact::RegistryCredentials,
-    ) -> Result<&crate::source::helm::ChartFetcher, crate::source::helm::ChartError> {
-        let fetcher = self
-            .charts
-            .get_or_try_init(|| async {
-                let dir = self.config.chart_cache_dir.clone().unwrap_or_else(|| {
-                    std::env::temp_dir().join(format!("kiln-charts-{}", std::process::id()))
-                });
-                crate::source::helm::ChartFetcher::new(
-                    crate::source::helm::HelmConfig::new(dir),
-                    Arc::new(self.secrets.repo_credentials()),
-                    crate::artifact::RegistryCredentials::none(),
-                )
-            })
-            .await?;
-        fetcher.set_registry_credentials(registry);
-        Ok(fetcher)
+        self.renderer.forget_refs(url);
     }
 
     /// The `randomSeed` of the Application `namespace`/`name` for the Helm
@@ -344,14 +323,6 @@ impl Context {
         Ok(seeds.for_application(namespace, name, project))
     }
 
-    /// Whether the refs of `url` are to be resolved afresh (once).
-    pub(super) fn take_forget(&self, url: &RepoUrl) -> bool {
-        self.forget
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(&url.to_string())
-    }
-
     /// Sends every render to `server` instead of rendering in this
     /// process: Git, plugins and the render cache are then the render
     /// server's, and this process never loads a plugin.
@@ -361,8 +332,7 @@ impl Context {
         server: Arc<crate::render::remote::Pool>,
         known_hosts: Option<Arc<dyn crate::source::git::KnownHostsSource>>,
     ) -> Self {
-        self.render_server = Some(server);
-        self.ssh_known_hosts = known_hosts;
+        self.renderer = Box::new(Remote::new(server, known_hosts));
         self
     }
 }

@@ -86,7 +86,7 @@ async fn metrics(State(state): State<Arc<HttpState>>) -> Response {
     metrics
         .git_fetches
         .set(i64::try_from(stats.fetches).unwrap_or(i64::MAX));
-    let (hits, misses) = state.ctx.render_cache.stats();
+    let (hits, misses) = state.ctx.renderer.cache_stats();
     metrics
         .cache_hits
         .set(i64::try_from(hits).unwrap_or(i64::MAX));

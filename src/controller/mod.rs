@@ -22,6 +22,7 @@ pub mod project;
 pub mod random_seed;
 pub mod read_paths;
 pub mod reconcile;
+pub mod renderer;
 pub mod resources;
 pub mod secrets;
 pub mod shard;

@@ -2,9 +2,8 @@
 //! repositories, destinations, kinds and plugins an application may use,
 //! and which policies it gets whether it wants them or not.
 
-use globset::{Glob, GlobMatcher};
-
 use crate::api::{AppProjectSpec, Application, GroupKind, PolicyUse};
+use crate::glob::matches;
 use crate::manifest::ObjectKey;
 use crate::source::git::{RepoUrl, pattern_key};
 
@@ -43,14 +42,6 @@ pub fn permissive() -> AppProjectSpec {
         allow_controller_namespace: true,
         ..AppProjectSpec::default()
     }
-}
-
-fn glob(pattern: &str) -> Option<GlobMatcher> {
-    Glob::new(pattern).ok().map(|g| g.compile_matcher())
-}
-
-fn matches(pattern: &str, value: &str) -> bool {
-    pattern == "*" || pattern == value || glob(pattern).is_some_and(|g| g.is_match(value))
 }
 
 /// Whether `text` can be a name or namespace in an API path: not empty,

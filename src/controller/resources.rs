@@ -20,7 +20,8 @@ where
 {
     api: Api<K>,
     store: Store<K>,
-    task: tokio::task::AbortHandle,
+    /// The watch; `None` when every read asks the API server.
+    task: Option<tokio::task::AbortHandle>,
 }
 
 impl<K> Debug for Cached<K>
@@ -37,7 +38,9 @@ where
     K: kube::Resource<DynamicType = ()> + Clone + 'static,
 {
     fn drop(&mut self) {
-        self.task.abort();
+        if let Some(task) = &self.task {
+            task.abort();
+        }
     }
 }
 
@@ -69,7 +72,18 @@ where
         Self {
             api,
             store,
-            task: task.abort_handle(),
+            task: Some(task.abort_handle()),
+        }
+    }
+
+    /// No cache: every read asks the API server (one comparison, where a
+    /// watch would cost more than it saves).
+    pub fn direct(client: kube::Client, namespace: &str) -> Self {
+        let (store, _writer) = reflector::store();
+        Self {
+            api: Api::namespaced(client, namespace),
+            store,
+            task: None,
         }
     }
 

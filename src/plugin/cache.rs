@@ -20,7 +20,7 @@ use std::hash::{Hash, Hasher};
 use std::io;
 use std::path::Path;
 
-use cap_std::fs::{Dir, OpenOptions, OpenOptionsExt as _};
+use cap_std::fs::Dir;
 use hmac::{Hmac, Mac as _};
 use rand_core::{OsRng, RngCore as _};
 use sha2::{Digest as _, Sha256};
@@ -116,22 +116,10 @@ impl MacKey {
             }
             let mut key = [0u8; KEY_LEN];
             OsRng.fill_bytes(&mut key);
-            let tmp = format!("{KEY_FILE}.{}.tmp", std::process::id());
-            let mut options = OpenOptions::new();
-            options.write(true).create_new(true).mode(0o600);
-            let written = dir.open_with(&tmp, &options).and_then(|mut file| {
-                use std::io::Write as _;
-                file.write_all(&key)?;
-                file.sync_all()
-            });
-            // A link fails if another process created the key first: then
-            // the next round reads theirs.
-            let linked = written.and_then(|()| dir.hard_link(&tmp, dir, KEY_FILE));
-            let _ = dir.remove_file(&tmp);
-            match linked {
-                Ok(()) => return Ok(MacKey(key)),
-                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
-                Err(e) => return Err(e),
+            // When another process created the key first, the next round
+            // reads theirs.
+            if crate::atomic::create(dir, KEY_FILE, &key)? {
+                return Ok(MacKey(key));
             }
         }
         Err(io::Error::other(
@@ -232,10 +220,8 @@ impl CompileCache {
         let mut data = Vec::with_capacity(HEADER + artefact.len());
         data.extend_from_slice(&self.key.mac(name, artefact).finalize().into_bytes());
         data.extend_from_slice(artefact);
-        // Write aside, then rename: readers see a whole entry or none.
-        let tmp = format!("{name}.{}.tmp", std::process::id());
-        self.dir.write(&tmp, &data)?;
-        self.dir.rename(&tmp, &self.dir, name)
+        // Readers see a whole entry or none.
+        crate::atomic::replace(&self.dir, name, &data)
     }
 }
 

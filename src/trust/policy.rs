@@ -34,6 +34,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{Identity, Keyless, PublicKey, Requirement, Signer};
 use crate::artifact::PluginRef;
+use crate::glob::Glob;
 
 /// A trust policy file could not be used.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -207,8 +208,8 @@ impl std::fmt::Display for PluginSubject {
 /// One rule: what it matches, what it requires.
 #[derive(Debug, Clone)]
 struct Rule {
-    references: Vec<regex::Regex>,
-    names: Vec<regex::Regex>,
+    references: Vec<Glob>,
+    names: Vec<Glob>,
     requirement: Requirement,
 }
 
@@ -332,18 +333,10 @@ fn signer(spec: &SignerSpec, base: &Path) -> Result<Signer, String> {
     }
 }
 
-/// `*` matches anything (including `/`), `?` one character.
-fn glob(pattern: &str) -> Result<regex::Regex, String> {
-    let mut re = String::from("^");
-    for c in pattern.chars() {
-        match c {
-            '*' => re.push_str(".*"),
-            '?' => re.push('.'),
-            c => re.push_str(&regex::escape(&c.to_string())),
-        }
-    }
-    re.push('$');
-    regex::Regex::new(&re).map_err(|e| format!("glob `{pattern}`: {e}"))
+/// `*` matches anything (including `/`), `?` one character; nothing else
+/// is special.
+fn glob(pattern: &str) -> Result<Glob, String> {
+    Glob::wildcard(pattern).map_err(|e| e.to_string())
 }
 
 #[cfg(test)]

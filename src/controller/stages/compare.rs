@@ -44,8 +44,8 @@ pub struct Comparison {
     /// What a sync may prune.
     pub prune_guard: PruneGuard,
     /// The live state the comparison read (a sync records what it applied
-    /// there).
-    pub live_state: Arc<dyn crate::sync::LiveState>,
+    /// there); `None` when it read the API server.
+    pub live_state: Option<Arc<dyn crate::sync::LiveState>>,
 }
 
 impl Comparison {
@@ -62,10 +62,13 @@ impl Comparison {
             .filter(|o| o.status == crate::diff::SyncStatus::Missing)
             .map(|o| (o.key.clone(), None))
             .collect();
-        Engine::new(&self.target.cluster, self.sync_app.clone(), options)
+        let engine = Engine::new(&self.target.cluster, self.sync_app.clone(), options)
             .with_prune_guard(self.prune_guard.clone())
-            .with_live_state(self.live_state.clone())
-            .with_known_live(known)
+            .with_known_live(known);
+        match &self.live_state {
+            Some(state) => engine.with_live_state(state.clone()),
+            None => engine,
+        }
     }
 }
 

@@ -21,8 +21,9 @@ pub struct Diffed {
     pub options: SyncOptions,
     /// The diff against the live state.
     pub diff: Report,
-    /// The live state it read.
-    pub live_state: Arc<dyn crate::sync::LiveState>,
+    /// The live state it read (`None`: read from the API server, no
+    /// watch; [`ControllerConfig::watch`](crate::controller::ControllerConfig::watch)).
+    pub live_state: Option<Arc<dyn crate::sync::LiveState>>,
 }
 
 /// Diffs `objects` against the live state of `app`'s destination.
@@ -49,14 +50,21 @@ pub async fn diff(
     };
     // Live state comes from the watches: of every kind rendered, and of
     // every kind the application had objects of (what it may prune).
-    watch_kinds(app, name, ctx, &admitted.target, objects).await;
-    let live_state = ctx.live.state(
-        &admitted.target.server,
-        name,
-        app.metadata.generation.unwrap_or_default(),
-    );
-    let diff = Engine::new(&admitted.target.cluster, sync_app.clone(), options.clone())
-        .with_live_state(live_state.clone())
+    let live_state = if ctx.config.watch {
+        watch_kinds(app, name, ctx, &admitted.target, objects).await;
+        Some(ctx.live.state(
+            &admitted.target.server,
+            name,
+            app.metadata.generation.unwrap_or_default(),
+        ))
+    } else {
+        None
+    };
+    let mut engine = Engine::new(&admitted.target.cluster, sync_app.clone(), options.clone());
+    if let Some(state) = &live_state {
+        engine = engine.with_live_state(state.clone());
+    }
+    let diff = engine
         .diff(objects.to_vec(), &diff_options)
         .await
         .map_err(|e| Stop::new(Reason::DiffFailed, crate::text::chain(&e)))?;

@@ -276,13 +276,14 @@ async fn blocking<T: Send + 'static>(
 }
 
 fn write_atomically(dir: &Path, path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    use std::io::Write as _;
     // The directory may have been deleted under us.
     crate::private_dir::ensure(dir).map_err(std::io::Error::other)?;
-    let mut file = tempfile::NamedTempFile::new_in(dir)?;
-    file.write_all(bytes)?;
-    file.persist(path).map_err(|e| e.error)?;
-    Ok(())
+    let dir = cap_std::fs::Dir::open_ambient_dir(dir, cap_std::ambient_authority())?;
+    let name = path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .ok_or_else(|| std::io::Error::other(format!("{}: not a file name", path.display())))?;
+    crate::atomic::replace(&dir, name, bytes)
 }
 
 /// Removes the oldest entry files of `dir` until the rest fit in `capacity`.

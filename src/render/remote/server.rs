@@ -23,79 +23,16 @@ use super::protocol::{RENDER_PATH, RenderFailure, RenderRequest};
 use crate::condition::{Reason, Stop};
 use crate::interrupt::Interrupt;
 use crate::plugin::PluginHost;
-use crate::render::engine::Catalog;
-use crate::render::engine::RenderCache;
 use crate::render::engine::work::{self, Workshop};
-use crate::source::git::KnownHostsSource;
-use crate::source::git::{CredentialProvider, Credentials, GitSource, RepoUrl};
+use crate::render::engine::{Catalog, Grant, RenderCache};
+use crate::source::git::GitSource;
 use crate::source::helm::ChartFetcher;
-
-/// The credentials of the repositories requests named, each as its last
-/// request gave them (the 4,096 most recent repositories). The Git
-/// engine asks this provider; the render server holds no other credentials.
-/// Likewise the SSH known hosts, as the last request gave them.
-#[derive(Debug)]
-pub struct RequestCredentials {
-    by_url: Mutex<clru::CLruCache<String, Credentials>>,
-    known_hosts: Mutex<Option<String>>,
-}
-
-/// How many repositories' credentials are kept between a request and the
-/// fetch it causes: far more than renders in flight.
-const REMEMBERED: std::num::NonZeroUsize = std::num::NonZeroUsize::new(4096).unwrap();
-
-impl Default for RequestCredentials {
-    fn default() -> Self {
-        Self {
-            by_url: Mutex::new(clru::CLruCache::new(REMEMBERED)),
-            known_hosts: Mutex::default(),
-        }
-    }
-}
-
-impl KnownHostsSource for RequestCredentials {
-    fn known_hosts(&self) -> Option<String> {
-        self.known_hosts
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()
-    }
-}
-
-impl RequestCredentials {
-    fn set_known_hosts(&self, known_hosts: Option<String>) {
-        *self.known_hosts.lock().unwrap_or_else(|e| e.into_inner()) = known_hosts;
-    }
-
-    fn set(&self, url: &RepoUrl, credentials: Option<Credentials>) {
-        let mut map = self.by_url.lock().unwrap_or_else(|e| e.into_inner());
-        match credentials {
-            Some(c) => {
-                map.put(url.to_string(), c);
-            }
-            None => {
-                map.pop(&url.to_string());
-            }
-        }
-    }
-}
-
-impl CredentialProvider for RequestCredentials {
-    fn credentials(&self, url: &RepoUrl) -> Option<Credentials> {
-        self.by_url
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(&url.to_string())
-            .cloned()
-    }
-}
 
 /// What the render server serves with.
 pub struct RenderServer {
-    /// Git, asking [`RenderServer::credentials`].
+    /// Git, asking [`Granted`](crate::render::engine::Granted) for the
+    /// credentials and known hosts of the request being served.
     pub git: GitSource,
-    /// The credentials requests brought.
-    pub credentials: Arc<RequestCredentials>,
     /// Helm charts (`spec.source.chart`): the credentials of the chart's
     /// repository and of the dependency repositories the controller
     /// granted come with each request and serve that request only.
@@ -299,20 +236,6 @@ impl RenderServer {
     }
 
     async fn render(&self, request: &RenderRequest) -> Result<super::RenderResponse, Stop> {
-        self.credentials
-            .set_known_hosts(request.ssh_known_hosts.clone());
-        if let Ok(url) = RepoUrl::parse(&request.app.repo_url) {
-            self.credentials
-                .set(&url, request.repository_credentials.clone().map(Into::into));
-        }
-        // The policies' own sources bring their credentials too (a policy
-        // source that is the application's repository shares its entry).
-        for source in request.policies.iter().filter_map(|p| p.source.as_ref()) {
-            if let Ok(url) = RepoUrl::parse(&source.repo_url) {
-                self.credentials
-                    .set(&url, source.credentials.clone().map(Into::into));
-            }
-        }
         // A chart's credentials (its repository's and its granted
         // dependency repositories') serve this request only: the work
         // makes them its chart access (`chart_access: None`).
@@ -326,7 +249,9 @@ impl RenderServer {
             reviews: &self.reviews,
             allow_file_repositories: self.allow_file_repositories,
         };
-        let worked = work::work(shop, request).await?;
+        // The Git credentials and known hosts of this request, for its
+        // work only.
+        let worked = Grant::of(request).scope(work::work(shop, request)).await?;
         for (plugin, world, took) in &worked.timings {
             tracing::debug!(plugin, ?world, seconds = took.as_secs_f64(), "plugin call");
         }

@@ -116,11 +116,7 @@ fn host_matches(pattern: &str, name: &str) -> bool {
     if !pattern.contains(['*', '?']) {
         return pattern.eq_ignore_ascii_case(name);
     }
-    globset::GlobBuilder::new(pattern)
-        .case_insensitive(true)
-        .literal_separator(false)
-        .build()
-        .is_ok_and(|glob| glob.compile_matcher().is_match(name))
+    crate::glob::Glob::wildcard_ignoring_case(pattern).is_ok_and(|glob| glob.is_match(name))
 }
 
 /// Why a host's key is not trusted, when that is why a connection failed:

@@ -463,7 +463,6 @@ const REMEMBERED: std::num::NonZeroUsize = std::num::NonZeroUsize::new(4096).unw
 struct Inner {
     config: HelmConfig,
     http: HttpFetcher,
-    registry: std::sync::RwLock<RegistryCredentials>,
     cache: ChartCache,
     indexes: Mutex<IndexCache>,
     /// Archive URL → digest, for indexes that pin none (each archive is
@@ -476,12 +475,12 @@ struct Inner {
 }
 
 impl ChartFetcher {
-    /// A fetcher; `credentials` for Helm repositories (by URL prefix),
-    /// `registry` for OCI registries.
+    /// A fetcher; `credentials` for Helm repositories (by URL prefix) a
+    /// fetch's [`ChartAccess`] has none for. OCI registry credentials come
+    /// with each fetch ([`ChartFetcher::fetch_with`]).
     pub fn new(
         config: HelmConfig,
         credentials: Arc<dyn CredentialProvider>,
-        registry: RegistryCredentials,
     ) -> Result<Self, ChartError> {
         let http = HttpFetcher::new(credentials, config.timeout, &config.tls_roots_pem)?;
         let cache = ChartCache::open(&config.cache_dir, config.cache_max_bytes, config.archive)?;
@@ -497,7 +496,6 @@ impl ChartFetcher {
                 )),
                 config,
                 http,
-                registry: std::sync::RwLock::new(registry),
                 cache,
                 unpinned: Mutex::new(clru::CLruCache::new(REMEMBERED)),
                 manifests: Mutex::new(clru::CLruCache::new(REMEMBERED)),
@@ -505,36 +503,19 @@ impl ChartFetcher {
         })
     }
 
-    /// Replaces the OCI registry credentials (the controller's registry
-    /// Secrets changed).
-    pub fn set_registry_credentials(&self, registry: RegistryCredentials) {
-        *self
-            .inner
-            .registry
-            .write()
-            .unwrap_or_else(|e| e.into_inner()) = registry;
-    }
-
     /// A fetcher for public repositories only.
     pub fn anonymous(config: HelmConfig) -> Result<Self, ChartError> {
-        Self::new(config, Arc::new(NoCredentials), RegistryCredentials::none())
+        Self::new(config, Arc::new(NoCredentials))
     }
 
     /// Fetches (or finds in the cache) a chart and its dependencies, within
-    /// the configured deadline; OCI registries with the fetcher's registry
-    /// credentials.
+    /// the configured deadline; OCI registries anonymously.
     pub async fn fetch(&self, chart: &ChartRef) -> Result<FetchedChart, ChartError> {
-        let registry = self
-            .inner
-            .registry
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone();
-        self.fetch_with(chart, &registry).await
+        self.fetch_with(chart, &RegistryCredentials::none()).await
     }
 
     /// [`ChartFetcher::fetch`] with the OCI registry credentials of one
-    /// render (a render server's request), not the fetcher's.
+    /// fetch.
     pub async fn fetch_with(
         &self,
         chart: &ChartRef,
@@ -560,33 +541,6 @@ impl ChartFetcher {
             Ok(result) => result,
             Err(_) => Err(ChartError::Deadline {
                 chart: chart.to_string(),
-                after: deadline,
-            }),
-        }
-    }
-
-    /// Fetches the dependencies of a chart that lies in `view` at `dir`
-    /// (a chart from Git) and mounts them at `dir/charts/NAME`.
-    pub async fn with_dependencies(
-        &self,
-        view: Arc<dyn SourceView>,
-        dir: &SourcePath,
-    ) -> Result<(Arc<dyn SourceView>, Vec<(String, String)>), ChartError> {
-        let deadline = self.inner.config.deadline;
-        let mut budget = self.inner.config.max_dependencies;
-        let registry = self
-            .inner
-            .registry
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone();
-        let label = dir.to_string();
-        let access = ChartAccess::default();
-        let work = self.mount_dependencies(view, dir, &label, 0, &mut budget, &registry, &access);
-        match tokio::time::timeout(deadline, work).await {
-            Ok(result) => result,
-            Err(_) => Err(ChartError::Deadline {
-                chart: dir.to_string(),
                 after: deadline,
             }),
         }
