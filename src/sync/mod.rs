@@ -903,6 +903,10 @@ impl<'a> Engine<'a> {
     ) -> Result<DynamicObject, String> {
         let dry_run = self.options.dry_run;
         let field_manager = Some(self.options.manager.clone());
+        // Read as an object first, whether it exists or not: a manifest
+        // that is not one fails the same way in both cases.
+        let object: DynamicObject =
+            serde_json::from_value(planned.object.clone()).map_err(|e| e.to_string())?;
         if live.is_some() {
             let params = PatchParams {
                 dry_run,
@@ -914,8 +918,6 @@ impl<'a> Engine<'a> {
                 .await
                 .map_err(|e| api_error(&e));
         }
-        let object: DynamicObject =
-            serde_json::from_value(planned.object.clone()).map_err(|e| e.to_string())?;
         api.create(
             &PostParams {
                 dry_run,

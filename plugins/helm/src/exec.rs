@@ -1431,6 +1431,28 @@ mod tests {
         assert!(panics.is_empty(), "these panic: {panics:#?}");
     }
 
+    /// Every declared function has its family (`funcs::call_builtin`
+    /// dispatches by family, and a function in none would only fail when
+    /// a chart calls it).
+    #[test]
+    fn every_declared_function_is_implemented() {
+        let mut missing = Vec::new();
+        for name in funcs::Builtin::NAMES {
+            if matches!(*name, "fail" | "required") {
+                continue;
+            }
+            for args in ["", " \"a\"", " 1 2", " .m \"a\" 1"] {
+                let text = format!("{{{{ {name}{args} }}}}");
+                if let Err(e) = run(&[("t", &text)], "t").0
+                    && e.to_string().contains("has no implementation")
+                {
+                    missing.push(*name);
+                }
+            }
+        }
+        assert!(missing.is_empty(), "no family implements {missing:?}");
+    }
+
     fn ok(templates: &[(&str, &str)], main: &str) -> String {
         run(templates, main).0.expect("runs")
     }

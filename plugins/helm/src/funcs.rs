@@ -610,7 +610,8 @@ fn refuse_bytes(name: &str, args: &[Value]) -> Result<(), FnError> {
     Ok(())
 }
 
-/// The functions other than the random and crypto ones.
+/// The functions other than the random and crypto ones, by family: each
+/// family answers `Ok(None)` for a function not its own.
 fn call_builtin(st: &mut State<'_>, builtin: Option<Builtin>, name: &str, a: &[Value]) -> R {
     let Some(builtin) = builtin else {
         if crate::dates::NAMES.contains(&name) {
@@ -618,9 +619,33 @@ fn call_builtin(st: &mut State<'_>, builtin: Option<Builtin>, name: &str, a: &[V
         }
         return Err(format!("function {name:?} not defined").into());
     };
-    let s = |i: usize| a.get(i).map(str_arg).unwrap_or_default();
-    Ok(match builtin {
-        // ---- Go builtins
+    type Family = fn(&mut State<'_>, Builtin, &str, &[Value]) -> Result<Option<Value>, FnError>;
+    const FAMILIES: [Family; 8] = [
+        go_builtins,
+        helm_functions,
+        sprig_strings,
+        sprig_flow,
+        sprig_lists,
+        sprig_dicts,
+        sprig_math,
+        types_semver_paths,
+    ];
+    for family in FAMILIES {
+        if let Some(value) = family(st, builtin, name, a)? {
+            return Ok(value);
+        }
+    }
+    Err(format!("function {name:?} is declared but has no implementation (a bug)").into())
+}
+
+/// Go's template builtins: `not`, `len`, `index`, `slice`, `print`, the comparisons…
+fn go_builtins(
+    _st: &mut State<'_>,
+    builtin: Builtin,
+    name: &str,
+    a: &[Value],
+) -> Result<Option<Value>, FnError> {
+    Ok(Some(match builtin {
         Builtin::Not => {
             arity(name, a, 1)?;
             Value::Bool(!a[0].truth())
@@ -752,8 +777,19 @@ fn call_builtin(st: &mut State<'_>, builtin: Option<Builtin>, name: &str, a: &[V
         Builtin::Call => {
             return Err("call is not supported: no function values in Helm charts".into());
         }
+        _ => return Ok(None),
+    }))
+}
 
-        // ---- Helm
+/// Helm's own functions: `toYaml`, `fromYaml`, `required`, `lookup`…
+fn helm_functions(
+    st: &mut State<'_>,
+    builtin: Builtin,
+    name: &str,
+    a: &[Value],
+) -> Result<Option<Value>, FnError> {
+    let s = |i: usize| a.get(i).map(str_arg).unwrap_or_default();
+    Ok(Some(match builtin {
         Builtin::Required => {
             arity(name, a, 2)?;
             match &a[1] {
@@ -838,8 +874,19 @@ fn call_builtin(st: &mut State<'_>, builtin: Option<Builtin>, name: &str, a: &[V
         // DNS is off in `helm template` (Helm's `--enable-dns` unset): "".
         Builtin::GetHostByName => Value::str(""),
         Builtin::Lookup => Value::map(Map::new()),
+        _ => return Ok(None),
+    }))
+}
 
-        // ---- Sprig strings
+/// Sprig's string functions.
+fn sprig_strings(
+    st: &mut State<'_>,
+    builtin: Builtin,
+    name: &str,
+    a: &[Value],
+) -> Result<Option<Value>, FnError> {
+    let s = |i: usize| a.get(i).map(str_arg).unwrap_or_default();
+    Ok(Some(match builtin {
         Builtin::Trim => Value::str(s(0).trim_matches(is_go_space)),
         Builtin::TrimAll | Builtin::Trimall => Value::str(s(1).trim_matches(|c| s(0).contains(c))),
         Builtin::Hello => Value::str("Hello!"),
@@ -1065,8 +1112,18 @@ fn call_builtin(st: &mut State<'_>, builtin: Option<Builtin>, name: &str, a: &[V
         Builtin::Float64 => Value::Float(to_f64(&a[0])),
         Builtin::ToDecimal => Value::Int64(i64::from_str_radix(&s(0), 8).unwrap_or(0)),
         Builtin::Shuffle => Value::str(s(0)),
+        _ => return Ok(None),
+    }))
+}
 
-        // ---- defaults / flow
+/// Sprig's defaults and flow: `default`, `empty`, `coalesce`, `ternary`…
+fn sprig_flow(
+    _st: &mut State<'_>,
+    builtin: Builtin,
+    name: &str,
+    a: &[Value],
+) -> Result<Option<Value>, FnError> {
+    Ok(Some(match builtin {
         Builtin::Default => {
             if a.is_empty() {
                 return Err("wrong number of args for default: want at least 1 got 0".into());
@@ -1088,8 +1145,18 @@ fn call_builtin(st: &mut State<'_>, builtin: Option<Builtin>, name: &str, a: &[V
                 a[1].clone()
             }
         }
+        _ => return Ok(None),
+    }))
+}
 
-        // ---- lists
+/// Sprig's list functions.
+fn sprig_lists(
+    st: &mut State<'_>,
+    builtin: Builtin,
+    name: &str,
+    a: &[Value],
+) -> Result<Option<Value>, FnError> {
+    Ok(Some(match builtin {
         Builtin::List | Builtin::Tuple => Value::list(a.to_vec()),
         Builtin::Append | Builtin::MustAppend => {
             arity(name, a, 2)?;
@@ -1201,8 +1268,19 @@ fn call_builtin(st: &mut State<'_>, builtin: Option<Builtin>, name: &str, a: &[V
                     .collect(),
             )
         }
+        _ => return Ok(None),
+    }))
+}
 
-        // ---- dicts
+/// Sprig's dict functions.
+fn sprig_dicts(
+    st: &mut State<'_>,
+    builtin: Builtin,
+    name: &str,
+    a: &[Value],
+) -> Result<Option<Value>, FnError> {
+    let s = |i: usize| a.get(i).map(str_arg).unwrap_or_default();
+    Ok(Some(match builtin {
         Builtin::Dict => {
             let mut m = Map::new();
             for pair in a.chunks(2) {
@@ -1230,7 +1308,7 @@ fn call_builtin(st: &mut State<'_>, builtin: Option<Builtin>, name: &str, a: &[V
         Builtin::Unset => {
             if nil_or_dict(&a[0], name)?.is_none() {
                 // Deleting from a nil map does nothing; it prints `map[]`.
-                return Ok(Value::map(Map::new()));
+                return Ok(Some(Value::map(Map::new())));
             }
             if let Value::Map(m) = &a[0] {
                 let key = s(1).into_owned();
@@ -1333,13 +1411,23 @@ fn call_builtin(st: &mut State<'_>, builtin: Option<Builtin>, name: &str, a: &[V
                 let next = cur.as_map().and_then(|m| m.get(&strval(k)).cloned());
                 match next {
                     Some(v) => cur = v,
-                    None => return Ok(default.clone()),
+                    None => return Ok(Some(default.clone())),
                 }
             }
             cur
         }
+        _ => return Ok(None),
+    }))
+}
 
-        // ---- math (int64, as Sprig's cast does)
+/// Sprig's math (int64, as Sprig's cast does).
+fn sprig_math(
+    _st: &mut State<'_>,
+    builtin: Builtin,
+    name: &str,
+    a: &[Value],
+) -> Result<Option<Value>, FnError> {
+    Ok(Some(match builtin {
         Builtin::Add => Value::Int64(a.iter().map(to_i64).fold(0i64, i64::wrapping_add)),
         Builtin::Add1f => Value::Float(to_f64(&a[0]) + 1.0),
         Builtin::Add1 => Value::Int64(to_i64(&a[0]).wrapping_add(1)),
@@ -1371,8 +1459,19 @@ fn call_builtin(st: &mut State<'_>, builtin: Option<Builtin>, name: &str, a: &[V
             let m = 10f64.powi(p);
             Value::Float((to_f64(&a[0]) * m).round() / m)
         }
+        _ => return Ok(None),
+    }))
+}
 
-        // ---- types
+/// Type checks and conversions, semver, paths and URLs.
+fn types_semver_paths(
+    _st: &mut State<'_>,
+    builtin: Builtin,
+    name: &str,
+    a: &[Value],
+) -> Result<Option<Value>, FnError> {
+    let s = |i: usize| a.get(i).map(str_arg).unwrap_or_default();
+    Ok(Some(match builtin {
         Builtin::KindOf => Value::str(a[0].kind_name()),
         Builtin::KindIs => Value::Bool(s(0) == a[1].kind_name()),
         Builtin::TypeOf => Value::str(a[0].type_name()),
@@ -1425,7 +1524,8 @@ fn call_builtin(st: &mut State<'_>, builtin: Option<Builtin>, name: &str, a: &[V
                 None => crate::urls::url_join(&Map::new())?,
             }
         }
-    })
+        _ => return Ok(None),
+    }))
 }
 
 fn budget_range(st: &mut State<'_>, n: u64) -> Result<(), FnError> {

@@ -23,7 +23,9 @@ tokio::task_local! {
 /// What one request may use.
 #[derive(Debug, Default)]
 pub struct Grant {
-    /// Credentials by repository URL (as [`RepoUrl`] displays it).
+    /// Credentials by repository identity ([`RepoUrl::key`]: the spelling
+    /// the Git engine fetches with may differ from the request's by a
+    /// `.git` suffix, a user or a default port).
     repositories: HashMap<String, Credentials>,
     /// The SSH known hosts the request brought (`None`: trust on first
     /// use, as configured).
@@ -41,7 +43,7 @@ impl Grant {
         let mut grant =
             |raw: &str, credentials: &Option<crate::render::remote::WireCredentials>| {
                 if let (Ok(url), Some(credentials)) = (RepoUrl::parse(raw), credentials) {
-                    repositories.insert(url.to_string(), credentials.clone().into());
+                    repositories.insert(url.key().to_owned(), credentials.clone().into());
                 }
             };
         grant(&request.app.repo_url, &request.repository_credentials);
@@ -68,7 +70,7 @@ pub struct Granted;
 impl CredentialProvider for Granted {
     fn credentials(&self, url: &RepoUrl) -> Option<Credentials> {
         GRANT
-            .try_with(|grant| grant.repositories.get(&url.to_string()).cloned())
+            .try_with(|grant| grant.repositories.get(url.key()).cloned())
             .ok()
             .flatten()
     }
@@ -91,7 +93,7 @@ mod tests {
         let url = RepoUrl::parse("https://git.example.com/team/app.git").unwrap();
         Grant {
             repositories: HashMap::from([(
-                url.to_string(),
+                url.key().to_owned(),
                 Credentials::Basic {
                     username: user.into(),
                     password: crate::source::git::Secret::new(format!("{user}-secret")),
@@ -138,5 +140,38 @@ mod tests {
         );
         assert_eq!(user(), None);
         assert_eq!(Granted.known_hosts(), None);
+    }
+
+    #[tokio::test]
+    async fn the_repository_is_found_by_identity_not_spelling() {
+        use crate::render::remote::{AppRef, WireCredentials, WireSecret};
+        // The request names the repository without `.git`; the Git engine
+        // may fetch with another spelling of the same repository.
+        let request = RenderRequest {
+            app: AppRef {
+                repo_url: "https://GIT.example.com:443/team/app".into(),
+                ..AppRef::default()
+            },
+            revision: "main".into(),
+            chain: Vec::new(),
+            policies: Vec::new(),
+            refresh: false,
+            repository_credentials: Some(WireCredentials::Basic {
+                username: "alice".into(),
+                password: WireSecret("alice-secret".into()),
+            }),
+            registry_credentials: Vec::new(),
+            ssh_known_hosts: None,
+            chart: None,
+            helm: None,
+            scopes: None,
+        };
+        let seen = Grant::of(&request).scope(async { user() }).await;
+        assert_eq!(seen.as_deref(), Some("alice"));
+        let other = RepoUrl::parse("https://git.example.com/team/other.git").unwrap();
+        let other = Grant::of(&request)
+            .scope(async move { Granted.credentials(&other) })
+            .await;
+        assert!(other.is_none(), "another repository is granted nothing");
     }
 }
