@@ -37,6 +37,29 @@ where
     tokio::task::spawn_blocking(move || interrupt.enter(work))
 }
 
+/// [`spawn_blocking`] with a time limit that counts from when the work
+/// starts running, not from when it was queued: with the blocking pool
+/// full (`--blocking-threads`), work waits its turn and never times out
+/// before it began. `Err` when the limit passed (the work runs on until it
+/// checks its interrupt; the caller raises it).
+pub async fn blocking_within<R, F>(
+    limit: std::time::Duration,
+    work: F,
+) -> Result<Result<R, tokio::task::JoinError>, tokio::time::error::Elapsed>
+where
+    F: FnOnce() -> R + Send + 'static,
+    R: Send + 'static,
+{
+    let (started, running) = tokio::sync::oneshot::channel::<()>();
+    let mut task = spawn_blocking(move || {
+        let _ = started.send(());
+        work()
+    });
+    // Resolves when the work starts (or could not: the sender dropped).
+    let _ = running.await;
+    tokio::time::timeout(limit, &mut task).await
+}
+
 /// A flag that work checks to stop early; clones share it.
 #[derive(Clone, Debug, Default)]
 pub struct Interrupt(Arc<AtomicBool>);

@@ -2,26 +2,113 @@
 //! places it is stored (an Application's status, events, logs).
 
 use std::error::Error;
-use std::fmt::Write as _;
 
 /// The longest condition or event message Kiln stores, in bytes.
 pub const MAX_MESSAGE: usize = 4096;
 
-/// `error` and every cause below it, joined with `: `. A cause whose text
-/// the message above already contains (errors that print their source
-/// themselves) is not repeated.
+/// `error` and every cause below it in plain words, joined with `: `: what
+/// a person reads in an error line or a condition. A cause whose text the
+/// message above already contains (errors that print their source
+/// themselves) is not repeated; a message that is a foreign type's debug
+/// dump (`Custom { kind: Other, … }`, `Message { message: "…" }`, an API
+/// server's `Status { … }`) is replaced by its words or left out, the
+/// causes below it saying the same in words.
 pub fn chain(error: &(dyn Error + 'static)) -> String {
-    let mut text = error.to_string();
-    let mut cause = error.source();
-    while let Some(next) = cause {
-        let part = next.to_string();
-        if !part.is_empty() && !text.contains(&part) {
-            let _ = write!(text, ": {part}");
+    let mut text = String::new();
+    let mut next = Some(error);
+    while let Some(current) = next {
+        if let Some(part) = plain(current)
+            && !text.contains(&part)
+        {
+            if !text.is_empty() {
+                text.push_str(": ");
+            }
+            text.push_str(&part);
         }
-        cause = next.source();
+        next = current.source();
+    }
+    if text.is_empty() {
+        // Nothing but debug dumps: better them than nothing.
+        return error.to_string();
     }
     text
 }
+
+/// One error's own message in words, or `None` when it says nothing its
+/// causes do not say better.
+fn plain(error: &(dyn Error + 'static)) -> Option<String> {
+    // An API server's Status is said by the kube::Error above it; as a
+    // source of its own it would say it again (with its reason).
+    if error.is::<kube::core::Status>() || error.is::<Box<kube::core::Status>>() {
+        return None;
+    }
+    if let Some(kube::Error::Api(status)) = error.downcast_ref::<kube::Error>() {
+        // As kubectl says it: the server's message, else its reason.
+        let words = if status.message.is_empty() {
+            format!("{} ({})", status.reason, status.code)
+        } else {
+            status.message.clone()
+        };
+        return Some(words);
+    }
+    let text = error.to_string();
+    let text = text.trim();
+    // gix's `Message { message: "…" }` and a quoted string's debug form.
+    let unescape = |inner: &str| inner.replace("\\\"", "\"").replace("\\\\", "\\");
+    let text = match MESSAGE_DEBUG.captures(text).and_then(|c| c.get(1)) {
+        Some(inner) => unescape(inner.as_str()),
+        // A string's debug form, quotes around and none unescaped inside
+        // (`"a" and "b"` is a message of its own).
+        None => match QUOTED.captures(text).and_then(|c| c.get(1)) {
+            Some(inner) if !UNESCAPED_QUOTE.is_match(inner.as_str()) => unescape(inner.as_str()),
+            _ => text.to_owned(),
+        },
+    };
+    if text.is_empty() || NOISE.is_match(&text) {
+        return None;
+    }
+    if DEBUG_DUMP.is_match(&text) {
+        // A dump may still carry the words (`Os { code: 2, kind: NotFound,
+        // message: "No such file or directory" }`): keep them.
+        return DUMPED_MESSAGE
+            .captures(&text)
+            .and_then(|c| c.get(1))
+            .map(|m| unescape(m.as_str()));
+    }
+    Some(text)
+}
+
+/// A `"` not preceded by a backslash.
+static UNESCAPED_QUOTE: std::sync::LazyLock<regex::Regex> =
+    std::sync::LazyLock::new(|| regex::Regex::new(r#"(^|[^\\])""#).expect("a valid pattern"));
+
+/// The innermost `message: "…"` of a debug dump.
+static DUMPED_MESSAGE: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+    regex::Regex::new(r#"message: "((?:[^"\\]|\\.)*)" \}+\)*$"#).expect("a valid pattern")
+});
+
+/// `Message { message: "…" }` (gix's plain messages, debug-printed).
+static MESSAGE_DEBUG: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+    regex::Regex::new(r#"^(?s)Message \{ message: "(.*)" \}$"#).expect("a valid pattern")
+});
+
+/// A string's debug form: `"…"`.
+static QUOTED: std::sync::LazyLock<regex::Regex> =
+    std::sync::LazyLock::new(|| regex::Regex::new(r#"^(?s)"(.*)"$"#).expect("a valid pattern"));
+
+/// A type's debug dump: a (path of a) type name followed by `(` or `{`,
+/// such as `Io(Custom { kind: Other, … })` or
+/// `hyper_util::client::legacy::Error(Connect, …)`.
+static DEBUG_DUMP: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+    regex::Regex::new(r"^[A-Za-z_][A-Za-z0-9_]*(::[A-Za-z_][A-Za-z0-9_]*)*\s*[({]")
+        .expect("a valid pattern")
+});
+
+/// Wrappers that only say an error happened: `I/O error (Other)`.
+static NOISE: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+    regex::Regex::new(r"^(I/O error|error sending request|client error) ?(\([A-Za-z]*\))?$")
+        .expect("a valid pattern")
+});
 
 /// `text` cut to at most `max` bytes (on a character boundary), saying how
 /// much was cut.
@@ -61,6 +148,66 @@ mod tests {
         );
         let error = Inline(std::io::Error::other("boom"));
         assert_eq!(chain(&error), "plugin x: boom");
+    }
+
+    #[derive(Debug, thiserror::Error)]
+    #[error("{0:?}")]
+    struct Dumped(String, #[source] std::io::Error);
+
+    #[test]
+    fn debug_dumps_give_way_to_words() {
+        // What gix and reqwest put in a chain for an unresolvable host.
+        let error = Dumped(
+            "Io(Custom { kind: Other, error: reqwest::Error { kind: Request } })".into(),
+            std::io::Error::other(
+                "failed to lookup address information: Name or service not known",
+            ),
+        );
+        assert_eq!(
+            chain(&error),
+            "failed to lookup address information: Name or service not known"
+        );
+        #[derive(Debug, thiserror::Error)]
+        #[error("Message {{ message: \"Could not retrieve metadata of \\\"/x/.git\\\"\" }}")]
+        struct Message(#[source] std::io::Error);
+        let error = Message(std::io::Error::from(std::io::ErrorKind::NotFound));
+        assert_eq!(
+            chain(&error),
+            "Could not retrieve metadata of \"/x/.git\": entity not found"
+        );
+        // Wrappers that only say an error happened go; plain messages
+        // with parentheses stay.
+        let error = Outer(std::io::Error::other("client error (Connect)"));
+        assert_eq!(chain(&error), "directory renderer");
+        let error = Inline(std::io::Error::other("timed out (30s)"));
+        assert_eq!(chain(&error), "plugin x: timed out (30s)");
+        // A dump with no cause behind it keeps its words.
+        let error = Inline(std::io::Error::other(
+            "Os { code: 2, kind: NotFound, message: \"No such file or directory\" }",
+        ));
+        assert_eq!(
+            chain(&error),
+            "plugin x: Os { code: 2, kind: NotFound, message: \"No such file or directory\" }"
+        );
+        let error = Outer(std::io::Error::other(
+            "Os { code: 2, kind: NotFound, message: \"No such file or directory\" }",
+        ));
+        assert_eq!(
+            chain(&error),
+            "directory renderer: No such file or directory"
+        );
+        // A message in quotes of its own is not unquoted.
+        let error = Outer(std::io::Error::other("\"a\" and \"b\""));
+        assert_eq!(chain(&error), "directory renderer: \"a\" and \"b\"");
+    }
+
+    #[test]
+    fn an_api_server_status_is_its_message() {
+        let status =
+            kube::core::Status::failure("applications.kiln.dev \"nope\" not found", "NotFound")
+                .with_code(404);
+        let error = kube::Error::Api(Box::new(status));
+        assert_eq!(chain(&error), "applications.kiln.dev \"nope\" not found");
     }
 
     #[test]

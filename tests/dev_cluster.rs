@@ -1472,6 +1472,19 @@ async fn a_data_file_keeps_the_state_across_restarts() {
         .expect("a corrupt data file is refused")
         .to_string();
     assert!(error.contains("state.json"), "{error}");
+
+    // A data file that cannot be written stops the start, naming it (not a
+    // warning at every change while the state is silently lost).
+    let unwritable = dir.path().join("no-such-dir").join("x.json");
+    let error = kiln_devcluster::DevCluster::start(Config {
+        data: Some(unwritable),
+        ..Config::default()
+    })
+    .await
+    .err()
+    .expect("an unwritable data file is refused at start")
+    .to_string();
+    assert!(error.contains("no-such-dir/x.json"), "{error}");
 }
 
 #[tokio::test]

@@ -802,6 +802,8 @@ fn kiln_render_reviews_objects_in_the_namespace_they_land_in() {
             "--namespace",
             "shop",
             "--no-compile-cache",
+            // The refused render is printed only when asked for.
+            "--output-on-block",
             "--policy",
             &gatekeeper,
             "--setting",

@@ -208,6 +208,8 @@ fn kiln_render_policy_root_sets_the_policies_source() {
             "binding=binding.yaml",
         ],
     );
-    assert_eq!(code, Some(1), "{stderr}");
+    // A policy that cannot read its files could not run: an error (2),
+    // not a verdict.
+    assert_eq!(code, Some(2), "{stderr}");
     assert!(stderr.contains("denied"), "{stderr}");
 }

@@ -571,3 +571,25 @@ fn junit_output_is_valid_xml_even_with_hostile_names() {
         "{xml}"
     );
 }
+
+#[test]
+fn the_documented_kiln_suite_passes() {
+    // docs/policies.md shows examples/policy-suite/suite.yaml, and says it
+    // passes: it must. Its plugin path is relative to the suite, as written
+    // in the docs (plugins/dist, which scripts/build-plugins fills).
+    let suite = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/policy-suite/suite.yaml");
+    let _ = component("required-labels");
+    let out = kiln(&[suite.to_str().unwrap()]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}{}",
+        text(&out.stdout),
+        text(&out.stderr)
+    );
+    assert!(
+        text(&out.stdout).contains("1 passed, 0 failed"),
+        "{}",
+        text(&out.stdout)
+    );
+}

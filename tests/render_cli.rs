@@ -93,9 +93,68 @@ fn an_enforced_policy_failure_exits_1() {
         text(&out.stderr)
     );
     assert!(
-        !out.stdout.is_empty(),
-        "the manifests are still printed for inspection"
+        out.stdout.is_empty(),
+        "`kiln render | kubectl apply -f -` must not apply what a policy refused: {}",
+        text(&out.stdout)
     );
+    assert!(
+        text(&out.stderr).contains("--output-on-block"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+#[test]
+fn output_on_block_prints_the_refused_manifests_for_inspection() {
+    let out = kiln(&[
+        "render",
+        &path(&guestbook()),
+        "--no-compile-cache",
+        "--output-on-block",
+        "--plugin",
+        &path(&component("values")),
+        "--policy",
+        &path(&component("required-labels")),
+        "--setting",
+        "labels=cost-center",
+    ]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let objects = kiln::manifest::parse(&text(&out.stdout), None).unwrap();
+    assert_eq!(objects.len(), 3);
+}
+
+#[test]
+fn an_enforced_policy_that_cannot_run_is_an_error_not_a_verdict() {
+    // `labels` is a required setting of required-labels: a configuration
+    // error, exit 2, nothing on stdout.
+    let args = |mode: &'static str| {
+        vec![
+            "render".to_owned(),
+            path(&guestbook()),
+            "--no-compile-cache".into(),
+            "--plugin".into(),
+            path(&component("values")),
+            "--policy".into(),
+            path(&component("required-labels")),
+            "--mode".into(),
+            mode.into(),
+        ]
+    };
+    let run = |mode| {
+        let args = args(mode);
+        kiln(&args.iter().map(String::as_str).collect::<Vec<_>>())
+    };
+    let out = run("enforce");
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(out.stdout.is_empty(), "{}", text(&out.stdout));
+    assert!(stderr.contains("FAILED TO RUN"), "{stderr}");
+    assert!(stderr.contains("setting `labels` is required"), "{stderr}");
+    // In warn mode the failure is reported and blocks nothing.
+    let out = run("warn");
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("FAILED TO RUN"));
+    assert!(!out.stdout.is_empty());
 }
 
 #[test]
@@ -472,4 +531,90 @@ fn render_app(root: &tempfile::TempDir, extra: &[&str]) -> (Output, u64) {
         .args(extra)
         .env_remove("KILN_LOG");
     output_with_peak_rss(&command)
+}
+
+#[test]
+fn a_newcomer_is_told_what_an_empty_or_plugin_directory_needs() {
+    let src = tree(&[
+        ("empty/README.md", "no manifests here"),
+        (
+            "empty/sub/cm.yaml",
+            "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n",
+        ),
+        ("k/kustomization.yaml", "resources: [cm.yaml]\n"),
+        (
+            "k/cm.yaml",
+            "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n",
+        ),
+    ]);
+    let out = kiln(&["render", &path(&src.path().join("empty"))]);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(out.stdout.is_empty());
+    assert!(
+        stderr.contains("warning: the application rendered no objects")
+            && stderr.contains("--recurse"),
+        "{stderr}"
+    );
+
+    let out = kiln(&["render", &path(&src.path().join("k"))]);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "one line: {stderr}");
+    assert!(
+        stderr.contains("kustomization.yaml is a kustomization, not a plain manifest: render it with the kustomize plugin"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("metadata.name"), "{stderr}");
+}
+
+#[test]
+fn a_missing_repository_is_one_plain_line() {
+    let out = kiln(&[
+        "render",
+        "--repo",
+        "file:///nonexistent/kiln-repo",
+        "--revision",
+        "main",
+    ]);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "one line: {stderr}");
+    for debug in ["Message {", "Os {", "kind:", "Caused by", "Some("] {
+        assert!(!stderr.contains(debug), "no `{debug}` in: {stderr}");
+    }
+    assert!(stderr.contains("/nonexistent/kiln-repo"), "{stderr}");
+}
+
+#[test]
+fn the_readme_kustomize_example_renders() {
+    // The README's and docs/kustomize.md's command, as written there.
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let out = Command::new(env!("CARGO_BIN_EXE_kiln"))
+        .current_dir(root)
+        .env_remove("KILN_LOG")
+        .args([
+            "render",
+            "examples/kustomize/overlays/prod",
+            "--root",
+            "examples/kustomize",
+            "--no-compile-cache",
+            "--plugin",
+            &path(&component("kustomize")),
+            "--param",
+            "image=nginx=nginx:1.27",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let objects = kiln::manifest::parse(&text(&out.stdout), None).unwrap();
+    let names: Vec<_> = objects.iter().map(|o| o.display_name()).collect();
+    assert_eq!(names, ["Service/prod-web", "Deployment/prod-web"]);
+    let deployment = objects[1].value();
+    assert_eq!(deployment["spec"]["replicas"], serde_json::json!(3));
+    assert_eq!(
+        deployment["spec"]["template"]["spec"]["containers"][0]["image"],
+        "nginx:1.27"
+    );
+    assert_eq!(deployment["metadata"]["labels"]["team"], "shop");
 }

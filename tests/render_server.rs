@@ -941,3 +941,44 @@ async fn work_stops_when_the_render_s_deadline_passes() {
         "{spent:?} of CPU in the 3 s after the deadline's answer"
     );
 }
+
+#[test]
+fn kiln_certs_keeps_keys_private_and_never_replaces_a_ca_unasked() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("certs");
+    let certs = |extra: &[&str]| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_kiln"))
+            .args(["certs", "--out", out.to_str().unwrap()])
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    let first = certs(&[]);
+    assert!(first.status.success(), "{first:?}");
+    for key in ["server.key", "client.key"] {
+        let mode = std::fs::metadata(out.join(key))
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o077, 0, "{key} is readable by others: {mode:o}");
+    }
+    let ca = std::fs::read(out.join("ca.crt")).unwrap();
+
+    let again = certs(&[]);
+    let stderr = String::from_utf8_lossy(&again.stderr);
+    assert_eq!(again.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("ca.crt") && stderr.contains("--force"),
+        "{stderr}"
+    );
+    assert_eq!(
+        std::fs::read(out.join("ca.crt")).unwrap(),
+        ca,
+        "the CA is kept"
+    );
+
+    let forced = certs(&["--force"]);
+    assert!(forced.status.success(), "{forced:?}");
+    assert_ne!(std::fs::read(out.join("ca.crt")).unwrap(), ca, "a new CA");
+}

@@ -130,9 +130,110 @@ async fn diff_and_sync_exit_codes_follow_the_cluster() {
             .all(|o| o["action"] == "Unchanged")
     );
 
+    // Drift (`kubectl scale` to 7; Git says 3): a dry run says what the
+    // sync would do, Configured, and writes nothing.
+    let client =
+        kube::Client::try_from(kube::Config::new(setup.server.url().parse().unwrap())).unwrap();
+    let deployments: kube::Api<k8s_openapi::api::apps::v1::Deployment> =
+        kube::Api::namespaced(client, "guestbook");
+    let scale = serde_json::json!({"spec": {"replicas": 7}});
+    deployments
+        .patch(
+            "guestbook-frontend",
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(&scale),
+        )
+        .await
+        .unwrap();
+    let before = setup.server.store().resource_version();
+    let dry = setup.kiln("sync", &["--dry-run", "-o", "json"]).await;
+    assert_eq!(dry.status.code(), Some(0), "{}", text(&dry));
+    let result: serde_json::Value = serde_json::from_slice(&dry.stdout).unwrap();
+    let action = |name: &str| {
+        result["objects"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|o| o["key"]["name"] == name && o["key"]["kind"] == "Deployment")
+            .map(|o| o["action"].clone())
+    };
+    assert_eq!(
+        action("guestbook-frontend"),
+        Some(serde_json::json!("Configured")),
+        "{result:#}"
+    );
+    assert_eq!(
+        setup.server.store().resource_version(),
+        before,
+        "a dry run writes nothing"
+    );
+    let live = deployments.get("guestbook-frontend").await.unwrap();
+    assert_eq!(live.spec.replicas, Some(7));
+
     let bad = setup.kiln("sync", &["--sync-option", "Bogus=true"]).await;
     assert_eq!(bad.status.code(), Some(2));
     assert!(text(&bad).contains("Bogus"), "{}", text(&bad));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_object_another_application_tracks_is_never_taken_silently() {
+    let setup = Setup::start().await;
+    // Plain manifests whose names do not depend on the application's name.
+    let src = support::tree(&[(
+        "shared/cm.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: shared}\ndata: {a: '1'}\n",
+    )]);
+    let sync = |name: &'static str, extra: &'static [&'static str]| {
+        let dir = src.path().join("shared").display().to_string();
+        let kubeconfig = setup.dir.path().join("kubeconfig").display().to_string();
+        let home = setup.dir.path().to_owned();
+        tokio::task::spawn_blocking(move || {
+            let mut args = vec![
+                "sync",
+                &dir,
+                "--name",
+                name,
+                "--namespace",
+                "default",
+                "--kubeconfig",
+                &kubeconfig,
+            ];
+            args.extend_from_slice(extra);
+            support::kiln_as_user(Path::new(env!("CARGO_MANIFEST_DIR")), &home, &args)
+        })
+    };
+    let prod = sync("prod", &[]).await.unwrap();
+    assert_eq!(prod.status.code(), Some(0), "{}", text(&prod));
+
+    // FailOnSharedResource=true: refused, nothing taken.
+    let refused = sync("shop", &["--sync-option", "FailOnSharedResource=true"])
+        .await
+        .unwrap();
+    assert_ne!(refused.status.code(), Some(0), "{}", text(&refused));
+    assert!(
+        text(&refused).contains("shared with another application (prod:"),
+        "{}",
+        text(&refused)
+    );
+
+    // Without it the object changes hands as in Argo CD, but the result
+    // says so, naming the other application.
+    let shop = sync("shop", &[]).await.unwrap();
+    assert_eq!(shop.status.code(), Some(0), "{}", text(&shop));
+    let out = text(&shop);
+    assert!(
+        out.contains(
+            "ConfigMap default/shared: shared resource: it was tracked by application prod"
+        ),
+        "{out}"
+    );
+    // And again: it is shop's now, nothing to say.
+    let again = sync("shop", &[]).await.unwrap();
+    assert!(
+        !text(&again).contains("shared resource"),
+        "{}",
+        text(&again)
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

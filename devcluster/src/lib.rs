@@ -139,6 +139,11 @@ impl DevCluster {
             load(&store, path)?;
         }
         store.seed_namespaces();
+        if let Some(path) = &config.data {
+            // Written once now: a data file that cannot be written stops
+            // the start, naming it, instead of a warning at every change.
+            save(&store, path)?;
+        }
         let listener = TcpListener::bind(config.address)
             .await
             .map_err(|source| Error::Bind {

@@ -14,7 +14,7 @@ use kiln::sync::{Action, Application, Engine, Outcome, RetryPolicy, SyncOptions}
 
 use super::args::parse_duration;
 use super::exit;
-use super::render::{PipelineArgs, pipeline, print_report};
+use super::render::{PipelineArgs, pipeline, print_report, status_of};
 
 /// How to reach the cluster.
 #[derive(Debug, clap::Args)]
@@ -228,9 +228,18 @@ pub(crate) async fn sync(args: &SyncArgs, matches: &ArgMatches) -> anyhow::Resul
     }
     let (objects, report, context) = pipeline(&args.pipeline, matches).await?;
     print_report(&report);
-    if report.blocked() {
-        eprintln!("sync stopped: an enforced policy failed; nothing was applied");
-        return Ok(exit::POLICY_BLOCKED);
+    match status_of(&report) {
+        exit::OK => {}
+        exit::POLICY_BLOCKED => {
+            eprintln!(
+                "sync stopped: an enforced policy blocked the manifests; nothing was applied"
+            );
+            return Ok(exit::POLICY_BLOCKED);
+        }
+        status => {
+            eprintln!("sync stopped: an enforced policy could not run; nothing was applied");
+            return Ok(status);
+        }
     }
     if objects.is_empty() && !args.prune {
         bail!("the application rendered no objects; nothing to sync");

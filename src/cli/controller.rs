@@ -40,8 +40,16 @@ pub(crate) struct ControllerArgs {
     context: Option<String>,
 
     /// The namespace of Applications, AppProjects and Plugins.
-    #[arg(long, default_value = "kiln")]
+    #[arg(short = 'n', long, default_value = "kiln")]
     namespace: String,
+
+    /// How long the controller may take to stop after SIGTERM or SIGINT
+    /// (running syncs finish their current wave); then, or at a second
+    /// signal, it exits at once (giving blocking work 2 s more). Keep it
+    /// and those 2 s under the pod's terminationGracePeriodSeconds (30 s
+    /// by default).
+    #[arg(long, value_name = "DURATION", default_value = "25s", value_parser = parse_duration)]
+    shutdown_grace: Duration,
 
     /// How often every Application is reconciled (plus up to 10% jitter).
     #[arg(long, value_name = "DURATION", default_value = "180s", value_parser = parse_duration)]
@@ -327,6 +335,8 @@ fn sharding(args: &ControllerArgs) -> anyhow::Result<controller::shard::Sharding
 }
 
 pub(crate) async fn run(args: &ControllerArgs) -> anyhow::Result<u8> {
+    // First: a signal during the start stops the start.
+    let stopping = super::Stopping::on_signals(args.shutdown_grace);
     let kube_client = kiln::cluster::requests::ClientOptions {
         qps: args.kube_qps,
         burst: args.kube_burst,
@@ -338,6 +348,10 @@ pub(crate) async fn run(args: &ControllerArgs) -> anyhow::Result<u8> {
         &kube_client,
     )
     .await?;
+    tokio::select! {
+        checked = check_prerequisites(cluster.client(), &args.namespace) => checked?,
+        () = stopping.asked() => return Ok(exit::OK),
+    }
     let cache = match &args.git_cache {
         Some(dir) => dir.clone(),
         None => default_cache_dir()
@@ -452,11 +466,13 @@ pub(crate) async fn run(args: &ControllerArgs) -> anyhow::Result<u8> {
         );
         tokio::select! {
             () = elector.acquire() => {}
-            () = super::stop_signal() => return Ok(exit::OK),
+            () = stopping.asked() => return Ok(exit::OK),
         }
     }
-    secrets.ready().await;
-    known_hosts.ready().await;
+    tokio::select! {
+        () = async { secrets.ready().await; known_hosts.ready().await } => {}
+        () = stopping.asked() => return Ok(exit::OK),
+    }
     eprintln!(
         "kiln controller watching Applications in namespace {} (Ctrl-C stops)",
         args.namespace
@@ -470,13 +486,21 @@ pub(crate) async fn run(args: &ControllerArgs) -> anyhow::Result<u8> {
     }
     let lost = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let flag = lost.clone();
-    controller::run(ctx, async move {
+    let asked = stopping.clone();
+    let running = controller::run(ctx, async move {
         tokio::select! {
-            () = super::stop_signal() => {}
+            () = asked.asked() => {}
             Ok(()) = lost_rx => flag.store(true, std::sync::atomic::Ordering::Relaxed),
         }
-    })
-    .await;
+    });
+    tokio::select! {
+        () = running => {}
+        () = stopping.forced() => anyhow::bail!(
+            "did not stop within --shutdown-grace ({}) of the stop signal (or a second signal came); \
+             syncs still running were cut short",
+            format!("{:?}", args.shutdown_grace)
+        ),
+    }
     if lost.load(std::sync::atomic::Ordering::Relaxed) {
         // Another replica leads now; restarting makes this one a candidate again.
         anyhow::bail!(
@@ -484,4 +508,116 @@ pub(crate) async fn run(args: &ControllerArgs) -> anyhow::Result<u8> {
         );
     }
     Ok(exit::OK)
+}
+
+/// What the controller needs before it starts, checked with one line each
+/// that says what to run: its namespace, Kiln's CRDs served there, and the
+/// right to list them. Without them it would wait on watches that can
+/// never start. An API server that cannot be reached or answers 5xx is
+/// asked again for up to 30 s (a cluster still coming up).
+async fn check_prerequisites(client: &kube::Client, namespace: &str) -> anyhow::Result<()> {
+    const PATIENCE: Duration = Duration::from_secs(30);
+    let started = std::time::Instant::now();
+    let mut pause = Duration::from_millis(500);
+    loop {
+        match check_once(client, namespace).await {
+            Ok(()) => return Ok(()),
+            Err(Check::Fatal(error)) => return Err(error),
+            Err(Check::Transient(error)) if started.elapsed() >= PATIENCE => {
+                return Err(error.context(format!("still failing after {PATIENCE:?}")));
+            }
+            Err(Check::Transient(error)) => {
+                tracing::warn!(error = %kiln::text::chain(error.as_ref()), "the cluster is not answering yet; asking again");
+                tokio::time::sleep(pause).await;
+                pause = (pause * 2).min(Duration::from_secs(5));
+            }
+        }
+    }
+}
+
+/// Why a start-up check failed.
+enum Check {
+    /// Nothing changes by waiting: what to run is in the message.
+    Fatal(anyhow::Error),
+    /// The API server did not answer, or answered 5xx.
+    Transient(anyhow::Error),
+}
+
+async fn check_once(client: &kube::Client, namespace: &str) -> Result<(), Check> {
+    use k8s_openapi::api::core::v1::Namespace;
+    use kiln::api::{AppProject, Application, Plugin};
+    use kube::api::{Api, ListParams};
+
+    let one = ListParams::default().limit(1);
+    let unexpected = |e: kube::Error, what: String| match &e {
+        kube::Error::Api(status) if status.code == 401 => Check::Fatal(anyhow::anyhow!(
+            "the cluster refused the controller's credentials (401): check the kubeconfig \
+             or the ServiceAccount token"
+        )),
+        kube::Error::Api(status) if status.code < 500 => {
+            Check::Fatal(anyhow::Error::new(e).context(what))
+        }
+        _ => Check::Transient(anyhow::Error::new(e).context(what)),
+    };
+    match Api::<Namespace>::all(client.clone()).get(namespace).await {
+        Ok(_) => {}
+        Err(kube::Error::Api(status)) if status.code == 404 => {
+            return Err(Check::Fatal(anyhow::anyhow!(
+                "namespace {namespace} does not exist: create it (kubectl create namespace \
+                 {namespace}) or pass --namespace"
+            )));
+        }
+        // Reading namespaces may be forbidden to a namespaced controller:
+        // the checks below say what matters.
+        Err(kube::Error::Api(status)) if status.code == 403 => {}
+        Err(e) => return Err(unexpected(e, format!("cannot read namespace {namespace}"))),
+    }
+    let kinds = [
+        (
+            "Applications",
+            Api::<Application>::namespaced(client.clone(), namespace)
+                .list_metadata(&one)
+                .await
+                .err(),
+        ),
+        (
+            "AppProjects",
+            Api::<AppProject>::namespaced(client.clone(), namespace)
+                .list_metadata(&one)
+                .await
+                .err(),
+        ),
+        (
+            "Plugins",
+            Api::<Plugin>::namespaced(client.clone(), namespace)
+                .list_metadata(&one)
+                .await
+                .err(),
+        ),
+    ];
+    for (kind, error) in kinds {
+        match error {
+            None => {}
+            Some(kube::Error::Api(status)) if status.code == 404 => {
+                return Err(Check::Fatal(anyhow::anyhow!(
+                    "the cluster does not serve kiln.dev {kind}: install Kiln's CRDs first \
+                     (kiln crds | kubectl apply --server-side -f -)"
+                )));
+            }
+            Some(kube::Error::Api(status)) if status.code == 403 => {
+                return Err(Check::Fatal(anyhow::anyhow!(
+                    "not allowed to list {kind} in namespace {namespace}: grant the \
+                     controller's ServiceAccount the RBAC of deploy/ (list and watch kiln.dev \
+                     resources)"
+                )));
+            }
+            Some(e) => {
+                return Err(unexpected(
+                    e,
+                    format!("cannot list {kind} in namespace {namespace}"),
+                ));
+            }
+        }
+    }
+    Ok(())
 }

@@ -45,6 +45,15 @@ pub(crate) struct Cli {
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]
     verbose: u8,
 
+    /// The most threads that run blocking work at once (Git, files, plugin
+    /// calls, cache reads); more waits its turn. Each thread keeps its
+    /// allocator's pages, so this bounds memory too: tokio's default of
+    /// 512 let a cold start of 1,000 Applications grow 110 threads and
+    /// 480 MiB (docs/benchmarks.md).
+    #[arg(long, global = true, value_name = "N", env = "KILN_BLOCKING_THREADS",
+          default_value_t = 32, value_parser = clap::value_parser!(u16).range(1..))]
+    blocking_threads: u16,
+
     #[command(subcommand)]
     command: Command,
 }
@@ -215,6 +224,7 @@ pub(crate) fn main() -> ExitCode {
     init_logging(cli.verbose);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
+        .max_blocking_threads(usize::from(cli.blocking_threads))
         .build()
     {
         Ok(runtime) => runtime,
@@ -255,6 +265,9 @@ pub(crate) fn main() -> ExitCode {
             Command::JqWorker { .. } => unreachable!("served above"),
         }
     });
+    // Blocking work still running (a Git fetch cut short by a forced stop)
+    // must not hold the process: it gets a moment, then is abandoned.
+    runtime.shutdown_timeout(std::time::Duration::from_secs(2));
     match result {
         Ok(code) => ExitCode::from(code),
         Err(error) => {
@@ -265,8 +278,9 @@ pub(crate) fn main() -> ExitCode {
                     eprintln!("  caused by: {cause}");
                 }
             } else {
-                // One line: every message of the chain, joined.
-                eprintln!("error: {error:#}");
+                // One line: every message of the chain in words, joined
+                // (foreign debug dumps left out, nothing said twice).
+                eprintln!("error: {}", kiln::text::chain(error.as_ref()));
             }
             ExitCode::from(exit::ERROR)
         }
@@ -281,11 +295,108 @@ fn init_logging(verbose: u8) {
         _ => "debug",
     };
     let filter = EnvFilter::try_from_env("KILN_LOG").unwrap_or_else(|_| EnvFilter::new(default));
+    // Colour only for a person at a terminal: never escape codes in a log
+    // file or a pod's log.
+    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
     tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_ansi(ansi)
         .with_writer(std::io::stderr)
         .with_target(verbose > 1)
         .init();
+}
+
+/// A long-running command's stop: asked at the first SIGINT or SIGTERM
+/// (finish what is running), forced `grace` later or at a second signal
+/// (exit now). The signals are listened to from the moment it is made, so
+/// none is lost to the default action (dying) while the command starts.
+/// Cheap to clone.
+#[derive(Clone)]
+pub(crate) struct Stopping {
+    asked: tokio_util::sync::CancellationToken,
+    forced: tokio_util::sync::CancellationToken,
+}
+
+impl Stopping {
+    /// Starts listening for the signals (inside the runtime).
+    pub(crate) fn on_signals(grace: std::time::Duration) -> Self {
+        let stopping = Self {
+            asked: tokio_util::sync::CancellationToken::new(),
+            forced: tokio_util::sync::CancellationToken::new(),
+        };
+        let mut signals = Signals::listen();
+        let (asked, forced) = (stopping.asked.clone(), stopping.forced.clone());
+        tokio::spawn(async move {
+            signals.next().await;
+            tracing::info!(?grace, "stop asked; a second signal stops at once");
+            asked.cancel();
+            tokio::select! {
+                () = signals.next() => {}
+                () = tokio::time::sleep(grace) => {}
+            }
+            forced.cancel();
+        });
+        stopping
+    }
+
+    /// Resolves when a stop was asked.
+    pub(crate) async fn asked(&self) {
+        self.asked.cancelled().await;
+    }
+
+    /// Resolves when the stop is forced.
+    pub(crate) async fn forced(&self) {
+        self.forced.cancelled().await;
+    }
+}
+
+/// SIGTERM and SIGINT, each registered when made (registering replaces the
+/// default action, which ends the process).
+struct Signals {
+    #[cfg(unix)]
+    terminate: Option<tokio::signal::unix::Signal>,
+    #[cfg(unix)]
+    interrupt: Option<tokio::signal::unix::Signal>,
+}
+
+impl Signals {
+    fn listen() -> Self {
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{SignalKind, signal};
+            Self {
+                terminate: signal(SignalKind::terminate()).ok(),
+                interrupt: signal(SignalKind::interrupt()).ok(),
+            }
+        }
+        #[cfg(not(unix))]
+        Self {}
+    }
+
+    /// Resolves at the next signal.
+    async fn next(&mut self) {
+        #[cfg(unix)]
+        {
+            async fn one(signal: &mut Option<tokio::signal::unix::Signal>) {
+                match signal {
+                    Some(signal) => {
+                        signal.recv().await;
+                    }
+                    None => std::future::pending().await,
+                }
+            }
+            let Self {
+                terminate,
+                interrupt,
+            } = self;
+            tokio::select! {
+                () = one(terminate) => {}
+                () = one(interrupt) => {}
+            }
+        }
+        #[cfg(not(unix))]
+        let _ = tokio::signal::ctrl_c().await;
+    }
 }
 
 /// Resolves on SIGINT (Ctrl-C) or SIGTERM (what Kubernetes sends a pod).

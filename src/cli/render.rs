@@ -47,7 +47,10 @@ plugin reads; dependencies that Chart.yaml declares but charts/ does not vendor 
 too.
 
 Exit status: 0 rendered (policies passed or only warned), 1 an enforced policy blocked the
-result, 2 an error (unreadable input, a plugin failed; the message names the plugin).")]
+result, 2 an error (unreadable input, a plugin failed, a policy could not run; the message
+names the plugin or policy). Unless the status is 0, nothing is printed on stdout (so that
+`kiln render ... | kubectl apply -f -` never applies what a policy refused);
+--output-on-block prints the manifests anyway, for inspection.")]
 pub(crate) struct RenderArgs {
     #[command(flatten)]
     pub(crate) pipeline: PipelineArgs,
@@ -71,6 +74,12 @@ pub(crate) struct RenderArgs {
     #[arg(long, value_name = "N", default_value_t = report::DEFAULT_MAX_RESULTS,
           requires = "policy_report")]
     policy_report_max_results: usize,
+
+    /// Print the manifests even when an enforced policy blocked them or a
+    /// policy could not run (the exit status still says so). Without it,
+    /// stdout stays empty then.
+    #[arg(long)]
+    output_on_block: bool,
 }
 
 /// Where an application comes from and how it is rendered and reviewed:
@@ -207,13 +216,54 @@ pub(crate) async fn run(args: &RenderArgs, matches: &ArgMatches) -> anyhow::Resu
         };
         write_policy_reports(file, &objects, &report, &context.namespace, &options)?;
     }
-    print_objects(&objects, &report, args.output)?;
+    if objects.is_empty() {
+        eprintln!(
+            "warning: the application rendered no objects{}",
+            if args.pipeline.plugins_given() {
+                " (the last plugin returned none)"
+            } else if args.pipeline.recurse {
+                " (no *.yaml, *.yml or *.json file under its directory holds an object)"
+            } else {
+                " (no *.yaml, *.yml or *.json file in its directory holds an object; \
+                 those of subdirectories need --recurse)"
+            }
+        );
+    }
+    let status = status_of(&report);
+    if status == exit::OK || args.output_on_block {
+        print_objects(&objects, &report, args.output)?;
+    }
     print_report(&report);
-    Ok(if report.blocked() {
+    if status != exit::OK && !args.output_on_block {
+        eprintln!("kiln render: nothing printed on stdout (--output-on-block prints it anyway)");
+    }
+    Ok(status)
+}
+
+/// The exit status a review gives: an enforced policy that could not run
+/// is an error (2: the review is incomplete, not a verdict); else a block
+/// is 1. A policy in warn or audit mode that could not run is reported and
+/// blocks nothing, as in the controller.
+pub(crate) fn status_of(report: &Report) -> u8 {
+    if report
+        .results
+        .iter()
+        .any(|r| r.mode == Mode::Enforce && r.error.is_some())
+    {
+        exit::ERROR
+    } else if report.blocked() {
         exit::POLICY_BLOCKED
     } else {
         exit::OK
-    })
+    }
+}
+
+impl PipelineArgs {
+    /// Whether a renderer plugin was named (else the built-in directory
+    /// renderer runs).
+    fn plugins_given(&self) -> bool {
+        !self.plugins.is_empty()
+    }
 }
 
 /// Renders the application and reviews it with its policies.

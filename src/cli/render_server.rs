@@ -300,25 +300,79 @@ pub(crate) struct CertsArgs {
         "kiln-render-server.kiln.svc.cluster.local".to_owned(),
     ])]
     server_names: Vec<String>,
+
+    /// Replace the files of an earlier run (a new CA: every certificate it
+    /// issued stops being trusted). Without it, existing files are refused.
+    #[arg(long)]
+    force: bool,
 }
 
+/// The files `kiln certs` writes.
+const CERT_FILES: [&str; 5] = [
+    "ca.crt",
+    "server.crt",
+    "server.key",
+    "client.crt",
+    "client.key",
+];
+
 pub(crate) fn certs(args: &CertsArgs) -> anyhow::Result<u8> {
+    let existing: Vec<&str> = CERT_FILES
+        .into_iter()
+        .filter(|name| args.out.join(name).symlink_metadata().is_ok())
+        .collect();
+    if !existing.is_empty() && !args.force {
+        anyhow::bail!(
+            "{} already holds {}: a new CA would untrust every certificate the old one issued; \
+             pass --force to replace them, or choose another --out",
+            args.out.display(),
+            existing.join(", ")
+        );
+    }
     let issued = Issued::new(&args.server_names)?;
     kiln::private_dir::ensure(&args.out)
         .with_context(|| format!("cannot create {}", args.out.display()))?;
-    for (name, text) in [
-        ("ca.crt", &issued.ca),
-        ("server.crt", &issued.server.0),
-        ("server.key", &issued.server.1),
-        ("client.crt", &issued.client.0),
-        ("client.key", &issued.client.1),
-    ] {
-        let path = args.out.join(name);
-        std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))?;
+    let texts = [
+        &issued.ca,
+        &issued.server.0,
+        &issued.server.1,
+        &issued.client.0,
+        &issued.client.1,
+    ];
+    // Every file written aside first, then each renamed into place: a
+    // failure while writing leaves the earlier set whole.
+    for (name, text) in CERT_FILES.into_iter().zip(texts) {
+        let aside = args.out.join(format!(".{name}.new"));
+        write_private(&aside, text.as_bytes())
+            .with_context(|| format!("cannot write {}", aside.display()))?;
+    }
+    for name in CERT_FILES {
+        let (aside, path) = (args.out.join(format!(".{name}.new")), args.out.join(name));
+        std::fs::rename(&aside, &path)
+            .with_context(|| format!("cannot write {}", path.display()))?;
     }
     println!(
         "wrote ca.crt, server.crt, server.key, client.crt, client.key to {}",
         args.out.display()
     );
     Ok(exit::OK)
+}
+
+/// Writes `path` readable by its owner only (keys among them), replacing
+/// a file left there (never following a link planted there: the file is
+/// created anew, exclusively).
+fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    match std::fs::remove_file(path) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
+        _ => {}
+    }
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)?;
+    file.write_all(bytes)?;
+    file.sync_all()
 }

@@ -128,10 +128,13 @@ pub async fn run(
         .applied_objects()
         .predicate_filter(trigger, Default::default());
     let flag = ctx.shutdown.clone();
+    let stopping = tokio_util::sync::CancellationToken::new();
+    let asked = stopping.clone();
     let shutdown = async move {
         shutdown.await;
         tracing::info!("stopping: running reconciles finish, syncs after their current wave");
         flag.store(true, std::sync::atomic::Ordering::Relaxed);
+        asked.cancel();
     };
     let config = kube::runtime::controller::Config::default()
         .concurrency(ctx.config.concurrency)
@@ -140,6 +143,7 @@ pub async fn run(
         .debounce(std::time::Duration::from_millis(500));
     tokio::spawn(evict_idle_repositories(ctx.clone()));
     tokio::spawn(stop_unneeded_watches(ctx.clone(), reader.clone()));
+    let listed = reader.clone();
     let mut controller = Controller::for_stream(changes, reader).with_config(config);
     if let Some(live) = ctx.live.triggers() {
         controller = controller.reconcile_on(live);
@@ -158,15 +162,30 @@ pub async fn run(
         controller = controller
             .reconcile_all_on(tokio_stream::wrappers::UnboundedReceiverStream::new(taken));
     }
-    controller
+    let running = controller
         .graceful_shutdown_on(shutdown)
         .run(reconcile, error_policy, ctx)
         .for_each(|result| async move {
             if let Err(error) = result {
                 tracing::debug!(%error, "controller event");
             }
-        })
-        .await;
+        });
+    // kube-runtime holds its runner until the Applications are listed, and
+    // a graceful stop ends the watch that lists them: asked to stop before
+    // that, it would wait forever. Nothing has run then, so nothing is cut.
+    let before_listed = async move {
+        use futures_util::FutureExt as _;
+        stopping.cancelled().await;
+        if !matches!(listed.wait_until_ready().now_or_never(), Some(Ok(()))) {
+            tracing::info!("stopped before the Applications were listed");
+            return;
+        }
+        std::future::pending::<()>().await;
+    };
+    tokio::select! {
+        () = running => {}
+        () = before_listed => {}
+    }
     // The Leases held are released (after the reconciles running), so the
     // other replicas take the shards at once.
     if let Some(contending) = contending

@@ -151,14 +151,16 @@ impl Plugin {
         let span = tracing::Span::current();
         // The memory reservation goes with the thread: an abandoned call
         // still holds its memory until it really ends.
-        let task = crate::interrupt::spawn_blocking(move || {
+        let timeout = self.inner.limits.timeout;
+        let hard = timeout.saturating_add(host.config.wall_clock_grace);
+        // The wall-clock limit counts from when the call starts running
+        // (a full blocking pool makes it wait, not time out unstarted).
+        let joined = crate::interrupt::blocking_within(hard, move || {
             let _memory = memory;
             span.in_scope(call)
         })
-        .instrument(tracing::Span::current());
-        let timeout = self.inner.limits.timeout;
-        let hard = timeout.saturating_add(host.config.wall_clock_grace);
-        let joined = tokio::time::timeout(hard, task).await;
+        .instrument(tracing::Span::current())
+        .await;
         drop(permit);
         match joined {
             Ok(joined) => joined

@@ -42,8 +42,39 @@ pub fn render_until(
 ) -> Result<Vec<Object>, RenderError> {
     let mut objects = Vec::new();
     let budget = ParseBudget::new(options.limits).with_interrupt(interrupt);
+    refuse_what_plugins_render(view, path)?;
     walk(view, path, options, &budget, &mut objects)?;
     Ok(objects)
+}
+
+/// The files that make a directory something a plugin renders, as Argo
+/// CD's source type detection reads them.
+const PLUGIN_SOURCES: &[(&str, &str, &str)] = &[
+    ("kustomization.yaml", "kustomization", "kustomize"),
+    ("kustomization.yml", "kustomization", "kustomize"),
+    ("Kustomization", "kustomization", "kustomize"),
+    ("Chart.yaml", "Helm chart", "helm"),
+];
+
+/// Fails, naming the plugin to add, when the application's directory is a
+/// kustomization or a Helm chart: parsed as manifests, its files would
+/// fail with a message about a missing `metadata.name`.
+fn refuse_what_plugins_render(view: &dyn SourceView, dir: &SourcePath) -> Result<(), RenderError> {
+    for entry in view.read_dir(dir)? {
+        if entry.kind != EntryKind::File {
+            continue;
+        }
+        if let Some((_, what, plugin)) =
+            PLUGIN_SOURCES.iter().find(|(name, ..)| *name == entry.name)
+        {
+            return Err(RenderError::NeedsPlugin {
+                file: dir.join(&entry.name)?.to_string(),
+                what,
+                plugin,
+            });
+        }
+    }
+    Ok(())
 }
 
 fn walk(
@@ -125,6 +156,40 @@ mod tests {
         };
         assert_eq!(names(false), ["a", "b", "b2"]);
         assert_eq!(names(true), ["a", "b", "b2", "c"]);
+    }
+
+    #[test]
+    fn a_kustomization_or_a_chart_names_the_plugin_to_add() {
+        let tmp = tempfile::tempdir().unwrap();
+        write(
+            tmp.path(),
+            &[
+                ("k/kustomization.yaml", "resources: [cm.yaml]\n"),
+                ("k/cm.yaml", &format!("{CM}a\n")),
+                (
+                    "c/Chart.yaml",
+                    "apiVersion: v2\nname: web\nversion: 1.0.0\n",
+                ),
+            ],
+        );
+        let view = LocalDir::open(tmp.path()).unwrap();
+        let error = |dir: &str| {
+            render(
+                &view,
+                &SourcePath::parse(dir).unwrap(),
+                &DirectoryOptions::default(),
+            )
+            .unwrap_err()
+            .to_string()
+        };
+        let k = error("k");
+        assert!(k.starts_with("k/kustomization.yaml is a kustomization, not a plain manifest: render it with the kustomize plugin"), "{k}");
+        let c = error("c");
+        assert!(
+            c.contains("c/Chart.yaml is a Helm chart")
+                && c.contains("--plugin plugins/dist/helm.wasm"),
+            "{c}"
+        );
     }
 
     #[test]

@@ -66,6 +66,22 @@ pub enum RenderError {
     /// The render task itself failed on the host.
     #[error("render task failed: {0}")]
     Task(String),
+    /// The directory holds what a plugin renders (a kustomization, a Helm
+    /// chart), not plain manifests: the built-in renderer says which
+    /// plugin to add instead of failing on the file as a manifest.
+    #[error(
+        "{file} is a {what}, not a plain manifest: render it with the {plugin} plugin \
+         (a `{plugin}` step in the Application's plugin chain; with `kiln render`, \
+         --plugin plugins/dist/{plugin}.wasm)"
+    )]
+    NeedsPlugin {
+        /// The file that tells.
+        file: String,
+        /// What it is.
+        what: &'static str,
+        /// The plugin that renders it.
+        plugin: &'static str,
+    },
 }
 
 /// Renders `context.path` of `source` through `chain`.

@@ -779,7 +779,34 @@ impl<'a> Engine<'a> {
         self.record_written(planned, &written);
         let action = self.action_of(planned, live.as_ref(), &written).await?;
         tracing::info!(object = %key, %action, "applied");
-        Ok((action, String::new(), Some(resolved)))
+        let message = live
+            .as_ref()
+            .and_then(|live| self.taken_from(key, live))
+            .unwrap_or_default();
+        Ok((action, message, Some(resolved)))
+    }
+
+    /// When `live` was tracked by another application: the warning the
+    /// object's result carries (it is this one's now, as in Argo CD, whose
+    /// SharedResourceWarning this is; FailOnSharedResource=true refuses
+    /// instead). Never silent.
+    fn taken_from(&self, key: &ObjectKey, live: &Value) -> Option<String> {
+        let other = tracked_as(live)?.split(':').next()?;
+        // The application, not the whole id: the same application under
+        // another API group of the kind is not someone else.
+        if other == self.app.name {
+            return None;
+        }
+        tracing::warn!(object = %key, other, "an object another application tracked is now this one's");
+        Some(format!(
+            "shared resource: it was tracked by application {other}; {} it now \
+             (set FailOnSharedResource=true to refuse)",
+            if self.options.dry_run {
+                "this sync would take"
+            } else {
+                "this application tracks"
+            }
+        ))
     }
 
     /// The live object before an apply: what the comparison already read
@@ -1003,7 +1030,9 @@ impl<'a> Engine<'a> {
         Ok(
             match (before, written.metadata.resource_version.as_deref()) {
                 (None, _) => Action::Created,
-                (Some(a), Some(b)) if a == b => Action::Unchanged,
+                // A dry run writes nothing, so the resource version stays
+                // as it was even when the apply would change the object:
+                // what would change is read from the predicted object.
                 _ if self.options.dry_run => {
                     let predicted = serde_json::to_value(written).unwrap_or_default();
                     let compared = diff::compare(
@@ -1020,6 +1049,7 @@ impl<'a> Engine<'a> {
                         Action::Configured
                     }
                 }
+                (Some(a), Some(b)) if a == b => Action::Unchanged,
                 _ => Action::Configured,
             },
         )

@@ -703,8 +703,12 @@ impl GitSource {
         let started = Instant::now();
         let owned_url = url.clone();
         let span = tracing::debug_span!("git", repo = %url, operation);
-        let task = tokio::task::spawn_blocking(move || span.in_scope(|| op(&owned_url, &options)));
-        let result = tokio::time::timeout(config.timeout, task).await;
+        // The limit counts from the start: a full blocking pool makes the
+        // operation wait, never time out before it began.
+        let result = crate::interrupt::blocking_within(config.timeout, move || {
+            span.in_scope(|| op(&owned_url, &options))
+        })
+        .await;
         if result.is_err() {
             // The blocking fetch stops receiving instead of running on.
             interrupt.raise();

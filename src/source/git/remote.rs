@@ -45,20 +45,23 @@ pub(super) enum Failure {
 
 impl Failure {
     fn from_gix(error: &gix::Error) -> Self {
-        let message = format!("{error:#}");
+        // Classified on everything gix says (debug dumps included); told in
+        // words (crate::text::chain), never as gix's debug tree.
+        let full = format!("{error:#}");
+        let message = crate::text::chain(error);
         if matches!(error.dominant_class(), Some(gix::error::Class::Corruption))
             || format!("{error:?}").contains("class: Corruption")
         {
             return Failure::Corrupt(message);
         }
         if error.is_unauthenticated()
-            || message.contains("401")
-            || message.contains("Permission denied (publickey")
+            || full.contains("401")
+            || full.contains("Permission denied (publickey")
         {
             Failure::Auth
-        } else if message.contains("timed out")
-            || message.contains("Timeout")
-            || message.contains("would block")
+        } else if full.contains("timed out")
+            || full.contains("Timeout")
+            || full.contains("would block")
         {
             Failure::Timeout
         } else {
