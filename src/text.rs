@@ -14,24 +14,27 @@ pub const MAX_MESSAGE: usize = 4096;
 /// server's `Status { … }`) is replaced by its words or left out, the
 /// causes below it saying the same in words.
 pub fn chain(error: &(dyn Error + 'static)) -> String {
-    let mut text = String::new();
+    let mut parts: Vec<String> = Vec::new();
     let mut next = Some(error);
     while let Some(current) = next {
-        if let Some(part) = plain(current)
-            && !text.contains(&part)
-        {
-            if !text.is_empty() {
-                text.push_str(": ");
-            }
-            text.push_str(&part);
-        }
         next = current.source();
+        let Some(part) = plain(current) else { continue };
+        if parts.iter().any(|p| p.contains(&part)) {
+            continue;
+        }
+        // A cause that repeats the message above it and says more (an
+        // error that prints its source itself, wrapped in a context of
+        // the same words) replaces it.
+        match parts.last_mut() {
+            Some(last) if part.contains(last.as_str()) => *last = part,
+            _ => parts.push(part),
+        }
     }
-    if text.is_empty() {
+    if parts.is_empty() {
         // Nothing but debug dumps: better them than nothing.
         return error.to_string();
     }
-    text
+    parts.join(": ")
 }
 
 /// One error's own message in words, or `None` when it says nothing its
@@ -64,6 +67,10 @@ fn plain(error: &(dyn Error + 'static)) -> Option<String> {
             _ => text.to_owned(),
         },
     };
+    // kube's and hyper's jargon for a failed connection.
+    let text = text
+        .replace("ServiceError: ", "")
+        .replace("client error (Connect): ", "cannot connect: ");
     if text.is_empty() || NOISE.is_match(&text) {
         return None;
     }
@@ -199,6 +206,34 @@ mod tests {
         // A message in quotes of its own is not unquoted.
         let error = Outer(std::io::Error::other("\"a\" and \"b\""));
         assert_eq!(chain(&error), "directory renderer: \"a\" and \"b\"");
+    }
+
+    #[derive(Debug, thiserror::Error)]
+    #[error("cannot discover the cluster's API")]
+    struct Context(#[source] Discover);
+
+    #[derive(Debug, thiserror::Error)]
+    #[error("cannot discover the cluster's API: ServiceError: {0}")]
+    struct Discover(#[source] std::io::Error);
+
+    #[test]
+    fn a_context_repeated_by_its_cause_is_said_once() {
+        let error = Context(Discover(std::io::Error::other(
+            "client error (Connect): tcp connect error: Connection refused (os error 111)",
+        )));
+        assert_eq!(
+            chain(&error),
+            "cannot discover the cluster's API: cannot connect: tcp connect error: \
+             Connection refused (os error 111)"
+        );
+        // As kube prints it, alone: in words.
+        let error = Outer(std::io::Error::other(
+            "ServiceError: client error (Connect): tcp connect error: Connection refused (os error 111)",
+        ));
+        assert_eq!(
+            chain(&error),
+            "directory renderer: cannot connect: tcp connect error: Connection refused (os error 111)"
+        );
     }
 
     #[test]

@@ -1288,6 +1288,41 @@ async fn manual_sync_diff_and_rollback_from_the_cli() {
     let out = kiln_cli(&w, home.path(), &["app", "history", "manual"]).await;
     let history = support::assert_success(&out);
     assert_eq!(history.lines().count(), 3, "{history}");
+
+    // `list` and `get` print as kubectl users expect: -o wide, json, yaml.
+    let out = kiln_cli(
+        &w,
+        home.path(),
+        &["app", "list", "-n", "kiln", "-o", "wide"],
+    )
+    .await;
+    let table = support::assert_success(&out);
+    let header = table.lines().next().unwrap_or_default();
+    assert!(
+        header.contains("DESTINATION") && header.contains("REPO"),
+        "{table}"
+    );
+    assert!(
+        table
+            .lines()
+            .any(|l| l.starts_with("manual ") && l.contains(&w.url)),
+        "{table}"
+    );
+    let out = kiln_cli(&w, home.path(), &["app", "get", "manual", "-o", "json"]).await;
+    let app: serde_json::Value = serde_json::from_str(&support::assert_success(&out)).unwrap();
+    assert_eq!(app["metadata"]["name"], "manual");
+    assert_eq!(app["kind"], "Application");
+    let out = kiln_cli(&w, home.path(), &["app", "list", "-o", "yaml"]).await;
+    let list: serde_json::Value = serde_yaml::from_str(&support::assert_success(&out)).unwrap();
+    assert_eq!(list["kind"], "ApplicationList");
+    assert_eq!(list["items"][0]["metadata"]["name"], "manual", "{list}");
+    // A missing one: one plain line, as kubectl says it.
+    let out = kiln_cli(&w, home.path(), &["app", "get", "nope"]).await;
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        text(&out.stderr).trim_end(),
+        "error: Application nope: applications.kiln.dev \"nope\" not found"
+    );
     let out = kiln_cli(
         &w,
         home.path(),
@@ -1329,7 +1364,12 @@ async fn manual_sync_diff_and_rollback_from_the_cli() {
         &["app", "sync", "manual", "--dry-run", "--timeout", "20s"],
     )
     .await;
-    assert!(support::assert_success(&out).contains("(dry run)"));
+    let stdout = support::assert_success(&out);
+    assert_eq!(
+        stdout.matches("(dry run)").count(),
+        1,
+        "said once: {stdout}"
+    );
     assert_eq!(
         live_configmap(&w.cluster, "settings").await.unwrap()["data"]["color"],
         "blue"

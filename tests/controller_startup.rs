@@ -241,3 +241,59 @@ fn micro_time_now() -> String {
         .strftime("%Y-%m-%dT%H:%M:%S.000000Z")
         .to_string()
 }
+
+#[test]
+fn a_cluster_that_is_not_there_is_one_plain_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = dir.path().join("kubeconfig");
+    let port = support::git::free_port();
+    std::fs::write(
+        &kubeconfig,
+        format!(
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster: {{server: \"http://127.0.0.1:{port}\"}}\n\
+             contexts:\n- name: c\n  context: {{cluster: c, user: u}}\ncurrent-context: c\n\
+             users:\n- name: u\n  user: {{token: t}}\n"
+        ),
+    )
+    .unwrap();
+    for args in [
+        vec!["app", "list"],
+        vec!["app", "get", "guestbook"],
+        vec!["controller", "--no-leader-election"],
+    ] {
+        let out = Command::new(env!("CARGO_BIN_EXE_kiln"))
+            .env_remove("KILN_LOG")
+            .env("HOME", dir.path())
+            .args(&args)
+            .arg(format!("--kubeconfig={}", kubeconfig.display()))
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        if args[0] == "controller" {
+            // The controller asks again for 30 s (a cluster coming up),
+            // saying so, then stops with the same words.
+            assert_eq!(out.status.code(), Some(2), "{stderr}");
+            assert!(
+                stderr
+                    .lines()
+                    .last()
+                    .unwrap()
+                    .contains("Connection refused"),
+                "{stderr}"
+            );
+            continue;
+        }
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{args:?}: one line: {stderr}");
+        assert!(
+            stderr.contains("tcp connect error: Connection refused"),
+            "{args:?}: {stderr}"
+        );
+        for jargon in ["ERROR", "ServiceError", "client error (Connect)", "{ "] {
+            assert!(
+                !stderr.contains(jargon),
+                "{args:?}: no `{jargon}`: {stderr}"
+            );
+        }
+    }
+}

@@ -531,8 +531,9 @@ fn keygen_sign_and_verify_from_the_command_line() {
     );
     assert_eq!(out.status.code(), Some(1));
     assert!(
-        String::from_utf8_lossy(&out.stderr).contains("signed, but not by a trusted key"),
-        "{}",
+        String::from_utf8_lossy(&out.stderr)
+            .contains("signed, but not by a trusted key, or the file changed after it was signed"),
+        "tampered bytes are named as a possible cause: {}",
         String::from_utf8_lossy(&out.stderr)
     );
 

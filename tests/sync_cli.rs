@@ -237,6 +237,37 @@ async fn an_object_another_application_tracks_is_never_taken_silently() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn create_namespace_without_a_namespace_is_a_warning() {
+    let setup = Setup::start().await;
+    let src = support::tree(&[(
+        "app/cm.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c, namespace: default}\n",
+    )]);
+    let dir = src.path().join("app").display().to_string();
+    let kubeconfig = setup.dir.path().join("kubeconfig").display().to_string();
+    let home = setup.dir.path().to_owned();
+    let out = tokio::task::spawn_blocking(move || {
+        let args = [
+            "sync",
+            &dir,
+            "--sync-option",
+            "CreateNamespace=true",
+            "--kubeconfig",
+            &kubeconfig,
+        ];
+        support::kiln_as_user(Path::new(env!("CARGO_MANIFEST_DIR")), &home, &args)
+    })
+    .await
+    .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(
+        text(&out).contains("warning: CreateNamespace=true creates the destination namespace, and none was given (--namespace)"),
+        "{}",
+        text(&out)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_enforced_policy_stops_the_sync_before_anything_is_applied() {
     let setup = Setup::start().await;
     let policy = component("required-labels");

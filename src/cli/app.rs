@@ -22,9 +22,9 @@ use super::{HostArgs, default_cache_dir, exit};
 #[derive(Debug, clap::Subcommand)]
 pub(crate) enum AppCommand {
     /// One line per Application: sync, health, revision, conditions.
-    List(AppArgs),
+    List(ListArgs),
     /// One Application: its source, destination, status, resources and history.
-    Get(NamedAppArgs),
+    Get(GetArgs),
     /// Ask the controller to reconcile an Application now.
     Refresh(NamedAppArgs),
     /// The revisions an Application was synced to, oldest first.
@@ -201,144 +201,8 @@ fn short(revision: Option<&String>) -> String {
 
 pub(crate) async fn run(command: &AppCommand) -> anyhow::Result<u8> {
     match command {
-        AppCommand::List(args) => {
-            let apps = api(args)
-                .await?
-                .list(&ListParams::default())
-                .await
-                .context("cannot list Applications")?;
-            println!(
-                "{:<24} {:<12} {:<10} {:<12} {:<10} CONDITION",
-                "NAME", "PROJECT", "SYNC", "HEALTH", "REVISION"
-            );
-            for app in apps.items {
-                let status = app.status.clone().unwrap_or_default();
-                let sync = status
-                    .sync
-                    .as_ref()
-                    .map_or("-", |s| s.status.as_str())
-                    .to_owned();
-                let health = status
-                    .health
-                    .as_ref()
-                    .map_or("-", |h| h.status.as_str())
-                    .to_owned();
-                let revision = short(status.sync.as_ref().and_then(|s| s.revision.as_ref()));
-                let condition = status
-                    .conditions
-                    .first()
-                    .map(|c| c.type_.clone())
-                    .unwrap_or_default();
-                println!(
-                    "{:<24} {:<12} {:<10} {:<12} {:<10} {condition}",
-                    app.metadata.name.unwrap_or_default(),
-                    app.spec.project,
-                    sync,
-                    health,
-                    revision
-                );
-            }
-        }
-        AppCommand::Get(args) => {
-            let app = api(&args.where_)
-                .await?
-                .get(&args.name)
-                .await
-                .with_context(|| format!("Application {}", args.name))?;
-            let spec = &app.spec;
-            let status = app.status.clone().unwrap_or_default();
-            println!("Name:        {}", args.name);
-            println!("Project:     {}", spec.project);
-            println!(
-                "Source:      {} {} path {}",
-                spec.source.repo_url, spec.source.target_revision, spec.source.path
-            );
-            for plugin in &spec.source.plugins {
-                println!("  plugin:    {} {:?}", plugin.name, plugin.parameters);
-            }
-            println!(
-                "Destination: {} namespace {}",
-                spec.destination
-                    .server
-                    .as_deref()
-                    .or(spec.destination.name.as_deref())
-                    .unwrap_or("in-cluster"),
-                spec.destination.namespace.as_deref().unwrap_or("-")
-            );
-            let automated = spec.sync_policy.as_ref().and_then(|p| p.automated.as_ref());
-            println!(
-                "Sync policy: {}",
-                automated.map_or("manual".to_owned(), |a| format!(
-                    "automated (prune: {}, selfHeal: {})",
-                    a.prune, a.self_heal
-                ))
-            );
-            let sync = status.sync.as_ref();
-            println!(
-                "Sync:        {} at {}",
-                sync.map_or("-", |s| s.status.as_str()),
-                short(sync.and_then(|s| s.revision.as_ref()))
-            );
-            println!(
-                "Health:      {}",
-                status.health.as_ref().map_or("-", |h| h.status.as_str())
-            );
-            if let Some(operation) = &status.operation_state {
-                println!(
-                    "Last sync:   {} — {}",
-                    operation.phase,
-                    operation.message.as_deref().unwrap_or_default()
-                );
-            }
-            for condition in &status.conditions {
-                println!(
-                    "Condition:   {} ({}): {}",
-                    condition.type_,
-                    condition.reason.as_deref().unwrap_or("-"),
-                    condition.message.as_deref().unwrap_or_default()
-                );
-            }
-            if let Some(policy) = &status.policy {
-                for finding in &policy.findings {
-                    let field = finding
-                        .field_path
-                        .as_deref()
-                        .map(|f| format!(" {f}"))
-                        .unwrap_or_default();
-                    println!(
-                        "Policy:      {} [{}] {}{field}: {}",
-                        finding.policy,
-                        finding.severity,
-                        finding.object.as_deref().unwrap_or("(set)"),
-                        finding.message
-                    );
-                }
-                if policy.omitted > 0 {
-                    println!("Policy:      … and {} more findings", policy.omitted);
-                }
-            }
-            if !status.resources.is_empty() {
-                println!(
-                    "\n{:<40} {:<16} {:<12} HEALTH",
-                    "RESOURCE", "NAMESPACE", "STATUS"
-                );
-                for r in &status.resources {
-                    println!(
-                        "{:<40} {:<16} {:<12} {}",
-                        resource(&r.group, &r.kind, &r.name),
-                        r.namespace.as_deref().unwrap_or("-"),
-                        r.status,
-                        r.health.as_deref().unwrap_or("-")
-                    );
-                }
-            }
-            if !status.history.is_empty() {
-                println!("\nHISTORY");
-                for entry in &status.history {
-                    println!("{:<4} {} {}", entry.id, entry.deployed_at, entry.revision);
-                }
-            }
-        }
+        AppCommand::List(args) => return list(args).await,
+        AppCommand::Get(args) => return get(args).await,
         AppCommand::History(args) => {
             let app = api(&args.where_)
                 .await?
@@ -518,12 +382,14 @@ async fn operate(
             );
         }
     }
+    let message = state.message.as_deref().unwrap_or_default();
+    // The sync's own summary already says "(dry run)": once is enough.
+    let dry_run = state.dry_run && !message.contains("(dry run)");
     println!(
-        "{}: {} at {}{}",
+        "{}: {message} at {}{}",
         state.phase,
-        state.message.as_deref().unwrap_or_default(),
         short(state.revision.as_ref()),
-        if state.dry_run { " (dry run)" } else { "" }
+        if dry_run { " (dry run)" } else { "" }
     );
     Ok(if state.phase == "Succeeded" {
         exit::OK
@@ -611,5 +477,242 @@ async fn diff(args: &AppDiffArgs) -> anyhow::Result<u8> {
         exit::OK
     } else {
         exit::DRIFT
+    })
+}
+
+/// `kiln app list`: a table (`-o wide`: with repository, path and
+/// destination), or the Applications as the API serves them (`-o json`,
+/// `-o yaml`: a List).
+async fn list(args: &ListArgs) -> anyhow::Result<u8> {
+    let apps = api(&args.where_)
+        .await?
+        .list(&ListParams::default())
+        .await
+        .context("cannot list Applications")?;
+    if let Some(printed) = as_data(args.output, &apps)? {
+        print!("{printed}");
+        return Ok(exit::OK);
+    }
+    let wide = matches!(args.output, Output::Wide);
+    let extra = |destination: &str, repo: &str, path: &str| {
+        if wide {
+            format!("{destination:<32} {repo:<48} {path:<24} ")
+        } else {
+            String::new()
+        }
+    };
+    println!(
+        "{:<24} {:<12} {:<10} {:<12} {:<10} {}CONDITION",
+        "NAME",
+        "PROJECT",
+        "SYNC",
+        "HEALTH",
+        "REVISION",
+        extra("DESTINATION", "REPO", "PATH")
+    );
+    for app in apps.items {
+        let status = app.status.clone().unwrap_or_default();
+        let sync = status
+            .sync
+            .as_ref()
+            .map_or("-", |s| s.status.as_str())
+            .to_owned();
+        let health = status
+            .health
+            .as_ref()
+            .map_or("-", |h| h.status.as_str())
+            .to_owned();
+        let revision = short(status.sync.as_ref().and_then(|s| s.revision.as_ref()));
+        let condition = status
+            .conditions
+            .first()
+            .map(|c| c.type_.clone())
+            .unwrap_or_default();
+        let destination = &app.spec.destination;
+        let destination = format!(
+            "{}/{}",
+            destination
+                .server
+                .as_deref()
+                .or(destination.name.as_deref())
+                .unwrap_or("in-cluster"),
+            destination.namespace.as_deref().unwrap_or("-")
+        );
+        let source = &app.spec.source;
+        println!(
+            "{:<24} {:<12} {:<10} {:<12} {:<10} {}{condition}",
+            app.metadata.name.clone().unwrap_or_default(),
+            app.spec.project,
+            sync,
+            health,
+            revision,
+            extra(&destination, &source.repo_url, &source.path)
+        );
+    }
+    Ok(exit::OK)
+}
+
+/// `kiln app get`: a summary, or the Application as the API serves it
+/// (`-o json`, `-o yaml`).
+async fn get(args: &GetArgs) -> anyhow::Result<u8> {
+    let app = api(&args.where_)
+        .await?
+        .get(&args.name)
+        .await
+        .with_context(|| format!("Application {}", args.name))?;
+    if let Some(printed) = as_data(args.output, &app)? {
+        print!("{printed}");
+        return Ok(exit::OK);
+    }
+    let spec = &app.spec;
+    let status = app.status.clone().unwrap_or_default();
+    println!("Name:        {}", args.name);
+    println!("Project:     {}", spec.project);
+    println!(
+        "Source:      {} {} path {}",
+        spec.source.repo_url, spec.source.target_revision, spec.source.path
+    );
+    for plugin in &spec.source.plugins {
+        println!("  plugin:    {} {:?}", plugin.name, plugin.parameters);
+    }
+    println!(
+        "Destination: {} namespace {}",
+        spec.destination
+            .server
+            .as_deref()
+            .or(spec.destination.name.as_deref())
+            .unwrap_or("in-cluster"),
+        spec.destination.namespace.as_deref().unwrap_or("-")
+    );
+    let automated = spec.sync_policy.as_ref().and_then(|p| p.automated.as_ref());
+    println!(
+        "Sync policy: {}",
+        automated.map_or("manual".to_owned(), |a| format!(
+            "automated (prune: {}, selfHeal: {})",
+            a.prune, a.self_heal
+        ))
+    );
+    let sync = status.sync.as_ref();
+    println!(
+        "Sync:        {} at {}",
+        sync.map_or("-", |s| s.status.as_str()),
+        short(sync.and_then(|s| s.revision.as_ref()))
+    );
+    println!(
+        "Health:      {}",
+        status.health.as_ref().map_or("-", |h| h.status.as_str())
+    );
+    if let Some(operation) = &status.operation_state {
+        println!(
+            "Last sync:   {} — {}",
+            operation.phase,
+            operation.message.as_deref().unwrap_or_default()
+        );
+    }
+    for condition in &status.conditions {
+        println!(
+            "Condition:   {} ({}): {}",
+            condition.type_,
+            condition.reason.as_deref().unwrap_or("-"),
+            condition.message.as_deref().unwrap_or_default()
+        );
+    }
+    if let Some(policy) = &status.policy {
+        for finding in &policy.findings {
+            let field = finding
+                .field_path
+                .as_deref()
+                .map(|f| format!(" {f}"))
+                .unwrap_or_default();
+            println!(
+                "Policy:      {} [{}] {}{field}: {}",
+                finding.policy,
+                finding.severity,
+                finding.object.as_deref().unwrap_or("(set)"),
+                finding.message
+            );
+        }
+        if policy.omitted > 0 {
+            println!("Policy:      … and {} more findings", policy.omitted);
+        }
+    }
+    if !status.resources.is_empty() {
+        println!(
+            "\n{:<40} {:<16} {:<12} HEALTH",
+            "RESOURCE", "NAMESPACE", "STATUS"
+        );
+        for r in &status.resources {
+            println!(
+                "{:<40} {:<16} {:<12} {}",
+                resource(&r.group, &r.kind, &r.name),
+                r.namespace.as_deref().unwrap_or("-"),
+                r.status,
+                r.health.as_deref().unwrap_or("-")
+            );
+        }
+    }
+    if !status.history.is_empty() {
+        println!("\nHISTORY");
+        for entry in &status.history {
+            println!("{:<4} {} {}", entry.id, entry.deployed_at, entry.revision);
+        }
+    }
+    Ok(exit::OK)
+}
+
+/// How `list` and `get` print.
+#[derive(Clone, Copy, Debug, Default, clap::ValueEnum)]
+enum Output {
+    /// A table (`list`) or a summary (`get`).
+    #[default]
+    Text,
+    /// The table with the repository, path and destination (`list`).
+    Wide,
+    /// As the API serves it, JSON.
+    Json,
+    /// As the API serves it, YAML.
+    Yaml,
+}
+
+/// List Applications.
+#[derive(Debug, clap::Args)]
+#[command(after_help = "\
+Examples:
+  kiln app list
+  kiln app list -n team-a -o wide
+  kiln app list -o yaml")]
+pub(crate) struct ListArgs {
+    /// Output format: text, wide, json, yaml.
+    #[arg(long, short = 'o', value_enum, default_value = "text")]
+    output: Output,
+
+    #[command(flatten)]
+    where_: AppArgs,
+}
+
+/// Show one Application.
+#[derive(Debug, clap::Args)]
+#[command(after_help = "\
+Examples:
+  kiln app get guestbook
+  kiln app get guestbook -o json | jq .status.sync")]
+pub(crate) struct GetArgs {
+    /// The Application's name.
+    name: String,
+
+    /// Output format: text, json, yaml (wide is text here).
+    #[arg(long, short = 'o', value_enum, default_value = "text")]
+    output: Output,
+
+    #[command(flatten)]
+    where_: AppArgs,
+}
+
+/// `value` as JSON or YAML text when `output` asks for data.
+fn as_data(output: Output, value: &impl serde::Serialize) -> anyhow::Result<Option<String>> {
+    Ok(match output {
+        Output::Text | Output::Wide => None,
+        Output::Json => Some(serde_json::to_string_pretty(value)? + "\n"),
+        Output::Yaml => Some(serde_yaml::to_string(value)?),
     })
 }

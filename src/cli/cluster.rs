@@ -226,6 +226,12 @@ pub(crate) async fn sync(args: &SyncArgs, matches: &ArgMatches) -> anyhow::Resul
     for option in &args.sync_options {
         options.set(option)?;
     }
+    if options.create_namespace && args.pipeline.namespace.is_empty() {
+        eprintln!(
+            "warning: CreateNamespace=true creates the destination namespace, and none was \
+             given (--namespace): nothing will be created"
+        );
+    }
     let (objects, report, context) = pipeline(&args.pipeline, matches).await?;
     print_report(&report);
     match status_of(&report) {

@@ -294,6 +294,14 @@ fn init_logging(verbose: u8) {
         1 => "info",
         _ => "debug",
     };
+    // kube's HTTP layer logs every failed request at ERROR ("failed with
+    // error client error (Connect)"), then returns the same error, which
+    // Kiln reports once, in words: below -vv that line is noise.
+    let default = if verbose > 1 {
+        default.to_owned()
+    } else {
+        format!("{default},kube_client::client::builder=off")
+    };
     let filter = EnvFilter::try_from_env("KILN_LOG").unwrap_or_else(|_| EnvFilter::new(default));
     // Colour only for a person at a terminal: never escape codes in a log
     // file or a pod's log.

@@ -149,7 +149,7 @@ pub(crate) struct PipelineArgs {
 
     /// Destination namespace: given to plugins, and (diff, sync) where
     /// namespaced objects without one go.
-    #[arg(long, default_value = "")]
+    #[arg(short = 'n', long, default_value = "")]
     pub(crate) namespace: String,
 
     /// Project given to plugins.

@@ -44,8 +44,14 @@ pub enum TrustError {
         /// The files looked for.
         looked: Vec<String>,
     },
-    /// Signatures exist, but none by a trusted key.
-    #[error("signed, but not by a trusted key (trusted: {})", trusted.join(", "))]
+    /// Signatures exist, but none verifies with a trusted key: another key
+    /// signed, or the bytes changed after signing (a plain signature does
+    /// not name its key, so the two cannot be told apart).
+    #[error(
+        "signed, but not by a trusted key, or the file changed after it was signed \
+         (trusted: {})",
+        trusted.join(", ")
+    )]
     UntrustedKey {
         /// Fingerprints of the trusted keys.
         trusted: Vec<String>,
