@@ -593,3 +593,65 @@ fn the_documented_kiln_suite_passes() {
         text(&out.stdout)
     );
 }
+
+/// A Gatekeeper suite written for this test: one template, one constraint,
+/// one object that violates it.
+fn own_gatekeeper_suite() -> tempfile::TempDir {
+    tree(&[
+        (
+            "suite.yaml",
+            "kind: Suite\napiVersion: test.gatekeeper.sh/v1alpha1\ntests:\n- name: team\n  \
+             template: template.yaml\n  constraint: constraint.yaml\n  cases:\n  - name: no-team\n    \
+             object: bad.yaml\n    assertions:\n    - violations: yes\n",
+        ),
+        (
+            "template.yaml",
+            "apiVersion: templates.gatekeeper.sh/v1\nkind: ConstraintTemplate\nmetadata:\n  name: k8srequiredteam\n\
+             spec:\n  crd:\n    spec:\n      names:\n        kind: K8sRequiredTeam\n  targets:\n  \
+             - target: admission.k8s.gatekeeper.sh\n    rego: |\n      package k8srequiredteam\n\n      \
+             violation[{\"msg\": msg}] {\n        not input.review.object.metadata.labels.team\n        \
+             msg := \"no team label\"\n      }\n",
+        ),
+        (
+            "constraint.yaml",
+            "apiVersion: constraints.gatekeeper.sh/v1beta1\nkind: K8sRequiredTeam\nmetadata: {name: team}\n",
+        ),
+        (
+            "bad.yaml",
+            "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings, namespace: shop}\n",
+        ),
+    ])
+}
+
+#[test]
+fn the_gatekeeper_plugin_is_found_wherever_kiln_runs() {
+    let suite = own_gatekeeper_suite();
+    let run = |plugin_path: Option<&Path>| {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_kiln"));
+        command
+            .args(["policy", "test", "--no-compile-cache", "suite.yaml"])
+            // Not the repository: no plugins/dist here.
+            .current_dir(suite.path())
+            .env_remove("KILN_LOG")
+            .env_remove("KILN_PLUGIN_PATH");
+        if let Some(dir) = plugin_path {
+            command.env("KILN_PLUGIN_PATH", dir);
+        }
+        command.output().unwrap()
+    };
+    let out = run(None);
+    let all = format!("{}{}", text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(2), "{all}");
+    assert!(
+        all.contains("the Gatekeeper plugin was not found (looked for")
+            && all.contains("plugins/dist/gatekeeper.wasm")
+            && all.contains("KILN_PLUGIN_PATH"),
+        "{all}"
+    );
+
+    let dist = component("gatekeeper").parent().unwrap().to_owned();
+    let out = run(Some(&dist));
+    let all = format!("{}{}", text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "{all}");
+    assert!(all.contains("1 passed, 0 failed"), "{all}");
+}

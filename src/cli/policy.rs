@@ -2,7 +2,7 @@
 //! [`kiln::policy::suite`]) and prints the outcome as text, JSON or JUnit XML.
 
 use std::io::Write as _;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use kiln::plugin::{Plugin, World};
 use kiln::policy::suite::{self, RunReport, Status};
@@ -42,12 +42,12 @@ pub(crate) struct TestArgs {
     output: Output,
 
     /// The Gatekeeper policy plugin that Gatekeeper suites run with.
-    #[arg(
-        long,
-        value_name = "REF",
-        default_value = "plugins/dist/gatekeeper.wasm"
-    )]
-    gatekeeper_plugin: String,
+    /// Default: the first-party `gatekeeper.wasm` found in a directory of
+    /// $KILN_PLUGIN_PATH (`:`-separated), next to the kiln binary (or in
+    /// its `plugins/` or `../share/kiln/plugins/`), or in
+    /// `plugins/dist/` of the current directory (a checkout).
+    #[arg(long, value_name = "REF")]
+    gatekeeper_plugin: Option<String>,
 
     /// The largest file read (a suite, an object file), e.g. `4Mi`.
     #[arg(long, value_name = "SIZE", default_value = "4Mi", value_parser = super::args::parse_size)]
@@ -103,21 +103,80 @@ pub(crate) async fn run(command: &PolicyCommand) -> anyhow::Result<u8> {
 }
 
 /// Loads plugins through the command's loader (fetch, verify, compile).
-struct CliLoader(super::load::Loader);
+struct CliLoader {
+    loader: super::load::Loader,
+    /// Where the Gatekeeper plugin was looked for in vain, if it was.
+    gatekeeper_missing: Option<Vec<PathBuf>>,
+}
+
+/// The reference that stands for a Gatekeeper plugin not found.
+const MISSING_GATEKEEPER: &str = "gatekeeper.wasm (not found)";
 
 #[async_trait::async_trait]
 impl suite::PolicyLoader for CliLoader {
     async fn load(&self, reference: &str) -> Result<Plugin, String> {
-        self.0
+        if let (MISSING_GATEKEEPER, Some(places)) = (reference, &self.gatekeeper_missing) {
+            let looked: Vec<String> = places.iter().map(|p| p.display().to_string()).collect();
+            return Err(format!(
+                "the Gatekeeper plugin was not found (looked for {}): pass \
+                 --gatekeeper-plugin REF, set KILN_PLUGIN_PATH to a directory holding \
+                 gatekeeper.wasm, or build it (scripts/build-plugins gatekeeper)",
+                looked.join(", ")
+            ));
+        }
+        self.loader
             .load(reference, World::Policy)
             .await
             .map_err(|e| format!("plugin {reference}: {e:#}"))
     }
 }
 
+/// Where a first-party plugin `NAME.wasm` is looked for, in order (see
+/// `--gatekeeper-plugin`).
+fn first_party_places(name: &str) -> Vec<PathBuf> {
+    let file = format!("{name}.wasm");
+    let mut places: Vec<PathBuf> = std::env::var_os("KILN_PLUGIN_PATH")
+        .map(|path| {
+            std::env::split_paths(&path)
+                .filter(|dir| !dir.as_os_str().is_empty())
+                .map(|dir| dir.join(&file))
+                .collect()
+        })
+        .unwrap_or_default();
+    if let Some(dir) = std::env::current_exe()
+        .ok()
+        .and_then(|exe| exe.parent().map(Path::to_path_buf))
+    {
+        places.push(dir.join(&file));
+        places.push(dir.join("plugins").join(&file));
+        places.push(dir.join("../share/kiln/plugins").join(&file));
+    }
+    places.push(Path::new("plugins/dist").join(&file));
+    places
+}
+
+/// The Gatekeeper plugin Gatekeeper suites run with: the one given, else
+/// the first found where [`first_party_places`] looks; `Err` lists those
+/// places (an error only if a Gatekeeper suite needs it).
+fn gatekeeper_plugin(given: Option<&str>) -> Result<String, Vec<PathBuf>> {
+    if let Some(given) = given {
+        return Ok(given.to_owned());
+    }
+    let places = first_party_places("gatekeeper");
+    places
+        .iter()
+        .find(|place| place.is_file())
+        .map(|place| place.display().to_string())
+        .ok_or(places)
+}
+
 async fn test(args: &TestArgs) -> anyhow::Result<u8> {
+    let (gatekeeper, missing) = match gatekeeper_plugin(args.gatekeeper_plugin.as_deref()) {
+        Ok(found) => (found, None),
+        Err(places) => (MISSING_GATEKEEPER.to_owned(), Some(places)),
+    };
     let options = suite::Options {
-        gatekeeper_plugin: args.gatekeeper_plugin.clone(),
+        gatekeeper_plugin: gatekeeper,
         limits: suite::Limits {
             max_file_size: args.max_file_size,
             max_cases: args.max_cases,
@@ -128,12 +187,15 @@ async fn test(args: &TestArgs) -> anyhow::Result<u8> {
         },
         concurrency: args.jobs,
     };
-    let loader = CliLoader(super::load::Loader::new(
-        args.host.host()?,
-        args.registry.fetcher()?,
-        args.trust_policy.as_ref(),
-        args.insecure_skip_verify,
-    )?);
+    let loader = CliLoader {
+        loader: super::load::Loader::new(
+            args.host.host()?,
+            args.registry.fetcher()?,
+            args.trust_policy.as_ref(),
+            args.insecure_skip_verify,
+        )?,
+        gatekeeper_missing: missing,
+    };
     let report = suite::run(&args.paths, &options, &loader).await;
     if report.suites.is_empty() {
         anyhow::bail!("no test suites found in {}", args.paths.join(", "));
