@@ -618,3 +618,15 @@ fn the_readme_kustomize_example_renders() {
     );
     assert_eq!(deployment["metadata"]["labels"]["team"], "shop");
 }
+
+#[test]
+fn a_chart_version_without_a_chart_is_refused() {
+    let out = kiln(&["render", &path(&guestbook()), "--version", "1.0"]);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("--version is the chart's version and needs --chart"),
+        "{stderr}"
+    );
+    assert!(out.stdout.is_empty());
+}

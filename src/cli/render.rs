@@ -281,6 +281,12 @@ pub(crate) async fn pipeline(
         bail!("--policy {} has more than one --mode", args.policies[i]);
     }
 
+    if args.chart.chart.is_none() && !args.chart.chart_version.is_empty() {
+        bail!(
+            "--version is the chart's version and needs --chart (a Git revision is \
+             --revision; Kiln's own version is `kiln --version`)"
+        );
+    }
     let (view, mut context) = match (&args.dir, &args.git.repo, &args.chart.chart) {
         (_, repo, Some(_)) => {
             if args.plugins.is_empty() {
