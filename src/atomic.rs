@@ -46,6 +46,28 @@ pub fn replace(dir: &Dir, name: &str, bytes: &[u8]) -> io::Result<()> {
     })
 }
 
+/// Writes every `(name, bytes)` of `files` in `dir`, replacing what was
+/// there: all are written aside first, then each renamed into place, so a
+/// failure while writing leaves the earlier set whole.
+pub fn replace_all(dir: &Dir, files: &[(&str, &[u8])]) -> io::Result<()> {
+    let mut written = Vec::with_capacity(files.len());
+    for (name, bytes) in files {
+        match write_aside(dir, name, bytes) {
+            Ok(tmp) => written.push((tmp, *name)),
+            Err(e) => {
+                for (tmp, _) in &written {
+                    let _ = dir.remove_file(tmp);
+                }
+                return Err(e);
+            }
+        }
+    }
+    for (tmp, name) in &written {
+        dir.rename(tmp, dir, name)?;
+    }
+    Ok(())
+}
+
 /// Creates `name` in `dir` with `bytes` unless it exists: `Ok(false)` when
 /// another writer created it first (then it is theirs, whole).
 pub fn create(dir: &Dir, name: &str, bytes: &[u8]) -> io::Result<bool> {

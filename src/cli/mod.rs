@@ -409,16 +409,5 @@ impl Signals {
 
 /// Resolves on SIGINT (Ctrl-C) or SIGTERM (what Kubernetes sends a pod).
 pub(crate) async fn stop_signal() {
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{SignalKind, signal};
-        if let Ok(mut term) = signal(SignalKind::terminate()) {
-            tokio::select! {
-                _ = tokio::signal::ctrl_c() => {}
-                _ = term.recv() => {}
-            }
-            return;
-        }
-    }
-    let _ = tokio::signal::ctrl_c().await;
+    Signals::listen().next().await;
 }

@@ -330,7 +330,7 @@ pub(crate) fn certs(args: &CertsArgs) -> anyhow::Result<u8> {
         );
     }
     let issued = Issued::new(&args.server_names)?;
-    kiln::private_dir::ensure(&args.out)
+    let dir = kiln::private_dir::open(&args.out)
         .with_context(|| format!("cannot create {}", args.out.display()))?;
     let texts = [
         &issued.ca,
@@ -339,40 +339,16 @@ pub(crate) fn certs(args: &CertsArgs) -> anyhow::Result<u8> {
         &issued.client.0,
         &issued.client.1,
     ];
-    // Every file written aside first, then each renamed into place: a
-    // failure while writing leaves the earlier set whole.
-    for (name, text) in CERT_FILES.into_iter().zip(texts) {
-        let aside = args.out.join(format!(".{name}.new"));
-        write_private(&aside, text.as_bytes())
-            .with_context(|| format!("cannot write {}", aside.display()))?;
-    }
-    for name in CERT_FILES {
-        let (aside, path) = (args.out.join(format!(".{name}.new")), args.out.join(name));
-        std::fs::rename(&aside, &path)
-            .with_context(|| format!("cannot write {}", path.display()))?;
-    }
+    let files: Vec<(&str, &[u8])> = CERT_FILES
+        .into_iter()
+        .zip(texts)
+        .map(|(name, text)| (name, text.as_bytes()))
+        .collect();
+    kiln::atomic::replace_all(&dir, &files)
+        .with_context(|| format!("cannot write the certificates into {}", args.out.display()))?;
     println!(
         "wrote ca.crt, server.crt, server.key, client.crt, client.key to {}",
         args.out.display()
     );
     Ok(exit::OK)
-}
-
-/// Writes `path` readable by its owner only (keys among them), replacing
-/// a file left there (never following a link planted there: the file is
-/// created anew, exclusively).
-fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    use std::io::Write;
-    use std::os::unix::fs::OpenOptionsExt;
-    match std::fs::remove_file(path) {
-        Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
-        _ => {}
-    }
-    let mut file = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .open(path)?;
-    file.write_all(bytes)?;
-    file.sync_all()
 }
