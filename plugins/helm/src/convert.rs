@@ -83,8 +83,10 @@ pub(crate) fn json_at(v: &Value, depth: usize, natural: bool) -> Option<serde_js
         // A time.Time marshals as RFC 3339 text (none outside years
         // 0..=9999: Go's MarshalJSON fails, and `toJson` prints "").
         Value::Time(t) => serde_json::Value::String(t.rfc3339_nano().ok()?),
+        Value::Go(o) => o.json(),
         // ... and a []byte is base64.
         Value::Bytes(b) => serde_json::Value::String(base64_std(b)),
+        v if v.is_nil_slice() => serde_json::Value::Null,
         Value::List(l) | Value::Strings(l) => serde_json::Value::Array(
             l.iter()
                 .map(|x| json_at(x, depth + 1, natural))

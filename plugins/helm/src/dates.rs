@@ -11,6 +11,7 @@
 use std::rc::Rc;
 
 use crate::exec::FnError;
+use crate::goobj::{GoObject, duration_arg, no_field, want_args, wrong_type};
 use crate::gotime::{self, Location, NANOS_PER_SECOND, Time};
 use crate::value::Value;
 
@@ -283,6 +284,67 @@ pub fn method(t: &Time, name: &str, args: &[Value]) -> Result<Value, String> {
             no_args()?;
             Value::str(t.go_string())
         }
+        "Month" => {
+            no_args()?;
+            GoObject::Month(c.month.into()).value()
+        }
+        "Weekday" => {
+            no_args()?;
+            GoObject::Weekday(c.weekday.into()).value()
+        }
+        "Location" => {
+            no_args()?;
+            GoObject::Location(t.location().clone()).value()
+        }
+        "UnixMicro" => {
+            no_args()?;
+            Value::Int64(
+                t.unix_seconds()
+                    .wrapping_mul(1_000_000)
+                    .wrapping_add(i64::from(t.nanosecond() / 1_000)),
+            )
+        }
+        "Before" | "After" | "Equal" | "Compare" | "Sub" => {
+            want_args(name, args, 1)?;
+            let u = match &args[0] {
+                Value::Time(u) => u,
+                other => return Err(wrong_type("time.Time", other)),
+            };
+            let d = t.sub(u);
+            // Go compares the instants, not the Duration (which saturates).
+            let order = (t.unix_seconds(), t.nanosecond()).cmp(&(u.unix_seconds(), u.nanosecond()));
+            match name {
+                "Before" => Value::Bool(order.is_lt()),
+                "After" => Value::Bool(order.is_gt()),
+                "Equal" => Value::Bool(order.is_eq()),
+                "Compare" => Value::Int(order as i64),
+                _ => GoObject::Duration(d).value(),
+            }
+        }
+        "Add" => {
+            want_args(name, args, 1)?;
+            time(t.add(duration_arg(&args[0])?))
+        }
+        "Truncate" | "Round" => {
+            want_args(name, args, 1)?;
+            let d = duration_arg(&args[0])?;
+            time(if name == "Truncate" {
+                t.truncate(d)
+            } else {
+                t.round(d)
+            })
+        }
+        "AddDate" => {
+            want_args(name, args, 3)?;
+            let mut n = [0i64; 3];
+            for (slot, arg) in n.iter_mut().zip(args) {
+                *slot = match arg {
+                    Value::Int(i) => *i,
+                    other => return Err(wrong_type("int", other)),
+                };
+            }
+            time(t.add_date(n[0], n[1], n[2]))
+        }
         "Format" => {
             let [layout] = args else {
                 return Err(format!(
@@ -298,6 +360,6 @@ pub fn method(t: &Time, name: &str, args: &[Value]) -> Result<Value, String> {
             };
             Value::str(crate::golayout::format(t, layout))
         }
-        other => return Err(format!("can't evaluate field {other} in type time.Time")),
+        other => return Err(no_field(other, "time.Time")),
     })
 }

@@ -1032,6 +1032,9 @@ impl State<'_> {
                 Value::Time(t) => {
                     crate::dates::method(t, f, &call_args).map_err(|m| self.err(pos, context, m))?
                 }
+                Value::Go(o) => o
+                    .method(f, &call_args)
+                    .map_err(|m| self.err(pos, context, m))?,
                 Value::ApiVersions(list) => match f.as_str() {
                     "Has" => {
                         let [Value::Str(s)] = call_args.as_slice() else {

@@ -8,6 +8,7 @@ use sha2::Digest as _;
 
 use crate::exec::{ExecError, FnError, State};
 use crate::gofmt::{quote as go_quote, sprintf};
+use crate::goobj::GoObject;
 use crate::parse::Pos;
 use crate::value::{Map, MapCell, Value};
 use crate::{convert, semver};
@@ -121,6 +122,10 @@ pub fn to_i64(v: &Value) -> i64 {
         Value::Int(i) | Value::Int64(i) => *i,
         Value::Float(f) => *f as i64,
         Value::Bool(b) => i64::from(*b),
+        // `cast` knows months and weekdays (not durations: 0).
+        Value::Go(o) if matches!(**o, GoObject::Month(_) | GoObject::Weekday(_)) => {
+            o.as_int().unwrap_or_default()
+        }
         Value::Str(s) => {
             // cast.ToInt64: no spaces; a zero decimal part dropped.
             let t = s.strip_suffix(".0").unwrap_or(s);
@@ -136,6 +141,9 @@ pub fn to_f64(v: &Value) -> f64 {
         Value::Int(i) | Value::Int64(i) => *i as f64,
         Value::Float(f) => *f,
         Value::Bool(b) => f64::from(u8::from(*b)),
+        Value::Go(o) if matches!(**o, GoObject::Month(_) | GoObject::Weekday(_)) => {
+            o.as_int().unwrap_or_default() as f64
+        }
         Value::Str(s) => s.parse().unwrap_or(0.0),
         _ => 0.0,
     }
@@ -156,8 +164,21 @@ fn strings(items: Vec<String>) -> Value {
     Value::Strings(Rc::new(items.into_iter().map(Value::str).collect()))
 }
 
+/// A Go integer kind (`time.Month`, `time.Duration`…) as the integer
+/// `eq` and `lt` compare; any other value as it is.
+fn as_basic(v: &Value) -> Cow<'_, Value> {
+    match v {
+        Value::Go(o) => o
+            .as_int()
+            .map_or(Cow::Borrowed(v), |n| Cow::Owned(Value::Int64(n))),
+        other => Cow::Borrowed(other),
+    }
+}
+
 /// Go's `eq` rules for two basic values: `Ok(None)` when incomparable.
 fn basic_eq(a: &Value, b: &Value) -> Result<bool, FnError> {
+    let (a, b) = (as_basic(a), as_basic(b));
+    let (a, b) = (&*a, &*b);
     Ok(match (a, b) {
         (Value::Nil, _) | (_, Value::Nil) => matches!((a, b), (Value::Nil, Value::Nil)),
         (Value::Bool(x), Value::Bool(y)) => x == y,
@@ -185,6 +206,8 @@ fn basic_eq(a: &Value, b: &Value) -> Result<bool, FnError> {
 
 fn compare(a: &Value, b: &Value) -> Result<std::cmp::Ordering, FnError> {
     use std::cmp::Ordering;
+    let (a, b) = (as_basic(a), as_basic(b));
+    let (a, b) = (&*a, &*b);
     match (a, b) {
         (Value::Int(x) | Value::Int64(x), Value::Int(y) | Value::Int64(y)) => Ok(x.cmp(y)),
         (Value::Float(x), Value::Float(y)) => Ok(x.partial_cmp(y).unwrap_or(Ordering::Equal)),
@@ -890,7 +913,7 @@ fn sprig_strings(
         Builtin::Trim => Value::str(s(0).trim_matches(is_go_space)),
         Builtin::TrimAll | Builtin::Trimall => Value::str(s(1).trim_matches(|c| s(0).contains(c))),
         Builtin::Hello => Value::str("Hello!"),
-        Builtin::RegexQuoteMeta => Value::str(regex_lite::escape(&s(0))),
+        Builtin::RegexQuoteMeta => Value::str(go_quote_meta(&s(0))),
         Builtin::TrimPrefix => {
             let t = s(1);
             Value::str(t.strip_prefix(&*s(0)).unwrap_or(&t))
@@ -976,33 +999,60 @@ fn sprig_strings(
             Value::map(m)
         }
         Builtin::SplitList => strings(s(1).split(&*s(0)).map(str::to_owned).collect()),
-        Builtin::RegexMatch | Builtin::MustRegexMatch => Value::Bool(regex(&s(0))?.is_match(&s(1))),
+        // Sprig's `regexMatch` drops the error: an invalid pattern matches
+        // nothing. The others panic (Helm: an error naming the pattern).
+        Builtin::RegexMatch => Value::Bool(
+            crate::goregex::GoRegex::new(&s(0)).is_ok_and(|re| re.regex().is_match(&s(1))),
+        ),
+        Builtin::MustRegexMatch => Value::Bool(regex(&s(0))?.regex().is_match(&s(1))),
         Builtin::RegexReplaceAll | Builtin::MustRegexReplaceAll => {
-            Value::str(regex(&s(0))?.replace_all(&s(1), go_expand(&s(2)).as_str()))
+            let re = regex(&s(0))?;
+            let (text, template) = (s(1), s(2));
+            let mut out = String::with_capacity(text.len());
+            let mut last = 0;
+            for caps in re.regex().captures_iter(&text) {
+                let Some(m) = caps.get(0) else { continue };
+                out.push_str(&text[last..m.start()]);
+                re.expand(&mut out, &template, &caps);
+                last = m.end();
+            }
+            out.push_str(&text[last..]);
+            Value::str(out)
         }
-        Builtin::RegexReplaceAllLiteral | Builtin::MustRegexReplaceAllLiteral => {
-            Value::str(regex(&s(0))?.replace_all(&s(1), regex_lite::NoExpand(&s(2))))
-        }
+        Builtin::RegexReplaceAllLiteral | Builtin::MustRegexReplaceAllLiteral => Value::str(
+            regex(&s(0))?
+                .regex()
+                .replace_all(&s(1), regex::NoExpand(&s(2))),
+        ),
         Builtin::RegexFind | Builtin::MustRegexFind => {
-            Value::str(regex(&s(0))?.find(&s(1)).map_or("", |m| m.as_str()))
+            Value::str(regex(&s(0))?.regex().find(&s(1)).map_or("", |m| m.as_str()))
         }
         Builtin::RegexFindAll | Builtin::MustRegexFindAll => {
             let n = to_i64(&a[2]);
             let re = regex(&s(0))?;
             let text = s(1);
-            let all: Vec<String> = re.find_iter(&text).map(|m| m.as_str().to_owned()).collect();
-            strings(if n < 0 {
-                all
+            let all: Vec<String> = re
+                .regex()
+                .find_iter(&text)
+                .map(|m| m.as_str().to_owned())
+                .collect();
+            // Go's FindAllString: nil without a match (and for n == 0).
+            if all.is_empty() || n == 0 {
+                Value::nil_strings()
             } else {
-                all.into_iter().take(n as usize).collect()
-            })
+                strings(if n < 0 {
+                    all
+                } else {
+                    all.into_iter().take(n as usize).collect()
+                })
+            }
         }
         Builtin::RegexSplit | Builtin::MustRegexSplit => {
             let re = regex(&s(0))?;
             match to_i64(&a[2]) {
                 // Go's nil []string (`toJson` prints null).
-                0 => Value::Nil,
-                n => strings(go_regex_split(&re, &s(1), n)),
+                0 => Value::nil_strings(),
+                n => strings(go_regex_split(re.regex(), &s(1), n)),
             }
         }
         // The bytes of Go strings, including those that are not UTF-8.
@@ -1487,14 +1537,14 @@ fn types_semver_paths(
             Value::Bool(semver::matches(&s(0), &s(1)).map_err(FnError::Msg)?)
         }
         Builtin::Semver => {
-            let v = semver::Version::parse(&s(0)).map_err(FnError::Msg)?;
-            let mut m = Map::new();
-            m.insert("Major".into(), Value::Int64(v.major as i64));
-            m.insert("Minor".into(), Value::Int64(v.minor as i64));
-            m.insert("Patch".into(), Value::Int64(v.patch as i64));
-            m.insert("Prerelease".into(), Value::str(&v.pre));
-            m.insert("Metadata".into(), Value::str(&v.build));
-            Value::map(m)
+            arity(name, a, 1)?;
+            let text = s(0);
+            crate::goobj::GoObject::Semver {
+                version: semver::new_version(&text).map_err(FnError::Msg)?,
+                original: text.into_owned(),
+                pointer: true,
+            }
+            .value()
         }
 
         // ---- dates: `now` is the render's clock (crate::dates).
@@ -1629,6 +1679,9 @@ pub fn deep_equal(a: &Value, b: &Value) -> bool {
         (Value::Float(x), Value::Float(y)) => x == y,
         (Value::Str(x), Value::Str(y)) => x == y,
         (Value::Bytes(x), Value::Bytes(y)) => x == y,
+        (Value::Go(x), Value::Go(y)) => {
+            x.type_name() == y.type_name() && x.go_string() == y.go_string()
+        }
         (Value::Time(x), Value::Time(y)) => x.deep_eq(y),
         (Value::List(x), Value::List(y)) | (Value::Strings(x), Value::Strings(y)) => {
             x.len() == y.len() && x.iter().zip(y.iter()).all(|(p, q)| deep_equal(p, q))
@@ -1875,7 +1928,7 @@ fn word_wrap(text: &str, width: i64, newline: &str, wrap_long: bool) -> String {
 
 /// Go's `Regexp.Split(s, n)`: at most `n` pieces (all when `n < 0`, none
 /// when `n == 0`); an empty match at the start splits nothing off.
-fn go_regex_split(re: &regex_lite::Regex, text: &str, n: i64) -> Vec<String> {
+fn go_regex_split(re: &regex::Regex, text: &str, n: i64) -> Vec<String> {
     if n == 0 {
         return Vec::new();
     }
@@ -1902,16 +1955,8 @@ fn go_regex_split(re: &regex_lite::Regex, text: &str, n: i64) -> Vec<String> {
 
 /// A pattern in Go's syntax, compiled ([`crate::goregex`]: read as Go
 /// reads it).
-fn regex(pattern: &str) -> Result<regex_lite::Regex, FnError> {
-    let error = |e: String| FnError::Msg(format!("error parsing regexp: {e}"));
-    let translated = crate::goregex::translate(pattern).map_err(error)?;
-    regex_lite::Regex::new(&translated).map_err(|e| error(e.to_string()))
-}
-
-/// Go's `$1`/`${name}` replacement syntax into regex-lite's (same, but
-/// Go reads `$1a` as the group named `1a`).
-fn go_expand(s: &str) -> String {
-    s.to_owned()
+fn regex(pattern: &str) -> Result<crate::goregex::GoRegex, FnError> {
+    crate::goregex::GoRegex::new(pattern).map_err(FnError::Msg)
 }
 
 fn hex(b: &[u8]) -> String {
@@ -2000,6 +2045,18 @@ fn adler32(data: &[u8]) -> u32 {
         b = (b + a) % 65521;
     }
     (b << 16) | a
+}
+
+/// Go's `regexp.QuoteMeta`: a backslash before each of `\.+*?()|[]{}^$`.
+fn go_quote_meta(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        if "\\.+*?()|[]{}^$".contains(c) {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
 }
 
 #[cfg(test)]

@@ -179,6 +179,46 @@ fn format_one(verb: char, v: &Value, spec: Spec) -> String {
         // A time.Time is a fmt.Stringer.
         ('s', Value::Time(t)) => truncate(&t.go_string(), spec.prec),
         ('q', Value::Time(t)) => quote(&t.go_string()),
+        // The integer kinds as integers, every one a fmt.Stringer.
+        ('d' | 'x' | 'X' | 'o' | 'b' | 'c' | 'U', Value::Go(o)) if o.as_int().is_some() => {
+            format_one(verb, &Value::Int64(o.as_int().unwrap_or_default()), spec)
+        }
+        ('s', Value::Go(o)) => truncate(&o.go_string(), spec.prec),
+        // A version's struct, field by field (Go's `&{1 2 3 ...}`) for
+        // the verbs a Stringer does not answer.
+        (verb, Value::Go(o)) if !matches!(verb, 'v' | 'q') => {
+            let crate::goobj::GoObject::Semver {
+                version,
+                original,
+                pointer,
+            } = &**o
+            else {
+                return bad(verb, v);
+            };
+            let fields = [
+                Value::Int64(version.major as i64),
+                Value::Int64(version.minor as i64),
+                Value::Int64(version.patch as i64),
+                Value::str(&version.pre),
+                Value::str(&version.build),
+                Value::str(original),
+            ];
+            let parts: Vec<String> = fields
+                .iter()
+                .map(|f| {
+                    format_one(
+                        verb,
+                        f,
+                        Spec {
+                            width: None,
+                            ..spec
+                        },
+                    )
+                })
+                .collect();
+            format!("{}{{{}}}", if *pointer { "&" } else { "" }, parts.join(" "))
+        }
+        ('q', Value::Go(o)) => quote(&o.go_string()),
         ('s' | 'q', Value::Bytes(b)) => {
             let text = crate::gostr::from_bytes(b);
             if verb == 'q' {

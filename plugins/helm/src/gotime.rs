@@ -321,6 +321,66 @@ impl Time {
         }
     }
 
+    /// Go's `t.Truncate(d)`: rounded down to a multiple of `d` since the
+    /// zero time (`d <= 0`: unchanged).
+    pub fn truncate(&self, d: i64) -> Time {
+        if d <= 0 {
+            return self.clone();
+        }
+        self.add(-self.rem(d))
+    }
+
+    /// Go's `t.Round(d)`: to the nearest multiple of `d` since the zero
+    /// time, halves up (`d <= 0`: unchanged).
+    pub fn round(&self, d: i64) -> Time {
+        if d <= 0 {
+            return self.clone();
+        }
+        let r = self.rem(d);
+        if (r as u64).wrapping_add(r as u64) < d as u64 {
+            self.add(-r)
+        } else {
+            self.add(d - r)
+        }
+    }
+
+    /// The time since Go's zero time modulo `d > 0` (Go's `div`).
+    fn rem(&self, d: i64) -> i64 {
+        let total = i128::from(self.sec) * i128::from(NANOS_PER_SECOND) + i128::from(self.nsec);
+        total.rem_euclid(i128::from(d)) as i64
+    }
+
+    /// Go's `t.AddDate(years, months, days)`: the calendar fields moved and
+    /// normalized (October 31 plus a month is December 1), the clock kept,
+    /// in the same location. Years beyond Go's range wrap as Go's do.
+    pub fn add_date(&self, years: i64, months: i64, days: i64) -> Time {
+        // Far outside any calendar (Go wraps): clamped so that no sum overflows.
+        const FAR: i64 = 1 << 40;
+        let (years, months, days) = (
+            years.clamp(-FAR, FAR),
+            months.clamp(-FAR, FAR),
+            days.clamp(-FAR, FAR),
+        );
+        let (_, _, c) = self.civil();
+        let month0 = i64::from(c.month) - 1 + months;
+        let year = c.year.clamp(-FAR, FAR) + years + month0.div_euclid(12);
+        let month = (month0.rem_euclid(12) + 1) as u32;
+        let day = days_from_civil(year, month, 1) + i64::from(c.day) - 1 + days;
+        let local = day
+            .wrapping_mul(SECONDS_PER_DAY)
+            .wrapping_add(i64::from(c.hour * 3600 + c.minute * 60 + c.second));
+        // The offset in force at that wall time (Go's `Date`).
+        let (_, guess) = self.loc.lookup(local);
+        let (_, offset) = self.loc.lookup(local.wrapping_sub(i64::from(guess)));
+        Time {
+            sec: local
+                .wrapping_sub(i64::from(offset))
+                .wrapping_add(UNIX_TO_INTERNAL),
+            nsec: self.nsec,
+            loc: self.loc.clone(),
+        }
+    }
+
     /// Go's `t.Sub(u)`: saturates at the Duration limits.
     pub fn sub(&self, u: &Time) -> i64 {
         let d = (i128::from(self.sec) - i128::from(u.sec)) * i128::from(NANOS_PER_SECOND)

@@ -113,7 +113,9 @@ fn address(v: &Value) -> Option<usize> {
         | Value::Int64(_)
         | Value::Float(_)
         | Value::Str(_)
-        | Value::Bytes(_) => return None,
+        | Value::Bytes(_)
+        // Immutable: a copy is the same value.
+        | Value::Go(_) => return None,
     })
 }
 

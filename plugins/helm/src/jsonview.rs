@@ -64,7 +64,9 @@ impl Serialize for JsonView<'_> {
                     "json: error calling MarshalJSON for type time.Time: {e}"
                 ))
             })?),
+            Value::Go(o) => o.json().serialize(serializer),
             Value::Bytes(b) => serializer.serialize_str(&crate::convert::base64_std(b)),
+            v if v.is_nil_slice() => serializer.serialize_none(),
             Value::List(l) | Value::Strings(l) => {
                 let mut seq = serializer.serialize_seq(Some(l.len()))?;
                 for item in l.iter() {

@@ -24,6 +24,7 @@ pub mod funcs;
 pub mod goescape;
 pub mod gofmt;
 pub mod golayout;
+pub mod goobj;
 pub mod gopath;
 pub mod goregex;
 pub mod gostr;

@@ -51,11 +51,117 @@ impl Version {
         }
     }
 
-    fn compare(&self, other: &Version) -> Ordering {
+    /// Masterminds' `Compare`: major, minor, patch, then the prerelease
+    /// (build metadata ignored).
+    pub fn compare(&self, other: &Version) -> Ordering {
         (self.major, self.minor, self.patch)
             .cmp(&(other.major, other.minor, other.patch))
             .then_with(|| self.cmp_pre(other))
     }
+}
+
+/// Masterminds' `NewVersion` (what Sprig's `semver` calls): `v1`, `1.2`,
+/// `1.2.3-pre+meta` and leading zeros in the numbers accepted (its
+/// coercion), nothing else; its errors word for word.
+pub fn new_version(s: &str) -> Result<Version, String> {
+    const INVALID: &str = "invalid semantic version";
+    let ident = |c: u8| c.is_ascii_alphanumeric() || c == b'-';
+    let b = s.as_bytes();
+    let mut i = usize::from(b.first() == Some(&b'v'));
+    // `[0-9]+`, then up to two `\.[0-9]+`.
+    let mut numbers: Vec<&str> = Vec::new();
+    loop {
+        let start = i + usize::from(!numbers.is_empty());
+        if !numbers.is_empty() && b.get(i) != Some(&b'.') {
+            break;
+        }
+        let end = start
+            + b[start.min(b.len())..]
+                .iter()
+                .take_while(|c| c.is_ascii_digit())
+                .count();
+        if end == start {
+            if numbers.is_empty() {
+                return Err(INVALID.into());
+            }
+            break;
+        }
+        numbers.push(&s[start..end]);
+        i = end;
+        if numbers.len() == 3 {
+            break;
+        }
+    }
+    // `(-IDENT(.IDENT)*)?(+IDENT(.IDENT)*)?` to the end.
+    let mut part = |lead: u8| -> Result<&str, String> {
+        if b.get(i) != Some(&lead) {
+            return Ok("");
+        }
+        let start = i + 1;
+        let end = start
+            + b[start..]
+                .iter()
+                .take_while(|&&c| ident(c) || c == b'.')
+                .count();
+        let text = &s[start..end];
+        if text.is_empty() || text.split('.').any(str::is_empty) {
+            return Err(INVALID.into());
+        }
+        i = end;
+        Ok(text)
+    };
+    let pre = part(b'-')?;
+    let build = part(b'+')?;
+    if i != b.len() {
+        return Err(INVALID.into());
+    }
+    let mut nums = [0u64; 3];
+    for (n, text) in nums.iter_mut().zip(&numbers) {
+        *n = text.parse().map_err(|_| {
+            format!("error parsing version segment: strconv.ParseUint: parsing {text:?}: value out of range")
+        })?;
+    }
+    if !pre.is_empty() {
+        validate_prerelease(pre)?;
+    }
+    if !build.is_empty() {
+        validate_metadata(build)?;
+    }
+    Ok(Version {
+        major: nums[0],
+        minor: nums[1],
+        patch: nums[2],
+        pre: pre.to_owned(),
+        build: build.to_owned(),
+    })
+}
+
+/// Masterminds' `validatePrerelease`: dot-separated identifiers of
+/// `[0-9A-Za-z-]`, a number without a leading zero.
+pub fn validate_prerelease(p: &str) -> Result<(), String> {
+    for part in p.split('.') {
+        if part.is_empty() {
+            return Err("invalid prerelease string".into());
+        } else if part.bytes().all(|c| c.is_ascii_digit()) {
+            if part.len() > 1 && part.starts_with('0') {
+                return Err("version segment starts with 0".into());
+            }
+        } else if !part.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'-') {
+            return Err("invalid prerelease string".into());
+        }
+    }
+    Ok(())
+}
+
+/// Masterminds' `validateMetadata`: dot-separated identifiers of
+/// `[0-9A-Za-z-]`.
+pub fn validate_metadata(m: &str) -> Result<(), String> {
+    if m.split('.').any(|part| {
+        part.is_empty() || !part.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'-')
+    }) {
+        return Err("invalid metadata string".into());
+    }
+    Ok(())
 }
 
 /// How many of major/minor/patch were given (wildcards count as missing).

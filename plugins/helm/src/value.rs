@@ -37,6 +37,8 @@ pub struct MapCell {
 }
 
 thread_local! {
+    /// The one nil `[]string` ([`Value::nil_strings`]).
+    static NIL_STRINGS: Rc<Vec<Value>> = Rc::new(Vec::new());
     /// Maps made so far on this thread ([`MapCell::born`]).
     static BIRTHS: Cell<u64> = const { Cell::new(0) };
     /// Reads so far on this thread that could tell template files apart
@@ -233,12 +235,26 @@ pub enum Value {
     Bytes(Rc<[u8]>),
     /// `time.Time` (`now`, `toDate`, `dateModify`).
     Time(Rc<crate::gotime::Time>),
+    /// Another Go value with methods: a semantic version, a duration, a
+    /// month… ([`crate::goobj`]).
+    Go(Rc<crate::goobj::GoObject>),
 }
 
 impl Value {
     /// A string value.
     pub fn str(s: impl AsRef<str>) -> Value {
         Value::Str(Rc::from(s.as_ref()))
+    }
+
+    /// Go's nil `[]string` (what `regexFindAll` returns without a match):
+    /// empty, but `null` to `toJson` and `toYaml`.
+    pub fn nil_strings() -> Value {
+        NIL_STRINGS.with(|l| Value::Strings(l.clone()))
+    }
+
+    /// Whether this is [`Value::nil_strings`].
+    pub fn is_nil_slice(&self) -> bool {
+        matches!(self, Value::Strings(l) if NIL_STRINGS.with(|n| Rc::ptr_eq(l, n)))
     }
 
     /// A map value.
@@ -266,6 +282,7 @@ impl Value {
             Value::Files(f) => !f.entries().is_empty(),
             Value::ApiVersions(a) => !a.is_empty(),
             Value::Time(_) => true,
+            Value::Go(o) => o.truth(),
             Value::Bytes(b) => !b.is_empty(),
         }
     }
@@ -286,6 +303,7 @@ impl Value {
             Value::Bytes(_) => "[]uint8",
             Value::ApiVersions(_) => "common.VersionSet",
             Value::Time(_) => "time.Time",
+            Value::Go(o) => o.type_name(),
         }
     }
 
@@ -301,6 +319,7 @@ impl Value {
             Value::List(_) | Value::Strings(_) | Value::ApiVersions(_) | Value::Bytes(_) => "slice",
             Value::Map(_) | Value::Files(_) => "map",
             Value::Time(_) => "struct",
+            Value::Go(o) => o.kind_name(),
         }
     }
 
@@ -408,6 +427,8 @@ fn write_go(out: &mut String, v: &Value, depth: usize) {
         Value::Str(s) => out.push_str(s),
         // Go prints a time.Time with its String method.
         Value::Time(t) => out.push_str(&t.go_string()),
+        // ... and these with theirs.
+        Value::Go(o) => out.push_str(&o.go_string()),
         Value::List(l) | Value::Strings(l) => {
             out.push('[');
             for (i, item) in l.iter().enumerate() {

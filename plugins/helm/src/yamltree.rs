@@ -42,6 +42,9 @@ impl Tree for Value {
             Value::Str(s) => f(Node::Str(&gostr::natural(s))),
             Value::Time(t) => f(Node::Str(&t.rfc3339_nano().map_err(|_| Declined)?)),
             Value::Bytes(b) => f(Node::Str(&crate::convert::base64_std(b))),
+            // Rare: the JSON path decides.
+            Value::Go(_) => return Err(Declined),
+            v if v.is_nil_slice() => f(Node::Null),
             Value::List(l) | Value::Strings(l) => f(Node::List(l)),
             Value::Map(m) => {
                 let map = m.borrow();
