@@ -40,6 +40,11 @@
 //! instructions under valgrind without compiling the plugin there);
 //! `KILN_BENCH_PERF_MAP=1` writes wasmtime's perf map (`/tmp/perf-PID.map`)
 //! to name the plugin's functions in `perf` or valgrind profiles;
+//! `KILN_BENCH_SURVEY=FILE` times the real charts of the survey instead
+//! (`scripts/helm-survey prepare DIR` writes `DIR/renders.json`: every
+//! render the survey found identical, its chart built with its
+//! dependencies): each render once by (a), (b) and (c) in turn, and the
+//! ratios of the total times over all of them (see [`survey`]);
 //! `KILN_BENCH_SAMPLES=1` also prints every sample (milliseconds, in the
 //! order taken) and each round's ratios, to see the machine's noise
 //! behind a median; `KILN_BENCH_KEEP_RESIDENT=MIB` sets the host's
@@ -231,10 +236,31 @@ impl InProcess {
     }
 
     fn render(&mut self, chart: &Path, count: u32) -> Batch {
-        writeln!(self.stdin, "{} {count}", chart.display()).unwrap();
+        self.render_with(chart, count, None)
+            .unwrap_or_else(|e| panic!("Helm fails to render {}: {e}", chart.display()))
+    }
+
+    /// `count` renders of `chart` with the values file `values` (relative
+    /// to the chart), or Helm's error.
+    fn render_with(
+        &mut self,
+        chart: &Path,
+        count: u32,
+        values: Option<&str>,
+    ) -> Result<Batch, String> {
+        writeln!(
+            self.stdin,
+            "{}\t{count}\t{}",
+            chart.display(),
+            values.unwrap_or("")
+        )
+        .unwrap();
         self.stdin.flush().unwrap();
         let answer = self.answer();
-        Batch {
+        if let Some(error) = answer["error"].as_str() {
+            return Err(error.to_owned());
+        }
+        Ok(Batch {
             seconds: answer["seconds"]
                 .as_array()
                 .unwrap()
@@ -243,7 +269,7 @@ impl InProcess {
                 .collect(),
             maxrss: answer["maxrss_kib"].as_u64().unwrap(),
             rss: answer["rss_kib"].as_u64().unwrap(),
-        }
+        })
     }
 }
 
@@ -492,11 +518,158 @@ fn main() {
         bytes.len() >> 10,
         started.elapsed()
     );
+    if let Some(list) = std::env::var_os("KILN_BENCH_SURVEY") {
+        survey::run(&host, &bytes, &python, Path::new(&list));
+        return;
+    }
     let only = std::env::var("KILN_BENCH_CHART").ok();
     for chart in charts {
         if only.as_deref().is_some_and(|only| only != chart) {
             continue;
         }
         bench_chart(&host, &bytes, &plugin, &python, root, chart, rounds);
+    }
+}
+
+/// The survey's real charts (`KILN_BENCH_SURVEY`): every render the survey
+/// found identical, timed once by each way in turn.
+mod survey {
+    use super::*;
+
+    /// One render of the list `scripts/helm-survey prepare` writes.
+    #[derive(serde::Deserialize)]
+    struct Render {
+        chart: PathBuf,
+        values: Option<String>,
+        repo: String,
+        path: String,
+    }
+
+    /// The plugin's limits for real charts: some generate RSA keys (the
+    /// survey's `cryptoWork` and deadline).
+    fn limits() -> Limits {
+        Limits {
+            timeout: std::time::Duration::from_secs(300),
+            memory: 1 << 30,
+            output: 64 << 20,
+            ..Limits::default()
+        }
+    }
+
+    /// One plugin render of `r` (seconds), or its error.
+    fn plugin_seconds(plugin: &Plugin, r: &Render) -> Result<f64, String> {
+        let view: Arc<dyn SourceView> =
+            Arc::new(LocalDir::open(&r.chart).map_err(|e| e.to_string())?);
+        let context = AppContext {
+            name: "bench".into(),
+            namespace: NAMESPACE.into(),
+            path: ".".into(),
+            ..AppContext::default()
+        };
+        let mut params = params();
+        params.push(("cryptoWork".into(), "1000000".into()));
+        if let Some(v) = &r.values {
+            params.push(("valueFiles".into(), v.clone()));
+        }
+        let started = Instant::now();
+        plugin
+            .render_blocking(view, &context, &params, &[])
+            .map_err(|e| format!("{e:#}"))?;
+        Ok(started.elapsed().as_secs_f64())
+    }
+
+    /// One `helm template`-like process for `r` (wall seconds), or its error.
+    fn process_seconds(python: &Path, r: &Render) -> Result<f64, String> {
+        let started = Instant::now();
+        let out = Command::new(python)
+            .arg(engine_script())
+            .args(["once".as_ref(), r.chart.as_os_str()])
+            .args([RELEASE, NAMESPACE])
+            .args(r.values.iter())
+            .output()
+            .map_err(|e| e.to_string())?;
+        let seconds = started.elapsed().as_secs_f64();
+        if out.status.success() {
+            Ok(seconds)
+        } else {
+            Err(String::from_utf8_lossy(&out.stderr).into_owned())
+        }
+    }
+
+    pub(super) fn run(host: &PluginHost, bytes: &[u8], python: &Path, list: &Path) {
+        let renders: Vec<Render> = serde_json::from_slice(
+            &std::fs::read(list).unwrap_or_else(|e| panic!("{}: {e}", list.display())),
+        )
+        .unwrap_or_else(|e| panic!("{}: {e}", list.display()));
+        let plugin = host
+            .load("helm", bytes, World::Renderer, Some(limits()))
+            .unwrap();
+        let mut engine = InProcess::start(python);
+        let samples = std::env::var_os("KILN_BENCH_SAMPLES").is_some();
+        // Per render timed by all three: plugin, in-process, process.
+        let mut timed: Vec<(f64, f64, f64)> = Vec::new();
+        let mut failed = Vec::new();
+        for (i, r) in renders.iter().enumerate() {
+            let name = format!(
+                "{}/{} {}",
+                r.repo,
+                r.path,
+                r.values.as_deref().unwrap_or("(default)")
+            );
+            let a = plugin_seconds(&plugin, r);
+            let b = engine
+                .render_with(&r.chart, 1, r.values.as_deref())
+                .map(|batch| batch.seconds[0]);
+            let c = process_seconds(python, r);
+            match (a, b, c) {
+                (Ok(a), Ok(b), Ok(c)) => {
+                    if samples {
+                        eprintln!(
+                            "[{}/{}] {name}: plugin {}, in-process {}, process {}",
+                            i + 1,
+                            renders.len(),
+                            ms(a),
+                            ms(b),
+                            ms(c)
+                        );
+                    }
+                    timed.push((a, b, c));
+                }
+                (a, b, c) => {
+                    let why = [("plugin", a), ("in-process", b), ("process", c)]
+                        .into_iter()
+                        .filter_map(|(w, r)| {
+                            r.err()
+                                .map(|e| format!("{w}: {}", e.lines().next().unwrap_or("")))
+                        })
+                        .collect::<Vec<_>>()
+                        .join("; ");
+                    eprintln!("[{}/{}] {name}: not timed ({why})", i + 1, renders.len());
+                    failed.push(name);
+                }
+            }
+        }
+        let total = |f: fn(&(f64, f64, f64)) -> f64| timed.iter().map(f).sum::<f64>();
+        let (a, b, c) = (total(|t| t.0), total(|t| t.1), total(|t| t.2));
+        let ratios = |f: fn(&(f64, f64, f64)) -> f64| median(timed.iter().map(f).collect());
+        println!(
+            "survey: {} renders timed ({} not: {:?})\n\
+             total: plugin {:.1} s, Helm in-process {:.1} s, a process per render {:.1} s\n\
+             ratio of the totals: plugin {:.1}x faster than Helm in-process, {:.1}x faster than a process per render\n\
+             median per-render ratio: {:.1}x and {:.1}x; per-render medians: plugin {}, in-process {}, process {}",
+            timed.len(),
+            failed.len(),
+            failed,
+            a,
+            b,
+            c,
+            b / a,
+            c / a,
+            ratios(|t| t.1 / t.0),
+            ratios(|t| t.2 / t.0),
+            ms(ratios(|t| t.0)),
+            ms(ratios(|t| t.1)),
+            ms(ratios(|t| t.2)),
+        );
     }
 }

@@ -1,6 +1,6 @@
 """Helm v4.2.3's Go engine for benches/helm.rs: the client-only render `helm template` does.
 
-Usage: PYTHON helm_engine.py once CHART_DIR RELEASE NAMESPACE
+Usage: PYTHON helm_engine.py once CHART_DIR RELEASE NAMESPACE [VALUES_FILE]
        PYTHON helm_engine.py serve RELEASE NAMESPACE
 
 PYTHON is a venv with PyPI's helm-python-sdk==0.2.2 (scripts/test makes one at
@@ -11,8 +11,12 @@ does in its process: load the chart directory, a client-only dry-run install (th
 `once`: one render, as a `helm template` process per render does (Argo CD's repo-server): the
 manifest on stdout, then `maxrss_kib=N` (the process's peak resident set) on stderr.
 
-`serve`: the library is loaded once; the process then reads lines `CHART_DIR N` on stdin, renders
-that chart N times in-process and answers one JSON line per request on stdout:
+A VALUES_FILE (`helm template -f FILE`; relative to the chart) is read by Helm's own values parser
+(`helm_python.values_from_yaml`, a document at a time, merged as Helm merges values files) in each
+render, as the CLI reads it.
+
+`serve`: the library is loaded once; the process then reads lines `CHART_DIR N [VALUES_FILE]` on
+stdin (tab-separated), renders that chart N times in-process and answers one JSON line per request on stdout:
 {"seconds": [per render], "rss_kib": current VmRSS, "maxrss_kib": peak so far}. Before the first
 request it answers {"ready": true, "rss_kib": ..., "maxrss_kib": ...} (library loaded, nothing
 rendered), so the bench can tell the memory renders add from the memory the library costs.
@@ -29,6 +33,7 @@ sys.dont_write_bytecode = True
 import helm_python  # noqa: E402
 from helm_python import _native  # noqa: E402
 from helm_python.config import Config  # noqa: E402
+from helm_python.errors import HelmError  # noqa: E402
 
 # Never contacted: a client-only dry run only needs a configuration to exist.
 KUBECONFIG = """apiVersion: v1
@@ -40,14 +45,44 @@ users: [{name: bench, user: {token: unused}}]
 """
 
 
-def render(chart_dir, release, namespace):
+def deep_merge(base, over):
+    """Helm's MergeMaps: `over` wins; maps merge key by key."""
+    out = dict(base)
+    for key, value in over.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = deep_merge(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+def values_of(chart_dir, values_file):
+    """The user values of `-f VALUES_FILE`, read by Helm's parser (one document at a time)."""
+    if not values_file:
+        return {}
+    values = {}
+    with open(os.path.join(chart_dir, values_file), encoding="utf-8") as f:
+        doc = []
+        for line in f.read().splitlines(keepends=True) + ["---\n"]:
+            if line.startswith("---") and (line[3:].strip() == "" or line[3:].strip().startswith("#")):
+                text = "".join(doc)
+                if text.strip():
+                    values = deep_merge(values, helm_python.values_from_yaml(text) or {})
+                doc = []
+            else:
+                doc.append(line)
+    return values
+
+
+def render(chart_dir, release, namespace, values_file=None):
     """One client-only render of CHART_DIR: the manifest `helm template` prints (hooks aside)."""
+    values = json.dumps(values_of(chart_dir, values_file))
     chart = helm_python.Chart.load(chart_dir)
     config = Config(kubeconfig_content=KUBECONFIG, namespace=namespace, storage_driver="memory")
     try:
         options = json.dumps({"dry_run": "client", "namespace": namespace})
         summary = _native.call_string(
-            "helm_install", config._raw(), _native.HANDLE(0), chart._raw(), None, release, "{}", options
+            "helm_install", config._raw(), _native.HANDLE(0), chart._raw(), None, release, values, options
         )
     finally:
         chart.close()
@@ -69,20 +104,30 @@ def serve(release, namespace):
     current, peak = memory()
     print(json.dumps({"ready": True, "rss_kib": current, "maxrss_kib": peak}), flush=True)
     for line in sys.stdin:
-        chart_dir, count = line.rsplit(maxsplit=1)
+        fields = line.rstrip("\n").split("\t")
+        if len(fields) == 1:
+            # The older form, `CHART_DIR N` separated by a space.
+            fields = line.rsplit(maxsplit=1)
+        chart_dir, count, values_file = fields[0], fields[1], (fields[2] if len(fields) > 2 else None)
         seconds = []
         for _ in range(int(count)):
             started = time.perf_counter()
-            render(chart_dir, release, namespace)
+            try:
+                render(chart_dir, release, namespace, values_file)
+            except HelmError as e:
+                print(json.dumps({"error": str(e)}), flush=True)
+                break
             seconds.append(time.perf_counter() - started)
-        current, peak = memory()
-        print(json.dumps({"seconds": seconds, "rss_kib": current, "maxrss_kib": peak}), flush=True)
+        else:
+            current, peak = memory()
+            print(json.dumps({"seconds": seconds, "rss_kib": current, "maxrss_kib": peak}), flush=True)
+            continue
     return 0
 
 
 def main(argv):
-    if len(argv) == 5 and argv[1] == "once":
-        sys.stdout.write(render(argv[2], argv[3], argv[4]))
+    if len(argv) in (5, 6) and argv[1] == "once":
+        sys.stdout.write(render(argv[2], argv[3], argv[4], argv[5] if len(argv) == 6 else None))
         sys.stdout.flush()
         sys.stderr.write("maxrss_kib=%d\n" % memory()[1])
         return 0

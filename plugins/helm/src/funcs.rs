@@ -1001,9 +1001,7 @@ fn sprig_strings(
         Builtin::SplitList => strings(s(1).split(&*s(0)).map(str::to_owned).collect()),
         // Sprig's `regexMatch` drops the error: an invalid pattern matches
         // nothing. The others panic (Helm: an error naming the pattern).
-        Builtin::RegexMatch => Value::Bool(
-            crate::goregex::GoRegex::new(&s(0)).is_ok_and(|re| re.regex().is_match(&s(1))),
-        ),
+        Builtin::RegexMatch => Value::Bool(regex(&s(0)).is_ok_and(|re| re.regex().is_match(&s(1)))),
         Builtin::MustRegexMatch => Value::Bool(regex(&s(0))?.regex().is_match(&s(1))),
         Builtin::RegexReplaceAll | Builtin::MustRegexReplaceAll => {
             let re = regex(&s(0))?;
@@ -1955,9 +1953,41 @@ fn go_regex_split(re: &regex::Regex, text: &str, n: i64) -> Vec<String> {
 
 /// A pattern in Go's syntax, compiled ([`crate::goregex`]: read as Go
 /// reads it).
-fn regex(pattern: &str) -> Result<crate::goregex::GoRegex, FnError> {
-    crate::goregex::GoRegex::new(pattern).map_err(FnError::Msg)
+///
+/// The last [`REGEX_CACHE`] patterns of at most [`REGEX_CACHE_PATTERN`]
+/// bytes are kept compiled: a chart calls `regexMatch` with one pattern in
+/// a loop (a compile costs tens of microseconds, a match one).
+fn regex(pattern: &str) -> Result<Rc<crate::goregex::GoRegex>, FnError> {
+    thread_local! {
+        static COMPILED: std::cell::RefCell<Vec<(String, Rc<crate::goregex::GoRegex>)>> =
+            const { std::cell::RefCell::new(Vec::new()) };
+    }
+    let cached = COMPILED.with(|c| {
+        let mut c = c.borrow_mut();
+        let i = c.iter().position(|(p, _)| p == pattern)?;
+        let hit = c.remove(i);
+        let re = hit.1.clone();
+        c.insert(0, hit);
+        Some(re)
+    });
+    if let Some(re) = cached {
+        return Ok(re);
+    }
+    let re = Rc::new(crate::goregex::GoRegex::new(pattern).map_err(FnError::Msg)?);
+    if pattern.len() <= REGEX_CACHE_PATTERN {
+        COMPILED.with(|c| {
+            let mut c = c.borrow_mut();
+            c.truncate(REGEX_CACHE - 1);
+            c.insert(0, (pattern.to_owned(), re.clone()));
+        });
+    }
+    Ok(re)
 }
+
+/// How many compiled patterns [`regex`] keeps.
+const REGEX_CACHE: usize = 8;
+/// The longest pattern [`regex`] keeps compiled, in bytes.
+const REGEX_CACHE_PATTERN: usize = 1024;
 
 fn hex(b: &[u8]) -> String {
     const DIGITS: &[u8; 16] = b"0123456789abcdef";

@@ -132,26 +132,32 @@ fn bad(verb: char, v: &Value) -> String {
     }
 }
 
+/// Each of `items` formatted with `verb` (no width), joined by spaces: a
+/// slice's or struct's elements as Go's `fmt` prints them.
+fn each(verb: char, items: &[Value], spec: Spec) -> String {
+    let parts: Vec<String> = items
+        .iter()
+        .map(|x| {
+            format_one(
+                verb,
+                x,
+                Spec {
+                    width: None,
+                    ..spec
+                },
+            )
+        })
+        .collect();
+    parts.join(" ")
+}
+
 fn format_one(verb: char, v: &Value, spec: Spec) -> String {
     if verb == 'T' {
         return v.type_name().to_owned();
     }
     match v {
         Value::List(items) | Value::Strings(items) if verb != 'v' => {
-            let parts: Vec<String> = items
-                .iter()
-                .map(|x| {
-                    format_one(
-                        verb,
-                        x,
-                        Spec {
-                            width: None,
-                            ..spec
-                        },
-                    )
-                })
-                .collect();
-            return format!("[{}]", parts.join(" "));
+            return format!("[{}]", each(verb, items, spec));
         }
         Value::Map(m) if verb != 'v' => {
             let parts: Vec<String> = m
@@ -203,20 +209,8 @@ fn format_one(verb: char, v: &Value, spec: Spec) -> String {
                 Value::str(&version.build),
                 Value::str(original),
             ];
-            let parts: Vec<String> = fields
-                .iter()
-                .map(|f| {
-                    format_one(
-                        verb,
-                        f,
-                        Spec {
-                            width: None,
-                            ..spec
-                        },
-                    )
-                })
-                .collect();
-            format!("{}{{{}}}", if *pointer { "&" } else { "" }, parts.join(" "))
+            let fields = each(verb, &fields, spec);
+            format!("{}{{{fields}}}", if *pointer { "&" } else { "" })
         }
         ('q', Value::Go(o)) => quote(&o.go_string()),
         ('s' | 'q', Value::Bytes(b)) => {

@@ -66,7 +66,8 @@ impl Std {
     }
 }
 
-const LONG_DAYS: [&str; 7] = [
+/// Go's weekday names, Sunday first.
+pub(crate) const LONG_DAYS: [&str; 7] = [
     "Sunday",
     "Monday",
     "Tuesday",
@@ -75,7 +76,8 @@ const LONG_DAYS: [&str; 7] = [
     "Friday",
     "Saturday",
 ];
-const LONG_MONTHS: [&str; 12] = [
+/// Go's month names.
+pub(crate) const LONG_MONTHS: [&str; 12] = [
     "January",
     "February",
     "March",

@@ -12,6 +12,7 @@
 
 use std::rc::Rc;
 
+use crate::golayout::{LONG_DAYS, LONG_MONTHS};
 use crate::gotime::{Location, duration_round, duration_string};
 use crate::semver::{self, Version};
 use crate::value::Value;
@@ -41,30 +42,6 @@ pub enum GoObject {
     /// `*time.Location`.
     Location(Location),
 }
-
-const MONTHS: [&str; 12] = [
-    "January",
-    "February",
-    "March",
-    "April",
-    "May",
-    "June",
-    "July",
-    "August",
-    "September",
-    "October",
-    "November",
-    "December",
-];
-const WEEKDAYS: [&str; 7] = [
-    "Sunday",
-    "Monday",
-    "Tuesday",
-    "Wednesday",
-    "Thursday",
-    "Friday",
-    "Saturday",
-];
 
 impl GoObject {
     /// Wraps the object as a template value.
@@ -116,11 +93,11 @@ impl GoObject {
             GoObject::Duration(d) => duration_string(*d),
             GoObject::Month(m) => usize::try_from(*m - 1)
                 .ok()
-                .and_then(|i| MONTHS.get(i))
+                .and_then(|i| LONG_MONTHS.get(i))
                 .map_or_else(|| format!("%!Month({m})"), |s| (*s).to_owned()),
             GoObject::Weekday(d) => usize::try_from(*d)
                 .ok()
-                .and_then(|i| WEEKDAYS.get(i))
+                .and_then(|i| LONG_DAYS.get(i))
                 .map_or_else(|| format!("%!Weekday({d})"), |s| (*s).to_owned()),
             GoObject::Location(loc) => location_name(loc),
         }
