@@ -1101,6 +1101,9 @@ impl State<'_> {
         if let Some(params) = func.builtin.and_then(funcs::MapParams::of) {
             self.check_map_params(dot, params, args, &values, pos, context)?;
         }
+        if let Some(types) = funcs::scalar_params(name) {
+            self.check_scalar_params(dot, types, args, &values, pos, context)?;
+        }
         let result = match func.kind {
             FuncKind::Nested => funcs::call_nested(self, name, &values, pos),
             FuncKind::Random => {
@@ -1194,6 +1197,36 @@ impl State<'_> {
                     "wrong type for value; expected map[string]interface {{}}; got {}",
                     other.type_name()
                 ),
+            };
+            return Err(self.err(pos, context, message));
+        }
+        Ok(())
+    }
+
+    /// Go's check of a nil given to a `string` or `int` parameter
+    /// ([`funcs::scalar_params`]): a nil interface (a missing or null
+    /// field) is the wrong type, a pipeline's nil no value at all.
+    fn check_scalar_params(
+        &self,
+        dot: &Value,
+        types: &[u8],
+        args: &[Arg],
+        values: &[Value],
+        pos: &Pos,
+        context: Ctx<'_>,
+    ) -> Result<(), ExecError> {
+        for (i, (v, ty)) in values.iter().zip(types).enumerate() {
+            if !matches!(v, Value::Nil) {
+                continue;
+            }
+            let want = funcs::scalar_type(*ty);
+            // None: the value piped in, a pipeline's.
+            let message = match args.get(i) {
+                Some(Arg::Nil) => format!("cannot assign nil to {want}"),
+                Some(a) if self.is_nil_interface(dot, a) => {
+                    format!("wrong type for value; expected {want}; got interface {{}}")
+                }
+                _ => format!("invalid value; expected {want}"),
             };
             return Err(self.err(pos, context, message));
         }

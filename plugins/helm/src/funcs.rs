@@ -15,65 +15,71 @@ use crate::{convert, semver};
 
 type R = Result<Value, FnError>;
 
-/// Functions whose parameters are all Go `string`s: a `[]byte`
-/// (`.Files.GetBytes`) passed to one is refused, as Go refuses it (use
-/// `toString`).
-const STRING_PARAMETERS: &[&str] = &[
-    "sha512sum",
-    "trimall",
-    "regexQuoteMeta",
-    "mustRegexFind",
-    "mustRegexFindAll",
-    "mustRegexReplaceAll",
-    "mustRegexReplaceAllLiteral",
-    "mustRegexSplit",
-    "mustFromJson",
-    "fromToml",
-    "b64enc",
-    "b64dec",
-    "b32enc",
-    "b32dec",
-    "sha256sum",
-    "sha1sum",
-    "adler32sum",
-    "upper",
-    "lower",
-    "title",
-    "untitle",
-    "trim",
-    "trimAll",
-    "trimPrefix",
-    "trimSuffix",
-    "replace",
-    "contains",
-    "hasPrefix",
-    "hasSuffix",
-    "indent",
-    "nindent",
-    "nospace",
-    "abbrev",
-    "abbrevboth",
-    "initials",
-    "camelcase",
-    "snakecase",
-    "kebabcase",
-    "swapcase",
-    "wrap",
-    "wrapWith",
-    "split",
-    "splitList",
-    "splitn",
-    "regexMatch",
-    "mustRegexMatch",
-    "regexFind",
-    "regexFindAll",
-    "regexReplaceAll",
-    "regexReplaceAllLiteral",
-    "regexSplit",
-    "fromYaml",
-    "fromYamlArray",
-    "fromJson",
-    "fromJsonArray",
+/// Go's parameter types of the Sprig functions that take strings (`s`)
+/// and ints (`i`): Go converts no `[]byte` (`.Files.GetBytes`; use
+/// `toString`) and no nil (a missing or null value) to them, and Helm
+/// fails (`wrong type for value; expected string; got interface {}`).
+const PARAMETERS: &[(&str, &str)] = &[
+    ("sha512sum", "s"),
+    ("trimall", "ss"),
+    ("regexQuoteMeta", "s"),
+    ("mustRegexFind", "ss"),
+    ("mustRegexFindAll", "ssi"),
+    ("mustRegexReplaceAll", "sss"),
+    ("mustRegexReplaceAllLiteral", "sss"),
+    ("mustRegexSplit", "ssi"),
+    ("mustFromJson", "s"),
+    ("fromToml", "s"),
+    ("b64enc", "s"),
+    ("b64dec", "s"),
+    ("b32enc", "s"),
+    ("b32dec", "s"),
+    ("sha256sum", "s"),
+    ("sha1sum", "s"),
+    ("adler32sum", "s"),
+    ("upper", "s"),
+    ("lower", "s"),
+    ("title", "s"),
+    ("untitle", "s"),
+    ("trim", "s"),
+    ("trimAll", "ss"),
+    ("trimPrefix", "ss"),
+    ("trimSuffix", "ss"),
+    ("replace", "sss"),
+    ("contains", "ss"),
+    ("hasPrefix", "ss"),
+    ("hasSuffix", "ss"),
+    ("indent", "is"),
+    ("nindent", "is"),
+    ("nospace", "s"),
+    ("abbrev", "is"),
+    ("abbrevboth", "iis"),
+    ("initials", "s"),
+    ("camelcase", "s"),
+    ("snakecase", "s"),
+    ("kebabcase", "s"),
+    ("swapcase", "s"),
+    ("wrap", "is"),
+    ("wrapWith", "iss"),
+    ("split", "ss"),
+    ("splitList", "ss"),
+    ("splitn", "sis"),
+    ("regexMatch", "ss"),
+    ("mustRegexMatch", "ss"),
+    ("regexFind", "ss"),
+    ("regexFindAll", "ssi"),
+    ("regexReplaceAll", "sss"),
+    ("regexReplaceAllLiteral", "sss"),
+    ("regexSplit", "ssi"),
+    ("fromYaml", "s"),
+    ("fromYamlArray", "s"),
+    ("fromJson", "s"),
+    ("fromJsonArray", "s"),
+    ("trunc", "is"),
+    ("repeat", "is"),
+    ("substr", "iis"),
+    ("semver", "s"),
+    ("semverCompare", "ss"),
 ];
 
 /// The functions the executor calls itself (not [`Builtin`]s).
@@ -620,15 +626,34 @@ pub fn call_plain(st: &mut State<'_>, builtin: Option<Builtin>, name: &str, args
     call_builtin(st, builtin, name, args)
 }
 
-/// Go does not convert a `[]byte` to a string parameter.
+/// Go's parameter types of `name` if it is one of [`PARAMETERS`]: a byte
+/// per parameter, `s` a `string`, `i` an `int`.
+pub fn scalar_params(name: &str) -> Option<&'static [u8]> {
+    PARAMETERS
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map(|(_, types)| types.as_bytes())
+}
+
+/// Go's name of a [`scalar_params`] type.
+pub fn scalar_type(ty: u8) -> &'static str {
+    if ty == b's' { "string" } else { "int" }
+}
+
+/// Go converts no `[]byte` to a `string` or `int` parameter (a nil is
+/// refused by the executor, which knows which nil it is).
 fn refuse_bytes(name: &str, args: &[Value]) -> Result<(), FnError> {
-    if let Some(bytes) = args.iter().find(|v| matches!(v, Value::Bytes(_)))
-        && STRING_PARAMETERS.contains(&name)
-    {
-        return Err(FnError::Msg(format!(
-            "wrong type for value; expected string; got {}",
-            bytes.type_name()
-        )));
+    let Some(types) = scalar_params(name) else {
+        return Ok(());
+    };
+    for (arg, ty) in args.iter().zip(types) {
+        if let Value::Bytes(_) = arg {
+            return Err(FnError::Msg(format!(
+                "wrong type for value; expected {}; got {}",
+                scalar_type(*ty),
+                arg.type_name()
+            )));
+        }
     }
     Ok(())
 }
@@ -1606,6 +1631,16 @@ fn include_error(name: &str) -> impl Fn(ExecError) -> FnError + '_ {
 pub fn call_nested(st: &mut State<'_>, name: &str, a: &[Value], pos: &Pos) -> R {
     if a.len() != 2 {
         return Err(format!("wrong number of args for {name}: want 2 got {}", a.len()).into());
+    }
+    if matches!(a[0], Value::Nil | Value::Bytes(_)) {
+        // Both take the text or name as a Go `string`.
+        return Err(FnError::Msg(format!(
+            "wrong type for value; expected string; got {}",
+            match &a[0] {
+                Value::Nil => "interface {}",
+                other => other.type_name(),
+            }
+        )));
     }
     if name == "tpl" {
         // Helm's `tpl`: the text parsed as a template among the chart's,

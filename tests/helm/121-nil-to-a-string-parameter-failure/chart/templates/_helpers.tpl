@@ -1,0 +1,3 @@
+{{- define "config.checksum" -}}
+{{- tpl .Values.loki.config . | sha256sum }}
+{{- end }}
