@@ -30,11 +30,174 @@ pub fn chain(error: &(dyn Error + 'static)) -> String {
             _ => parts.push(part),
         }
     }
-    if parts.is_empty() {
+    let mut text = if parts.is_empty() {
         // Nothing but debug dumps: better them than nothing.
-        return error.to_string();
+        error.to_string()
+    } else {
+        parts.join(": ")
+    };
+    // The root cause in words, unless the chain says it already.
+    if let Some(cause) = cause(error)
+        && !cause.said_in(&text.to_lowercase())
+    {
+        text.push_str(" (");
+        text.push_str(cause.words());
+        text.push(')');
     }
-    parts.join(": ")
+    audit(&text);
+    text
+}
+
+/// What went wrong at the bottom of an error chain, in the classes a
+/// person acts on (Git, Helm repositories, registries, the cluster).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Cause {
+    /// A file, object or reference that does not exist.
+    NotFound,
+    /// Nothing listens at the address.
+    Refused,
+    /// The host name does not resolve.
+    Dns,
+    /// The TLS handshake failed (an untrusted or invalid certificate).
+    Tls,
+    /// The credentials were refused (401).
+    Authentication,
+    /// The credentials are not allowed to (403, a file's mode).
+    Permission,
+    /// No answer in time.
+    Timeout,
+}
+
+impl Cause {
+    /// The cause in plain words.
+    pub fn words(self) -> &'static str {
+        match self {
+            Cause::NotFound => "not found",
+            Cause::Refused => "connection refused: nothing listens at that address",
+            Cause::Dns => "DNS: the host name does not resolve",
+            Cause::Tls => "TLS: the server's certificate is not trusted or not valid",
+            Cause::Authentication => "authentication failed: check the credentials",
+            Cause::Permission => "permission denied",
+            Cause::Timeout => "timed out",
+        }
+    }
+
+    /// Whether a (lower-case) message already says this cause.
+    fn said_in(self, lower: &str) -> bool {
+        let any = |words: &[&str]| words.iter().any(|w| lower.contains(w));
+        match self {
+            Cause::NotFound => any(&["not found", "no such file", "does not exist"]),
+            Cause::Refused => any(&["refused"]),
+            Cause::Dns => any(&["dns", "does not resolve"]),
+            Cause::Tls => any(&["tls"]),
+            Cause::Authentication => any(&["authenticat", "unauthorized"]),
+            Cause::Permission => any(&["permission denied", "forbidden"]),
+            Cause::Timeout => any(&["timed out", "timeout", "deadline"]),
+        }
+    }
+}
+
+/// The root cause of `error`: the deepest error in its chain that Kiln can
+/// class (an I/O error's kind, an API server's status code, the words of
+/// gix, reqwest, hyper and rustls errors).
+pub fn cause(error: &(dyn Error + 'static)) -> Option<Cause> {
+    let mut found = None;
+    let mut next = Some(error);
+    while let Some(current) = next {
+        next = current.source();
+        if let Some(cause) = class_of(current) {
+            found = Some(cause);
+        }
+    }
+    found
+}
+
+/// One error's class, if its kind, code or words say one.
+fn class_of(error: &(dyn Error + 'static)) -> Option<Cause> {
+    if let Some(io) = error.downcast_ref::<std::io::Error>() {
+        match io.kind() {
+            std::io::ErrorKind::NotFound => return Some(Cause::NotFound),
+            std::io::ErrorKind::ConnectionRefused => return Some(Cause::Refused),
+            std::io::ErrorKind::TimedOut => return Some(Cause::Timeout),
+            std::io::ErrorKind::PermissionDenied => return Some(Cause::Permission),
+            _ => {}
+        }
+    }
+    if let Some(kube::Error::Api(status)) = error.downcast_ref::<kube::Error>() {
+        match status.code {
+            401 => return Some(Cause::Authentication),
+            403 => return Some(Cause::Permission),
+            404 => return Some(Cause::NotFound),
+            _ => {}
+        }
+    }
+    let text = error.to_string().to_lowercase();
+    let any = |words: &[&str]| words.iter().any(|w| text.contains(w));
+    if any(&[
+        "failed to lookup address",
+        "name or service not known",
+        "temporary failure in name resolution",
+        "no address associated with hostname",
+        "nodename nor servname",
+        "dns error",
+        "could not resolve host",
+    ]) {
+        Some(Cause::Dns)
+    } else if any(&["connection refused"]) {
+        Some(Cause::Refused)
+    } else if any(&[
+        "invalid peer certificate",
+        "unknownissuer",
+        "certificate verify failed",
+        "invalidcertificate",
+        "bad certificate",
+        "self-signed certificate",
+        "self signed certificate",
+        "certificate has expired",
+    ]) {
+        Some(Cause::Tls)
+    } else if any(&["timed out", "deadline has elapsed"]) {
+        Some(Cause::Timeout)
+    } else if any(&[
+        "401 unauthorized",
+        "authentication failed",
+        "authentication required",
+    ]) {
+        Some(Cause::Authentication)
+    } else if any(&["permission denied", "403 forbidden"]) {
+        Some(Cause::Permission)
+    } else {
+        None
+    }
+}
+
+/// Appends `text` to the file `KILN_ERROR_AUDIT` names, if it is set:
+/// `scripts/test` collects every error the test suite produces this way
+/// and fails on a foreign type's debug dump in any of them.
+fn audit(text: &str) {
+    static FILE: std::sync::OnceLock<Option<std::sync::Mutex<std::fs::File>>> =
+        std::sync::OnceLock::new();
+    if cfg!(test) {
+        // This module's own tests feed it dumps on purpose.
+        return;
+    }
+    let file = FILE.get_or_init(|| {
+        let path = std::env::var_os("KILN_ERROR_AUDIT")?;
+        std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+            .ok()
+            .map(std::sync::Mutex::new)
+    });
+    if let Some(file) = file
+        && let Ok(mut file) = file.lock()
+    {
+        use std::io::Write as _;
+        // One line per error (a multi-line one joined), written at once.
+        let _ = file.write_all(format!("{}\n", text.replace('\n', "\\n")).as_bytes());
+    }
 }
 
 /// One error's own message in words, or `None` when it says nothing its
@@ -172,7 +335,8 @@ mod tests {
         );
         assert_eq!(
             chain(&error),
-            "failed to lookup address information: Name or service not known"
+            "failed to lookup address information: Name or service not known \
+             (DNS: the host name does not resolve)"
         );
         #[derive(Debug, thiserror::Error)]
         #[error("Message {{ message: \"Could not retrieve metadata of \\\"/x/.git\\\"\" }}")]
@@ -243,6 +407,62 @@ mod tests {
                 .with_code(404);
         let error = kube::Error::Api(Box::new(status));
         assert_eq!(chain(&error), "applications.kiln.dev \"nope\" not found");
+    }
+
+    #[test]
+    fn the_root_cause_is_said_in_words_once() {
+        // DNS, as reqwest and gix leave it at the bottom of a chain.
+        let error = Outer(std::io::Error::other(
+            "dns error: failed to lookup address information: Name or service not known",
+        ));
+        assert_eq!(cause(&error), Some(Cause::Dns));
+        assert_eq!(
+            chain(&error),
+            "directory renderer: dns error: failed to lookup address information: \
+             Name or service not known"
+        );
+        let error = Outer(std::io::Error::other(
+            "failed to lookup address information: Name or service not known",
+        ));
+        assert!(chain(&error).ends_with("(DNS: the host name does not resolve)"));
+        // Already said: not repeated.
+        let error = Outer(std::io::Error::from(std::io::ErrorKind::ConnectionRefused));
+        assert_eq!(cause(&error), Some(Cause::Refused));
+        assert_eq!(chain(&error), "directory renderer: connection refused");
+        // An I/O error's kind, an API server's code.
+        let error = Outer(std::io::Error::new(
+            std::io::ErrorKind::TimedOut,
+            "no answer",
+        ));
+        assert_eq!(chain(&error), "directory renderer: no answer (timed out)");
+        let status = kube::core::Status::failure("Unauthorized", "Unauthorized").with_code(401);
+        let error = kube::Error::Api(Box::new(status));
+        assert_eq!(cause(&error), Some(Cause::Authentication));
+        assert_eq!(chain(&error), "Unauthorized");
+        let status = kube::core::Status::failure("no", "Forbidden").with_code(403);
+        assert_eq!(
+            chain(&kube::Error::Api(Box::new(status))),
+            "no (permission denied)"
+        );
+        // TLS, as rustls says it.
+        let error = Inline(std::io::Error::other(
+            "invalid peer certificate: UnknownIssuer",
+        ));
+        assert_eq!(
+            chain(&error),
+            "plugin x: invalid peer certificate: UnknownIssuer \
+             (TLS: the server's certificate is not trusted or not valid)"
+        );
+        // The deepest class wins: gix's handshake over a DNS failure.
+        let error = Context(Discover(std::io::Error::other(
+            "failed to lookup address information: Name or service not known",
+        )));
+        assert_eq!(cause(&error), Some(Cause::Dns));
+        // Nothing to class: nothing added.
+        assert_eq!(
+            chain(&Inline(std::io::Error::other("boom"))),
+            "plugin x: boom"
+        );
     }
 
     #[test]

@@ -569,6 +569,64 @@ fn a_newcomer_is_told_what_an_empty_or_plugin_directory_needs() {
 }
 
 #[test]
+fn a_first_party_plugin_is_named_by_its_name_wherever_kiln_runs() {
+    let src = tree(&[
+        (
+            "k/kustomization.yaml",
+            "resources: [cm.yaml]\ncommonLabels: {team: a}\n",
+        ),
+        (
+            "k/cm.yaml",
+            "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n",
+        ),
+    ]);
+    let dist = component("kustomize").parent().unwrap().to_path_buf();
+    // From another directory, with KILN_PLUGIN_PATH naming where the
+    // first-party plugins are.
+    let out = Command::new(env!("CARGO_BIN_EXE_kiln"))
+        .args(["render", "k", "--plugin", "kustomize", "--no-compile-cache"])
+        .current_dir(src.path())
+        .env("KILN_PLUGIN_PATH", &dist)
+        .env_remove("KILN_LOG")
+        .output()
+        .unwrap();
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(
+        text(&out.stdout).contains("team: a"),
+        "{}",
+        text(&out.stdout)
+    );
+    // A name found nowhere: one line saying where it looked and what to do.
+    let out = Command::new(env!("CARGO_BIN_EXE_kiln"))
+        .args(["render", "k", "--plugin", "kustomise"])
+        .current_dir(src.path())
+        .env("KILN_PLUGIN_PATH", src.path())
+        .env_remove("KILN_LOG")
+        .output()
+        .unwrap();
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "one line: {stderr}");
+    assert!(
+        stderr.contains("plugin kustomise: no first-party plugin of that name here")
+            && stderr.contains(&src.path().join("kustomise.wasm").display().to_string())
+            && stderr.contains("KILN_PLUGIN_PATH"),
+        "{stderr}"
+    );
+    // A file of that name here is the file.
+    std::fs::write(src.path().join("kustomize"), b"not a component").unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_kiln"))
+        .args(["render", "k", "--plugin", "kustomize"])
+        .current_dir(src.path())
+        .env("KILN_PLUGIN_PATH", &dist)
+        .env_remove("KILN_LOG")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+}
+
+#[test]
 fn a_missing_repository_is_one_plain_line() {
     let out = kiln(&[
         "render",

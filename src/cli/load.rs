@@ -1,7 +1,7 @@
 //! Loading the plugins a command names: fetch (file, https, oci), verify
 //! against the trust policy, compile.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use kiln::artifact::{Fetched, Fetcher, PluginRef};
 use kiln::plugin::{Plugin, PluginHost, World};
@@ -46,8 +46,27 @@ impl Loader {
         })
     }
 
-    /// Fetches, verifies and compiles one plugin.
+    /// Fetches, verifies and compiles one plugin. A bare name (`helm`,
+    /// `required-labels`) that is no file here is a first-party plugin,
+    /// found where [`first_party_places`] looks.
     pub(crate) async fn load(&self, text: &str, world: World) -> anyhow::Result<Plugin> {
+        let found;
+        let text = match first_party(text) {
+            Some(Ok(path)) => {
+                found = path.display().to_string();
+                found.as_str()
+            }
+            Some(Err(NotFound { name, places })) => {
+                let looked: Vec<String> = places.iter().map(|p| p.display().to_string()).collect();
+                anyhow::bail!(
+                    "plugin {name}: no first-party plugin of that name here (looked for {}): \
+                     give the plugin's file or oci:// reference, set KILN_PLUGIN_PATH to a directory \
+                     holding {name}.wasm, or build it (scripts/build-plugins {name})",
+                    looked.join(", ")
+                );
+            }
+            None => text,
+        };
         let reference = PluginRef::parse(text)?;
         let name = plugin_name(&reference);
         // Refused before anything is fetched.
@@ -94,6 +113,60 @@ impl Loader {
             tokio::task::spawn_blocking(move || host.load(&name, &bytes, world, None)).await??;
         Ok(plugin)
     }
+}
+
+/// A first-party plugin named but not found.
+struct NotFound {
+    name: String,
+    places: Vec<PathBuf>,
+}
+
+/// `text` as the name of a first-party plugin (letters, digits and `-`,
+/// no file of that name here): the first file found for it, or where it
+/// was looked for; `None` when `text` is a reference or a path.
+fn first_party(text: &str) -> Option<Result<PathBuf, NotFound>> {
+    let bare = !text.is_empty()
+        && text
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+        && text.starts_with(|c: char| c.is_ascii_lowercase());
+    if !bare || Path::new(text).exists() {
+        return None;
+    }
+    let places = first_party_places(text);
+    Some(match places.iter().find(|p| p.is_file()) {
+        Some(found) => Ok(found.clone()),
+        None => Err(NotFound {
+            name: text.to_owned(),
+            places,
+        }),
+    })
+}
+
+/// Where a first-party plugin `NAME.wasm` is looked for, in order: each
+/// directory of `$KILN_PLUGIN_PATH` (`:`-separated), beside the kiln
+/// binary (and its `plugins/` and `../share/kiln/plugins/`), then
+/// `plugins/dist/` of the current directory (a checkout).
+pub(crate) fn first_party_places(name: &str) -> Vec<PathBuf> {
+    let file = format!("{name}.wasm");
+    let mut places: Vec<PathBuf> = std::env::var_os("KILN_PLUGIN_PATH")
+        .map(|path| {
+            std::env::split_paths(&path)
+                .filter(|dir| !dir.as_os_str().is_empty())
+                .map(|dir| dir.join(&file))
+                .collect()
+        })
+        .unwrap_or_default();
+    if let Some(dir) = std::env::current_exe()
+        .ok()
+        .and_then(|exe| exe.parent().map(Path::to_path_buf))
+    {
+        places.push(dir.join(&file));
+        places.push(dir.join("plugins").join(&file));
+        places.push(dir.join("../share/kiln/plugins").join(&file));
+    }
+    places.push(Path::new("plugins/dist").join(&file));
+    places
 }
 
 /// The signatures stored beside a fetched plugin.

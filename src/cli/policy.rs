@@ -2,7 +2,7 @@
 //! [`kiln::policy::suite`]) and prints the outcome as text, JSON or JUnit XML.
 
 use std::io::Write as _;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use kiln::plugin::{Plugin, World};
 use kiln::policy::suite::{self, RunReport, Status};
@@ -131,30 +131,6 @@ impl suite::PolicyLoader for CliLoader {
     }
 }
 
-/// Where a first-party plugin `NAME.wasm` is looked for, in order (see
-/// `--gatekeeper-plugin`).
-fn first_party_places(name: &str) -> Vec<PathBuf> {
-    let file = format!("{name}.wasm");
-    let mut places: Vec<PathBuf> = std::env::var_os("KILN_PLUGIN_PATH")
-        .map(|path| {
-            std::env::split_paths(&path)
-                .filter(|dir| !dir.as_os_str().is_empty())
-                .map(|dir| dir.join(&file))
-                .collect()
-        })
-        .unwrap_or_default();
-    if let Some(dir) = std::env::current_exe()
-        .ok()
-        .and_then(|exe| exe.parent().map(Path::to_path_buf))
-    {
-        places.push(dir.join(&file));
-        places.push(dir.join("plugins").join(&file));
-        places.push(dir.join("../share/kiln/plugins").join(&file));
-    }
-    places.push(Path::new("plugins/dist").join(&file));
-    places
-}
-
 /// The Gatekeeper plugin Gatekeeper suites run with: the one given, else
 /// the first found where [`first_party_places`] looks; `Err` lists those
 /// places (an error only if a Gatekeeper suite needs it).
@@ -162,7 +138,7 @@ fn gatekeeper_plugin(given: Option<&str>) -> Result<String, Vec<PathBuf>> {
     if let Some(given) = given {
         return Ok(given.to_owned());
     }
-    let places = first_party_places("gatekeeper");
+    let places = super::load::first_party_places("gatekeeper");
     places
         .iter()
         .find(|place| place.is_file())

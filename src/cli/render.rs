@@ -109,7 +109,10 @@ pub(crate) struct PipelineArgs {
     #[command(flatten)]
     chart: super::chart::ChartArgs,
 
-    /// A renderer component; repeat for a chain (each gets the previous output).
+    /// A renderer component; repeat for a chain (each gets the previous
+    /// output). REF is a file, `oci://REGISTRY/REPO:TAG`, `https://…@sha256:…`,
+    /// or a first-party plugin's name (`helm`, `kustomize`, `values`), found
+    /// in $KILN_PLUGIN_PATH, beside the kiln binary or in `plugins/dist/`.
     #[arg(long = "plugin", value_name = "REF")]
     plugins: Vec<String>,
 
@@ -291,7 +294,7 @@ pub(crate) async fn pipeline(
         (_, repo, Some(_)) => {
             if args.plugins.is_empty() {
                 bail!(
-                    "--chart needs the helm renderer: add --plugin with its reference (plugins/dist/helm.wasm, or its oci:// reference)"
+                    "--chart needs the helm renderer: add --plugin helm (or its file or oci:// reference)"
                 );
             }
             args.chart

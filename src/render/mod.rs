@@ -72,7 +72,7 @@ pub enum RenderError {
     #[error(
         "{file} is a {what}, not a plain manifest: render it with the {plugin} plugin \
          (a `{plugin}` step in the Application's plugin chain; with `kiln render`, \
-         --plugin plugins/dist/{plugin}.wasm)"
+         --plugin {plugin})"
     )]
     NeedsPlugin {
         /// The file that tells.
