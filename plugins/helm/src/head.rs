@@ -114,6 +114,31 @@ fn read_with_serde_yaml(doc: &str) -> Result<Head, serde_yaml::Error> {
     })
 }
 
+/// Go's JSON name of what `doc` is when it is neither a mapping nor null
+/// (`array`, `string`, `number`, `bool`): what Helm cannot read a
+/// document's head from. `json` is the document as JSON when known.
+pub fn not_an_object(doc: &str, json: Option<&str>) -> Option<&'static str> {
+    let name = |v: &serde_json::Value| match v {
+        serde_json::Value::Array(_) => Some("array"),
+        serde_json::Value::String(_) => Some("string"),
+        serde_json::Value::Number(_) => Some("number"),
+        serde_json::Value::Bool(_) => Some("bool"),
+        serde_json::Value::Null | serde_json::Value::Object(_) => None,
+    };
+    match json.map(str::trim_start) {
+        Some(j) if j.starts_with('{') || j.starts_with("null") => None,
+        Some(j) => serde_json::from_str::<serde_json::Value>(j)
+            .ok()
+            .as_ref()
+            .and_then(name),
+        None => lenient(doc)
+            .ok()
+            .and_then(|v| serde_json::to_value(v).ok())
+            .as_ref()
+            .and_then(name),
+    }
+}
+
 /// `text` read as Helm's YAML reader (go-yaml v2) reads it: a key repeated
 /// in one mapping keeps its last value (serde_yaml refuses it; the text is
 /// then read again through serde_json's map, which keeps the last).

@@ -1092,6 +1092,17 @@ fn sort_manifests(
                 source_name: source.clone(),
                 message: e.to_string(),
             })?;
+            // Helm reads each document's head into a struct: a document
+            // that is a list or a scalar fails there.
+            if let Some(json_type) = crate::head::not_an_object(&doc, head.json.as_deref()) {
+                return Err(RenderError::Yaml {
+                    source_name: source.clone(),
+                    message: format!(
+                        "error unmarshaling JSON: while decoding JSON: json: cannot unmarshal \
+                         {json_type} into Go value of type util.SimpleHead"
+                    ),
+                });
+            }
             let (kind, hook) = (head.kind, head.hook);
             let document = Document {
                 source: source.clone(),
