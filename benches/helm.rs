@@ -550,7 +550,7 @@ mod survey {
     fn limits() -> Limits {
         Limits {
             timeout: std::time::Duration::from_secs(300),
-            memory: 1 << 30,
+            memory: HostConfig::default().max_memory,
             output: 64 << 20,
             ..Limits::default()
         }
