@@ -84,13 +84,19 @@ impl GoRegex {
                 continue;
             };
             rest = after;
-            let group = match name.parse::<usize>() {
-                Ok(n) => Some(n),
+            let found = match name.parse::<usize>() {
+                Ok(n) => caps.get(n),
                 // A number too big for an index names no group.
                 Err(_) if name.bytes().all(|b| b.is_ascii_digit()) => None,
-                Err(_) => self.names.iter().position(|n| n.as_deref() == Some(name)),
+                // The first group of that name that took part in the match.
+                Err(_) => self
+                    .names
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, n)| n.as_deref() == Some(name))
+                    .find_map(|(g, _)| caps.get(g)),
             };
-            if let Some(m) = group.and_then(|g| caps.get(g)) {
+            if let Some(m) = found {
                 out.push_str(m.as_str());
             }
         }
@@ -169,6 +175,10 @@ fn posix_ends(s: &str) -> Vec<usize> {
 struct Item {
     start: usize,
     product: u64,
+    /// Repetitions applied to it: their `(?:` openings, written once when
+    /// the item is done (one insertion, whatever their number: a pattern
+    /// such as `a(?i)*(?i)*…` stays linear).
+    wraps: usize,
 }
 
 struct Parser<'a> {
@@ -212,6 +222,7 @@ impl Parser<'_> {
                 ')' => break,
                 '|' => {
                     self.pos += 1;
+                    self.finish(last);
                     self.out.push('|');
                     product = product.max(last.map_or(0, |i| i.product));
                     last = None;
@@ -264,7 +275,7 @@ impl Parser<'_> {
                     {
                         return Err(error("invalid repeat count", full));
                     }
-                    self.out.insert_str(item.start, "(?:");
+                    item.wraps += 1;
                     self.out.push(')');
                     self.out.push_str(&match (c, max) {
                         ('*' | '+' | '?', _) => c.to_string(),
@@ -348,7 +359,17 @@ impl Parser<'_> {
             }
             last_repeat = repeat_here;
         }
+        self.finish(last);
         Ok(product.max(last.map_or(0, |i| i.product)))
+    }
+
+    /// Writes the openings of the repetitions applied to the last item.
+    fn finish(&mut self, last: Option<Item>) {
+        if let Some(item) = last
+            && item.wraps > 0
+        {
+            self.out.insert_str(item.start, &"(?:".repeat(item.wraps));
+        }
     }
 
     /// Writes one item (after any pending flags) and makes it the last.
@@ -359,13 +380,18 @@ impl Parser<'_> {
         pending_flags: &mut Option<String>,
         write: impl FnOnce(&mut Self) -> Result<u64, String>,
     ) -> Result<(), String> {
+        self.finish(*last);
         if let Some(f) = pending_flags.take() {
             self.out.push_str(&f);
         }
         *before = (*before).max(last.map_or(0, |i| i.product));
         let start = self.out.len();
         let product = write(self)?;
-        *last = Some(Item { start, product });
+        *last = Some(Item {
+            start,
+            product,
+            wraps: 0,
+        });
         Ok(())
     }
 
@@ -1165,6 +1191,12 @@ mod tests {
         let mut out = String::new();
         re.expand(&mut out, "<$1|${2}|$word|${word}x|$2x|$$|$ |${x|$9>", &caps);
         assert_eq!(out, "<aa|b|aa|aax||$|$ |${x|>");
+        // A name given twice: the first group of it that matched.
+        let re = GoRegex::new("(?P<n>x)|(?P<n>y)").unwrap();
+        let caps = re.regex().captures("y").unwrap();
+        let mut out = String::new();
+        re.expand(&mut out, "${n}", &caps);
+        assert_eq!(out, "y");
     }
 
     #[test]
@@ -1180,6 +1212,16 @@ mod tests {
                 .unwrap_err()
                 .starts_with("invalid character class range: `[:[:")
         );
+        // Repetitions stacked on one item through flag groups (Go takes
+        // them): written in one pass.
+        let stacked = format!("a{}", "(?i)*".repeat(50_000));
+        let translated = translate(&stacked).unwrap().pattern;
+        assert!(
+            translated.starts_with(&"(?:".repeat(50_000)),
+            "{}",
+            &translated[..40]
+        );
+        assert!(translated.len() < 20 * stacked.len());
         // Nesting past Go's limit.
         let fine = format!("{}a{}", "(".repeat(MAX_DEPTH), ")".repeat(MAX_DEPTH));
         assert!(GoRegex::new(&fine).unwrap().regex().is_match("a"));

@@ -7,7 +7,7 @@
 //! with Go's message.
 //!
 //! The generator is seeded (`KILN_REGEXP_SEED`, default fixed; the seed is
-//! printed) and makes `KILN_REGEXP_CASES` patterns (default 600), each with
+//! printed) and makes `KILN_REGEXP_CASES` patterns (default 2,000), each with
 //! a few generated inputs.
 
 use std::path::{Path, PathBuf};
@@ -245,7 +245,7 @@ fn generated_patterns_match_as_gos_regexp() {
         return;
     };
     let seed = env_number("KILN_REGEXP_SEED", 20_261_207);
-    let count = env_number("KILN_REGEXP_CASES", 600) as usize;
+    let count = env_number("KILN_REGEXP_CASES", 2000) as usize;
     eprintln!(
         "regexp property test: seed {seed}, {count} patterns (KILN_REGEXP_SEED, KILN_REGEXP_CASES)"
     );
