@@ -35,6 +35,9 @@ from helm_python import _native  # noqa: E402
 from helm_python.config import Config  # noqa: E402
 from helm_python.errors import HelmError  # noqa: E402
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests", "support"))
+import helm_template  # noqa: E402  (the corpus oracle's values-file reading)
+
 # Never contacted: a client-only dry run only needs a configuration to exist.
 KUBECONFIG = """apiVersion: v1
 kind: Config
@@ -45,32 +48,16 @@ users: [{name: bench, user: {token: unused}}]
 """
 
 
-def deep_merge(base, over):
-    """Helm's MergeMaps: `over` wins; maps merge key by key."""
-    out = dict(base)
-    for key, value in over.items():
-        if isinstance(value, dict) and isinstance(out.get(key), dict):
-            out[key] = deep_merge(out[key], value)
-        else:
-            out[key] = value
-    return out
-
-
 def values_of(chart_dir, values_file):
-    """The user values of `-f VALUES_FILE`, read by Helm's parser (one document at a time)."""
+    """The user values of `-f VALUES_FILE`, read by Helm's parser (one document at a time, as the
+    corpus oracle reads values files: tests/support/helm_template.py)."""
     if not values_file:
         return {}
     values = {}
     with open(os.path.join(chart_dir, values_file), encoding="utf-8") as f:
-        doc = []
-        for line in f.read().splitlines(keepends=True) + ["---\n"]:
-            if line.startswith("---") and (line[3:].strip() == "" or line[3:].strip().startswith("#")):
-                text = "".join(doc)
-                if text.strip():
-                    values = deep_merge(values, helm_python.values_from_yaml(text) or {})
-                doc = []
-            else:
-                doc.append(line)
+        for doc in helm_template.documents(f.read()):
+            if doc.strip():
+                values = helm_template.deep_merge(values, helm_python.values_from_yaml(doc) or {})
     return values
 
 
