@@ -187,7 +187,7 @@ mod tests {
         let c = error("c");
         assert!(
             c.contains("c/Chart.yaml is a Helm chart")
-                && c.contains("--plugin plugins/dist/helm.wasm"),
+                && c.contains("--plugin helm)"),
             "{c}"
         );
     }
