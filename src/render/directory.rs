@@ -186,8 +186,7 @@ mod tests {
         assert!(k.starts_with("k/kustomization.yaml is a kustomization, not a plain manifest: render it with the kustomize plugin"), "{k}");
         let c = error("c");
         assert!(
-            c.contains("c/Chart.yaml is a Helm chart")
-                && c.contains("--plugin helm)"),
+            c.contains("c/Chart.yaml is a Helm chart") && c.contains("--plugin helm)"),
             "{c}"
         );
     }
