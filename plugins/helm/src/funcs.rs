@@ -1028,25 +1028,40 @@ fn sprig_strings(
         // nothing. The others panic (Helm: an error naming the pattern).
         Builtin::RegexMatch => Value::Bool(regex(&s(0)).is_ok_and(|re| re.regex().is_match(&s(1)))),
         Builtin::MustRegexMatch => Value::Bool(regex(&s(0))?.regex().is_match(&s(1))),
-        Builtin::RegexReplaceAll | Builtin::MustRegexReplaceAll => {
+        Builtin::RegexReplaceAll
+        | Builtin::MustRegexReplaceAll
+        | Builtin::RegexReplaceAllLiteral
+        | Builtin::MustRegexReplaceAllLiteral => {
             let re = regex(&s(0))?;
             let (text, template) = (s(1), s(2));
-            let mut out = String::with_capacity(text.len());
+            let literal = matches!(
+                builtin,
+                Builtin::RegexReplaceAllLiteral | Builtin::MustRegexReplaceAllLiteral
+            );
+            let budget = st.rt.limits.max_output;
+            let mut out = String::with_capacity(text.len().min(budget));
             let mut last = 0;
             for caps in re.regex().captures_iter(&text) {
                 let Some(m) = caps.get(0) else { continue };
                 out.push_str(&text[last..m.start()]);
-                re.expand(&mut out, &template, &caps);
+                if literal {
+                    out.push_str(&template);
+                } else {
+                    re.expand(&mut out, &template, &caps);
+                }
                 last = m.end();
+                // Checked as it grows: an empty pattern matches between
+                // every two characters.
+                if out.len() > budget {
+                    return Err(format!(
+                        "{name} built a string over the output budget of {budget} bytes"
+                    )
+                    .into());
+                }
             }
             out.push_str(&text[last..]);
             Value::str(out)
         }
-        Builtin::RegexReplaceAllLiteral | Builtin::MustRegexReplaceAllLiteral => Value::str(
-            regex(&s(0))?
-                .regex()
-                .replace_all(&s(1), regex::NoExpand(&s(2))),
-        ),
         Builtin::RegexFind | Builtin::MustRegexFind => {
             Value::str(regex(&s(0))?.regex().find(&s(1)).map_or("", |m| m.as_str()))
         }
@@ -1075,7 +1090,7 @@ fn sprig_strings(
             match to_i64(&a[2]) {
                 // Go's nil []string (`toJson` prints null).
                 0 => Value::nil_strings(),
-                n => strings(go_regex_split(re.regex(), &s(1), n)),
+                n => strings(go_regex_split(re.regex(), s(0).is_empty(), &s(1), n)),
             }
         }
         // The bytes of Go strings, including those that are not UTF-8.
@@ -1961,11 +1976,12 @@ fn word_wrap(text: &str, width: i64, newline: &str, wrap_long: bool) -> String {
 
 /// Go's `Regexp.Split(s, n)`: at most `n` pieces (all when `n < 0`, none
 /// when `n == 0`); an empty match at the start splits nothing off.
-fn go_regex_split(re: &regex::Regex, text: &str, n: i64) -> Vec<String> {
+fn go_regex_split(re: &regex::Regex, empty_pattern: bool, text: &str, n: i64) -> Vec<String> {
     if n == 0 {
         return Vec::new();
     }
-    if !re.as_str().is_empty() && text.is_empty() {
+    // Go asks whether the pattern as written is empty (`(?U)` is not).
+    if !empty_pattern && text.is_empty() {
         return vec![String::new()];
     }
     let mut out = Vec::new();

@@ -26,6 +26,13 @@ const MAX_REPEAT: u64 = 1000;
 /// The deepest nesting of groups read (Go's limit is a parse tree 1,000
 /// high; the engine's 250, and no chart nests a pattern so deep).
 const MAX_DEPTH: usize = 250;
+/// The longest pattern read, in bytes (Go's own limits, on the compiled
+/// program, refuse far shorter ones in practice).
+const MAX_PATTERN: usize = 1 << 20;
+/// The most Unicode classes (`\pL`) in one pattern: each is thousands of
+/// ranges to the engine (Go's limit, on all classes' runes together,
+/// allows about 12,000 `\pL`).
+const MAX_UNICODE_CLASSES: usize = 4096;
 /// The compiled size the engine may use for one pattern.
 const SIZE_LIMIT: usize = 32 << 20;
 
@@ -34,7 +41,9 @@ const SIZE_LIMIT: usize = 32 << 20;
 #[derive(Debug, Clone)]
 pub struct GoRegex {
     re: regex::Regex,
-    names: Vec<Option<String>>,
+    /// Go's group names, each with its groups in order (a name may be
+    /// given to several).
+    by_name: std::collections::HashMap<String, Vec<usize>>,
 }
 
 /// A pattern as the engine reads it, with its group names.
@@ -56,7 +65,13 @@ impl GoRegex {
             .nest_limit(u32::try_from(4 * MAX_DEPTH).unwrap_or(u32::MAX))
             .build()
             .map_err(|_| format!("error parsing regexp: expression too large: `{pattern}`"))?;
-        Ok(GoRegex { re, names: t.names })
+        let mut by_name: std::collections::HashMap<String, Vec<usize>> = Default::default();
+        for (group, name) in t.names.iter().enumerate() {
+            if let Some(name) = name {
+                by_name.entry(name.clone()).or_default().push(group);
+            }
+        }
+        Ok(GoRegex { re, by_name })
     }
 
     /// The engine's regex (the same matches as Go's).
@@ -84,17 +99,13 @@ impl GoRegex {
                 continue;
             };
             rest = after;
-            let found = match name.parse::<usize>() {
-                Ok(n) => caps.get(n),
-                // A number too big for an index names no group.
-                Err(_) if name.bytes().all(|b| b.is_ascii_digit()) => None,
+            let found = match group_number(name) {
+                Some(n) => caps.get(n),
                 // The first group of that name that took part in the match.
-                Err(_) => self
-                    .names
-                    .iter()
-                    .enumerate()
-                    .filter(|(_, n)| n.as_deref() == Some(name))
-                    .find_map(|(g, _)| caps.get(g)),
+                None => self
+                    .by_name
+                    .get(name)
+                    .and_then(|groups| groups.iter().find_map(|&g| caps.get(g))),
             };
             if let Some(m) = found {
                 out.push_str(m.as_str());
@@ -102,6 +113,16 @@ impl GoRegex {
         }
         out.push_str(rest);
     }
+}
+
+/// A name that is Go's group number: decimal digits without a leading
+/// zero, under 100,000,000 (else a name, as Go's `extract` reads it).
+fn group_number(name: &str) -> Option<usize> {
+    let digits = name.bytes().all(|b| b.is_ascii_digit());
+    if !digits || (name.len() > 1 && name.starts_with('0')) || name.len() > 8 {
+        return None;
+    }
+    name.parse().ok()
 }
 
 /// Go's `extract`: the group name after a `$` (`$name` or `${name}`) and
@@ -112,9 +133,11 @@ fn extract_name(s: &str) -> Option<(&str, &str)> {
         Some(b) => (true, b),
         None => (false, s),
     };
-    let end = body
-        .find(|c: char| !(c.is_alphanumeric() || c == '_'))
-        .unwrap_or(body.len());
+    // Go's letters and decimal digits (`unicode.IsLetter`, `IsDigit`).
+    static NAME: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(r"^[\p{L}\p{Nd}_]*").expect("a valid pattern")
+    });
+    let end = NAME.find(body).map_or(0, |m| m.end());
     if end == 0 {
         return None;
     }
@@ -135,12 +158,17 @@ fn error(code: &str, expr: &str) -> String {
 /// `pattern`, in Go's syntax, in the syntax of the `regex` crate; Go's
 /// error (without its `error parsing regexp: ` prefix) where Go refuses it.
 pub fn translate(pattern: &str) -> Result<Translation, String> {
+    if pattern.len() > MAX_PATTERN {
+        return Err(error("expression too large", pattern));
+    }
     let mut p = Parser {
         s: pattern,
         pos: 0,
         out: String::with_capacity(pattern.len() * 2),
         names: vec![None],
         posix_end: posix_ends(pattern),
+        ungreedy: false,
+        unicode_classes: 0,
     };
     p.sequence(0)?;
     if p.pos < pattern.len() {
@@ -187,6 +215,55 @@ struct Parser<'a> {
     out: String,
     names: Vec<Option<String>>,
     posix_end: Vec<usize>,
+    /// Whether `U` is in force where the output ends.
+    ungreedy: bool,
+    /// Unicode classes read so far ([`MAX_UNICODE_CLASSES`]).
+    unicode_classes: usize,
+}
+
+/// Flags of bare flag groups (`(?i)`, `(?-s)`) not written yet: each
+/// flag's last setting (`i`, `m`, `s`, `U`), so that any run of them is
+/// written as one group.
+#[derive(Default)]
+struct PendingFlags([Option<bool>; 4]);
+
+impl PendingFlags {
+    const NAMES: [char; 4] = ['i', 'm', 's', 'U'];
+
+    /// Adds `flags` (`im-sU`).
+    fn merge(&mut self, flags: &str) {
+        let (on, off) = flags.split_once('-').unwrap_or((flags, ""));
+        for (slot, name) in self.0.iter_mut().zip(Self::NAMES) {
+            if on.contains(name) {
+                *slot = Some(true);
+            } else if off.contains(name) {
+                *slot = Some(false);
+            }
+        }
+    }
+
+    /// The `U` setting, if one is pending.
+    fn ungreedy(&self) -> Option<bool> {
+        self.0[3]
+    }
+
+    /// The flags as one group (empty when none), cleared.
+    fn take(&mut self) -> String {
+        let mut on = String::new();
+        let mut off = String::new();
+        for (slot, name) in self.0.iter_mut().zip(Self::NAMES) {
+            match slot.take() {
+                Some(true) => on.push(name),
+                Some(false) => off.push(name),
+                None => {}
+            }
+        }
+        match (on.is_empty(), off.is_empty()) {
+            (true, true) => String::new(),
+            (_, true) => format!("(?{on})"),
+            _ => format!("(?{on}-{off})"),
+        }
+    }
 }
 
 impl Parser<'_> {
@@ -213,7 +290,7 @@ impl Parser<'_> {
         let mut last_repeat: Option<usize> = None;
         // A bare flag group (`(?i)`) is written before the next item, so
         // that a repetition right after it applies to the item before it.
-        let mut pending_flags: Option<String> = None;
+        let mut pending_flags = PendingFlags::default();
         let mut product = 0u64;
         while let Some(c) = self.peek() {
             let at = self.pos;
@@ -223,10 +300,11 @@ impl Parser<'_> {
                 '|' => {
                     self.pos += 1;
                     self.finish(last);
+                    // Go's flags hold across `|` to the group's end.
+                    self.emit_flags(&mut pending_flags);
                     self.out.push('|');
                     product = product.max(last.map_or(0, |i| i.product));
                     last = None;
-                    pending_flags = None;
                 }
                 '*' | '+' | '?' | '{' => {
                     let Some((min, max, end)) = self.repeat_at(c) else {
@@ -283,7 +361,11 @@ impl Parser<'_> {
                         (_, Some(m)) => format!("{{{min},{m}}}"),
                         (_, None) => format!("{{{min},}}"),
                     });
-                    if lazy {
+                    // Go takes the greediness from the flags in force at
+                    // the operator, pending ones included; the engine
+                    // from those written so far.
+                    let ungreedy_go = pending_flags.ungreedy().unwrap_or(self.ungreedy);
+                    if lazy ^ (ungreedy_go != self.ungreedy) {
                         self.out.push('?');
                     }
                     repeat_here = Some(at);
@@ -291,16 +373,11 @@ impl Parser<'_> {
                 '(' => {
                     if self.peek_at(1) == Some('?') && !self.named_group_ahead() {
                         match self.flags()? {
-                            Flags::Bare(f) => {
-                                if !f.is_empty() {
-                                    let held = pending_flags.take().unwrap_or_default();
-                                    pending_flags = Some(format!("{held}(?{f})"));
-                                }
-                            }
+                            Flags::Bare(f) => pending_flags.merge(&f),
                             Flags::Group(f) => {
                                 self.item(&mut last, &mut product, &mut pending_flags, |p| {
                                     p.out.push_str(&format!("(?{f}:"));
-                                    p.group(depth)
+                                    p.group_with(depth, &f)
                                 })?;
                             }
                         }
@@ -309,7 +386,7 @@ impl Parser<'_> {
                         self.names.push(name);
                         self.item(&mut last, &mut product, &mut pending_flags, |p| {
                             p.out.push('(');
-                            p.group(depth)
+                            p.group_with(depth, "")
                         })?;
                     }
                 }
@@ -377,13 +454,11 @@ impl Parser<'_> {
         &mut self,
         last: &mut Option<Item>,
         before: &mut u64,
-        pending_flags: &mut Option<String>,
+        pending_flags: &mut PendingFlags,
         write: impl FnOnce(&mut Self) -> Result<u64, String>,
     ) -> Result<(), String> {
         self.finish(*last);
-        if let Some(f) = pending_flags.take() {
-            self.out.push_str(&f);
-        }
+        self.emit_flags(pending_flags);
         *before = (*before).max(last.map_or(0, |i| i.product));
         let start = self.out.len();
         let product = write(self)?;
@@ -393,6 +468,29 @@ impl Parser<'_> {
             wraps: 0,
         });
         Ok(())
+    }
+
+    /// Writes the flags of bare flag groups read since the last item.
+    fn emit_flags(&mut self, pending: &mut PendingFlags) {
+        if let Some(u) = pending.ungreedy() {
+            self.ungreedy = u;
+        }
+        self.out.push_str(&pending.take());
+    }
+
+    /// [`Parser::group`] with the group's flags (`iU-s`) in force inside
+    /// it, and the flags outside restored after it.
+    fn group_with(&mut self, depth: usize, flags: &str) -> Result<u64, String> {
+        let saved = self.ungreedy;
+        let (on, off) = flags.split_once('-').unwrap_or((flags, ""));
+        if on.contains('U') {
+            self.ungreedy = true;
+        } else if off.contains('U') {
+            self.ungreedy = false;
+        }
+        let product = self.group(depth);
+        self.ungreedy = saved;
+        product
     }
 
     /// The body of a group just opened (its opening already written), up
@@ -653,10 +751,9 @@ impl Parser<'_> {
         if table_negated {
             negated = !negated;
         }
-        // Checked against the engine's tables (a name Go knows that the
-        // engine's Unicode version lacks is Go's error too).
-        if regex::Regex::new(&format!("[{class}]")).is_err() {
-            return Err(error("invalid character class range", seq));
+        self.unicode_classes += 1;
+        if self.unicode_classes > MAX_UNICODE_CLASSES {
+            return Err(error("expression too large", self.s));
         }
         Ok(if negated {
             format!("[^{class}]")
@@ -865,6 +962,7 @@ const CATEGORIES: &[(&str, &str)] = &[
     ("Combiningmark", "M"),
     ("Connectorpunctuation", "Pc"),
     ("Control", "Cc"),
+    ("Cntrl", "Cc"),
     ("Currencysymbol", "Sc"),
     ("Dashpunctuation", "Pd"),
     ("Decimalnumber", "Nd"),
@@ -1036,6 +1134,10 @@ fn unicode_table(name: &str) -> Option<(String, bool)> {
         "Ascii" => return Some(("\\x{0}-\\x{7F}".into(), false)),
         _ => {}
     }
+    if let Some((_, "Cs")) = CATEGORIES.iter().find(|(n, _)| *n == name) {
+        // Surrogates: no text holds one (the engine has no such class).
+        return Some(("[\\x{0}&&\\x{1}]".into(), false));
+    }
     if let Some((_, gc)) = CATEGORIES.iter().find(|(n, _)| *n == name) {
         return Some((format!("\\p{{gc={gc}}}"), false));
     }
@@ -1173,7 +1275,36 @@ mod tests {
             refusal(r"\p{Grek}"),
             "invalid character class range: `\\p{Grek}`"
         );
-        assert!(translate(r"\p{greek}\p{lu}\p{Cased_Letter}").is_ok());
+        assert!(translate(r"\p{greek}\p{lu}\p{Cased_Letter}\p{cntrl}").is_ok());
+        // Every name Go finds is one the engine has.
+        for (name, _) in CATEGORIES {
+            assert!(GoRegex::new(&format!(r"\p{{{name}}}")).is_ok(), "{name}");
+        }
+        for name in GO_SCRIPTS {
+            assert!(GoRegex::new(&format!(r"\p{{{name}}}")).is_ok(), "{name}");
+        }
+        assert!(GoRegex::new(r"\p{Any}\p{Assigned}\p{ASCII}").is_ok());
+        // Flags across `|`, and the greediness of a repetition after a
+        // flag group.
+        assert!(matches("^(?:x(?i)|admin)$", "ADMIN"));
+        assert_eq!(
+            GoRegex::new("a(?U)*")
+                .unwrap()
+                .regex()
+                .find("aaa")
+                .unwrap()
+                .as_str(),
+            ""
+        );
+        assert_eq!(
+            GoRegex::new("(?U)a(?-U)*")
+                .unwrap()
+                .regex()
+                .find("aaa")
+                .unwrap()
+                .as_str(),
+            "aaa"
+        );
         assert_eq!(refusal("a{3,1}"), "invalid repeat count: `{3,1}`");
         assert_eq!(refusal("a{1001}"), "invalid repeat count: `{1001}`");
         assert_eq!(refusal("a{2,1001}"), "invalid repeat count: `{2,1001}`");
@@ -1191,6 +1322,11 @@ mod tests {
         let mut out = String::new();
         re.expand(&mut out, "<$1|${2}|$word|${word}x|$2x|$$|$ |${x|$9>", &caps);
         assert_eq!(out, "<aa|b|aa|aax||$|$ |${x|>");
+        // Go's numbers: no leading zero (`$01` names a group), at most 8
+        // digits; a name is letters and decimal digits only.
+        let mut out = String::new();
+        re.expand(&mut out, "[$01|$0|$1²|$123456789]", &caps);
+        assert_eq!(out, "[|aab|aa²|]");
         // A name given twice: the first group of it that matched.
         let re = GoRegex::new("(?P<n>x)|(?P<n>y)").unwrap();
         let caps = re.regex().captures("y").unwrap();
@@ -1222,6 +1358,21 @@ mod tests {
             &translated[..40]
         );
         assert!(translated.len() < 20 * stacked.len());
+        // Flag groups in a run are written as one.
+        let flags = format!("{}a", "(?i)(?-i)".repeat(100_000));
+        assert_eq!(translate(&flags).unwrap().pattern, "(?-i)a");
+        // Too long, or too many Unicode classes, for the engine.
+        assert!(
+            translate(&"a".repeat(MAX_PATTERN + 1))
+                .unwrap_err()
+                .starts_with("expression too large")
+        );
+        let classes = format!("[{}]", r"\pL".repeat(MAX_UNICODE_CLASSES + 1));
+        assert!(
+            translate(&classes)
+                .unwrap_err()
+                .starts_with("expression too large")
+        );
         // Nesting past Go's limit.
         let fine = format!("{}a{}", "(".repeat(MAX_DEPTH), ")".repeat(MAX_DEPTH));
         assert!(GoRegex::new(&fine).unwrap().regex().is_match("a"));
