@@ -73,19 +73,30 @@ fn renders_the_example_through_a_renderer_and_policies() {
     assert!(stderr.contains("error    Deployment/guestbook-frontend metadata.labels.cost-center: missing required label `cost-center`"), "{stderr}");
 }
 
-#[test]
-fn an_enforced_policy_failure_exits_1() {
-    let out = kiln(&[
-        "render",
-        &path(&guestbook()),
-        "--no-compile-cache",
+/// The guestbook rendered under an enforced policy it fails (a missing
+/// `cost-center` label), with `extra` flags.
+fn blocked_render(extra: &[&str]) -> Output {
+    let (guestbook, values, labels) = (
+        path(&guestbook()),
+        path(&component("values")),
+        path(&component("required-labels")),
+    );
+    let mut args = vec!["render", &guestbook, "--no-compile-cache"];
+    args.extend_from_slice(extra);
+    args.extend([
         "--plugin",
-        &path(&component("values")),
+        &values,
         "--policy",
-        &path(&component("required-labels")),
+        &labels,
         "--setting",
         "labels=cost-center",
     ]);
+    kiln(&args)
+}
+
+#[test]
+fn an_enforced_policy_failure_exits_1() {
+    let out = blocked_render(&[]);
     assert_eq!(out.status.code(), Some(1));
     assert!(
         text(&out.stderr).contains("— BLOCKED"),
@@ -106,18 +117,7 @@ fn an_enforced_policy_failure_exits_1() {
 
 #[test]
 fn output_on_block_prints_the_refused_manifests_for_inspection() {
-    let out = kiln(&[
-        "render",
-        &path(&guestbook()),
-        "--no-compile-cache",
-        "--output-on-block",
-        "--plugin",
-        &path(&component("values")),
-        "--policy",
-        &path(&component("required-labels")),
-        "--setting",
-        "labels=cost-center",
-    ]);
+    let out = blocked_render(&["--output-on-block"]);
     assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
     let objects = kiln::manifest::parse(&text(&out.stdout), None).unwrap();
     assert_eq!(objects.len(), 3);

@@ -1203,9 +1203,10 @@ impl State<'_> {
         Ok(())
     }
 
-    /// Go's check of a nil given to a `string` or `int` parameter
-    /// ([`funcs::scalar_params`]): a nil interface (a missing or null
-    /// field) is the wrong type, a pipeline's nil no value at all.
+    /// Go's check of what is given to a `string` or `int` parameter
+    /// ([`funcs::scalar_params`]): a `[]byte` is the wrong type (use
+    /// `toString`), as is a nil interface (a missing or null field); a
+    /// pipeline's nil is no value at all.
     fn check_scalar_params(
         &self,
         dot: &Value,
@@ -1216,10 +1217,14 @@ impl State<'_> {
         context: Ctx<'_>,
     ) -> Result<(), ExecError> {
         for (i, (v, ty)) in values.iter().zip(types).enumerate() {
+            let want = funcs::scalar_type(*ty);
+            if let Value::Bytes(_) = v {
+                let message = format!("wrong type for value; expected {want}; got []uint8");
+                return Err(self.err(pos, context, message));
+            }
             if !matches!(v, Value::Nil) {
                 continue;
             }
-            let want = funcs::scalar_type(*ty);
             // None: the value piped in, a pipeline's.
             let message = match args.get(i) {
                 Some(Arg::Nil) => format!("cannot assign nil to {want}"),

@@ -15,7 +15,7 @@ use crate::{convert, semver};
 
 type R = Result<Value, FnError>;
 
-/// Go's parameter types of the Sprig functions that take strings (`s`)
+/// Go's parameter types of the Sprig and Helm functions that take strings (`s`)
 /// and ints (`i`): Go converts no `[]byte` (`.Files.GetBytes`; use
 /// `toString`) and no nil (a missing or null value) to them, and Helm
 /// fails (`wrong type for value; expected string; got interface {}`).
@@ -80,6 +80,9 @@ const PARAMETERS: &[(&str, &str)] = &[
     ("substr", "iis"),
     ("semver", "s"),
     ("semverCompare", "ss"),
+    // Helm's: the text or the template's name.
+    ("tpl", "s"),
+    ("include", "s"),
 ];
 
 /// The functions the executor calls itself (not [`Builtin`]s).
@@ -610,7 +613,6 @@ builtins! {
 
 /// Calls function `name` with evaluated `args`.
 pub fn call(st: &mut State<'_>, name: &str, args: &[Value], pos: &Pos) -> R {
-    refuse_bytes(name, args)?;
     // Random and crypto functions (seeded by the call's site).
     if let Some(result) = crate::random::call(st, name, args, pos) {
         return result;
@@ -622,7 +624,6 @@ pub fn call(st: &mut State<'_>, name: &str, args: &[Value], pos: &Pos) -> R {
 /// ([`crate::parse::FuncKind::Plain`]): the same answer, without looking
 /// the name up among those.
 pub fn call_plain(st: &mut State<'_>, builtin: Option<Builtin>, name: &str, args: &[Value]) -> R {
-    refuse_bytes(name, args)?;
     call_builtin(st, builtin, name, args)
 }
 
@@ -638,24 +639,6 @@ pub fn scalar_params(name: &str) -> Option<&'static [u8]> {
 /// Go's name of a [`scalar_params`] type.
 pub fn scalar_type(ty: u8) -> &'static str {
     if ty == b's' { "string" } else { "int" }
-}
-
-/// Go converts no `[]byte` to a `string` or `int` parameter (a nil is
-/// refused by the executor, which knows which nil it is).
-fn refuse_bytes(name: &str, args: &[Value]) -> Result<(), FnError> {
-    let Some(types) = scalar_params(name) else {
-        return Ok(());
-    };
-    for (arg, ty) in args.iter().zip(types) {
-        if let Value::Bytes(_) = arg {
-            return Err(FnError::Msg(format!(
-                "wrong type for value; expected {}; got {}",
-                scalar_type(*ty),
-                arg.type_name()
-            )));
-        }
-    }
-    Ok(())
 }
 
 /// The functions other than the random and crypto ones, by family: each
@@ -1646,16 +1629,6 @@ fn include_error(name: &str) -> impl Fn(ExecError) -> FnError + '_ {
 pub fn call_nested(st: &mut State<'_>, name: &str, a: &[Value], pos: &Pos) -> R {
     if a.len() != 2 {
         return Err(format!("wrong number of args for {name}: want 2 got {}", a.len()).into());
-    }
-    if matches!(a[0], Value::Nil | Value::Bytes(_)) {
-        // Both take the text or name as a Go `string`.
-        return Err(FnError::Msg(format!(
-            "wrong type for value; expected string; got {}",
-            match &a[0] {
-                Value::Nil => "interface {}",
-                other => other.type_name(),
-            }
-        )));
     }
     if name == "tpl" {
         // Helm's `tpl`: the text parsed as a template among the chart's,
