@@ -381,7 +381,13 @@ fn save(store: &Store, path: &Path) -> Result<()> {
         .filter(|p| !p.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
     // Write beside, then rename: a crash never leaves half a file.
-    let mut file = tempfile::NamedTempFile::new_in(dir).map_err(|e| data_error(e.to_string()))?;
+    let mut file = tempfile::NamedTempFile::new_in(dir).map_err(|e| {
+        // tempfile's message ends with its random file's name (` at path
+        // "…/.tmpXXXX"`); the directory, named here, is what a person can fix.
+        let message = e.to_string();
+        let cause = message.split(" at path ").next().unwrap_or(&message);
+        data_error(format!("cannot write in {}: {cause}", dir.display()))
+    })?;
     std::io::Write::write_all(&mut file, text.as_bytes()).map_err(|e| data_error(e.to_string()))?;
     file.persist(path).map_err(|e| data_error(e.to_string()))?;
     Ok(())

@@ -26,8 +26,21 @@ pub(crate) enum AppCommand {
     /// One Application: its source, destination, status, resources and history.
     Get(GetArgs),
     /// Ask the controller to reconcile an Application now.
+    #[command(after_help = "\
+Examples:
+  kiln app refresh guestbook
+  kiln app refresh guestbook -n team-a
+
+Exit status: 0 asked (the kiln.dev/refresh annotation is set), 2 an error (no such Application,
+no cluster).")]
     Refresh(NamedAppArgs),
     /// The revisions an Application was synced to, oldest first.
+    #[command(after_help = "\
+Examples:
+  kiln app history guestbook
+  kiln app rollback guestbook 3      # back to the entry with id 3
+
+Exit status: 0 printed, 2 an error (no such Application, no cluster).")]
     History(NamedAppArgs),
     /// Compare an Application with its destination, as the controller does.
     Diff(AppDiffArgs),
@@ -139,7 +152,10 @@ pub(crate) struct AppSyncArgs {
 Examples:
   kiln app history guestbook
   kiln app rollback guestbook        # the revision before the current one
-  kiln app rollback guestbook 3")]
+  kiln app rollback guestbook 3
+
+Exit status: 0 the rollback's sync succeeded, 2 it failed, no result came in time, or there is no
+such history entry.")]
 pub(crate) struct AppRollbackArgs {
     /// The Application's name.
     name: String,
@@ -484,11 +500,15 @@ async fn diff(args: &AppDiffArgs) -> anyhow::Result<u8> {
 /// destination), or the Applications as the API serves them (`-o json`,
 /// `-o yaml`: a List).
 async fn list(args: &ListArgs) -> anyhow::Result<u8> {
-    let apps = api(&args.where_)
-        .await?
-        .list(&ListParams::default())
-        .await
-        .context("cannot list Applications")?;
+    let apps = match api(&args.where_).await?.list(&ListParams::default()).await {
+        Ok(apps) => apps,
+        // A list is refused 404 only when the resource is not served.
+        Err(kube::Error::Api(status)) if status.code == 404 => anyhow::bail!(
+            "cannot list Applications: the cluster does not serve kiln.dev Applications: \
+             install Kiln's CRDs first (kiln crds | kubectl apply --server-side -f -)"
+        ),
+        Err(e) => return Err(anyhow::Error::new(e).context("cannot list Applications")),
+    };
     if let Some(printed) = as_data(args.output, &apps)? {
         print!("{printed}");
         return Ok(exit::OK);
@@ -680,7 +700,9 @@ enum Output {
 Examples:
   kiln app list
   kiln app list -n team-a -o wide
-  kiln app list -o yaml")]
+  kiln app list -o yaml
+
+Exit status: 0 listed (also when there are none), 2 an error (no cluster, no CRDs).")]
 pub(crate) struct ListArgs {
     /// Output format: text, wide, json, yaml.
     #[arg(long, short = 'o', value_enum, default_value = "text")]
@@ -695,7 +717,9 @@ pub(crate) struct ListArgs {
 #[command(after_help = "\
 Examples:
   kiln app get guestbook
-  kiln app get guestbook -o json | jq .status.sync")]
+  kiln app get guestbook -o json | jq .status.sync
+
+Exit status: 0 printed, 2 an error (no such Application, no cluster).")]
 pub(crate) struct GetArgs {
     /// The Application's name.
     name: String,

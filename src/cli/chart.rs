@@ -19,6 +19,7 @@ use super::args::{parse_duration, parse_size};
 
 /// Where a chart comes from, and how it is fetched.
 #[derive(Debug, clap::Args)]
+#[command(next_help_heading = "Helm chart")]
 pub(crate) struct ChartArgs {
     /// Render a Helm chart: a chart NAME of the Helm repository --repo
     /// (https://…, or oci://REGISTRY/PATH, or REGISTRY/PATH with
@@ -42,7 +43,8 @@ pub(crate) struct ChartArgs {
         long = "version",
         value_name = "VERSION",
         requires = "chart",
-        default_value = ""
+        default_value = "",
+        hide_default_value = true
     )]
     pub(crate) chart_version: String,
 

@@ -18,6 +18,7 @@ use super::render::{PipelineArgs, pipeline, print_report, status_of};
 
 /// How to reach the cluster.
 #[derive(Debug, clap::Args)]
+#[command(next_help_heading = "Cluster")]
 pub(crate) struct ClusterArgs {
     /// Kubeconfig file. Default: $KUBECONFIG, then ~/.kube/config, then the
     /// in-cluster service account.
@@ -84,18 +85,18 @@ pub(crate) struct DiffArgs {
     /// Argo CD-style ignoreDifferences rules (a YAML list of {group, kind,
     /// name, namespace, jsonPointers, jqPathExpressions,
     /// managedFieldsManagers}).
-    #[arg(long, value_name = "FILE")]
+    #[arg(help_heading = "Diff", long, value_name = "FILE")]
     ignore_differences: Option<PathBuf>,
 
     #[command(flatten)]
     jq: super::JqArgs,
 
     /// Output: a status line per object and unified YAML diffs, or JSON.
-    #[arg(short, long, value_enum, default_value = "text")]
+    #[arg(help_heading = "Diff", short, long, value_enum, default_value = "text")]
     output: Format,
 
     /// Color the text output.
-    #[arg(long, value_enum, default_value = "auto")]
+    #[arg(help_heading = "Diff", long, value_enum, default_value = "auto")]
     color: Color,
 }
 
@@ -127,35 +128,35 @@ pub(crate) struct SyncArgs {
     cluster: ClusterArgs,
 
     /// Delete tracked objects that are no longer rendered.
-    #[arg(long)]
+    #[arg(help_heading = "Sync", long)]
     prune: bool,
 
     /// Server-side dry run: report what would happen, change nothing.
-    #[arg(long)]
+    #[arg(help_heading = "Sync", long)]
     dry_run: bool,
 
     /// Take over fields another field manager applied.
-    #[arg(long)]
+    #[arg(help_heading = "Sync", long)]
     force: bool,
 
     /// A sync option (repeatable).
-    #[arg(long = "sync-option", value_name = "NAME=VALUE")]
+    #[arg(help_heading = "Sync", long = "sync-option", value_name = "NAME=VALUE")]
     sync_options: Vec<String>,
 
     /// How long a wave may take to become healthy, and a hook to finish.
-    #[arg(long, value_name = "DURATION", default_value = "5m", value_parser = parse_duration)]
+    #[arg(help_heading = "Sync", long, value_name = "DURATION", default_value = "5m", value_parser = parse_duration)]
     timeout: Duration,
 
     /// Retries of a failed sync.
-    #[arg(long, value_name = "N", default_value_t = 0)]
+    #[arg(help_heading = "Sync", long, value_name = "N", default_value_t = 0)]
     retry_limit: u32,
 
     /// Wait before the first retry (doubled each time, at most 3m).
-    #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = parse_duration)]
+    #[arg(help_heading = "Sync", long, value_name = "DURATION", default_value = "5s", value_parser = parse_duration)]
     retry_backoff: Duration,
 
     /// Output: a line per object, or JSON.
-    #[arg(short, long, value_enum, default_value = "text")]
+    #[arg(help_heading = "Sync", short, long, value_enum, default_value = "text")]
     output: Format,
 }
 

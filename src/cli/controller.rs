@@ -30,6 +30,15 @@ use super::{HostArgs, default_cache_dir, exit};
 /// On SIGINT/SIGTERM no new reconcile starts; running syncs finish their
 /// current wave and record the rest as Terminated for the next leader.
 #[derive(Debug, clap::Args)]
+#[command(after_help = "\
+Examples:
+  kiln controller --namespace kiln
+  kiln controller --kubeconfig kiln-dev.yaml --resync 10s --allow-file-repositories
+  kiln controller --render-server https://kiln-render-server.kiln.svc:8443 \\
+      --render-ca ca.crt --render-client-cert client.crt --render-client-key client.key
+
+Exit status: 0 stopped by SIGINT or SIGTERM, 2 it could not start or had to stop (no CRDs, no
+namespace, no permission to watch, a cluster that does not answer: the message says what to run).")]
 pub(crate) struct ControllerArgs {
     /// Kubeconfig file. Default: $KUBECONFIG, ~/.kube/config, in-cluster.
     #[arg(long, value_name = "FILE")]

@@ -8,9 +8,13 @@ use super::exit;
 
 /// Print the CustomResourceDefinitions of Kiln's API (kiln.dev/v1alpha1:
 /// Application, AppProject, Plugin), generated from the controller's types.
-///
-/// Example: kiln crds | kubectl apply --server-side -f -
 #[derive(Debug, clap::Args)]
+#[command(after_help = "\
+Examples:
+  kiln crds | kubectl apply --server-side -f -
+  kiln crds --output-dir deploy/crds
+
+Exit status: 0 printed or written, 2 a file could not be written (the message names it).")]
 pub(crate) struct CrdsArgs {
     /// Write one file per CRD (NAME.yaml) into DIR instead of printing them.
     #[arg(long, value_name = "DIR")]

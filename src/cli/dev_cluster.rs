@@ -18,13 +18,16 @@ use super::{args, exit};
 /// It is NOT a Kubernetes: there is no scheduler and no kubelet, and no pod
 /// ever runs. Workloads stay unready unless --simulate-readiness is given.
 /// Never use it in place of a cluster. See docs/dev-cluster.md.
-///
-/// Example:
-///
-///     kiln dev-cluster --kubeconfig /tmp/kiln-dev.yaml &
-///     kubectl --kubeconfig /tmp/kiln-dev.yaml apply --server-side -f app.yaml
 #[derive(Debug, clap::Args)]
 #[command(verbatim_doc_comment)]
+#[command(after_help = "\
+Examples:
+  kiln dev-cluster --kubeconfig /tmp/kiln-dev.yaml &
+  kubectl --kubeconfig /tmp/kiln-dev.yaml apply --server-side -f app.yaml
+  kiln dev-cluster --port 0 --data state.json --simulate-readiness=1s --tls
+
+Exit status: 0 stopped by SIGINT or SIGTERM, 2 it could not start (the port is taken, the data
+file cannot be read or written: the message names it).")]
 pub(crate) struct DevClusterArgs {
     /// Port to listen on (loopback only); 0 picks a free one.
     #[arg(long, default_value_t = 6443)]

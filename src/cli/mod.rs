@@ -42,7 +42,7 @@ pub(crate) mod exit {
 pub(crate) struct Cli {
     /// More output: `-v` prints the full error chain and info logs, `-vv` debug logs.
     /// `KILN_LOG` (a tracing filter such as `kiln=debug`) overrides the log level.
-    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    #[arg(short, long, global = true, action = clap::ArgAction::Count, help_heading = "Global options")]
     verbose: u8,
 
     /// The most threads that run blocking work at once (Git, files, plugin
@@ -50,7 +50,7 @@ pub(crate) struct Cli {
     /// allocator's pages, so this bounds memory too: tokio's default of
     /// 512 let a cold start of 1,000 Applications grow 110 threads and
     /// 480 MiB (docs/benchmarks.md).
-    #[arg(long, global = true, value_name = "N", env = "KILN_BLOCKING_THREADS",
+    #[arg(long, global = true, value_name = "N", env = "KILN_BLOCKING_THREADS", help_heading = "Global options",
           default_value_t = 32, value_parser = clap::value_parser!(u16).range(1..))]
     blocking_threads: u16,
 
@@ -87,6 +87,7 @@ enum Command {
 
 /// Options of the plugin host shared by commands that run plugins.
 #[derive(Debug, clap::Args)]
+#[command(next_help_heading = "Plugin host")]
 pub(crate) struct HostArgs {
     /// Directory of the compile cache (precompiled plugins, keyed by digest).
     /// Default: $XDG_CACHE_HOME/kiln/compiled or ~/.cache/kiln/compiled.
@@ -171,6 +172,7 @@ impl HostArgs {
 /// Limits of `ignoreDifferences` jq expressions, which run in worker
 /// processes (docs/security.md).
 #[derive(Debug, clap::Args)]
+#[command(next_help_heading = "ignoreDifferences jq workers")]
 pub(crate) struct JqArgs {
     /// Deadline of one jq expression (ignoreDifferences) on one object; the
     /// worker running it is killed past it. E.g. `1s`, `500ms`.
@@ -410,4 +412,83 @@ impl Signals {
 /// Resolves on SIGINT (Ctrl-C) or SIGTERM (what Kubernetes sends a pod).
 pub(crate) async fn stop_signal() {
     Signals::listen().next().await;
+}
+
+#[cfg(test)]
+mod help_tests {
+    use clap::CommandFactory as _;
+
+    use super::Cli;
+
+    /// Every command a user can run, with its path (`app list`).
+    fn leaves(command: &clap::Command, path: String, out: &mut Vec<(String, clap::Command)>) {
+        let children: Vec<&clap::Command> = command
+            .get_subcommands()
+            .filter(|c| !c.is_hide_set() && c.get_name() != "help")
+            .collect();
+        if children.is_empty() {
+            out.push((path, command.clone()));
+            return;
+        }
+        for child in children {
+            let path = format!("{path} {}", child.get_name()).trim().to_owned();
+            leaves(child, path, out);
+        }
+    }
+
+    #[test]
+    fn every_command_s_help_shows_examples_and_its_exit_status() {
+        let mut cli = Cli::command();
+        cli.build();
+        let mut all = Vec::new();
+        leaves(&cli, String::new(), &mut all);
+        assert!(all.len() >= 20, "{} commands", all.len());
+        for (path, mut command) in all {
+            let help = command.render_long_help().to_string();
+            assert!(
+                help.contains("\nExamples:\n  kiln "),
+                "`kiln {path} --help` shows no examples:\n{help}"
+            );
+            assert!(
+                help.contains("\nExit status: 0 "),
+                "`kiln {path} --help` does not say its exit status:\n{help}"
+            );
+            assert!(
+                !help.contains("[default: \"\"]") && !help.contains("[default: ]"),
+                "`kiln {path} --help` shows an empty default:\n{help}"
+            );
+        }
+    }
+
+    #[test]
+    fn render_help_groups_its_options() {
+        let mut cli = Cli::command();
+        cli.build();
+        let render = cli.find_subcommand_mut("render").expect("render exists");
+        let help = render.render_long_help().to_string();
+        let headings: Vec<&str> = help
+            .lines()
+            .filter(|line| !line.starts_with(' ') && line.ends_with(':'))
+            .collect();
+        assert_eq!(
+            headings,
+            [
+                "Arguments:",
+                "Options:",
+                "Output:",
+                "Source:",
+                "Git source:",
+                "Helm chart:",
+                "Renderers:",
+                "Policies:",
+                "Directory renderer:",
+                "Application:",
+                "Trust:",
+                "Plugin host:",
+                "Registries:",
+                "Global options:",
+                "Examples:",
+            ]
+        );
+    }
 }

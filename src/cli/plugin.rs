@@ -19,6 +19,12 @@ use super::exit;
 pub(crate) enum PluginCommand {
     /// Show what a component is: world, contract version, imports, exports,
     /// digest and size. Nothing is compiled or run.
+    #[command(after_help = "\
+Examples:
+  kiln plugin inspect plugins/dist/values.wasm
+  kiln plugin inspect plugins/dist/helm.wasm -o json
+
+Exit status: 0 printed, 2 the file is unreadable or not a Kiln component (the message says why).")]
     Inspect {
         /// The component.
         file: PathBuf,
@@ -29,6 +35,13 @@ pub(crate) enum PluginCommand {
     /// Create an ECDSA P-256 key pair for signing plugins: PREFIX.key
     /// (unencrypted PKCS#8, owner-only) and PREFIX.pub. Like `cosign
     /// generate-key-pair`, without the encryption.
+    #[command(after_help = "\
+Examples:
+  kiln plugin keygen --output-prefix release      # release.key (0600) and release.pub
+  kiln plugin sign plugins/dist/values.wasm --key release.key
+
+Exit status: 0 written, 2 an error (PREFIX.key already exists: a key is never overwritten; or it
+cannot be written).")]
     Keygen {
         /// Path prefix of the two files.
         #[arg(long, default_value = "cosign")]
@@ -38,6 +51,12 @@ pub(crate) enum PluginCommand {
     /// ECDSA over the file's bytes), the format of `cosign sign-blob --key`.
     /// For oci://…: signs the manifest digest the reference resolves to and
     /// stores the signature under the cosign tag `sha256-<digest>.sig`.
+    #[command(after_help = "\
+Examples:
+  kiln plugin sign plugins/dist/values.wasm --key release.key      # plugins/dist/values.wasm.sig
+  kiln plugin sign oci://ghcr.io/acme/kiln-values:1.0.0 --key release.key
+
+Exit status: 0 signed, 2 an error (an unreadable key or file, a registry that refused).")]
     Sign {
         /// The component: a file or an oci:// reference.
         file: String,
@@ -55,6 +74,13 @@ pub(crate) enum PluginCommand {
     /// manifest digest to pin. Sigstore bundles beside the file
     /// (FILE.sigstore.json, FILE.*.sigstore.json) are attached as OCI
     /// referrers of the pushed manifest.
+    #[command(after_help = "\
+Examples:
+  kiln plugin push plugin.wasm oci://ghcr.io/acme/kiln-values:1.0.0
+  kiln plugin push plugin.wasm oci://127.0.0.1:5000/kiln/values:dev   # plain HTTP on loopback only
+
+Exit status: 0 pushed (the digest is printed), 2 an error (not a component, a registry that
+refused or asked for credentials: the message names the registry).")]
     Push {
         /// The component.
         file: PathBuf,
@@ -65,6 +91,13 @@ pub(crate) enum PluginCommand {
     },
     /// Pull a component from an OCI registry (tags are resolved to a digest,
     /// which is printed; the bytes are cached by digest).
+    #[command(after_help = "\
+Examples:
+  kiln plugin pull oci://ghcr.io/acme/kiln-values:1.0.0 -o values.wasm
+  kiln plugin pull oci://ghcr.io/acme/kiln-values@sha256:0123... -o values.wasm
+
+Exit status: 0 pulled (the digest is printed), 2 an error (no such reference, a digest that does
+not match the bytes, a registry that refused).")]
     Pull {
         /// oci://REGISTRY/REPOSITORY:TAG or @sha256:DIGEST.
         reference: String,
@@ -75,13 +108,22 @@ pub(crate) enum PluginCommand {
         registry: RegistryArgs,
     },
     /// Verify a component's signatures (FILE.sig, FILE.*.sig,
-    /// FILE.sigstore.json, FILE.*.sigstore.json), offline. Exit status 0
-    /// verified, 1 refused (the reason is printed), 2 error.
+    /// FILE.sigstore.json, FILE.*.sigstore.json), offline.
+    #[command(after_help = "\
+Examples:
+  kiln plugin verify plugin.wasm --key release.pub
+  kiln plugin verify plugin.wasm --certificate-identity-regexp 'https://github.com/acme/plugins/.*' \\
+      --certificate-oidc-issuer https://token.actions.githubusercontent.com
+  kiln plugin verify oci://ghcr.io/acme/kiln-values@sha256:0123... --policy trust.yaml
+
+Exit status: 0 verified, 1 refused (the reason is printed: no signature, a signature by another
+key or identity, a file that changed after it was signed), 2 an error (an unreadable file or key).")]
     Verify(VerifyArgs),
 }
 
 /// Registry access.
 #[derive(Debug, clap::Args)]
+#[command(next_help_heading = "Registries")]
 pub(crate) struct RegistryArgs {
     /// Docker config.json with registry credentials (also the format of a
     /// kubernetes.io/dockerconfigjson Secret). Default: $DOCKER_CONFIG/config.json

@@ -52,34 +52,41 @@ names the plugin or policy). Unless the status is 0, nothing is printed on stdou
 `kiln render ... | kubectl apply -f -` never applies what a policy refused);
 --output-on-block prints the manifests anyway, for inspection.")]
 pub(crate) struct RenderArgs {
-    #[command(flatten)]
-    pub(crate) pipeline: PipelineArgs,
-
     /// Output format of the manifests. `json` prints a List whose `policy`
     /// field carries the policy results (`blocked`, and per policy its mode,
     /// findings and error).
-    #[arg(short, long, value_enum, default_value = "yaml")]
+    #[arg(
+        help_heading = "Output",
+        short,
+        long,
+        value_enum,
+        default_value = "yaml"
+    )]
     output: Format,
 
     /// Also write the findings to FILE as wgpolicyk8s.io/v1alpha2 reports
     /// (YAML documents): one PolicyReport per namespace, a
     /// ClusterPolicyReport for cluster-scoped objects, each named
     /// `kiln-APP` (see docs/policies.md). Written even when a policy blocks.
-    #[arg(long, value_name = "FILE")]
+    #[arg(help_heading = "Output", long, value_name = "FILE")]
     policy_report: Option<PathBuf>,
 
     /// Results one report of --policy-report lists at most; its summary
     /// still counts them all, and the annotation kiln.dev/omitted-results
     /// says how many were left out.
-    #[arg(long, value_name = "N", default_value_t = report::DEFAULT_MAX_RESULTS,
+    #[arg(help_heading = "Output", long, value_name = "N", default_value_t = report::DEFAULT_MAX_RESULTS,
           requires = "policy_report")]
     policy_report_max_results: usize,
 
     /// Print the manifests even when an enforced policy blocked them or a
     /// policy could not run (the exit status still says so). Without it,
     /// stdout stays empty then.
-    #[arg(long)]
+    #[arg(help_heading = "Output", long)]
     output_on_block: bool,
+
+    // After the output options: their heading comes first in --help.
+    #[command(flatten)]
+    pub(crate) pipeline: PipelineArgs,
 }
 
 /// Where an application comes from and how it is rendered and reviewed:
@@ -92,16 +99,13 @@ pub(crate) struct PipelineArgs {
 
     /// Root of the source tree plugins may read (DIR must be inside it).
     /// Default: DIR itself. Paths such as `../base` work within the root.
-    #[arg(long, value_name = "DIR", conflicts_with = "repo")]
+    #[arg(
+        long,
+        value_name = "DIR",
+        conflicts_with = "repo",
+        help_heading = "Source"
+    )]
     root: Option<PathBuf>,
-
-    /// The policies' source: the directory every --policy reads its files
-    /// from (templates, constraints, bindings), as an AppProject's policy
-    /// reads the security team's repository; settings paths are relative
-    /// to it and cannot leave it. Default: the application's source
-    /// (--root, or --repo), paths relative to DIR.
-    #[arg(long, value_name = "DIR")]
-    policy_root: Option<PathBuf>,
 
     #[command(flatten)]
     git: super::source::GitArgs,
@@ -113,62 +117,78 @@ pub(crate) struct PipelineArgs {
     /// output). REF is a file, `oci://REGISTRY/REPO:TAG`, `https://…@sha256:…`,
     /// or a first-party plugin's name (`helm`, `kustomize`, `values`), found
     /// in $KILN_PLUGIN_PATH, beside the kiln binary or in `plugins/dist/`.
-    #[arg(long = "plugin", value_name = "REF")]
+    #[arg(long = "plugin", value_name = "REF", help_heading = "Renderers")]
     plugins: Vec<String>,
 
     /// A parameter for the preceding --plugin.
-    #[arg(long = "param", value_name = "KEY=VALUE", value_parser = parse_key_value)]
+    #[arg(long = "param", value_name = "KEY=VALUE", value_parser = parse_key_value, help_heading = "Renderers")]
     params: Vec<(String, String)>,
 
     /// A policy component; repeat for several.
-    #[arg(long = "policy", value_name = "REF")]
+    #[arg(long = "policy", value_name = "REF", help_heading = "Policies")]
     policies: Vec<String>,
 
     /// A setting for the preceding --policy.
-    #[arg(long = "setting", value_name = "KEY=VALUE", value_parser = parse_key_value)]
+    #[arg(long = "setting", value_name = "KEY=VALUE", value_parser = parse_key_value, help_heading = "Policies")]
     settings: Vec<(String, String)>,
 
     /// Mode of the preceding --policy: enforce (default: blocks on errors), warn, audit.
-    #[arg(long = "mode", value_name = "MODE")]
+    #[arg(long = "mode", value_name = "MODE", help_heading = "Policies")]
     modes: Vec<Mode>,
 
+    /// The policies' source: the directory every --policy reads its files
+    /// from (templates, constraints, bindings), as an AppProject's policy
+    /// reads the security team's repository; settings paths are relative
+    /// to it and cannot leave it. Default: the application's source
+    /// (--root, or --repo), paths relative to DIR.
+    #[arg(long, value_name = "DIR", help_heading = "Policies")]
+    policy_root: Option<PathBuf>,
+
     /// Built-in directory renderer: include subdirectories.
-    #[arg(long)]
+    #[arg(long, help_heading = "Directory renderer")]
     recurse: bool,
 
     /// Built-in directory renderer: the most bytes of manifests it reads
     /// over all its files.
-    #[arg(long, value_name = "SIZE", default_value = "64Mi", value_parser = super::args::parse_size)]
+    #[arg(long, value_name = "SIZE", default_value = "64Mi", value_parser = super::args::parse_size,
+          help_heading = "Directory renderer")]
     max_manifest_bytes: u64,
 
     /// Built-in directory renderer: the most nodes (YAML/JSON values,
     /// keys included) it parses over all its files.
-    #[arg(long, value_name = "N", default_value_t = kiln::manifest::ParseLimits::DEFAULT_NODES)]
+    #[arg(long, value_name = "N", default_value_t = kiln::manifest::ParseLimits::DEFAULT_NODES,
+          help_heading = "Directory renderer")]
     max_manifest_nodes: u64,
 
     /// Application name given to plugins. Default: DIR's name.
-    #[arg(long)]
+    #[arg(long, help_heading = "Application")]
     name: Option<String>,
 
     /// Destination namespace: given to plugins, and (diff, sync) where
     /// namespaced objects without one go.
-    #[arg(short = 'n', long, default_value = "")]
+    #[arg(
+        short = 'n',
+        long,
+        default_value = "",
+        hide_default_value = true,
+        help_heading = "Application"
+    )]
     pub(crate) namespace: String,
 
     /// Project given to plugins.
-    #[arg(long, default_value = "default")]
+    #[arg(long, default_value = "default", help_heading = "Application")]
     project: String,
 
     /// Verify every plugin against this trust policy before it is compiled
     /// (see docs/plugins.md). Without it, a local file plugin runs with a
     /// warning and an oci:// or https:// plugin is refused unless
     /// --insecure-skip-verify is given.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", help_heading = "Trust")]
     trust_policy: Option<PathBuf>,
 
     /// Without --trust-policy, run oci:// and https:// plugins unverified
     /// (development only; each is reported with a loud warning).
-    #[arg(long, conflicts_with = "trust_policy")]
+    #[arg(long, conflicts_with = "trust_policy", help_heading = "Trust")]
     insecure_skip_verify: bool,
 
     #[command(flatten)]

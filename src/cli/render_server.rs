@@ -32,6 +32,14 @@ pub(crate) const SERVICE_ACCOUNT_TOKEN: &str =
 /// HTTP/2 with mutual TLS only: clients must present a certificate from
 /// --client-ca (see `kiln certs`).
 #[derive(Debug, clap::Args)]
+#[command(after_help = "\
+Examples:
+  kiln certs --out certs/ --server-name 127.0.0.1
+  env -u KUBECONFIG kiln render-server --listen 127.0.0.1:8443 --tls-cert certs/server.crt \\
+      --tls-key certs/server.key --client-ca certs/ca.crt --cache-dir /tmp/kiln-render
+
+Exit status: 0 stopped by SIGINT or SIGTERM, 2 it could not start (Kubernetes credentials found,
+an unreadable certificate, an address in use: the message names it).")]
 pub(crate) struct RenderServerArgs {
     /// Address to listen on.
     #[arg(long, value_name = "ADDR", default_value = "0.0.0.0:8443")]
@@ -128,6 +136,7 @@ pub(crate) struct RenderServerArgs {
 
 /// How the render server fetches the charts of `spec.source.chart`.
 #[derive(Debug, clap::Args)]
+#[command(next_help_heading = "Chart cache")]
 pub(crate) struct ChartCacheArgs {
     /// Directory of the unpacked-chart cache (created 0700). Default:
     /// charts in --cache-dir.
@@ -288,6 +297,13 @@ pub(crate) async fn run(args: &RenderServerArgs) -> anyhow::Result<u8> {
 /// client.crt, client.key). deploy/README.md shows how to put them in the
 /// Secrets the Deployments mount.
 #[derive(Debug, clap::Args)]
+#[command(after_help = "\
+Examples:
+  kiln certs --out certs/
+  kiln certs --out certs/ --server-name 127.0.0.1 --server-name render.example.com
+
+Exit status: 0 written, 2 an error (DIR already holds certificates and --force is not given: a new
+CA would untrust the old one's; or DIR cannot be written).")]
 pub(crate) struct CertsArgs {
     /// Directory to write into (created).
     #[arg(long, value_name = "DIR")]

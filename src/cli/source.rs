@@ -24,6 +24,13 @@ pub(crate) enum SourceCommand {
     ///
     /// REVISION is HEAD, a branch, a tag, a full commit id or a semver
     /// constraint over tags (`v1.2.*`, `>=1.0.0 <2.0.0`).
+    #[command(after_help = "\
+Examples:
+  kiln source resolve https://github.com/org/apps 'v1.2.*'
+  kiln source resolve file:///srv/git/apps.git main
+
+Exit status: 0 resolved (the commit is printed), 2 an error (no such repository or revision, a
+host that does not answer, credentials refused: the message names the repository).")]
     Resolve {
         /// Repository URL (https://, http://, ssh://, git@host:path, git://, file://).
         url: String,
@@ -58,6 +65,7 @@ pub(crate) struct GitOptions {
 
 /// `--repo` and friends of `kiln render`.
 #[derive(Debug, clap::Args)]
+#[command(next_help_heading = "Git source")]
 pub(crate) struct GitArgs {
     /// Render from this Git repository instead of a local directory.
     /// Credentials: KILN_GIT_USERNAME and KILN_GIT_PASSWORD (or a token in

@@ -230,7 +230,9 @@ pub async fn evaluate(
                 let (findings, error) = match outcome {
                     Ok(findings) => (findings, None),
                     Err(e) => {
-                        tracing::warn!(error = %e, "policy could not review");
+                        // The result carries it to whoever reports it (the CLI's summary, the
+                        // controller's condition and policy report): logged once, there.
+                        tracing::debug!(error = %e, "policy could not review");
                         (Vec::new(), Some(e))
                     }
                 };
