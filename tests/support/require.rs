@@ -200,6 +200,8 @@ pub enum Corpus {
     PodSecurity,
     /// The Sigstore conformance bundles.
     SigstoreConformance,
+    /// kyverno/policies' policies and `kyverno test` suites.
+    Kyverno,
 }
 
 impl Corpus {
@@ -209,13 +211,14 @@ impl Corpus {
             Corpus::Gatekeeper => "gatekeeper",
             Corpus::PodSecurity => "pod-security",
             Corpus::SigstoreConformance => "sigstore-conformance",
+            Corpus::Kyverno => "kyverno",
         }
     }
 
     /// A file every complete copy holds.
     fn marker(self) -> &'static str {
         match self {
-            Corpus::Gatekeeper | Corpus::PodSecurity => "cases.tsv",
+            Corpus::Gatekeeper | Corpus::PodSecurity | Corpus::Kyverno => "cases.tsv",
             Corpus::SigstoreConformance => "a.txt",
         }
     }

@@ -1,0 +1,486 @@
+//! One policy's rules evaluated on one resource: match and exclude,
+//! preconditions, then the validation, each rule ending `pass`, `fail`,
+//! `skip` or `error` as `kyverno apply` reports them.
+
+use serde_json::{Map, Value, json};
+
+use crate::autogen;
+use crate::conditions::{self, Operator};
+use crate::images;
+use crate::matching::{self, Request};
+use crate::model::{Policy, Rule};
+use crate::pattern::{self, Outcome};
+use crate::variables;
+
+/// How a rule ended on a resource.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Status {
+    /// The resource satisfies the rule.
+    Pass,
+    /// It does not.
+    Fail,
+    /// The rule does not apply (a precondition or anchor did not hold).
+    Skip,
+    /// The rule could not be evaluated (its message says why).
+    Error,
+}
+
+/// A rule's result on a resource.
+#[derive(Debug, Clone)]
+pub struct RuleResult {
+    /// The rule (generated rules: `autogen-…`).
+    pub rule: String,
+    /// How it ended.
+    pub status: Status,
+    /// Why, for a person.
+    pub message: String,
+}
+
+/// The results of every rule of `policy` that applies to `resource` (a
+/// rule whose `match` does not select it, or whose `exclude` does, gives
+/// none).
+pub fn evaluate(policy: &Policy, resource: &Value, request: &Request<'_>) -> Vec<RuleResult> {
+    if policy.kind == "Policy" {
+        let namespace = resource
+            .pointer("/metadata/namespace")
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        if policy
+            .metadata
+            .namespace
+            .as_deref()
+            .is_some_and(|n| n != namespace)
+        {
+            return Vec::new();
+        }
+    }
+    let mut results = Vec::new();
+    for rule in autogen::rules(policy) {
+        if let Some(result) = evaluate_rule(&rule, resource, request) {
+            results.push(result);
+        }
+    }
+    results
+}
+
+fn result(rule: &Rule, status: Status, message: impl Into<String>) -> Option<RuleResult> {
+    Some(RuleResult {
+        rule: rule.name.clone(),
+        status,
+        message: message.into(),
+    })
+}
+
+fn evaluate_rule(rule: &Rule, resource: &Value, request: &Request<'_>) -> Option<RuleResult> {
+    let validate = rule.validate.as_ref()?;
+    match matching::selects(rule.match_.as_ref(), resource, request) {
+        Ok(true) => {}
+        Ok(false) => return None,
+        Err(e) => return result(rule, Status::Error, e),
+    }
+    match matching::selects(rule.exclude.as_ref(), resource, request) {
+        Ok(false) => {}
+        Ok(true) => return None,
+        Err(e) => return result(rule, Status::Error, e),
+    }
+    let mut context = base_context(resource, request);
+    if let Err(e) = add_context(rule.context.as_deref().unwrap_or_default(), &mut context) {
+        return result(rule, Status::Error, e);
+    }
+    if let Some(preconditions) = &rule.preconditions {
+        match conditions_hold(preconditions, &context) {
+            Ok(true) => {}
+            Ok(false) => return result(rule, Status::Skip, "preconditions not met"),
+            Err(e) => return result(rule, Status::Error, format!("preconditions: {e}")),
+        }
+    }
+    let (status, detail) = match validation(validate, resource, &context, 0) {
+        Ok(outcome) => outcome,
+        Err(e) => (Status::Error, e),
+    };
+    let message = match status {
+        Status::Fail => {
+            let message = validate
+                .get("message")
+                .map(|m| variables::substitute(m, &context))
+                .transpose()
+                .ok()
+                .flatten()
+                .map(|m| match m {
+                    Value::String(s) => s,
+                    other => other.to_string(),
+                })
+                .unwrap_or_default();
+            if detail.is_empty() {
+                format!("validation error: {message}")
+            } else {
+                format!(
+                    "validation error: {message} rule {} failed at path {detail}",
+                    rule.name
+                )
+            }
+        }
+        _ => detail,
+    };
+    result(rule, status, message)
+}
+
+/// What every rule's variables can read.
+fn base_context(resource: &Value, request: &Request<'_>) -> Value {
+    let namespace = resource
+        .pointer("/metadata/namespace")
+        .cloned()
+        .unwrap_or(json!(""));
+    json!({
+        "request": {
+            "object": resource,
+            "oldObject": null,
+            "operation": request.operation,
+            "namespace": namespace,
+            "userInfo": {"username": "", "groups": []},
+        },
+        "serviceAccountName": "",
+        "serviceAccountNamespace": "",
+        "images": images::of(resource),
+    })
+}
+
+/// A rule's `context` entries: `variable` (a value, or a JMESPath over what
+/// is known, with a default); lookups the sandbox cannot make are refused
+/// by name.
+fn add_context(entries: &[Value], context: &mut Value) -> Result<(), String> {
+    for entry in entries {
+        let name = entry.get("name").and_then(Value::as_str).unwrap_or("?");
+        if let Some(variable) = entry.get("variable") {
+            let mut value = match variable.get("value") {
+                Some(v) => variables::substitute(v, context)?,
+                None => Value::Null,
+            };
+            if let Some(path) = variable.get("jmesPath").and_then(Value::as_str) {
+                let path = match variables::substitute_str(path, context)? {
+                    Value::String(s) => s,
+                    other => other.to_string(),
+                };
+                value = if variable.get("value").is_some() {
+                    variables::query(&path, &value)?
+                } else {
+                    variables::query(&path, context)?
+                };
+            }
+            if value.is_null()
+                && let Some(default) = variable.get("default")
+            {
+                value = variables::substitute(default, context)?;
+            }
+            set(context, name, value);
+        } else {
+            let what = ["configMap", "apiCall", "imageRegistry", "globalReference"]
+                .into_iter()
+                .find(|k| entry.get(*k).is_some())
+                .unwrap_or("unknown");
+            return Err(format!(
+                "context entry {name}: {what} lookups are not available before apply (the sandbox reaches no cluster or network)"
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Sets a dotted name in the context.
+fn set(context: &mut Value, name: &str, value: Value) {
+    let mut here = context;
+    let parts: Vec<&str> = name.split('.').collect();
+    for (i, part) in parts.iter().enumerate() {
+        if !here.is_object() {
+            *here = Value::Object(Map::new());
+        }
+        let map = here.as_object_mut().expect("an object");
+        if i + 1 == parts.len() {
+            map.insert((*part).to_owned(), value);
+            return;
+        }
+        here = map
+            .entry((*part).to_owned())
+            .or_insert_with(|| Value::Object(Map::new()));
+    }
+}
+
+/// `any`/`all` blocks, or a list (all must hold).
+pub fn conditions_hold(block: &Value, context: &Value) -> Result<bool, String> {
+    match block {
+        Value::Array(list) => all_hold(list, context),
+        Value::Object(map) => {
+            if let Some(Value::Array(any)) = map.get("any")
+                && !any.is_empty()
+                && !any_holds(any, context)?
+            {
+                return Ok(false);
+            }
+            if let Some(Value::Array(all)) = map.get("all")
+                && !all_hold(all, context)?
+            {
+                return Ok(false);
+            }
+            Ok(true)
+        }
+        Value::Null => Ok(true),
+        _ => Err("conditions must be a list or an any/all block".into()),
+    }
+}
+
+fn all_hold(list: &[Value], context: &Value) -> Result<bool, String> {
+    for condition in list {
+        if !condition_holds(condition, context)? {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
+fn any_holds(list: &[Value], context: &Value) -> Result<bool, String> {
+    for condition in list {
+        if condition_holds(condition, context)? {
+            return Ok(true);
+        }
+    }
+    Ok(false)
+}
+
+fn condition_holds(condition: &Value, context: &Value) -> Result<bool, String> {
+    let operator_name = condition
+        .get("operator")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    let operator = Operator::parse(operator_name)
+        .ok_or_else(|| format!("unknown condition operator {operator_name:?}"))?;
+    let key = variables::substitute(condition.get("key").unwrap_or(&Value::Null), context)?;
+    let value = variables::substitute(condition.get("value").unwrap_or(&Value::Null), context)?;
+    Ok(conditions::holds(&key, operator, &value))
+}
+
+/// The validation of a rule (or of one `foreach` element): its status and,
+/// for a failed pattern, the path where.
+fn validation(
+    validate: &Value,
+    resource: &Value,
+    context: &Value,
+    depth: usize,
+) -> Result<(Status, String), String> {
+    if depth > 8 {
+        return Err("foreach nested more than 8 deep".into());
+    }
+    if let Some(deny) = validate.get("deny") {
+        let holds = conditions_hold(deny.get("conditions").unwrap_or(&Value::Null), context)?;
+        return Ok(if holds {
+            (Status::Fail, String::new())
+        } else {
+            (Status::Pass, String::new())
+        });
+    }
+    if let Some(pattern) = validate.get("pattern") {
+        let pattern = variables::substitute(pattern, context)?;
+        return Ok(match pattern::check(resource, &pattern) {
+            Outcome::Pass => (Status::Pass, String::new()),
+            Outcome::Skip(why) => (Status::Skip, why),
+            Outcome::Fail { path, .. } => (Status::Fail, path),
+        });
+    }
+    if let Some(Value::Array(patterns)) = validate.get("anyPattern") {
+        let mut skipped = 0;
+        let mut failed = Vec::new();
+        for pattern in patterns {
+            let pattern = variables::substitute(pattern, context)?;
+            match pattern::check(resource, &pattern) {
+                Outcome::Pass => return Ok((Status::Pass, String::new())),
+                Outcome::Skip(_) => skipped += 1,
+                Outcome::Fail { path, .. } => failed.push(path),
+            }
+        }
+        if skipped == patterns.len() {
+            return Ok((Status::Skip, "every anyPattern was skipped".into()));
+        }
+        return Ok((Status::Fail, failed.join(", ")));
+    }
+    if let Some(Value::Array(foreach)) = validate.get("foreach") {
+        return for_each(foreach, context, depth);
+    }
+    for unsupported in ["podSecurity", "cel", "manifests"] {
+        if validate.get(unsupported).is_some() {
+            return Err(format!(
+                "validate.{unsupported} is not supported by this version of the kyverno plugin"
+            ));
+        }
+    }
+    Err("validate has none of pattern, anyPattern, deny, foreach".into())
+}
+
+fn for_each(entries: &[Value], context: &Value, depth: usize) -> Result<(Status, String), String> {
+    let mut applied = 0;
+    for entry in entries {
+        let list = entry
+            .get("list")
+            .and_then(Value::as_str)
+            .ok_or("foreach without a list")?;
+        let list = match variables::substitute_str(list, context)? {
+            Value::String(expression) => variables::query(&expression, context)?,
+            other => other,
+        };
+        let items = match list {
+            Value::Array(items) => items,
+            Value::Null => continue,
+            other => vec![other],
+        };
+        for (index, element) in items.iter().enumerate() {
+            let mut scoped = context.clone();
+            set(&mut scoped, "element", element.clone());
+            set(&mut scoped, "elementIndex", json!(index));
+            set(&mut scoped, &format!("element{depth}"), element.clone());
+            set(&mut scoped, &format!("elementIndex{depth}"), json!(index));
+            if let Some(entries) = entry.get("context").and_then(Value::as_array) {
+                add_context(entries, &mut scoped)?;
+            }
+            if let Some(preconditions) = entry.get("preconditions")
+                && !conditions_hold(preconditions, &scoped)?
+            {
+                continue;
+            }
+            let scope_is_element = entry
+                .get("elementScope")
+                .and_then(Value::as_bool)
+                .unwrap_or(true);
+            let target = if scope_is_element {
+                element.clone()
+            } else {
+                scoped
+                    .pointer("/request/object")
+                    .cloned()
+                    .unwrap_or(Value::Null)
+            };
+            let (status, detail) = validation(entry, &target, &scoped, depth + 1)?;
+            match status {
+                Status::Fail => return Ok((Status::Fail, detail)),
+                Status::Error => return Ok((Status::Error, detail)),
+                Status::Pass => applied += 1,
+                Status::Skip => {}
+            }
+        }
+    }
+    if applied == 0 {
+        return Ok((
+            Status::Skip,
+            "no element of the foreach list applied".into(),
+        ));
+    }
+    Ok((Status::Pass, String::new()))
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::model;
+
+    fn policy(rules: &str) -> model::Policy {
+        let text = format!(
+            "apiVersion: kyverno.io/v1\nkind: ClusterPolicy\nmetadata: {{name: p}}\nspec:\n  validationFailureAction: Enforce\n  rules:\n{rules}"
+        );
+        model::policies("p.yaml", &text).unwrap().remove(0)
+    }
+
+    fn request() -> Request<'static> {
+        Request {
+            operation: "CREATE",
+            namespace_labels: &|_| None,
+        }
+    }
+
+    fn pod(image: &str) -> Value {
+        json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "ns", "labels": {"team": "a"}},
+               "spec": {"containers": [{"name": "c", "image": image}]}})
+    }
+
+    #[test]
+    fn deny_preconditions_and_autogen() {
+        let p = policy(
+            "  - name: no-latest\n    match: {any: [{resources: {kinds: [Pod]}}]}\n    preconditions: {all: [{key: '{{ request.operation }}', operator: Equals, value: CREATE}]}\n    validate:\n      message: 'image {{ request.object.spec.containers[0].image }}'\n      deny:\n        conditions:\n          any: [{key: '{{ request.object.spec.containers[].image }}', operator: AnyIn, value: ['*:latest']}]\n",
+        );
+        let results = evaluate(&p, &pod("nginx:latest"), &request());
+        assert_eq!(results.len(), 1);
+        assert_eq!(results[0].status, Status::Fail);
+        assert!(
+            results[0].message.contains("image nginx:latest"),
+            "{}",
+            results[0].message
+        );
+        assert_eq!(
+            evaluate(&p, &pod("nginx:1"), &request())[0].status,
+            Status::Pass
+        );
+
+        let deployment = json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"},
+            "spec": {"template": {"metadata": {}, "spec": {"containers": [{"name": "c", "image": "x:latest"}]}}}});
+        let results = evaluate(&p, &deployment, &request());
+        assert_eq!(results.len(), 1, "{results:?}");
+        assert_eq!(results[0].rule, "autogen-no-latest");
+        assert_eq!(results[0].status, Status::Fail);
+    }
+
+    #[test]
+    fn what_the_sandbox_cannot_do_is_an_error_naming_it() {
+        let p = policy(
+            "  - name: lookup\n    match: {any: [{resources: {kinds: [Pod]}}]}\n    context: [{name: cm, configMap: {name: x, namespace: y}}]\n    validate: {pattern: {metadata: {name: '*'}}}\n",
+        );
+        let results = evaluate(&p, &pod("a:1"), &request());
+        assert_eq!(results[0].status, Status::Error);
+        assert!(
+            results[0]
+                .message
+                .contains("configMap lookups are not available"),
+            "{}",
+            results[0].message
+        );
+    }
+
+    #[test]
+    fn attack_hostile_policies_fail_closed_within_bounds() {
+        // A foreach nested past the bound.
+        let mut foreach = "{pattern: {name: '*'}}".to_owned();
+        for _ in 0..12 {
+            foreach = format!("{{list: 'request.object.spec.containers', foreach: [{foreach}]}}");
+        }
+        let p = policy(&format!(
+            "  - name: deep\n    match: {{any: [{{resources: {{kinds: [Pod]}}}}]}}\n    validate: {{foreach: [{foreach}]}}\n"
+        ));
+        let results = evaluate(&p, &pod("a:1"), &request());
+        assert_eq!(results[0].status, Status::Error, "{results:?}");
+
+        // Variables nested past the bound.
+        let mut variable = "request.operation".to_owned();
+        for _ in 0..12 {
+            variable = format!("to_upper('{{{{ {variable} }}}}')");
+        }
+        assert!(
+            variables::substitute_str(
+                &format!("{{{{ {variable} }}}}"),
+                &json!({"request": {"operation": "x"}})
+            )
+            .is_err()
+        );
+
+        // A regular expression too large, and a billion laughs for parse_yaml.
+        assert!(
+            variables::query(
+                &format!("regex_match('{}', 'a')", "a".repeat(5000)),
+                &json!({})
+            )
+            .is_err()
+        );
+        let laughs = "a: &a [x,x,x,x,x,x,x,x,x,x]\nb: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a,*a]\nc: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b,*b]\nd: &d [*c,*c,*c,*c,*c,*c,*c,*c,*c,*c]\ne: &e [*d,*d,*d,*d,*d,*d,*d,*d,*d,*d]\nf: [*e,*e,*e,*e,*e,*e,*e,*e,*e,*e]\n";
+        let err = variables::query("parse_yaml(y)", &json!({"y": laughs})).unwrap_err();
+        assert!(err.contains("parse_yaml"), "{err}");
+        // A policy file that is a billion laughs is refused naming the file.
+        let err = model::policies("bomb.yaml", laughs).unwrap_err();
+        assert!(err.starts_with("bomb.yaml"), "{err}");
+    }
+}

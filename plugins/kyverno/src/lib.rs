@@ -1,0 +1,26 @@
+//! Kiln's `kyverno` policy: Kyverno's `ClusterPolicy` and `Policy`
+//! validate rules, unchanged, evaluated on the rendered set before apply.
+//!
+//! The engine is written for Kiln, after Kyverno's documented semantics
+//! and its behaviour on the policies people use (checked against the
+//! `kyverno test` suites of kyverno/policies, `tests/corpus.rs`):
+//! `match`/`exclude`, `preconditions`, `pattern` and `anyPattern` with
+//! every anchor and value operator, `deny` conditions, `foreach`,
+//! variables in JMESPath, and autogen for pod controllers.
+
+pub mod anchor;
+pub mod autogen;
+pub mod conditions;
+pub mod duration;
+pub mod engine;
+pub mod functions;
+pub mod images;
+pub mod matching;
+pub mod model;
+pub mod pattern;
+pub mod value;
+pub mod variables;
+pub mod wildcard;
+
+#[cfg(target_arch = "wasm32")]
+mod plugin;

@@ -1,0 +1,109 @@
+//! Kyverno's documents as the plugin reads them: `kyverno.io/v1`
+//! `ClusterPolicy` and `Policy`. Parts whose shape varies (conditions,
+//! patterns) stay JSON values, read where they are evaluated.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// A `ClusterPolicy` or `Policy`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Policy {
+    /// `ClusterPolicy` or `Policy`.
+    pub kind: String,
+    /// Its name and annotations.
+    pub metadata: Metadata,
+    /// Its rules and defaults.
+    pub spec: Spec,
+}
+
+/// What the policy's metadata says.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct Metadata {
+    /// The policy's name (results name it).
+    #[serde(default)]
+    pub name: String,
+    /// A `Policy`'s namespace (it applies there only).
+    #[serde(default)]
+    pub namespace: Option<String>,
+    /// Annotations (`pod-policies.kyverno.io/autogen-controllers`).
+    #[serde(default)]
+    pub annotations: std::collections::BTreeMap<String, String>,
+}
+
+/// A policy's spec.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Spec {
+    /// `Enforce` or `Audit` (any case), for every rule without its own.
+    #[serde(default)]
+    pub validation_failure_action: Option<String>,
+    /// The rules, in order.
+    #[serde(default)]
+    pub rules: Vec<Rule>,
+}
+
+/// One rule.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Rule {
+    /// Its name (results name it).
+    pub name: String,
+    /// What it applies to.
+    #[serde(default, rename = "match", skip_serializing_if = "Option::is_none")]
+    pub match_: Option<Value>,
+    /// What it leaves out.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exclude: Option<Value>,
+    /// Variables and lookups it defines.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context: Option<Vec<Value>>,
+    /// Conditions for it to apply (`any`/`all`, or a list: all).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preconditions: Option<Value>,
+    /// A validation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub validate: Option<Value>,
+    /// A mutation (not run by Kiln: refused by name).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mutate: Option<Value>,
+    /// A generation (refused by name).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub generate: Option<Value>,
+    /// Image verification (refused by name).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verify_images: Option<Value>,
+}
+
+/// The policy documents of a text: every `kyverno.io` ClusterPolicy or
+/// Policy among its YAML documents (other documents are ignored: a policy
+/// file may carry a README ConfigMap), each with the file named in errors.
+pub fn policies(file: &str, text: &str) -> Result<Vec<Policy>, String> {
+    kiln_yaml_limits::check(text, &kiln_yaml_limits::YamlLimits::default())
+        .map_err(|e| format!("{file}: {e}"))?;
+    let mut out = Vec::new();
+    for document in serde_yaml::Deserializer::from_str(text) {
+        let value = Value::deserialize(document).map_err(|e| format!("{file}: {e}"))?;
+        let Some(object) = value.as_object() else {
+            continue;
+        };
+        let api_version = object
+            .get("apiVersion")
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        let kind = object.get("kind").and_then(Value::as_str).unwrap_or("");
+        if !api_version.starts_with("kyverno.io/") || !matches!(kind, "ClusterPolicy" | "Policy") {
+            continue;
+        }
+        let policy: Policy = serde_json::from_value(value.clone()).map_err(|e| {
+            let name = object
+                .get("metadata")
+                .and_then(|m| m.get("name"))
+                .and_then(Value::as_str)
+                .unwrap_or("?");
+            format!("{file}: {kind} {name}: {e}")
+        })?;
+        out.push(policy);
+    }
+    Ok(out)
+}

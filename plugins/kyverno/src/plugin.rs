@@ -1,0 +1,136 @@
+//! The component glue: settings and manifests from the host, policy files
+//! through the `source` interface, findings back.
+
+use kiln_plugin_sdk::source::{self, EntryKind};
+use kiln_plugin_sdk::{Finding, ObjectRef, Param, Policy, ReviewRequest, Severity};
+use serde_json::{Map, Value};
+
+use crate::engine::{self, Status};
+use crate::matching::Request;
+use crate::model;
+
+struct Kyverno;
+
+/// The `policy` settings: files or directories of Kyverno policies.
+fn policy_paths(params: &[Param]) -> Result<Vec<String>, String> {
+    let mut paths = Vec::new();
+    for param in params {
+        match param.key.as_str() {
+            "policy" if !param.value.is_empty() => paths.push(param.value.clone()),
+            "policy" => {
+                return Err(
+                    "setting `policy` is empty: name a file or directory of Kyverno policies"
+                        .into(),
+                );
+            }
+            other => {
+                return Err(format!(
+                    "unknown setting `{other}` (known: policy, a file or directory of Kyverno ClusterPolicies and Policies)"
+                ));
+            }
+        }
+    }
+    if paths.is_empty() {
+        return Err("setting `policy` is required: a file or directory of Kyverno ClusterPolicies and Policies".into());
+    }
+    Ok(paths)
+}
+
+fn load(path: &str) -> Result<Vec<model::Policy>, String> {
+    let describe =
+        |e: &source::SourceError| format!("setting `policy`: {path}: {}", source::describe(e));
+    let files = match source::stat(path).map_err(|e| describe(&e))? {
+        None => {
+            return Err(format!(
+                "setting `policy`: {path}: no such file or directory"
+            ));
+        }
+        Some(meta) if meta.kind == EntryKind::Directory => {
+            source::files(path, &[".yaml", ".yml", ".json"], true).map_err(|e| describe(&e))?
+        }
+        Some(_) => vec![path.to_owned()],
+    };
+    let mut out = Vec::new();
+    for file in files {
+        let text = source::read_to_string(&file).map_err(|e| describe(&e))?;
+        out.extend(model::policies(&file, &text)?);
+    }
+    Ok(out)
+}
+
+impl Policy for Kyverno {
+    fn validate_settings(params: Vec<Param>) -> Result<(), String> {
+        policy_paths(&params).map(|_| ())
+    }
+
+    fn review(request: ReviewRequest) -> Result<Vec<Finding>, String> {
+        let mut policies = Vec::new();
+        for path in policy_paths(&request.settings)? {
+            policies.extend(load(&path)?);
+        }
+        let objects = request
+            .manifests
+            .iter()
+            .map(|m| {
+                serde_json::from_str::<Value>(&m.content)
+                    .map_err(|e| format!("{}: {e}", m.source.as_deref().unwrap_or("manifest")))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        // Namespace labels from the rendered set's Namespaces.
+        let namespaces: Map<String, Value> = objects
+            .iter()
+            .filter(|o| o["kind"] == "Namespace")
+            .filter_map(|o| {
+                Some((
+                    o["metadata"]["name"].as_str()?.to_owned(),
+                    o["metadata"]["labels"].clone(),
+                ))
+            })
+            .collect();
+        let labels = |name: &str| namespaces.get(name).and_then(Value::as_object).cloned();
+        let review = Request {
+            operation: "CREATE",
+            namespace_labels: &labels,
+        };
+        let mut findings = Vec::new();
+        for policy in &policies {
+            let enforce = policy
+                .spec
+                .validation_failure_action
+                .as_deref()
+                .is_some_and(|a| a.eq_ignore_ascii_case("enforce"));
+            for object in &objects {
+                for result in engine::evaluate(policy, object, &review) {
+                    let severity = match result.status {
+                        Status::Pass | Status::Skip => continue,
+                        Status::Error => {
+                            return Err(format!(
+                                "{} {} rule {}: {}",
+                                policy.kind, policy.metadata.name, result.rule, result.message
+                            ));
+                        }
+                        Status::Fail if enforce => Severity::Error,
+                        Status::Fail => Severity::Warning,
+                    };
+                    findings.push(Finding {
+                        object: Some(ObjectRef {
+                            api_version: object["apiVersion"].as_str().unwrap_or("").to_owned(),
+                            kind: object["kind"].as_str().unwrap_or("").to_owned(),
+                            namespace: object["metadata"]["namespace"].as_str().map(str::to_owned),
+                            name: object["metadata"]["name"].as_str().unwrap_or("").to_owned(),
+                        }),
+                        field_path: None,
+                        message: format!(
+                            "[{}/{}] {}",
+                            policy.metadata.name, result.rule, result.message
+                        ),
+                        severity,
+                    });
+                }
+            }
+        }
+        Ok(findings)
+    }
+}
+
+kiln_plugin_sdk::export_policy!(Kyverno);

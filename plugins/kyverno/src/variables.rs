@@ -1,0 +1,194 @@
+//! Variables: `{{ EXPRESSION }}` in a policy's strings, JMESPath over the
+//! review's context (`request.object`, `request.operation`, `element`, …).
+//! A string that is one variable becomes the value itself (any JSON type);
+//! a variable inside text is written into it. `\{{` is a literal `{{`.
+
+use std::sync::OnceLock;
+
+use serde_json::{Map, Value};
+
+/// The JMESPath runtime: the standard functions (Kyverno's own are added
+/// as the engine grows).
+fn runtime() -> &'static jmespath::Runtime {
+    static RUNTIME: OnceLock<jmespath::Runtime> = OnceLock::new();
+    RUNTIME.get_or_init(|| {
+        let mut runtime = jmespath::Runtime::new();
+        runtime.register_builtin_functions();
+        crate::functions::register_all(&mut runtime);
+        runtime
+    })
+}
+
+/// Evaluates one JMESPath expression over `context`.
+pub fn query(expression: &str, context: &Value) -> Result<Value, String> {
+    let compiled = runtime()
+        .compile(expression.trim())
+        .map_err(|e| format!("invalid variable {{{{{expression}}}}}: {e}"))?;
+    let found = compiled
+        .search(context.clone())
+        .map_err(|e| format!("variable {{{{{expression}}}}}: {e}"))?;
+    serde_json::to_value(&*found).map_err(|e| format!("variable {{{{{expression}}}}}: {e}"))
+}
+
+/// Where the variables of a string are: `(start, end)` byte ranges of
+/// each `{{ … }}` not preceded by a backslash, braces inside allowed one
+/// level deep (`{{ {a: b} }}`).
+fn spans(text: &str) -> Vec<(usize, usize)> {
+    let bytes = text.as_bytes();
+    let mut found = Vec::new();
+    let mut i = 0;
+    while i + 1 < bytes.len() {
+        if bytes[i] == b'{' && bytes[i + 1] == b'{' && (i == 0 || bytes[i - 1] != b'\\') {
+            let mut j = i + 2;
+            let mut depth = 0;
+            let mut end = None;
+            while j < bytes.len() {
+                match bytes[j] {
+                    b'{' if depth == 0 => depth = 1,
+                    b'{' => break,
+                    b'}' if depth == 1 => depth = 0,
+                    b'}' if j + 1 < bytes.len() && bytes[j + 1] == b'}' => {
+                        end = Some(j + 2);
+                        break;
+                    }
+                    b'}' => break,
+                    _ => {}
+                }
+                j += 1;
+            }
+            if let Some(end) = end {
+                found.push((i, end));
+                i = end;
+                continue;
+            }
+        }
+        i += 1;
+    }
+    found
+}
+
+/// Whether `text` holds a variable.
+pub fn has_variables(text: &str) -> bool {
+    !spans(text).is_empty()
+}
+
+/// `text` with its variables replaced. `{{@}}` (the current value, in
+/// patterns) is left for the pattern to read.
+pub fn substitute_str(text: &str, context: &Value) -> Result<Value, String> {
+    // Inner variables first (`{{ f('{{ a }}') }}`): each pass replaces the
+    // innermost ones, as Kyverno does, up to a bounded depth.
+    let mut text = std::borrow::Cow::Borrowed(text);
+    for _ in 0..MAX_NESTING {
+        match substitute_once(&text, context)? {
+            Value::String(next) if next != *text && has_variables(&next) => text = next.into(),
+            // Escaped braces become literal only at the end.
+            Value::String(last) => return Ok(Value::String(last.replace("\\{{", "{{"))),
+            other => return Ok(other),
+        }
+    }
+    Err(format!(
+        "variables nested more than {MAX_NESTING} deep in {text:?}"
+    ))
+}
+
+/// How deep variables may nest in one string.
+const MAX_NESTING: usize = 8;
+
+fn substitute_once(text: &str, context: &Value) -> Result<Value, String> {
+    let found = spans(text);
+    if found.is_empty() {
+        return Ok(Value::String(text.to_owned()));
+    }
+    if found.len() == 1 && found[0] == (0, text.len()) {
+        let expression = &text[2..text.len() - 2];
+        if expression.trim() == "@" {
+            return Ok(Value::String(text.to_owned()));
+        }
+        return query(expression, context);
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut last = 0;
+    for (start, end) in found {
+        out.push_str(&text[last..start]);
+        let expression = &text[start + 2..end - 2];
+        if expression.trim() == "@" {
+            out.push_str(&text[start..end]);
+        } else {
+            match query(expression, context)? {
+                Value::String(s) => out.push_str(&s),
+                Value::Null => out.push_str("null"),
+                other => out.push_str(&other.to_string()),
+            }
+        }
+        last = end;
+    }
+    out.push_str(&text[last..]);
+    Ok(Value::String(out))
+}
+
+/// Every string of `value` (keys included) with its variables replaced.
+pub fn substitute(value: &Value, context: &Value) -> Result<Value, String> {
+    Ok(match value {
+        Value::String(text) => substitute_str(text, context)?,
+        Value::Array(items) => Value::Array(
+            items
+                .iter()
+                .map(|item| substitute(item, context))
+                .collect::<Result<_, _>>()?,
+        ),
+        Value::Object(map) => {
+            let mut out = Map::new();
+            for (key, item) in map {
+                let key = match substitute_str(key, context)? {
+                    Value::String(s) => s,
+                    other => other.to_string(),
+                };
+                out.insert(key, substitute(item, context)?);
+            }
+            Value::Object(out)
+        }
+        other => other.clone(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn variables_are_replaced_as_kyverno_replaces_them() {
+        let context = json!({"request": {"object": {"metadata": {"name": "web", "labels": {"app": "x"}}}, "operation": "CREATE"}});
+        assert_eq!(
+            substitute_str("{{ request.operation }}", &context).unwrap(),
+            json!("CREATE")
+        );
+        assert_eq!(
+            substitute_str("{{request.object.metadata.labels}}", &context).unwrap(),
+            json!({"app": "x"})
+        );
+        assert_eq!(
+            substitute_str(
+                "pod {{ request.object.metadata.name }} is {{request.operation}}",
+                &context
+            )
+            .unwrap(),
+            json!("pod web is CREATE")
+        );
+        assert_eq!(
+            substitute_str("\\{{ literal }}", &context).unwrap(),
+            json!("{{ literal }}")
+        );
+        assert_eq!(
+            substitute_str("{{ request.object.missing || 'none' }}", &context).unwrap(),
+            json!("none")
+        );
+        assert_eq!(substitute_str("{{@}}", &context).unwrap(), json!("{{@}}"));
+        assert!(substitute_str("{{ request.( }}", &context).is_err());
+        assert_eq!(
+            substitute_str("{{ {n: request.operation} }}", &context).unwrap(),
+            json!({"n": "CREATE"})
+        );
+    }
+}
