@@ -22,6 +22,10 @@ const CONTROLLERS: [&str; 6] = [
 
 /// The policy's rules with the generated ones after them.
 pub fn rules(policy: &Policy) -> Vec<Rule> {
+    let Some((controllers, cronjob)) = controllers(policy) else {
+        // No autogen: the policy's rules as written, `autogen-` ones included.
+        return policy.spec.rules.clone();
+    };
     let mut out: Vec<Rule> = policy
         .spec
         .rules
@@ -29,9 +33,6 @@ pub fn rules(policy: &Policy) -> Vec<Rule> {
         .filter(|r| !r.name.starts_with("autogen-"))
         .cloned()
         .collect();
-    let Some((controllers, cronjob)) = controllers(policy) else {
-        return out;
-    };
     let mut generated = Vec::new();
     for rule in &policy.spec.rules {
         if rule.name.starts_with("autogen-") || !matches_pods(rule) {
@@ -74,9 +75,14 @@ pub fn rules(policy: &Policy) -> Vec<Rule> {
 }
 
 fn name(prefix: &str, rule: &str) -> String {
-    let mut name = format!("{prefix}-{rule}");
-    name.truncate(63);
-    name
+    // Kyverno cuts at 63 bytes; here at the last character boundary
+    // before it (a name is never cut inside a character).
+    let name = format!("{prefix}-{rule}");
+    let mut end = name.len().min(63);
+    while !name.is_char_boundary(end) {
+        end -= 1;
+    }
+    name[..end].to_owned()
 }
 
 /// The controllers to generate for, and whether CronJob is one; `None`
@@ -210,7 +216,7 @@ fn generate(rule: &Rule, name: &str, template: &str, kinds: &[&str]) -> Option<V
                 .and_then(Value::as_array_mut)
                 .filter(|f| !f.is_empty())
             {
-                for filter in filters {
+                for filter in filters.iter_mut().filter(|f| f.is_object()) {
                     let resources = &mut filter["resources"];
                     if resources
                         .get("kinds")

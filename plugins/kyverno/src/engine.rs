@@ -34,6 +34,9 @@ pub struct RuleResult {
     pub status: Status,
     /// Why, for a person.
     pub message: String,
+    /// Whether a failure blocks: the rule's `validate.failureAction`, else
+    /// the policy's `validationFailureAction` (`Enforce`, any case).
+    pub enforce: bool,
 }
 
 /// The results of every rule of `policy` that applies to `resource` (a
@@ -54,9 +57,17 @@ pub fn evaluate(policy: &Policy, resource: &Value, request: &Request<'_>) -> Vec
             return Vec::new();
         }
     }
+    let default_action = policy.spec.validation_failure_action.as_deref();
     let mut results = Vec::new();
     for rule in autogen::rules(policy) {
-        if let Some(result) = evaluate_rule(&rule, resource, request) {
+        if let Some(mut result) = evaluate_rule(&rule, resource, request) {
+            let action = rule
+                .validate
+                .as_ref()
+                .and_then(|v| v.get("failureAction"))
+                .and_then(Value::as_str)
+                .or(default_action);
+            result.enforce = action.is_some_and(|a| a.eq_ignore_ascii_case("enforce"));
             results.push(result);
         }
     }
@@ -68,11 +79,11 @@ fn result(rule: &Rule, status: Status, message: impl Into<String>) -> Option<Rul
         rule: rule.name.clone(),
         status,
         message: message.into(),
+        enforce: false,
     })
 }
 
 fn evaluate_rule(rule: &Rule, resource: &Value, request: &Request<'_>) -> Option<RuleResult> {
-    let validate = rule.validate.as_ref()?;
     match matching::selects(rule.match_.as_ref(), resource, request) {
         Ok(true) => {}
         Ok(false) => return None,
@@ -83,6 +94,20 @@ fn evaluate_rule(rule: &Rule, resource: &Value, request: &Request<'_>) -> Option
         Ok(true) => return None,
         Err(e) => return result(rule, Status::Error, e),
     }
+    // What Kiln does not run is an error on what the rule selects, never a
+    // rule quietly left out.
+    let Some(validate) = rule.validate.as_ref() else {
+        let what = if rule.mutate.is_some() {
+            "mutate rules are not run by Kiln (policies review, they never change objects)"
+        } else if rule.generate.is_some() {
+            "generate rules are not run by Kiln"
+        } else if rule.verify_images.is_some() {
+            "verifyImages rules are not run by the kyverno plugin (sign and verify plugins with Kiln's trust policies)"
+        } else {
+            "the rule has no validate (a misspelt key?)"
+        };
+        return result(rule, Status::Error, what);
+    };
     let mut context = base_context(resource, request);
     if let Err(e) = add_context(rule.context.as_deref().unwrap_or_default(), &mut context) {
         return result(rule, Status::Error, e);
@@ -100,17 +125,15 @@ fn evaluate_rule(rule: &Rule, resource: &Value, request: &Request<'_>) -> Option
     };
     let message = match status {
         Status::Fail => {
-            let message = validate
+            let message = match validate
                 .get("message")
                 .map(|m| variables::substitute(m, &context))
-                .transpose()
-                .ok()
-                .flatten()
-                .map(|m| match m {
-                    Value::String(s) => s,
-                    other => other.to_string(),
-                })
-                .unwrap_or_default();
+            {
+                None => String::new(),
+                Some(Ok(Value::String(s))) => s,
+                Some(Ok(other)) => other.to_string(),
+                Some(Err(e)) => format!("(the message's variables: {e})"),
+            };
             if detail.is_empty() {
                 format!("validation error: {message}")
             } else {
@@ -150,7 +173,11 @@ fn base_context(resource: &Value, request: &Request<'_>) -> Value {
 /// by name.
 fn add_context(entries: &[Value], context: &mut Value) -> Result<(), String> {
     for entry in entries {
-        let name = entry.get("name").and_then(Value::as_str).unwrap_or("?");
+        let name = entry
+            .get("name")
+            .and_then(Value::as_str)
+            .filter(|n| !n.is_empty())
+            .ok_or_else(|| format!("a context entry has no name: {entry}"))?;
         if let Some(variable) = entry.get("variable") {
             let mut value = match variable.get("value") {
                 Some(v) => variables::substitute(v, context)?,
@@ -322,7 +349,7 @@ fn for_each(entries: &[Value], context: &Value, depth: usize) -> Result<(Status,
             .and_then(Value::as_str)
             .ok_or("foreach without a list")?;
         let list = match variables::substitute_str(list, context)? {
-            Value::String(expression) => variables::query(&expression, context)?,
+            Value::String(expression) => variables::search(&expression, context)?,
             other => other,
         };
         let items = match list {
@@ -391,7 +418,7 @@ mod tests {
     fn request() -> Request<'static> {
         Request {
             operation: "CREATE",
-            namespace_labels: &|_| None,
+            namespace_labels: &|_| Some(Map::new()),
         }
     }
 
@@ -424,6 +451,39 @@ mod tests {
         assert_eq!(results.len(), 1, "{results:?}");
         assert_eq!(results[0].rule, "autogen-no-latest");
         assert_eq!(results[0].status, Status::Fail);
+    }
+
+    #[test]
+    fn attack_omitting_a_field_never_evades_a_rule() {
+        // deny when the label is not one of the allowed ones: a Pod without
+        // the label is an error (Kyverno's "Unknown key"), not a pass.
+        let p = policy(
+            "  - name: animal\n    match: {any: [{resources: {kinds: [Pod]}}]}\n    validate:\n      deny:\n        conditions:\n          any: [{key: '{{ request.object.metadata.labels.animal }}', operator: NotIn, value: [cat, dog]}]\n",
+        );
+        let results = evaluate(&p, &pod("a:1"), &request());
+        assert_eq!(results[0].status, Status::Error, "{results:?}");
+        assert!(
+            results[0].message.contains("not found"),
+            "{}",
+            results[0].message
+        );
+        // A rule Kiln does not run is an error on what it selects.
+        let p = policy(
+            "  - name: m\n    match: {any: [{resources: {kinds: [Pod]}}]}\n    mutate: {patchStrategicMerge: {metadata: {labels: {a: b}}}}\n",
+        );
+        let results = evaluate(&p, &pod("a:1"), &request());
+        assert_eq!(results[0].status, Status::Error);
+        assert!(
+            results[0].message.contains("mutate rules are not run"),
+            "{}",
+            results[0].message
+        );
+        // A rule named autogen-… is kept when autogen does not apply.
+        let p = policy(
+            "  - name: autogen-own\n    match: {any: [{resources: {kinds: [Service]}}]}\n    validate: {pattern: {metadata: {name: 'x'}}}\n",
+        );
+        let service = json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "y"}});
+        assert_eq!(evaluate(&p, &service, &request())[0].status, Status::Fail);
     }
 
     #[test]

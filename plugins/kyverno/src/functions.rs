@@ -204,10 +204,10 @@ pub fn register_all(runtime: &mut Runtime) {
     });
     register(runtime, "modulo", 2, |a| {
         let d = number(&a[1], "divisor")? as i64;
-        if d == 0 {
-            return Err("division by zero".into());
-        }
-        Ok(json!((number(&a[0], "dividend")? as i64) % d))
+        let n = number(&a[0], "dividend")? as i64;
+        n.checked_rem(d)
+            .map(|r| json!(r))
+            .ok_or_else(|| format!("{n} modulo {d} is undefined"))
     });
     register(runtime, "round", 2, |a| {
         let scale = 10f64.powi(number(&a[1], "digits")? as i32);

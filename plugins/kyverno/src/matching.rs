@@ -7,10 +7,11 @@ use crate::wildcard;
 /// What a review knows of the request besides the resource.
 #[derive(Clone)]
 pub struct Request<'a> {
-    /// `CREATE`, or `UPDATE` when the object exists in the cluster.
+    /// The operation reviewed: `CREATE` (a review before apply; `UPDATE`
+    /// once the host says which objects exist).
     pub operation: &'a str,
     /// Labels of namespaces known (the rendered set's Namespaces, the
-    /// destination's): name → labels.
+    /// destination's): name → labels; `None` for a namespace nobody knows.
     pub namespace_labels: &'a dyn Fn(&str) -> Option<Map<String, Value>>,
 }
 
@@ -72,11 +73,21 @@ fn filter_selects(filter: &Value, resource: &Value, request: &Request<'_>) -> Re
     description_selects(description, resource, request)
 }
 
-fn strings(value: Option<&Value>) -> Vec<&str> {
-    value
-        .and_then(Value::as_array)
-        .map(|items| items.iter().filter_map(Value::as_str).collect())
-        .unwrap_or_default()
+/// A list of strings of a resource description; anything else (a string
+/// where a list belongs, a number in the list) is the policy's error, not
+/// an empty list that would select everything or nothing.
+fn strings<'v>(value: Option<&'v Value>, field: &str) -> Result<Vec<&'v str>, String> {
+    match value {
+        None | Some(Value::Null) => Ok(Vec::new()),
+        Some(Value::Array(items)) => items
+            .iter()
+            .map(|item| {
+                item.as_str()
+                    .ok_or_else(|| format!("`{field}` must be a list of strings, it holds {item}"))
+            })
+            .collect(),
+        Some(other) => Err(format!("`{field}` must be a list of strings, not {other}")),
+    }
 }
 
 fn description_selects(
@@ -99,7 +110,7 @@ fn description_selects(
         .and_then(Value::as_str)
         .unwrap_or("");
 
-    let kinds = strings(description.get("kinds"));
+    let kinds = strings(description.get("kinds"), "kinds")?;
     if !kinds.is_empty() && !kinds.iter().any(|k| kind_matches(k, api_version, kind)) {
         return Ok(false);
     }
@@ -109,11 +120,11 @@ fn description_selects(
     {
         return Ok(false);
     }
-    let names = strings(description.get("names"));
+    let names = strings(description.get("names"), "names")?;
     if !names.is_empty() && !names.iter().any(|n| wildcard::matches(n, name)) {
         return Ok(false);
     }
-    let namespaces = strings(description.get("namespaces"));
+    let namespaces = strings(description.get("namespaces"), "namespaces")?;
     if !namespaces.is_empty() {
         // A Namespace is matched by its own name.
         let own = if kind == "Namespace" { name } else { namespace };
@@ -121,7 +132,7 @@ fn description_selects(
             return Ok(false);
         }
     }
-    let operations = strings(description.get("operations"));
+    let operations = strings(description.get("operations"), "operations")?;
     if !operations.is_empty() && !operations.contains(&request.operation) {
         return Ok(false);
     }
@@ -150,17 +161,23 @@ fn description_selects(
             return Ok(false);
         }
     }
-    if let Some(selector) = description.get("namespaceSelector") {
-        let own = if kind == "Namespace" { name } else { namespace };
-        let labels = if kind == "Namespace" {
-            metadata
-                .and_then(|m| m.get("labels"))
-                .and_then(Value::as_object)
-                .cloned()
-        } else {
-            (request.namespace_labels)(own)
+    // A Namespace is not in a namespace: Kyverno applies no namespace
+    // selector to it. Elsewhere the namespace's labels must be known: a
+    // selector over labels nobody knows fails closed (an error), never a
+    // silent skip.
+    if let Some(selector) = description
+        .get("namespaceSelector")
+        .filter(|_| kind != "Namespace")
+    {
+        if namespace.is_empty() {
+            return Ok(false);
+        }
+        let Some(labels) = (request.namespace_labels)(namespace) else {
+            return Err(format!(
+                "namespaceSelector: the labels of namespace {namespace} are unknown (it is not in the rendered set)"
+            ));
         };
-        if own.is_empty() || !selector_selects(selector, labels.as_ref())? {
+        if !selector_selects(selector, Some(&labels))? {
             return Ok(false);
         }
     }
@@ -220,7 +237,7 @@ pub fn selector_selects(
     if let Some(Value::Array(expressions)) = selector.get("matchExpressions") {
         for expression in expressions {
             let key = expression.get("key").and_then(Value::as_str).unwrap_or("");
-            let values = strings(expression.get("values"));
+            let values = strings(expression.get("values"), "values")?;
             let operator = expression
                 .get("operator")
                 .and_then(Value::as_str)
@@ -294,5 +311,9 @@ mod tests {
             json!({"any": [{"subjects": [{"kind": "User", "name": "x"}], "resources": {"kinds": ["Deployment"]}}]})
         ));
         assert!(!selects(None, &deployment, &request()).unwrap());
+        // Wrong types are the policy's error, not an empty list.
+        assert!(selects(Some(&json!({"any": [{"resources": {"kinds": ["Deployment"], "namespaces": "shop"}}]})), &deployment, &request()).is_err());
+        // A namespace selector over a namespace nobody knows fails closed.
+        assert!(selects(Some(&json!({"any": [{"resources": {"namespaceSelector": {"matchLabels": {"env": "prod"}}}}]})), &deployment, &request()).is_err());
     }
 }

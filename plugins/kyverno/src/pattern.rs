@@ -42,11 +42,10 @@ pub fn check(resource: &Value, pattern: &Value) -> Outcome {
 
 /// Where an error comes from, as Kyverno tells them apart: an anchor's own
 /// error, the error of a whole map or list whose elements were all skipped,
-/// or any other mismatch (whose kind, as in Kyverno, is read from its
-/// message when it carries a nested anchor's).
+/// or any other mismatch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Origin {
-    Anchor(AnchorError),
+    Anchor,
     Skipped,
     Other,
 }
@@ -66,11 +65,24 @@ impl AnchorError {
             AnchorError::Negation => "negation anchor matched in resource",
         }
     }
+
+    fn bit(self) -> u8 {
+        match self {
+            AnchorError::Conditional => 1,
+            AnchorError::Global => 2,
+            AnchorError::Negation => 4,
+        }
+    }
 }
 
+/// A mismatch. `anchors` says which anchors' errors it carries (its own
+/// and those of the errors it wraps): Kyverno reads them from the
+/// message's text, which a resource's own values could then fake; here
+/// they are flags.
 #[derive(Debug, Clone)]
 struct Error {
     origin: Origin,
+    anchors: u8,
     path: String,
     message: String,
 }
@@ -79,24 +91,25 @@ impl Error {
     fn other(path: &str, message: String) -> Error {
         Error {
             origin: Origin::Other,
+            anchors: 0,
             path: path.to_owned(),
             message,
         }
     }
 
-    fn anchor(kind: AnchorError, path: &str, message: &str) -> Error {
+    /// An anchor's error, wrapping what the anchor's value gave (if it
+    /// gave an error).
+    fn anchor(kind: AnchorError, path: &str, message: &str, wrapped: Option<&Error>) -> Error {
         Error {
-            origin: Origin::Anchor(kind),
+            origin: Origin::Anchor,
+            anchors: kind.bit() | wrapped.map_or(0, |e| e.anchors),
             path: path.to_owned(),
             message: format!("{}: {message}", kind.prefix()),
         }
     }
 
     fn is(&self, kind: AnchorError) -> bool {
-        match self.origin {
-            Origin::Anchor(own) => own == kind,
-            _ => self.message.contains(kind.prefix()),
-        }
+        self.anchors & kind.bit() != 0
     }
 
     /// A conditional or global anchor did not hold.
@@ -215,6 +228,7 @@ fn map(resource: &Map<String, Value>, pattern: &Map<String, Value>, path: &str) 
 fn combined_skip(path: &str, skipped: &[Error]) -> Error {
     Error {
         origin: Origin::Skipped,
+        anchors: skipped.iter().fold(0, |bits, e| bits | e.anchors),
         path: path.to_owned(),
         message: skipped
             .iter()
@@ -238,6 +252,7 @@ fn handle(key: &str, pattern: &Value, resource: &Map<String, Value>, path: &str)
                 AnchorError::Negation,
                 &here,
                 &format!("{here} is not allowed"),
+                None,
             )),
             None => Ok(()),
         },
@@ -247,16 +262,17 @@ fn handle(key: &str, pattern: &Value, resource: &Map<String, Value>, path: &str)
         },
         Kind::Condition => match found {
             Some(value) => element(value, pattern, &here)
-                .map_err(|e| Error::anchor(AnchorError::Conditional, &e.path, &e.message)),
+                .map_err(|e| Error::anchor(AnchorError::Conditional, &e.path, &e.message, Some(&e))),
             None => Err(Error::anchor(
                 AnchorError::Conditional,
                 &here,
                 "conditional anchor key doesn't exist in the resource",
+                None,
             )),
         },
         Kind::Global => match found {
             Some(value) => element(value, pattern, &here)
-                .map_err(|e| Error::anchor(AnchorError::Global, &e.path, &e.message)),
+                .map_err(|e| Error::anchor(AnchorError::Global, &e.path, &e.message, Some(&e))),
             None => Ok(()),
         },
         Kind::Existence => match found {
@@ -316,22 +332,8 @@ fn array(resource: &[Value], pattern: &[Value], path: &str) -> Result {
         return Err(Error::other(path, "pattern Array empty".into()));
     };
     match first {
-        Value::Object(_) => {
-            // Every element against the (first) map of the pattern.
-            let mut applied = 0;
-            let mut skipped = Vec::new();
-            for (i, item) in resource.iter().enumerate() {
-                match element(item, first, &format!("{path}{i}/")) {
-                    Ok(()) => applied += 1,
-                    Err(e) if e.skips() => skipped.push(e),
-                    Err(e) => return Err(e),
-                }
-            }
-            if applied == 0 && !skipped.is_empty() {
-                return Err(combined_skip(path, &skipped));
-            }
-            Ok(())
-        }
+        // Every element against the (first) map of the pattern.
+        Value::Object(_) => each(resource.iter().map(|item| (item, first)), path),
         Value::Array(_) => {
             if resource.len() < pattern.len() {
                 return Err(Error::other(
@@ -343,23 +345,30 @@ fn array(resource: &[Value], pattern: &[Value], path: &str) -> Result {
                     ),
                 ));
             }
-            let mut applied = 0;
-            let mut skipped = Vec::new();
-            for (i, one) in pattern.iter().enumerate() {
-                match element(&resource[i], one, &format!("{path}{i}/")) {
-                    Ok(()) => applied += 1,
-                    Err(e) if e.skips() => skipped.push(e),
-                    Err(e) => return Err(e),
-                }
-            }
-            if applied == 0 && !skipped.is_empty() {
-                return Err(combined_skip(path, &skipped));
-            }
-            Ok(())
+            // Element by element.
+            each(resource.iter().zip(pattern), path)
         }
         // A scalar: every element of the resource's list against it.
         scalar => element(&Value::Array(resource.to_vec()), scalar, path),
     }
+}
+
+/// Pairs of a list checked in order: the first failure fails the list;
+/// the list is skipped when every element was.
+fn each<'a>(pairs: impl Iterator<Item = (&'a Value, &'a Value)>, path: &str) -> Result {
+    let mut applied = 0;
+    let mut skipped = Vec::new();
+    for (i, (item, pattern)) in pairs.enumerate() {
+        match element(item, pattern, &format!("{path}{i}/")) {
+            Ok(()) => applied += 1,
+            Err(e) if e.skips() => skipped.push(e),
+            Err(e) => return Err(e),
+        }
+    }
+    if applied == 0 && !skipped.is_empty() {
+        return Err(combined_skip(path, &skipped));
+    }
+    Ok(())
 }
 
 fn has_nested_anchors(pattern: &Value) -> bool {
@@ -544,6 +553,16 @@ mod tests {
         assert_eq!(check(&inside, &pattern), Outcome::Pass);
         let missing = pod(json!({"containers": [{"image": "corp.com/a"}]}));
         assert!(matches!(check(&missing, &pattern), Outcome::Fail { .. }));
+    }
+
+    #[test]
+    fn attack_a_value_that_spells_an_anchor_error_is_not_a_skip() {
+        // Kyverno reads the kind of an error from its text; a value of the
+        // resource quoted in a mismatch could fake a skip.
+        let pattern = json!({"spec": {"containers": [{"=(args)": "!*--insecure*"}]}});
+        let hostile =
+            pod(json!({"containers": [{"args": ["--insecure", "conditional anchor mismatch"]}]}));
+        assert!(matches!(check(&hostile, &pattern), Outcome::Fail { .. }));
     }
 
     #[test]

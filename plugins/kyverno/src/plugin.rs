@@ -55,6 +55,13 @@ fn load(path: &str) -> Result<Vec<model::Policy>, String> {
         let text = source::read_to_string(&file).map_err(|e| describe(&e))?;
         out.extend(model::policies(&file, &text)?);
     }
+    if out.is_empty() {
+        // A typo in `kind`, or a policy kind not run yet: never a review
+        // that checks nothing and passes.
+        return Err(format!(
+            "setting `policy`: {path}: no kyverno.io ClusterPolicy or Policy found (ValidatingPolicy is not supported yet)"
+        ));
+    }
     Ok(out)
 }
 
@@ -87,29 +94,36 @@ impl Policy for Kyverno {
                 ))
             })
             .collect();
-        let labels = |name: &str| namespaces.get(name).and_then(Value::as_object).cloned();
+        // A namespace in the set without labels has none; one outside it is
+        // unknown (a namespaceSelector on it is an error).
+        let labels = |name: &str| {
+            namespaces
+                .get(name)
+                .map(|labels| labels.as_object().cloned().unwrap_or_default())
+        };
         let review = Request {
             operation: "CREATE",
             namespace_labels: &labels,
         };
         let mut findings = Vec::new();
         for policy in &policies {
-            let enforce = policy
-                .spec
-                .validation_failure_action
-                .as_deref()
-                .is_some_and(|a| a.eq_ignore_ascii_case("enforce"));
             for object in &objects {
                 for result in engine::evaluate(policy, object, &review) {
                     let severity = match result.status {
                         Status::Pass | Status::Skip => continue,
                         Status::Error => {
                             return Err(format!(
-                                "{} {} rule {}: {}",
-                                policy.kind, policy.metadata.name, result.rule, result.message
+                                "{} {} rule {} on {} {}/{}: {}",
+                                policy.kind,
+                                policy.metadata.name,
+                                result.rule,
+                                object["kind"].as_str().unwrap_or("?"),
+                                object["metadata"]["namespace"].as_str().unwrap_or(""),
+                                object["metadata"]["name"].as_str().unwrap_or("?"),
+                                result.message
                             ));
                         }
-                        Status::Fail if enforce => Severity::Error,
+                        Status::Fail if result.enforce => Severity::Error,
                         Status::Fail => Severity::Warning,
                     };
                     findings.push(Finding {

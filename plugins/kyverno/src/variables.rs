@@ -19,8 +19,50 @@ fn runtime() -> &'static jmespath::Runtime {
     })
 }
 
-/// Evaluates one JMESPath expression over `context`.
+/// The longest JMESPath expression read, in bytes.
+pub const MAX_EXPRESSION: usize = 8 << 10;
+
+/// The most operators that nest (`!`, `(`, `[`, `{`) one expression may
+/// hold: the jmespath crate's parser recurses on each, without a bound of
+/// its own.
+pub const MAX_NESTING_OPERATORS: usize = 256;
+
+/// Evaluates one JMESPath expression over `context`; a plain path to a
+/// field that is not there is an error.
 pub fn query(expression: &str, context: &Value) -> Result<Value, String> {
+    let value = search(expression, context)?;
+    // A plain path to a field that is not there is Kyverno's "Unknown key"
+    // error, not a null a condition could read as "not in the list": a
+    // policy that reads a field an object omits never passes by it.
+    if value.is_null() && is_plain_path(expression) {
+        return Err(format!(
+            "variable {{{{{}}}}}: not found (the object has no such field; write `{} || ''` for a default)",
+            expression.trim(),
+            expression.trim()
+        ));
+    }
+    Ok(value)
+}
+
+/// Evaluates one JMESPath expression over `context`, a missing field
+/// being null (a `foreach` list that is not there has no elements).
+pub fn search(expression: &str, context: &Value) -> Result<Value, String> {
+    if expression.len() > MAX_EXPRESSION {
+        return Err(format!(
+            "variable of {} bytes, over the limit of {MAX_EXPRESSION}",
+            expression.len()
+        ));
+    }
+    let nesting = expression
+        .bytes()
+        .filter(|b| matches!(b, b'!' | b'(' | b'[' | b'{'))
+        .count();
+    if nesting > MAX_NESTING_OPERATORS {
+        return Err(format!(
+            "variable {{{{{}…}}}} nests {nesting} operators, over the limit of {MAX_NESTING_OPERATORS}",
+            expression.chars().take(40).collect::<String>()
+        ));
+    }
     let compiled = runtime()
         .compile(expression.trim())
         .map_err(|e| format!("invalid variable {{{{{expression}}}}}: {e}"))?;
@@ -28,6 +70,21 @@ pub fn query(expression: &str, context: &Value) -> Result<Value, String> {
         .search(context.clone())
         .map_err(|e| format!("variable {{{{{expression}}}}}: {e}"))?;
     serde_json::to_value(&*found).map_err(|e| format!("variable {{{{{expression}}}}}: {e}"))
+}
+
+/// `a.b."c-d".e`: identifiers and quoted names joined by dots, nothing
+/// else (no functions, projections, defaults or literals).
+fn is_plain_path(expression: &str) -> bool {
+    let expression = expression.trim();
+    !expression.is_empty()
+        && expression.split('.').all(|part| {
+            let part = part.trim();
+            (!part.is_empty()
+                && part
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-'))
+                || (part.len() >= 2 && part.starts_with('"') && part.ends_with('"'))
+        })
 }
 
 /// Where the variables of a string are: `(start, end)` byte ranges of
@@ -91,6 +148,10 @@ pub fn substitute_str(text: &str, context: &Value) -> Result<Value, String> {
     ))
 }
 
+/// `{{@}}` (the value at the pattern's own path) is not read yet: refused,
+/// never left in a pattern as text an object could carry.
+const AT_UNSUPPORTED: &str = "the variable {{@}} is not supported yet by the kyverno plugin";
+
 /// How deep variables may nest in one string.
 const MAX_NESTING: usize = 8;
 
@@ -102,7 +163,7 @@ fn substitute_once(text: &str, context: &Value) -> Result<Value, String> {
     if found.len() == 1 && found[0] == (0, text.len()) {
         let expression = &text[2..text.len() - 2];
         if expression.trim() == "@" {
-            return Ok(Value::String(text.to_owned()));
+            return Err(AT_UNSUPPORTED.into());
         }
         return query(expression, context);
     }
@@ -112,7 +173,7 @@ fn substitute_once(text: &str, context: &Value) -> Result<Value, String> {
         out.push_str(&text[last..start]);
         let expression = &text[start + 2..end - 2];
         if expression.trim() == "@" {
-            out.push_str(&text[start..end]);
+            return Err(AT_UNSUPPORTED.into());
         } else {
             match query(expression, context)? {
                 Value::String(s) => out.push_str(&s),
@@ -184,7 +245,9 @@ mod tests {
             substitute_str("{{ request.object.missing || 'none' }}", &context).unwrap(),
             json!("none")
         );
-        assert_eq!(substitute_str("{{@}}", &context).unwrap(), json!("{{@}}"));
+        assert!(substitute_str("{{@}}", &context).is_err());
+        assert!(query(&"!".repeat(100_000), &context).is_err());
+        assert!(query(&format!("{}a", "!".repeat(300)), &context).is_err());
         assert!(substitute_str("{{ request.( }}", &context).is_err());
         assert_eq!(
             substitute_str("{{ {n: request.operation} }}", &context).unwrap(),

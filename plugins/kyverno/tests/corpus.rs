@@ -88,7 +88,8 @@ fn run(folder: &Path) -> (usize, Vec<String>) {
         .iter()
         .flat_map(|f| documents(&dir.join(f)))
         .collect();
-    let no_labels = |_: &str| None;
+    // The kyverno CLI gives a namespace it has no values for no labels.
+    let no_labels = |_: &str| Some(serde_json::Map::new());
     let request = Request {
         operation: "CREATE",
         namespace_labels: &no_labels,
