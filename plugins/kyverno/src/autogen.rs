@@ -290,27 +290,41 @@ fn merge(into: &mut Value, from: Value) {
 }
 
 /// `request.object.spec` and `.metadata` read from the pod template, in
-/// every string of the rule, as Kyverno rewrites the rule's text.
+/// every string of the rule, as Kyverno rewrites the rule's text; in a CEL
+/// rule, `object.spec` and `object.metadata`.
 fn shift(rule: Value, template: &str) -> Value {
-    let text = rule.to_string();
-    let text = text
-        .replace("request.object.spec", &format!("{template}.spec"))
-        .replace(
-            "request.oldObject.spec",
-            &format!(
-                "{}.spec",
-                template.replace("request.object", "request.oldObject")
-            ),
+    let cel = rule.pointer("/validate/cel").is_some();
+    let old = template.replace("request.object", "request.oldObject");
+    let (object, old_object) = if cel {
+        (
+            template.trim_start_matches("request."),
+            old.trim_start_matches("request."),
         )
-        .replace("request.object.metadata", &format!("{template}.metadata"))
-        .replace(
+    } else {
+        (template, old.as_str())
+    };
+    let (spec, old_spec, metadata, old_metadata) = if cel {
+        (
+            "object.spec",
+            "oldObject.spec",
+            "object.metadata",
+            "oldObject.metadata",
+        )
+    } else {
+        (
+            "request.object.spec",
+            "request.oldObject.spec",
+            "request.object.metadata",
             "request.oldObject.metadata",
-            &format!(
-                "{}.metadata",
-                template.replace("request.object", "request.oldObject")
-            ),
-        );
-    // A rewritten spec would be rewritten again by the metadata rule
-    // otherwise; the order above is Kyverno's.
+        )
+    };
+    // Kyverno's order: the spec rewrite first (its result is not read by
+    // the metadata rewrite, which names another prefix).
+    let text = rule
+        .to_string()
+        .replace(spec, &format!("{object}.spec"))
+        .replace(old_spec, &format!("{old_object}.spec"))
+        .replace(metadata, &format!("{object}.metadata"))
+        .replace(old_metadata, &format!("{old_object}.metadata"));
     serde_json::from_str(&text).unwrap_or(rule)
 }

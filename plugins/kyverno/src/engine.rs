@@ -124,6 +124,8 @@ fn evaluate_rule(rule: &Rule, resource: &Value, request: &Request<'_>) -> Option
         Err(e) => (Status::Error, e),
     };
     let message = match status {
+        // A CEL expression's failure message is the message.
+        Status::Fail if validate.get("cel").is_some() => detail,
         Status::Fail => {
             let message = match validate
                 .get("message")
@@ -331,7 +333,15 @@ fn validation(
     if let Some(Value::Array(foreach)) = validate.get("foreach") {
         return for_each(foreach, context, depth);
     }
-    for unsupported in ["podSecurity", "cel", "manifests"] {
+    if let Some(cel) = validate.get("cel") {
+        let object = context.pointer("/request/object").unwrap_or(&Value::Null);
+        let operation = context
+            .pointer("/request/operation")
+            .and_then(Value::as_str)
+            .unwrap_or("CREATE");
+        return crate::cel::validate(cel, object, operation, None);
+    }
+    for unsupported in ["podSecurity", "manifests"] {
         if validate.get(unsupported).is_some() {
             return Err(format!(
                 "validate.{unsupported} is not supported by this version of the kyverno plugin"
@@ -484,6 +494,33 @@ mod tests {
         );
         let service = json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "y"}});
         assert_eq!(evaluate(&p, &service, &request())[0].status, Status::Fail);
+    }
+
+    #[test]
+    fn cel_expressions_with_variables_and_autogen() {
+        let p = policy(
+            "  - name: tag\n    match: {any: [{resources: {kinds: [Pod]}}]}\n    validate:\n      cel:\n        variables: [{name: images, expression: 'object.spec.containers.map(c, c.image)'}]\n        expressions:\n          - expression: \"variables.images.all(i, !i.endsWith(':latest'))\"\n            messageExpression: \"'latest in ' + object.metadata.name\"\n",
+        );
+        let results = evaluate(&p, &pod("a:latest"), &request());
+        assert_eq!(results[0].status, Status::Fail, "{results:?}");
+        assert_eq!(results[0].message, "latest in p");
+        assert_eq!(
+            evaluate(&p, &pod("a:1"), &request())[0].status,
+            Status::Pass
+        );
+        let deployment = json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"},
+            "spec": {"template": {"metadata": {"name": "t"}, "spec": {"containers": [{"name": "c", "image": "x:latest"}]}}}});
+        let results = evaluate(&p, &deployment, &request());
+        assert_eq!(results[0].rule, "autogen-tag");
+        assert_eq!(results[0].status, Status::Fail, "{results:?}");
+        // An expression that does not compile is an error, never a pass.
+        let p = policy(
+            "  - name: bad\n    match: {any: [{resources: {kinds: [Pod]}}]}\n    validate: {cel: {expressions: [{expression: 'object.('}]}}\n",
+        );
+        assert_eq!(
+            evaluate(&p, &pod("a:1"), &request())[0].status,
+            Status::Error
+        );
     }
 
     #[test]

@@ -10,6 +10,7 @@
 
 pub mod anchor;
 pub mod autogen;
+pub mod cel;
 pub mod conditions;
 pub mod duration;
 pub mod engine;
