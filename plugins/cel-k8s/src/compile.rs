@@ -399,6 +399,7 @@ fn is_operator(name: &str) -> bool {
 pub struct Environment {
     env: Arc<Env>,
     limits: Limits,
+    optional_types: bool,
 }
 
 impl std::fmt::Debug for Environment {
@@ -419,8 +420,21 @@ impl Environment {
     /// An environment with these limits.
     pub fn new(limits: Limits) -> Self {
         Environment {
-            env: Arc::new(library::environment()),
+            env: Arc::new(library::environment(false)),
             limits,
+            optional_types: false,
+        }
+    }
+
+    /// An environment with these limits and CEL's optional types
+    /// (`a.?b`, `m[?k]`, `optional.of`, `orValue`, `hasValue`…), as
+    /// Kyverno's CEL policies use them; without them (the default) those
+    /// are refused by name.
+    pub fn with_optional_types(limits: Limits) -> Self {
+        Environment {
+            env: Arc::new(library::environment(true)),
+            limits,
+            optional_types: true,
         }
     }
 
@@ -467,17 +481,22 @@ impl Environment {
         let mut refs = References::default();
         refs.collect(&expr, &mut Vec::new(), variables);
         for (name, lib) in library::MISSING_FUNCTIONS {
-            if refs.functions.contains(*name) {
+            let provided = self.optional_types && *lib == library::OPTIONAL_TYPES;
+            if refs.functions.contains(*name) && !provided {
                 return Err(CompileError::MissingLibrary {
                     name: (*name).to_owned(),
                     library: lib,
                 });
             }
         }
+        let provided = |name: &str| {
+            library::PROVIDED_FUNCTIONS.contains(&name)
+                || (self.optional_types && library::OPTIONAL_FUNCTIONS.contains(&name))
+        };
         if let Some(name) = refs
             .functions
             .iter()
-            .find(|n| !is_operator(n) && !library::PROVIDED_FUNCTIONS.contains(&n.as_str()))
+            .find(|n| !is_operator(n) && !provided(n.as_str()))
         {
             return Err(CompileError::UnknownFunction(name.clone()));
         }

@@ -141,16 +141,34 @@ pub const MISSING_FUNCTIONS: &[(&str, &str)] = &[
     ("check", "Kubernetes authorizer library"),
     ("allowed", "Kubernetes authorizer library"),
     ("serviceAccount", "Kubernetes authorizer library"),
-    ("optional.of", "CEL optional types"),
-    ("optional.none", "CEL optional types"),
-    ("optional.ofNonZeroValue", "CEL optional types"),
+    ("optional.of", OPTIONAL_TYPES),
+    ("optional.none", OPTIONAL_TYPES),
+    ("optional.ofNonZeroValue", OPTIONAL_TYPES),
     ("base64.encode", "CEL encoders extension"),
     ("base64.decode", "CEL encoders extension"),
 ];
+/// The library name of CEL's optional types.
+pub const OPTIONAL_TYPES: &str = "CEL optional types";
+
+/// The functions of CEL's optional types, provided by an environment made
+/// with them ([`crate::Environment::with_optional_types`]).
+pub const OPTIONAL_FUNCTIONS: &[&str] = &[
+    "optional.of",
+    "optional.none",
+    "optional.ofNonZeroValue",
+    "value",
+    "hasValue",
+    "or",
+    "orValue",
+    "optMap",
+    "optFlatMap",
+];
+
 /// Builds the environment: standard library, macros, strings extension and
-/// the list member overloads that share names with string ones.
-pub fn environment() -> Env {
-    let mut env = Env::stdlib().with_optional_support(false);
+/// the list member overloads that share names with string ones; CEL's
+/// optional types when `optional_types` says so.
+pub fn environment(optional_types: bool) -> Env {
+    let mut env = Env::stdlib().with_optional_support(optional_types);
     // Neither can fail on a fresh standard environment: the names are new.
     env.add_extension(cel::extensions::strings)
         .expect("the strings extension registers on the standard environment");

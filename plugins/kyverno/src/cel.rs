@@ -23,6 +23,84 @@ fn compile(env: &Environment, source: &str, what: &str) -> Result<Compiled, Stri
         .map_err(|e| format!("{what}: {e}"))
 }
 
+/// The CEL environment of Kyverno's rules: the Kubernetes libraries with
+/// CEL's optional types.
+fn environment() -> Environment {
+    Environment::with_optional_types(kiln_cel_k8s::Limits::default())
+}
+
+/// The bindings every expression of a rule reads.
+fn bind(
+    scope: &mut Scope<'_>,
+    object: &Json,
+    operation: &str,
+    namespace_object: Option<&Json>,
+    max_depth: usize,
+) -> Result<(), String> {
+    let read = |value: &Json| from_json(value, max_depth).map_err(|e| format!("the object: {e}"));
+    let metadata = object.get("metadata");
+    let request = json!({
+        "operation": operation,
+        "namespace": metadata.and_then(|m| m.get("namespace")).cloned().unwrap_or(json!("")),
+        "name": metadata.and_then(|m| m.get("name")).cloned().unwrap_or(json!("")),
+        "kind": {"kind": object.get("kind").cloned().unwrap_or(json!(""))},
+    });
+    scope.set("object", read(object)?);
+    scope.set("oldObject", Value::Null);
+    scope.set("request", read(&request)?);
+    scope.set(
+        "namespaceObject",
+        namespace_object
+            .map(read)
+            .transpose()?
+            .unwrap_or(Value::Null),
+    );
+    Ok(())
+}
+
+/// A rule's `celPreconditions`: whether every one holds (an expression
+/// that does not compile or return a bool is an error).
+pub fn preconditions_hold(
+    conditions: &Json,
+    object: &Json,
+    operation: &str,
+) -> Result<bool, String> {
+    let env = environment();
+    let Some(list) = conditions.as_array() else {
+        return Err("must be a list of {name, expression}".into());
+    };
+    let mut compiled = Vec::new();
+    for (i, condition) in list.iter().enumerate() {
+        let name = condition
+            .get("name")
+            .and_then(Json::as_str)
+            .map_or_else(|| format!("[{i}]"), str::to_owned);
+        let source = condition
+            .get("expression")
+            .and_then(Json::as_str)
+            .unwrap_or("");
+        compiled.push((name.clone(), compile(&env, source, &name)?));
+    }
+    let none = Vec::new();
+    let mut scope = Scope::new(env.evaluation(), &none);
+    bind(
+        &mut scope,
+        object,
+        operation,
+        None,
+        env.limits().max_value_depth,
+    )?;
+    for (name, expression) in &compiled {
+        match scope.eval(expression) {
+            Ok(Value::Bool(true)) => {}
+            Ok(Value::Bool(false)) => return Ok(false),
+            Ok(other) => return Err(format!("{name} returned {other:?}, not a bool")),
+            Err(e) => return Err(format!("{name}: {e}")),
+        }
+    }
+    Ok(true)
+}
+
 /// Evaluates the `cel` block of a rule on `object`: pass when every
 /// expression is true, fail with the first false one's message, error when
 /// one cannot be compiled or evaluated (never a pass).
@@ -35,7 +113,7 @@ pub fn validate(
     if cel.get("paramKind").is_some() || cel.get("paramRef").is_some() {
         return Err("validate.cel: paramKind and paramRef are not supported (params are read from the cluster)".into());
     }
-    let env = Environment::default();
+    let env = environment();
     let max_depth = env.limits().max_value_depth;
     let mut variables = Vec::new();
     for variable in cel

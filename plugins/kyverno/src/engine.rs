@@ -119,6 +119,13 @@ fn evaluate_rule(rule: &Rule, resource: &Value, request: &Request<'_>) -> Option
             Err(e) => return result(rule, Status::Error, format!("preconditions: {e}")),
         }
     }
+    if let Some(conditions) = &rule.cel_preconditions {
+        match crate::cel::preconditions_hold(conditions, resource, request.operation) {
+            Ok(true) => {}
+            Ok(false) => return result(rule, Status::Skip, "CEL preconditions not met"),
+            Err(e) => return result(rule, Status::Error, format!("celPreconditions: {e}")),
+        }
+    }
     let (status, detail) = match validation(validate, resource, &context, 0) {
         Ok(outcome) => outcome,
         Err(e) => (Status::Error, e),

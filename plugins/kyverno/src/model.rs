@@ -61,6 +61,9 @@ pub struct Rule {
     /// Conditions for it to apply (`any`/`all`, or a list: all).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub preconditions: Option<Value>,
+    /// CEL conditions for it to apply (`name` and `expression` each).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cel_preconditions: Option<Value>,
     /// A validation.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub validate: Option<Value>,

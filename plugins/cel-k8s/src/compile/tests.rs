@@ -65,6 +65,38 @@ fn missing_libraries_are_refused_by_name() {
 }
 
 #[test]
+fn optional_types_are_there_when_the_environment_asks_for_them() {
+    let plain = Environment::default();
+    assert!(
+        plain
+            .compile("object.?spec.orValue(1) == 1", &["object"])
+            .is_err()
+    );
+    let env = Environment::with_optional_types(Limits::default());
+    let object =
+        crate::from_json(&serde_json::json!({"spec": {"a": 2}, "m": {"k": "v"}}), 16).unwrap();
+    for source in [
+        "object.?spec.?a.orValue(0) == 2",
+        "object.?spec.?missing.orValue(7) == 7",
+        "!object.?missing.hasValue()",
+        "object.m[?'k'].orValue('') == 'v'",
+        "optional.of(1).value() == 1",
+        "optional.none().or(optional.of(3)).value() == 3",
+    ] {
+        let compiled = env
+            .compile(source, &["object"])
+            .unwrap_or_else(|e| panic!("{source}: {e}"));
+        let mut evaluation = env.evaluation();
+        evaluation.set("object", object.clone());
+        assert_eq!(
+            evaluation.eval(&compiled).ok(),
+            Some(Value::Bool(true)),
+            "{source}"
+        );
+    }
+}
+
+#[test]
 fn attack_huge_comprehension_fails_closed() {
     // 300 x 300 x 300 iterations: far over the budget.
     let range = (0..300)
