@@ -39,10 +39,27 @@ pub struct RuleResult {
     pub enforce: bool,
 }
 
+/// A policy with its rules as they run: its own and those autogen makes,
+/// computed once for every resource it reviews.
+#[derive(Debug, Clone)]
+pub struct Prepared {
+    /// The policy.
+    pub policy: Policy,
+    /// Its rules, generated ones included.
+    pub rules: Vec<Rule>,
+}
+
+/// Prepares `policy` for reviews.
+pub fn prepare(policy: Policy) -> Prepared {
+    let rules = autogen::rules(&policy);
+    Prepared { policy, rules }
+}
+
 /// The results of every rule of `policy` that applies to `resource` (a
 /// rule whose `match` does not select it, or whose `exclude` does, gives
 /// none).
-pub fn evaluate(policy: &Policy, resource: &Value, request: &Request<'_>) -> Vec<RuleResult> {
+pub fn evaluate(policy: &Prepared, resource: &Value, request: &Request<'_>) -> Vec<RuleResult> {
+    let Prepared { policy, rules } = policy;
     if policy.kind == "Policy" {
         let namespace = resource
             .pointer("/metadata/namespace")
@@ -59,8 +76,8 @@ pub fn evaluate(policy: &Policy, resource: &Value, request: &Request<'_>) -> Vec
     }
     let default_action = policy.spec.validation_failure_action.as_deref();
     let mut results = Vec::new();
-    for rule in autogen::rules(policy) {
-        if let Some(mut result) = evaluate_rule(&rule, resource, request) {
+    for rule in rules {
+        if let Some(mut result) = evaluate_rule(rule, resource, request) {
             let action = rule
                 .validate
                 .as_ref()
@@ -425,11 +442,11 @@ mod tests {
     use super::*;
     use crate::model;
 
-    fn policy(rules: &str) -> model::Policy {
+    fn policy(rules: &str) -> Prepared {
         let text = format!(
             "apiVersion: kyverno.io/v1\nkind: ClusterPolicy\nmetadata: {{name: p}}\nspec:\n  validationFailureAction: Enforce\n  rules:\n{rules}"
         );
-        model::policies("p.yaml", &text).unwrap().remove(0)
+        prepare(model::policies("p.yaml", &text).unwrap().remove(0))
     }
 
     fn request() -> Request<'static> {

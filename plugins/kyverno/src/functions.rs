@@ -12,6 +12,20 @@ type Args<'a> = &'a [Rcvar];
 /// Patterns longer than this are refused (compile time and memory).
 const MAX_PATTERN: usize = 4096;
 
+/// The longest string a function may return: `replace_all('x', '', 'y…')`
+/// nested in itself grows geometrically otherwise.
+const MAX_OUTPUT: usize = 1 << 20;
+
+fn capped(text: String) -> Result<Value, String> {
+    if text.len() > MAX_OUTPUT {
+        return Err(format!(
+            "the result is {} bytes, over the limit of {MAX_OUTPUT}",
+            text.len()
+        ));
+    }
+    Ok(json!(text))
+}
+
 fn error(ctx: &Context<'_>, message: String) -> JmespathError {
     JmespathError::from_ctx(ctx, ErrorReason::Parse(message))
 }
@@ -132,16 +146,14 @@ pub fn register_all(runtime: &mut Runtime) {
         let old = text(&a[1], "old")?;
         let new = text(&a[2], "new")?;
         let n = number(&a[3], "count")?;
-        Ok(json!(if n < 0.0 {
+        capped(if n < 0.0 {
             s.replace(&old, &new)
         } else {
             s.replacen(&old, &new, n as usize)
-        }))
+        })
     });
     register(runtime, "replace_all", 3, |a| {
-        Ok(json!(
-            text(&a[0], "argument")?.replace(&text(&a[1], "old")?, &text(&a[2], "new")?)
-        ))
+        capped(text(&a[0], "argument")?.replace(&text(&a[1], "old")?, &text(&a[2], "new")?))
     });
     register(runtime, "equal_fold", 2, |a| {
         Ok(json!(
@@ -161,18 +173,18 @@ pub fn register_all(runtime: &mut Runtime) {
     register(runtime, "regex_replace_all", 3, |a| {
         let re = regex(&text(&a[0], "pattern")?)?;
         let s = text(&a[1], "argument")?;
-        Ok(json!(
+        capped(
             re.replace_all(&s, text(&a[2], "replacement")?.as_str())
-                .into_owned()
-        ))
+                .into_owned(),
+        )
     });
     register(runtime, "regex_replace_all_literal", 3, |a| {
         let re = regex(&text(&a[0], "pattern")?)?;
         let s = text(&a[1], "argument")?;
-        Ok(json!(
+        capped(
             re.replace_all(&s, regex::NoExpand(&text(&a[2], "replacement")?))
-                .into_owned()
-        ))
+                .into_owned(),
+        )
     });
     register(runtime, "pattern_match", 2, |a| {
         Ok(json!(crate::wildcard::matches(
@@ -350,5 +362,12 @@ mod tests {
         assert_eq!(query("trim('  x  ', ' ')", &data).unwrap(), json!("x"));
         assert!(query("regex_match('(', s)", &data).is_err());
         assert!(query("divide(`1`, `0`)", &data).is_err());
+        // Output that would grow geometrically is refused.
+        let mut grow = "'xxxxxxxxxxxxxxxx'".to_owned();
+        for _ in 0..6 {
+            grow = format!("replace_all({grow}, 'x', 'xxxxxxxxxx')");
+        }
+        assert!(query(&grow, &data).is_err());
+        assert!(query("modulo(`-9223372036854775808`, `-1`)", &data).is_err());
     }
 }

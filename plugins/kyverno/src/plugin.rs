@@ -73,7 +73,7 @@ impl Policy for Kyverno {
     fn review(request: ReviewRequest) -> Result<Vec<Finding>, String> {
         let mut policies = Vec::new();
         for path in policy_paths(&request.settings)? {
-            policies.extend(load(&path)?);
+            policies.extend(load(&path)?.into_iter().map(engine::prepare));
         }
         let objects = request
             .manifests
@@ -114,8 +114,8 @@ impl Policy for Kyverno {
                         Status::Error => {
                             return Err(format!(
                                 "{} {} rule {} on {} {}/{}: {}",
-                                policy.kind,
-                                policy.metadata.name,
+                                policy.policy.kind,
+                                policy.policy.metadata.name,
                                 result.rule,
                                 object["kind"].as_str().unwrap_or("?"),
                                 object["metadata"]["namespace"].as_str().unwrap_or(""),
@@ -136,7 +136,7 @@ impl Policy for Kyverno {
                         field_path: None,
                         message: format!(
                             "[{}/{}] {}",
-                            policy.metadata.name, result.rule, result.message
+                            policy.policy.metadata.name, result.rule, result.message
                         ),
                         severity,
                     });

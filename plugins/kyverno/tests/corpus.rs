@@ -79,7 +79,7 @@ fn run(folder: &Path) -> (usize, Vec<String>) {
         let path = dir.join(file);
         let text = std::fs::read_to_string(&path).unwrap();
         match model::policies(&path.display().to_string(), &text) {
-            Ok(found) => policies.extend(found),
+            Ok(found) => policies.extend(found.into_iter().map(engine::prepare)),
             Err(e) => return (0, vec![format!("policy: {e}")]),
         }
     }
@@ -99,7 +99,10 @@ fn run(folder: &Path) -> (usize, Vec<String>) {
         if expected.is_validating_policy {
             continue;
         }
-        let Some(policy) = policies.iter().find(|p| p.metadata.name == expected.policy) else {
+        let Some(policy) = policies
+            .iter()
+            .find(|p| p.policy.metadata.name == expected.policy)
+        else {
             wrong.push(format!("no policy {}", expected.policy));
             continue;
         };
