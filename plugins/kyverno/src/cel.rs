@@ -165,27 +165,9 @@ pub fn validate(
     if expressions.is_empty() {
         return Err("validate.cel has no expressions".into());
     }
-    let read = |value: &Json| {
-        from_json(value, max_depth).map_err(|e| format!("validate.cel: the object: {e}"))
-    };
-    let metadata = object.get("metadata");
-    let request = json!({
-        "operation": operation,
-        "namespace": metadata.and_then(|m| m.get("namespace")).cloned().unwrap_or(json!("")),
-        "name": metadata.and_then(|m| m.get("name")).cloned().unwrap_or(json!("")),
-        "kind": {"kind": object.get("kind").cloned().unwrap_or(json!(""))},
-    });
     let mut scope = Scope::new(env.evaluation(), &variables);
-    scope.set("object", read(object)?);
-    scope.set("oldObject", Value::Null);
-    scope.set("request", read(&request)?);
-    scope.set(
-        "namespaceObject",
-        namespace_object
-            .map(read)
-            .transpose()?
-            .unwrap_or(Value::Null),
-    );
+    bind(&mut scope, object, operation, namespace_object, max_depth)
+        .map_err(|e| format!("validate.cel: {e}"))?;
     for (compiled, message, message_expression) in &expressions {
         match scope.eval(compiled) {
             Ok(Value::Bool(true)) => {}
