@@ -25,8 +25,15 @@ fn compile(env: &Environment, source: &str, what: &str) -> Result<Compiled, Stri
 
 /// The CEL environment of Kyverno's rules: the Kubernetes libraries with
 /// CEL's optional types.
+///
+/// Built once per thread (it registers every library function) and shared:
+/// a review evaluates each CEL rule on every object of the set.
 fn environment() -> Environment {
-    Environment::with_optional_types(kiln_cel_k8s::Limits::default())
+    thread_local! {
+        static ENVIRONMENT: Environment =
+            Environment::with_optional_types(kiln_cel_k8s::Limits::default());
+    }
+    ENVIRONMENT.with(Environment::clone)
 }
 
 /// The bindings every expression of a rule reads.

@@ -1,7 +1,7 @@
 //! The component glue: settings and manifests from the host, policy files
 //! through the `source` interface, findings back.
 
-use kiln_plugin_sdk::source::{self, EntryKind};
+use kiln_plugin_sdk::source;
 use kiln_plugin_sdk::{Finding, ObjectRef, Param, Policy, ReviewRequest, Severity};
 use serde_json::{Map, Value};
 
@@ -39,16 +39,10 @@ fn policy_paths(params: &[Param]) -> Result<Vec<String>, String> {
 fn load(path: &str) -> Result<Vec<model::Policy>, String> {
     let describe =
         |e: &source::SourceError| format!("setting `policy`: {path}: {}", source::describe(e));
-    let files = match source::stat(path).map_err(|e| describe(&e))? {
-        None => {
-            return Err(format!(
-                "setting `policy`: {path}: no such file or directory"
-            ));
-        }
-        Some(meta) if meta.kind == EntryKind::Directory => {
-            source::files(path, &[".yaml", ".yml", ".json"], true).map_err(|e| describe(&e))?
-        }
-        Some(_) => vec![path.to_owned()],
+    let Some(files) = source::manifest_files(path).map_err(|e| describe(&e))? else {
+        return Err(format!(
+            "setting `policy`: {path}: no such file or directory"
+        ));
     };
     let mut out = Vec::new();
     for file in files {

@@ -55,6 +55,19 @@ fn collect(
     Ok(())
 }
 
+/// The manifest files a setting names: the file itself, or every `.yaml`,
+/// `.yml` and `.json` file below a directory (sorted, depth-first); `None`
+/// when nothing is at `path`.
+pub fn manifest_files(path: &str) -> Result<Option<Vec<String>>, SourceError> {
+    Ok(match stat(path)? {
+        None => None,
+        Some(meta) if meta.kind == EntryKind::Directory => {
+            Some(files(path, &[".yaml", ".yml", ".json"], true)?)
+        }
+        Some(_) => Some(vec![path.to_owned()]),
+    })
+}
+
 /// Joins two `/`-separated relative paths; `.` and empty bases are the root.
 /// `..` is kept: the host resolves it (and refuses it above the root).
 pub fn join(base: &str, relative: &str) -> String {

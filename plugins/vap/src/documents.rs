@@ -37,8 +37,3 @@ pub fn parse(file: &str, text: &str) -> Result<Vec<Document>, ReviewError> {
     }
     Ok(out)
 }
-
-/// Whether a file name is one whose documents are read from a directory.
-pub fn is_manifest(name: &str) -> bool {
-    [".yaml", ".yml", ".json"].iter().any(|e| name.ends_with(e))
-}

@@ -1,7 +1,7 @@
 //! The component glue: settings and manifests from the host, files through
 //! the `source` interface, findings back.
 
-use kiln_plugin_sdk::source::{self, EntryKind};
+use kiln_plugin_sdk::source;
 use kiln_plugin_sdk::{Finding, ObjectRef, Param, Policy, ReviewRequest, Severity};
 
 use crate::documents;
@@ -19,19 +19,10 @@ fn settings(params: &[Param]) -> Result<Settings, String> {
 fn load(setting: &str, path: &str) -> Result<Vec<Document>, String> {
     let describe =
         |e: &source::SourceError| format!("setting `{setting}`: {path}: {}", source::describe(e));
-    let files = match source::stat(path).map_err(|e| describe(&e))? {
-        None => {
-            return Err(format!(
-                "setting `{setting}`: {path}: no such file or directory"
-            ));
-        }
-        Some(meta) if meta.kind == EntryKind::Directory => {
-            let mut files =
-                source::files(path, &[".yaml", ".yml", ".json"], true).map_err(|e| describe(&e))?;
-            files.retain(|f| documents::is_manifest(f));
-            files
-        }
-        Some(_) => vec![path.to_owned()],
+    let Some(files) = source::manifest_files(path).map_err(|e| describe(&e))? else {
+        return Err(format!(
+            "setting `{setting}`: {path}: no such file or directory"
+        ));
     };
     let mut out = Vec::new();
     for file in files {
