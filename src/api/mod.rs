@@ -531,6 +531,21 @@ pub struct PolicyFinding {
     pub field_path: Option<String>,
     /// What is wrong.
     pub message: String,
+    /// The rule that found it, when the policy reports its rules (Kyverno's
+    /// policies do).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rule: Option<PolicyRule>,
+}
+
+/// The rule behind a finding: a policy plugin may hold several policies,
+/// each made of named rules.
+#[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq, Eq, Hash)]
+pub struct PolicyRule {
+    /// The policy the rule belongs to, as its author named it (a Kyverno
+    /// `ClusterPolicy`'s name).
+    pub policy: String,
+    /// The rule's name.
+    pub name: String,
 }
 
 /// One synced revision.

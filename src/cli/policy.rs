@@ -20,14 +20,18 @@ pub(crate) enum PolicyCommand {
 ///
 /// Each PATH is a suite file, a directory (the suites directly in it) or
 /// `DIR/...` (the suites in DIR and every directory below it), as `gator
-/// verify` reads them. Two formats: Gatekeeper's `kind: Suite`
+/// verify` reads them. Three formats: Gatekeeper's `kind: Suite`
 /// (test.gatekeeper.sh/v1alpha1), read unchanged and run with the
-/// Gatekeeper policy plugin, and Kiln's `kind: PolicySuite`
-/// (kiln.dev/v1alpha1) naming any policy plugins (see docs/policies.md).
+/// Gatekeeper policy plugin; Kyverno's `kind: Test` (cli.kyverno.io/v1alpha1,
+/// `kyverno-test.yaml`), read unchanged and run with the Kyverno policy
+/// plugin, each resource of each expected result one case; and Kiln's
+/// `kind: PolicySuite` (kiln.dev/v1alpha1) naming any policy plugins (see
+/// docs/policies.md).
 #[derive(Debug, clap::Args)]
 #[command(after_help = "\
 Examples:
   kiln policy test ../shared/testdata/gatekeeper/...
+  kiln policy test policies/require-labels/.kyverno-test
   kiln policy test policies/labels/suite.yaml -o junit > report.xml
 
 Exit status: 0 every case passed (or was skipped), 1 a case failed, 2 an error (an unreadable or
@@ -48,6 +52,11 @@ pub(crate) struct TestArgs {
     /// `plugins/dist/` of the current directory (a checkout).
     #[arg(long, value_name = "REF")]
     gatekeeper_plugin: Option<String>,
+
+    /// The Kyverno policy plugin that Kyverno tests run with. Default: the
+    /// first-party `kyverno.wasm`, looked for as `gatekeeper.wasm` is.
+    #[arg(long, value_name = "REF")]
+    kyverno_plugin: Option<String>,
 
     /// The largest file read (a suite, an object file), e.g. `4Mi`.
     #[arg(long, value_name = "SIZE", default_value = "4Mi", value_parser = super::args::parse_size)]
@@ -105,23 +114,46 @@ pub(crate) async fn run(command: &PolicyCommand) -> anyhow::Result<u8> {
 /// Loads plugins through the command's loader (fetch, verify, compile).
 struct CliLoader {
     loader: super::load::Loader,
-    /// Where the Gatekeeper plugin was looked for in vain, if it was.
-    gatekeeper_missing: Option<Vec<PathBuf>>,
+    /// First-party plugins looked for in vain: the reference standing for
+    /// each, and where it was looked for.
+    missing: Vec<(String, FirstParty, Vec<PathBuf>)>,
 }
 
-/// The reference that stands for a Gatekeeper plugin not found.
-const MISSING_GATEKEEPER: &str = "gatekeeper.wasm (not found)";
+/// A first-party policy plugin a suite format runs with.
+#[derive(Debug, Clone, Copy)]
+struct FirstParty {
+    /// Its file name without `.wasm`.
+    name: &'static str,
+    /// The engine, for messages.
+    engine: &'static str,
+    /// The flag that names another.
+    flag: &'static str,
+}
+
+const GATEKEEPER: FirstParty = FirstParty {
+    name: "gatekeeper",
+    engine: "Gatekeeper",
+    flag: "--gatekeeper-plugin",
+};
+const KYVERNO: FirstParty = FirstParty {
+    name: "kyverno",
+    engine: "Kyverno",
+    flag: "--kyverno-plugin",
+};
 
 #[async_trait::async_trait]
 impl suite::PolicyLoader for CliLoader {
     async fn load(&self, reference: &str) -> Result<Plugin, String> {
-        if let (MISSING_GATEKEEPER, Some(places)) = (reference, &self.gatekeeper_missing) {
+        if let Some((_, plugin, places)) = self.missing.iter().find(|(r, ..)| r == reference) {
             let looked: Vec<String> = places.iter().map(|p| p.display().to_string()).collect();
             return Err(format!(
-                "the Gatekeeper plugin was not found (looked for {}): pass \
-                 --gatekeeper-plugin REF, set KILN_PLUGIN_PATH to a directory holding \
-                 gatekeeper.wasm, or build it (scripts/build-plugins gatekeeper)",
-                looked.join(", ")
+                "the {engine} plugin was not found (looked for {looked}): pass \
+                 {flag} REF, set KILN_PLUGIN_PATH to a directory holding \
+                 {name}.wasm, or build it (scripts/build-plugins {name})",
+                engine = plugin.engine,
+                looked = looked.join(", "),
+                flag = plugin.flag,
+                name = plugin.name,
             ));
         }
         self.loader
@@ -131,28 +163,38 @@ impl suite::PolicyLoader for CliLoader {
     }
 }
 
-/// The Gatekeeper plugin Gatekeeper suites run with: the one given, else
-/// the first found where [`first_party_places`] looks; `Err` lists those
-/// places (an error only if a Gatekeeper suite needs it).
-fn gatekeeper_plugin(given: Option<&str>) -> Result<String, Vec<PathBuf>> {
-    if let Some(given) = given {
-        return Ok(given.to_owned());
+impl CliLoader {
+    /// The first-party plugin a suite format runs with: the one given, else
+    /// the first found where [`super::load::first_party_places`] looks; when
+    /// none is, a reference standing for it that fails to load listing those
+    /// places (an error only if a suite needs it).
+    fn first_party(&mut self, plugin: FirstParty, given: Option<&str>) -> String {
+        if let Some(given) = given {
+            return given.to_owned();
+        }
+        let places = super::load::first_party_places(plugin.name);
+        if let Some(found) = places.iter().find(|place| place.is_file()) {
+            return found.display().to_string();
+        }
+        let reference = format!("{}.wasm (not found)", plugin.name);
+        self.missing.push((reference.clone(), plugin, places));
+        reference
     }
-    let places = super::load::first_party_places("gatekeeper");
-    places
-        .iter()
-        .find(|place| place.is_file())
-        .map(|place| place.display().to_string())
-        .ok_or(places)
 }
 
 async fn test(args: &TestArgs) -> anyhow::Result<u8> {
-    let (gatekeeper, missing) = match gatekeeper_plugin(args.gatekeeper_plugin.as_deref()) {
-        Ok(found) => (found, None),
-        Err(places) => (MISSING_GATEKEEPER.to_owned(), Some(places)),
+    let mut loader = CliLoader {
+        loader: super::load::Loader::new(
+            args.host.host()?,
+            args.registry.fetcher()?,
+            args.trust_policy.as_ref(),
+            args.insecure_skip_verify,
+        )?,
+        missing: Vec::new(),
     };
     let options = suite::Options {
-        gatekeeper_plugin: gatekeeper,
+        gatekeeper_plugin: loader.first_party(GATEKEEPER, args.gatekeeper_plugin.as_deref()),
+        kyverno_plugin: loader.first_party(KYVERNO, args.kyverno_plugin.as_deref()),
         limits: suite::Limits {
             max_file_size: args.max_file_size,
             max_cases: args.max_cases,
@@ -162,15 +204,6 @@ async fn test(args: &TestArgs) -> anyhow::Result<u8> {
             ..suite::Limits::default()
         },
         concurrency: args.jobs,
-    };
-    let loader = CliLoader {
-        loader: super::load::Loader::new(
-            args.host.host()?,
-            args.registry.fetcher()?,
-            args.trust_policy.as_ref(),
-            args.insecure_skip_verify,
-        )?,
-        gatekeeper_missing: missing,
     };
     let report = suite::run(&args.paths, &options, &loader).await;
     if report.suites.is_empty() {
@@ -222,6 +255,10 @@ fn text(report: &RunReport) -> String {
                 match (&o.status, &o.reason) {
                     (Status::Skip | Status::Error, Some(reason)) => {
                         let _ = writeln!(out, ": {reason}");
+                    }
+                    // A rule result that was not the one expected.
+                    (Status::Fail, Some(reason)) => {
+                        let _ = writeln!(out, "\n      {reason}");
                     }
                     _ => out.push('\n'),
                 }
@@ -381,7 +418,11 @@ mod junit {
                                     f.message
                                 ));
                             }
-                            let message = format!("{} assertion(s) failed", o.failures.len());
+                            let message = match &o.reason {
+                                // A rule result that was not the one expected.
+                                Some(reason) => reason.clone(),
+                                None => format!("{} assertion(s) failed", o.failures.len()),
+                            };
                             element(&mut w, "failure", &message, &details)?;
                         }
                     }

@@ -25,7 +25,7 @@ use super::destination::Target;
 use super::metrics::Metrics;
 use crate::api::{Application, PolicyStatus};
 use crate::cluster::{Cluster, ClusterError};
-use crate::plugin::{ObjectRef, Severity};
+use crate::plugin::{ObjectRef, RuleRef, Severity};
 use crate::policy::Mode;
 use crate::policy::report::{
     self, APPLICATION_ANNOTATION, Entry, OMITTED_ANNOTATION, ReportOptions, Said,
@@ -83,6 +83,10 @@ pub fn entries(status: &PolicyStatus, objects: &[Value]) -> Vec<Entry> {
                 object: f.object.as_deref().map(|o| object_ref(o, objects)),
                 field_path: f.field_path.clone(),
                 message: f.message.clone(),
+                rule: f.rule.as_ref().map(|r| RuleRef {
+                    policy: r.policy.clone(),
+                    rule: r.name.clone(),
+                }),
             }
         })
         .collect()
@@ -373,6 +377,7 @@ mod tests {
             object: object.map(Into::into),
             field_path: None,
             message: message.into(),
+            rule: None,
         }
     }
 

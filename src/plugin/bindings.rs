@@ -21,3 +21,18 @@ pub(crate) mod policy {
         },
     });
 }
+
+/// The `rule-policy` world (a policy that also exports `rules`, since
+/// 0.1.1). Only its `rules` export is used: a component of this world is
+/// instantiated through [`policy`] and its `rules` functions looked up beside.
+pub(crate) mod rule_policy {
+    wasmtime::component::bindgen!({
+        path: "wit",
+        world: "rule-policy",
+        with: {
+            "kiln:plugin/types": super::renderer::kiln::plugin::types,
+            "kiln:plugin/source": super::renderer::kiln::plugin::source,
+            "kiln:plugin/log": super::renderer::kiln::plugin::log,
+        },
+    });
+}

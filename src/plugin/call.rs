@@ -12,13 +12,18 @@ use super::bindings::policy::{Policy as PolicyBindings, PolicyPre};
 use super::bindings::renderer::RendererPre;
 use super::bindings::renderer::exports::kiln::plugin::render as wit_render;
 use super::bindings::renderer::kiln::plugin::types as wit;
+use super::bindings::rule_policy::exports::kiln::plugin::rules::{
+    self as wit_rules, GuestIndices as RulesIndices,
+};
 use super::cache::CacheOutcome;
 use super::config::Limits;
 use super::contract::World;
 use super::error::{GuestFailure, PluginError, Result};
 use super::host::HostInner;
 use super::state::CallState;
-use super::types::{AppContext, Finding, ObjectRef, Params, Severity};
+use super::types::{
+    AppContext, Finding, ObjectRef, Params, RuleOutcome, RuleRef, RuleResult, Severity,
+};
 use crate::digest::Digest;
 use crate::interrupt::Interrupt;
 use crate::manifest::{self, Object};
@@ -27,7 +32,11 @@ use crate::source::SourceView;
 /// A component linked for its world, ready to instantiate.
 pub(super) enum Pre {
     Renderer(RendererPre<CallState>),
-    Policy(PolicyPre<CallState>),
+    Policy {
+        pre: PolicyPre<CallState>,
+        /// The `rules` export, when the component has it.
+        rules: Option<RulesIndices>,
+    },
 }
 
 /// A loaded plugin, ready to be called any number of times, concurrently.
@@ -244,7 +253,7 @@ impl Plugin {
     /// [`validate_settings`](Self::validate_settings) on the current thread
     /// (see [`render_blocking`](Self::render_blocking) about concurrency).
     pub fn validate_settings_blocking(&self, settings: &Params) -> Result<()> {
-        let Pre::Policy(pre) = &self.inner.pre else {
+        let Pre::Policy { pre, .. } = &self.inner.pre else {
             return Err(self.wrong_world(World::Policy));
         };
         let settings = wit_params(settings);
@@ -262,7 +271,9 @@ impl Plugin {
     }
 
     /// [`review`](Self::review) on the current thread (see
-    /// [`render_blocking`](Self::render_blocking) about concurrency).
+    /// [`render_blocking`](Self::render_blocking) about concurrency). A
+    /// policy that reports its rules is reviewed through them, so that its
+    /// findings name their rule.
     pub fn review_blocking(
         &self,
         view: Arc<dyn SourceView>,
@@ -270,29 +281,148 @@ impl Plugin {
         objects: &[Object],
         settings: &Params,
     ) -> Result<Vec<Finding>> {
-        let Pre::Policy(pre) = &self.inner.pre else {
+        if self.reports_rules() {
+            let results = self.review_rules_blocking(view, context, objects, settings)?;
+            return self.findings_of(results);
+        }
+        let Pre::Policy { pre, .. } = &self.inner.pre else {
             return Err(self.wrong_world(World::Policy));
         };
         let request = wit_review::ReviewRequest {
             context: wit_context(context),
-            manifests: objects
-                .iter()
-                .map(|o| wit::Manifest {
-                    content: o.to_json(),
-                    source: o.source().map(str::to_owned),
-                })
-                .collect(),
+            manifests: wit_manifests(objects),
             settings: wit_params(settings),
         };
         let findings = self.call(view, |store| {
             let instance: PolicyBindings = pre.instantiate(&mut *store)?;
             instance.kiln_plugin_review().call_review(store, &request)
         })?;
-        let findings = findings.map_err(|message| PluginError::Failed {
+        let findings = findings.map_err(|message| self.failed(message))?;
+        Ok(findings.into_iter().map(finding).collect())
+    }
+
+    /// Whether this policy reports each rule's result (it exports the
+    /// contract's `rules` interface).
+    pub fn reports_rules(&self) -> bool {
+        matches!(&self.inner.pre, Pre::Policy { rules: Some(_), .. })
+    }
+
+    /// The result of every rule of a policy on every object, passes and
+    /// skips included; for a policy that [reports its
+    /// rules](Self::reports_rules).
+    pub async fn review_rules(
+        &self,
+        view: Arc<dyn SourceView>,
+        context: AppContext,
+        objects: Arc<[Object]>,
+        settings: Params,
+    ) -> Result<Vec<RuleResult>> {
+        let this = self.clone();
+        self.off_thread(move || this.review_rules_blocking(view, &context, &objects, &settings))
+            .await
+    }
+
+    /// [`review_rules`](Self::review_rules) on the current thread.
+    pub fn review_rules_blocking(
+        &self,
+        view: Arc<dyn SourceView>,
+        context: &AppContext,
+        objects: &[Object],
+        settings: &Params,
+    ) -> Result<Vec<RuleResult>> {
+        let Pre::Policy {
+            pre,
+            rules: Some(rules),
+        } = &self.inner.pre
+        else {
+            return Err(PluginError::ContractMismatch {
+                plugin: self.name().to_owned(),
+                detail: "it does not report its rules (no kiln:plugin/rules export): \
+                         it is a policy of findings only"
+                    .into(),
+            });
+        };
+        let (context, manifests, settings) = (
+            wit_context(context),
+            wit_manifests(objects),
+            wit_params(settings),
+        );
+        let results = self.call(view, |store| {
+            let instance = pre.instance_pre().instantiate(&mut *store)?;
+            let rules = rules.load(&mut *store, &instance)?;
+            rules.call_review_rules(store, &context, &manifests, &settings)
+        })?;
+        let results = results.map_err(|message| self.failed(message))?;
+        results
+            .into_iter()
+            .map(|r| self.rule_result(r, objects))
+            .collect()
+    }
+
+    /// The findings of a policy's rule results: `fail` and `warn`; an
+    /// `error` fails the review closed, naming the rule and object.
+    fn findings_of(&self, results: Vec<RuleResult>) -> Result<Vec<Finding>> {
+        let mut findings = Vec::new();
+        for result in results {
+            if result.outcome == RuleOutcome::Error {
+                let on = result
+                    .object
+                    .as_ref()
+                    .map(|o| format!(" on {o}"))
+                    .unwrap_or_default();
+                return Err(self.failed(format!("rule {}{on}: {}", result.rule, result.message)));
+            }
+            findings.extend(result.to_finding());
+        }
+        Ok(findings)
+    }
+
+    fn rule_result(&self, r: wit_rules::RuleResult, objects: &[Object]) -> Result<RuleResult> {
+        let object = match r.manifest {
+            None => None,
+            Some(index) => {
+                let object = usize::try_from(index)
+                    .ok()
+                    .and_then(|i| objects.get(i))
+                    .ok_or_else(|| {
+                        self.failed(format!(
+                            "rule {}/{} reported a result for manifest {index}, but the set has {}",
+                            r.policy,
+                            r.rule,
+                            objects.len()
+                        ))
+                    })?;
+                Some(ObjectRef {
+                    api_version: object.api_version().to_owned(),
+                    kind: object.kind().to_owned(),
+                    namespace: object.namespace().map(str::to_owned),
+                    name: object.name().to_owned(),
+                })
+            }
+        };
+        Ok(RuleResult {
+            rule: RuleRef {
+                policy: r.policy,
+                rule: r.rule,
+            },
+            object,
+            field_path: r.field_path,
+            outcome: match r.outcome {
+                wit_rules::Outcome::Pass => RuleOutcome::Pass,
+                wit_rules::Outcome::Fail => RuleOutcome::Fail,
+                wit_rules::Outcome::Warn => RuleOutcome::Warn,
+                wit_rules::Outcome::Error => RuleOutcome::Error,
+                wit_rules::Outcome::Skip => RuleOutcome::Skip,
+            },
+            message: r.message,
+        })
+    }
+
+    fn failed(&self, message: String) -> PluginError {
+        PluginError::Failed {
             plugin: self.name().to_owned(),
             failure: GuestFailure::Other(message),
-        })?;
-        Ok(findings.into_iter().map(finding).collect())
+        }
     }
 
     /// Runs one call in a fresh store and turns every way it can fail into
@@ -454,5 +584,16 @@ fn finding(f: wit_review::Finding) -> Finding {
             wit_review::Severity::Warning => Severity::Warning,
             wit_review::Severity::Error => Severity::Error,
         },
+        rule: None,
     }
+}
+
+fn wit_manifests(objects: &[Object]) -> Vec<wit::Manifest> {
+    objects
+        .iter()
+        .map(|o| wit::Manifest {
+            content: o.to_json(),
+            source: o.source().map(str::to_owned),
+        })
+        .collect()
 }

@@ -17,8 +17,12 @@ pub const PACKAGE: &str = "kiln:plugin";
 pub const VERSION: ContractVersion = ContractVersion {
     major: 0,
     minor: 1,
-    patch: 0,
+    patch: 1,
 };
+
+/// The optional interface a policy exports to report each rule's result
+/// (since 0.1.1).
+pub const RULES_INTERFACE: &str = "rules";
 
 /// The worlds of the contract.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
@@ -98,6 +102,9 @@ pub struct ComponentInfo {
     pub world: Option<World>,
     /// The contract version of that export.
     pub contract_version: Option<ContractVersion>,
+    /// Whether it also exports `kiln:plugin/rules` (a policy reporting each
+    /// rule's result, since 0.1.1).
+    pub reports_rules: bool,
     /// Names of the component's imports (interfaces), in order.
     pub imports: Vec<String>,
     /// Names of the component's exports, in order.
@@ -153,10 +160,24 @@ pub fn inspect(bytes: &[u8]) -> Result<ComponentInfo, InspectError> {
             _ => {}
         }
     }
-    let contract = exports.iter().find_map(|name| contract_export(name));
+    let contract_exports: Vec<_> = exports.iter().filter_map(|n| contract_export(n)).collect();
+    // The world's own export decides; another of the package's (`rules`)
+    // only when there is none.
+    let contract = contract_exports
+        .iter()
+        .find(|(world, _)| world.is_some())
+        .or(contract_exports.first())
+        .copied();
+    let reports_rules = exports.iter().any(|name| {
+        name.strip_prefix(PACKAGE)
+            .and_then(|rest| rest.strip_prefix('/'))
+            .and_then(|rest| rest.split_once('@'))
+            .is_some_and(|(interface, _)| interface == RULES_INTERFACE)
+    });
     Ok(ComponentInfo {
         world: contract.and_then(|(world, _)| world),
         contract_version: contract.map(|(_, version)| version),
+        reports_rules,
         imports,
         exports,
         digest: Digest::of(bytes),

@@ -15,6 +15,7 @@ use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConf
 
 use super::bindings::policy::PolicyPre;
 use super::bindings::renderer::{Renderer as RendererBindings, RendererPre};
+use super::bindings::rule_policy::exports::kiln::plugin::rules::GuestIndices as RulesIndices;
 use super::cache::{CacheOutcome, CompileCache};
 use super::call::{Plugin, PluginInner, Pre};
 use super::config::{HostConfig, Limits};
@@ -284,7 +285,13 @@ impl PluginHost {
         })?;
         let pre = match world {
             World::Renderer => RendererPre::new(instance_pre).map(Pre::Renderer),
-            World::Policy => PolicyPre::new(instance_pre).map(Pre::Policy),
+            World::Policy => info
+                .reports_rules
+                .then(|| RulesIndices::new(&instance_pre))
+                .transpose()
+                .and_then(|rules| {
+                    PolicyPre::new(instance_pre).map(|pre| Pre::Policy { pre, rules })
+                }),
         }
         .map_err(|e| PluginError::ContractMismatch {
             plugin: plugin(),

@@ -38,4 +38,6 @@ pub use config::{HostConfig, Limits};
 pub use contract::{ComponentInfo, World, inspect};
 pub use error::{GuestFailure, PluginError, Result};
 pub use host::{HostError, PluginHost};
-pub use types::{AppContext, Finding, ObjectRef, Params, Severity};
+pub use types::{
+    AppContext, Finding, ObjectRef, Params, RuleOutcome, RuleRef, RuleResult, Severity,
+};

@@ -274,6 +274,7 @@ mod tests {
                     field_path: None,
                     message: "m".repeat(message),
                     severity: Severity::Error,
+                    rule: None,
                 })
                 .collect(),
             error: None,

@@ -27,7 +27,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde::{Deserialize, Serialize};
 
 use super::{Mode, Report};
-use crate::plugin::{ObjectRef, Severity};
+use crate::plugin::{ObjectRef, RuleRef, Severity};
 
 /// The API group of policy reports.
 pub const GROUP: &str = "wgpolicyk8s.io";
@@ -180,9 +180,11 @@ impl Timestamp {
 pub struct ReportResult {
     /// Always [`SOURCE`].
     pub source: String,
-    /// The policy (the plugin's name).
+    /// The policy: Kiln's policy (the plugin's name), or for a policy that
+    /// reports its rules, the policy the rule belongs to (Kiln's policy is
+    /// then the `kilnPolicy` property).
     pub policy: String,
-    /// The rule within the policy (Kiln's findings name none).
+    /// The rule within the policy (empty for a policy of findings only).
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub rule: String,
     /// How serious; none for a policy that could not run.
@@ -231,6 +233,8 @@ pub struct Entry {
     pub field_path: Option<String>,
     /// The message (or why the policy could not run).
     pub message: String,
+    /// The rule that said it, when the policy reports its rules.
+    pub rule: Option<RuleRef>,
 }
 
 impl Entry {
@@ -245,6 +249,7 @@ impl Entry {
                 object: f.object.clone(),
                 field_path: f.field_path.clone(),
                 message: f.message.clone(),
+                rule: f.rule.clone(),
             }));
             if let Some(error) = &result.error {
                 entries.push(Entry {
@@ -254,6 +259,7 @@ impl Entry {
                     object: None,
                     field_path: None,
                     message: format!("the policy failed to run: {error}"),
+                    rule: None,
                 });
             }
         }
@@ -278,10 +284,20 @@ impl Entry {
         if let Some(path) = &self.field_path {
             properties.insert("fieldPath".into(), path.clone());
         }
+        // A rule's result reads as its policy engine's own report does: the
+        // policy its author named and the rule; the Kiln policy that ran it
+        // is a property.
+        let (policy, rule) = match &self.rule {
+            Some(rule) => {
+                properties.insert("kilnPolicy".into(), self.policy.clone());
+                (rule.policy.clone(), rule.rule.clone())
+            }
+            None => (self.policy.clone(), String::new()),
+        };
         ReportResult {
             source: SOURCE.into(),
-            policy: self.policy.clone(),
-            rule: String::new(),
+            policy,
+            rule,
             severity,
             timestamp,
             result,
@@ -542,6 +558,7 @@ mod tests {
             field_path: Some("metadata.labels".into()),
             message: message.into(),
             severity,
+            rule: None,
         }
     }
 
@@ -651,6 +668,22 @@ mod tests {
         assert_eq!(shop.results[0].severity, Some(ReportSeverity::High));
         assert_eq!(shop.results[0].properties["mode"], "enforce");
         assert_eq!(shop.results[0].properties["fieldPath"], "metadata.labels");
+    }
+
+    #[test]
+    fn a_rule_result_names_its_policy_and_rule_as_its_engine_does() {
+        let mut found = finding(object("Pod", "v1", Some("ns"), "x"), Severity::Error, "bad");
+        found.rule = Some(RuleRef {
+            policy: "disallow-privileged".into(),
+            rule: "privileged-containers".into(),
+        });
+        let report = report(vec![("kyverno", Mode::Enforce, vec![found], None)]);
+        let one = single(&Entry::from_report(&report), "ns", &options());
+        let result = &one.results[0];
+        assert_eq!(result.policy, "disallow-privileged");
+        assert_eq!(result.rule, "privileged-containers");
+        assert_eq!(result.properties["kilnPolicy"], "kyverno");
+        assert_eq!(result.result, Outcome::Fail);
     }
 
     #[test]

@@ -2,7 +2,7 @@
 //! findings of a [`Report`] bounded for the status.
 
 use super::Report;
-use crate::api::{PolicyFinding, PolicyStatus};
+use crate::api::{PolicyFinding, PolicyRule, PolicyStatus};
 
 /// How the status says a policy could not run (the start of its finding's
 /// message).
@@ -31,6 +31,7 @@ pub fn policy_status(report: &Report) -> PolicyStatus {
             object: None,
             field_path: None,
             message: format!("{FAILED_TO_RUN}{error}"),
+            rule: None,
         });
         let reported = result.findings.iter().map(|f| PolicyFinding {
             policy: result.policy.clone(),
@@ -39,6 +40,10 @@ pub fn policy_status(report: &Report) -> PolicyStatus {
             object: f.object.as_ref().map(ToString::to_string),
             field_path: f.field_path.clone(),
             message: f.message.clone(),
+            rule: f.rule.as_ref().map(|r| PolicyRule {
+                policy: r.policy.clone(),
+                name: r.rule.clone(),
+            }),
         });
         for mut finding in reported.chain(failure) {
             finding.message = crate::text::bounded(&finding.message, MAX_FINDING_MESSAGE);
@@ -76,6 +81,7 @@ mod tests {
             field_path: Some(path.into()),
             message: message.into(),
             severity: Severity::Error,
+            rule: None,
         }
     }
 

@@ -203,6 +203,94 @@ fn counts_sizes(name: &str) -> bool {
 
 /// Wraps every comprehension range in a call to [`COST_FUNCTION`] and the
 /// arguments of calls in [`SIZE_FUNCTION`] (see [`counts_sizes`]).
+/// Rewrites the receiver chain of every `orValue` call to optional field
+/// and index reads ([`Environment::with_lenient_or_value`]).
+fn lenient_or_value(expr: &mut IdedExpr, next_id: &mut u64) {
+    for_each_child(expr, &mut |child| lenient_or_value(child, next_id));
+    if let Expr::Call(call) = &mut expr.expr
+        && call.func_name == "orValue"
+        && call.args.len() == 1
+        && let Some(target) = &mut call.target
+    {
+        optional_chain(target, next_id);
+    }
+}
+
+/// `a.b[c].d` read as `a.?b[?c].?d`; a chain already optional, or
+/// anything else, is left as it is.
+fn optional_chain(expr: &mut IdedExpr, next_id: &mut u64) {
+    let rewritten = match &mut expr.expr {
+        Expr::Select(select) if !select.test => {
+            optional_chain(&mut select.operand, next_id);
+            *next_id += 1;
+            let field = IdedExpr {
+                id: *next_id,
+                expr: Expr::Literal(LiteralValue::String(select.field.clone().into())),
+            };
+            Some((
+                cel::common::ast::operators::OPT_SELECT,
+                vec![std::mem::take(&mut *select.operand), field],
+            ))
+        }
+        Expr::Call(call)
+            if call.func_name == cel::common::ast::operators::INDEX
+                && call.target.is_none()
+                && call.args.len() == 2 =>
+        {
+            optional_chain(&mut call.args[0], next_id);
+            Some((
+                cel::common::ast::operators::OPT_INDEX,
+                std::mem::take(&mut call.args),
+            ))
+        }
+        _ => None,
+    };
+    if let Some((function, args)) = rewritten {
+        expr.expr = Expr::Call(CallExpr {
+            func_name: function.to_owned(),
+            target: None,
+            args,
+        });
+    }
+}
+
+/// Calls `f` on every direct sub-expression of `expr`.
+fn for_each_child(expr: &mut IdedExpr, f: &mut dyn FnMut(&mut IdedExpr)) {
+    match &mut expr.expr {
+        Expr::Call(call) => {
+            if let Some(target) = &mut call.target {
+                f(target);
+            }
+            call.args.iter_mut().for_each(&mut *f);
+        }
+        Expr::Comprehension(c) => {
+            for e in [
+                &mut c.iter_range,
+                &mut c.accu_init,
+                &mut c.loop_cond,
+                &mut c.loop_step,
+                &mut c.result,
+            ] {
+                f(e);
+            }
+        }
+        Expr::List(list) => list.elements.iter_mut().for_each(&mut *f),
+        Expr::Map(map) => map.entries.iter_mut().for_each(|entry| {
+            if let cel::common::ast::EntryExpr::MapEntry(m) = &mut entry.expr {
+                f(&mut m.key);
+                f(&mut m.value);
+            }
+        }),
+        Expr::Select(select) => f(&mut select.operand),
+        Expr::Struct(s) => s.entries.iter_mut().for_each(|entry| {
+            if let cel::common::ast::EntryExpr::StructField(field) = &mut entry.expr {
+                f(&mut field.value);
+            }
+        }),
+        _ => {}
+    }
+}
+
 fn instrument(expr: &mut IdedExpr, next_id: &mut u64) {
     if let Expr::Select(select) = &expr.expr
         && select.test
@@ -400,6 +488,7 @@ pub struct Environment {
     env: Arc<Env>,
     limits: Limits,
     optional_types: bool,
+    lenient_or_value: bool,
 }
 
 impl std::fmt::Debug for Environment {
@@ -423,6 +512,7 @@ impl Environment {
             env: Arc::new(library::environment(false)),
             limits,
             optional_types: false,
+            lenient_or_value: false,
         }
     }
 
@@ -435,7 +525,19 @@ impl Environment {
             env: Arc::new(library::environment(true)),
             limits,
             optional_types: true,
+            lenient_or_value: false,
         }
+    }
+
+    /// Kyverno's `orValue`: on a field or index chain that is not optional
+    /// (`container.volumeMounts.orValue([])`), the chain's value when it is
+    /// there and the default when it is not, as Kyverno's CEL environment
+    /// keeps cel-go 0.27's behaviour (standard CEL refuses `orValue` on a
+    /// value that is not optional). Each `.f` and `[i]` of the receiver
+    /// chain is read as `.?f` and `[?i]`.
+    pub fn with_lenient_or_value(mut self) -> Self {
+        self.lenient_or_value = true;
+        self
     }
 
     /// The limits in force.
@@ -504,6 +606,9 @@ impl Environment {
             return Err(CompileError::UnknownVariable(name.clone()));
         }
         let mut next_id = u64::MAX / 2;
+        if self.lenient_or_value {
+            lenient_or_value(&mut expr, &mut next_id);
+        }
         instrument(&mut expr, &mut next_id);
         Ok(Compiled {
             source: source.to_owned(),

@@ -31,7 +31,7 @@ fn compile(env: &Environment, source: &str, what: &str) -> Result<Compiled, Stri
 fn environment() -> Environment {
     thread_local! {
         static ENVIRONMENT: Environment =
-            Environment::with_optional_types(kiln_cel_k8s::Limits::default());
+            Environment::with_optional_types(kiln_cel_k8s::Limits::default()).with_lenient_or_value();
     }
     ENVIRONMENT.with(Environment::clone)
 }
@@ -65,36 +65,43 @@ fn bind(
     Ok(())
 }
 
-/// A rule's `celPreconditions`: whether every one holds (an expression
-/// that does not compile or return a bool is an error).
-pub fn preconditions_hold(
-    conditions: &Json,
-    object: &Json,
-    operation: &str,
-) -> Result<bool, String> {
+/// One CEL check: an expression that must be true, and its message.
+#[derive(Debug, Clone, Copy)]
+pub struct Check<'a> {
+    /// The expression.
+    pub expression: &'a str,
+    /// The message when it is false.
+    pub message: Option<&'a str>,
+    /// An expression computing the message.
+    pub message_expression: Option<&'a str>,
+}
+
+/// What the expressions of a rule or policy read besides their variables.
+#[derive(Debug, Clone, Copy)]
+pub struct Bindings<'a> {
+    /// `object`.
+    pub object: &'a Json,
+    /// `request.operation`.
+    pub operation: &'a str,
+    /// `namespaceObject`, when known.
+    pub namespace_object: Option<&'a Json>,
+}
+
+/// Whether every one of `conditions` (name, expression) holds; an
+/// expression that does not compile or return a bool is an error.
+pub fn all_hold(conditions: &[(&str, &str)], bindings: Bindings<'_>) -> Result<bool, String> {
     let env = environment();
-    let Some(list) = conditions.as_array() else {
-        return Err("must be a list of {name, expression}".into());
-    };
-    let mut compiled = Vec::new();
-    for (i, condition) in list.iter().enumerate() {
-        let name = condition
-            .get("name")
-            .and_then(Json::as_str)
-            .map_or_else(|| format!("[{i}]"), str::to_owned);
-        let source = condition
-            .get("expression")
-            .and_then(Json::as_str)
-            .unwrap_or("");
-        compiled.push((name.clone(), compile(&env, source, &name)?));
-    }
+    let compiled = conditions
+        .iter()
+        .map(|(name, source)| Ok((*name, compile(&env, source, name)?)))
+        .collect::<Result<Vec<_>, String>>()?;
     let none = Vec::new();
     let mut scope = Scope::new(env.evaluation(), &none);
     bind(
         &mut scope,
-        object,
-        operation,
-        None,
+        bindings.object,
+        bindings.operation,
+        bindings.namespace_object,
         env.limits().max_value_depth,
     )?;
     for (name, expression) in &compiled {
@@ -108,9 +115,123 @@ pub fn preconditions_hold(
     Ok(true)
 }
 
-/// Evaluates the `cel` block of a rule on `object`: pass when every
-/// expression is true, fail with the first false one's message, error when
-/// one cannot be compiled or evaluated (never a pass).
+/// Evaluates `checks` in order with `variables` (name, expression; each
+/// evaluated when first read): pass when every check is true, fail with
+/// the first false one's message, `Status::Error` when one cannot be
+/// evaluated (never a pass; what that means is the caller's choice), and
+/// an `Err` when one does not compile. `what` names the block in
+/// messages.
+pub fn run_checks(
+    variables: &[(&str, &str)],
+    checks: &[Check<'_>],
+    bindings: Bindings<'_>,
+    what: &str,
+) -> Result<(Status, String), String> {
+    let env = environment();
+    let max_depth = env.limits().max_value_depth;
+    let variables = variables
+        .iter()
+        .map(|(name, source)| {
+            Ok((
+                (*name).to_owned(),
+                compile(&env, source, &format!("{what} variable {name}"))?,
+            ))
+        })
+        .collect::<Result<Vec<_>, String>>()?;
+    let mut compiled = Vec::new();
+    for (i, check) in checks.iter().enumerate() {
+        let expression = compile(&env, check.expression, &format!("{what}[{i}]"))?;
+        let message_expression = check
+            .message_expression
+            .map(|m| compile(&env, m, &format!("{what}[{i}].messageExpression")))
+            .transpose()?;
+        compiled.push((expression, check.message, message_expression));
+    }
+    if compiled.is_empty() {
+        return Err(format!("{what} has no expressions"));
+    }
+    let mut scope = Scope::new(env.evaluation(), &variables);
+    bind(
+        &mut scope,
+        bindings.object,
+        bindings.operation,
+        bindings.namespace_object,
+        max_depth,
+    )
+    .map_err(|e| format!("{what}: {e}"))?;
+    for (expression, message, message_expression) in &compiled {
+        match scope.eval(expression) {
+            Ok(Value::Bool(true)) => {}
+            Ok(Value::Bool(false)) => {
+                let message = failure_message(
+                    &mut scope,
+                    expression,
+                    *message,
+                    message_expression.as_ref(),
+                )?;
+                return Ok((Status::Fail, message));
+            }
+            Ok(other) => {
+                return Ok((
+                    Status::Error,
+                    format!(
+                        "{what}: {} returned {other:?}, not a bool",
+                        expression.source()
+                    ),
+                ));
+            }
+            Err(e) => {
+                return Ok((
+                    Status::Error,
+                    format!("{what}: {}: {e}", expression.source()),
+                ));
+            }
+        }
+    }
+    Ok((Status::Pass, String::new()))
+}
+
+/// A rule's `celPreconditions`: whether every one holds.
+pub fn preconditions_hold(
+    conditions: &Json,
+    object: &Json,
+    operation: &str,
+) -> Result<bool, String> {
+    let Some(list) = conditions.as_array() else {
+        return Err("must be a list of {name, expression}".into());
+    };
+    let names: Vec<String> = list
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            c.get("name")
+                .and_then(Json::as_str)
+                .map_or_else(|| format!("[{i}]"), str::to_owned)
+        })
+        .collect();
+    let conditions: Vec<(&str, &str)> = list
+        .iter()
+        .zip(&names)
+        .map(|(c, name)| {
+            (
+                name.as_str(),
+                c.get("expression").and_then(Json::as_str).unwrap_or(""),
+            )
+        })
+        .collect();
+    all_hold(
+        &conditions,
+        Bindings {
+            object,
+            operation,
+            namespace_object: None,
+        },
+    )
+}
+
+/// Evaluates the `cel` block of a rule on `object` ([`run_checks`]). An
+/// expression that cannot be evaluated fails the rule, as in Kyverno (its
+/// CEL rules are ValidatingAdmissionPolicies with `failurePolicy: Fail`).
 pub fn validate(
     cel: &Json,
     object: &Json,
@@ -120,81 +241,35 @@ pub fn validate(
     if cel.get("paramKind").is_some() || cel.get("paramRef").is_some() {
         return Err("validate.cel: paramKind and paramRef are not supported (params are read from the cluster)".into());
     }
-    let env = environment();
-    let max_depth = env.limits().max_value_depth;
-    let mut variables = Vec::new();
-    for variable in cel
-        .get("variables")
-        .and_then(Json::as_array)
-        .into_iter()
-        .flatten()
-    {
-        let name = variable
-            .get("name")
-            .and_then(Json::as_str)
-            .ok_or("validate.cel: a variable has no name")?;
-        let source = variable
-            .get("expression")
-            .and_then(Json::as_str)
-            .unwrap_or("");
-        variables.push((
-            name.to_owned(),
-            compile(&env, source, &format!("validate.cel variable {name}"))?,
-        ));
+    fn str_of<'v>(v: &'v Json, key: &str) -> Option<&'v str> {
+        v.get(key).and_then(Json::as_str)
     }
-    let mut expressions = Vec::new();
-    for (i, entry) in cel
-        .get("expressions")
-        .and_then(Json::as_array)
-        .into_iter()
-        .flatten()
-        .enumerate()
-    {
-        let source = entry.get("expression").and_then(Json::as_str).unwrap_or("");
-        let compiled = compile(&env, source, &format!("validate.cel expressions[{i}]"))?;
-        let message_expression = entry
-            .get("messageExpression")
-            .and_then(Json::as_str)
-            .map(|m| {
-                compile(
-                    &env,
-                    m,
-                    &format!("validate.cel expressions[{i}].messageExpression"),
-                )
-            })
-            .transpose()?;
-        let message = entry
-            .get("message")
-            .and_then(Json::as_str)
-            .map(str::to_owned);
-        expressions.push((compiled, message, message_expression));
-    }
-    if expressions.is_empty() {
-        return Err("validate.cel has no expressions".into());
-    }
-    let mut scope = Scope::new(env.evaluation(), &variables);
-    bind(&mut scope, object, operation, namespace_object, max_depth)
-        .map_err(|e| format!("validate.cel: {e}"))?;
-    for (compiled, message, message_expression) in &expressions {
-        match scope.eval(compiled) {
-            Ok(Value::Bool(true)) => {}
-            Ok(Value::Bool(false)) => {
-                let message = failure_message(
-                    &mut scope,
-                    compiled,
-                    message.as_deref(),
-                    message_expression.as_ref(),
-                )?;
-                return Ok((Status::Fail, message));
-            }
-            Ok(other) => {
-                return Err(format!(
-                    "validate.cel: {} returned {other:?}, not a bool",
-                    compiled.source()
-                ));
-            }
-            Err(e) => return Err(format!("validate.cel: {}: {e}", compiled.source())),
-        }
-    }
-    Ok((Status::Pass, String::new()))
+    let list = |key: &str| cel.get(key).and_then(Json::as_array).into_iter().flatten();
+    let variables = list("variables")
+        .map(|v| {
+            let name = str_of(v, "name").ok_or("validate.cel: a variable has no name")?;
+            Ok((name, str_of(v, "expression").unwrap_or("")))
+        })
+        .collect::<Result<Vec<_>, String>>()?;
+    let checks: Vec<Check<'_>> = list("expressions")
+        .map(|e| Check {
+            expression: str_of(e, "expression").unwrap_or(""),
+            message: str_of(e, "message"),
+            message_expression: str_of(e, "messageExpression"),
+        })
+        .collect();
+    let (status, message) = run_checks(
+        &variables,
+        &checks,
+        Bindings {
+            object,
+            operation,
+            namespace_object,
+        },
+        "validate.cel expressions",
+    )?;
+    Ok(match status {
+        Status::Error => (Status::Fail, message),
+        status => (status, message),
+    })
 }

@@ -6,7 +6,8 @@
 //! `kyverno test` suites of kyverno/policies, `tests/corpus.rs`):
 //! `match`/`exclude`, `preconditions`, `pattern` and `anyPattern` with
 //! every anchor and value operator, `deny` conditions, `foreach`,
-//! variables in JMESPath, and autogen for pod controllers.
+//! variables in JMESPath, and autogen for pod controllers; and the CEL
+//! `ValidatingPolicy` ([`vpol`]).
 
 pub mod anchor;
 pub mod autogen;
@@ -21,6 +22,7 @@ pub mod model;
 pub mod pattern;
 pub mod value;
 pub mod variables;
+pub mod vpol;
 pub mod wildcard;
 
 #[cfg(target_arch = "wasm32")]

@@ -78,10 +78,23 @@ pub struct Rule {
     pub verify_images: Option<Value>,
 }
 
+/// A policy document of any kind the plugin runs.
+#[derive(Debug, Clone)]
+pub enum Document {
+    /// A `kyverno.io` `ClusterPolicy` or `Policy`.
+    Policy(Policy),
+    /// A `policies.kyverno.io` `ValidatingPolicy` or
+    /// `NamespacedValidatingPolicy`.
+    Validating(crate::vpol::ValidatingPolicy),
+}
+
 /// The policy documents of a text: every `kyverno.io` ClusterPolicy or
-/// Policy among its YAML documents (other documents are ignored: a policy
-/// file may carry a README ConfigMap), each with the file named in errors.
-pub fn policies(file: &str, text: &str) -> Result<Vec<Policy>, String> {
+/// Policy and every `policies.kyverno.io` ValidatingPolicy among its YAML
+/// documents (other documents are ignored: a policy file may carry a README
+/// ConfigMap, a test file its resources), each with the file named in
+/// errors. Other Kyverno policy kinds (mutating, generating, image
+/// verification, deleting) are refused by name.
+pub fn documents(file: &str, text: &str) -> Result<Vec<Document>, String> {
     kiln_yaml_limits::check(text, &kiln_yaml_limits::YamlLimits::default())
         .map_err(|e| format!("{file}: {e}"))?;
     let mut out = Vec::new();
@@ -95,18 +108,41 @@ pub fn policies(file: &str, text: &str) -> Result<Vec<Policy>, String> {
             .and_then(Value::as_str)
             .unwrap_or("");
         let kind = object.get("kind").and_then(Value::as_str).unwrap_or("");
-        if !api_version.starts_with("kyverno.io/") || !matches!(kind, "ClusterPolicy" | "Policy") {
-            continue;
+        let name = object
+            .get("metadata")
+            .and_then(|m| m.get("name"))
+            .and_then(Value::as_str)
+            .unwrap_or("?");
+        let group = api_version.split('/').next().unwrap_or("");
+        match (group, kind) {
+            ("kyverno.io", "ClusterPolicy" | "Policy") => {
+                let policy: Policy = serde_json::from_value(value.clone())
+                    .map_err(|e| format!("{file}: {kind} {name}: {e}"))?;
+                out.push(Document::Policy(policy));
+            }
+            (crate::vpol::GROUP, "ValidatingPolicy" | "NamespacedValidatingPolicy") => {
+                let policy = crate::vpol::ValidatingPolicy::parse(kind, &value)
+                    .map_err(|e| format!("{file}: {e}"))?;
+                out.push(Document::Validating(policy));
+            }
+            (crate::vpol::GROUP, _) if kind.ends_with("Policy") => {
+                return Err(format!(
+                    "{file}: {kind} {name}: Kiln runs Kyverno's validating policies only (ValidatingPolicy, ClusterPolicy, Policy)"
+                ));
+            }
+            _ => {}
         }
-        let policy: Policy = serde_json::from_value(value.clone()).map_err(|e| {
-            let name = object
-                .get("metadata")
-                .and_then(|m| m.get("name"))
-                .and_then(Value::as_str)
-                .unwrap_or("?");
-            format!("{file}: {kind} {name}: {e}")
-        })?;
-        out.push(policy);
     }
     Ok(out)
+}
+
+/// The `ClusterPolicy` and `Policy` documents of a text ([`documents`]).
+pub fn policies(file: &str, text: &str) -> Result<Vec<Policy>, String> {
+    Ok(documents(file, text)?
+        .into_iter()
+        .filter_map(|d| match d {
+            Document::Policy(p) => Some(p),
+            Document::Validating(_) => None,
+        })
+        .collect())
 }

@@ -2,7 +2,10 @@
 //! through the `source` interface, findings back.
 
 use kiln_plugin_sdk::source;
-use kiln_plugin_sdk::{Finding, ObjectRef, Param, Policy, ReviewRequest, Severity};
+use kiln_plugin_sdk::{Outcome, Param, ReviewRequest, RulePolicy, RuleResult};
+use std::collections::BTreeMap;
+
+use kiln_vap::matching::SetKinds;
 use serde_json::{Map, Value};
 
 use crate::engine::{self, Status};
@@ -36,7 +39,7 @@ fn policy_paths(params: &[Param]) -> Result<Vec<String>, String> {
     Ok(paths)
 }
 
-fn load(path: &str) -> Result<Vec<model::Policy>, String> {
+fn load(path: &str) -> Result<Vec<model::Document>, String> {
     let describe =
         |e: &source::SourceError| format!("setting `policy`: {path}: {}", source::describe(e));
     let Some(files) = source::manifest_files(path).map_err(|e| describe(&e))? else {
@@ -47,27 +50,32 @@ fn load(path: &str) -> Result<Vec<model::Policy>, String> {
     let mut out = Vec::new();
     for file in files {
         let text = source::read_to_string(&file).map_err(|e| describe(&e))?;
-        out.extend(model::policies(&file, &text)?);
+        out.extend(model::documents(&file, &text)?);
     }
     if out.is_empty() {
         // A typo in `kind`, or a policy kind not run yet: never a review
         // that checks nothing and passes.
         return Err(format!(
-            "setting `policy`: {path}: no kyverno.io ClusterPolicy or Policy found (ValidatingPolicy is not supported yet)"
+            "setting `policy`: {path}: no Kyverno policy found (kyverno.io ClusterPolicy or Policy, policies.kyverno.io ValidatingPolicy)"
         ));
     }
     Ok(out)
 }
 
-impl Policy for Kyverno {
+impl RulePolicy for Kyverno {
     fn validate_settings(params: Vec<Param>) -> Result<(), String> {
         policy_paths(&params).map(|_| ())
     }
 
-    fn review(request: ReviewRequest) -> Result<Vec<Finding>, String> {
-        let mut policies = Vec::new();
+    fn review_rules(request: ReviewRequest) -> Result<Vec<RuleResult>, String> {
+        let (mut policies, mut validating) = (Vec::new(), Vec::new());
         for path in policy_paths(&request.settings)? {
-            policies.extend(load(&path)?.into_iter().map(engine::prepare));
+            for document in load(&path)? {
+                match document {
+                    model::Document::Policy(p) => policies.push(engine::prepare(p)),
+                    model::Document::Validating(p) => validating.push(p),
+                }
+            }
         }
         let objects = request
             .manifests
@@ -99,46 +107,64 @@ impl Policy for Kyverno {
             operation: "CREATE",
             namespace_labels: &labels,
         };
-        let mut findings = Vec::new();
-        for policy in &policies {
-            for object in &objects {
-                for result in engine::evaluate(policy, object, &review) {
-                    let severity = match result.status {
-                        Status::Pass | Status::Skip => continue,
-                        Status::Error => {
-                            return Err(format!(
-                                "{} {} rule {} on {} {}/{}: {}",
-                                policy.policy.kind,
-                                policy.policy.metadata.name,
-                                result.rule,
-                                object["kind"].as_str().unwrap_or("?"),
-                                object["metadata"]["namespace"].as_str().unwrap_or(""),
-                                object["metadata"]["name"].as_str().unwrap_or("?"),
-                                result.message
-                            ));
-                        }
-                        Status::Fail if result.enforce => Severity::Error,
-                        Status::Fail => Severity::Warning,
+        let mut results = Vec::new();
+        let outcome = |status, enforce| match status {
+            Status::Pass => Outcome::Pass,
+            Status::Skip => Outcome::Skip,
+            Status::Error => Outcome::Error,
+            Status::Fail if enforce => Outcome::Fail,
+            Status::Fail => Outcome::Warn,
+        };
+        if !validating.is_empty() {
+            let kinds = SetKinds::of(&objects);
+            let namespace_labels: BTreeMap<String, BTreeMap<String, String>> = namespaces
+                .iter()
+                .map(|(name, labels)| (name.clone(), labels_of(labels)))
+                .collect();
+            for policy in &validating {
+                for (index, object) in objects.iter().enumerate() {
+                    let Some(result) =
+                        policy.evaluate(object, &namespace_labels, &kinds, review.operation)
+                    else {
+                        continue;
                     };
-                    findings.push(Finding {
-                        object: Some(ObjectRef {
-                            api_version: object["apiVersion"].as_str().unwrap_or("").to_owned(),
-                            kind: object["kind"].as_str().unwrap_or("").to_owned(),
-                            namespace: object["metadata"]["namespace"].as_str().map(str::to_owned),
-                            name: object["metadata"]["name"].as_str().unwrap_or("").to_owned(),
-                        }),
+                    results.push(RuleResult {
+                        policy: policy.name.clone(),
+                        rule: result.rule,
+                        manifest: u32::try_from(index).ok(),
                         field_path: None,
-                        message: format!(
-                            "[{}/{}] {}",
-                            policy.policy.metadata.name, result.rule, result.message
-                        ),
-                        severity,
+                        outcome: outcome(result.status, result.enforce),
+                        message: result.message,
                     });
                 }
             }
         }
-        Ok(findings)
+        for policy in &policies {
+            for (index, object) in objects.iter().enumerate() {
+                for result in engine::evaluate(policy, object, &review) {
+                    results.push(RuleResult {
+                        policy: policy.policy.metadata.name.clone(),
+                        rule: result.rule,
+                        manifest: u32::try_from(index).ok(),
+                        field_path: None,
+                        outcome: outcome(result.status, result.enforce),
+                        message: result.message,
+                    });
+                }
+            }
+        }
+        Ok(results)
     }
 }
 
-kiln_plugin_sdk::export_policy!(Kyverno);
+kiln_plugin_sdk::export_rule_policy!(Kyverno);
+
+/// A Namespace's `metadata.labels` as strings (others ignored).
+fn labels_of(labels: &Value) -> BTreeMap<String, String> {
+    labels
+        .as_object()
+        .into_iter()
+        .flatten()
+        .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_owned())))
+        .collect()
+}

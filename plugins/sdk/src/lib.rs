@@ -2,12 +2,13 @@
 //!
 //! Write Kiln renderers and policies as plain Rust: implement [`Renderer`] or
 //! [`Policy`] and export it with one macro. The SDK hides the WIT bindings
-//! (`wit/plugin.wit`, package `kiln:plugin@0.1.0`) and adds helpers to read the
+//! (`wit/plugin.wit`, package `kiln:plugin@0.1.1`) and adds helpers to read the
 //! source tree ([`source`]), log ([`log`]) and parse or emit manifests
 //! ([`yaml`]).
 //!
-//! Enable exactly one of the crate features `renderer` or `policy`: a
-//! component implements exactly one world.
+//! Enable exactly one of the crate features `renderer`, `policy` or
+//! `rule-policy` (a policy that also reports each rule's result, passes and
+//! skips included: [`RulePolicy`]): a component implements exactly one world.
 //!
 //! ```ignore
 //! use kiln_plugin_sdk::{AppContext, Manifest, Param, RenderError, Renderer};
@@ -30,12 +31,16 @@
 //! `cargo build --release --target wasm32-wasip2`): the result is a component
 //! `kiln plugin inspect` and `kiln render --plugin` accept as is.
 
-#[cfg(all(feature = "renderer", feature = "policy"))]
+#[cfg(any(
+    all(feature = "renderer", feature = "policy"),
+    all(feature = "renderer", feature = "rule-policy"),
+    all(feature = "policy", feature = "rule-policy"),
+))]
 compile_error!(
-    "enable exactly one of the features `renderer` and `policy`: a component implements one world"
+    "enable exactly one of the features `renderer`, `policy` and `rule-policy`: a component implements one world"
 );
-#[cfg(not(any(feature = "renderer", feature = "policy")))]
-compile_error!("enable one of the features `renderer` or `policy`");
+#[cfg(not(any(feature = "renderer", feature = "policy", feature = "rule-policy")))]
+compile_error!("enable one of the features `renderer`, `policy` or `rule-policy`");
 
 // The export macros name this crate by its absolute path; make that path
 // valid inside the crate itself too.
@@ -63,6 +68,15 @@ pub mod bindings {
         runtime_path: "::kiln_plugin_sdk::__rt::wit_bindgen::rt",
         additional_derives: [Clone, PartialEq],
     });
+    #[cfg(feature = "rule-policy")]
+    wit_bindgen::generate!({
+        path: "../../wit",
+        world: "rule-policy",
+        pub_export_macro: true,
+        export_macro_name: "export",
+        runtime_path: "::kiln_plugin_sdk::__rt::wit_bindgen::rt",
+        additional_derives: [Clone, PartialEq],
+    });
 }
 
 /// Re-exports used by the macros; not part of the API.
@@ -84,10 +98,20 @@ mod renderer;
 #[cfg(feature = "renderer")]
 pub use renderer::{InputError, RenderError, Renderer};
 
-#[cfg(feature = "policy")]
+#[cfg(any(feature = "policy", feature = "rule-policy"))]
 mod policy;
 #[cfg(feature = "policy")]
-pub use policy::{Finding, ObjectRef, Policy, ReviewRequest, Severity};
+pub use policy::Policy;
+#[cfg(any(feature = "policy", feature = "rule-policy"))]
+pub use policy::{Finding, ObjectRef, ReviewRequest, Severity};
+
+#[cfg(feature = "rule-policy")]
+mod rules;
+#[cfg(feature = "rule-policy")]
+pub use rules::{Outcome, RulePolicy, RuleResult};
+#[cfg(feature = "rule-policy")]
+#[doc(hidden)]
+pub use rules::{review as __review_from_rules, review_rules as __review_rules};
 
 impl AppContext {
     /// Joins `relative` to the Application's path, giving a path relative to

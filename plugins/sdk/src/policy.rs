@@ -1,10 +1,12 @@
 //! The policy world.
 
+#[cfg(feature = "policy")]
 use crate::Param;
 use crate::bindings::exports::kiln::plugin::review;
 
 pub use review::{Finding, ObjectRef, ReviewRequest, Severity};
 
+#[cfg(feature = "policy")]
 /// An admission policy. Implement it on a unit struct and export it with
 /// [`export_policy!`](crate::export_policy).
 pub trait Policy {
@@ -34,6 +36,7 @@ impl ObjectRef {
 }
 
 /// Exports a [`Policy`] as the component's `review` interface.
+#[cfg(feature = "policy")]
 // rustfmt cannot format the `with_types_in` syntax stably.
 #[rustfmt::skip]
 #[macro_export]

@@ -18,7 +18,7 @@ pub mod model;
 pub mod selector;
 pub mod settings;
 
-#[cfg(target_arch = "wasm32")]
+#[cfg(all(target_arch = "wasm32", feature = "component"))]
 mod plugin;
 
 pub use engine::{Finding, PolicySet, ReviewError, Severity};

@@ -1,4 +1,5 @@
-//! Finding suite files (as `gator verify` does) and parsing both formats.
+//! Finding suite files (as `gator verify` does) and parsing the three
+//! formats (Kyverno's is parsed in [`super::kyverno`]).
 
 use std::collections::BTreeMap;
 use std::io::Read as _;
@@ -9,7 +10,7 @@ use serde_json::Value;
 
 use super::{
     Assertion, Case, Expected, Format, GATOR_GROUP, GATOR_KIND, KILN_API_VERSION, KILN_KIND,
-    Limits, ObjectSelector, Options, PolicySpec, Suite, Test,
+    KYVERNO_GROUP, KYVERNO_KIND, Limits, ObjectSelector, Options, PolicySpec, Suite, Test,
 };
 use crate::plugin::Severity;
 use crate::policy::Mode;
@@ -47,7 +48,7 @@ pub enum SuiteError {
     },
     /// A file given by name that holds no suite.
     #[error(
-        "{}: not a test suite (expected apiVersion {KILN_API_VERSION} kind {KILN_KIND}, or {GATOR_GROUP}/v1alpha1 kind {GATOR_KIND})",
+        "{}: not a test suite (expected apiVersion {KILN_API_VERSION} kind {KILN_KIND}, {GATOR_GROUP}/v1alpha1 kind {GATOR_KIND}, or {KYVERNO_GROUP}/v1alpha1 kind {KYVERNO_KIND})",
         path.display()
     )]
     NotASuite {
@@ -149,6 +150,8 @@ fn format_of(document: &Value) -> Option<Format> {
         Some(Format::Kiln)
     } else if kind == GATOR_KIND && api_version.split('/').next() == Some(GATOR_GROUP) {
         Some(Format::Gatekeeper)
+    } else if kind == KYVERNO_KIND && api_version.split('/').next() == Some(KYVERNO_GROUP) {
+        Some(Format::Kyverno)
     } else {
         None
     }
@@ -159,7 +162,7 @@ fn format_of(document: &Value) -> Option<Format> {
 ///
 /// - a file: that suite (an error if it holds none);
 /// - a directory: the suites among the `.yaml`/`.yml` files directly in it
-///   (a file whose top-level `kind` is `Suite` or `PolicySuite`);
+///   (a file whose top-level `kind` is `Suite`, `PolicySuite` or `Test`);
 /// - `DIR/...`: the suites in DIR and every directory below it.
 ///
 /// Files are in name order, each with the root of its source view.
@@ -219,7 +222,8 @@ pub fn discover(target: &str, limits: &Limits) -> Result<Vec<Found>, SuiteError>
 }
 
 /// Whether a file found while walking is a suite: a top-level `kind:
-/// Suite` or `kind: PolicySuite` line. Other files (templates, objects,
+/// Suite`, `kind: PolicySuite` or `kind: Test` line (which [`load`] then
+/// checks against the `apiVersion`). Other files (templates, objects,
 /// anything else in the tree) are neither parsed nor refused; a suite
 /// larger than the limit is refused by name.
 fn candidate(path: &Path, max: u64) -> Result<bool, SuiteError> {
@@ -234,7 +238,7 @@ fn candidate(path: &Path, max: u64) -> Result<bool, SuiteError> {
         let value = line
             .strip_prefix("kind:")
             .map(|v| v.trim().trim_matches(['"', '\'']));
-        value == Some(GATOR_KIND) || value == Some(KILN_KIND)
+        value == Some(GATOR_KIND) || value == Some(KILN_KIND) || value == Some(KYVERNO_KIND)
     });
     if is_suite && head.len() as u64 > max {
         let size = std::fs::metadata(path).map_err(io)?.len();
@@ -450,6 +454,14 @@ pub fn load(root: &Path, file: &Path, options: &Options) -> Result<Suite, SuiteE
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
+    // Kyverno tests sit in `.kyverno-test/` beside the policy they test and
+    // name it as `../policy.yaml`: their source view reaches one level up
+    // when the suite's own directory was given.
+    let root = match format {
+        Format::Kyverno => super::kyverno::view_root(root, suite_dir),
+        _ => root.to_owned(),
+    };
+    let root = root.as_path();
     let dir = relative(root, suite_dir).map_err(invalid)?;
     let fallback_name = suite_dir
         .canonicalize()
@@ -492,10 +504,21 @@ pub fn load(root: &Path, file: &Path, options: &Options) -> Result<Suite, SuiteE
                     .push(kiln_test(test, &parsed.policies, suite_dir).map_err(&invalid)?);
             }
         }
+        Format::Kyverno => {
+            let (name, test) =
+                super::kyverno::test(document, suite_dir, &suite.dir, options).map_err(&invalid)?;
+            if let Some(name) = name {
+                suite.name = name;
+            }
+            suite.tests.push(test);
+        }
     }
     // Object files are read by the host: only under the root the suites
     // were found in (a suite cannot read the host's other files).
     for test in &mut suite.tests {
+        for object in &mut test.objects {
+            *object = confined(root, object).map_err(&invalid)?;
+        }
         for case in &mut test.cases {
             for object in &mut case.objects {
                 *object = confined(root, object).map_err(&invalid)?;
@@ -514,7 +537,7 @@ pub fn load(root: &Path, file: &Path, options: &Options) -> Result<Suite, SuiteE
 }
 
 /// `path` resolved (links followed) if it is under `root`.
-fn confined(root: &Path, path: &Path) -> Result<PathBuf, String> {
+pub(super) fn confined(root: &Path, path: &Path) -> Result<PathBuf, String> {
     let root = root
         .canonicalize()
         .map_err(|e| format!("{}: {e}", root.display()))?;
@@ -615,11 +638,13 @@ fn gator_test(
             namespace: String::new(),
             skip: case.skip,
             assertions,
+            rule: None,
         });
     }
     Ok(Test {
         name,
         policies: vec![policy],
+        objects: Vec::new(),
         skip: test.skip,
         cases,
     })
@@ -704,11 +729,13 @@ fn kiln_test(test: KilnTest, defaults: &[KilnPolicy], suite_dir: &Path) -> Resul
             namespace: case.namespace,
             skip: case.skip,
             assertions,
+            rule: None,
         });
     }
     Ok(Test {
         name,
         policies,
+        objects: Vec::new(),
         skip: test.skip,
         cases,
     })

@@ -10,6 +10,12 @@
 //! - Kiln's own (`apiVersion: kiln.dev/v1alpha1`, `kind: PolicySuite`):
 //!   any policy plugins, with settings and mode, and cases of object files
 //!   with expected findings.
+//! - Kyverno's `kyverno test` files, unchanged (`apiVersion:
+//!   cli.kyverno.io/v1alpha1`, `kind: Test`, usually
+//!   `.kyverno-test/kyverno-test.yaml`): its policies become the settings of
+//!   the Kyverno policy plugin, its resources are reviewed at once, and each
+//!   resource of each expected result (policy, rule, pass/fail/skip) is one
+//!   case, checked against the rule results the plugin reports ([`kyverno`]).
 //!
 //! An assertion counts the findings it selects (every finding; or those
 //! whose message matches the regular expression `message`, an unanchored
@@ -19,6 +25,7 @@
 //!
 //! [`load`] discovers and parses suites; [`run`] runs them.
 
+mod kyverno;
 mod load;
 mod run;
 
@@ -30,7 +37,7 @@ pub use run::{
     SuiteResult, Summary, TestResult, run,
 };
 
-use crate::plugin::{Params, Severity};
+use crate::plugin::{Params, RuleOutcome, Severity};
 use crate::policy::Mode;
 
 /// The `apiVersion` of Kiln's suites.
@@ -41,6 +48,10 @@ pub const KILN_KIND: &str = "PolicySuite";
 pub const GATOR_GROUP: &str = "test.gatekeeper.sh";
 /// The `kind` of Gatekeeper's suites.
 pub const GATOR_KIND: &str = "Suite";
+/// The API group of Kyverno's test files.
+pub const KYVERNO_GROUP: &str = "cli.kyverno.io";
+/// The `kind` of Kyverno's test files.
+pub const KYVERNO_KIND: &str = "Test";
 
 /// Bounds of one `kiln policy test` run; every input is bounded.
 #[derive(Debug, Clone)]
@@ -78,6 +89,9 @@ pub struct Options {
     /// The Gatekeeper policy plugin Gatekeeper suites run with (a plugin
     /// reference). Default: `plugins/dist/gatekeeper.wasm`.
     pub gatekeeper_plugin: String,
+    /// The Kyverno policy plugin Kyverno tests run with (a plugin
+    /// reference). Default: `plugins/dist/kyverno.wasm`.
+    pub kyverno_plugin: String,
     /// Bounds.
     pub limits: Limits,
     /// Cases run at once. Default 4.
@@ -88,6 +102,7 @@ impl Default for Options {
     fn default() -> Self {
         Options {
             gatekeeper_plugin: "plugins/dist/gatekeeper.wasm".into(),
+            kyverno_plugin: "plugins/dist/kyverno.wasm".into(),
             limits: Limits::default(),
             concurrency: 4,
         }
@@ -102,6 +117,8 @@ pub enum Format {
     Gatekeeper,
     /// Kiln's `PolicySuite`.
     Kiln,
+    /// `kyverno test`'s `Test`.
+    Kyverno,
 }
 
 /// One suite file, parsed.
@@ -132,6 +149,10 @@ pub struct Test {
     pub name: String,
     /// The policies every case runs.
     pub policies: Vec<PolicySpec>,
+    /// Object files every case of the test shares, reviewed once for all of
+    /// them (a Kyverno test's `resources`); Gatekeeper and Kiln cases name
+    /// their own.
+    pub objects: Vec<PathBuf>,
     /// Whether it is skipped (`skip: true`).
     pub skip: bool,
     /// The cases.
@@ -170,6 +191,30 @@ pub struct Case {
     pub skip: bool,
     /// Every one must hold.
     pub assertions: Vec<Assertion>,
+    /// The rule result expected (a Kyverno test's case), checked against
+    /// the rule results of a policy that reports them.
+    pub rule: Option<RuleExpectation>,
+}
+
+/// What one rule must have done to one object (a resource of a Kyverno
+/// test's `results` entry).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RuleExpectation {
+    /// The policy the rule belongs to (`policy`; a namespaced Policy may be
+    /// written `NAMESPACE/NAME`).
+    pub policy: String,
+    /// The rule (`rule`); rules autogen made from it (`autogen-RULE`,
+    /// `autogen-cronjob-RULE`) answer for it on pod controllers.
+    pub rule: String,
+    /// The object's `kind`, when given.
+    pub kind: Option<String>,
+    /// Its namespace, when given (`NAMESPACE/NAME`).
+    pub namespace: Option<String>,
+    /// Its name.
+    pub name: String,
+    /// The outcome expected: `pass`, `fail`, `warn`, `error` or `skip` (the
+    /// rule did not apply).
+    pub outcome: RuleOutcome,
 }
 
 /// How many findings an assertion expects.

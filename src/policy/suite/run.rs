@@ -275,6 +275,12 @@ async fn run_suite(suite: &Suite, options: &Options, plugins: &Plugins<'_>) -> S
         }
     };
     for test in &suite.tests {
+        if !test.objects.is_empty() {
+            result
+                .tests
+                .push(run_rule_test(suite, test, view.clone(), plugins, options).await);
+            continue;
+        }
         let cases = futures_util::stream::iter(&test.cases)
             .map(|case| {
                 let view = view.clone();
@@ -299,6 +305,113 @@ async fn run_suite(suite: &Suite, options: &Options, plugins: &Plugins<'_>) -> S
         });
     }
     result
+}
+
+/// A test whose cases share its objects and expect rule results (a Kyverno
+/// test): the objects are reviewed once by each policy, rule by rule, and
+/// each case checked against the results.
+async fn run_rule_test(
+    suite: &Suite,
+    test: &Test,
+    view: Arc<dyn SourceView>,
+    plugins: &Plugins<'_>,
+    options: &Options,
+) -> TestResult {
+    let started = std::time::Instant::now();
+    let every_case = |outcome: CaseOutcome| TestResult {
+        name: test.name.clone(),
+        cases: test
+            .cases
+            .iter()
+            .map(|case| CaseResult {
+                name: case.name.clone(),
+                outcome: outcome.clone(),
+            })
+            .collect(),
+    };
+    if suite.skip || test.skip {
+        return every_case(CaseOutcome::status(Status::Skip, "skip: true"));
+    }
+    let results = match review_rules(suite, test, view, plugins, options).await {
+        Ok(results) => results,
+        Err(e) => return every_case(CaseOutcome::status(Status::Error, e)),
+    };
+    let seconds = started.elapsed().as_secs_f64();
+    let cases = test
+        .cases
+        .iter()
+        .map(|case| {
+            let outcome = match &case.rule {
+                _ if case.skip => CaseOutcome::status(Status::Skip, "skip: true"),
+                None => CaseOutcome::status(Status::Error, "the case expects no rule result"),
+                Some(expected) => match super::kyverno::check(expected, &results) {
+                    Ok(()) => CaseOutcome {
+                        status: Status::Pass,
+                        reason: None,
+                        failures: Vec::new(),
+                        findings: Vec::new(),
+                        finding_count: 0,
+                        seconds,
+                    },
+                    Err(why) => CaseOutcome {
+                        seconds,
+                        ..CaseOutcome::status(Status::Fail, why)
+                    },
+                },
+            };
+            CaseResult {
+                name: case.name.clone(),
+                outcome,
+            }
+        })
+        .collect();
+    TestResult {
+        name: test.name.clone(),
+        cases,
+    }
+}
+
+/// Every rule result of a rule test's policies on its objects.
+async fn review_rules(
+    suite: &Suite,
+    test: &Test,
+    view: Arc<dyn SourceView>,
+    plugins: &Plugins<'_>,
+    options: &Options,
+) -> Result<Vec<crate::plugin::RuleResult>, String> {
+    let objects = read_files(test.objects.clone(), false, &options.limits)
+        .await?
+        .ok_or("an AdmissionReview cannot be reviewed before apply")?;
+    let objects: Arc<[crate::manifest::Object]> = objects.into();
+    let context = AppContext {
+        name: suite.name.clone(),
+        namespace: String::new(),
+        project: "default".into(),
+        repo_url: String::new(),
+        revision: "local".into(),
+        path: suite.dir.clone(),
+    };
+    let mut results = Vec::new();
+    for spec in &test.policies {
+        let plugin = plugins.get(&spec.plugin).await?;
+        let reviewed = plugin
+            .review_rules(
+                view.clone(),
+                context.clone(),
+                objects.clone(),
+                spec.settings.clone(),
+            )
+            .await
+            .map_err(|e| {
+                format!(
+                    "policy {} could not run: {}",
+                    plugin.name(),
+                    crate::text::chain(&e)
+                )
+            })?;
+        results.extend(reviewed);
+    }
+    Ok(results)
 }
 
 async fn run_case(
@@ -465,11 +578,17 @@ async fn read_objects(
     case: &Case,
     limits: &super::Limits,
 ) -> Result<Option<Vec<crate::manifest::Object>>, String> {
-    let (files, single, max) = (
-        case.objects.clone(),
-        case.single_object,
-        limits.max_file_size,
-    );
+    read_files(case.objects.clone(), case.single_object, limits).await
+}
+
+/// The objects of `files`, read off the async workers. `None`: a file
+/// (holding exactly one object when `single`) is an AdmissionReview.
+async fn read_files(
+    files: Vec<PathBuf>,
+    single: bool,
+    limits: &super::Limits,
+) -> Result<Option<Vec<crate::manifest::Object>>, String> {
+    let max = limits.max_file_size;
     tokio::task::spawn_blocking(move || {
         let mut objects = Vec::new();
         for file in &files {

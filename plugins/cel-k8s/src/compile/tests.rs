@@ -97,6 +97,45 @@ fn optional_types_are_there_when_the_environment_asks_for_them() {
 }
 
 #[test]
+fn lenient_or_value_reads_a_plain_chain_as_optional() {
+    let object = crate::from_json(
+        &serde_json::json!({"spec": {"a": 2, "list": [{"x": 1}]}, "m": {"k": "v"}}),
+        16,
+    )
+    .unwrap();
+    let eval = |env: &Environment, source: &str| {
+        let compiled = env
+            .compile(source, &["object"])
+            .unwrap_or_else(|e| panic!("{source}: {e}"));
+        let mut evaluation = env.evaluation();
+        evaluation.set("object", object.clone());
+        evaluation.eval(&compiled)
+    };
+    let lenient = Environment::with_optional_types(Limits::default()).with_lenient_or_value();
+    for source in [
+        // Present: its value; missing anywhere along the chain: the default.
+        "object.spec.a.orValue(0) == 2",
+        "object.spec.missing.orValue(7) == 7",
+        "object.nope.deeper.orValue('d') == 'd'",
+        "object.spec.list[0].x.orValue(0) == 1",
+        "object.spec.list[5].x.orValue(9) == 9",
+        "object.m['k'].orValue('') == 'v'",
+        // Chains already optional, and other calls, mean what they meant.
+        "object.?spec.?a.orValue(0) == 2",
+        "object.spec.list.map(e, e.?x.orValue(0)) == [1]",
+    ] {
+        assert_eq!(
+            eval(&lenient, source).ok(),
+            Some(Value::Bool(true)),
+            "{source}"
+        );
+    }
+    // Standard CEL refuses orValue on a value that is not optional.
+    let strict = Environment::with_optional_types(Limits::default());
+    assert!(eval(&strict, "object.spec.a.orValue(0) == 2").is_err());
+}
+
+#[test]
 fn attack_huge_comprehension_fails_closed() {
     // 300 x 300 x 300 iterations: far over the budget.
     let range = (0..300)

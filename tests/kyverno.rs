@@ -1,0 +1,367 @@
+//! Kyverno's policies in the sandbox: the first-party `kyverno.wasm`
+//! through the real wasm host, rule by rule (the contract's `rules`
+//! export), and `kiln policy test` running `kyverno test` files unchanged —
+//! kyverno/policies' own suites (`../shared/testdata/kyverno`, never copied
+//! into the repository) and the project's example.
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use kiln::manifest::{self, Object};
+use kiln::plugin::{Plugin, PluginError, RuleOutcome, Severity, World};
+use support::require::{Corpus, corpus};
+use support::*;
+
+/// Expected results of kyverno/policies' suites that `kiln policy test`
+/// gets right with the wasm plugin; raise it as the engine grows (the
+/// misses left are listed by the test).
+const FLOOR: u64 = 2273;
+
+fn kiln(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_kiln"))
+        .args(["policy", "test", "--no-compile-cache", "--kyverno-plugin"])
+        .arg(component("kyverno"))
+        .args(args)
+        .env_remove("KILN_LOG")
+        .output()
+        .expect("kiln runs")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+fn example() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/policies/kyverno")
+}
+
+#[test]
+fn kyverno_policies_own_suites_pass_through_kiln_policy_test() {
+    let Some(root) = corpus(Corpus::Kyverno) else {
+        return;
+    };
+    let out = kiln(&[&format!("{}/...", root.display()), "-o", "json"]);
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", text(&out.stderr)));
+    let mut misses = Vec::new();
+    for suite in report["suites"].as_array().unwrap() {
+        assert!(suite["error"].is_null(), "{suite}");
+        for test in suite["tests"].as_array().unwrap() {
+            for case in test["cases"].as_array().unwrap() {
+                if case["status"] != "pass" {
+                    misses.push(format!(
+                        "{}: {}: {}",
+                        suite["file"].as_str().unwrap_or_default(),
+                        case["name"].as_str().unwrap_or_default(),
+                        case["reason"].as_str().unwrap_or_default()
+                    ));
+                }
+            }
+        }
+    }
+    for miss in &misses {
+        eprintln!("{miss}");
+    }
+    let summary = &report["summary"];
+    let passed = summary["passed"].as_u64().unwrap();
+    eprintln!("kyverno corpus through kiln policy test: {summary}");
+    // Every expected result of the corpus is a case (2,285 in cases.tsv).
+    let total: u64 = ["passed", "failed", "skipped", "errors"]
+        .iter()
+        .map(|k| summary[k].as_u64().unwrap())
+        .sum();
+    assert_eq!(total, 2285, "{summary}");
+    assert!(passed >= FLOOR, "{passed} passed, fewer than {FLOOR}");
+}
+
+#[test]
+fn the_example_suite_passes_case_by_case() {
+    let out = kiln(&[&example().join(".kyverno-test").display().to_string()]);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}{}", text(&out.stderr));
+    assert!(
+        stdout.contains("PASS  ")
+            && stdout.contains("guestbook-rules/no-latest-tag Deployment frontend: fail"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.ends_with("7 passed, 0 failed, 0 skipped, 0 error(s)\n"),
+        "{stdout}"
+    );
+}
+
+/// A scratch Kyverno test beside a copy of the example policy.
+fn scratch(test: &str, resources: &str) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(
+        example().join("guestbook-rules.yaml"),
+        dir.path().join("guestbook-rules.yaml"),
+    )
+    .unwrap();
+    let tests = dir.path().join(".kyverno-test");
+    std::fs::create_dir(&tests).unwrap();
+    std::fs::write(tests.join("kyverno-test.yaml"), test).unwrap();
+    std::fs::write(tests.join("resources.yaml"), resources).unwrap();
+    dir
+}
+
+const POD: &str = "apiVersion: v1
+kind: Pod
+metadata: {name: web, labels: {team: a}}
+spec: {containers: [{name: c, image: 'x:latest'}]}
+";
+
+fn test_file(results: &str) -> String {
+    format!(
+        "apiVersion: cli.kyverno.io/v1alpha1
+kind: Test
+metadata: {{name: scratch}}
+policies: [../guestbook-rules.yaml]
+resources: [resources.yaml]
+results:
+{results}"
+    )
+}
+
+#[test]
+fn a_wrong_expectation_exits_1_saying_what_the_rule_did() {
+    let dir = scratch(
+        &test_file(
+            "- {policy: guestbook-rules, rule: team-label, kind: Pod, resources: [web], result: pass}
+- {policy: guestbook-rules, rule: no-latest-tag, kind: Pod, resources: [web], result: pass}
+- {policy: guestbook-rules, rule: no-latest-tag, kind: Pod, resources: [ghost], result: fail}
+",
+        ),
+        POD,
+    );
+    let out = kiln(&[&dir.path().join(".kyverno-test").display().to_string()]);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    assert!(
+        stdout.contains(
+            "guestbook-rules/no-latest-tag Pod web: pass\n      expected pass, got fail: "
+        ),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("expected fail, but the rule did not apply to it (skip)"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.ends_with("1 passed, 2 failed, 0 skipped, 0 error(s)\n"),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn what_kiln_does_not_run_exits_2_naming_the_field() {
+    for (extra, named) in [
+        ("variables: values.yaml\n", "`variables`"),
+        ("exceptions: [exception.yaml]\n", "`exceptions`"),
+    ] {
+        let dir = scratch(
+            &format!(
+                "{}{extra}",
+                test_file(
+                    "- {policy: guestbook-rules, rule: team-label, resources: [web], result: pass}\n"
+                )
+            ),
+            POD,
+        );
+        let out = kiln(&[&dir.path().join(".kyverno-test").display().to_string()]);
+        let stdout = text(&out.stdout);
+        assert_eq!(out.status.code(), Some(2), "{stdout}");
+        assert!(stdout.contains(named), "{named}: {stdout}");
+        assert!(stdout.contains("kyverno-test.yaml"), "{stdout}");
+    }
+}
+
+#[test]
+fn attack_a_test_cannot_read_files_outside_its_tree() {
+    // A policy path climbing out of the source view is refused by the host.
+    let dir = scratch(
+        "apiVersion: cli.kyverno.io/v1alpha1
+kind: Test
+metadata: {name: escape}
+policies: [../../../../../../../../etc/passwd]
+resources: [resources.yaml]
+results:
+- {policy: p, rule: r, resources: [web], result: pass}
+",
+        POD,
+    );
+    let out = kiln(&[&dir.path().join(".kyverno-test").display().to_string()]);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(2), "{stdout}");
+    assert!(
+        stdout.contains("access denied") && stdout.contains("climbs above the source root"),
+        "{stdout}"
+    );
+    assert!(
+        !stdout.contains("root:"),
+        "nothing of the file is shown: {stdout}"
+    );
+    // So is a resource file outside the tree the suites were found in.
+    let dir = scratch(
+        &test_file(
+            "- {policy: guestbook-rules, rule: team-label, resources: [web], result: pass}\n",
+        )
+        .replace("[resources.yaml]", "[/etc/hostname]"),
+        POD,
+    );
+    let out = kiln(&[&dir.path().join(".kyverno-test").display().to_string()]);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(2), "{stdout}");
+    assert!(stdout.contains("is outside"), "{stdout}");
+}
+
+fn policy() -> Plugin {
+    host()
+        .load_file(&component("kyverno"), World::Policy, None)
+        .unwrap()
+}
+
+fn objects(yaml: &str) -> Vec<Object> {
+    manifest::parse(yaml, Some("objects.yaml")).unwrap()
+}
+
+#[tokio::test]
+async fn every_rule_reports_its_result_and_findings_name_their_rule() {
+    let plugin = policy();
+    assert!(
+        plugin.reports_rules(),
+        "kyverno.wasm exports kiln:plugin/rules"
+    );
+    let set = objects(&format!(
+        "{POD}---\napiVersion: v1\nkind: ConfigMap\nmetadata: {{name: settings}}\n"
+    ));
+    let settings = params(&[("policy", "guestbook-rules.yaml")]);
+    let results = plugin
+        .review_rules(
+            view(&example()),
+            context("guestbook", ""),
+            set.clone().into(),
+            settings.clone(),
+        )
+        .await
+        .unwrap();
+    let seen: Vec<(String, String, RuleOutcome)> = results
+        .iter()
+        .map(|r| {
+            (
+                r.rule.to_string(),
+                r.object.as_ref().unwrap().to_string(),
+                r.outcome,
+            )
+        })
+        .collect();
+    assert_eq!(
+        seen,
+        vec![
+            (
+                "guestbook-rules/team-label".into(),
+                "Pod/web".into(),
+                RuleOutcome::Pass
+            ),
+            (
+                "guestbook-rules/no-latest-tag".into(),
+                "Pod/web".into(),
+                RuleOutcome::Fail
+            ),
+        ]
+    );
+    // `review` is derived from them: the failure, with its rule.
+    let findings = plugin
+        .review(
+            view(&example()),
+            context("guestbook", ""),
+            set.into(),
+            settings,
+        )
+        .await
+        .unwrap();
+    assert_eq!(findings.len(), 1, "{findings:?}");
+    let finding = &findings[0];
+    assert_eq!(finding.severity, Severity::Error);
+    assert_eq!(
+        finding.rule.as_ref().map(ToString::to_string).as_deref(),
+        Some("guestbook-rules/no-latest-tag")
+    );
+    assert!(
+        finding
+            .message
+            .starts_with("[guestbook-rules/no-latest-tag] "),
+        "{}",
+        finding.message
+    );
+}
+
+#[tokio::test]
+async fn a_policy_of_findings_only_reports_no_rules() {
+    let plugin = host()
+        .load_file(&component("required-labels"), World::Policy, None)
+        .unwrap();
+    assert!(!plugin.reports_rules());
+    let error = plugin
+        .review_rules(
+            view(&example()),
+            context("guestbook", ""),
+            objects(POD).into(),
+            params(&[("labels", "team")]),
+        )
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(error, PluginError::ContractMismatch { .. }),
+        "{error}"
+    );
+    assert!(error.to_string().contains("kiln:plugin/rules"), "{error}");
+}
+
+#[tokio::test]
+async fn a_validating_policy_runs_in_the_sandbox() {
+    let dir = tree(&[(
+        "vpol.yaml",
+        "apiVersion: policies.kyverno.io/v1alpha1
+kind: ValidatingPolicy
+metadata: {name: no-latest}
+spec:
+  validationActions: [Deny]
+  matchConstraints:
+    resourceRules:
+    - {apiGroups: [''], apiVersions: [v1], operations: [CREATE, UPDATE], resources: [pods]}
+  validations:
+  - expression: \"object.spec.containers.all(c, !c.image.endsWith(':latest'))\"
+    messageExpression: \"'latest tag in ' + object.metadata.name\"
+",
+    )]);
+    let deployment = "apiVersion: apps/v1
+kind: Deployment
+metadata: {name: d}
+spec:
+  template:
+    metadata: {name: tpl}
+    spec: {containers: [{name: c, image: 'x:latest'}]}
+";
+    let findings = policy()
+        .review(
+            view(dir.path()),
+            context("vpol", ""),
+            objects(&format!("{POD}---\n{deployment}")).into(),
+            params(&[("policy", "vpol.yaml")]),
+        )
+        .await
+        .unwrap();
+    let messages: Vec<&str> = findings.iter().map(|f| f.message.as_str()).collect();
+    // The Pod, and the Deployment's template through autogen.
+    assert_eq!(
+        messages,
+        vec![
+            "[no-latest] latest tag in web",
+            "[no-latest] latest tag in tpl"
+        ],
+        "{findings:?}"
+    );
+}
