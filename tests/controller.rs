@@ -2243,6 +2243,137 @@ fn secure_policies(policies: &str, pod_security_repo: &str, mode: &str) -> Value
     ])
 }
 
+/// The security team's Kyverno ClusterPolicy (`validationFailureAction`
+/// as given): no privileged containers, written for Pods (autogen applies
+/// it to the Deployment's template).
+fn kyverno_policy(action: &str) -> String {
+    format!(
+        "apiVersion: kyverno.io/v1
+kind: ClusterPolicy
+metadata: {{name: disallow-privileged-containers}}
+spec:
+  validationFailureAction: {action}
+  rules:
+  - name: privileged-containers
+    match:
+      any:
+      - resources: {{kinds: [Pod]}}
+    validate:
+      message: Privileged mode is disallowed.
+      pattern:
+        spec:
+          containers:
+          - =(securityContext):
+              =(privileged): \"false\"
+"
+    )
+}
+
+/// Issue 40: a project's mandatory Kyverno policy, from the security team's
+/// repository, blocks a privileged Deployment with nothing applied; when
+/// the team switches it to Audit the application is applied with warnings,
+/// and the PolicyReport names the Kyverno policy and rule of each result.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_project_s_kyverno_policy_blocks_then_audits_naming_its_rules() {
+    let w = world().await;
+    let policies_repo = Fixture::new(w._dir.path(), "policies");
+    policies_repo.commit(
+        "kyverno",
+        &[("kyverno/privileged.yaml", &kyverno_policy("Enforce"))],
+    );
+    policies_repo.publish();
+    let policies = w._daemon.url("policies");
+    w.repo
+        .commit("privileged web", &[("guestbook/web.yaml", PRIVILEGED_WEB)]);
+    w.repo.publish();
+    install_policy_plugin(&w.cluster, "kyverno").await;
+    secure_project(
+        &w,
+        json!([{"name": "kyverno", "mode": "enforce",
+            "settings": {"policy": "."},
+            "source": {"repoURL": policies, "targetRevision": "main", "path": "kyverno"}}]),
+    )
+    .await;
+    let apps: Api<Application> = Api::namespaced(w.cluster.client.clone(), "kiln");
+    apps.create(
+        &PostParams::default(),
+        &application("web", &w.url, "secure"),
+    )
+    .await
+    .unwrap();
+
+    // Enforce: blocked, nothing applied, the finding naming its rule.
+    let deployments = w
+        .cluster
+        .api("apps/v1", "Deployment", "deployments", Some("guestbook"));
+    let blocked = eventually_long("web blocked by the Kyverno policy", async || {
+        let status = app_status(&w.cluster, "web").await;
+        (status["policy"]["blocked"] == true).then_some(status)
+    })
+    .await;
+    let finding = &blocked["policy"]["findings"][0];
+    assert_eq!(finding["severity"], "error", "{blocked}");
+    assert_eq!(
+        finding["rule"],
+        json!({"policy": "disallow-privileged-containers", "name": "autogen-privileged-containers"}),
+        "{blocked}"
+    );
+    assert!(
+        finding["message"]
+            .as_str()
+            .unwrap()
+            .contains("Privileged mode is disallowed."),
+        "{finding}"
+    );
+    assert!(deployments.get_opt("web").await.unwrap().is_none());
+    assert!(
+        live_configmap(&w.cluster, "settings").await.is_none(),
+        "nothing of a blocked application is applied"
+    );
+
+    // Audit: applied, the finding a warning.
+    policies_repo.commit(
+        "audit",
+        &[("kyverno/privileged.yaml", &kyverno_policy("Audit"))],
+    );
+    policies_repo.publish();
+    let audited = eventually_long("web applied with a warning", async || {
+        deployments.get_opt("web").await.unwrap()?;
+        let status = app_status(&w.cluster, "web").await;
+        (status["policy"]["blocked"] == false
+            && status["policy"]["findings"][0]["severity"] == "warning")
+            .then_some(status)
+    })
+    .await;
+    assert_eq!(
+        audited["policy"]["findings"].as_array().unwrap().len(),
+        1,
+        "{audited}"
+    );
+
+    // The PolicyReport reads as Kyverno's own: its policy and rule.
+    let reports = w.cluster.api(
+        "wgpolicyk8s.io/v1alpha2",
+        "PolicyReport",
+        "policyreports",
+        Some("guestbook"),
+    );
+    let report = eventually_long("the PolicyReport with the warning", async || {
+        let found = reports.get_opt("kiln-web").await.ok().flatten()?;
+        let value = serde_json::to_value(found).unwrap();
+        (value["results"][0]["result"] == "warn").then_some(value)
+    })
+    .await;
+    let result = &report["results"][0];
+    assert_eq!(
+        result["policy"], "disallow-privileged-containers",
+        "{report}"
+    );
+    assert_eq!(result["rule"], "autogen-privileged-containers", "{report}");
+    assert_eq!(result["properties"]["kilnPolicy"], "kyverno", "{report}");
+    assert_eq!(result["resources"][0]["kind"], "Deployment", "{report}");
+}
+
 /// Issue 18: a project's mandatory policies read a repository the security
 /// team owns, not the application's. The application's repository ships a
 /// permissive policy at the very paths the settings name: it changes

@@ -365,3 +365,18 @@ spec:
         "{findings:?}"
     );
 }
+
+#[test]
+fn inspect_says_the_plugin_reports_its_rules() {
+    let out = Command::new(env!("CARGO_BIN_EXE_kiln"))
+        .args(["plugin", "inspect"])
+        .arg(component("kyverno"))
+        .output()
+        .unwrap();
+    let stdout = text(&out.stdout);
+    assert!(
+        stdout.contains("world:    policy, reporting each rule's result (kiln:plugin/rules)\n"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("  kiln:plugin/rules@0.1.1\n"), "{stdout}");
+}

@@ -3,6 +3,9 @@
 
 mod support;
 
+use std::path::Path;
+
+use kiln::manifest;
 use kiln::plugin::{CacheOutcome, HostConfig, PluginError, PluginHost, World};
 use kiln::source::{Escape, Observation, SourcePath};
 use serde_json::json;
@@ -333,6 +336,39 @@ async fn a_wasi_guest_finds_nothing_ambient() {
         "the wall clock is frozen at the epoch"
     );
     assert_eq!(field("elapsed"), "0", "the monotonic clock does not move");
+}
+
+/// The versioning rule: a component built against an earlier patch of the
+/// contract line (0.1.0, before the optional `rules` export) loads and runs
+/// unchanged on this host.
+#[tokio::test]
+async fn a_component_of_an_earlier_patch_runs_unchanged() {
+    let plugin = host()
+        .load_file(&component("fixture-contract-0-1-0"), World::Policy, None)
+        .unwrap();
+    assert!(!plugin.reports_rules());
+    let objects = manifest::parse(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n",
+        Some("a.yaml"),
+    )
+    .unwrap();
+    let findings = plugin
+        .review(
+            view(Path::new(".")),
+            context("old", ""),
+            objects.into(),
+            Vec::new(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(findings.len(), 1);
+    assert_eq!(
+        findings[0].message,
+        "reviewed manifest 0 under contract 0.1.0"
+    );
+    let info = kiln::plugin::inspect(&std::fs::read(component("fixture-contract-0-1-0")).unwrap())
+        .unwrap();
+    assert_eq!(info.contract_version.unwrap().to_string(), "0.1.0");
 }
 
 #[tokio::test]

@@ -334,9 +334,13 @@ pub(crate) async fn run(command: &PluginCommand) -> anyhow::Result<u8> {
             match output {
                 Format::Json => println!("{}", serde_json::to_string_pretty(&info)?),
                 Format::Text => {
-                    let world = info
-                        .world
-                        .map_or_else(|| "none (not a Kiln plugin)".to_owned(), |w| w.to_string());
+                    let world = match info.world {
+                        None => "none (not a Kiln plugin)".to_owned(),
+                        Some(w) if info.reports_rules => {
+                            format!("{w}, reporting each rule's result (kiln:plugin/rules)")
+                        }
+                        Some(w) => w.to_string(),
+                    };
                     let contract = match info.contract_version {
                         Some(v) => format!(
                             "{}@{v} ({})",
