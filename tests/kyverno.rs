@@ -131,10 +131,11 @@ fn a_wrong_expectation_exits_1_saying_what_the_rule_did() {
         &test_file(
             "- {policy: guestbook-rules, rule: team-label, kind: Pod, resources: [web], result: pass}
 - {policy: guestbook-rules, rule: no-latest-tag, kind: Pod, resources: [web], result: pass}
-- {policy: guestbook-rules, rule: no-latest-tag, kind: Pod, resources: [ghost], result: fail}
+- {policy: guestbook-rules, rule: no-latest-tag, kind: ConfigMap, resources: [settings], result: fail}
+- {policy: guestbook-rules, rule: no-latest-tag, kind: Pod, resources: [ghost], result: skip}
 ",
         ),
-        POD,
+        &format!("{POD}---\napiVersion: v1\nkind: ConfigMap\nmetadata: {{name: settings}}\n"),
     );
     let out = kiln(&[&dir.path().join(".kyverno-test").display().to_string()]);
     let stdout = text(&out.stdout);
@@ -149,8 +150,53 @@ fn a_wrong_expectation_exits_1_saying_what_the_rule_did() {
         stdout.contains("expected fail, but the rule did not apply to it (skip)"),
         "{stdout}"
     );
+    // A resource the test does not have is never a passing skip.
     assert!(
-        stdout.ends_with("1 passed, 2 failed, 0 skipped, 0 error(s)\n"),
+        stdout.contains("no resource Pod ghost among the test's resources"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.ends_with("1 passed, 3 failed, 0 skipped, 0 error(s)\n"),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn a_policy_exception_skips_what_it_names() {
+    let dir = scratch(
+        &format!(
+            "{}exceptions: [exception.yaml]\n",
+            test_file(
+                "- {policy: guestbook-rules, rule: no-latest-tag, kind: Pod, resources: [web], result: skip}
+- {policy: guestbook-rules, rule: team-label, kind: Pod, resources: [web], result: pass}
+- {policy: guestbook-rules, rule: no-latest-tag, kind: Pod, resources: [other], result: fail}
+"
+            )
+        ),
+        &format!(
+            "{POD}---\n{}",
+            POD.replace("name: web", "name: other")
+        ),
+    );
+    std::fs::write(
+        dir.path().join(".kyverno-test/exception.yaml"),
+        "apiVersion: kyverno.io/v2
+kind: PolicyException
+metadata: {name: web-may-float, namespace: ops}
+spec:
+  exceptions:
+  - {policyName: guestbook-rules, ruleNames: [no-latest-tag, autogen-no-latest-tag]}
+  match:
+    any:
+    - resources: {kinds: [Pod], names: [web]}
+",
+    )
+    .unwrap();
+    let out = kiln(&[&dir.path().join(".kyverno-test").display().to_string()]);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}{}", text(&out.stderr));
+    assert!(
+        stdout.ends_with("3 passed, 0 failed, 0 skipped, 0 error(s)\n"),
         "{stdout}"
     );
 }
@@ -159,7 +205,7 @@ fn a_wrong_expectation_exits_1_saying_what_the_rule_did() {
 fn what_kiln_does_not_run_exits_2_naming_the_field() {
     for (extra, named) in [
         ("variables: values.yaml\n", "`variables`"),
-        ("exceptions: [exception.yaml]\n", "`exceptions`"),
+        ("checks: [{match: {}}]\n", "`checks`"),
     ] {
         let dir = scratch(
             &format!(

@@ -282,8 +282,8 @@ impl Plugin {
         settings: &Params,
     ) -> Result<Vec<Finding>> {
         if self.reports_rules() {
-            let results = self.review_rules_blocking(view, context, objects, settings)?;
-            return self.findings_of(results);
+            let results = self.call_rules(view, context, objects, settings)?;
+            return self.findings_of(results, objects);
         }
         let Pre::Policy { pre, .. } = &self.inner.pre else {
             return Err(self.wrong_world(World::Policy));
@@ -330,6 +330,22 @@ impl Plugin {
         objects: &[Object],
         settings: &Params,
     ) -> Result<Vec<RuleResult>> {
+        let results = self.call_rules(view, context, objects, settings)?;
+        results
+            .into_iter()
+            .map(|r| self.rule_result(r, objects))
+            .collect()
+    }
+
+    /// Calls `rules.review-rules`; the results as the guest gave them, their
+    /// number and names checked.
+    fn call_rules(
+        &self,
+        view: Arc<dyn SourceView>,
+        context: &AppContext,
+        objects: &[Object],
+        settings: &Params,
+    ) -> Result<Vec<wit_rules::RuleResult>> {
         let Pre::Policy {
             pre,
             rules: Some(rules),
@@ -353,17 +369,43 @@ impl Plugin {
             rules.call_review_rules(store, &context, &manifests, &settings)
         })?;
         let results = results.map_err(|message| self.failed(message))?;
-        results
-            .into_iter()
-            .map(|r| self.rule_result(r, objects))
-            .collect()
+        if results.len() > MAX_RULE_RESULTS {
+            return Err(self.failed(format!(
+                "{} rule results, more than the {MAX_RULE_RESULTS} a review may report",
+                results.len()
+            )));
+        }
+        if let Some(long) = results
+            .iter()
+            .flat_map(|r| [&r.policy, &r.rule])
+            .find(|name| name.len() > MAX_RULE_NAME)
+        {
+            return Err(self.failed(format!(
+                "a rule result names a policy or rule of {} bytes (at most {MAX_RULE_NAME}): {}",
+                long.len(),
+                crate::text::bounded(long, 64)
+            )));
+        }
+        Ok(results)
     }
 
     /// The findings of a policy's rule results: `fail` and `warn`; an
-    /// `error` fails the review closed, naming the rule and object.
-    fn findings_of(&self, results: Vec<RuleResult>) -> Result<Vec<Finding>> {
+    /// `error` fails the review closed, naming the rule and object. Passes
+    /// and skips are dropped without being lifted.
+    fn findings_of(
+        &self,
+        results: Vec<wit_rules::RuleResult>,
+        objects: &[Object],
+    ) -> Result<Vec<Finding>> {
         let mut findings = Vec::new();
         for result in results {
+            if matches!(
+                result.outcome,
+                wit_rules::Outcome::Pass | wit_rules::Outcome::Skip
+            ) {
+                continue;
+            }
+            let result = self.rule_result(result, objects)?;
             if result.outcome == RuleOutcome::Error {
                 let on = result
                     .object
@@ -526,6 +568,14 @@ impl Plugin {
         }
     }
 }
+
+/// The most rule results one review may report (a policy's `rules` export);
+/// more fails the review naming the plugin.
+const MAX_RULE_RESULTS: usize = 1_000_000;
+
+/// The longest policy or rule name a rule result may carry (a Kubernetes
+/// object name's bound): names go into statuses and policy reports.
+const MAX_RULE_NAME: usize = 253;
 
 /// How often (in epoch ticks) a running guest checks its render's interrupt:
 /// every 50 ms at the default tick.

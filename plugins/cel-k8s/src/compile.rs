@@ -118,13 +118,23 @@ impl Compiled {
     }
 
     /// The fields selected on the variable `root` (e.g. the names `x` of
-    /// `variables.x`), for lazy evaluation of what an expression reads.
+    /// `variables.x`, `variables.?x`, `variables[?'x']`), for lazy
+    /// evaluation of what an expression reads.
     pub fn fields_of(&self, root: &str) -> BTreeSet<String> {
+        use cel::common::ast::operators::{OPT_INDEX, OPT_SELECT};
         let mut out = BTreeSet::new();
         walk(&self.expr, &mut |e| match &e.expr {
             Expr::Select(select) if matches!(&select.operand.expr, Expr::Ident(name) if name == root) =>
             {
                 out.insert(select.field.clone());
+            }
+            Expr::Call(call) if call.func_name == OPT_SELECT || call.func_name == OPT_INDEX => {
+                if let [base, field] = &call.args[..]
+                    && matches!(&base.expr, Expr::Ident(name) if name == root)
+                    && let Expr::Literal(LiteralValue::String(field)) = &field.expr
+                {
+                    out.insert(field.to_string());
+                }
             }
             Expr::Call(call) if call.func_name == HAS_FUNCTION => {
                 if let [base, first, ..] = &call.args[..]
@@ -201,8 +211,6 @@ fn counts_sizes(name: &str) -> bool {
     name == "_+_" || name == "@in" || (!is_operator(name) && !name.starts_with("__kiln_"))
 }
 
-/// Wraps every comprehension range in a call to [`COST_FUNCTION`] and the
-/// arguments of calls in [`SIZE_FUNCTION`] (see [`counts_sizes`]).
 /// Rewrites the receiver chain of every `orValue` call to optional field
 /// and index reads ([`Environment::with_lenient_or_value`]).
 fn lenient_or_value(expr: &mut IdedExpr, next_id: &mut u64) {
@@ -291,6 +299,8 @@ fn for_each_child(expr: &mut IdedExpr, f: &mut dyn FnMut(&mut IdedExpr)) {
     }
 }
 
+/// Wraps every comprehension range in a call to [`COST_FUNCTION`] and the
+/// arguments of calls in [`SIZE_FUNCTION`] (see [`counts_sizes`]).
 fn instrument(expr: &mut IdedExpr, next_id: &mut u64) {
     if let Expr::Select(select) = &expr.expr
         && select.test

@@ -108,24 +108,45 @@ pub fn all_hold(conditions: &[(&str, &str)], bindings: Bindings<'_>) -> Result<b
         match scope.eval(expression) {
             Ok(Value::Bool(true)) => {}
             Ok(Value::Bool(false)) => return Ok(false),
-            Ok(other) => return Err(format!("{name} returned {other:?}, not a bool")),
+            Ok(other) => return Err(format!("{name} returned {}, not a bool", shown(&other))),
             Err(e) => return Err(format!("{name}: {e}")),
         }
     }
     Ok(true)
 }
 
+/// A CEL value as a person reads it (JSON), at most 200 bytes.
+fn shown(value: &Value) -> String {
+    let text = kiln_cel_k8s::to_json(value).to_string();
+    match text.char_indices().nth(200) {
+        Some((at, _)) => format!("{}…", &text[..at]),
+        None => text,
+    }
+}
+
+/// What an expression that cannot be evaluated means.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OnError {
+    /// The result is `Status::Error` (never a pass).
+    Report,
+    /// The check is left out and the others still decide
+    /// (`failurePolicy: Ignore`, as the API server applies it to each
+    /// validation).
+    Skip,
+}
+
 /// Evaluates `checks` in order with `variables` (name, expression; each
 /// evaluated when first read): pass when every check is true, fail with
-/// the first false one's message, `Status::Error` when one cannot be
-/// evaluated (never a pass; what that means is the caller's choice), and
-/// an `Err` when one does not compile. `what` names the block in
-/// messages.
+/// the first false one's message; a check that cannot be evaluated is
+/// `Status::Error` or left out, as `on_error` says. An expression that
+/// does not compile, or bindings that cannot be made, are an `Err`
+/// whatever `on_error` says. `what` names the block in messages.
 pub fn run_checks(
     variables: &[(&str, &str)],
     checks: &[Check<'_>],
     bindings: Bindings<'_>,
     what: &str,
+    on_error: OnError,
 ) -> Result<(Status, String), String> {
     let env = environment();
     let max_depth = env.limits().max_value_depth;
@@ -171,12 +192,14 @@ pub fn run_checks(
                 )?;
                 return Ok((Status::Fail, message));
             }
+            _ if on_error == OnError::Skip => {}
             Ok(other) => {
                 return Ok((
                     Status::Error,
                     format!(
-                        "{what}: {} returned {other:?}, not a bool",
-                        expression.source()
+                        "{what}: {} returned {}, not a bool",
+                        expression.source(),
+                        shown(&other)
                     ),
                 ));
             }
@@ -267,6 +290,7 @@ pub fn validate(
             namespace_object,
         },
         "validate.cel expressions",
+        OnError::Report,
     )?;
     Ok(match status {
         Status::Error => (Status::Fail, message),

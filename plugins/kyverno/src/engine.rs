@@ -6,6 +6,7 @@ use serde_json::{Map, Value, json};
 
 use crate::autogen;
 use crate::conditions::{self, Operator};
+use crate::exception::{Applies, PolicyException};
 use crate::images;
 use crate::matching::{self, Request};
 use crate::model::{Policy, Rule};
@@ -40,26 +41,57 @@ pub struct RuleResult {
 }
 
 /// A policy with its rules as they run: its own and those autogen makes,
-/// computed once for every resource it reviews.
+/// computed once for every resource it reviews, and the exceptions that
+/// name it.
 #[derive(Debug, Clone)]
 pub struct Prepared {
     /// The policy.
     pub policy: Policy,
     /// Its rules, generated ones included.
     pub rules: Vec<Rule>,
+    /// The exceptions naming it.
+    pub exceptions: Vec<PolicyException>,
 }
 
-/// Prepares `policy` for reviews.
-pub fn prepare(policy: Policy) -> Prepared {
+impl Prepared {
+    /// The name exceptions know it by: a ClusterPolicy's name, a Policy's
+    /// `NAMESPACE/NAME`.
+    pub fn key(&self) -> String {
+        match (&self.policy.kind[..], &self.policy.metadata.namespace) {
+            ("Policy", Some(namespace)) => format!("{namespace}/{}", self.policy.metadata.name),
+            ("Policy", None) => format!("default/{}", self.policy.metadata.name),
+            _ => self.policy.metadata.name.clone(),
+        }
+    }
+}
+
+/// Prepares `policy` for reviews, with those of `exceptions` that name it.
+pub fn prepare(policy: Policy, exceptions: &[PolicyException]) -> Prepared {
     let rules = autogen::rules(&policy);
-    Prepared { policy, rules }
+    let mut prepared = Prepared {
+        policy,
+        rules,
+        exceptions: Vec::new(),
+    };
+    let key = prepared.key();
+    prepared.exceptions = exceptions
+        .iter()
+        .filter(|e| prepared.rules.iter().any(|r| e.names(&key, &r.name)))
+        .cloned()
+        .collect();
+    prepared
 }
 
 /// The results of every rule of `policy` that applies to `resource` (a
 /// rule whose `match` does not select it, or whose `exclude` does, gives
 /// none).
 pub fn evaluate(policy: &Prepared, resource: &Value, request: &Request<'_>) -> Vec<RuleResult> {
-    let Prepared { policy, rules } = policy;
+    let key = policy.key();
+    let Prepared {
+        policy,
+        rules,
+        exceptions,
+    } = policy;
     if policy.kind == "Policy" {
         let namespace = resource
             .pointer("/metadata/namespace")
@@ -77,7 +109,11 @@ pub fn evaluate(policy: &Prepared, resource: &Value, request: &Request<'_>) -> V
     let default_action = policy.spec.validation_failure_action.as_deref();
     let mut results = Vec::new();
     for rule in rules {
-        if let Some(mut result) = evaluate_rule(rule, resource, request) {
+        let excepted: Vec<&PolicyException> = exceptions
+            .iter()
+            .filter(|e| e.names(&key, &rule.name))
+            .collect();
+        if let Some(mut result) = evaluate_rule(rule, resource, request, &excepted) {
             let action = rule
                 .validate
                 .as_ref()
@@ -100,7 +136,12 @@ fn result(rule: &Rule, status: Status, message: impl Into<String>) -> Option<Rul
     })
 }
 
-fn evaluate_rule(rule: &Rule, resource: &Value, request: &Request<'_>) -> Option<RuleResult> {
+fn evaluate_rule(
+    rule: &Rule,
+    resource: &Value,
+    request: &Request<'_>,
+    exceptions: &[&PolicyException],
+) -> Option<RuleResult> {
     match matching::selects(rule.match_.as_ref(), resource, request) {
         Ok(true) => {}
         Ok(false) => return None,
@@ -142,6 +183,25 @@ fn evaluate_rule(rule: &Rule, resource: &Value, request: &Request<'_>) -> Option
             Ok(false) => return result(rule, Status::Skip, "CEL preconditions not met"),
             Err(e) => return result(rule, Status::Error, format!("celPreconditions: {e}")),
         }
+    }
+    // Exceptions are weighed once the rule applies, as in Kyverno.
+    let mut granted = Vec::new();
+    for exception in exceptions {
+        match exception.covers(resource, request, &context) {
+            Applies::Yes => granted.push(exception.key.as_str()),
+            Applies::No => {}
+            Applies::Unknown(e) => return result(rule, Status::Error, e),
+        }
+    }
+    if !granted.is_empty() {
+        return result(
+            rule,
+            Status::Skip,
+            format!(
+                "rule is skipped due to policy exceptions {}",
+                granted.join(", ")
+            ),
+        );
     }
     let (status, detail) = match validation(validate, resource, &context, 0) {
         Ok(outcome) => outcome,
@@ -446,7 +506,7 @@ mod tests {
         let text = format!(
             "apiVersion: kyverno.io/v1\nkind: ClusterPolicy\nmetadata: {{name: p}}\nspec:\n  validationFailureAction: Enforce\n  rules:\n{rules}"
         );
-        prepare(model::policies("p.yaml", &text).unwrap().remove(0))
+        prepare(model::policies("p.yaml", &text).unwrap().remove(0), &[])
     }
 
     fn request() -> Request<'static> {

@@ -15,6 +15,7 @@ pub mod cel;
 pub mod conditions;
 pub mod duration;
 pub mod engine;
+pub mod exception;
 pub mod functions;
 pub mod images;
 pub mod matching;

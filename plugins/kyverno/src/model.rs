@@ -86,11 +86,15 @@ pub enum Document {
     /// A `policies.kyverno.io` `ValidatingPolicy` or
     /// `NamespacedValidatingPolicy`.
     Validating(crate::vpol::ValidatingPolicy),
+    /// A `kyverno.io` `PolicyException`.
+    Exception(crate::exception::PolicyException),
+    /// A `policies.kyverno.io` `PolicyException`.
+    CelException(crate::exception::CelException),
 }
 
-/// The policy documents of a text: every `kyverno.io` ClusterPolicy or
-/// Policy and every `policies.kyverno.io` ValidatingPolicy among its YAML
-/// documents (other documents are ignored: a policy file may carry a README
+/// The policy documents of a text: every `kyverno.io` ClusterPolicy,
+/// Policy or PolicyException and every `policies.kyverno.io`
+/// ValidatingPolicy or PolicyException among its YAML documents (other documents are ignored: a policy file may carry a README
 /// ConfigMap, a test file its resources), each with the file named in
 /// errors. Other Kyverno policy kinds (mutating, generating, image
 /// verification, deleting) are refused by name.
@@ -125,6 +129,16 @@ pub fn documents(file: &str, text: &str) -> Result<Vec<Document>, String> {
                     .map_err(|e| format!("{file}: {e}"))?;
                 out.push(Document::Validating(policy));
             }
+            ("kyverno.io", "PolicyException") => {
+                let exception = crate::exception::PolicyException::parse(&value)
+                    .map_err(|e| format!("{file}: {e}"))?;
+                out.push(Document::Exception(exception));
+            }
+            (crate::vpol::GROUP, "PolicyException") => {
+                let exception = crate::exception::CelException::parse(&value)
+                    .map_err(|e| format!("{file}: {e}"))?;
+                out.push(Document::CelException(exception));
+            }
             (crate::vpol::GROUP, _) if kind.ends_with("Policy") => {
                 return Err(format!(
                     "{file}: {kind} {name}: Kiln runs Kyverno's validating policies only (ValidatingPolicy, ClusterPolicy, Policy)"
@@ -142,7 +156,45 @@ pub fn policies(file: &str, text: &str) -> Result<Vec<Policy>, String> {
         .into_iter()
         .filter_map(|d| match d {
             Document::Policy(p) => Some(p),
-            Document::Validating(_) => None,
+            _ => None,
         })
         .collect())
+}
+
+/// The documents of a policy source, by kind.
+#[derive(Debug, Clone, Default)]
+pub struct PolicySet {
+    /// ClusterPolicies and Policies.
+    pub policies: Vec<Policy>,
+    /// ValidatingPolicies.
+    pub validating: Vec<crate::vpol::ValidatingPolicy>,
+    /// `kyverno.io` PolicyExceptions.
+    pub exceptions: Vec<crate::exception::PolicyException>,
+    /// `policies.kyverno.io` PolicyExceptions.
+    pub cel_exceptions: Vec<crate::exception::CelException>,
+}
+
+impl PolicySet {
+    /// Sorts `documents` by kind.
+    pub fn of(documents: impl IntoIterator<Item = Document>) -> Self {
+        let mut set = PolicySet::default();
+        for document in documents {
+            match document {
+                Document::Policy(p) => set.policies.push(p),
+                Document::Validating(p) => set.validating.push(p),
+                Document::Exception(e) => set.exceptions.push(e),
+                Document::CelException(e) => set.cel_exceptions.push(e),
+            }
+        }
+        set
+    }
+
+    /// The ClusterPolicies and Policies prepared for reviews, each with the
+    /// exceptions naming it.
+    pub fn prepared(&self) -> Vec<crate::engine::Prepared> {
+        self.policies
+            .iter()
+            .map(|p| crate::engine::prepare(p.clone(), &self.exceptions))
+            .collect()
+    }
 }

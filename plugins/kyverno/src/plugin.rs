@@ -68,15 +68,13 @@ impl RulePolicy for Kyverno {
     }
 
     fn review_rules(request: ReviewRequest) -> Result<Vec<RuleResult>, String> {
-        let (mut policies, mut validating) = (Vec::new(), Vec::new());
+        let mut documents = Vec::new();
         for path in policy_paths(&request.settings)? {
-            for document in load(&path)? {
-                match document {
-                    model::Document::Policy(p) => policies.push(engine::prepare(p)),
-                    model::Document::Validating(p) => validating.push(p),
-                }
-            }
+            documents.extend(load(&path)?);
         }
+        let set = model::PolicySet::of(documents);
+        let policies = set.prepared();
+        let (validating, cel_exceptions) = (set.validating, set.cel_exceptions);
         let objects = request
             .manifests
             .iter()
@@ -123,9 +121,13 @@ impl RulePolicy for Kyverno {
                 .collect();
             for policy in &validating {
                 for (index, object) in objects.iter().enumerate() {
-                    let Some(result) =
-                        policy.evaluate(object, &namespace_labels, &kinds, review.operation)
-                    else {
+                    let Some(result) = policy.evaluate(
+                        object,
+                        &namespace_labels,
+                        &kinds,
+                        review.operation,
+                        &cel_exceptions,
+                    ) else {
                         continue;
                     };
                     results.push(RuleResult {

@@ -20,8 +20,9 @@ use serde::Deserialize;
 use serde::de::IgnoredAny;
 use serde_json::Value;
 
-use crate::cel::{self, Bindings, Check};
+use crate::cel::{self, Bindings, Check, OnError};
 use crate::engine::{RuleResult, Status};
+use crate::exception::{Applies, CelException};
 
 /// The API group of Kyverno's CEL policies.
 pub const GROUP: &str = "policies.kyverno.io";
@@ -34,6 +35,8 @@ pub struct ValidatingPolicy {
     /// The namespace of a `NamespacedValidatingPolicy` (it applies there
     /// only).
     pub namespace: Option<String>,
+    /// `ValidatingPolicy` or `NamespacedValidatingPolicy`.
+    pub kind: &'static str,
     spec: Spec,
 }
 
@@ -106,20 +109,33 @@ impl ValidatingPolicy {
         if spec.validations.is_empty() {
             return Err(format!("{kind} {name}: spec.validations is empty"));
         }
-        let namespace = if kind == "NamespacedValidatingPolicy" {
-            Some(
-                metadata
-                    .and_then(|m| m.get("namespace"))
-                    .and_then(Value::as_str)
-                    .unwrap_or("default")
-                    .to_owned(),
+        if let Some(action) = spec
+            .validation_actions
+            .iter()
+            .find(|a| !matches!(a.as_str(), "Deny" | "Audit" | "Warn"))
+        {
+            return Err(format!(
+                "{kind} {name}: validationActions: `{action}` is not Deny, Audit or Warn"
+            ));
+        }
+        let (kind, namespace) = if kind == "NamespacedValidatingPolicy" {
+            (
+                "NamespacedValidatingPolicy",
+                Some(
+                    metadata
+                        .and_then(|m| m.get("namespace"))
+                        .and_then(Value::as_str)
+                        .unwrap_or("default")
+                        .to_owned(),
+                ),
             )
         } else {
-            None
+            ("ValidatingPolicy", None)
         };
         let policy = ValidatingPolicy {
             name,
             namespace,
+            kind,
             spec,
         };
         for expression in policy.expressions() {
@@ -148,29 +164,31 @@ impl ValidatingPolicy {
             }))
     }
 
-    /// Whether a failure blocks: `validationActions` holds `Deny`.
+    /// Whether a failure blocks: `validationActions` holds `Deny`, or is
+    /// empty (Kyverno's default).
     fn enforce(&self) -> bool {
-        self.spec
-            .validation_actions
-            .iter()
-            .any(|a| a.eq_ignore_ascii_case("deny"))
+        let actions = &self.spec.validation_actions;
+        actions.is_empty() || actions.iter().any(|a| a == "Deny")
     }
 
     /// The policy's result on `object`, or `None` when it does not apply.
     /// `namespaces`: the labels of the namespaces known; `kinds`: the CRDs
-    /// of the set.
+    /// of the set; `exceptions`: the CEL policy exceptions of the source.
     pub fn evaluate(
         &self,
         object: &Value,
         namespaces: &BTreeMap<String, BTreeMap<String, String>>,
         kinds: &SetKinds,
         operation: &str,
+        exceptions: &[CelException],
     ) -> Option<RuleResult> {
+        // A namespaced policy reviews the namespaced objects of its own
+        // namespace (placed by the host where they will be applied).
         if let Some(namespace) = &self.namespace {
             let of_object = object
                 .pointer("/metadata/namespace")
                 .and_then(Value::as_str)
-                .unwrap_or("default");
+                .unwrap_or("");
             if of_object != namespace {
                 return None;
             }
@@ -185,10 +203,43 @@ impl ValidatingPolicy {
                 enforce: self.enforce(),
             })
         };
-        let ignore = self.spec.failure_policy == Some(FailurePolicy::Ignore);
-        match self.run(object, operation, rewrite) {
-            // `failurePolicy: Ignore`: an error lets the object through.
-            Ok((Status::Error, _)) | Err(_) if ignore => None,
+        // Exceptions are weighed once the policy matches, before its match
+        // conditions, as in Kyverno.
+        let mut granted = Vec::new();
+        let mut pass = false;
+        for exception in exceptions.iter().filter(|e| e.names(&self.name, self.kind)) {
+            match exception.covers(object, operation) {
+                Applies::Yes => {
+                    granted.push(exception.key.as_str());
+                    pass |= exception.reports_pass();
+                }
+                Applies::No => {}
+                Applies::Unknown(e) => return result(Status::Error, e),
+            }
+        }
+        if !granted.is_empty() {
+            let (status, word) = if pass {
+                (Status::Pass, "passed")
+            } else {
+                (Status::Skip, "skipped")
+            };
+            return result(
+                status,
+                format!(
+                    "rule is {word} due to policy exception: {}",
+                    granted.join(", ")
+                ),
+            );
+        }
+        // `failurePolicy: Ignore` leaves out a validation that cannot be
+        // evaluated, as the API server does; the others still decide. An
+        // expression that does not compile, or a match condition that
+        // fails, is an error whatever the policy says (fail closed).
+        let on_error = match self.spec.failure_policy {
+            Some(FailurePolicy::Ignore) => OnError::Skip,
+            _ => OnError::Report,
+        };
+        match self.run(object, operation, rewrite, on_error) {
             Ok((status, message)) => result(status, message),
             Err(e) => result(Status::Error, e),
         }
@@ -205,7 +256,7 @@ impl ValidatingPolicy {
         if matching::matches(constraints, Matcher::Policy, target, namespaces) {
             return Some(None);
         }
-        let template = self.autogen_template(target)?;
+        let (template, pods) = self.autogen_template(target)?;
         // Kyverno's generated constraints: the controller's resource, the
         // policy's operations and namespace selector.
         let generated = MatchResources {
@@ -214,7 +265,7 @@ impl ValidatingPolicy {
                 api_groups: vec![template.group.into()],
                 api_versions: vec!["v1".into()],
                 resources: vec![template.resource.into()],
-                operations: constraints.resource_rules[0].operations.clone(),
+                operations: pods.operations.clone(),
                 ..ResourceRule::default()
             }],
             ..MatchResources::default()
@@ -226,7 +277,7 @@ impl ValidatingPolicy {
     /// to it: a policy matching exactly Pods (one rule, core `v1` `pods`,
     /// no names, no object selector, no exclusions), for the controllers
     /// `autogen.podControllers.controllers` names (all of them by default).
-    fn autogen_template(&self, target: &Target<'_>) -> Option<&'static Template> {
+    fn autogen_template(&self, target: &Target<'_>) -> Option<(&'static Template, &ResourceRule)> {
         let constraints = self.spec.match_constraints.as_ref()?;
         let selector_set = constraints
             .object_selector
@@ -251,13 +302,9 @@ impl ValidatingPolicy {
             .as_ref()
             .and_then(|a| a.pod_controllers.as_ref())
             .and_then(|p| p.controllers.as_ref());
-        match chosen {
-            Some(controllers) => controllers
-                .iter()
-                .any(|c| c == template.resource)
-                .then_some(template),
-            None => Some(template),
-        }
+        let chosen =
+            chosen.is_none_or(|controllers| controllers.iter().any(|c| c == template.resource));
+        chosen.then_some((template, rule))
     }
 
     /// Runs the policy's CEL on `object`, its expressions rewritten for a
@@ -267,6 +314,7 @@ impl ValidatingPolicy {
         object: &Value,
         operation: &str,
         template: Option<&Template>,
+        on_error: OnError,
     ) -> Result<(Status, String), String> {
         let text = |e: &str| match template {
             Some(t) => t.rewrite(e),
@@ -315,7 +363,7 @@ impl ValidatingPolicy {
                 message_expression: message_expression.as_deref(),
             })
             .collect();
-        cel::run_checks(&variables, &checks, bindings, "validations")
+        cel::run_checks(&variables, &checks, bindings, "validations", on_error)
     }
 }
 
@@ -452,7 +500,13 @@ mod tests {
 
     fn eval(policy: &ValidatingPolicy, object: Value) -> Option<(Status, String)> {
         policy
-            .evaluate(&object, &BTreeMap::new(), &SetKinds::default(), "CREATE")
+            .evaluate(
+                &object,
+                &BTreeMap::new(),
+                &SetKinds::default(),
+                "CREATE",
+                &[],
+            )
             .map(|r| (r.status, r.message))
     }
 
@@ -532,8 +586,50 @@ mod tests {
         let mut labelled = pod(false);
         labelled["metadata"]["labels"] = json!({"a": "b"});
         assert_eq!(eval(&p, labelled.clone()).unwrap().0, Status::Error);
+        // Ignore leaves the failing validation out: nothing else to check.
         spec["failurePolicy"] = json!("Ignore");
-        assert!(eval(&policy(spec), labelled).is_none());
+        assert_eq!(eval(&policy(spec), labelled).unwrap().0, Status::Pass);
+    }
+
+    #[test]
+    fn ignore_leaves_out_only_the_validations_that_error() {
+        let mut spec = pods(json!([
+            {"expression": "object.spec.nope.x == 1"},
+            {"expression": "!object.spec.hostNetwork", "message": "no host network"}
+        ]));
+        spec["failurePolicy"] = json!("Ignore");
+        let p = policy(spec.clone());
+        assert_eq!(
+            eval(&p, pod(true)).unwrap(),
+            (Status::Fail, "no host network".into())
+        );
+        assert_eq!(eval(&p, pod(false)).unwrap().0, Status::Pass);
+        // A match condition that fails is an error whatever the policy says.
+        spec["matchConditions"] = json!([{"name": "broken", "expression": "object.nope.x"}]);
+        assert_eq!(eval(&policy(spec), pod(false)).unwrap().0, Status::Error);
+    }
+
+    #[test]
+    fn without_validation_actions_a_failure_is_denied() {
+        let mut spec = pods(json!([{"expression": "false"}]));
+        spec.as_object_mut().unwrap().remove("validationActions");
+        let result = policy(spec.clone())
+            .evaluate(
+                &pod(false),
+                &BTreeMap::new(),
+                &SetKinds::default(),
+                "CREATE",
+                &[],
+            )
+            .unwrap();
+        assert!(result.enforce);
+        spec["validationActions"] = json!(["Dney"]);
+        let error = ValidatingPolicy::parse(
+            "ValidatingPolicy",
+            &json!({"metadata": {"name": "p"}, "spec": spec}),
+        )
+        .unwrap_err();
+        assert!(error.contains("`Dney`"), "{error}");
     }
 
     #[test]
@@ -569,6 +665,7 @@ mod tests {
                 &BTreeMap::new(),
                 &SetKinds::default(),
                 "CREATE",
+                &[],
             )
             .unwrap();
         assert!(!result.enforce);

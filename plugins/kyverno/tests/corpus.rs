@@ -32,6 +32,8 @@ struct Test {
     #[serde(default)]
     resources: Vec<String>,
     #[serde(default)]
+    exceptions: Vec<String>,
+    #[serde(default)]
     results: Vec<Expected>,
 }
 
@@ -90,22 +92,18 @@ fn run(folder: &Path) -> (usize, Vec<String>) {
     let test: Test =
         serde_yaml::from_str(&std::fs::read_to_string(dir.join("kyverno-test.yaml")).unwrap())
             .unwrap();
-    let (mut policies, mut validating) = (Vec::new(), Vec::new());
-    for file in &test.policies {
+    let mut found_documents = Vec::new();
+    for file in test.policies.iter().chain(&test.exceptions) {
         let path = dir.join(file);
         let text = std::fs::read_to_string(&path).unwrap();
         match model::documents(&path.display().to_string(), &text) {
-            Ok(found) => {
-                for document in found {
-                    match document {
-                        model::Document::Policy(p) => policies.push(engine::prepare(p)),
-                        model::Document::Validating(p) => validating.push(p),
-                    }
-                }
-            }
+            Ok(found) => found_documents.extend(found),
             Err(e) => return (0, vec![format!("policy: {e}")]),
         }
     }
+    let set = model::PolicySet::of(found_documents);
+    let policies = set.prepared();
+    let (validating, cel_exceptions) = (&set.validating, &set.cel_exceptions);
     let resources: Vec<Value> = test
         .resources
         .iter()
@@ -130,8 +128,13 @@ fn run(folder: &Path) -> (usize, Vec<String>) {
                     wrong.push(format!("no resource {} {name}", expected.kind));
                     continue;
                 };
-                let (got, why) = match policy.evaluate(resource, &BTreeMap::new(), &kinds, "CREATE")
-                {
+                let (got, why) = match policy.evaluate(
+                    resource,
+                    &BTreeMap::new(),
+                    &kinds,
+                    "CREATE",
+                    cel_exceptions,
+                ) {
                     Some(r) => (status_name(r.status), r.message),
                     None => ("skip", "not matched".to_owned()),
                 };

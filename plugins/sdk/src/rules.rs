@@ -21,13 +21,31 @@ pub trait RulePolicy {
     fn review_rules(request: ReviewRequest) -> Result<Vec<RuleResult>, String>;
 }
 
-/// `review`, from the results of [`RulePolicy::review_rules`].
+/// `review`, from the results of [`RulePolicy::review_rules`]: as the host
+/// derives findings from them, so that both calls say the same.
 #[doc(hidden)]
 pub fn review<P: RulePolicy>(request: ReviewRequest) -> Result<Vec<Finding>, String> {
     let manifests = request.manifests.clone();
-    let object = |index: Option<u32>| {
-        let manifest = manifests.get(index? as usize)?;
-        ObjectRef::of(&serde_json::from_str(&manifest.content).ok()?)
+    // Each manifest parsed at most once, and only for a finding.
+    let mut parsed: Vec<Option<Option<ObjectRef>>> = vec![None; manifests.len()];
+    let mut object = |result: &RuleResult| -> Result<Option<ObjectRef>, String> {
+        let Some(index) = result.manifest else {
+            return Ok(None);
+        };
+        let slot = parsed.get_mut(index as usize).ok_or_else(|| {
+            format!(
+                "rule {} reported a result for manifest {index}, but the set has {}",
+                name(result),
+                manifests.len()
+            )
+        })?;
+        Ok(slot
+            .get_or_insert_with(|| {
+                serde_json::from_str(&manifests[index as usize].content)
+                    .ok()
+                    .and_then(|value| ObjectRef::of(&value))
+            })
+            .clone())
     };
     let mut findings = Vec::new();
     for result in P::review_rules(request)? {
@@ -36,7 +54,7 @@ pub fn review<P: RulePolicy>(request: ReviewRequest) -> Result<Vec<Finding>, Str
             Outcome::Fail => Severity::Error,
             Outcome::Warn => Severity::Warning,
             Outcome::Error => {
-                let on = object(result.manifest)
+                let on = object(&result)?
                     .map(|o| {
                         format!(
                             " on {}/{}{}",
@@ -50,7 +68,7 @@ pub fn review<P: RulePolicy>(request: ReviewRequest) -> Result<Vec<Finding>, Str
             }
         };
         findings.push(Finding {
-            object: object(result.manifest),
+            object: object(&result)?,
             message: format!("[{}] {}", name(&result), result.message),
             field_path: result.field_path,
             severity,

@@ -4,40 +4,51 @@
 //! `results` entry is one case, passing when the rule's result on that
 //! resource is the one expected (a `skip` when the rule did not apply).
 //!
-//! What `kyverno test` reads and Kiln does not run (values, variables,
-//! user info, `checks`, exceptions) is an error naming the field, never a
+//! `exceptions` (PolicyException files) are read by the plugin beside the
+//! policies. What `kyverno test` reads and Kiln does not run (values,
+//! variables, user info, `checks`) is an error naming the field, never a
 //! test that passes without checking.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 use serde_json::Value;
 
 use super::{Case, Options, PolicySpec, RuleExpectation, Test};
-use crate::plugin::{RuleOutcome, RuleResult};
+use crate::manifest::Object;
+use crate::plugin::{ObjectRef, RuleOutcome, RuleResult};
 use crate::policy::Mode;
 
-/// The source view of a Kyverno test: `root` (where the suites were found),
-/// or the suite directory's parent when the suite directory is `root`
-/// itself, since tests name their policy as `../policy.yaml`.
+/// The source view of a Kyverno test: `root` (where the suites were
+/// found), or, for a test in a `.kyverno-test` directory that is `root`
+/// itself, that directory's parent: by the convention of kyverno/policies
+/// a test names the policy beside it as `../policy.yaml`. Nothing above
+/// that parent is ever in view.
 pub(super) fn view_root(root: &Path, suite_dir: &Path) -> PathBuf {
-    let same = match (root.canonicalize(), suite_dir.canonicalize()) {
-        (Ok(root), Ok(dir)) => root == dir,
-        _ => false,
+    let (Ok(canonical_root), Ok(dir)) = (root.canonicalize(), suite_dir.canonicalize()) else {
+        return root.to_owned();
     };
-    match suite_dir
-        .canonicalize()
-        .ok()
-        .and_then(|d| d.parent().map(Path::to_owned))
-    {
-        Some(parent) if same => parent,
+    let conventional = dir.file_name().is_some_and(|n| n == ".kyverno-test");
+    match dir.parent() {
+        Some(parent) if conventional && canonical_root == dir => parent.to_owned(),
         _ => root.to_owned(),
     }
 }
 
+/// The longest policy or rule name a test may give (a Kubernetes object
+/// name's bound; rule names are bounded alike).
+const MAX_NAME: usize = 253;
+
+/// A `kyverno test` file: every field `cli.kyverno.io/v1alpha1` `Test` has,
+/// so that a misspelt one is an error, not a test that checks less.
 #[derive(Debug, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 struct RawTest {
+    #[serde(default, rename = "apiVersion")]
+    _api_version: Option<String>,
+    #[serde(default, rename = "kind")]
+    _kind: Option<String>,
     #[serde(default)]
     metadata: Option<Meta>,
     /// The older, top-level form of the name.
@@ -49,27 +60,36 @@ struct RawTest {
     resources: Vec<String>,
     #[serde(default)]
     results: Vec<RawResult>,
-    // Read so that they are refused by name, never ignored.
+    /// PolicyException files, read by the plugin beside the policies.
     #[serde(default)]
-    exceptions: Vec<Value>,
+    exceptions: Vec<String>,
+    // What Kiln does not run: read so that it is refused by name.
     #[serde(default)]
-    variables: Option<String>,
+    variables: Option<Value>,
     #[serde(default)]
-    user_info: Option<String>,
+    userinfo: Option<Value>,
     #[serde(default)]
     values: Option<Value>,
     #[serde(default)]
-    checks: Vec<Value>,
-    #[serde(default)]
-    target_resources: Vec<Value>,
+    context: Option<Value>,
     #[serde(default)]
     json_payload: Option<Value>,
     #[serde(default)]
-    context: Option<Value>,
-    #[serde(default, rename = "apiVersion")]
-    _api_version: Option<String>,
-    #[serde(default, rename = "kind")]
-    _kind: Option<String>,
+    json_payloads: Option<Value>,
+    #[serde(default)]
+    http_payloads: Option<Value>,
+    #[serde(default)]
+    envoy_payloads: Option<Value>,
+    #[serde(default)]
+    target_resources: Option<Value>,
+    #[serde(default)]
+    param_resources: Option<Value>,
+    #[serde(default)]
+    cluster_resources: Option<Value>,
+    #[serde(default)]
+    api_call_responses: Option<Value>,
+    #[serde(default)]
+    global_context_entries: Option<Value>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -78,6 +98,7 @@ struct Meta {
     name: Option<String>,
 }
 
+/// One `results` entry, every field `kyverno test` knows.
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 struct RawResult {
@@ -88,14 +109,17 @@ struct RawResult {
     kind: Option<String>,
     #[serde(default)]
     resources: Vec<String>,
-    /// The older single-resource form.
-    #[serde(default)]
-    resource: Option<String>,
     result: String,
     #[serde(default)]
     is_validating_policy: bool,
+    /// Kiln's other policies: a missing resource always fails here.
+    #[serde(default, rename = "failOnMissingResources")]
+    _fail_on_missing_resources: bool,
+    // What the Kyverno plugin does not run: refused by name.
     #[serde(default)]
     is_validating_admission_policy: bool,
+    #[serde(default)]
+    is_mutating_admission_policy: bool,
     #[serde(default)]
     is_mutating_policy: bool,
     #[serde(default)]
@@ -105,37 +129,57 @@ struct RawResult {
     #[serde(default)]
     is_generating_policy: bool,
     #[serde(default)]
-    namespace: Option<String>,
+    operation: Option<String>,
     #[serde(default)]
-    patched_resources: Option<String>,
+    patched_resources: Option<Value>,
     #[serde(default)]
-    generated_resource: Option<String>,
+    generated_resource: Option<Value>,
     #[serde(default)]
-    cloned_resource: Option<String>,
+    generated_resources: Option<Value>,
+    #[serde(default)]
+    clone_source_resource: Option<Value>,
+    #[serde(default)]
+    resource_specs: Option<Value>,
+}
+
+/// Whether an optional field says something (an empty list or string
+/// does not).
+fn given(value: &Option<Value>) -> bool {
+    match value {
+        None | Some(Value::Null) => false,
+        Some(Value::Array(a)) => !a.is_empty(),
+        Some(Value::String(s)) => !s.is_empty(),
+        Some(_) => true,
+    }
 }
 
 /// Parses a Kyverno test (`document`, in `suite_dir`, whose path in the
 /// source view is `view_dir`): its name, if it has one, and the test.
 pub(super) fn test(
-    document: &Value,
+    document: Value,
     suite_dir: &Path,
     view_dir: &str,
     options: &Options,
 ) -> Result<(Option<String>, Test), String> {
-    let raw: RawTest = serde_json::from_value(document.clone()).map_err(|e| e.to_string())?;
+    let raw: RawTest = serde_json::from_value(document).map_err(|e| e.to_string())?;
     let unsupported = [
-        ("exceptions", !raw.exceptions.is_empty()),
-        ("variables", raw.variables.is_some()),
-        ("userinfo", raw.user_info.is_some()),
-        ("values", raw.values.is_some()),
-        ("checks", !raw.checks.is_empty()),
-        ("targetResources", !raw.target_resources.is_empty()),
-        ("jsonPayload", raw.json_payload.is_some()),
-        ("context", raw.context.is_some()),
+        ("variables", given(&raw.variables)),
+        ("userinfo", given(&raw.userinfo)),
+        ("values", given(&raw.values)),
+        ("context", given(&raw.context)),
+        ("jsonPayload", given(&raw.json_payload)),
+        ("jsonPayloads", given(&raw.json_payloads)),
+        ("httpPayloads", given(&raw.http_payloads)),
+        ("envoyPayloads", given(&raw.envoy_payloads)),
+        ("targetResources", given(&raw.target_resources)),
+        ("paramResources", given(&raw.param_resources)),
+        ("clusterResources", given(&raw.cluster_resources)),
+        ("apiCallResponses", given(&raw.api_call_responses)),
+        ("globalContextEntries", given(&raw.global_context_entries)),
     ];
     if let Some((field, _)) = unsupported.iter().find(|(_, set)| *set) {
         return Err(format!(
-            "`{field}` is not supported by kiln policy test yet (Kiln runs policies, resources and results)"
+            "`{field}` is not supported by kiln policy test yet (Kiln runs policies, exceptions, resources and results)"
         ));
     }
     if raw.policies.is_empty() {
@@ -144,10 +188,29 @@ pub(super) fn test(
     if raw.resources.is_empty() {
         return Err("`resources` is empty: name the resource files the test reviews".into());
     }
+    if raw.results.is_empty() {
+        return Err("`results` is empty: the test would check nothing".into());
+    }
+    let files = raw.policies.len() + raw.exceptions.len() + raw.resources.len();
+    if files > options.limits.max_files {
+        return Err(format!(
+            "{files} files named, more than the limit of {} (--max-files)",
+            options.limits.max_files
+        ));
+    }
+    // Counted before any case is built: a small file cannot make many.
+    let cases: usize = raw.results.iter().map(|r| r.resources.len()).sum();
+    if cases > options.limits.max_cases {
+        return Err(format!(
+            "{cases} cases, more than the limit of {} (--max-cases)",
+            options.limits.max_cases
+        ));
+    }
     let name = raw.metadata.and_then(|m| m.name).or(raw.name);
     let settings = raw
         .policies
         .iter()
+        .chain(&raw.exceptions)
         .map(|file| {
             let path = match view_dir {
                 "" | "." => file.clone(),
@@ -156,7 +219,7 @@ pub(super) fn test(
             ("policy".to_owned(), path)
         })
         .collect();
-    let mut cases = Vec::new();
+    let mut cases = Vec::with_capacity(cases);
     for (index, result) in raw.results.into_iter().enumerate() {
         cases.extend(result_cases(index, result)?);
     }
@@ -177,25 +240,45 @@ pub(super) fn test(
 
 /// The cases of one `results` entry: one per resource.
 fn result_cases(index: usize, result: RawResult) -> Result<Vec<Case>, String> {
-    let at = |m: &str| format!("results[{index}] (policy {}): {m}", result.policy);
+    let policy = crate::text::bounded(&result.policy, MAX_NAME);
+    let at = |m: &str| format!("results[{index}] (policy {policy}): {m}");
+    for (what, name) in [("policy", &result.policy), ("rule", &result.rule)] {
+        if name.len() > MAX_NAME {
+            return Err(at(&format!(
+                "the {what} name is longer than {MAX_NAME} bytes"
+            )));
+        }
+    }
     let kinds = [
+        (
+            "isValidatingAdmissionPolicy (run ValidatingAdmissionPolicies with the vap plugin, in a Kiln PolicySuite)",
+            result.is_validating_admission_policy,
+        ),
+        (
+            "isMutatingAdmissionPolicy",
+            result.is_mutating_admission_policy,
+        ),
         ("isMutatingPolicy", result.is_mutating_policy),
         ("isImageValidatingPolicy", result.is_image_validating_policy),
         ("isDeletingPolicy", result.is_deleting_policy),
         ("isGeneratingPolicy", result.is_generating_policy),
-        ("patchedResources", result.patched_resources.is_some()),
-        ("generatedResource", result.generated_resource.is_some()),
-        ("clonedResource", result.cloned_resource.is_some()),
+        ("patchedResources", given(&result.patched_resources)),
+        ("generatedResource", given(&result.generated_resource)),
+        ("generatedResources", given(&result.generated_resources)),
+        ("cloneSourceResource", given(&result.clone_source_resource)),
+        ("resourceSpecs", given(&result.resource_specs)),
     ];
     if let Some((field, _)) = kinds.iter().find(|(_, set)| *set) {
         return Err(at(&format!(
-            "`{field}`: Kiln runs validation only (no mutate, generate, delete or image verification)"
+            "`{field}`: the Kyverno plugin runs validation only (no mutate, generate, delete or image verification)"
         )));
     }
-    let _ = (
-        result.is_validating_policy,
-        result.is_validating_admission_policy,
-    );
+    if let Some(operation) = result.operation.as_deref().filter(|o| *o != "CREATE") {
+        return Err(at(&format!(
+            "operation `{operation}`: Kiln reviews objects before they are applied (CREATE)"
+        )));
+    }
+    let _ = result.is_validating_policy;
     let outcome = match result.result.as_str() {
         "pass" => RuleOutcome::Pass,
         "fail" => RuleOutcome::Fail,
@@ -204,61 +287,120 @@ fn result_cases(index: usize, result: RawResult) -> Result<Vec<Case>, String> {
         "skip" => RuleOutcome::Skip,
         other => {
             return Err(at(&format!(
-                "result `{other}` is not pass, fail, warn, error or skip"
+                "result `{}` is not pass, fail, warn, error or skip",
+                crate::text::bounded(other, MAX_NAME)
             )));
         }
     };
-    let resources: Vec<String> = result
-        .resources
-        .iter()
-        .cloned()
-        .chain(result.resource.clone())
-        .collect();
-    if resources.is_empty() {
+    if result.resources.is_empty() {
         return Err(at("`resources` is empty"));
     }
-    Ok(resources
-        .into_iter()
-        .map(|resource| {
-            let (namespace, name) = match resource.split_once('/') {
-                Some((ns, name)) => (Some(ns.to_owned()), name.to_owned()),
-                None => (result.namespace.clone(), resource.clone()),
-            };
-            let rule = RuleExpectation {
+    let kind = result.kind.clone().filter(|k| !k.is_empty());
+    let mut cases = Vec::with_capacity(result.resources.len());
+    for resource in result.resources {
+        if resource.len() > 2 * MAX_NAME {
+            return Err(at(
+                "a resource name is longer than a namespace and name can be",
+            ));
+        }
+        let (namespace, name) = match resource.split_once('/') {
+            Some((ns, name)) => (Some(ns.to_owned()), name.to_owned()),
+            None => (None, resource.clone()),
+        };
+        cases.push(Case {
+            name: format!(
+                "{}/{} {}{resource}: {}",
+                result.policy,
+                result.rule,
+                kind.as_deref().map(|k| format!("{k} ")).unwrap_or_default(),
+                result.result
+            ),
+            objects: Vec::new(),
+            single_object: false,
+            settings: Vec::new(),
+            namespace: String::new(),
+            skip: false,
+            assertions: Vec::new(),
+            rule: Some(RuleExpectation {
                 policy: result.policy.clone(),
                 rule: result.rule.clone(),
-                kind: result.kind.clone().filter(|k| !k.is_empty()),
+                kind: kind.clone(),
                 namespace,
                 name,
                 outcome,
-            };
-            Case {
-                name: format!(
-                    "{}/{} {}{resource}: {}",
-                    result.policy,
-                    result.rule,
-                    result
-                        .kind
-                        .as_deref()
-                        .map(|k| format!("{k} "))
-                        .unwrap_or_default(),
-                    result.result
-                ),
-                objects: Vec::new(),
-                single_object: false,
-                settings: Vec::new(),
-                namespace: String::new(),
-                skip: false,
-                assertions: Vec::new(),
-                rule: Some(rule),
-            }
-        })
-        .collect())
+            }),
+        });
+    }
+    Ok(cases)
 }
 
-/// Whether a case's expectation holds for the rule results of its test's
-/// review: `Ok` when it does, else why not.
-pub(super) fn check(expected: &RuleExpectation, results: &[RuleResult]) -> Result<(), String> {
+/// A test's review: the objects reviewed and every rule result, by object
+/// name.
+pub(super) struct Reviewed<'a> {
+    objects: Vec<ObjectRef>,
+    by_name: HashMap<&'a str, Vec<&'a RuleResult>>,
+}
+
+impl<'a> Reviewed<'a> {
+    /// Indexes `results` of the review of `objects`.
+    pub(super) fn new(objects: &[Object], results: &'a [RuleResult]) -> Self {
+        let mut by_name: HashMap<&str, Vec<&RuleResult>> = HashMap::new();
+        for result in results {
+            if let Some(object) = &result.object {
+                by_name
+                    .entry(object.name.as_str())
+                    .or_default()
+                    .push(result);
+            }
+        }
+        Reviewed {
+            objects: objects
+                .iter()
+                .map(|o| ObjectRef {
+                    api_version: o.api_version().to_owned(),
+                    kind: o.kind().to_owned(),
+                    namespace: o.namespace().map(str::to_owned),
+                    name: o.name().to_owned(),
+                })
+                .collect(),
+            by_name,
+        }
+    }
+}
+
+/// Whether `object` is the one `expected` names: its name, and its kind and
+/// namespace when given (an object without one is in `default`, as the
+/// Kyverno CLI places it).
+fn names(expected: &RuleExpectation, object: &ObjectRef) -> bool {
+    object.name == expected.name
+        && expected.kind.as_ref().is_none_or(|k| *k == object.kind)
+        && expected
+            .namespace
+            .as_ref()
+            .is_none_or(|ns| *ns == object.namespace.as_deref().unwrap_or("default"))
+}
+
+/// Whether a case's expectation holds for its test's review: `Ok` when it
+/// does, else why not. The resource must be one the test reviewed; every
+/// result of the rule on it must be the one expected (a rule autogen made
+/// from it answers for it on pod controllers); none is a `skip`.
+pub(super) fn check(expected: &RuleExpectation, reviewed: &Reviewed<'_>) -> Result<(), String> {
+    if !reviewed.objects.iter().any(|o| names(expected, o)) {
+        return Err(format!(
+            "no resource {}{}{} among the test's resources",
+            expected
+                .kind
+                .as_deref()
+                .map(|k| format!("{k} "))
+                .unwrap_or_default(),
+            expected
+                .namespace
+                .as_deref()
+                .map(|ns| format!("{ns}/"))
+                .unwrap_or_default(),
+            expected.name
+        ));
+    }
     let policy_named = |name: &str| {
         name == expected.policy
             || expected
@@ -271,20 +413,6 @@ pub(super) fn check(expected: &RuleExpectation, results: &[RuleResult]) -> Resul
             || rule.strip_prefix("autogen-") == Some(expected.rule.as_str())
             || rule.strip_prefix("autogen-cronjob-") == Some(expected.rule.as_str())
     };
-    let object_named = |r: &RuleResult| {
-        r.object.as_ref().is_some_and(|o| {
-            o.name == expected.name
-                && expected.kind.as_ref().is_none_or(|k| *k == o.kind)
-                && expected
-                    .namespace
-                    .as_ref()
-                    .is_none_or(|ns| *ns == o.namespace.as_deref().unwrap_or("default"))
-        })
-    };
-    let mut found = results
-        .iter()
-        .filter(|r| policy_named(&r.rule.policy) && rule_named(&r.rule.rule) && object_named(r));
-    let got = found.next();
     let holds = |outcome: RuleOutcome| match expected.outcome {
         // An audited failure is a `warn` result to Kiln, a `fail` to
         // `kyverno test` (which says `warn` only for unscored policies).
@@ -293,8 +421,30 @@ pub(super) fn check(expected: &RuleExpectation, results: &[RuleResult]) -> Resul
         }
         other => outcome == other,
     };
-    match got {
-        Some(result) if holds(result.outcome) => Ok(()),
+    let found: Vec<&RuleResult> = reviewed
+        .by_name
+        .get(expected.name.as_str())
+        .into_iter()
+        .flatten()
+        .copied()
+        .filter(|r| {
+            policy_named(&r.rule.policy)
+                && rule_named(&r.rule.rule)
+                && r.object.as_ref().is_some_and(|o| names(expected, o))
+        })
+        .collect();
+    if found.is_empty() {
+        return if expected.outcome == RuleOutcome::Skip {
+            Ok(())
+        } else {
+            Err(format!(
+                "expected {}, but the rule did not apply to it (skip)",
+                expected.outcome
+            ))
+        };
+    }
+    match found.iter().find(|r| !holds(r.outcome)) {
+        None => Ok(()),
         Some(result) => Err(format!(
             "expected {}, got {}{}",
             expected.outcome,
@@ -304,11 +454,6 @@ pub(super) fn check(expected: &RuleExpectation, results: &[RuleResult]) -> Resul
             } else {
                 format!(": {}", result.message)
             }
-        )),
-        None if expected.outcome == RuleOutcome::Skip => Ok(()),
-        None => Err(format!(
-            "expected {}, but the rule did not apply to it (skip)",
-            expected.outcome
         )),
     }
 }
@@ -321,7 +466,7 @@ mod tests {
     fn parse(yaml: &str) -> Result<Test, String> {
         let document: Value = serde_yaml::from_str(yaml).unwrap();
         test(
-            &document,
+            document,
             Path::new("suite"),
             "pol/.kyverno-test",
             &Options::default(),
@@ -371,7 +516,6 @@ results:
     fn what_kiln_does_not_run_is_refused_by_name() {
         for (field, yaml) in [
             ("variables", "variables: values.yaml"),
-            ("exceptions", "exceptions: [e.yaml]"),
             ("checks", "checks: [{match: {}}]"),
             ("userinfo", "userInfo: u.yaml"),
         ] {
@@ -384,6 +528,10 @@ results:
         assert!(parse(&odd).unwrap_err().contains("`maybe`"));
         let typo = TEST.replace("result: fail", "result: fail\n  rsult: x");
         assert!(parse(&typo).unwrap_err().contains("rsult"));
+        let typo = TEST.replace("results:", "reslts:");
+        assert!(parse(&typo).unwrap_err().contains("reslts"));
+        let empty = TEST.split("results:").next().unwrap().to_owned() + "results: []\n";
+        assert!(parse(&empty).unwrap_err().contains("`results` is empty"));
     }
 
     fn result(rule: &str, kind: &str, name: &str, outcome: RuleOutcome) -> RuleResult {
@@ -422,7 +570,21 @@ results:
             result("autogen-r", "Deployment", "d", RuleOutcome::Fail),
             result("r", "Pod", "w", RuleOutcome::Warn),
         ];
-        let check = |e: RuleExpectation| check(&e, &results);
+        let objects: Vec<Object> = [
+            ("Pod", "a"),
+            ("Deployment", "d"),
+            ("Pod", "w"),
+            ("Pod", "zzz"),
+        ]
+        .iter()
+        .map(|(kind, name)| {
+            let value =
+                serde_json::json!({"apiVersion": "v1", "kind": kind, "metadata": {"name": name}});
+            Object::new(value.as_object().unwrap().clone(), None)
+        })
+        .collect();
+        let reviewed = Reviewed::new(&objects, &results);
+        let check = |e: RuleExpectation| check(&e, &reviewed);
         assert!(check(expect("r", Some("Pod"), "a", RuleOutcome::Pass)).is_ok());
         assert!(check(expect("r", Some("Deployment"), "d", RuleOutcome::Fail)).is_ok());
         // An audited failure answers for `fail`.
@@ -433,7 +595,11 @@ results:
         assert!(error.contains("did not apply"), "{error}");
         let error = check(expect("r", Some("Pod"), "a", RuleOutcome::Fail)).unwrap_err();
         assert_eq!(error, "expected fail, got pass: why");
-        // The kind narrows: a Pod named `d` has no result.
-        assert!(check(expect("r", Some("Pod"), "d", RuleOutcome::Fail)).is_err());
+        // The kind narrows: there is no Pod named `d`.
+        let error = check(expect("r", Some("Pod"), "d", RuleOutcome::Fail)).unwrap_err();
+        assert!(error.contains("no resource Pod d"), "{error}");
+        // A resource the test does not have is never a passing skip.
+        let error = check(expect("r", None, "ghost", RuleOutcome::Skip)).unwrap_err();
+        assert!(error.contains("among the test's resources"), "{error}");
     }
 }

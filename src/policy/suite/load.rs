@@ -506,7 +506,8 @@ pub fn load(root: &Path, file: &Path, options: &Options) -> Result<Suite, SuiteE
         }
         Format::Kyverno => {
             let (name, test) =
-                super::kyverno::test(document, suite_dir, &suite.dir, options).map_err(&invalid)?;
+                super::kyverno::test(document.clone(), suite_dir, &suite.dir, options)
+                    .map_err(&invalid)?;
             if let Some(name) = name {
                 suite.name = name;
             }

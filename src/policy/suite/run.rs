@@ -332,10 +332,11 @@ async fn run_rule_test(
     if suite.skip || test.skip {
         return every_case(CaseOutcome::status(Status::Skip, "skip: true"));
     }
-    let results = match review_rules(suite, test, view, plugins, options).await {
-        Ok(results) => results,
+    let (objects, results) = match review_rules(suite, test, view, plugins, options).await {
+        Ok(reviewed) => reviewed,
         Err(e) => return every_case(CaseOutcome::status(Status::Error, e)),
     };
+    let reviewed = super::kyverno::Reviewed::new(&objects, &results);
     let seconds = started.elapsed().as_secs_f64();
     let cases = test
         .cases
@@ -344,7 +345,7 @@ async fn run_rule_test(
             let outcome = match &case.rule {
                 _ if case.skip => CaseOutcome::status(Status::Skip, "skip: true"),
                 None => CaseOutcome::status(Status::Error, "the case expects no rule result"),
-                Some(expected) => match super::kyverno::check(expected, &results) {
+                Some(expected) => match super::kyverno::check(expected, &reviewed) {
                     Ok(()) => CaseOutcome {
                         status: Status::Pass,
                         reason: None,
@@ -371,17 +372,24 @@ async fn run_rule_test(
     }
 }
 
-/// Every rule result of a rule test's policies on its objects.
+/// A rule test's objects, and every rule result of its policies on them.
 async fn review_rules(
     suite: &Suite,
     test: &Test,
     view: Arc<dyn SourceView>,
     plugins: &Plugins<'_>,
     options: &Options,
-) -> Result<Vec<crate::plugin::RuleResult>, String> {
+) -> Result<
+    (
+        Arc<[crate::manifest::Object]>,
+        Vec<crate::plugin::RuleResult>,
+    ),
+    String,
+> {
+    // Not single-object files: never `None` (an AdmissionReview case).
     let objects = read_files(test.objects.clone(), false, &options.limits)
         .await?
-        .ok_or("an AdmissionReview cannot be reviewed before apply")?;
+        .unwrap_or_default();
     let objects: Arc<[crate::manifest::Object]> = objects.into();
     let context = AppContext {
         name: suite.name.clone(),
@@ -411,7 +419,7 @@ async fn review_rules(
             })?;
         results.extend(reviewed);
     }
-    Ok(results)
+    Ok((objects, results))
 }
 
 async fn run_case(

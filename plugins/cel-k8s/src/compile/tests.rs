@@ -136,6 +136,38 @@ fn lenient_or_value_reads_a_plain_chain_as_optional() {
 }
 
 #[test]
+fn optional_reads_of_variables_evaluate_them() {
+    let env = Environment::with_optional_types(Limits::default()).with_lenient_or_value();
+    let variables = vec![
+        (
+            "priv".to_owned(),
+            env.compile("object.privileged", &["object"]).unwrap(),
+        ),
+        (
+            "broken".to_owned(),
+            env.compile("object.nope.deeper", &["object"]).unwrap(),
+        ),
+    ];
+    let object = crate::from_json(&serde_json::json!({"privileged": true}), 16).unwrap();
+    for (source, expected) in [
+        ("variables.priv.orValue(false)", Some(Value::Bool(true))),
+        ("variables.?priv.orValue(false)", Some(Value::Bool(true))),
+        ("variables[?'priv'].orValue(false)", Some(Value::Bool(true))),
+        // A variable that fails to evaluate fails the expression reading
+        // it: never the default.
+        ("variables.broken.orValue(false)", None),
+        ("variables.?broken.orValue(false)", None),
+    ] {
+        let compiled = env
+            .compile(source, &["object", "variables"])
+            .unwrap_or_else(|e| panic!("{source}: {e}"));
+        let mut scope = crate::Scope::new(env.evaluation(), &variables);
+        scope.set("object", object.clone());
+        assert_eq!(scope.eval(&compiled).ok(), expected, "{source}");
+    }
+}
+
+#[test]
 fn attack_huge_comprehension_fails_closed() {
     // 300 x 300 x 300 iterations: far over the budget.
     let range = (0..300)

@@ -1,0 +1,334 @@
+//! `PolicyException`: what a security team grants in writing. A
+//! `kyverno.io` exception names policies and rules (`exceptions[]`:
+//! `policyName`, `ruleNames` with wildcards) and the resources it covers
+//! (`match`, as a rule's, and optional `conditions`); a rule it covers is
+//! skipped on those resources, after its preconditions, as Kyverno skips
+//! it. A `policies.kyverno.io` exception names CEL policies
+//! (`policyRefs`) and covers the objects its `matchConditions` accept.
+//!
+//! Exceptions come from the policy source, as the policies do: the team
+//! whose application is reviewed cannot grant itself one.
+
+use serde::Deserialize;
+use serde::de::IgnoredAny;
+use serde_json::Value;
+
+use crate::cel::{self, Bindings};
+use crate::matching::{self, Request};
+use crate::wildcard;
+
+/// A `kyverno.io` `PolicyException` (`v2`, `v2beta1`).
+#[derive(Debug, Clone)]
+pub struct PolicyException {
+    /// `NAMESPACE/NAME`, as Kyverno names it in messages.
+    pub key: String,
+    spec: Spec,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct Spec {
+    exceptions: Vec<Grant>,
+    #[serde(rename = "match")]
+    match_: Value,
+    #[serde(default)]
+    conditions: Option<Value>,
+    /// Exemptions from `podSecurity` controls (for `validate.podSecurity`
+    /// rules, which Kiln refuses by name).
+    #[serde(default)]
+    pod_security: Option<Vec<Value>>,
+    /// Whether background scans honour it: a review before apply always
+    /// does.
+    #[serde(default, rename = "background")]
+    _background: IgnoredAny,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct Grant {
+    policy_name: String,
+    #[serde(default)]
+    rule_names: Vec<String>,
+}
+
+/// What an exception did for a rule on a resource.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Applies {
+    /// It does not cover it.
+    No,
+    /// It covers it: the rule is skipped.
+    Yes,
+    /// Whether it covers it cannot be told (a condition that fails to
+    /// evaluate): the rule is an error, never a silent pass.
+    Unknown(String),
+}
+
+impl PolicyException {
+    /// Reads a `kyverno.io` `PolicyException` document.
+    pub fn parse(document: &Value) -> Result<Self, String> {
+        let metadata = document.get("metadata");
+        let text = |key: &str| {
+            metadata
+                .and_then(|m| m.get(key))
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+        };
+        let name = text("name");
+        if name.is_empty() {
+            return Err("PolicyException without metadata.name".into());
+        }
+        let namespace = match text("namespace") {
+            "" => "default",
+            ns => ns,
+        };
+        let key = format!("{namespace}/{name}");
+        let spec: Spec = serde_json::from_value(document.get("spec").cloned().unwrap_or_default())
+            .map_err(|e| format!("PolicyException {key}: spec: {e}"))?;
+        if spec.pod_security.as_ref().is_some_and(|p| !p.is_empty()) {
+            return Err(format!(
+                "PolicyException {key}: `podSecurity` exemptions are not supported (nor are validate.podSecurity rules)"
+            ));
+        }
+        if spec.exceptions.iter().any(|g| g.policy_name.is_empty()) {
+            return Err(format!(
+                "PolicyException {key}: an exception without a policyName"
+            ));
+        }
+        Ok(PolicyException { key, spec })
+    }
+
+    /// Whether it names rule `rule` of the policy named `policy` (a
+    /// ClusterPolicy's name, or `NAMESPACE/NAME` for a Policy).
+    pub fn names(&self, policy: &str, rule: &str) -> bool {
+        self.spec.exceptions.iter().any(|grant| {
+            grant.policy_name == policy
+                && grant
+                    .rule_names
+                    .iter()
+                    .any(|pattern| wildcard::matches(pattern, rule))
+        })
+    }
+
+    /// Whether it covers `resource`: its `match` selects it and its
+    /// `conditions` hold (read against `context`, the rule's).
+    pub fn covers(&self, resource: &Value, request: &Request<'_>, context: &Value) -> Applies {
+        match matching::selects(Some(&self.spec.match_), resource, request) {
+            Ok(true) => {}
+            Ok(false) => return Applies::No,
+            Err(e) => return Applies::Unknown(format!("PolicyException {}: match: {e}", self.key)),
+        }
+        match &self.spec.conditions {
+            None => Applies::Yes,
+            Some(conditions) => match crate::engine::conditions_hold(conditions, context) {
+                Ok(true) => Applies::Yes,
+                Ok(false) => Applies::No,
+                Err(e) => {
+                    Applies::Unknown(format!("PolicyException {}: conditions: {e}", self.key))
+                }
+            },
+        }
+    }
+}
+
+/// A `policies.kyverno.io` `PolicyException`, for CEL policies.
+#[derive(Debug, Clone)]
+pub struct CelException {
+    /// `NAMESPACE/NAME`.
+    pub key: String,
+    spec: CelSpec,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct CelSpec {
+    policy_refs: Vec<PolicyRef>,
+    #[serde(default)]
+    match_conditions: Vec<kiln_vap::model::NamedExpression>,
+    /// `pass` or `skip` (the default): what an excepted object's result
+    /// reads.
+    #[serde(default)]
+    report_result: Option<String>,
+    /// Image references exempt from image policies (not run by Kiln).
+    #[serde(default, rename = "images")]
+    _images: IgnoredAny,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PolicyRef {
+    name: String,
+    #[serde(default)]
+    kind: Option<String>,
+}
+
+impl CelException {
+    /// Reads a `policies.kyverno.io` `PolicyException` document.
+    pub fn parse(document: &Value) -> Result<Self, String> {
+        let metadata = document.get("metadata");
+        let text = |key: &str| {
+            metadata
+                .and_then(|m| m.get(key))
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+        };
+        let name = text("name");
+        if name.is_empty() {
+            return Err("PolicyException without metadata.name".into());
+        }
+        let namespace = match text("namespace") {
+            "" => "default",
+            ns => ns,
+        };
+        let key = format!("{namespace}/{name}");
+        let spec: CelSpec =
+            serde_json::from_value(document.get("spec").cloned().unwrap_or_default())
+                .map_err(|e| format!("PolicyException {key}: spec: {e}"))?;
+        match spec.report_result.as_deref() {
+            None | Some("skip" | "pass") => {}
+            Some(other) => {
+                return Err(format!(
+                    "PolicyException {key}: reportResult `{other}` is not pass or skip"
+                ));
+            }
+        }
+        Ok(CelException { key, spec })
+    }
+
+    /// Whether it names the CEL policy `name` of `kind`.
+    pub fn names(&self, name: &str, kind: &str) -> bool {
+        self.spec
+            .policy_refs
+            .iter()
+            .any(|r| r.name == name && r.kind.as_deref().is_none_or(|k| k == kind))
+    }
+
+    /// Whether the excepted result reads `pass` (else `skip`).
+    pub fn reports_pass(&self) -> bool {
+        self.spec.report_result.as_deref() == Some("pass")
+    }
+
+    /// Whether it covers `object`: every match condition holds.
+    pub fn covers(&self, object: &Value, operation: &str) -> Applies {
+        let conditions: Vec<(&str, &str)> = self
+            .spec
+            .match_conditions
+            .iter()
+            .map(|c| (c.name.as_str(), c.expression.as_str()))
+            .collect();
+        let bindings = Bindings {
+            object,
+            operation,
+            namespace_object: None,
+        };
+        match cel::all_hold(&conditions, bindings) {
+            Ok(true) => Applies::Yes,
+            Ok(false) => Applies::No,
+            Err(e) => Applies::Unknown(format!(
+                "PolicyException {}: matchConditions: {e}",
+                self.key
+            )),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn request() -> Request<'static> {
+        Request {
+            operation: "CREATE",
+            namespace_labels: &|_| Some(serde_json::Map::new()),
+        }
+    }
+
+    fn exception(spec: Value) -> Result<PolicyException, String> {
+        PolicyException::parse(
+            &json!({"metadata": {"name": "e", "namespace": "ops"}, "spec": spec}),
+        )
+    }
+
+    fn pod(name: &str) -> Value {
+        json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "delta"}})
+    }
+
+    #[test]
+    fn an_exception_covers_the_rules_and_resources_it_names() {
+        let e = exception(json!({
+            "exceptions": [{"policyName": "disallow-host-namespaces",
+                            "ruleNames": ["host-namespaces", "autogen-*"]}],
+            "match": {"any": [{"resources": {"kinds": ["Pod"], "namespaces": ["delta"], "names": ["tool-*"]}}]}
+        }))
+        .unwrap();
+        assert_eq!(e.key, "ops/e");
+        assert!(e.names("disallow-host-namespaces", "host-namespaces"));
+        assert!(e.names(
+            "disallow-host-namespaces",
+            "autogen-cronjob-host-namespaces"
+        ));
+        assert!(!e.names("disallow-host-namespaces", "other"));
+        assert!(!e.names("another-policy", "host-namespaces"));
+        let context = json!({});
+        assert_eq!(e.covers(&pod("tool-1"), &request(), &context), Applies::Yes);
+        assert_eq!(e.covers(&pod("web"), &request(), &context), Applies::No);
+    }
+
+    #[test]
+    fn conditions_narrow_it_and_a_failing_one_is_never_a_grant() {
+        let e = exception(json!({
+            "exceptions": [{"policyName": "p", "ruleNames": ["r"]}],
+            "match": {"any": [{"resources": {"kinds": ["Pod"]}}]},
+            "conditions": {"any": [{"key": "{{ request.object.metadata.name }}", "operator": "Equals", "value": "tool"}]}
+        }))
+        .unwrap();
+        let context = |name: &str| json!({"request": {"object": pod(name)}});
+        assert_eq!(
+            e.covers(&pod("tool"), &request(), &context("tool")),
+            Applies::Yes
+        );
+        assert_eq!(
+            e.covers(&pod("web"), &request(), &context("web")),
+            Applies::No
+        );
+        let broken = exception(json!({
+            "exceptions": [{"policyName": "p", "ruleNames": ["r"]}],
+            "match": {"any": [{"resources": {"kinds": ["Pod"]}}]},
+            "conditions": {"any": [{"key": "{{ request.object.nope.deeper }}", "operator": "Equals", "value": "x"}]}
+        }))
+        .unwrap();
+        assert!(matches!(
+            broken.covers(&pod("tool"), &request(), &context("tool")),
+            Applies::Unknown(_)
+        ));
+    }
+
+    #[test]
+    fn what_kiln_cannot_honour_is_refused_by_name() {
+        let error = exception(json!({
+            "exceptions": [{"policyName": "p", "ruleNames": ["r"]}],
+            "match": {"any": [{"resources": {"kinds": ["Pod"]}}]},
+            "podSecurity": [{"controlName": "Capabilities"}]
+        }))
+        .unwrap_err();
+        assert!(error.contains("podSecurity"), "{error}");
+        let error = exception(json!({"exceptions": [], "match": {}, "extra": 1})).unwrap_err();
+        assert!(error.contains("extra"), "{error}");
+    }
+
+    #[test]
+    fn a_cel_exception_covers_what_its_match_conditions_accept() {
+        let e = CelException::parse(&json!({
+            "metadata": {"name": "skip-tool"},
+            "spec": {"policyRefs": [{"name": "no-latest", "kind": "ValidatingPolicy"}],
+                     "matchConditions": [{"name": "tool", "expression": "object.metadata.name == 'tool'"}]}
+        }))
+        .unwrap();
+        assert_eq!(e.key, "default/skip-tool");
+        assert!(e.names("no-latest", "ValidatingPolicy"));
+        assert!(!e.names("other", "ValidatingPolicy"));
+        assert_eq!(e.covers(&pod("tool"), "CREATE"), Applies::Yes);
+        assert_eq!(e.covers(&pod("web"), "CREATE"), Applies::No);
+        assert!(!e.reports_pass());
+    }
+}
