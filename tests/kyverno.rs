@@ -426,3 +426,111 @@ fn inspect_says_the_plugin_reports_its_rules() {
     );
     assert!(stdout.contains("  kiln:plugin/rules@0.1.1\n"), "{stdout}");
 }
+
+/// A ClusterPolicy named `hostile` with one Enforce rule `r` on Pods.
+fn hostile(validate: &str) -> String {
+    format!(
+        "apiVersion: kyverno.io/v1
+kind: ClusterPolicy
+metadata: {{name: hostile}}
+spec:
+  validationFailureAction: Enforce
+  rules:
+  - name: r
+    match:
+      any:
+      - resources: {{kinds: [Pod]}}
+    validate:
+{validate}"
+    )
+}
+
+#[tokio::test]
+async fn attack_hostile_policies_fail_closed_naming_the_rule() {
+    // A pod of 200 containers with 200 variables each.
+    let env: Vec<serde_json::Value> = (0..200)
+        .map(|i| serde_json::json!({"name": format!("V{i}"), "value": "x"}))
+        .collect();
+    let containers: Vec<serde_json::Value> = (0..200)
+        .map(|i| serde_json::json!({"name": format!("c{i}"), "image": "nginx:1.27", "env": env}))
+        .collect();
+    let pod = serde_json::json!({"apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "big", "namespace": "a"}, "spec": {"containers": containers}});
+    let big = objects(&serde_json::to_string(&pod).unwrap());
+    let bomb = (0..9).fold("a: &a [x,x,x,x,x,x,x,x,x]".to_owned(), |text, i| {
+        format!(
+            "{text}\\n{}: &{} [*{p},*{p},*{p},*{p},*{p},*{p},*{p},*{p},*{p}]",
+            char::from(b'b' + i),
+            char::from(b'b' + i),
+            p = char::from(b'a' + i)
+        )
+    });
+    let cases = [
+        (
+            "nested foreach over 200 x 200 elements",
+            "      foreach:
+      - list: request.object.spec.containers
+        foreach:
+        - list: element.env
+          deny:
+            conditions:
+              any:
+              - {key: '{{ element.name }}', operator: Equals, value: never}
+",
+            "steps",
+        ),
+        (
+            "parse_yaml of an alias bomb",
+            &format!(
+                "      deny:
+        conditions:
+          any:
+          - key: \"{{{{ parse_yaml('{}') | length(@) }}}}\"
+            operator: Equals
+            value: 0
+",
+                bomb.replace('\n', "\\n")
+            ),
+            "alias",
+        ),
+        (
+            "a regular expression too large to compile",
+            &format!(
+                "      deny:
+        conditions:
+          any:
+          - key: \"{{{{ regex_match('{}', 'x') }}}}\"
+            operator: Equals
+            value: true
+",
+                "(a{1000}){1000}"
+            ),
+            "regex",
+        ),
+    ];
+    for (what, validate, says) in cases {
+        let dir = tree(&[("policy.yaml", &hostile(validate))]);
+        let error = policy()
+            .review(
+                view(dir.path()),
+                context("attack", ""),
+                big.clone().into(),
+                params(&[("policy", "policy.yaml")]),
+            )
+            .await
+            .unwrap_err();
+        let message = error.to_string();
+        assert!(
+            matches!(error, PluginError::Failed { .. }),
+            "{what}: fails as the policy's own error, not a trap: {message}"
+        );
+        assert!(
+            message.contains("rule hostile/r on Pod/a/big"),
+            "{what}: names the policy, rule and object: {message}"
+        );
+        assert!(
+            message.to_lowercase().contains(says),
+            "{what}: says why ({says}): {message}"
+        );
+    }
+}

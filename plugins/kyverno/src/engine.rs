@@ -142,6 +142,7 @@ fn evaluate_rule(
     request: &Request<'_>,
     exceptions: &[&PolicyException],
 ) -> Option<RuleResult> {
+    crate::budget::reset();
     match matching::selects(rule.match_.as_ref(), resource, request) {
         Ok(true) => {}
         Ok(false) => return None,
@@ -451,7 +452,10 @@ fn for_each(entries: &[Value], context: &Value, depth: usize) -> Result<(Status,
             Value::Null => continue,
             other => vec![other],
         };
+        // Each element gets its own copy of the context: charged.
+        let copy = crate::budget::weight(context, crate::budget::MAX_STEPS) + 1;
         for (index, element) in items.iter().enumerate() {
+            crate::budget::charge(copy)?;
             let mut scoped = context.clone();
             set(&mut scoped, "element", element.clone());
             set(&mut scoped, "elementIndex", json!(index));

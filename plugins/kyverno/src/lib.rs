@@ -11,6 +11,7 @@
 
 pub mod anchor;
 pub mod autogen;
+pub mod budget;
 pub mod cel;
 pub mod conditions;
 pub mod duration;

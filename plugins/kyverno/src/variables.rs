@@ -66,6 +66,9 @@ pub fn search(expression: &str, context: &Value) -> Result<Value, String> {
     let compiled = runtime()
         .compile(expression.trim())
         .map_err(|e| format!("invalid variable {{{{{expression}}}}}: {e}"))?;
+    // The context is copied into JMESPath's values for each search:
+    // charged to the rule.
+    crate::budget::charge(crate::budget::weight(context, crate::budget::MAX_STEPS) + 1)?;
     let found = compiled
         .search(context.clone())
         .map_err(|e| format!("variable {{{{{expression}}}}}: {e}"))?;
