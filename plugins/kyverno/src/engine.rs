@@ -114,17 +114,78 @@ pub fn evaluate(policy: &Prepared, resource: &Value, request: &Request<'_>) -> V
             .filter(|e| e.names(&key, &rule.name))
             .collect();
         if let Some(mut result) = evaluate_rule(rule, resource, request, &excepted) {
-            let action = rule
-                .validate
-                .as_ref()
+            let validate = rule.validate.as_ref();
+            let action = validate
                 .and_then(|v| v.get("failureAction"))
                 .and_then(Value::as_str)
                 .or(default_action);
-            result.enforce = action.is_some_and(|a| a.eq_ignore_ascii_case("enforce"));
+            let overrides = validate
+                .and_then(|v| v.get("failureActionOverrides"))
+                .or(policy.spec.validation_failure_action_overrides.as_ref());
+            match overrides.map(|o| override_action(o, resource, request)) {
+                Some(Err(e)) => {
+                    result.status = Status::Error;
+                    result.message = format!("failureActionOverrides: {e}");
+                }
+                Some(Ok(Some(overridden))) => result.enforce = is_enforce(overridden),
+                Some(Ok(None)) | None => result.enforce = action.is_some_and(is_enforce),
+            }
             results.push(result);
         }
     }
     results
+}
+
+fn is_enforce(action: &str) -> bool {
+    action.eq_ignore_ascii_case("enforce")
+}
+
+/// The action a `failureActionOverrides` list gives `resource`, if one of
+/// its entries applies: the first whose `namespaces` (wildcards) hold the
+/// resource's namespace or whose `namespaceSelector` selects it. A
+/// selector over a namespace whose labels are unknown applies only when it
+/// would enforce (fail closed).
+fn override_action<'a>(
+    overrides: &'a Value,
+    resource: &Value,
+    request: &Request<'_>,
+) -> Result<Option<&'a str>, String> {
+    let Some(list) = overrides.as_array() else {
+        return Err("must be a list of {action, namespaces, namespaceSelector}".into());
+    };
+    let namespace = resource
+        .pointer("/metadata/namespace")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    for entry in list {
+        let action = entry
+            .get("action")
+            .and_then(Value::as_str)
+            .ok_or("an override without an action")?;
+        if !(is_enforce(action) || action.eq_ignore_ascii_case("audit")) {
+            return Err(format!("action `{action}` is not Enforce or Audit"));
+        }
+        let named = entry
+            .get("namespaces")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .any(|pattern| crate::wildcard::matches(pattern, namespace));
+        let selected = match entry.get("namespaceSelector") {
+            Some(selector) if !namespace.is_empty() => {
+                match (request.namespace_labels)(namespace) {
+                    Some(labels) => matching::selector_selects(selector, Some(&labels))?,
+                    None => is_enforce(action),
+                }
+            }
+            _ => false,
+        };
+        if named || selected {
+            return Ok(Some(action));
+        }
+    }
+    Ok(None)
 }
 
 fn result(rule: &Rule, status: Status, message: impl Into<String>) -> Option<RuleResult> {
@@ -523,6 +584,50 @@ mod tests {
     fn pod(image: &str) -> Value {
         json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "ns", "labels": {"team": "a"}},
                "spec": {"containers": [{"name": "c", "image": image}]}})
+    }
+
+    #[test]
+    fn failure_action_overrides_decide_per_namespace() {
+        let text = "apiVersion: kyverno.io/v1
+kind: ClusterPolicy
+metadata: {name: p}
+spec:
+  validationFailureAction: Audit
+  validationFailureActionOverrides:
+  - {action: Enforce, namespaces: [prod-*]}
+  - action: Enforce
+    namespaceSelector: {matchLabels: {tier: critical}}
+  rules:
+  - name: no-latest
+    match: {any: [{resources: {kinds: [Pod]}}]}
+    validate:
+      pattern: {spec: {containers: [{image: '!*:latest'}]}}
+";
+        let policy = prepare(model::policies("p.yaml", text).unwrap().remove(0), &[]);
+        let in_namespace = |ns: &str| {
+            let mut pod = pod("x:latest");
+            pod["metadata"]["namespace"] = json!(ns);
+            pod
+        };
+        let labels = |ns: &str| match ns {
+            "shop" => Some(Map::from_iter([("tier".to_owned(), json!("critical"))])),
+            "unknown" => None,
+            _ => Some(Map::new()),
+        };
+        let request = Request {
+            operation: "CREATE",
+            namespace_labels: &labels,
+        };
+        let enforced = |ns: &str| {
+            let results = evaluate(&policy, &in_namespace(ns), &request);
+            assert_eq!(results[0].status, Status::Fail, "{ns}");
+            results[0].enforce
+        };
+        assert!(!enforced("dev"));
+        assert!(enforced("prod-eu"));
+        assert!(enforced("shop"));
+        // Labels unknown: an enforcing selector applies (fail closed).
+        assert!(enforced("unknown"));
     }
 
     #[test]

@@ -22,6 +22,8 @@ pub mod images;
 pub mod matching;
 pub mod model;
 pub mod pattern;
+pub mod review;
+pub mod settings;
 pub mod value;
 pub mod variables;
 pub mod vpol;

@@ -38,6 +38,10 @@ pub struct Spec {
     /// `Enforce` or `Audit` (any case), for every rule without its own.
     #[serde(default)]
     pub validation_failure_action: Option<String>,
+    /// Per-namespace actions (`action`, `namespaces`, `namespaceSelector`),
+    /// for every rule without its own `failureActionOverrides`.
+    #[serde(default)]
+    pub validation_failure_action_overrides: Option<Value>,
     /// The rules, in order.
     #[serde(default)]
     pub rules: Vec<Rule>,

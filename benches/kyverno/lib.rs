@@ -1,0 +1,1 @@
+//! Holds the kyverno benchmark (`benches/kyverno.rs`); no code.
