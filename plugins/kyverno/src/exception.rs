@@ -51,6 +51,26 @@ struct Grant {
     rule_names: Vec<String>,
 }
 
+/// An exception's `NAMESPACE/NAME` (`default` when it names none).
+fn key_of(document: &Value) -> Result<String, String> {
+    let metadata = document.get("metadata");
+    let text = |key: &str| {
+        metadata
+            .and_then(|m| m.get(key))
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+    };
+    let name = text("name");
+    if name.is_empty() {
+        return Err("PolicyException without metadata.name".into());
+    }
+    let namespace = match text("namespace") {
+        "" => "default",
+        ns => ns,
+    };
+    Ok(format!("{namespace}/{name}"))
+}
+
 /// What an exception did for a rule on a resource.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Applies {
@@ -66,22 +86,7 @@ pub enum Applies {
 impl PolicyException {
     /// Reads a `kyverno.io` `PolicyException` document.
     pub fn parse(document: &Value) -> Result<Self, String> {
-        let metadata = document.get("metadata");
-        let text = |key: &str| {
-            metadata
-                .and_then(|m| m.get(key))
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-        };
-        let name = text("name");
-        if name.is_empty() {
-            return Err("PolicyException without metadata.name".into());
-        }
-        let namespace = match text("namespace") {
-            "" => "default",
-            ns => ns,
-        };
-        let key = format!("{namespace}/{name}");
+        let key = key_of(document)?;
         let spec: Spec = serde_json::from_value(document.get("spec").cloned().unwrap_or_default())
             .map_err(|e| format!("PolicyException {key}: spec: {e}"))?;
         if spec.pod_security.as_ref().is_some_and(|p| !p.is_empty()) {
@@ -164,22 +169,7 @@ struct PolicyRef {
 impl CelException {
     /// Reads a `policies.kyverno.io` `PolicyException` document.
     pub fn parse(document: &Value) -> Result<Self, String> {
-        let metadata = document.get("metadata");
-        let text = |key: &str| {
-            metadata
-                .and_then(|m| m.get(key))
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-        };
-        let name = text("name");
-        if name.is_empty() {
-            return Err("PolicyException without metadata.name".into());
-        }
-        let namespace = match text("namespace") {
-            "" => "default",
-            ns => ns,
-        };
-        let key = format!("{namespace}/{name}");
+        let key = key_of(document)?;
         let spec: CelSpec =
             serde_json::from_value(document.get("spec").cloned().unwrap_or_default())
                 .map_err(|e| format!("PolicyException {key}: spec: {e}"))?;

@@ -391,14 +391,7 @@ async fn review_rules(
         .await?
         .unwrap_or_default();
     let objects: Arc<[crate::manifest::Object]> = objects.into();
-    let context = AppContext {
-        name: suite.name.clone(),
-        namespace: String::new(),
-        project: "default".into(),
-        repo_url: String::new(),
-        revision: "local".into(),
-        path: suite.dir.clone(),
-    };
+    let context = context_of(suite, String::new());
     let mut results = Vec::new();
     for spec in &test.policies {
         let plugin = plugins.get(&spec.plugin).await?;
@@ -456,14 +449,7 @@ async fn run_case(
             source: policy::PolicySource::Application(view.clone()),
         });
     }
-    let context = AppContext {
-        name: suite.name.clone(),
-        namespace: case.namespace.clone(),
-        project: "default".into(),
-        repo_url: String::new(),
-        revision: "local".into(),
-        path: suite.dir.clone(),
-    };
+    let context = context_of(suite, case.namespace.clone());
     // Reviewed where `kiln render` (and the controller) would review them.
     let objects = policy::placement::as_applied(&objects, &context.namespace, None);
     let report = policy::evaluate(&context, objects, &steps).await;
@@ -541,6 +527,19 @@ async fn run_case(
         finding_count: findings.len(),
         failures,
         seconds: started.elapsed().as_secs_f64(),
+    }
+}
+
+/// The Application the policies of `suite` see: the suite, its directory
+/// as the path, destined for `namespace`.
+fn context_of(suite: &Suite, namespace: String) -> AppContext {
+    AppContext {
+        name: suite.name.clone(),
+        namespace,
+        project: "default".into(),
+        repo_url: String::new(),
+        revision: "local".into(),
+        path: suite.dir.clone(),
     }
 }
 
