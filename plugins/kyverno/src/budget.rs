@@ -39,20 +39,27 @@ pub fn charge(steps: u64) -> Result<(), String> {
     })
 }
 
-/// The JSON nodes of `value` (what copying it costs), counted up to
-/// `limit`.
+/// What copying `value` costs: its JSON nodes, and a step per 64 bytes of
+/// its strings and keys, counted up to `limit`.
 pub fn weight(value: &serde_json::Value, limit: u64) -> u64 {
     let mut count = 0u64;
     let mut stack = vec![value];
+    let bytes = |n: usize| (n / 64) as u64;
     while let Some(v) = stack.pop() {
         count += 1;
-        if count >= limit {
-            return limit;
-        }
         match v {
             serde_json::Value::Array(items) => stack.extend(items),
-            serde_json::Value::Object(map) => stack.extend(map.values()),
+            serde_json::Value::Object(map) => {
+                for (key, value) in map {
+                    count += bytes(key.len());
+                    stack.push(value);
+                }
+            }
+            serde_json::Value::String(text) => count += bytes(text.len()),
             _ => {}
+        }
+        if count >= limit {
+            return limit;
         }
     }
     count
@@ -73,5 +80,7 @@ mod tests {
         assert!(charge(5).is_ok());
         assert_eq!(weight(&serde_json::json!({"a": [1, 2, {"b": 3}]}), 100), 6);
         assert_eq!(weight(&serde_json::json!([1, 2, 3, 4]), 3), 3);
+        // Long strings weigh what copying them costs.
+        assert_eq!(weight(&serde_json::json!("x".repeat(640)), 100), 11);
     }
 }

@@ -6,7 +6,7 @@ use serde_json::{Map, Value, json};
 
 use crate::autogen;
 use crate::conditions::{self, Operator};
-use crate::exception::{Applies, PolicyException};
+use crate::exception::PolicyException;
 use crate::images;
 use crate::matching::{self, Request};
 use crate::model::{Policy, Rule};
@@ -97,16 +97,12 @@ pub fn evaluate(policy: &Prepared, resource: &Value, request: &Request<'_>) -> V
             .pointer("/metadata/namespace")
             .and_then(Value::as_str)
             .unwrap_or("");
-        if policy
-            .metadata
-            .namespace
-            .as_deref()
-            .is_some_and(|n| n != namespace)
-        {
+        // A Policy reviews its own namespace (`default` when it names none,
+        // as the API server would place it).
+        if policy.metadata.namespace.as_deref().unwrap_or("default") != namespace {
             return Vec::new();
         }
     }
-    let default_action = policy.spec.validation_failure_action.as_deref();
     let mut results = Vec::new();
     for rule in rules {
         let excepted: Vec<&PolicyException> = exceptions
@@ -114,21 +110,12 @@ pub fn evaluate(policy: &Prepared, resource: &Value, request: &Request<'_>) -> V
             .filter(|e| e.names(&key, &rule.name))
             .collect();
         if let Some(mut result) = evaluate_rule(rule, resource, request, &excepted) {
-            let validate = rule.validate.as_ref();
-            let action = validate
-                .and_then(|v| v.get("failureAction"))
-                .and_then(Value::as_str)
-                .or(default_action);
-            let overrides = validate
-                .and_then(|v| v.get("failureActionOverrides"))
-                .or(policy.spec.validation_failure_action_overrides.as_ref());
-            match overrides.map(|o| override_action(o, resource, request)) {
-                Some(Err(e)) => {
+            match rule_action(rule, policy, resource, request) {
+                Ok(action) => result.enforce = action.is_some_and(is_enforce),
+                Err(e) => {
                     result.status = Status::Error;
                     result.message = format!("failureActionOverrides: {e}");
                 }
-                Some(Ok(Some(overridden))) => result.enforce = is_enforce(overridden),
-                Some(Ok(None)) | None => result.enforce = action.is_some_and(is_enforce),
             }
             results.push(result);
         }
@@ -140,11 +127,41 @@ fn is_enforce(action: &str) -> bool {
     action.eq_ignore_ascii_case("enforce")
 }
 
-/// The action a `failureActionOverrides` list gives `resource`, if one of
-/// its entries applies: the first whose `namespaces` (wildcards) hold the
-/// resource's namespace or whose `namespaceSelector` selects it. A
-/// selector over a namespace whose labels are unknown applies only when it
-/// would enforce (fail closed).
+/// The action of `rule` on `resource`, as Kyverno resolves it: the rule's
+/// `failureActionOverrides`, then its `failureAction`, then the policy's
+/// `validationFailureActionOverrides`, then its `validationFailureAction`.
+fn rule_action<'a>(
+    rule: &'a Rule,
+    policy: &'a Policy,
+    resource: &Value,
+    request: &Request<'_>,
+) -> Result<Option<&'a str>, String> {
+    let validate = rule.validate.as_ref();
+    if let Some(overrides) = validate.and_then(|v| v.get("failureActionOverrides"))
+        && let Some(action) = override_action(overrides, resource, request)?
+    {
+        return Ok(Some(action));
+    }
+    if let Some(action) = validate
+        .and_then(|v| v.get("failureAction"))
+        .and_then(Value::as_str)
+    {
+        return Ok(Some(action));
+    }
+    if let Some(overrides) = &policy.spec.validation_failure_action_overrides
+        && let Some(action) = override_action(overrides, resource, request)?
+    {
+        return Ok(Some(action));
+    }
+    Ok(policy.spec.validation_failure_action.as_deref())
+}
+
+/// The action of the first entry of a `failureActionOverrides` list that
+/// applies to `resource`, as Kyverno matches them: without `namespaces`,
+/// its `namespaceSelector` decides (neither: every namespace); with them,
+/// the resource's namespace must match one (wildcards) and the selector,
+/// when given, must select it too. A selector over a namespace whose
+/// labels are unknown holds only for an entry that enforces (fail closed).
 fn override_action<'a>(
     overrides: &'a Value,
     resource: &Value,
@@ -165,23 +182,32 @@ fn override_action<'a>(
         if !(is_enforce(action) || action.eq_ignore_ascii_case("audit")) {
             return Err(format!("action `{action}` is not Enforce or Audit"));
         }
-        let named = entry
-            .get("namespaces")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-            .filter_map(Value::as_str)
-            .any(|pattern| crate::wildcard::matches(pattern, namespace));
-        let selected = match entry.get("namespaceSelector") {
-            Some(selector) if !namespace.is_empty() => {
-                match (request.namespace_labels)(namespace) {
-                    Some(labels) => matching::selector_selects(selector, Some(&labels))?,
-                    None => is_enforce(action),
-                }
+        let selected = || -> Result<bool, String> {
+            let Some(selector) = entry.get("namespaceSelector") else {
+                return Ok(true);
+            };
+            let labels = if namespace.is_empty() {
+                Some(serde_json::Map::new())
+            } else {
+                (request.namespace_labels)(namespace)
+            };
+            match labels {
+                Some(labels) => matching::selector_selects(selector, Some(&labels)),
+                None => Ok(is_enforce(action)),
             }
-            _ => false,
         };
-        if named || selected {
+        let applies = match entry.get("namespaces") {
+            None | Some(Value::Null) => selected()?,
+            Some(Value::Array(patterns)) => {
+                patterns
+                    .iter()
+                    .filter_map(Value::as_str)
+                    .any(|pattern| crate::wildcard::matches(pattern, namespace))
+                    && selected()?
+            }
+            Some(_) => return Err("`namespaces` must be a list".into()),
+        };
+        if applies {
             return Ok(Some(action));
         }
     }
@@ -247,14 +273,11 @@ fn evaluate_rule(
         }
     }
     // Exceptions are weighed once the rule applies, as in Kyverno.
-    let mut granted = Vec::new();
-    for exception in exceptions {
-        match exception.covers(resource, request, &context) {
-            Applies::Yes => granted.push(exception.key.as_str()),
-            Applies::No => {}
-            Applies::Unknown(e) => return result(rule, Status::Error, e),
-        }
-    }
+    let granted: Vec<&str> = exceptions
+        .iter()
+        .filter(|e| e.covers(resource, request, &context))
+        .map(|e| e.key.as_str())
+        .collect();
     if !granted.is_empty() {
         return result(
             rule,
@@ -628,6 +651,42 @@ spec:
         assert!(enforced("shop"));
         // Labels unknown: an enforcing selector applies (fail closed).
         assert!(enforced("unknown"));
+
+        // Kyverno's order: the rule's own action beats the policy's
+        // overrides; an entry with namespaces and a selector needs both; one
+        // with neither covers every namespace.
+        let with = |rule_action: &str, overrides: &str| {
+            let text = format!(
+                "apiVersion: kyverno.io/v1
+kind: ClusterPolicy
+metadata: {{name: p}}
+spec:
+  validationFailureAction: Enforce
+  validationFailureActionOverrides: {overrides}
+  rules:
+  - name: no-latest
+    match: {{any: [{{resources: {{kinds: [Pod]}}}}]}}
+    validate:
+      {rule_action}
+      pattern: {{spec: {{containers: [{{image: '!*:latest'}}]}}}}
+"
+            );
+            prepare(model::policies("p.yaml", &text).unwrap().remove(0), &[])
+        };
+        let enforced_by =
+            |policy: &Prepared, ns: &str| evaluate(policy, &in_namespace(ns), &request)[0].enforce;
+        let audit_all = "[{action: Audit}]";
+        assert!(enforced_by(
+            &with("failureAction: Enforce", audit_all),
+            "dev"
+        ));
+        assert!(!enforced_by(&with("", audit_all), "dev"));
+        let both = "[{action: Audit, namespaces: ['*'], namespaceSelector: {matchLabels: {tier: critical}}}]";
+        assert!(
+            enforced_by(&with("", both), "dev"),
+            "the selector must hold too"
+        );
+        assert!(!enforced_by(&with("", both), "shop"));
     }
 
     #[test]

@@ -71,16 +71,130 @@ fn key_of(document: &Value) -> Result<String, String> {
     Ok(format!("{namespace}/{name}"))
 }
 
-/// What an exception did for a rule on a resource.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Applies {
-    /// It does not cover it.
-    No,
-    /// It covers it: the rule is skipped.
-    Yes,
-    /// Whether it covers it cannot be told (a condition that fails to
-    /// evaluate): the rule is an error, never a silent pass.
-    Unknown(String),
+/// The shape of an exception's `match`, checked when it is read: an
+/// exception grants, so a typo in it must be an error, never a wider grant.
+/// Exactly one of `any` and `all`, each filter naming resources (users and
+/// roles are not known before apply), each description saying something.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct MatchShape {
+    #[serde(default)]
+    any: Vec<FilterShape>,
+    #[serde(default)]
+    all: Vec<FilterShape>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FilterShape {
+    resources: DescriptionShape,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct DescriptionShape {
+    #[serde(default)]
+    kinds: Vec<String>,
+    #[serde(default)]
+    name: Option<String>,
+    #[serde(default)]
+    names: Vec<String>,
+    #[serde(default)]
+    namespaces: Vec<String>,
+    #[serde(default)]
+    annotations: std::collections::BTreeMap<String, String>,
+    #[serde(default)]
+    selector: Option<SelectorShape>,
+    #[serde(default)]
+    namespace_selector: Option<SelectorShape>,
+    #[serde(default)]
+    operations: Vec<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct SelectorShape {
+    #[serde(default)]
+    match_labels: std::collections::BTreeMap<String, String>,
+    #[serde(default)]
+    match_expressions: Vec<RequirementShape>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RequirementShape {
+    #[serde(rename = "key")]
+    _key: String,
+    #[serde(rename = "operator")]
+    _operator: String,
+    #[serde(default, rename = "values")]
+    _values: Vec<String>,
+}
+
+/// The shape of an exception's `conditions`: `any` and/or `all` lists of
+/// `{key, operator, value}`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ConditionsShape {
+    #[serde(default)]
+    any: Option<Vec<ConditionShape>>,
+    #[serde(default)]
+    all: Option<Vec<ConditionShape>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ConditionShape {
+    #[serde(rename = "key")]
+    _key: Value,
+    #[serde(rename = "operator")]
+    _operator: String,
+    #[serde(default, rename = "value")]
+    _value: Value,
+    #[serde(default, rename = "message")]
+    _message: Option<String>,
+}
+
+/// Checks an exception's `match` and `conditions` strictly.
+fn check_shape(spec: &Spec) -> Result<(), String> {
+    let shape: MatchShape =
+        serde_json::from_value(spec.match_.clone()).map_err(|e| format!("match: {e}"))?;
+    let filters = match (shape.any.is_empty(), shape.all.is_empty()) {
+        (false, true) => &shape.any,
+        (true, false) => &shape.all,
+        _ => return Err("match: give exactly one of a non-empty `any` or `all`".into()),
+    };
+    for filter in filters {
+        let d = &filter.resources;
+        let says_something = !d.kinds.is_empty()
+            || d.name.as_deref().is_some_and(|n| !n.is_empty())
+            || !d.names.is_empty()
+            || !d.namespaces.is_empty()
+            || !d.annotations.is_empty()
+            || d.selector.is_some()
+            || d.namespace_selector.is_some()
+            || !d.operations.is_empty();
+        if !says_something {
+            return Err(
+                "match: a filter's `resources` names nothing (it would exempt everything)".into(),
+            );
+        }
+        for selector in [&d.selector, &d.namespace_selector].into_iter().flatten() {
+            if selector.match_labels.is_empty() && selector.match_expressions.is_empty() {
+                return Err("match: an empty label selector (it would select everything)".into());
+            }
+        }
+    }
+    if let Some(conditions) = &spec.conditions {
+        let shape: ConditionsShape =
+            serde_json::from_value(conditions.clone()).map_err(|e| format!("conditions: {e}"))?;
+        let any = shape.any.as_ref().is_some_and(|a| !a.is_empty());
+        let all = shape.all.as_ref().is_some_and(|a| !a.is_empty());
+        if !any && !all {
+            return Err("conditions: give a non-empty `any` or `all`".into());
+        }
+    }
+    Ok(())
 }
 
 impl PolicyException {
@@ -94,11 +208,17 @@ impl PolicyException {
                 "PolicyException {key}: `podSecurity` exemptions are not supported (nor are validate.podSecurity rules)"
             ));
         }
-        if spec.exceptions.iter().any(|g| g.policy_name.is_empty()) {
+        if spec.exceptions.is_empty()
+            || spec
+                .exceptions
+                .iter()
+                .any(|g| g.policy_name.is_empty() || g.rule_names.is_empty())
+        {
             return Err(format!(
-                "PolicyException {key}: an exception without a policyName"
+                "PolicyException {key}: every exception names a policyName and ruleNames"
             ));
         }
+        check_shape(&spec).map_err(|e| format!("PolicyException {key}: {e}"))?;
         Ok(PolicyException { key, spec })
     }
 
@@ -115,23 +235,15 @@ impl PolicyException {
     }
 
     /// Whether it covers `resource`: its `match` selects it and its
-    /// `conditions` hold (read against `context`, the rule's).
-    pub fn covers(&self, resource: &Value, request: &Request<'_>, context: &Value) -> Applies {
-        match matching::selects(Some(&self.spec.match_), resource, request) {
-            Ok(true) => {}
-            Ok(false) => return Applies::No,
-            Err(e) => return Applies::Unknown(format!("PolicyException {}: match: {e}", self.key)),
-        }
-        match &self.spec.conditions {
-            None => Applies::Yes,
-            Some(conditions) => match crate::engine::conditions_hold(conditions, context) {
-                Ok(true) => Applies::Yes,
-                Ok(false) => Applies::No,
-                Err(e) => {
-                    Applies::Unknown(format!("PolicyException {}: conditions: {e}", self.key))
-                }
-            },
-        }
+    /// `conditions` hold (read against `context`, the rule's). When that
+    /// cannot be told (a namespace whose labels are unknown, a condition
+    /// that fails), it does not: an exception grants only what it surely
+    /// names, as Kyverno passes over an exception it cannot evaluate.
+    pub fn covers(&self, resource: &Value, request: &Request<'_>, context: &Value) -> bool {
+        matching::selects(Some(&self.spec.match_), resource, request) == Ok(true)
+            && self.spec.conditions.as_ref().is_none_or(|conditions| {
+                crate::engine::conditions_hold(conditions, context) == Ok(true)
+            })
     }
 }
 
@@ -162,8 +274,7 @@ struct CelSpec {
 #[serde(deny_unknown_fields)]
 struct PolicyRef {
     name: String,
-    #[serde(default)]
-    kind: Option<String>,
+    kind: String,
 }
 
 impl CelException {
@@ -189,7 +300,7 @@ impl CelException {
         self.spec
             .policy_refs
             .iter()
-            .any(|r| r.name == name && r.kind.as_deref().is_none_or(|k| k == kind))
+            .any(|r| r.name == name && r.kind == kind)
     }
 
     /// Whether the excepted result reads `pass` (else `skip`).
@@ -197,8 +308,9 @@ impl CelException {
         self.spec.report_result.as_deref() == Some("pass")
     }
 
-    /// Whether it covers `object`: every match condition holds.
-    pub fn covers(&self, object: &Value, operation: &str) -> Applies {
+    /// Whether it covers `object`: every match condition holds (one that
+    /// fails to evaluate grants nothing).
+    pub fn covers(&self, object: &Value, operation: &str) -> bool {
         let conditions: Vec<(&str, &str)> = self
             .spec
             .match_conditions
@@ -210,14 +322,7 @@ impl CelException {
             operation,
             namespace_object: None,
         };
-        match cel::all_hold(&conditions, bindings) {
-            Ok(true) => Applies::Yes,
-            Ok(false) => Applies::No,
-            Err(e) => Applies::Unknown(format!(
-                "PolicyException {}: matchConditions: {e}",
-                self.key
-            )),
-        }
+        cel::all_hold(&conditions, bindings) == Ok(true)
     }
 }
 
@@ -260,8 +365,8 @@ mod tests {
         assert!(!e.names("disallow-host-namespaces", "other"));
         assert!(!e.names("another-policy", "host-namespaces"));
         let context = json!({});
-        assert_eq!(e.covers(&pod("tool-1"), &request(), &context), Applies::Yes);
-        assert_eq!(e.covers(&pod("web"), &request(), &context), Applies::No);
+        assert!(e.covers(&pod("tool-1"), &request(), &context));
+        assert!(!e.covers(&pod("web"), &request(), &context));
     }
 
     #[test]
@@ -273,24 +378,15 @@ mod tests {
         }))
         .unwrap();
         let context = |name: &str| json!({"request": {"object": pod(name)}});
-        assert_eq!(
-            e.covers(&pod("tool"), &request(), &context("tool")),
-            Applies::Yes
-        );
-        assert_eq!(
-            e.covers(&pod("web"), &request(), &context("web")),
-            Applies::No
-        );
+        assert!(e.covers(&pod("tool"), &request(), &context("tool")));
+        assert!(!e.covers(&pod("web"), &request(), &context("web")));
         let broken = exception(json!({
             "exceptions": [{"policyName": "p", "ruleNames": ["r"]}],
             "match": {"any": [{"resources": {"kinds": ["Pod"]}}]},
             "conditions": {"any": [{"key": "{{ request.object.nope.deeper }}", "operator": "Equals", "value": "x"}]}
         }))
         .unwrap();
-        assert!(matches!(
-            broken.covers(&pod("tool"), &request(), &context("tool")),
-            Applies::Unknown(_)
-        ));
+        assert!(!broken.covers(&pod("tool"), &request(), &context("tool")));
     }
 
     #[test]
@@ -304,6 +400,42 @@ mod tests {
         assert!(error.contains("podSecurity"), "{error}");
         let error = exception(json!({"exceptions": [], "match": {}, "extra": 1})).unwrap_err();
         assert!(error.contains("extra"), "{error}");
+        // A grant never widens by a typo or an empty filter.
+        let grant = json!([{"policyName": "p", "ruleNames": ["r"]}]);
+        for (spec, says) in [
+            (
+                json!({"exceptions": grant, "match": {"any": [{"resources": {}}]}}),
+                "names nothing",
+            ),
+            (
+                json!({"exceptions": grant, "match": {"any": [{"resources": {"kind": ["Pod"]}}]}}),
+                "kind",
+            ),
+            (
+                json!({"exceptions": grant, "match": {"resources": {"kinds": ["Pod"]}}}),
+                "resources",
+            ),
+            (
+                json!({"exceptions": grant, "match": {"any": [{"resources": {"kinds": ["Pod"], "namespaceSelector": {"matchLabel": {"a": "b"}}}}]}}),
+                "matchLabel",
+            ),
+            (
+                json!({"exceptions": grant, "match": {"any": [{"subjects": [{"kind": "User", "name": "x"}], "resources": {"kinds": ["Pod"]}}]}}),
+                "subjects",
+            ),
+            (
+                json!({"exceptions": grant, "match": {"any": [{"resources": {"kinds": ["Pod"]}}]},
+                    "conditions": {"any": {"key": "a", "operator": "Equals", "value": "a"}}}),
+                "conditions",
+            ),
+            (
+                json!({"exceptions": [{"policyName": "p"}], "match": {"any": [{"resources": {"kinds": ["Pod"]}}]}}),
+                "ruleNames",
+            ),
+        ] {
+            let error = exception(spec).unwrap_err();
+            assert!(error.contains(says), "{says}: {error}");
+        }
     }
 
     #[test]
@@ -317,8 +449,8 @@ mod tests {
         assert_eq!(e.key, "default/skip-tool");
         assert!(e.names("no-latest", "ValidatingPolicy"));
         assert!(!e.names("other", "ValidatingPolicy"));
-        assert_eq!(e.covers(&pod("tool"), "CREATE"), Applies::Yes);
-        assert_eq!(e.covers(&pod("web"), "CREATE"), Applies::No);
+        assert!(e.covers(&pod("tool"), "CREATE"));
+        assert!(!e.covers(&pod("web"), "CREATE"));
         assert!(!e.reports_pass());
     }
 }

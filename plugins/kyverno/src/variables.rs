@@ -72,7 +72,11 @@ pub fn search(expression: &str, context: &Value) -> Result<Value, String> {
     let found = compiled
         .search(context.clone())
         .map_err(|e| format!("variable {{{{{expression}}}}}: {e}"))?;
-    serde_json::to_value(&*found).map_err(|e| format!("variable {{{{{expression}}}}}: {e}"))
+    let value =
+        serde_json::to_value(&*found).map_err(|e| format!("variable {{{{{expression}}}}}: {e}"))?;
+    // So is what it made (a projection can multiply its input).
+    crate::budget::charge(crate::budget::weight(&value, crate::budget::MAX_STEPS))?;
+    Ok(value)
 }
 
 /// `a.b."c-d".e`: identifiers and quoted names joined by dots, nothing

@@ -22,7 +22,7 @@ use serde_json::Value;
 
 use crate::cel::{self, Bindings, Check, OnError};
 use crate::engine::{RuleResult, Status};
-use crate::exception::{Applies, CelException};
+use crate::exception::CelException;
 
 /// The API group of Kyverno's CEL policies.
 pub const GROUP: &str = "policies.kyverno.io";
@@ -208,13 +208,9 @@ impl ValidatingPolicy {
         let mut granted = Vec::new();
         let mut pass = false;
         for exception in exceptions.iter().filter(|e| e.names(&self.name, self.kind)) {
-            match exception.covers(object, operation) {
-                Applies::Yes => {
-                    granted.push(exception.key.as_str());
-                    pass |= exception.reports_pass();
-                }
-                Applies::No => {}
-                Applies::Unknown(e) => return result(Status::Error, e),
+            if exception.covers(object, operation) {
+                granted.push(exception.key.as_str());
+                pass |= exception.reports_pass();
             }
         }
         if !granted.is_empty() {

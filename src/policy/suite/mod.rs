@@ -15,7 +15,7 @@
 //!   `.kyverno-test/kyverno-test.yaml`): its policies become the settings of
 //!   the Kyverno policy plugin, its resources are reviewed at once, and each
 //!   resource of each expected result (policy, rule, pass/fail/skip) is one
-//!   case, checked against the rule results the plugin reports ([`kyverno`]).
+//!   case, checked against the rule results the plugin reports (`kyverno.rs`).
 //!
 //! An assertion counts the findings it selects (every finding; or those
 //! whose message matches the regular expression `message`, an unanchored
