@@ -50,6 +50,7 @@ impl RulePolicy for Kyverno {
             documents.extend(load(path)?);
         }
         let set = model::PolicySet::of(documents);
+        settings.check_actions(&set)?;
         let objects = request
             .manifests
             .iter()

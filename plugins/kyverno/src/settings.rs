@@ -8,6 +8,7 @@
 //!   project that wants to roll a policy out in audit first, or to enforce
 //!   one its authors ship in audit. The first that names a policy wins.
 
+use crate::model::PolicySet;
 use crate::review::Outcome;
 use crate::wildcard;
 
@@ -64,6 +65,26 @@ impl Settings {
         Ok(settings)
     }
 
+    /// Checks that every `failureAction` names a policy of `set` (a typo
+    /// would otherwise leave the policy's own action in force unnoticed).
+    pub fn check_actions(&self, set: &PolicySet) -> Result<(), String> {
+        let names: Vec<&str> = set
+            .policies
+            .iter()
+            .map(|p| p.metadata.name.as_str())
+            .chain(set.validating.iter().map(|p| p.name.as_str()))
+            .collect();
+        for (pattern, enforce) in &self.actions {
+            if !names.iter().any(|name| wildcard::matches(pattern, name)) {
+                return Err(format!(
+                    "setting `failureAction={pattern}={}`: no policy named `{pattern}` among those loaded",
+                    if *enforce { "Enforce" } else { "Audit" }
+                ));
+            }
+        }
+        Ok(())
+    }
+
     /// Applies the `failureAction` settings to a review's outcomes.
     pub fn apply(&self, outcomes: &mut [Outcome]) {
         if self.actions.is_empty() {
@@ -108,6 +129,28 @@ mod tests {
         settings.apply(&mut outcomes);
         assert!(outcomes[0].enforce);
         assert!(!outcomes[1].enforce, "the first action naming it wins");
+    }
+
+    #[test]
+    fn an_action_naming_no_loaded_policy_is_an_error() {
+        let text = "apiVersion: kyverno.io/v1
+kind: ClusterPolicy
+metadata: {name: disallow-privileged}
+spec:
+  rules: []
+";
+        let set = PolicySet::of(crate::model::documents("p.yaml", text).unwrap());
+        let settings = |pattern: &str| {
+            Settings::parse([("policy", "p.yaml"), ("failureAction", pattern)]).unwrap()
+        };
+        assert!(settings("disallow-*=Enforce").check_actions(&set).is_ok());
+        let error = settings("disalow-privileged=Audit")
+            .check_actions(&set)
+            .unwrap_err();
+        assert!(
+            error.contains("no policy named `disalow-privileged`"),
+            "{error}"
+        );
     }
 
     #[test]
