@@ -256,8 +256,9 @@ fn text(report: &RunReport) -> String {
                     (Status::Skip | Status::Error, Some(reason)) => {
                         let _ = writeln!(out, ": {reason}");
                     }
-                    // A rule result that was not the one expected.
-                    (Status::Fail, Some(reason)) => {
+                    // A rule result that was not the one expected, or a
+                    // pass that says why it passes (a Kyverno exclusion).
+                    (Status::Fail | Status::Pass, Some(reason)) => {
                         let _ = writeln!(out, "\n      {reason}");
                     }
                     _ => out.push('\n'),

@@ -273,11 +273,15 @@ fn evaluate_rule(
         }
     }
     // Exceptions are weighed once the rule applies, as in Kyverno.
-    let granted: Vec<&str> = exceptions
+    let covering: Vec<&PolicyException> = exceptions
         .iter()
         .filter(|e| e.covers(resource, request, &context))
-        .map(|e| e.key.as_str())
+        .copied()
         .collect();
+    if let Some(spec) = validate.get("podSecurity") {
+        return pod_security(rule, spec, resource, &covering);
+    }
+    let granted: Vec<&str> = covering.iter().map(|e| e.key.as_str()).collect();
     if !granted.is_empty() {
         return result(
             rule,
@@ -319,6 +323,53 @@ fn evaluate_rule(
     result(rule, status, message)
 }
 
+/// A `validate.podSecurity` rule ([`crate::pss`]). The exceptions that
+/// cover the object skip it, unless every one of them grants `podSecurity`
+/// exclusions: then those are applied after the rule's own, and the rule is
+/// skipped only when they clear every failed check (Kyverno's order).
+fn pod_security(
+    rule: &Rule,
+    spec: &Value,
+    resource: &Value,
+    covering: &[&PolicyException],
+) -> Option<RuleResult> {
+    if let Some(plain) = covering.iter().find(|e| e.pod_security().is_empty()) {
+        let why = format!("rule is skipped due to policy exception {}", plain.key);
+        return result(rule, Status::Skip, why);
+    }
+    let policy = match crate::pss::PodSecurity::parse(spec) {
+        Ok(policy) => policy,
+        Err(e) => return result(rule, Status::Error, e),
+    };
+    let more: Vec<crate::pss::Exclusion> = covering
+        .iter()
+        .flat_map(|e| e.pod_security().iter().cloned())
+        .collect();
+    // The object is read once, and once more per exclusion.
+    let passes = 1 + policy.exclusions() + more.len();
+    let weight = crate::budget::weight(resource, crate::budget::MAX_STEPS);
+    if let Err(e) = crate::budget::charge(weight.saturating_mul(passes as u64)) {
+        return result(rule, Status::Error, e);
+    }
+    match policy.evaluate(resource, &rule.name, &more) {
+        Ok(crate::pss::Verdict::Pass) => result(
+            rule,
+            Status::Pass,
+            format!("Validation rule '{}' passed.", rule.name),
+        ),
+        Ok(crate::pss::Verdict::Excepted) => {
+            let keys: Vec<&str> = covering.iter().map(|e| e.key.as_str()).collect();
+            let why = format!(
+                "rule is skipped due to policy exceptions {}",
+                keys.join(", ")
+            );
+            result(rule, Status::Skip, why)
+        }
+        Ok(crate::pss::Verdict::Fail(message)) => result(rule, Status::Fail, message),
+        Err(e) => result(rule, Status::Error, e),
+    }
+}
+
 /// What every rule's variables can read.
 fn base_context(resource: &Value, request: &Request<'_>) -> Value {
     let namespace = resource
@@ -331,10 +382,7 @@ fn base_context(resource: &Value, request: &Request<'_>) -> Value {
             "oldObject": null,
             "operation": request.operation,
             "namespace": namespace,
-            "userInfo": {"username": "", "groups": []},
         },
-        "serviceAccountName": "",
-        "serviceAccountNamespace": "",
         "images": images::of(resource),
     })
 }
@@ -510,12 +558,11 @@ fn validation(
             .unwrap_or("CREATE");
         return crate::cel::validate(cel, object, operation, None);
     }
-    for unsupported in ["podSecurity", "manifests"] {
-        if validate.get(unsupported).is_some() {
-            return Err(format!(
-                "validate.{unsupported} is not supported by this version of the kyverno plugin"
-            ));
-        }
+    if validate.get("podSecurity").is_some() {
+        return Err("podSecurity is not allowed inside foreach".into());
+    }
+    if validate.get("manifests").is_some() {
+        return Err("validate.manifests is not supported by the kyverno plugin".into());
     }
     Err("validate has none of pattern, anyPattern, deny, foreach".into())
 }

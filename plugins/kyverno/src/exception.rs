@@ -23,6 +23,8 @@ pub struct PolicyException {
     /// `NAMESPACE/NAME`, as Kyverno names it in messages.
     pub key: String,
     spec: Spec,
+    /// Its `podSecurity` exclusions, read.
+    pod_security: Vec<crate::pss::Exclusion>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -33,10 +35,10 @@ struct Spec {
     match_: Value,
     #[serde(default)]
     conditions: Option<Value>,
-    /// Exemptions from `podSecurity` controls (for `validate.podSecurity`
-    /// rules, which Kiln refuses by name).
+    /// Exemptions from `podSecurity` controls, for `validate.podSecurity`
+    /// rules.
     #[serde(default)]
-    pod_security: Option<Vec<Value>>,
+    pod_security: Option<Value>,
     /// Whether background scans honour it: a review before apply always
     /// does.
     #[serde(default, rename = "background")]
@@ -203,11 +205,8 @@ impl PolicyException {
         let key = key_of(document)?;
         let spec: Spec = serde_json::from_value(document.get("spec").cloned().unwrap_or_default())
             .map_err(|e| format!("PolicyException {key}: spec: {e}"))?;
-        if spec.pod_security.as_ref().is_some_and(|p| !p.is_empty()) {
-            return Err(format!(
-                "PolicyException {key}: `podSecurity` exemptions are not supported (nor are validate.podSecurity rules)"
-            ));
-        }
+        let pod_security = crate::pss::Exclusion::parse_all(spec.pod_security.as_ref())
+            .map_err(|e| format!("PolicyException {key}: podSecurity: {e}"))?;
         if spec.exceptions.is_empty()
             || spec
                 .exceptions
@@ -219,7 +218,17 @@ impl PolicyException {
             ));
         }
         check_shape(&spec).map_err(|e| format!("PolicyException {key}: {e}"))?;
-        Ok(PolicyException { key, spec })
+        Ok(PolicyException {
+            key,
+            spec,
+            pod_security,
+        })
+    }
+
+    /// Its `podSecurity` exclusions: a `validate.podSecurity` rule it
+    /// covers is checked with them rather than skipped.
+    pub fn pod_security(&self) -> &[crate::pss::Exclusion] {
+        &self.pod_security
     }
 
     /// Whether it names rule `rule` of the policy named `policy` (a
@@ -391,13 +400,25 @@ mod tests {
 
     #[test]
     fn what_kiln_cannot_honour_is_refused_by_name() {
+        // podSecurity exclusions are read strictly: an unknown control
+        // would exclude nothing and must not pass unnoticed.
+        let granted = exception(json!({
+            "exceptions": [{"policyName": "p", "ruleNames": ["r"]}],
+            "match": {"any": [{"resources": {"kinds": ["Pod"]}}]},
+            "podSecurity": [{"controlName": "Capabilities", "images": ["nginx*"]}]
+        }))
+        .unwrap();
+        assert_eq!(granted.pod_security()[0].control(), "Capabilities");
         let error = exception(json!({
             "exceptions": [{"policyName": "p", "ruleNames": ["r"]}],
             "match": {"any": [{"resources": {"kinds": ["Pod"]}}]},
-            "podSecurity": [{"controlName": "Capabilities"}]
+            "podSecurity": [{"controlName": "Capabilties"}]
         }))
         .unwrap_err();
-        assert!(error.contains("podSecurity"), "{error}");
+        assert!(
+            error.contains("podSecurity: exclude: unknown controlName"),
+            "{error}"
+        );
         let error = exception(json!({"exceptions": [], "match": {}, "extra": 1})).unwrap_err();
         assert!(error.contains("extra"), "{error}");
         // A grant never widens by a typo or an empty filter.

@@ -22,6 +22,7 @@ pub mod images;
 pub mod matching;
 pub mod model;
 pub mod pattern;
+pub mod pss;
 pub mod review;
 pub mod settings;
 pub mod value;

@@ -24,7 +24,7 @@ pub mod review;
 pub mod settings;
 pub mod workload;
 
-#[cfg(target_arch = "wasm32")]
+#[cfg(all(target_arch = "wasm32", feature = "component"))]
 mod plugin;
 
 pub use level::{LATEST_MINOR, Level, LevelVersion, Version};

@@ -41,6 +41,14 @@ pub fn items<T>(list: &List<T>) -> &[T] {
 #[derive(Debug, Clone, Copy, Default, Deserialize)]
 pub struct Present {}
 
+/// A volume's `hostPath` source; its `path` is a field error's value.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct HostPath {
+    /// The path on the node.
+    #[serde(default)]
+    pub path: GoString,
+}
+
 /// `metadata` of a pod or pod template.
 #[derive(Debug, Clone, Default, Deserialize)]
 pub struct ObjectMeta {
@@ -106,6 +114,9 @@ pub struct PodOs {
 pub struct Container {
     /// The container's name.
     pub name: GoString,
+    /// Its image (read by Kyverno's exclusions, which name images).
+    #[serde(default)]
+    pub image: GoString,
     /// Its security context.
     pub security_context: Option<SecurityContext>,
     /// Its ports.
@@ -264,7 +275,7 @@ pub struct Volume {
     pub persistent_volume_claim: Option<Present>,
     pub projected: Option<Present>,
     pub secret: Option<Present>,
-    pub host_path: Option<Present>,
+    pub host_path: Option<HostPath>,
     pub gce_persistent_disk: Option<Present>,
     pub aws_elastic_block_store: Option<Present>,
     pub git_repo: Option<Present>,

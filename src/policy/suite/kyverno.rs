@@ -2,14 +2,17 @@
 //! the test's policies are the Kyverno policy plugin's `policy` settings,
 //! its resources are reviewed at once, and every resource of every
 //! `results` entry is one case, passing when the rule's result on that
-//! resource is the one expected (a `skip` when the rule did not apply).
+//! resource is the one expected. Where the rule gave no result on the
+//! resource (it did not apply, or the policy has no rule of that name) the
+//! case passes as `kyverno test` passes it, "excluded", saying so; a policy
+//! none of the test's files holds fails it ("not found").
 //!
 //! `exceptions` (PolicyException files) are read by the plugin beside the
 //! policies. What `kyverno test` reads and Kiln does not run (values,
 //! variables, user info, `checks`) is an error naming the field, never a
 //! test that passes without checking.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
@@ -19,6 +22,7 @@ use super::{Case, Options, PolicySpec, RuleExpectation, Test};
 use crate::manifest::Object;
 use crate::plugin::{ObjectRef, RuleOutcome, RuleResult};
 use crate::policy::Mode;
+use crate::source::{EntryKind, SourcePath, SourceView};
 
 /// The source view of a Kyverno test: `root` (where the suites were
 /// found), or, for a test in a `.kyverno-test` directory that is `root`
@@ -335,16 +339,81 @@ fn result_cases(index: usize, result: RawResult) -> Result<Vec<Case>, String> {
     Ok(cases)
 }
 
-/// A test's review: the objects reviewed and every rule result, by object
-/// name.
+/// The kinds of Kyverno policy a test's result can name.
+const POLICY_KINDS: [&str; 3] = ["ClusterPolicy", "Policy", "ValidatingPolicy"];
+
+/// The names of the Kyverno policies in `paths` of `view` (files, or
+/// directories read for their `.yaml`, `.yml` and `.json` files at any
+/// depth, as the plugin reads its `policy` settings); at most `max_files`
+/// files are read.
+pub(super) fn policy_names(
+    view: &dyn SourceView,
+    paths: &[&str],
+    max_files: usize,
+) -> Result<HashSet<String>, String> {
+    let mut names = HashSet::new();
+    let mut pending: Vec<SourcePath> = paths
+        .iter()
+        .map(|p| SourcePath::parse(p).map_err(|e| e.to_string()))
+        .collect::<Result<_, _>>()?;
+    let mut read = 0usize;
+    while let Some(path) = pending.pop() {
+        let at = |e: crate::source::SourceError| format!("{path}: {e}");
+        match view.stat(&path).map_err(at)? {
+            None => return Err(format!("{path}: no such file or directory")),
+            Some(meta) if meta.kind == EntryKind::Directory => {
+                for entry in view.read_dir(&path).map_err(at)? {
+                    let manifest = [".yaml", ".yml", ".json"]
+                        .iter()
+                        .any(|ext| entry.name.ends_with(ext));
+                    if entry.kind == EntryKind::Directory || manifest {
+                        pending.push(path.join(&entry.name).map_err(|e| e.to_string())?);
+                    }
+                }
+            }
+            Some(_) => {
+                read += 1;
+                if read > max_files {
+                    return Err(format!(
+                        "the policies are more than {max_files} files (--max-files)"
+                    ));
+                }
+                let bytes = view.read_file(&path).map_err(at)?;
+                let text = String::from_utf8_lossy(&bytes);
+                let documents = super::load::documents(Path::new(path.as_str()), &text)
+                    .map_err(|e| e.to_string())?;
+                names.extend(documents.iter().filter_map(|d| {
+                    let kind = d.get("kind").and_then(Value::as_str)?;
+                    POLICY_KINDS.contains(&kind).then_some(())?;
+                    d.pointer("/metadata/name")
+                        .and_then(Value::as_str)
+                        .map(str::to_owned)
+                }));
+            }
+        }
+    }
+    Ok(names)
+}
+
+/// Why a case passes whose rule gave no result on its resource.
+pub(super) const EXCLUDED: &str = "excluded: the rule gave no result on this resource (it did not apply, or the policy has no rule of that name), which kyverno test counts as passing";
+
+/// A test's review: the objects reviewed, the policies loaded and every
+/// rule result, by object name.
 pub(super) struct Reviewed<'a> {
     objects: Vec<ObjectRef>,
+    policies: HashSet<String>,
     by_name: HashMap<&'a str, Vec<&'a RuleResult>>,
 }
 
 impl<'a> Reviewed<'a> {
-    /// Indexes `results` of the review of `objects`.
-    pub(super) fn new(objects: &[Object], results: &'a [RuleResult]) -> Self {
+    /// Indexes `results` of the review of `objects` by `policies` (their
+    /// names).
+    pub(super) fn new(
+        objects: &[Object],
+        policies: HashSet<String>,
+        results: &'a [RuleResult],
+    ) -> Self {
         let mut by_name: HashMap<&str, Vec<&RuleResult>> = HashMap::new();
         for result in results {
             if let Some(object) = &result.object {
@@ -355,6 +424,7 @@ impl<'a> Reviewed<'a> {
             }
         }
         Reviewed {
+            policies,
             objects: objects
                 .iter()
                 .map(|o| ObjectRef {
@@ -382,10 +452,15 @@ fn names(expected: &RuleExpectation, object: &ObjectRef) -> bool {
 }
 
 /// Whether a case's expectation holds for its test's review: `Ok` when it
-/// does, else why not. The resource must be one the test reviewed; every
-/// result of the rule on it must be the one expected (a rule autogen made
-/// from it answers for it on pod controllers); none is a `skip`.
-pub(super) fn check(expected: &RuleExpectation, reviewed: &Reviewed<'_>) -> Result<(), String> {
+/// does (with a note when it passes as excluded), else why not. The
+/// resource must be one the test reviewed and the policy one it loaded;
+/// every result of the rule on the resource must be the one expected (a
+/// rule autogen made from it answers for it on pod controllers); none is
+/// [`EXCLUDED`], a pass as `kyverno test` counts it.
+pub(super) fn check(
+    expected: &RuleExpectation,
+    reviewed: &Reviewed<'_>,
+) -> Result<Option<&'static str>, String> {
     if !reviewed.objects.iter().any(|o| names(expected, o)) {
         return Err(format!(
             "no resource {}{}{} among the test's resources",
@@ -435,17 +510,19 @@ pub(super) fn check(expected: &RuleExpectation, reviewed: &Reviewed<'_>) -> Resu
         })
         .collect();
     if found.is_empty() {
-        return if expected.outcome == RuleOutcome::Skip {
-            Ok(())
-        } else {
+        return if !reviewed.policies.iter().any(|p| policy_named(p)) {
             Err(format!(
-                "expected {}, but the rule did not apply to it (skip)",
-                expected.outcome
+                "no policy {} among the test's policies",
+                expected.policy
             ))
+        } else if expected.outcome == RuleOutcome::Skip {
+            Ok(None)
+        } else {
+            Ok(Some(EXCLUDED))
         };
     }
     match found.iter().find(|r| !holds(r.outcome)) {
-        None => Ok(()),
+        None => Ok(None),
         Some(result) => Err(format!(
             "expected {}, got {}{}",
             expected.outcome,
@@ -584,16 +661,40 @@ results:
             Object::new(value.as_object().unwrap().clone(), None)
         })
         .collect();
-        let reviewed = Reviewed::new(&objects, &results);
+        let policies = HashSet::from(["p".to_owned()]);
+        let reviewed = Reviewed::new(&objects, policies, &results);
         let check = |e: RuleExpectation| check(&e, &reviewed);
-        assert!(check(expect("r", Some("Pod"), "a", RuleOutcome::Pass)).is_ok());
-        assert!(check(expect("r", Some("Deployment"), "d", RuleOutcome::Fail)).is_ok());
+        assert_eq!(
+            check(expect("r", Some("Pod"), "a", RuleOutcome::Pass)),
+            Ok(None)
+        );
+        assert_eq!(
+            check(expect("r", Some("Deployment"), "d", RuleOutcome::Fail)),
+            Ok(None)
+        );
         // An audited failure answers for `fail`.
-        assert!(check(expect("r", None, "w", RuleOutcome::Fail)).is_ok());
-        // A rule that did not apply is a skip, and nothing else.
-        assert!(check(expect("r", Some("Pod"), "zzz", RuleOutcome::Skip)).is_ok());
-        let error = check(expect("r", Some("Pod"), "zzz", RuleOutcome::Pass)).unwrap_err();
-        assert!(error.contains("did not apply"), "{error}");
+        assert_eq!(check(expect("r", None, "w", RuleOutcome::Fail)), Ok(None));
+        // A rule that did not apply is a skip; any other expectation passes
+        // as excluded, as kyverno test passes it, and says so.
+        assert_eq!(
+            check(expect("r", Some("Pod"), "zzz", RuleOutcome::Skip)),
+            Ok(None)
+        );
+        assert_eq!(
+            check(expect("r", Some("Pod"), "zzz", RuleOutcome::Fail)),
+            Ok(Some(EXCLUDED))
+        );
+        // So does a rule the policy does not have (a typo kyverno test
+        // does not catch either).
+        assert_eq!(
+            check(expect("typo", Some("Pod"), "a", RuleOutcome::Fail)),
+            Ok(Some(EXCLUDED))
+        );
+        // A policy the test did not load is not found, whatever expected.
+        let mut other = expect("r", Some("Pod"), "zzz", RuleOutcome::Skip);
+        other.policy = "q".into();
+        let error = check(other).unwrap_err();
+        assert_eq!(error, "no policy q among the test's policies");
         let error = check(expect("r", Some("Pod"), "a", RuleOutcome::Fail)).unwrap_err();
         assert_eq!(error, "expected fail, got pass: why");
         // The kind narrows: there is no Pod named `d`.

@@ -1,7 +1,7 @@
 //! Running suites: each case's objects through its test's policies, each
 //! assertion checked against the findings.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -332,11 +332,12 @@ async fn run_rule_test(
     if suite.skip || test.skip {
         return every_case(CaseOutcome::status(Status::Skip, "skip: true"));
     }
-    let (objects, results) = match review_rules(suite, test, view, plugins, options).await {
+    let (objects, policies, results) = match review_rules(suite, test, view, plugins, options).await
+    {
         Ok(reviewed) => reviewed,
         Err(e) => return every_case(CaseOutcome::status(Status::Error, e)),
     };
-    let reviewed = super::kyverno::Reviewed::new(&objects, &results);
+    let reviewed = super::kyverno::Reviewed::new(&objects, policies, &results);
     let seconds = started.elapsed().as_secs_f64();
     let cases = test
         .cases
@@ -346,9 +347,9 @@ async fn run_rule_test(
                 _ if case.skip => CaseOutcome::status(Status::Skip, "skip: true"),
                 None => CaseOutcome::status(Status::Error, "the case expects no rule result"),
                 Some(expected) => match super::kyverno::check(expected, &reviewed) {
-                    Ok(()) => CaseOutcome {
+                    Ok(note) => CaseOutcome {
                         status: Status::Pass,
-                        reason: None,
+                        reason: note.map(str::to_owned),
                         failures: Vec::new(),
                         findings: Vec::new(),
                         finding_count: 0,
@@ -372,7 +373,8 @@ async fn run_rule_test(
     }
 }
 
-/// A rule test's objects, and every rule result of its policies on them.
+/// A rule test's objects, the names of the policies it loads, and every
+/// rule result of its policies on them.
 async fn review_rules(
     suite: &Suite,
     test: &Test,
@@ -382,6 +384,7 @@ async fn review_rules(
 ) -> Result<
     (
         Arc<[crate::manifest::Object]>,
+        HashSet<String>,
         Vec<crate::plugin::RuleResult>,
     ),
     String,
@@ -412,7 +415,25 @@ async fn review_rules(
             })?;
         results.extend(reviewed);
     }
-    Ok((objects, results))
+    // Read after the plugin read them: a path it refused is refused in its
+    // words.
+    let policies = {
+        let paths: Vec<String> = test
+            .policies
+            .iter()
+            .flat_map(|spec| spec.settings.iter())
+            .filter(|(key, _)| key == "policy")
+            .map(|(_, path)| path.clone())
+            .collect();
+        let max_files = options.limits.max_files;
+        tokio::task::spawn_blocking(move || {
+            let paths: Vec<&str> = paths.iter().map(String::as_str).collect();
+            super::kyverno::policy_names(view.as_ref(), &paths, max_files)
+        })
+        .await
+        .map_err(|e| format!("reading the policies failed on the host: {e}"))??
+    };
+    Ok((objects, policies, results))
 }
 
 async fn run_case(

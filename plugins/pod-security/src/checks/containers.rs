@@ -2,17 +2,22 @@
 //! lifecycle handlers.
 
 use super::text::{join_quote, pluralize, sorted_set};
-use super::{Fields, Outcome, Pod, Violation};
-use crate::model::{Handler, items};
+use super::{BadValue, Errors, FieldError, Fields, Outcome, Pod, Violation};
+use crate::model::{ContainerAt, Handler, items};
 
 /// `privileged` (baseline, v1.0): no container may set `privileged: true`.
 pub fn privileged(pod: &Pod<'_>) -> Outcome {
     let mut bad = Vec::new();
     let mut fields = Fields::default();
+    let mut errors = Errors::new();
     for c in pod.spec.containers() {
         if c.security_context().and_then(|s| s.privileged) == Some(true) {
             bad.push(c.name());
             fields.push(|| pod.container_field(&c, "securityContext.privileged"));
+            errors.push(FieldError::forbidden(
+                pod.container_field(&c, "securityContext.privileged"),
+                BadValue::Bool(true),
+            ));
         }
     }
     (!bad.is_empty()).then(|| {
@@ -25,6 +30,7 @@ pub fn privileged(pod: &Pod<'_>) -> Outcome {
             ),
             fields,
         )
+        .with_errors(errors)
     })
 }
 
@@ -33,13 +39,19 @@ pub fn privileged(pod: &Pod<'_>) -> Outcome {
 pub fn allow_privilege_escalation_1_8(pod: &Pod<'_>) -> Outcome {
     let mut bad = Vec::new();
     let mut fields = Fields::default();
+    let mut errors = Errors::new();
     for c in pod.spec.containers() {
-        if c.security_context()
-            .and_then(|s| s.allow_privilege_escalation)
-            != Some(false)
-        {
+        let context = c.security_context();
+        let allowed = context.and_then(|s| s.allow_privilege_escalation);
+        if allowed != Some(false) {
             bad.push(c.name());
             fields.push(|| pod.container_field(&c, "securityContext.allowPrivilegeEscalation"));
+            let path = pod.container_field(&c, "securityContext.allowPrivilegeEscalation");
+            errors.push(match (context, allowed) {
+                (None, _) => FieldError::required(path),
+                (Some(_), None) => FieldError::forbidden(path, BadValue::Text("nil".into())),
+                (Some(_), Some(_)) => FieldError::forbidden(path, BadValue::Bool(true)),
+            });
         }
     }
     (!bad.is_empty()).then(|| {
@@ -52,6 +64,7 @@ pub fn allow_privilege_escalation_1_8(pod: &Pod<'_>) -> Outcome {
             ),
             fields,
         )
+        .with_errors(errors)
     })
 }
 
@@ -85,22 +98,27 @@ pub fn capabilities_baseline(pod: &Pod<'_>) -> Outcome {
     let mut bad = Vec::new();
     let mut added = Vec::new();
     let mut fields = Fields::default();
+    let mut errors = Errors::new();
     for c in pod.spec.containers() {
         let Some(caps) = c.security_context().and_then(|s| s.capabilities.as_ref()) else {
             continue;
         };
-        let mut valid = true;
+        let mut forbidden = Vec::new();
         for (i, cap) in items(&caps.add).iter().enumerate() {
             if !BASELINE_CAPABILITIES.contains(&cap.as_str()) {
-                valid = false;
+                forbidden.push(cap.as_str());
                 added.push(cap.as_str());
                 fields.push(|| {
                     pod.container_field(&c, &format!("securityContext.capabilities.add[{i}]"))
                 });
             }
         }
-        if !valid {
+        if !forbidden.is_empty() {
             bad.push(c.name());
+            errors.push(FieldError::forbidden(
+                pod.container_field(&c, "securityContext.capabilities.add"),
+                BadValue::List(sorted_set(forbidden)),
+            ));
         }
     }
     (!bad.is_empty()).then(|| {
@@ -114,6 +132,7 @@ pub fn capabilities_baseline(pod: &Pod<'_>) -> Outcome {
             ),
             fields,
         )
+        .with_errors(errors)
     })
 }
 
@@ -124,30 +143,49 @@ pub fn capabilities_restricted_1_22(pod: &Pod<'_>) -> Outcome {
     let mut adding = Vec::new();
     let mut forbidden = Vec::new();
     let mut fields = Fields::default();
+    // Kyverno's build lists every missing drop, then every forbidden add.
+    let (mut drop_errors, mut add_errors) = (Errors::new(), Errors::new());
+    let drop_path =
+        |c: &ContainerAt<'_>| pod.container_field(c, "securityContext.capabilities.drop");
     for c in pod.spec.containers() {
         let Some(caps) = c.security_context().and_then(|s| s.capabilities.as_ref()) else {
             missing_drop.push(c.name());
-            fields.push(|| pod.container_field(&c, "securityContext.capabilities.drop"));
+            fields.push(|| drop_path(&c));
+            drop_errors.push(FieldError::required(drop_path(&c)));
             continue;
         };
-        if !items(&caps.drop).iter().any(|d| d.as_str() == "ALL") {
+        let drop = items(&caps.drop);
+        if !drop.iter().any(|d| d.as_str() == "ALL") {
             missing_drop.push(c.name());
-            fields.push(|| pod.container_field(&c, "securityContext.capabilities.drop"));
+            fields.push(|| drop_path(&c));
+            drop_errors.push(if drop.is_empty() {
+                FieldError::required(drop_path(&c))
+            } else {
+                FieldError::forbidden(
+                    drop_path(&c),
+                    BadValue::List(sorted_set(drop.iter().map(|d| d.as_str()))),
+                )
+            });
         }
-        let mut added_forbidden = false;
+        let mut added = Vec::new();
         for (i, cap) in items(&caps.add).iter().enumerate() {
             if cap.as_str() != "NET_BIND_SERVICE" {
-                added_forbidden = true;
+                added.push(cap.as_str());
                 forbidden.push(cap.as_str());
                 fields.push(|| {
                     pod.container_field(&c, &format!("securityContext.capabilities.add[{i}]"))
                 });
             }
         }
-        if added_forbidden {
+        if !added.is_empty() {
             adding.push(c.name());
+            add_errors.push(FieldError::forbidden(
+                pod.container_field(&c, "securityContext.capabilities.add"),
+                BadValue::List(sorted_set(added)),
+            ));
         }
     }
+    drop_errors.extend(add_errors);
     let mut details = Vec::new();
     if !missing_drop.is_empty() {
         details.push(format!(
@@ -164,8 +202,10 @@ pub fn capabilities_restricted_1_22(pod: &Pod<'_>) -> Outcome {
             join_quote(&sorted_set(forbidden))
         ));
     }
-    (!details.is_empty())
-        .then(|| Violation::new("unrestricted capabilities", details.join("; "), fields))
+    (!details.is_empty()).then(|| {
+        Violation::new("unrestricted capabilities", details.join("; "), fields)
+            .with_errors(drop_errors)
+    })
 }
 
 /// `capabilities_restricted` from v1.25: Windows pods are exempt.
@@ -182,6 +222,7 @@ pub fn proc_mount_1_0(pod: &Pod<'_>) -> Outcome {
     let mut bad = Vec::new();
     let mut types = Vec::new();
     let mut fields = Fields::default();
+    let mut errors = Errors::new();
     for c in pod.spec.containers() {
         let Some(mount) = c.security_context().and_then(|s| s.proc_mount.as_deref()) else {
             continue;
@@ -190,6 +231,10 @@ pub fn proc_mount_1_0(pod: &Pod<'_>) -> Outcome {
             bad.push(c.name());
             types.push(mount);
             fields.push(|| pod.container_field(&c, "securityContext.procMount"));
+            errors.push(FieldError::forbidden(
+                pod.container_field(&c, "securityContext.procMount"),
+                BadValue::Text(mount.to_owned()),
+            ));
         }
     }
     (!bad.is_empty()).then(|| {
@@ -203,6 +248,7 @@ pub fn proc_mount_1_0(pod: &Pod<'_>) -> Outcome {
             ),
             fields,
         )
+        .with_errors(errors)
     })
 }
 
@@ -219,6 +265,7 @@ pub fn host_ports(pod: &Pod<'_>) -> Outcome {
     let mut bad = Vec::new();
     let mut ports = Vec::new();
     let mut fields = Fields::default();
+    let mut errors = Errors::new();
     for c in pod.spec.containers() {
         let mut valid = true;
         for (i, port) in items(&c.container.ports).iter().enumerate() {
@@ -227,6 +274,10 @@ pub fn host_ports(pod: &Pod<'_>) -> Outcome {
                 valid = false;
                 ports.push(host_port.to_string());
                 fields.push(|| pod.container_field(&c, &format!("ports[{i}].hostPort")));
+                errors.push(FieldError::forbidden(
+                    pod.container_field(&c, &format!("ports[{i}].hostPort")),
+                    BadValue::Int(i64::from(host_port)),
+                ));
             }
         }
         if !valid {
@@ -248,6 +299,7 @@ pub fn host_ports(pod: &Pod<'_>) -> Outcome {
             ),
             fields,
         )
+        .with_errors(errors)
     })
 }
 
@@ -325,8 +377,13 @@ pub fn windows_host_process(pod: &Pod<'_>) -> Outcome {
         .and_then(|s| s.windows_options.as_ref())
         .and_then(|w| w.host_process)
         == Some(true);
+    let mut errors = Errors::new();
     if pod_level {
         fields.push(|| pod.spec_field("securityContext.windowsOptions.hostProcess"));
+        errors.push(FieldError::forbidden(
+            pod.spec_field("securityContext.windowsOptions.hostProcess"),
+            BadValue::Bool(true),
+        ));
     }
     let mut bad = Vec::new();
     for c in pod.spec.containers() {
@@ -338,6 +395,10 @@ pub fn windows_host_process(pod: &Pod<'_>) -> Outcome {
         if set {
             bad.push(c.name());
             fields.push(|| pod.container_field(&c, "securityContext.windowsOptions.hostProcess"));
+            errors.push(FieldError::forbidden(
+                pod.container_field(&c, "securityContext.windowsOptions.hostProcess"),
+                BadValue::Bool(true),
+            ));
         }
     }
     let mut setters = Vec::new();
@@ -360,5 +421,6 @@ pub fn windows_host_process(pod: &Pod<'_>) -> Outcome {
             ),
             fields,
         )
+        .with_errors(errors)
     })
 }

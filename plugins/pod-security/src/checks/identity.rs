@@ -2,7 +2,7 @@
 //! `seLinuxOptions`.
 
 use super::text::{join_quote, pluralize, sorted_set};
-use super::{Fields, Outcome, Pod, Violation};
+use super::{BadValue, Errors, FieldError, Fields, Outcome, Pod, Violation};
 use crate::model::SeLinuxOptions;
 
 /// `runAsNonRoot` (restricted, v1.0): the pod or every container must set
@@ -10,6 +10,9 @@ use crate::model::SeLinuxOptions;
 pub fn run_as_non_root_1_0(pod: &Pod<'_>) -> Outcome {
     let mut setters = Vec::new();
     let mut explicit_fields = Fields::default();
+    // Kyverno's build lists the explicit errors, then the implicit ones,
+    // whichever violation is reported.
+    let (mut explicit_errors, mut implicit_errors) = (Errors::new(), Errors::new());
     let mut pod_non_root = false;
     match pod
         .spec
@@ -20,6 +23,10 @@ pub fn run_as_non_root_1_0(pod: &Pod<'_>) -> Outcome {
         Some(false) => {
             setters.push("pod".to_owned());
             explicit_fields.push(|| pod.spec_field("securityContext.runAsNonRoot"));
+            explicit_errors.push(FieldError::forbidden(
+                pod.spec_field("securityContext.runAsNonRoot"),
+                BadValue::Bool(false),
+            ));
         }
         Some(true) => pod_non_root = true,
         None => {}
@@ -32,11 +39,18 @@ pub fn run_as_non_root_1_0(pod: &Pod<'_>) -> Outcome {
             Some(false) => {
                 explicit.push(c.name());
                 explicit_fields.push(|| pod.container_field(&c, "securityContext.runAsNonRoot"));
+                explicit_errors.push(FieldError::forbidden(
+                    pod.container_field(&c, "securityContext.runAsNonRoot"),
+                    BadValue::Bool(false),
+                ));
             }
             Some(true) => {}
             None if !pod_non_root => {
                 implicit.push(c.name());
                 implicit_fields.push(|| pod.container_field(&c, "securityContext.runAsNonRoot"));
+                implicit_errors.push(FieldError::required(
+                    pod.container_field(&c, "securityContext.runAsNonRoot"),
+                ));
             }
             None => {}
         }
@@ -48,15 +62,20 @@ pub fn run_as_non_root_1_0(pod: &Pod<'_>) -> Outcome {
             join_quote(&explicit)
         ));
     }
+    explicit_errors.extend(implicit_errors);
+    let errors = explicit_errors;
     if !setters.is_empty() {
-        return Some(Violation::new(
-            "runAsNonRoot != true",
-            format!(
-                "{} must not set securityContext.runAsNonRoot=false",
-                setters.join(" and ")
-            ),
-            explicit_fields,
-        ));
+        return Some(
+            Violation::new(
+                "runAsNonRoot != true",
+                format!(
+                    "{} must not set securityContext.runAsNonRoot=false",
+                    setters.join(" and ")
+                ),
+                explicit_fields,
+            )
+            .with_errors(errors),
+        );
     }
     (!implicit.is_empty()).then(|| {
         Violation::new(
@@ -68,6 +87,7 @@ pub fn run_as_non_root_1_0(pod: &Pod<'_>) -> Outcome {
             ),
             implicit_fields,
         )
+        .with_errors(errors)
     })
 }
 
@@ -84,6 +104,7 @@ pub fn run_as_non_root_1_35(pod: &Pod<'_>) -> Outcome {
 pub fn run_as_user_1_23(pod: &Pod<'_>) -> Outcome {
     let mut setters = Vec::new();
     let mut fields = Fields::default();
+    let mut errors = Errors::new();
     if pod
         .spec
         .security_context
@@ -93,12 +114,20 @@ pub fn run_as_user_1_23(pod: &Pod<'_>) -> Outcome {
     {
         setters.push("pod".to_owned());
         fields.push(|| pod.spec_field("securityContext.runAsUser"));
+        errors.push(FieldError::forbidden(
+            pod.spec_field("securityContext.runAsUser"),
+            BadValue::Int(0),
+        ));
     }
     let mut bad = Vec::new();
     for c in pod.spec.containers() {
         if c.security_context().and_then(|s| s.run_as_user) == Some(0) {
             bad.push(c.name());
             fields.push(|| pod.container_field(&c, "securityContext.runAsUser"));
+            errors.push(FieldError::forbidden(
+                pod.container_field(&c, "securityContext.runAsUser"),
+                BadValue::Int(0),
+            ));
         }
     }
     if !bad.is_empty() {
@@ -114,6 +143,7 @@ pub fn run_as_user_1_23(pod: &Pod<'_>) -> Outcome {
             format!("{} must not set runAsUser=0", setters.join(" and ")),
             fields,
         )
+        .with_errors(errors)
     })
 }
 
@@ -155,19 +185,33 @@ struct SeLinuxFindings<'a> {
 }
 
 impl<'a> SeLinuxFindings<'a> {
-    /// Records what is wrong in `opts`; tells whether they are valid.
-    fn valid(&mut self, opts: &'a SeLinuxOptions, allowed: &[&str]) -> bool {
+    /// Records what is wrong in `opts` (whose path is `at`) and its field
+    /// errors in `errors`; tells whether they are valid.
+    fn valid(
+        &mut self,
+        opts: &'a SeLinuxOptions,
+        allowed: &[&str],
+        at: &str,
+        errors: &mut Errors,
+    ) -> bool {
         let mut valid = true;
-        if !allowed.contains(&opts.type_.as_str()) {
+        let mut offends = |field: &str, value: &str| {
             valid = false;
+            errors.push(FieldError::forbidden(
+                format!("{at}.seLinuxOptions.{field}"),
+                BadValue::Text(value.to_owned()),
+            ));
+        };
+        if !allowed.contains(&opts.type_.as_str()) {
+            offends("type", opts.type_.as_str());
             self.types.push(opts.type_.as_str());
         }
         if !opts.user.as_str().is_empty() {
-            valid = false;
+            offends("user", opts.user.as_str());
             self.user = true;
         }
         if !opts.role.as_str().is_empty() {
-            valid = false;
+            offends("role", opts.role.as_str());
             self.role = true;
         }
         valid
@@ -178,12 +222,18 @@ fn se_linux_options(pod: &Pod<'_>, allowed: &[&str]) -> Outcome {
     let mut found = SeLinuxFindings::default();
     let mut setters = Vec::new();
     let mut fields = Fields::default();
+    let mut errors = Errors::new();
     if let Some(opts) = pod
         .spec
         .security_context
         .as_ref()
         .and_then(|s| s.se_linux_options.as_ref())
-        && !found.valid(opts, allowed)
+        && !found.valid(
+            opts,
+            allowed,
+            &pod.spec_field("securityContext"),
+            &mut errors,
+        )
     {
         setters.push("pod".to_owned());
         fields.push(|| pod.spec_field("securityContext.seLinuxOptions"));
@@ -193,7 +243,12 @@ fn se_linux_options(pod: &Pod<'_>, allowed: &[&str]) -> Outcome {
         if let Some(opts) = c
             .security_context()
             .and_then(|s| s.se_linux_options.as_ref())
-            && !found.valid(opts, allowed)
+            && !found.valid(
+                opts,
+                allowed,
+                &pod.container_field(&c, "securityContext"),
+                &mut errors,
+            )
         {
             bad.push(c.name());
             fields.push(|| pod.container_field(&c, "securityContext.seLinuxOptions"));
@@ -224,13 +279,16 @@ fn se_linux_options(pod: &Pod<'_>, allowed: &[&str]) -> Outcome {
     if found.role {
         data.push("role may not be set".to_owned());
     }
-    Some(Violation::new(
-        "seLinuxOptions",
-        format!(
-            "{} set forbidden securityContext.seLinuxOptions: {}",
-            setters.join(" and "),
-            data.join("; ")
-        ),
-        fields,
-    ))
+    Some(
+        Violation::new(
+            "seLinuxOptions",
+            format!(
+                "{} set forbidden securityContext.seLinuxOptions: {}",
+                setters.join(" and "),
+                data.join("; ")
+            ),
+            fields,
+        )
+        .with_errors(errors),
+    )
 }

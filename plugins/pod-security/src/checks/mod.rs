@@ -13,6 +13,9 @@ pub use registry::{CHECKS, Check, CheckFn, Versioned, checks_for};
 
 use crate::model::{ContainerAt, ObjectMeta, PodSpec};
 
+/// Field errors under construction.
+pub(crate) type Errors = Vec<FieldError>;
+
 /// How many offending field paths a violation keeps (the first ones, in
 /// Pod Security Admission's visiting order); the rest are counted.
 pub const MAX_FIELD_PATHS: usize = 16;
@@ -52,6 +55,107 @@ impl Pod<'_> {
     /// other policies' findings use for labels).
     pub fn annotation_field(&self, key: &str) -> String {
         format!("{}.annotations.{key}", self.meta_path)
+    }
+
+    /// Path of an annotation as Kubernetes' `field.Path` writes a key:
+    /// `metadata.annotations[KEY]`.
+    pub fn annotation_key(&self, key: &str) -> String {
+        format!("{}.annotations[{key}]", self.meta_path)
+    }
+}
+
+/// How a field offends, as Kubernetes' `field.Error` types it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FieldErrorKind {
+    /// A field that must be set is not (`Required value`).
+    Required,
+    /// A field holds what it may not (`Forbidden`).
+    Forbidden,
+}
+
+/// The value a field error found (Go's `field.Error.BadValue`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BadValue {
+    /// None (Go's empty string).
+    None,
+    /// A string.
+    Text(String),
+    /// A boolean.
+    Bool(bool),
+    /// An integer.
+    Int(i64),
+    /// A list of strings (capabilities).
+    List(Vec<String>),
+}
+
+/// One offending field, as Kyverno's build of Pod Security Admission lists
+/// it (`policy.WithFieldErrors()`): what `validate.podSecurity` exclusions
+/// are matched against. Paths are written as `field.Path` writes them
+/// (`spec.containers[0].securityContext.capabilities.add`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FieldError {
+    /// Its type.
+    pub kind: FieldErrorKind,
+    /// Where.
+    pub path: String,
+    /// What was found.
+    pub bad: BadValue,
+}
+
+impl FieldError {
+    /// A field that must be set.
+    pub fn required(path: String) -> Self {
+        FieldError {
+            kind: FieldErrorKind::Required,
+            path,
+            bad: BadValue::None,
+        }
+    }
+
+    /// A field holding `bad`.
+    pub fn forbidden(path: String, bad: BadValue) -> Self {
+        FieldError {
+            kind: FieldErrorKind::Forbidden,
+            path,
+            bad,
+        }
+    }
+
+    /// The bad values as strings, as Kyverno reads them to match an
+    /// exclusion's `values` (none for an empty string).
+    pub fn bad_values(&self) -> Vec<String> {
+        match &self.bad {
+            BadValue::None => Vec::new(),
+            BadValue::Text(t) if t.is_empty() => Vec::new(),
+            BadValue::Text(t) => vec![t.clone()],
+            BadValue::Bool(b) => vec![b.to_string()],
+            BadValue::Int(i) => vec![i.to_string()],
+            BadValue::List(items) => items.clone(),
+        }
+    }
+
+    /// The error in Kyverno's words: `PATH is forbidden, forbidden values
+    /// found: VALUE` for a forbidden value, else Go's `PATH: Required
+    /// value` or `PATH: Forbidden`.
+    pub fn describe(&self) -> String {
+        let shown = match &self.bad {
+            BadValue::None => None,
+            BadValue::Text(t) if t.is_empty() => None,
+            BadValue::Text(t) => Some(t.clone()),
+            BadValue::Bool(b) => Some(b.to_string()),
+            BadValue::Int(i) => Some(i.to_string()),
+            BadValue::List(items) => Some(format!("[{}]", items.join(" "))),
+        };
+        match (self.kind, shown) {
+            (FieldErrorKind::Forbidden, Some(value)) => {
+                format!(
+                    "{} is forbidden, forbidden values found: {value}",
+                    self.path
+                )
+            }
+            (FieldErrorKind::Forbidden, None) => format!("{}: Forbidden", self.path),
+            (FieldErrorKind::Required, _) => format!("{}: Required value", self.path),
+        }
     }
 }
 
@@ -94,6 +198,10 @@ pub struct Violation {
     pub detail: String,
     /// Where.
     pub fields: Fields,
+    /// Every offending field, as Kyverno's build of Pod Security Admission
+    /// lists them; `None` for a check that lists none
+    /// (`hostProbesAndHostLifecycle`).
+    pub errors: Option<Vec<FieldError>>,
 }
 
 impl Violation {
@@ -103,7 +211,14 @@ impl Violation {
             reason: reason.into(),
             detail: detail.into(),
             fields,
+            errors: None,
         }
+    }
+
+    /// The same, with its field errors.
+    pub fn with_errors(mut self, errors: Vec<FieldError>) -> Self {
+        self.errors = Some(errors);
+        self
     }
 
     /// `reason (detail)`, or `reason` alone when there is no detail: how

@@ -1,13 +1,14 @@
 //! Checks on pod-level fields: host namespaces, volumes and sysctls.
 
 use super::text::{join_quote, pluralize, sorted_set};
-use super::{Fields, Outcome, Pod, Violation};
+use super::{BadValue, Errors, FieldError, Fields, Outcome, Pod, Violation};
 use crate::model::{Volume, items};
 
 /// `hostNamespaces` (baseline, v1.0): no `hostNetwork`, `hostPID`, `hostIPC`.
 pub fn host_namespaces(pod: &Pod<'_>) -> Outcome {
     let mut set = Vec::new();
     let mut fields = Fields::default();
+    let mut errors = Errors::new();
     for (field, value) in [
         ("hostNetwork", pod.spec.host_network),
         ("hostPID", pod.spec.host_pid),
@@ -16,19 +17,29 @@ pub fn host_namespaces(pod: &Pod<'_>) -> Outcome {
         if value == Some(true) {
             set.push(format!("{field}=true"));
             fields.push(|| pod.spec_field(field));
+            errors.push(FieldError::forbidden(
+                pod.spec_field(field),
+                BadValue::Bool(true),
+            ));
         }
     }
-    (!set.is_empty()).then(|| Violation::new("host namespaces", set.join(", "), fields))
+    (!set.is_empty())
+        .then(|| Violation::new("host namespaces", set.join(", "), fields).with_errors(errors))
 }
 
 /// `hostPathVolumes` (baseline, v1.0): no `hostPath` volume.
 pub fn host_path_volumes(pod: &Pod<'_>) -> Outcome {
     let mut bad = Vec::new();
     let mut fields = Fields::default();
+    let mut errors = Errors::new();
     for (i, volume) in items(&pod.spec.volumes).iter().enumerate() {
-        if volume.host_path.is_some() {
+        if let Some(host_path) = &volume.host_path {
             bad.push(volume.name.as_str());
             fields.push(|| pod.spec_field(&format!("volumes[{i}].hostPath")));
+            errors.push(FieldError::forbidden(
+                pod.spec_field(&format!("volumes[{i}].hostPath")),
+                BadValue::Text(host_path.path.as_str().to_owned()),
+            ));
         }
     }
     (!bad.is_empty()).then(|| {
@@ -41,6 +52,7 @@ pub fn host_path_volumes(pod: &Pod<'_>) -> Outcome {
             ),
             fields,
         )
+        .with_errors(errors)
     })
 }
 
@@ -98,6 +110,7 @@ pub fn restricted_volumes(pod: &Pod<'_>) -> Outcome {
     let mut bad = Vec::new();
     let mut types = Vec::new();
     let mut fields = Fields::default();
+    let mut errors = Errors::new();
     for (i, volume) in items(&pod.spec.volumes).iter().enumerate() {
         if allowed_source(volume) {
             continue;
@@ -109,6 +122,10 @@ pub fn restricted_volumes(pod: &Pod<'_>) -> Outcome {
         bad.push(volume.name.as_str());
         types.push(source);
         fields.push(|| pod.spec_field(&format!("volumes[{i}].{source}")));
+        errors.push(FieldError::forbidden(
+            pod.spec_field(&format!("volumes[{i}].{source}")),
+            BadValue::None,
+        ));
     }
     (!bad.is_empty()).then(|| {
         let types = sorted_set(types);
@@ -128,6 +145,7 @@ pub fn restricted_volumes(pod: &Pod<'_>) -> Outcome {
             ),
             fields,
         )
+        .with_errors(errors)
     })
 }
 
@@ -160,6 +178,7 @@ const SYSCTLS_1_37: &[&str] = &[
 fn sysctls(pod: &Pod<'_>, allowed: &[&[&str]]) -> Outcome {
     let mut bad = Vec::new();
     let mut fields = Fields::default();
+    let mut errors = Errors::new();
     let sysctls = pod
         .spec
         .security_context
@@ -171,9 +190,14 @@ fn sysctls(pod: &Pod<'_>, allowed: &[&[&str]]) -> Outcome {
         if !allowed.iter().any(|set| set.contains(&name)) {
             bad.push(name);
             fields.push(|| pod.spec_field(&format!("securityContext.sysctls[{i}].name")));
+            errors.push(FieldError::forbidden(
+                pod.spec_field(&format!("securityContext.sysctls[{i}].name")),
+                BadValue::Text(name.to_owned()),
+            ));
         }
     }
-    (!bad.is_empty()).then(|| Violation::new("forbidden sysctls", bad.join(", "), fields))
+    (!bad.is_empty())
+        .then(|| Violation::new("forbidden sysctls", bad.join(", "), fields).with_errors(errors))
 }
 
 /// `sysctls` v1.0.

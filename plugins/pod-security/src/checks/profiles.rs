@@ -2,7 +2,7 @@
 //! AppArmor.
 
 use super::text::{go_quote, join_quote, pluralize, sorted_set};
-use super::{Fields, Outcome, Pod, Violation};
+use super::{BadValue, Errors, FieldError, Fields, Outcome, Pod, Violation};
 use crate::model::Profile;
 
 /// Seccomp annotation on the pod (up to v1.18).
@@ -25,19 +25,26 @@ fn valid_seccomp_annotation(value: &str) -> bool {
 pub fn seccomp_baseline_1_0(pod: &Pod<'_>) -> Outcome {
     let mut forbidden = Vec::new();
     let mut fields = Fields::default();
+    let mut errors = Errors::new();
+    let mut offends = |key: &str, value: &str, fields: &mut Fields| {
+        forbidden.push(format!("{key}={}", go_quote(value)));
+        fields.push(|| pod.annotation_field(key));
+        errors.push(FieldError::forbidden(
+            pod.annotation_key(key),
+            BadValue::Text(value.to_owned()),
+        ));
+    };
     if let Some(value) = pod.meta.annotation(SECCOMP_POD_ANNOTATION)
         && !valid_seccomp_annotation(value)
     {
-        forbidden.push(format!("{SECCOMP_POD_ANNOTATION}={}", go_quote(value)));
-        fields.push(|| pod.annotation_field(SECCOMP_POD_ANNOTATION));
+        offends(SECCOMP_POD_ANNOTATION, value, &mut fields);
     }
     for c in pod.spec.containers() {
         let key = format!("{SECCOMP_CONTAINER_ANNOTATION}{}", c.name());
         if let Some(value) = pod.meta.annotation(&key)
             && !valid_seccomp_annotation(value)
         {
-            forbidden.push(format!("{key}={}", go_quote(value)));
-            fields.push(|| pod.annotation_field(&key));
+            offends(&key, value, &mut fields);
         }
     }
     let forbidden = sorted_set(forbidden);
@@ -51,6 +58,7 @@ pub fn seccomp_baseline_1_0(pod: &Pod<'_>) -> Outcome {
             ),
             fields,
         )
+        .with_errors(errors)
     })
 }
 
@@ -78,6 +86,7 @@ pub fn seccomp_restricted_1_19(pod: &Pod<'_>) -> Outcome {
             ),
             scan.implicit_fields,
         )
+        .with_errors(scan.implicit_errors)
     })
 }
 
@@ -95,8 +104,10 @@ struct SeccompScan<'a> {
     explicit: Vec<&'a str>,
     values: Vec<&'a str>,
     explicit_fields: Fields,
+    explicit_errors: Errors,
     implicit: Vec<&'a str>,
     implicit_fields: Fields,
+    implicit_errors: Errors,
 }
 
 impl<'a> SeccompScan<'a> {
@@ -106,8 +117,10 @@ impl<'a> SeccompScan<'a> {
             explicit: Vec::new(),
             values: Vec::new(),
             explicit_fields: Fields::default(),
+            explicit_errors: Errors::new(),
             implicit: Vec::new(),
             implicit_fields: Fields::default(),
+            implicit_errors: Errors::new(),
         };
         let mut pod_set = false;
         if let Some(profile) = pod
@@ -123,6 +136,10 @@ impl<'a> SeccompScan<'a> {
                 scan.values.push(profile.type_.as_str());
                 scan.explicit_fields
                     .push(|| pod.spec_field("securityContext.seccompProfile.type"));
+                scan.explicit_errors.push(FieldError::forbidden(
+                    pod.spec_field("securityContext.seccompProfile.type"),
+                    BadValue::Text(profile.type_.as_str().to_owned()),
+                ));
             }
         }
         for c in pod.spec.containers() {
@@ -135,12 +152,19 @@ impl<'a> SeccompScan<'a> {
                     scan.values.push(profile.type_.as_str());
                     scan.explicit_fields
                         .push(|| pod.container_field(&c, "securityContext.seccompProfile.type"));
+                    scan.explicit_errors.push(FieldError::forbidden(
+                        pod.container_field(&c, "securityContext.seccompProfile.type"),
+                        BadValue::Text(profile.type_.as_str().to_owned()),
+                    ));
                 }
                 Some(_) => {}
                 None if !pod_set => {
                     scan.implicit.push(c.name());
                     scan.implicit_fields
                         .push(|| pod.container_field(&c, "securityContext.seccompProfile.type"));
+                    scan.implicit_errors.push(FieldError::required(
+                        pod.container_field(&c, "securityContext.seccompProfile.type"),
+                    ));
                 }
                 None => {}
             }
@@ -170,6 +194,7 @@ impl<'a> SeccompScan<'a> {
                 ),
                 self.explicit_fields.clone(),
             )
+            .with_errors(self.explicit_errors.clone())
         })
     }
 }
@@ -188,6 +213,7 @@ pub fn app_armor_profile(pod: &Pod<'_>) -> Outcome {
     let mut setters = Vec::new();
     let mut values = Vec::new();
     let mut fields = Fields::default();
+    let mut errors = Errors::new();
     if let Some(profile) = pod
         .spec
         .security_context
@@ -198,6 +224,10 @@ pub fn app_armor_profile(pod: &Pod<'_>) -> Outcome {
         setters.push("pod".to_owned());
         values.push(profile.type_.as_str());
         fields.push(|| pod.spec_field("securityContext.appArmorProfile.type"));
+        errors.push(FieldError::forbidden(
+            pod.spec_field("securityContext.appArmorProfile.type"),
+            BadValue::Text(profile.type_.as_str().to_owned()),
+        ));
     }
     let mut bad = Vec::new();
     for c in pod.spec.containers() {
@@ -209,6 +239,10 @@ pub fn app_armor_profile(pod: &Pod<'_>) -> Outcome {
             bad.push(c.name());
             values.push(profile.type_.as_str());
             fields.push(|| pod.container_field(&c, "securityContext.appArmorProfile.type"));
+            errors.push(FieldError::forbidden(
+                pod.container_field(&c, "securityContext.appArmorProfile.type"),
+                BadValue::Text(profile.type_.as_str().to_owned()),
+            ));
         }
     }
     if !bad.is_empty() {
@@ -223,6 +257,10 @@ pub fn app_armor_profile(pod: &Pod<'_>) -> Outcome {
         if key.starts_with(APPARMOR_CONTAINER_ANNOTATION) && !valid_apparmor_annotation(value) {
             annotations.push(format!("{key}={}", go_quote(value)));
             fields.push(|| pod.annotation_field(key));
+            errors.push(FieldError::forbidden(
+                pod.annotation_key(key),
+                BadValue::Text(value.to_owned()),
+            ));
         }
     }
     let mut values = sorted_set(values);
@@ -245,5 +283,6 @@ pub fn app_armor_profile(pod: &Pod<'_>) -> Outcome {
             ),
             fields,
         )
+        .with_errors(errors)
     })
 }
