@@ -109,7 +109,12 @@ pub fn evaluate(policy: &Prepared, resource: &Value, request: &Request<'_>) -> V
             .iter()
             .filter(|e| e.names(&key, &rule.name))
             .collect();
-        if let Some(mut result) = evaluate_rule(rule, resource, request, &excepted) {
+        let lookups = Lookups {
+            request,
+            policy_namespace: (policy.kind == "Policy")
+                .then(|| policy.metadata.namespace.as_deref().unwrap_or("default")),
+        };
+        if let Some(mut result) = evaluate_rule(rule, resource, &lookups, &excepted) {
             match rule_action(rule, policy, resource, request) {
                 Ok(action) => result.enforce = action.is_some_and(is_enforce),
                 Err(e) => {
@@ -223,12 +228,21 @@ fn result(rule: &Rule, status: Status, message: impl Into<String>) -> Option<Rul
     })
 }
 
+/// What a rule's context entries may read: the review's request (the
+/// rendered set's ConfigMaps) and, for a namespaced Policy, its namespace
+/// (it reads ConfigMaps there only, as in Kyverno).
+struct Lookups<'a> {
+    request: &'a Request<'a>,
+    policy_namespace: Option<&'a str>,
+}
+
 fn evaluate_rule(
     rule: &Rule,
     resource: &Value,
-    request: &Request<'_>,
+    lookups: &Lookups<'_>,
     exceptions: &[&PolicyException],
 ) -> Option<RuleResult> {
+    let request = lookups.request;
     crate::budget::reset();
     match matching::selects(rule.match_.as_ref(), resource, request) {
         Ok(true) => {}
@@ -255,7 +269,11 @@ fn evaluate_rule(
         return result(rule, Status::Error, what);
     };
     let mut context = base_context(resource, request);
-    if let Err(e) = add_context(rule.context.as_deref().unwrap_or_default(), &mut context) {
+    if let Err(e) = add_context(
+        rule.context.as_deref().unwrap_or_default(),
+        &mut context,
+        lookups,
+    ) {
         return result(rule, Status::Error, e);
     }
     if let Some(preconditions) = &rule.preconditions {
@@ -292,7 +310,7 @@ fn evaluate_rule(
             ),
         );
     }
-    let (status, detail) = match validation(validate, resource, &context, 0) {
+    let (status, detail) = match validation(validate, resource, &context, lookups, 0) {
         Ok(outcome) => outcome,
         Err(e) => (Status::Error, e),
     };
@@ -390,7 +408,11 @@ fn base_context(resource: &Value, request: &Request<'_>) -> Value {
 /// A rule's `context` entries: `variable` (a value, or a JMESPath over what
 /// is known, with a default); lookups the sandbox cannot make are refused
 /// by name.
-fn add_context(entries: &[Value], context: &mut Value) -> Result<(), String> {
+fn add_context(
+    entries: &[Value],
+    context: &mut Value,
+    lookups: &Lookups<'_>,
+) -> Result<(), String> {
     for entry in entries {
         let name = entry
             .get("name")
@@ -419,8 +441,11 @@ fn add_context(entries: &[Value], context: &mut Value) -> Result<(), String> {
                 value = variables::substitute(default, context)?;
             }
             set(context, name, value);
+        } else if let Some(reference) = entry.get("configMap") {
+            let value = config_map(name, reference, context, lookups)?;
+            set(context, name, value);
         } else {
-            let what = ["configMap", "apiCall", "imageRegistry", "globalReference"]
+            let what = ["apiCall", "imageRegistry", "globalReference"]
                 .into_iter()
                 .find(|k| entry.get(*k).is_some())
                 .unwrap_or("unknown");
@@ -430,6 +455,55 @@ fn add_context(entries: &[Value], context: &mut Value) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+/// A `configMap` context entry: the ConfigMap of the rendered set it names
+/// (its `name` and `namespace` may hold variables; no namespace is
+/// `default`, or a Policy's own, and a Policy reads no other), as
+/// `{data, metadata}`, Kyverno's shape. One the set does not have is an
+/// error naming it: the cluster's are not visible before apply.
+fn config_map(
+    entry: &str,
+    reference: &Value,
+    context: &Value,
+    lookups: &Lookups<'_>,
+) -> Result<Value, String> {
+    let field = |key: &str| -> Result<String, String> {
+        match reference.get(key) {
+            None | Some(Value::Null) => Ok(String::new()),
+            Some(raw) => match variables::substitute(raw, context)? {
+                Value::String(s) => Ok(s),
+                other => Err(format!(
+                    "context entry {entry}: configMap.{key} must be a string, not {other}"
+                )),
+            },
+        }
+    };
+    let name = field("name")?;
+    if name.is_empty() {
+        return Err(format!("context entry {entry}: configMap.name is empty"));
+    }
+    let namespace = match (field("namespace")?, lookups.policy_namespace) {
+        (ns, Some(own)) if ns.is_empty() => own.to_owned(),
+        (ns, None) if ns.is_empty() => "default".to_owned(),
+        (ns, Some(own)) if ns != own => {
+            return Err(format!(
+                "context entry {entry}: configMap namespace {ns:?} is different from policy namespace {own:?}"
+            ));
+        }
+        (ns, _) => ns,
+    };
+    let found = (lookups.request.config_maps)(&namespace, &name).ok_or_else(|| {
+        format!(
+            "context entry {entry}: failed to get configmap {namespace}/{name}: not in the rendered set (a review before apply sees no cluster ConfigMap)"
+        )
+    })?;
+    // Copied into the rule's context: charged.
+    crate::budget::charge(crate::budget::weight(&found, crate::budget::MAX_STEPS))?;
+    Ok(json!({
+        "data": found.get("data").cloned().unwrap_or(Value::Null),
+        "metadata": found.get("metadata").cloned().unwrap_or(Value::Null),
+    }))
 }
 
 /// Sets a dotted name in the context.
@@ -510,6 +584,7 @@ fn validation(
     validate: &Value,
     resource: &Value,
     context: &Value,
+    lookups: &Lookups<'_>,
     depth: usize,
 ) -> Result<(Status, String), String> {
     if depth > 8 {
@@ -548,7 +623,7 @@ fn validation(
         return Ok((Status::Fail, failed.join(", ")));
     }
     if let Some(Value::Array(foreach)) = validate.get("foreach") {
-        return for_each(foreach, context, depth);
+        return for_each(foreach, context, lookups, depth);
     }
     if let Some(cel) = validate.get("cel") {
         let object = context.pointer("/request/object").unwrap_or(&Value::Null);
@@ -567,7 +642,12 @@ fn validation(
     Err("validate has none of pattern, anyPattern, deny, foreach".into())
 }
 
-fn for_each(entries: &[Value], context: &Value, depth: usize) -> Result<(Status, String), String> {
+fn for_each(
+    entries: &[Value],
+    context: &Value,
+    lookups: &Lookups<'_>,
+    depth: usize,
+) -> Result<(Status, String), String> {
     let mut applied = 0;
     for entry in entries {
         let list = entry
@@ -593,7 +673,7 @@ fn for_each(entries: &[Value], context: &Value, depth: usize) -> Result<(Status,
             set(&mut scoped, &format!("element{depth}"), element.clone());
             set(&mut scoped, &format!("elementIndex{depth}"), json!(index));
             if let Some(entries) = entry.get("context").and_then(Value::as_array) {
-                add_context(entries, &mut scoped)?;
+                add_context(entries, &mut scoped, lookups)?;
             }
             if let Some(preconditions) = entry.get("preconditions")
                 && !conditions_hold(preconditions, &scoped)?
@@ -612,7 +692,7 @@ fn for_each(entries: &[Value], context: &Value, depth: usize) -> Result<(Status,
                     .cloned()
                     .unwrap_or(Value::Null)
             };
-            let (status, detail) = validation(entry, &target, &scoped, depth + 1)?;
+            let (status, detail) = validation(entry, &target, &scoped, lookups, depth + 1)?;
             match status {
                 Status::Fail => return Ok((Status::Fail, detail)),
                 Status::Error => return Ok((Status::Error, detail)),
@@ -648,6 +728,7 @@ mod tests {
         Request {
             operation: "CREATE",
             namespace_labels: &|_| Some(Map::new()),
+            config_maps: &|_, _| None,
         }
     }
 
@@ -687,6 +768,7 @@ spec:
         let request = Request {
             operation: "CREATE",
             namespace_labels: &labels,
+            config_maps: &|_, _| None,
         };
         let enforced = |ns: &str| {
             let results = evaluate(&policy, &in_namespace(ns), &request);
@@ -825,14 +907,14 @@ spec:
     #[test]
     fn what_the_sandbox_cannot_do_is_an_error_naming_it() {
         let p = policy(
-            "  - name: lookup\n    match: {any: [{resources: {kinds: [Pod]}}]}\n    context: [{name: cm, configMap: {name: x, namespace: y}}]\n    validate: {pattern: {metadata: {name: '*'}}}\n",
+            "  - name: lookup\n    match: {any: [{resources: {kinds: [Pod]}}]}\n    context: [{name: cm, apiCall: {urlPath: /api/v1/namespaces}}]\n    validate: {pattern: {metadata: {name: '*'}}}\n",
         );
         let results = evaluate(&p, &pod("a:1"), &request());
         assert_eq!(results[0].status, Status::Error);
         assert!(
             results[0]
                 .message
-                .contains("configMap lookups are not available"),
+                .contains("apiCall lookups are not available"),
             "{}",
             results[0].message
         );
@@ -878,5 +960,79 @@ spec:
         // A policy file that is a billion laughs is refused naming the file.
         let err = model::policies("bomb.yaml", laughs).unwrap_err();
         assert!(err.starts_with("bomb.yaml"), "{err}");
+    }
+
+    #[test]
+    fn config_map_context_reads_the_rendered_set() {
+        let rules = "  - name: allowed-registry
+    match: {any: [{resources: {kinds: [Pod]}}]}
+    context:
+    - name: settings
+      configMap: {name: registries, namespace: '{{ request.object.metadata.namespace }}'}
+    validate:
+      message: 'registry not allowed'
+      deny:
+        conditions:
+          all:
+          - {key: '{{ images.containers.*.registry }}', operator: AnyNotIn, value: \"{{ settings.data.allowed | split(@, ',') }}\"}
+";
+        let policy = policy(rules);
+        let settings = json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "registries", "namespace": "ns"},
+            "data": {"allowed": "ghcr.io,docker.io"}});
+        let lookup =
+            |ns: &str, name: &str| (ns == "ns" && name == "registries").then(|| settings.clone());
+        let with_settings = Request {
+            operation: "CREATE",
+            namespace_labels: &|_| Some(Map::new()),
+            config_maps: &lookup,
+        };
+        let status = |image: &str| evaluate(&policy, &pod(image), &with_settings)[0].status;
+        assert_eq!(status("ghcr.io/app:1"), Status::Pass);
+        assert_eq!(status("quay.io/app:1"), Status::Fail);
+        // One the rendered set does not have is an error naming it.
+        let results = evaluate(&policy, &pod("ghcr.io/app:1"), &request());
+        assert_eq!(results[0].status, Status::Error);
+        assert!(
+            results[0]
+                .message
+                .contains("failed to get configmap ns/registries: not in the rendered set"),
+            "{}",
+            results[0].message
+        );
+    }
+
+    #[test]
+    fn a_namespaced_policy_reads_config_maps_of_its_namespace_only() {
+        let text = "apiVersion: kyverno.io/v1
+kind: Policy
+metadata: {name: p, namespace: ns}
+spec:
+  rules:
+  - name: r
+    match: {any: [{resources: {kinds: [Pod]}}]}
+    context:
+    - name: other
+      configMap: {name: registries, namespace: kube-system}
+    validate:
+      deny: {conditions: {all: [{key: '{{ other.data.x }}', operator: Equals, value: 'y'}]}}
+";
+        let policy = prepare(model::policies("p.yaml", text).unwrap().remove(0), &[]);
+        let any = json!({"data": {"x": "y"}});
+        let lookup = |_: &str, _: &str| Some(any.clone());
+        let request = Request {
+            operation: "CREATE",
+            namespace_labels: &|_| Some(Map::new()),
+            config_maps: &lookup,
+        };
+        let results = evaluate(&policy, &pod("x"), &request);
+        assert_eq!(results[0].status, Status::Error);
+        assert!(
+            results[0]
+                .message
+                .contains("different from policy namespace"),
+            "{}",
+            results[0].message
+        );
     }
 }

@@ -344,6 +344,7 @@ mod tests {
         Request {
             operation: "CREATE",
             namespace_labels: &|_| Some(serde_json::Map::new()),
+            config_maps: &|_, _| None,
         }
     }
 

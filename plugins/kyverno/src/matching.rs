@@ -13,6 +13,9 @@ pub struct Request<'a> {
     /// Labels of namespaces known (the rendered set's Namespaces, the
     /// destination's): name → labels; `None` for a namespace nobody knows.
     pub namespace_labels: &'a dyn Fn(&str) -> Option<Map<String, Value>>,
+    /// The ConfigMaps `configMap` context entries read: namespace and name
+    /// → the object (the rendered set's); `None` for one nobody has.
+    pub config_maps: &'a dyn Fn(&str, &str) -> Option<Value>,
 }
 
 /// Whether a `match` or `exclude` block selects `resource`. `None` (no
@@ -267,6 +270,7 @@ mod tests {
         Request {
             operation: "CREATE",
             namespace_labels: &|_| None,
+            config_maps: &|_, _| None,
         }
     }
 

@@ -51,9 +51,21 @@ pub fn review(set: &PolicySet, objects: &[Value]) -> Vec<Outcome> {
             .get(name)
             .map(|labels| labels.as_object().cloned().unwrap_or_default())
     };
+    // The rendered set's ConfigMaps, for `configMap` context entries.
+    let config_maps: BTreeMap<(&str, &str), &Value> = objects
+        .iter()
+        .filter(|o| o["kind"] == "ConfigMap" && o["apiVersion"] == "v1")
+        .filter_map(|o| {
+            let namespace = o["metadata"]["namespace"].as_str().unwrap_or("default");
+            Some(((namespace, o["metadata"]["name"].as_str()?), o))
+        })
+        .collect();
+    let config_map =
+        |namespace: &str, name: &str| config_maps.get(&(namespace, name)).map(|o| (*o).clone());
     let request = Request {
         operation: "CREATE",
         namespace_labels: &labels,
+        config_maps: &config_map,
     };
     let mut out = Vec::new();
     if !set.validating.is_empty() {

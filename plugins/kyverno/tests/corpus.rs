@@ -114,6 +114,7 @@ fn run(folder: &Path) -> (usize, Vec<String>) {
     let request = Request {
         operation: "CREATE",
         namespace_labels: &no_labels,
+        config_maps: &|_, _| None,
     };
     let kinds = SetKinds::of(&resources);
     let (mut right, mut wrong) = (0, Vec::new());
