@@ -296,7 +296,11 @@ fn evaluate_rule(
         .filter(|e| e.covers(resource, request, &context))
         .copied()
         .collect();
-    if let Some(spec) = validate.get("podSecurity") {
+    // `podSecurity: {}` is no Pod Security rule to Kyverno.
+    if let Some(spec) = validate
+        .get("podSecurity")
+        .filter(|v| v.as_object().is_some_and(|o| !o.is_empty()))
+    {
         return pod_security(rule, spec, resource, &covering);
     }
     let granted: Vec<&str> = covering.iter().map(|e| e.key.as_str()).collect();

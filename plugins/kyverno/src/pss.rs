@@ -62,6 +62,23 @@ const CONTROLS: &[(&str, &[&str])] = &[
     ("Volume Types", &["restrictedVolumes"]),
 ];
 
+/// Controls of containers only: an exclusion names the images.
+const CONTAINER_LEVEL: &[&str] = &[
+    "Capabilities",
+    "Privileged Containers",
+    "Host Ports",
+    "/proc Mount Type",
+    "Privilege Escalation",
+];
+
+/// Controls of the pod only: an exclusion names no images.
+const POD_LEVEL: &[&str] = &[
+    "Host Namespaces",
+    "HostPath Volumes",
+    "Sysctls",
+    "Volume Types",
+];
+
 /// One `exclude` entry (of the rule, or of a PolicyException's
 /// `podSecurity`).
 #[derive(Debug, Clone)]
@@ -105,6 +122,28 @@ impl Exclusion {
                         .join(", ")
                 )
             })?;
+        // Kyverno refuses these (`PodSecurityStandard.Validate`): each would
+        // otherwise exclude more, or less, than it says.
+        if CONTAINER_LEVEL.contains(control) && raw.images.is_empty() {
+            return Err(format!(
+                "exclude: {control}: exclude.images must be specified for the container level control"
+            ));
+        }
+        if POD_LEVEL.contains(control) && !raw.images.is_empty() {
+            return Err(format!(
+                "exclude: {control}: exclude.images must not be specified for the pod level control"
+            ));
+        }
+        if !raw.restricted_field.is_empty() && raw.values.is_empty() {
+            return Err(format!(
+                "exclude: {control}: values is required with restrictedField"
+            ));
+        }
+        if raw.restricted_field.is_empty() && !raw.values.is_empty() {
+            return Err(format!(
+                "exclude: {control}: restrictedField is required with values"
+            ));
+        }
         Ok(Exclusion {
             control,
             checks,
@@ -199,12 +238,12 @@ impl PodSecurity {
         let kind = resource.get("kind").and_then(Value::as_str).unwrap_or("");
         let (spec, meta) = pod_of(resource, kind)?;
         let checks = evaluate(&spec, &meta, self.level, self.minor);
-        let mut remaining = exclude(checks, &self.excludes, &spec, &meta, self);
+        let mut remaining = exclude(checks, &self.excludes, &spec, &meta, self)?;
         if remaining.is_empty() {
             return Ok(Verdict::Pass);
         }
         if !more.is_empty() {
-            remaining = exclude(remaining, more, &spec, &meta, self);
+            remaining = exclude(remaining, more, &spec, &meta, self)?;
             if remaining.is_empty() {
                 return Ok(Verdict::Excepted);
             }
@@ -345,14 +384,16 @@ fn container_name<'s>(spec: &'s PodSpec, list: &str, index: usize) -> &'s str {
     containers.get(index).map_or("", |c| c.name.as_str())
 }
 
-/// Applies `exclusions` in turn to the failed checks of the pod.
+/// Applies `exclusions` in turn to the failed checks of the pod. Each
+/// comparison is charged to the rule's budget (many containers times many
+/// excluded errors is quadratic).
 fn exclude(
     mut failed: Vec<Failed>,
     exclusions: &[Exclusion],
     spec: &PodSpec,
     meta: &ObjectMeta,
     policy: &PodSecurity,
-) -> Vec<Failed> {
+) -> Result<Vec<Failed>, String> {
     for exclusion in exclusions {
         if exclusion.images.is_empty() {
             // The pod with one empty container: what stays is pod-level.
@@ -364,7 +405,7 @@ fn exclude(
             bare.init_containers = None;
             bare.ephemeral_containers = None;
             let found = evaluate(&bare, meta, policy.level, policy.minor);
-            remove(&mut failed, &found, exclusion, None, spec);
+            remove(&mut failed, &found, exclusion, None, spec)?;
         } else {
             let matching = |list: &Option<Vec<Container>>| -> Option<Vec<Container>> {
                 let kept: Vec<Container> = items(list)
@@ -386,10 +427,10 @@ fn exclude(
                 ..PodSpec::default()
             };
             let found = evaluate(&only, &ObjectMeta::default(), policy.level, policy.minor);
-            remove(&mut failed, &found, exclusion, Some(&only), spec);
+            remove(&mut failed, &found, exclusion, Some(&only), spec)?;
         }
     }
-    failed
+    Ok(failed)
 }
 
 /// Removes from `failed`, for each field error of `found` (the excluded
@@ -402,7 +443,7 @@ fn remove(
     exclusion: &Exclusion,
     matching: Option<&PodSpec>,
     spec: &PodSpec,
-) {
+) -> Result<(), String> {
     for excluded in found.iter().filter(|f| exclusion.checks.contains(&f.id)) {
         let Some(errors) = &excluded.violation.errors else {
             continue;
@@ -423,6 +464,12 @@ fn remove(
             {
                 continue;
             }
+            let left: usize = failed
+                .iter()
+                .map(|f| f.violation.errors.as_ref().map_or(0, Vec::len))
+                .sum();
+            let patterns = exclusion.values.len() + exclusion.images.len();
+            crate::budget::charge((1 + left + patterns) as u64)?;
             remove_one(
                 failed,
                 excluded.id,
@@ -433,6 +480,7 @@ fn remove(
             );
         }
     }
+    Ok(())
 }
 
 /// Removes the first error of check `id` at `path` (of `container`, for a
@@ -629,6 +677,24 @@ mod tests {
             .remove("seccompProfile");
         let p = pod(json!([a.clone(), b]));
         let pod_level = rule("restricted", json!([{"controlName": "Seccomp"}]));
+        // A container-level control without images is refused, as Kyverno
+        // refuses it (it would clear a real container's error).
+        let error = PodSecurity::parse(
+            &json!({"level": "restricted", "exclude": [{"controlName": "Capabilities"}]}),
+        )
+        .unwrap_err();
+        assert!(
+            error.contains("exclude.images must be specified"),
+            "{error}"
+        );
+        let error = PodSecurity::parse(&json!({"level": "baseline", "exclude": [
+            {"controlName": "Host Namespaces", "images": ["*"]}]}))
+        .unwrap_err();
+        assert!(error.contains("must not be specified"), "{error}");
+        let error = PodSecurity::parse(&json!({"level": "baseline", "exclude": [
+            {"controlName": "Seccomp", "values": ["x"]}]}))
+        .unwrap_err();
+        assert!(error.contains("restrictedField is required"), "{error}");
         assert!(matches!(
             pod_level.evaluate(&p, "r", &[]),
             Ok(Verdict::Fail(_))

@@ -339,8 +339,13 @@ fn result_cases(index: usize, result: RawResult) -> Result<Vec<Case>, String> {
     Ok(cases)
 }
 
-/// The kinds of Kyverno policy a test's result can name.
-const POLICY_KINDS: [&str; 3] = ["ClusterPolicy", "Policy", "ValidatingPolicy"];
+/// The kinds of Kyverno policy a test's result can name, by API group.
+const POLICY_KINDS: [(&str, &str); 4] = [
+    ("kyverno.io/", "ClusterPolicy"),
+    ("kyverno.io/", "Policy"),
+    ("policies.kyverno.io/", "ValidatingPolicy"),
+    ("policies.kyverno.io/", "NamespacedValidatingPolicy"),
+];
 
 /// The names of the Kyverno policies in `paths` of `view` (files, or
 /// directories read for their `.yaml`, `.yml` and `.json` files at any
@@ -362,6 +367,14 @@ pub(super) fn policy_names(
         match view.stat(&path).map_err(at)? {
             None => return Err(format!("{path}: no such file or directory")),
             Some(meta) if meta.kind == EntryKind::Directory => {
+                // Directories count toward the bound too: links cannot
+                // make the walk endless.
+                read += 1;
+                if read > max_files {
+                    return Err(format!(
+                        "the policies are more than {max_files} files and directories (--max-files)"
+                    ));
+                }
                 for entry in view.read_dir(&path).map_err(at)? {
                     let manifest = [".yaml", ".yml", ".json"]
                         .iter()
@@ -384,7 +397,11 @@ pub(super) fn policy_names(
                     .map_err(|e| e.to_string())?;
                 names.extend(documents.iter().filter_map(|d| {
                     let kind = d.get("kind").and_then(Value::as_str)?;
-                    POLICY_KINDS.contains(&kind).then_some(())?;
+                    let api_version = d.get("apiVersion").and_then(Value::as_str)?;
+                    POLICY_KINDS
+                        .iter()
+                        .any(|(group, k)| *k == kind && api_version.starts_with(group))
+                        .then_some(())?;
                     d.pointer("/metadata/name")
                         .and_then(Value::as_str)
                         .map(str::to_owned)
