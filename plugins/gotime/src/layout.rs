@@ -8,7 +8,7 @@
 
 use std::rc::Rc;
 
-use crate::gotime::{Location, Time, days_in, is_leap, leading_int, quote};
+use crate::time::{Location, Time, days_in, is_leap, leading_int, quote};
 
 /// One element of a layout.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -67,7 +67,7 @@ impl Std {
 }
 
 /// Go's weekday names, Sunday first.
-pub(crate) const LONG_DAYS: [&str; 7] = [
+pub const LONG_DAYS: [&str; 7] = [
     "Sunday",
     "Monday",
     "Tuesday",
@@ -77,7 +77,7 @@ pub(crate) const LONG_DAYS: [&str; 7] = [
     "Saturday",
 ];
 /// Go's month names.
-pub(crate) const LONG_MONTHS: [&str; 12] = [
+pub const LONG_MONTHS: [&str; 12] = [
     "January",
     "February",
     "March",

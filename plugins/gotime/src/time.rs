@@ -416,7 +416,7 @@ impl Time {
 
     /// Go's `t.String()` without the monotonic clock reading.
     pub fn go_string(&self) -> String {
-        crate::golayout::format(self, "2006-01-02 15:04:05.999999999 -0700 MST")
+        crate::layout::format(self, "2006-01-02 15:04:05.999999999 -0700 MST")
     }
 
     /// Go's `MarshalJSON`/`MarshalText` text: RFC 3339 with nanoseconds;
@@ -426,7 +426,7 @@ impl Time {
         if !(0..=9999).contains(&c.year) {
             return Err("Time.MarshalJSON: year outside of range [0,9999]".into());
         }
-        Ok(crate::golayout::format(
+        Ok(crate::layout::format(
             self,
             "2006-01-02T15:04:05.999999999Z07:00",
         ))
