@@ -477,6 +477,87 @@ impl Quantity {
         negated.negative = !negated.negative && !negated.mantissa.is_zero();
         self.checked_add(&negated)
     }
+
+    /// The same value printed in `format` (apimachinery builds a result in
+    /// the format of its first operand).
+    pub fn with_format(mut self, format: Format) -> Self {
+        self.format = format;
+        self.normalize_binary()
+    }
+
+    /// The scale of the value as apimachinery's `AsDec` gives it: the
+    /// number of decimal places it was written with (negative for a
+    /// power of ten: `1k` is 1 at scale -3).
+    pub fn dec_scale(&self) -> i64 {
+        -self.exponent
+    }
+
+    /// `self × other`, exact, in `self`'s format (apimachinery
+    /// `NewDecimalQuantity(x.AsDec() × y.AsDec(), x.Format)`).
+    pub fn checked_mul(&self, other: &Self) -> Result<Self, SpreadError> {
+        let exponent = self.exponent.saturating_add(other.exponent);
+        if exponent.unsigned_abs() > MAX_EXPONENT_SPREAD {
+            return Err(SpreadError);
+        }
+        let mantissa = &self.mantissa * &other.mantissa;
+        Ok(Self {
+            negative: (self.negative != other.negative) && !mantissa.is_zero(),
+            mantissa,
+            exponent,
+            format: self.format,
+        }
+        .normalize_binary())
+    }
+
+    /// `self ÷ other` rounded toward zero to `scale` decimal places, in
+    /// `self`'s format (inf.Dec's `QuoRound(x, y, scale, RoundDown)`);
+    /// `None` for a zero divisor.
+    pub fn div_round_down(&self, other: &Self, scale: i64) -> Result<Option<Self>, SpreadError> {
+        if other.is_zero() {
+            return Ok(None);
+        }
+        // (m1 / m2) × 10^(e1 - e2 + scale), truncated, is the result's
+        // mantissa at exponent -scale.
+        let shift = self
+            .exponent
+            .saturating_sub(other.exponent)
+            .saturating_add(scale);
+        if shift.unsigned_abs() > MAX_EXPONENT_SPREAD || scale.unsigned_abs() > MAX_EXPONENT_SPREAD
+        {
+            return Err(SpreadError);
+        }
+        let (numerator, denominator) = if shift >= 0 {
+            (
+                &self.mantissa * pow10(shift.unsigned_abs()),
+                other.mantissa.clone(),
+            )
+        } else {
+            (
+                self.mantissa.clone(),
+                &other.mantissa * pow10(shift.unsigned_abs()),
+            )
+        };
+        let mantissa = numerator / denominator;
+        Ok(Some(
+            Self {
+                negative: (self.negative != other.negative) && !mantissa.is_zero(),
+                mantissa,
+                exponent: -scale,
+                format: self.format,
+            }
+            .normalize_binary(),
+        ))
+    }
+
+    /// A binary value is kept with an exponent of at most zero (its
+    /// printing reads the integer part from the mantissa).
+    fn normalize_binary(mut self) -> Self {
+        if self.format == Format::BinarySI && self.exponent > 0 {
+            self.mantissa *= pow10(self.exponent.unsigned_abs());
+            self.exponent = 0;
+        }
+        self
+    }
 }
 
 impl fmt::Display for Quantity {

@@ -5,9 +5,9 @@ use std::cmp::Ordering;
 
 use serde_json::Value;
 
-use crate::duration;
 use crate::value;
 use crate::wildcard;
+use kiln_gotime::time::parse_duration;
 
 /// A condition operator.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -96,8 +96,7 @@ fn equals(key: &Value, value: &Value) -> bool {
             _ => false,
         },
         Value::String(k) => {
-            if let (Ok(a), Some(Ok(b))) = (duration::parse(k), value.as_str().map(duration::parse))
-            {
+            if let (Ok(a), Some(Ok(b))) = (parse_duration(k), value.as_str().map(parse_duration)) {
                 return a == b;
             }
             if let (Ok(a), Some(v)) = (kiln_quantity::Quantity::parse(k), value.as_str()) {
@@ -213,7 +212,7 @@ fn is_range(text: &str) -> bool {
 fn numeric(key: &Value, value: &Value) -> Option<Ordering> {
     let key_text = sprint(key);
     let value_text = sprint(value);
-    if let (Ok(a), Ok(b)) = (duration::parse(&key_text), duration::parse(&value_text)) {
+    if let (Ok(a), Ok(b)) = (parse_duration(&key_text), parse_duration(&value_text)) {
         return Some(a.cmp(&b));
     }
     if (key.is_string() || value.is_string())
@@ -241,7 +240,7 @@ fn numeric(key: &Value, value: &Value) -> Option<Ordering> {
 fn durations(key: &Value, value: &Value) -> Option<Ordering> {
     let parse = |v: &Value| match v {
         Value::Number(n) => n.as_f64().map(|s| (s * 1e9) as i64),
-        Value::String(s) => duration::parse(s).ok(),
+        Value::String(s) => parse_duration(s).ok(),
         _ => None,
     };
     Some(parse(key)?.cmp(&parse(value)?))

@@ -64,15 +64,13 @@ pub fn parse(image: &str) -> Value {
         tag
     };
     let name = path.rsplit('/').next().unwrap_or(path);
-    let mut reference = format!("{registry}/{path}");
-    if !tag.is_empty() {
-        reference.push(':');
-        reference.push_str(tag);
-    }
-    if !digest.is_empty() {
-        reference.push('@');
-        reference.push_str(digest);
-    }
+    // Kyverno's `ImageInfo.String()`: the digest when there is one, else
+    // the tag.
+    let reference = if digest.is_empty() {
+        format!("{registry}/{path}:{tag}")
+    } else {
+        format!("{registry}/{path}@{digest}")
+    };
     json!({
         "registry": registry,
         "path": path,
@@ -100,6 +98,9 @@ mod tests {
         assert_eq!(ghcr["name"], "web");
         assert_eq!(ghcr["tag"], "1.2");
         assert_eq!(ghcr["digest"], "sha256:abc");
+        // The reference names the digest, not the tag, when there is one.
+        assert_eq!(ghcr["reference"], "ghcr.io/acme/web@sha256:abc");
+        assert_eq!(nginx["reference"], "docker.io/nginx:latest");
         let local = parse("localhost:5000/x");
         assert_eq!(local["registry"], "localhost:5000");
         assert_eq!(local["tag"], "latest");

@@ -14,7 +14,6 @@ pub mod autogen;
 pub mod budget;
 pub mod cel;
 pub mod conditions;
-pub mod duration;
 pub mod engine;
 pub mod exception;
 pub mod functions;

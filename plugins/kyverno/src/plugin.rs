@@ -59,6 +59,7 @@ impl RulePolicy for Kyverno {
                     .map_err(|e| format!("{}: {e}", m.source.as_deref().unwrap_or("manifest")))
             })
             .collect::<Result<Vec<_>, _>>()?;
+        crate::functions::time::set_now(settings.now);
         let mut outcomes = review::review(&set, &objects);
         settings.apply(&mut outcomes);
         Ok(outcomes

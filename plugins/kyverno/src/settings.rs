@@ -7,6 +7,9 @@
 //!   of the named policies' failures whatever they say themselves, for a
 //!   project that wants to roll a policy out in audit first, or to enforce
 //!   one its authors ship in audit. The first that names a policy wins.
+//! - `now`: the review's time (RFC 3339), which `time_now`, `time_now_utc`
+//!   and `time_since` with no end read (a plugin reads no clock); without
+//!   it they fail, naming the setting. `kiln policy test` gives it.
 
 use crate::model::PolicySet;
 use crate::review::Outcome;
@@ -19,9 +22,11 @@ pub struct Settings {
     pub paths: Vec<String>,
     /// `(policy pattern, enforce)`, in order.
     pub actions: Vec<(String, bool)>,
+    /// The review's time: Unix seconds and nanoseconds.
+    pub now: Option<(i64, i64)>,
 }
 
-const KNOWN: &str = "known: policy, a file or directory of Kyverno policies; failureAction, POLICY=Enforce or POLICY=Audit";
+const KNOWN: &str = "known: policy, a file or directory of Kyverno policies; failureAction, POLICY=Enforce or POLICY=Audit; now, the review's time (RFC 3339)";
 
 impl Settings {
     /// Parses `(key, value)` pairs; the error names the setting.
@@ -55,6 +60,11 @@ impl Settings {
                         ));
                     }
                     settings.actions.push((policy.to_owned(), enforce));
+                }
+                "now" => {
+                    let now = crate::functions::time::parse_now(value)
+                        .map_err(|e| format!("setting `now={value}`: {e}"))?;
+                    settings.now = Some(now);
                 }
                 other => return Err(format!("unknown setting `{other}` ({KNOWN})")),
             }
@@ -109,6 +119,9 @@ mod tests {
 
     #[test]
     fn settings_name_policies_and_actions() {
+        let timed =
+            Settings::parse([("policy", "p"), ("now", "2024-05-06T07:08:09.5+02:00")]).unwrap();
+        assert_eq!(timed.now, Some((1_714_972_089, 500_000_000)));
         let settings = Settings::parse([
             ("policy", "kyverno/"),
             ("failureAction", "disallow-*=Enforce"),
@@ -170,6 +183,10 @@ spec:
             (
                 vec![("policy", "p"), ("mode", "x")],
                 "unknown setting `mode`",
+            ),
+            (
+                vec![("policy", "p"), ("now", "yesterday")],
+                "setting `now=yesterday`: parsing time",
             ),
         ] {
             let error = Settings::parse(pairs.iter().copied()).unwrap_err();

@@ -6,8 +6,8 @@ use std::cmp::Ordering;
 
 use serde_json::Value;
 
-use crate::duration;
 use crate::wildcard;
+use kiln_gotime::time::parse_duration;
 
 /// Whether `value` satisfies the scalar (or map) `pattern`.
 pub fn matches(value: &Value, pattern: &Value) -> bool {
@@ -169,8 +169,8 @@ fn number_text(value: &Value) -> Option<String> {
 }
 
 fn compare_durations(value: &Value, pattern: &str, operator: Operator) -> Option<bool> {
-    let pattern = duration::parse(pattern).ok()?;
-    let value = duration::parse(&number_text(value)?).ok()?;
+    let pattern = parse_duration(pattern).ok()?;
+    let value = parse_duration(&number_text(value)?).ok()?;
     Some(ordered(value.cmp(&pattern), operator))
 }
 

@@ -224,6 +224,8 @@ pub(super) fn test(
             };
             ("policy".to_owned(), path)
         })
+        // The clock `time_now` reads, as `kyverno test` reads its own.
+        .chain([("now".to_owned(), jiff::Timestamp::now().to_string())])
         .collect();
     let mut cases = Vec::with_capacity(cases);
     for (index, result) in raw.results.into_iter().enumerate() {
@@ -588,13 +590,22 @@ results:
     fn each_resource_of_each_result_is_a_case() {
         let test = parse(TEST).unwrap();
         assert_eq!(test.name, "t");
+        let settings = &test.policies[0].settings;
         assert_eq!(
-            test.policies[0].settings,
-            vec![(
+            settings[0],
+            (
                 "policy".to_owned(),
                 "pol/.kyverno-test/../policy.yaml".to_owned()
-            )]
+            )
         );
+        // The clock the time functions read, now, in RFC 3339.
+        assert_eq!(settings[1].0, "now");
+        assert!(
+            settings[1].1.parse::<jiff::Timestamp>().is_ok(),
+            "{:?}",
+            settings[1]
+        );
+        assert_eq!(settings.len(), 2);
         assert_eq!(test.objects, vec![PathBuf::from("suite/resource.yaml")]);
         assert_eq!(test.cases.len(), 2);
         let second = test.cases[1].rule.as_ref().unwrap();

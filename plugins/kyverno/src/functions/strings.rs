@@ -1,0 +1,232 @@
+//! String functions: case, trimming, splitting, replacing, regular
+//! expressions (RE2 syntax, linear time: a hostile pattern cannot make a
+//! review slow), wildcards, label maps, `compare`, `to_boolean`,
+//! `path_canonicalize`, `image_normalize`, `is_external_url`.
+
+use std::net::IpAddr;
+
+use jmespath::Runtime;
+use serde_json::{Value, json};
+
+use super::{capped, define, number, regex, text};
+
+pub(super) fn register(runtime: &mut Runtime) {
+    define(runtime, "to_upper", 1, |a| {
+        Ok(json!(text(&a[0], "argument")?.to_uppercase()))
+    });
+    define(runtime, "to_lower", 1, |a| {
+        Ok(json!(text(&a[0], "argument")?.to_lowercase()))
+    });
+    define(runtime, "trim", 2, |a| {
+        let cut: Vec<char> = text(&a[1], "cutset")?.chars().collect();
+        Ok(json!(text(&a[0], "argument")?.trim_matches(cut.as_slice())))
+    });
+    define(runtime, "trim_prefix", 2, |a| {
+        let s = text(&a[0], "argument")?;
+        let p = text(&a[1], "prefix")?;
+        Ok(json!(s.strip_prefix(p.as_str()).unwrap_or(&s)))
+    });
+    define(runtime, "split", 2, |a| {
+        let s = text(&a[0], "argument")?;
+        let sep = text(&a[1], "separator")?;
+        if sep.is_empty() {
+            return Ok(json!(s.chars().map(String::from).collect::<Vec<_>>()));
+        }
+        Ok(json!(s.split(sep.as_str()).collect::<Vec<_>>()))
+    });
+    define(runtime, "replace", 4, |a| {
+        let s = text(&a[0], "argument")?;
+        let old = text(&a[1], "old")?;
+        let new = text(&a[2], "new")?;
+        let n = number(&a[3], "count")?;
+        capped(if n < 0.0 {
+            s.replace(&old, &new)
+        } else {
+            s.replacen(&old, &new, n as usize)
+        })
+    });
+    define(runtime, "replace_all", 3, |a| {
+        capped(text(&a[0], "argument")?.replace(&text(&a[1], "old")?, &text(&a[2], "new")?))
+    });
+    define(runtime, "equal_fold", 2, |a| {
+        Ok(json!(
+            text(&a[0], "argument")?.to_lowercase() == text(&a[1], "argument")?.to_lowercase()
+        ))
+    });
+    define(runtime, "truncate", 2, |a| {
+        let s = text(&a[0], "argument")?;
+        let n = number(&a[1], "length")?.max(0.0) as usize;
+        Ok(json!(s.chars().take(n).collect::<String>()))
+    });
+    define(runtime, "regex_match", 2, |a| {
+        Ok(json!(
+            regex(&text(&a[0], "pattern")?)?.is_match(&text(&a[1], "argument")?)
+        ))
+    });
+    define(runtime, "regex_replace_all", 3, |a| {
+        let re = regex(&text(&a[0], "pattern")?)?;
+        let s = text(&a[1], "argument")?;
+        capped(
+            re.replace_all(&s, text(&a[2], "replacement")?.as_str())
+                .into_owned(),
+        )
+    });
+    define(runtime, "regex_replace_all_literal", 3, |a| {
+        let re = regex(&text(&a[0], "pattern")?)?;
+        let s = text(&a[1], "argument")?;
+        capped(
+            re.replace_all(&s, regex::NoExpand(&text(&a[2], "replacement")?))
+                .into_owned(),
+        )
+    });
+    define(runtime, "pattern_match", 2, |a| {
+        Ok(json!(crate::wildcard::matches(
+            &text(&a[0], "pattern")?,
+            &text(&a[1], "argument")?
+        )))
+    });
+    define(runtime, "label_match", 2, |a| {
+        let (Value::Object(wanted), Value::Object(have)) = (&a[0], &a[1]) else {
+            return Err("both arguments must be maps".into());
+        };
+        Ok(json!(wanted.iter().all(|(k, v)| have.get(k) == Some(v))))
+    });
+    define(runtime, "compare", 2, |a| {
+        let (x, y) = (string_arg(&a[0], 1)?, string_arg(&a[1], 2)?);
+        Ok(json!(x.cmp(y) as i8))
+    });
+    define(runtime, "to_boolean", 1, |a| {
+        let input = string_arg(&a[0], 1)?;
+        match input.to_lowercase().as_str() {
+            "true" => Ok(json!(true)),
+            "false" => Ok(json!(false)),
+            _ => Err(format!(
+                "lowercase argument must be 'true' or 'false' (provided: '{input}')"
+            )),
+        }
+    });
+    define(runtime, "path_canonicalize", 1, |a| {
+        Ok(json!(clean(string_arg(&a[0], 1)?)))
+    });
+    define(runtime, "image_normalize", 1, |a| {
+        let image = string_arg(&a[0], 1)?;
+        if image.is_empty() {
+            return Err("bad image: empty reference".into());
+        }
+        Ok(crate::images::parse(image)["reference"].clone())
+    });
+    define(runtime, "is_external_url", 1, |a| {
+        let url = string_arg(&a[0], 1)?;
+        let host = hostname(url);
+        match host.parse::<IpAddr>() {
+            Ok(ip) => Ok(json!(!(ip.is_loopback() || is_private(&ip)))),
+            Err(_) => Err(format!(
+                "{host:?} is not an IP address, and resolving a host name needs DNS, which a review before apply does not reach"
+            )),
+        }
+    });
+}
+
+/// A string argument, as Kyverno's `validateArg` requires one.
+fn string_arg(value: &Value, index: usize) -> Result<&str, String> {
+    value
+        .as_str()
+        .ok_or_else(|| format!("argument #{index} is not of type string"))
+}
+
+/// Go's `filepath.Join(p)` of one path on Linux: `path.Clean`, except
+/// that the empty path stays empty.
+fn clean(path: &str) -> String {
+    if path.is_empty() {
+        return String::new();
+    }
+    let rooted = path.starts_with('/');
+    let mut parts: Vec<&str> = Vec::new();
+    for part in path.split('/') {
+        match part {
+            "" | "." => {}
+            ".." => {
+                if parts.last().is_some_and(|p| *p != "..") {
+                    parts.pop();
+                } else if !rooted {
+                    parts.push("..");
+                }
+            }
+            other => parts.push(other),
+        }
+    }
+    let joined = parts.join("/");
+    match (rooted, joined.is_empty()) {
+        (true, _) => format!("/{joined}"),
+        (false, true) => ".".to_owned(),
+        (false, false) => joined,
+    }
+}
+
+/// Go's `url.Parse(u).Hostname()`: the host of `scheme://[user@]host[:port]`
+/// without port or IPv6 brackets; empty without an authority.
+fn hostname(url: &str) -> &str {
+    let Some((_, after)) = url.split_once("://") else {
+        return "";
+    };
+    let authority = after.split(['/', '?', '#']).next().unwrap_or("");
+    let host = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+    if let Some(bracketed) = host.strip_prefix('[') {
+        return bracketed.split(']').next().unwrap_or("");
+    }
+    host.split(':').next().unwrap_or("")
+}
+
+/// Go's `IP.IsPrivate`: RFC 1918 for IPv4, RFC 4193 (fc00::/7) for IPv6.
+fn is_private(ip: &IpAddr) -> bool {
+    match ip {
+        IpAddr::V4(v4) => v4.is_private(),
+        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+            Some(v4) => v4.is_private(),
+            None => v6.segments()[0] & 0xfe00 == 0xfc00,
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use crate::variables::query;
+
+    // The examples of Kyverno's documentation (JMESPath, "Kyverno functions").
+    #[test]
+    fn compare_booleans_paths_images_and_urls() {
+        let data = json!({});
+        let q = |e: &str| query(e, &data).unwrap();
+        assert_eq!(q("compare('a', 'b')"), json!(-1));
+        assert_eq!(q("compare('b', 'a')"), json!(1));
+        assert_eq!(q("compare('a', 'a')"), json!(0));
+        assert_eq!(q("to_boolean('TRUE')"), json!(true));
+        assert_eq!(q("to_boolean('false')"), json!(false));
+        assert!(query("to_boolean('yes')", &data).is_err());
+        assert_eq!(
+            q("path_canonicalize('/var/run/containerd/containerd.sock')"),
+            json!("/var/run/containerd/containerd.sock")
+        );
+        assert_eq!(q("path_canonicalize('//etc//./x/../')"), json!("/etc"));
+        assert_eq!(q("path_canonicalize('a/../..')"), json!(".."));
+        assert_eq!(q("path_canonicalize('/..')"), json!("/"));
+        assert_eq!(q("path_canonicalize('')"), json!(""));
+        assert_eq!(
+            q("image_normalize('nginx')"),
+            json!("docker.io/nginx:latest")
+        );
+        assert_eq!(
+            q("image_normalize('ghcr.io/kyverno/kyverno:v1.9@sha256:abc')"),
+            json!("ghcr.io/kyverno/kyverno@sha256:abc")
+        );
+        assert_eq!(q("is_external_url('http://10.0.0.1/x')"), json!(false));
+        assert_eq!(q("is_external_url('https://127.0.0.1:8443')"), json!(false));
+        assert_eq!(q("is_external_url('http://[fd00::1]/')"), json!(false));
+        assert_eq!(q("is_external_url('http://8.8.8.8')"), json!(true));
+        // A host name would need DNS: refused, never guessed.
+        let error = query("is_external_url('https://kyverno.io')", &data).unwrap_err();
+        assert!(error.contains("DNS"), "{error}");
+    }
+}
