@@ -813,4 +813,32 @@ mod tests {
         assert_eq!(Quantity::parse("1Ki").unwrap().ceil_i64(), Some(1024));
         assert_eq!(Quantity::parse("-1").unwrap().ceil_i64(), Some(-1));
     }
+
+    #[test]
+    fn products_and_quotients_are_exact_in_the_first_format() {
+        let q = |t: &str| Quantity::parse(t).unwrap();
+        let mul = |a: &str, b: &str| q(a).checked_mul(&q(b)).unwrap().canonical();
+        assert_eq!(mul("12Ki", "2"), "24Ki");
+        assert_eq!(mul("250m", "2"), "500m");
+        assert_eq!(mul("1Gi", "1.5"), "1536Mi");
+        assert_eq!(mul("-2", "3"), "-6");
+        // A binary value scaled by a power of ten stays exact.
+        assert_eq!(mul("1Ki", "1e+03"), "1000Ki");
+        let div = |a: &str, b: &str, scale: i64| {
+            q(a).div_round_down(&q(b), scale)
+                .unwrap()
+                .map(|r| r.canonical())
+        };
+        assert_eq!(div("12Ki", "4", 0).as_deref(), Some("3Ki"));
+        // Rounded toward zero at the scale.
+        assert_eq!(div("1", "3", 0).as_deref(), Some("0"));
+        assert_eq!(div("1.0", "3", 1).as_deref(), Some("300m"));
+        assert_eq!(div("-1.0", "3", 1).as_deref(), Some("-300m"));
+        assert_eq!(div("1", "0", 0), None);
+        assert_eq!(q("1k").dec_scale(), -3);
+        assert_eq!(q("1.25").dec_scale(), 2);
+        // Exponents far apart are refused, not computed digit by digit.
+        assert!(q("1e900").checked_mul(&q("1e900")).is_err());
+        assert!(q("1").div_round_down(&q("3"), 2000).is_err());
+    }
 }
