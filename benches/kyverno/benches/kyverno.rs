@@ -10,6 +10,9 @@
 //!
 //! Run with `cargo bench -p kiln-kyverno-bench --bench kyverno` after
 //! `scripts/build-plugins`; results are recorded in `docs/benchmarks.md`.
+//! `KILN_BENCH_OBJECTS` (default 10,000) and `KILN_BENCH_ROUNDS` (default 3)
+//! size a quicker run; `KILN_BENCH_ONLY=native` runs the native engine
+//! alone (for a profiler).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -23,10 +26,18 @@ use kiln_kyverno::model::{self, PolicySet};
 use serde::Deserialize;
 use serde_json::Value;
 
-/// Objects reviewed.
+/// Objects reviewed, by default.
 const OBJECTS: usize = 10_000;
-/// Interleaved rounds; medians are reported.
+/// Interleaved rounds, by default; medians are reported.
 const ROUNDS: usize = 3;
+
+/// A count from the environment, or its default.
+fn setting(name: &str, default: usize) -> usize {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
 
 // Other projects' data is read from ../shared/testdata (or
 // KILN_CONFORMANCE_DATA), never from the repository.
@@ -103,9 +114,9 @@ fn corpus(root: &Path) -> (Vec<String>, Vec<Value>) {
     (files, objects)
 }
 
-/// `OBJECTS` objects: the corpus's, renamed `NAME-N` in turn.
-fn workload(objects: &[Value]) -> Vec<Value> {
-    (0..OBJECTS)
+/// `count` objects: the corpus's, renamed `NAME-N` in turn.
+fn workload(objects: &[Value], count: usize) -> Vec<Value> {
+    (0..count)
         .map(|i| {
             let mut object = objects[i % objects.len()].clone();
             let name = object["metadata"]["name"].as_str().unwrap().to_owned();
@@ -138,7 +149,11 @@ fn main() {
     let component = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../plugins/dist/kyverno.wasm");
     assert!(component.exists(), "run scripts/build-plugins first");
     let (files, sample) = corpus(&root);
-    let values = workload(&sample);
+    let (count, rounds) = (
+        setting("KILN_BENCH_OBJECTS", OBJECTS),
+        setting("KILN_BENCH_ROUNDS", ROUNDS).max(1),
+    );
+    let values = workload(&sample, count);
     let texts: Vec<String> = values.iter().map(Value::to_string).collect();
     let objects: Vec<Object> = values
         .into_iter()
@@ -149,11 +164,19 @@ fn main() {
         .collect();
     let bytes: usize = texts.iter().map(String::len).sum();
     println!(
-        "{} policy files, {OBJECTS} objects ({} distinct before renaming), {:.1} MB of JSON",
+        "{} policy files, {count} objects ({} distinct before renaming), {:.1} MB of JSON",
         files.len(),
         sample.len(),
         bytes as f64 / 1e6
     );
+    if std::env::var("KILN_BENCH_ONLY").as_deref() == Ok("native") {
+        for _ in 0..rounds {
+            let started = Instant::now();
+            let counts = native(&root, &files, &texts);
+            println!("native: {counts:?} in {:?}", started.elapsed());
+        }
+        return;
+    }
     let host = PluginHost::new(HostConfig::default()).unwrap();
     let limits = kiln::plugin::Limits {
         timeout: Duration::from_secs(600),
@@ -189,7 +212,7 @@ fn main() {
         counts.0, counts.1
     );
     let (mut component_times, mut native_times) = (Vec::new(), Vec::new());
-    for round in 0..ROUNDS {
+    for round in 0..rounds {
         let started = Instant::now();
         let component_counts = sandboxed();
         component_times.push(started.elapsed());
@@ -208,7 +231,7 @@ fn main() {
         }
     }
     let (component, native) = (median(component_times), median(native_times));
-    println!("component: one review of {OBJECTS} objects: {component:?}");
+    println!("component: one review of {count} objects: {component:?}");
     println!("native engine, same set: {native:?}");
     println!(
         "component / native: {:.2}x",

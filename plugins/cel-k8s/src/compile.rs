@@ -496,6 +496,10 @@ fn is_operator(name: &str) -> bool {
 #[derive(Clone)]
 pub struct Environment {
     env: Arc<Env>,
+    /// The function table every evaluation reads (the Kubernetes libraries
+    /// and the cost meters), built once: an evaluation is a scope of its
+    /// own on top of it, not a copy.
+    functions: Arc<Context<'static, 'static>>,
     limits: Limits,
     optional_types: bool,
     lenient_or_value: bool,
@@ -518,8 +522,10 @@ impl Default for Environment {
 impl Environment {
     /// An environment with these limits.
     pub fn new(limits: Limits) -> Self {
+        let env = Arc::new(library::environment(false));
         Environment {
-            env: Arc::new(library::environment(false)),
+            functions: Arc::new(functions(&env)),
+            env,
             limits,
             optional_types: false,
             lenient_or_value: false,
@@ -531,8 +537,10 @@ impl Environment {
     /// Kyverno's CEL policies use them; without them (the default) those
     /// are refused by name.
     pub fn with_optional_types(limits: Limits) -> Self {
+        let env = Arc::new(library::environment(true));
         Environment {
-            env: Arc::new(library::environment(true)),
+            functions: Arc::new(functions(&env)),
+            env,
             limits,
             optional_types: true,
             lenient_or_value: false,
@@ -695,80 +703,97 @@ fn size_cost(value: &Value) -> u64 {
     }
 }
 
-/// One evaluation scope: variables, functions and a cost counter shared by
-/// every expression evaluated in it.
-pub struct Evaluation<'e> {
-    context: Context<'static, 'static>,
+/// The cost meter of the evaluation running on this thread: the cost
+/// functions live in the environment's shared function table, and read the
+/// meter [`Evaluation::eval`] sets for as long as it evaluates.
+#[derive(Clone)]
+struct Meter {
     spent: Arc<AtomicU64>,
     budget: u64,
-    _env: std::marker::PhantomData<&'e Environment>,
+}
+
+thread_local! {
+    static METER: std::cell::RefCell<Option<Meter>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Charges `cost` to the running evaluation's meter.
+fn charge_running(cost: u64) -> Result<(), ExecutionError> {
+    METER.with(|meter| match &*meter.borrow() {
+        Some(meter) => charge(&meter.spent, meter.budget, cost),
+        // Functions run only inside `Evaluation::eval`, which sets it.
+        None => Ok(()),
+    })
+}
+
+/// The function table of an environment: the Kubernetes libraries, the
+/// presence test and the cost meters (which charge the running evaluation).
+fn functions(env: &Arc<Env>) -> Context<'static, 'static> {
+    let mut context = Context::with_env(env.clone());
+    // Neither can fail: the names are not declared by the Env.
+    library::add_functions(&mut context).expect("library functions are new names");
+    context
+        .add_function(
+            COST_FUNCTION,
+            move |range: Value| -> Result<Value, ExecutionError> {
+                let size = match &range {
+                    Value::List(l) => l.len() as u64,
+                    Value::Map(m) => m.map.len() as u64,
+                    _ => 1,
+                };
+                charge_running(size + 1).map_err(|_| {
+                    ExecutionError::function_error(COST_FUNCTION, "cost budget exceeded")
+                })?;
+                Ok(range)
+            },
+        )
+        .expect("the cost function is a new name");
+    context
+        .add_function(HAS_FUNCTION, has_fields)
+        .expect("the presence test is a new name");
+    context
+        .add_function(
+            SIZE_FUNCTION,
+            move |value: Value| -> Result<Value, ExecutionError> {
+                charge_running(size_cost(&value))?;
+                Ok(value)
+            },
+        )
+        .expect("the size function is a new name");
+    context
+        .add_function(
+            REPLACE_FUNCTION,
+            move |target: Value, old: Value, new: Value| -> Result<Value, ExecutionError> {
+                let len = |v: &Value| match v {
+                    Value::String(s) => s.len() as u64,
+                    _ => 0,
+                };
+                let (text, old_len, new_len) = (len(&target), len(&old), len(&new));
+                // At most one replacement per occurrence of `old`, or per
+                // position when `old` is empty.
+                let occurrences = text.checked_div(old_len).unwrap_or(text + 1);
+                let largest = text.saturating_add(occurrences.saturating_mul(new_len));
+                charge_running(largest / BYTES_PER_COST + 1)?;
+                Ok(target)
+            },
+        )
+        .expect("the replace guard is a new name");
+    context
+}
+
+/// One evaluation scope: variables and a cost counter shared by every
+/// expression evaluated in it, over the environment's function table.
+pub struct Evaluation<'e> {
+    context: Context<'e, 'static>,
+    spent: Arc<AtomicU64>,
+    budget: u64,
 }
 
 impl<'e> Evaluation<'e> {
     fn new(environment: &'e Environment) -> Self {
-        let mut context = Context::with_env(environment.env.clone());
-        let spent = Arc::new(AtomicU64::new(0));
-        let budget = environment.limits.cost_budget;
-        let counter = spent.clone();
-        // Neither can fail: the names are not declared by the Env.
-        library::add_functions(&mut context).expect("library functions are new names");
-        context
-            .add_function(
-                COST_FUNCTION,
-                move |range: Value| -> Result<Value, ExecutionError> {
-                    let size = match &range {
-                        Value::List(l) => l.len() as u64,
-                        Value::Map(m) => m.map.len() as u64,
-                        _ => 1,
-                    };
-                    let total = counter.fetch_add(size + 1, Ordering::Relaxed) + size + 1;
-                    if total > budget {
-                        return Err(ExecutionError::function_error(
-                            COST_FUNCTION,
-                            "cost budget exceeded",
-                        ));
-                    }
-                    Ok(range)
-                },
-            )
-            .expect("the cost function is a new name");
-        context
-            .add_function(HAS_FUNCTION, has_fields)
-            .expect("the presence test is a new name");
-        let counter = spent.clone();
-        context
-            .add_function(
-                SIZE_FUNCTION,
-                move |value: Value| -> Result<Value, ExecutionError> {
-                    charge(&counter, budget, size_cost(&value))?;
-                    Ok(value)
-                },
-            )
-            .expect("the size function is a new name");
-        let counter = spent.clone();
-        context
-            .add_function(
-                REPLACE_FUNCTION,
-                move |target: Value, old: Value, new: Value| -> Result<Value, ExecutionError> {
-                    let len = |v: &Value| match v {
-                        Value::String(s) => s.len() as u64,
-                        _ => 0,
-                    };
-                    let (text, old_len, new_len) = (len(&target), len(&old), len(&new));
-                    // At most one replacement per occurrence of `old`, or per
-                    // position when `old` is empty.
-                    let occurrences = text.checked_div(old_len).unwrap_or(text + 1);
-                    let largest = text.saturating_add(occurrences.saturating_mul(new_len));
-                    charge(&counter, budget, largest / BYTES_PER_COST + 1)?;
-                    Ok(target)
-                },
-            )
-            .expect("the replace guard is a new name");
         Evaluation {
-            context,
-            spent,
-            budget,
-            _env: std::marker::PhantomData,
+            context: environment.functions.new_inner_scope(),
+            spent: Arc::new(AtomicU64::new(0)),
+            budget: environment.limits.cost_budget,
         }
     }
 
@@ -784,7 +809,13 @@ impl<'e> Evaluation<'e> {
 
     /// Evaluates a compiled expression in this scope.
     pub fn eval(&self, compiled: &Compiled) -> Result<Value, EvalError> {
+        let meter = Meter {
+            spent: self.spent.clone(),
+            budget: self.budget,
+        };
+        let outer = METER.with(|running| running.replace(Some(meter)));
         let result = Value::resolve(&compiled.expr, &self.context);
+        METER.with(|running| running.replace(outer));
         if self.spent() > self.budget {
             return Err(EvalError::CostExceeded(self.budget));
         }

@@ -3,6 +3,9 @@
 //! libraries, cost and size limits, variables evaluated on demand, the
 //! API server's choice of failure message).
 
+use std::cell::RefCell;
+use std::collections::HashMap;
+
 use kiln_cel_k8s::{Compiled, Environment, Scope, Value, failure_message, from_json};
 use serde_json::{Value as Json, json};
 
@@ -18,9 +21,29 @@ const NAMES: &[&str] = &[
     "variables",
 ];
 
+/// How many compiled expressions a review keeps, and the longest source
+/// kept: a review evaluates each CEL rule on every object, and compiling
+/// (parsing, checking) is most of what a rule costs.
+const MAX_CACHED: usize = 4096;
+const MAX_CACHED_SOURCE: usize = 16 << 10;
+
 fn compile(env: &Environment, source: &str, what: &str) -> Result<Compiled, String> {
-    env.compile(source, NAMES)
-        .map_err(|e| format!("{what}: {e}"))
+    thread_local! {
+        static CACHE: RefCell<HashMap<String, Result<Compiled, String>>> =
+            RefCell::new(HashMap::new());
+    }
+    let found = CACHE.with(|cache| cache.borrow().get(source).cloned());
+    let result = found.unwrap_or_else(|| {
+        let result = env.compile(source, NAMES).map_err(|e| e.to_string());
+        CACHE.with(|cache| {
+            let mut cache = cache.borrow_mut();
+            if cache.len() < MAX_CACHED && source.len() <= MAX_CACHED_SOURCE {
+                cache.insert(source.to_owned(), result.clone());
+            }
+        });
+        result
+    });
+    result.map_err(|e| format!("{what}: {e}"))
 }
 
 /// The CEL environment of Kyverno's rules: the Kubernetes libraries with

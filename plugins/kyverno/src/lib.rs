@@ -31,3 +31,10 @@ pub mod wildcard;
 
 #[cfg(target_arch = "wasm32")]
 mod plugin;
+
+/// The guest's allocator: dlmalloc called directly, as the helm plugin
+/// does (see there), in place of wasi-libc's through `malloc`: a review
+/// allocates and frees a block for nearly every value it reads.
+#[cfg(target_arch = "wasm32")]
+#[global_allocator]
+static ALLOCATOR: dlmalloc::GlobalDlmalloc = dlmalloc::GlobalDlmalloc;

@@ -3,6 +3,8 @@
 //! A string that is one variable becomes the value itself (any JSON type);
 //! a variable inside text is written into it. `\{{` is a literal `{{`.
 
+use std::cell::RefCell;
+use std::collections::HashMap;
 use std::sync::OnceLock;
 
 use serde_json::{Map, Value};
@@ -17,6 +19,29 @@ fn runtime() -> &'static jmespath::Runtime {
         crate::functions::register_all(&mut runtime);
         runtime
     })
+}
+
+/// How many compiled expressions a review keeps (each variable of each
+/// rule is searched on every object).
+const MAX_CACHED: usize = 4096;
+
+/// `expression` compiled, from the review's cache when it was before.
+fn compiled(expression: &str) -> Result<jmespath::Expression<'static>, String> {
+    thread_local! {
+        static CACHE: RefCell<HashMap<String, Result<jmespath::Expression<'static>, String>>> =
+            RefCell::new(HashMap::new());
+    }
+    if let Some(found) = CACHE.with(|cache| cache.borrow().get(expression).cloned()) {
+        return found;
+    }
+    let result = runtime().compile(expression).map_err(|e| e.to_string());
+    CACHE.with(|cache| {
+        let mut cache = cache.borrow_mut();
+        if cache.len() < MAX_CACHED {
+            cache.insert(expression.to_owned(), result.clone());
+        }
+    });
+    result
 }
 
 /// The longest JMESPath expression read, in bytes.
@@ -63,20 +88,48 @@ pub fn search(expression: &str, context: &Value) -> Result<Value, String> {
             expression.chars().take(40).collect::<String>()
         ));
     }
-    let compiled = runtime()
-        .compile(expression.trim())
+    if let Some(found) = field_path(expression.trim(), context) {
+        let value = found.cloned().unwrap_or(Value::Null);
+        crate::budget::charge(crate::budget::weight(&value, crate::budget::MAX_STEPS) + 1)?;
+        return Ok(value);
+    }
+    let compiled = compiled(expression.trim())
         .map_err(|e| format!("invalid variable {{{{{expression}}}}}: {e}"))?;
     // The context is copied into JMESPath's values for each search:
     // charged to the rule.
     crate::budget::charge(crate::budget::weight(context, crate::budget::MAX_STEPS) + 1)?;
     let found = compiled
-        .search(context.clone())
+        .search(context)
         .map_err(|e| format!("variable {{{{{expression}}}}}: {e}"))?;
     let value =
         serde_json::to_value(&*found).map_err(|e| format!("variable {{{{{expression}}}}}: {e}"))?;
     // So is what it made (a projection can multiply its input).
     crate::budget::charge(crate::budget::weight(&value, crate::budget::MAX_STEPS))?;
     Ok(value)
+}
+
+/// `a.b.c` read directly, as JMESPath reads it (a field of a non-object
+/// is null), without copying the context into JMESPath's values: `None`
+/// when the expression is anything but identifiers joined by dots, else
+/// `Some(None)` for null.
+fn field_path<'v>(expression: &str, context: &'v Value) -> Option<Option<&'v Value>> {
+    let identifier = |part: &str| {
+        let mut chars = part.chars();
+        chars
+            .next()
+            .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+            && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+    };
+    if expression.is_empty() || !expression.split('.').all(identifier) {
+        return None;
+    }
+    let mut here = Some(context);
+    for part in expression.split('.') {
+        here = here
+            .and_then(|value| value.as_object())
+            .and_then(|map| map.get(part));
+    }
+    Some(here)
 }
 
 /// `a.b."c-d".e`: identifiers and quoted names joined by dots, nothing
@@ -224,6 +277,25 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+
+    #[test]
+    fn field_paths_read_directly_as_jmespath_reads_them() {
+        let context = json!({"a": {"b": {"c": [1, 2], "n": null, "s": "x"}, "_u9": true}, "k": 3});
+        for expression in [
+            "a", "a.b", "a.b.c", "a.b.n", "a.b.s", "a.b.s.t", "a._u9", "k.x", "zzz", "a.zzz.b",
+        ] {
+            let direct = field_path(expression, &context).expect(expression).cloned();
+            let by_jmespath = compiled(expression).unwrap().search(&context).unwrap();
+            let by_jmespath = serde_json::to_value(&*by_jmespath).unwrap();
+            assert_eq!(direct.unwrap_or(Value::Null), by_jmespath, "{expression}");
+        }
+        // Anything else goes to JMESPath.
+        for expression in [
+            "a.b.c[0]", "a.\"b\"", "9a", "a..b", "a | b", "", "a.b || k", "a-b",
+        ] {
+            assert!(field_path(expression, &context).is_none(), "{expression}");
+        }
+    }
 
     #[test]
     fn variables_are_replaced_as_kyverno_replaces_them() {
