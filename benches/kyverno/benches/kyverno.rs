@@ -178,8 +178,11 @@ fn main() {
         return;
     }
     let host = PluginHost::new(HostConfig::default()).unwrap();
+    // 975,363 rule results are held in the guest, then handed to the host:
+    // more than the default 256 MiB; the host's largest limit.
     let limits = kiln::plugin::Limits {
         timeout: Duration::from_secs(600),
+        memory: HostConfig::default().max_memory,
         ..kiln::plugin::Limits::default()
     };
     let started = Instant::now();

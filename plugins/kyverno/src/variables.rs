@@ -22,8 +22,11 @@ fn runtime() -> &'static jmespath::Runtime {
 }
 
 /// How many compiled expressions a review keeps (each variable of each
-/// rule is searched on every object).
-const MAX_CACHED: usize = 4096;
+/// rule is searched on every object), and the longest one kept: a variable
+/// holding another one's value (`{{ f('{{ a }}') }}`) differs per object,
+/// and such expressions must not fill the guest's memory.
+const MAX_CACHED: usize = 2048;
+const MAX_CACHED_EXPRESSION: usize = 256;
 
 /// `expression` compiled, from the review's cache when it was before.
 fn compiled(expression: &str) -> Result<jmespath::Expression<'static>, String> {
@@ -37,7 +40,7 @@ fn compiled(expression: &str) -> Result<jmespath::Expression<'static>, String> {
     let result = runtime().compile(expression).map_err(|e| e.to_string());
     CACHE.with(|cache| {
         let mut cache = cache.borrow_mut();
-        if cache.len() < MAX_CACHED {
+        if cache.len() < MAX_CACHED && expression.len() <= MAX_CACHED_EXPRESSION {
             cache.insert(expression.to_owned(), result.clone());
         }
     });
