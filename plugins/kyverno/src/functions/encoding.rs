@@ -1,6 +1,6 @@
 //! Encodings and digests: base64, JSON, YAML (alias bombs refused), semver
-//! ranges, `sha256`, `sha1`, `md5`; `random` and `x509_decode` refused by
-//! name.
+//! ranges, `sha256`, `sha1`, `md5`, `x509_decode` ([`super::x509`]);
+//! `random` refused by name.
 
 use jmespath::Runtime;
 use serde_json::{Value, json};
@@ -57,8 +57,9 @@ pub(super) fn register(runtime: &mut Runtime) {
     define(runtime, "random", 1, |_| {
         Err("a review's verdict may not depend on chance: random is not available to validate rules before apply".into())
     });
-    define(runtime, "x509_decode", 1, |_| {
-        Err("x509_decode is not supported by the kyverno plugin yet".into())
+    define(runtime, "x509_decode", 1, |a| {
+        let text = a[0].as_str().ok_or("argument #1 is not of type string")?;
+        super::x509::decode(text)
     });
 }
 

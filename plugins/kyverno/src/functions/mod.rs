@@ -8,13 +8,14 @@
 //! What a review before apply cannot do is an error naming the function:
 //! `random` (a verdict may not depend on chance), `is_external_url` on a
 //! host name (no DNS), `time_now` without the review's time (the `now`
-//! setting; `kiln policy test` gives it), `x509_decode` (not yet).
+//! setting; `kiln policy test` gives it).
 
 mod arithmetic;
 mod collections;
 mod encoding;
 mod strings;
 pub mod time;
+mod x509;
 
 use jmespath::functions::Function;
 use jmespath::{Context, ErrorReason, JmespathError, Rcvar, Runtime, Variable};
