@@ -371,6 +371,77 @@ async fn a_component_of_an_earlier_patch_runs_unchanged() {
     assert_eq!(info.contract_version.unwrap().to_string(), "0.1.0");
 }
 
+/// A policy reporting its rules can neither flood the host nor lie in its
+/// results: too many results, an over-long name and a result for an object
+/// the set lacks are refused naming the plugin; an `error` outcome fails
+/// the review closed naming the rule; an honest report becomes findings.
+#[tokio::test]
+async fn attack_a_policy_reporting_rules_is_bounded_and_checked() {
+    let plugin = host()
+        .load_file(&component("fixture-misreport"), World::Policy, None)
+        .unwrap();
+    assert!(plugin.reports_rules());
+    let objects: std::sync::Arc<[manifest::Object]> = manifest::parse(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n",
+        Some("a.yaml"),
+    )
+    .unwrap()
+    .into();
+    let settings = |pairs: &[(&str, &str)]| {
+        pairs
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect::<Vec<_>>()
+    };
+    let failed = |result: kiln::plugin::Result<Vec<kiln::plugin::Finding>>| match result {
+        Err(PluginError::Failed { plugin, failure }) => {
+            assert_eq!(plugin, "fixture-misreport");
+            failure.to_string()
+        }
+        other => panic!("expected the review to fail, got {other:?}"),
+    };
+    let review = |pairs: Vec<(String, String)>| {
+        plugin.review(
+            view(Path::new(".")),
+            context("app", ""),
+            objects.clone(),
+            pairs,
+        )
+    };
+    let message = failed(review(settings(&[("mode", "flood")])).await);
+    assert!(
+        message.contains("1000001 rule results, more than the 1000000"),
+        "{message}"
+    );
+    let message = failed(review(settings(&[("mode", "long-name")])).await);
+    assert!(message.contains("300 bytes (at most 253)"), "{message}");
+    let message = failed(review(settings(&[("mode", "stray-object")])).await);
+    assert!(
+        message.contains("manifest 4294967295, but the set has 1"),
+        "{message}"
+    );
+    let message = failed(review(settings(&[("mode", "rule-error")])).await);
+    assert!(
+        message.contains("rule misreport/broken on ConfigMap/a"),
+        "{message}"
+    );
+    // Exactly at the bound is fine; an honest report names its rule.
+    let at_bound = review(settings(&[("mode", "flood"), ("count", "1000000")]))
+        .await
+        .unwrap();
+    assert!(at_bound.is_empty(), "passes are not findings");
+    let findings = review(settings(&[("mode", "honest")])).await.unwrap();
+    assert_eq!(findings.len(), 1);
+    assert_eq!(
+        findings[0]
+            .rule
+            .as_ref()
+            .map(ToString::to_string)
+            .as_deref(),
+        Some("misreport/r")
+    );
+}
+
 #[tokio::test]
 async fn components_of_another_world_or_version_are_refused() {
     let host = host();
