@@ -720,8 +720,12 @@ thread_local! {
 fn charge_running(cost: u64) -> Result<(), ExecutionError> {
     METER.with(|meter| match &*meter.borrow() {
         Some(meter) => charge(&meter.spent, meter.budget, cost),
-        // Functions run only inside `Evaluation::eval`, which sets it.
-        None => Ok(()),
+        // Functions run only inside `Evaluation::eval`, which sets it: a
+        // call outside one is refused rather than left unmetered.
+        None => Err(ExecutionError::function_error(
+            SIZE_FUNCTION,
+            "evaluated outside a metered evaluation",
+        )),
     })
 }
 

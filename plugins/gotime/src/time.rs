@@ -644,7 +644,8 @@ pub fn parse_duration(text: &str) -> Result<i64, String> {
                 return Err(invalid());
             }
         }
-        total += v;
+        // Go's uint64 sum wraps (2^63 + 2^63 is 0), and so does this one.
+        total = total.wrapping_add(v);
         if total > 1 << 63 {
             return Err(invalid());
         }

@@ -25,9 +25,18 @@ enum Operand {
 const MISMATCH: &str = "Types mismatch";
 const ZERO: &str = "Zero divisor passed";
 
+/// The longest string read as a quantity or a duration: a quantity's
+/// digits are computed with exactly, so a megabyte of them would make each
+/// operation slow (no real quantity is longer).
+const MAX_OPERAND: usize = 256;
+
 fn operand(value: &Value) -> Result<Operand, String> {
     match value {
         Value::Number(n) => Ok(Operand::Scalar(n.as_f64().unwrap_or(f64::NAN))),
+        Value::String(s) if s.len() > MAX_OPERAND => Err(format!(
+            "invalid operand: {} bytes, over the {MAX_OPERAND} a quantity or duration may have",
+            s.len()
+        )),
         Value::String(s) => {
             if let Ok(q) = Quantity::parse(s) {
                 Ok(Operand::Quantity(q))
@@ -137,7 +146,7 @@ fn divide(a: &[Value]) -> Result<Value, String> {
             if divisor == 0.0 {
                 return Err(ZERO.into());
             }
-            Ok(json!(x.to_f64() / divisor))
+            Ok(num(x.to_f64() / divisor))
         }
         (Operand::Quantity(x), Operand::Scalar(f)) => {
             if f == 0.0 {
@@ -155,7 +164,7 @@ fn divide(a: &[Value]) -> Result<Value, String> {
             if y == 0 {
                 return Err(ZERO.into());
             }
-            Ok(json!((x as f64 / 1e9) / (y as f64 / 1e9)))
+            Ok(num((x as f64 / 1e9) / (y as f64 / 1e9)))
         }
         (Operand::Duration(d), Operand::Scalar(f)) => {
             if f == 0.0 {
@@ -167,7 +176,7 @@ fn divide(a: &[Value]) -> Result<Value, String> {
             if y == 0.0 {
                 return Err(ZERO.into());
             }
-            Ok(json!(x / y))
+            Ok(num(x / y))
         }
         _ => Err(MISMATCH.into()),
     }
@@ -292,11 +301,22 @@ mod tests {
         assert_eq!(q("multiply(`2`, '250m')"), json!("500m"));
         assert_eq!(q("multiply('1h', `1.5`)"), json!("1h30m0s"));
         assert_eq!(q("multiply(`3`, `4`)"), json!(12));
-        assert_eq!(q("divide('12Ki', '4Ki')"), json!(3.0));
+        assert_eq!(q("divide('12Ki', '4Ki')"), json!(3));
         assert_eq!(q("divide('12Ki', `4`)"), json!("3Ki"));
         assert_eq!(q("divide('1', `3`)"), json!("0"));
         assert_eq!(q("divide('1.0', `3`)"), json!("300m"));
-        assert_eq!(q("divide('12h', '4h')"), json!(3.0));
+        assert_eq!(q("divide('12h', '4h')"), json!(3));
+        // A whole quotient prints as Kyverno prints it: `3`, not `3.0`.
+        assert_eq!(
+            crate::variables::substitute_str("{{ divide(`6`, `2`) }}x", &data).unwrap(),
+            json!("3x")
+        );
+        let long = format!("'{}'", "1".repeat(300));
+        assert!(
+            query(&format!("add({long}, '1')"), &data)
+                .unwrap_err()
+                .contains("over the 256")
+        );
         assert_eq!(q("divide('12h', `4`)"), json!("3h0m0s"));
         assert_eq!(q("divide(`10`, `4`)"), json!(2.5));
         assert!(

@@ -31,10 +31,14 @@ pub(super) fn register(runtime: &mut Runtime) {
             Value::Object(item)
         };
         match &a[0] {
-            // serde_json's maps are ordered by key, as Kyverno sorts them.
-            Value::Object(map) => Ok(Value::Array(
-                map.iter().map(|(k, v)| pair(json!(k), v)).collect(),
-            )),
+            // By key, as Kyverno sorts them (whatever order the map keeps).
+            Value::Object(map) => {
+                let mut keys: Vec<&String> = map.keys().collect();
+                keys.sort();
+                Ok(Value::Array(
+                    keys.into_iter().map(|k| pair(json!(k), &map[k])).collect(),
+                ))
+            }
             Value::Array(items) => Ok(Value::Array(
                 items
                     .iter()

@@ -18,9 +18,14 @@ pub(super) fn register(runtime: &mut Runtime) {
     });
     define(runtime, "base64_encode", 1, |a| {
         use base64::Engine as _;
-        Ok(json!(
-            base64::engine::general_purpose::STANDARD.encode(text(&a[0], "argument")?)
-        ))
+        let s = text(&a[0], "argument")?;
+        if s.len() / 3 * 4 > super::MAX_OUTPUT {
+            return Err(format!(
+                "the result would be over the limit of {} bytes",
+                super::MAX_OUTPUT
+            ));
+        }
+        super::capped(base64::engine::general_purpose::STANDARD.encode(s))
     });
     define(runtime, "parse_json", 1, |a| {
         let s = text(&a[0], "argument")?;

@@ -8,7 +8,7 @@ use std::net::IpAddr;
 use jmespath::Runtime;
 use serde_json::{Value, json};
 
-use super::{capped, define, number, regex, text};
+use super::{MAX_OUTPUT, capped, define, number, regex, text};
 
 pub(super) fn register(runtime: &mut Runtime) {
     define(runtime, "to_upper", 1, |a| {
@@ -39,14 +39,12 @@ pub(super) fn register(runtime: &mut Runtime) {
         let old = text(&a[1], "old")?;
         let new = text(&a[2], "new")?;
         let n = number(&a[3], "count")?;
-        capped(if n < 0.0 {
-            s.replace(&old, &new)
-        } else {
-            s.replacen(&old, &new, n as usize)
-        })
+        let limit = if n < 0.0 { usize::MAX } else { n as usize };
+        replaced(&s, &old, &new, limit)
     });
     define(runtime, "replace_all", 3, |a| {
-        capped(text(&a[0], "argument")?.replace(&text(&a[1], "old")?, &text(&a[2], "new")?))
+        let s = text(&a[0], "argument")?;
+        replaced(&s, &text(&a[1], "old")?, &text(&a[2], "new")?, usize::MAX)
     });
     define(runtime, "equal_fold", 2, |a| {
         Ok(json!(
@@ -66,18 +64,12 @@ pub(super) fn register(runtime: &mut Runtime) {
     define(runtime, "regex_replace_all", 3, |a| {
         let re = regex(&text(&a[0], "pattern")?)?;
         let s = text(&a[1], "argument")?;
-        capped(
-            re.replace_all(&s, text(&a[2], "replacement")?.as_str())
-                .into_owned(),
-        )
+        regex_replaced(&re, &s, &text(&a[2], "replacement")?, true)
     });
     define(runtime, "regex_replace_all_literal", 3, |a| {
         let re = regex(&text(&a[0], "pattern")?)?;
         let s = text(&a[1], "argument")?;
-        capped(
-            re.replace_all(&s, regex::NoExpand(&text(&a[2], "replacement")?))
-                .into_owned(),
-        )
+        regex_replaced(&re, &s, &text(&a[2], "replacement")?, false)
     });
     define(runtime, "pattern_match", 2, |a| {
         Ok(json!(crate::wildcard::matches(
@@ -119,12 +111,65 @@ pub(super) fn register(runtime: &mut Runtime) {
         let url = string_arg(&a[0], 1)?;
         let host = hostname(url);
         match host.parse::<IpAddr>() {
-            Ok(ip) => Ok(json!(!(ip.is_loopback() || is_private(&ip)))),
+            Ok(ip) => Ok(json!(!(is_loopback(&ip) || is_private(&ip)))),
             Err(_) => Err(format!(
                 "{host:?} is not an IP address, and resolving a host name needs DNS, which a review before apply does not reach"
             )),
         }
     });
+}
+
+/// `s` with at most `limit` occurrences of `old` replaced by `new`, built
+/// only when the result fits the output bound (a chain of replacements
+/// would otherwise grow geometrically before the bound is checked).
+fn replaced(s: &str, old: &str, new: &str, limit: usize) -> Result<Value, String> {
+    let occurrences = if old.is_empty() {
+        s.chars().count() + 1
+    } else {
+        s.matches(old).count()
+    }
+    .min(limit);
+    let size = (s.len() as u128) + (occurrences as u128) * (new.len() as u128)
+        - (occurrences as u128) * (old.len() as u128).min(s.len() as u128);
+    if size > MAX_OUTPUT as u128 {
+        return Err(format!(
+            "the result is {size} bytes, over the limit of {MAX_OUTPUT}"
+        ));
+    }
+    capped(if limit == usize::MAX {
+        s.replace(old, new)
+    } else {
+        s.replacen(old, new, limit)
+    })
+}
+
+/// `s` with every match of `re` replaced (`$1` expanded when `expand`),
+/// stopping as soon as the result passes the output bound.
+fn regex_replaced(
+    re: &regex::Regex,
+    s: &str,
+    replacement: &str,
+    expand: bool,
+) -> Result<Value, String> {
+    let mut out = String::new();
+    let mut last = 0;
+    for captures in re.captures_iter(s) {
+        let whole = captures.get(0).map_or(0..0, |m| m.range());
+        out.push_str(&s[last..whole.start]);
+        if expand {
+            captures.expand(replacement, &mut out);
+        } else {
+            out.push_str(replacement);
+        }
+        last = whole.end;
+        if out.len() > MAX_OUTPUT {
+            return Err(format!(
+                "the result is over the limit of {MAX_OUTPUT} bytes"
+            ));
+        }
+    }
+    out.push_str(&s[last..]);
+    capped(out)
 }
 
 /// A string argument, as Kyverno's `validateArg` requires one.
@@ -177,6 +222,16 @@ fn hostname(url: &str) -> &str {
     host.split(':').next().unwrap_or("")
 }
 
+/// Go's `IP.IsLoopback`: an IPv4-mapped address is read as IPv4.
+fn is_loopback(ip: &IpAddr) -> bool {
+    match ip {
+        IpAddr::V4(v4) => v4.is_loopback(),
+        IpAddr::V6(v6) => v6
+            .to_ipv4_mapped()
+            .map_or_else(|| v6.is_loopback(), |v4| v4.is_loopback()),
+    }
+}
+
 /// Go's `IP.IsPrivate`: RFC 1918 for IPv4, RFC 4193 (fc00::/7) for IPv6.
 fn is_private(ip: &IpAddr) -> bool {
     match ip {
@@ -225,6 +280,28 @@ mod tests {
         assert_eq!(q("is_external_url('https://127.0.0.1:8443')"), json!(false));
         assert_eq!(q("is_external_url('http://[fd00::1]/')"), json!(false));
         assert_eq!(q("is_external_url('http://8.8.8.8')"), json!(true));
+        // An IPv4-mapped loopback address is loopback, as Go reads it.
+        assert_eq!(
+            q("is_external_url('http://[::ffff:127.0.0.1]/')"),
+            json!(false)
+        );
+        // Replacements that would outgrow the output bound are refused
+        // before the result is built.
+        let x = "x".repeat(2000);
+        let data_x = json!({"x": x});
+        let grow = "replace_all(replace_all(x, 'x', x), 'x', x)";
+        assert!(query(grow, &data_x).unwrap_err().contains("over the limit"));
+        let grow = "regex_replace_all('x', regex_replace_all('x', x, x), x)";
+        assert!(query(grow, &data_x).unwrap_err().contains("over the limit"));
+        let mut chain = "x".to_owned();
+        for _ in 0..40 {
+            chain = format!("base64_encode({chain})");
+        }
+        assert!(
+            query(&chain, &data_x)
+                .unwrap_err()
+                .contains("over the limit")
+        );
         // A host name would need DNS: refused, never guessed.
         let error = query("is_external_url('https://kyverno.io')", &data).unwrap_err();
         assert!(error.contains("DNS"), "{error}");

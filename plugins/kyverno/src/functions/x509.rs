@@ -27,8 +27,9 @@ use x509_cert::name::Name;
 use x509_cert::request::{CertReq, ExtensionReq};
 use x509_cert::spki::SubjectPublicKeyInfoOwned;
 
-/// The longest PEM text read.
-const MAX_PEM: usize = 1 << 20;
+/// The longest PEM text read: a certificate is a few KiB; the DER reader
+/// sorts each SET it reads (quadratic in the values of one name part).
+const MAX_PEM: usize = 64 << 10;
 
 /// Decodes the first PEM block of `text`.
 pub fn decode(text: &str) -> Result<Value, String> {
@@ -545,16 +546,32 @@ fn request(der: &[u8]) -> Result<Value, String> {
     out.insert("PublicKeyAlgorithm".into(), json!(1));
     out.insert("PublicKey".into(), rsa_key(&info.public_key)?);
     out.insert("Subject".into(), name(&info.subject));
+    // Go's deprecated `Attributes`: each extension request with its own
+    // values (each an id and a value); other attributes are left out, as
+    // Go leaves out those it cannot read as such lists.
     let mut extensions = Vec::new();
+    let mut attributes = Vec::new();
     for attribute in info.attributes.iter() {
-        if attribute.oid.to_string() == "1.2.840.113549.1.9.14" {
-            for value in attribute.values.iter() {
-                let bytes = der_of(value)?;
-                let requested = ExtensionReq::from_der(&bytes)
-                    .map_err(|e| format!("x509: invalid extension request: {e}"))?;
-                extensions.extend(requested.0);
-            }
+        if attribute.oid.to_string() != "1.2.840.113549.1.9.14" {
+            continue;
         }
+        let mut values = Vec::new();
+        for value in attribute.values.iter() {
+            let bytes = der_of(value)?;
+            let requested = ExtensionReq::from_der(&bytes)
+                .map_err(|e| format!("x509: invalid extension request: {e}"))?;
+            values.push(Value::Array(
+                requested
+                    .0
+                    .iter()
+                    .map(
+                        |e| json!({"Type": oid(&e.extn_id), "Value": b64(e.extn_value.as_bytes())}),
+                    )
+                    .collect(),
+            ));
+            extensions.extend(requested.0);
+        }
+        attributes.push(json!({"Type": oid(&attribute.oid), "Value": values}));
     }
     let mut names = AltNames::default();
     for extension in &extensions {
@@ -562,17 +579,6 @@ fn request(der: &[u8]) -> Result<Value, String> {
             names.read(extension.extn_value.as_bytes())?;
         }
     }
-    // Go's deprecated `Attributes` (each requested extension's id and
-    // value); null without any.
-    let attributes: Vec<Value> = info
-        .attributes
-        .iter()
-        .map(|attribute| {
-            json!({"Type": oid(&attribute.oid), "Value": [extensions.iter().map(|e| json!({
-                "Type": oid(&e.extn_id), "Value": b64(e.extn_value.as_bytes())
-            })).collect::<Vec<_>>()]})
-        })
-        .collect();
     out.insert("Attributes".into(), list_or_null(attributes));
     out.insert("Extensions".into(), extension_list(&extensions));
     out.insert("ExtraExtensions".into(), Value::Null);
