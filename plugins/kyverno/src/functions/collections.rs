@@ -94,10 +94,7 @@ pub(super) fn register(runtime: &mut Runtime) {
 }
 
 fn name_arg(value: &Value, index: usize) -> Result<String, String> {
-    value
-        .as_str()
-        .map(str::to_owned)
-        .ok_or_else(|| format!("argument #{index} is not of type String"))
+    super::string_arg(value, index).map(str::to_owned)
 }
 
 #[cfg(test)]

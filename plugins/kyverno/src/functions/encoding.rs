@@ -69,10 +69,7 @@ pub(super) fn register(runtime: &mut Runtime) {
 }
 
 fn text_arg(value: &Value) -> Result<&[u8], String> {
-    value
-        .as_str()
-        .map(str::as_bytes)
-        .ok_or_else(|| "argument #1 is not of type string".to_owned())
+    super::string_arg(value, 1).map(str::as_bytes)
 }
 
 fn hex(bytes: &[u8]) -> String {

@@ -116,6 +116,14 @@ pub(super) fn num(f: f64) -> Value {
     }
 }
 
+/// A string argument, as Kyverno's `validateArg` requires one (`index`
+/// counts from 1, as its messages do).
+pub(super) fn string_arg(value: &Value, index: usize) -> Result<&str, String> {
+    value
+        .as_str()
+        .ok_or_else(|| format!("argument #{index} is not of type string"))
+}
+
 /// Registers Kyverno's functions on `runtime`.
 pub fn register_all(runtime: &mut Runtime) {
     collections::register(runtime);

@@ -8,7 +8,7 @@ use std::net::IpAddr;
 use jmespath::Runtime;
 use serde_json::{Value, json};
 
-use super::{MAX_OUTPUT, capped, define, number, regex, text};
+use super::{MAX_OUTPUT, capped, define, number, regex, string_arg, text};
 
 pub(super) fn register(runtime: &mut Runtime) {
     define(runtime, "to_upper", 1, |a| {
@@ -170,13 +170,6 @@ fn regex_replaced(
     }
     out.push_str(&s[last..]);
     capped(out)
-}
-
-/// A string argument, as Kyverno's `validateArg` requires one.
-fn string_arg(value: &Value, index: usize) -> Result<&str, String> {
-    value
-        .as_str()
-        .ok_or_else(|| format!("argument #{index} is not of type string"))
 }
 
 /// Go's `filepath.Join(p)` of one path on Linux: `path.Clean`, except

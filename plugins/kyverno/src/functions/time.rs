@@ -14,7 +14,7 @@ use kiln_gotime::layout;
 use kiln_gotime::time::{Location, Time, duration_string, parse_duration};
 use serde_json::{Value, json};
 
-use super::define;
+use super::{define, string_arg};
 
 /// Go's `time.RFC3339`.
 const RFC3339: &str = "2006-01-02T15:04:05Z07:00";
@@ -44,12 +44,6 @@ fn now(function: &str) -> Result<Time, String> {
         )
     })?;
     Ok(Time::unix(sec, nsec))
-}
-
-fn string_arg(value: &Value, index: usize) -> Result<&str, String> {
-    value
-        .as_str()
-        .ok_or_else(|| format!("argument #{index} is not of type string"))
 }
 
 /// An RFC 3339 time argument.
