@@ -560,6 +560,38 @@ mod tests {
     use super::*;
     use crate::plugin::{ObjectRef, RuleRef};
 
+    #[test]
+    fn policy_names_are_read_by_group_and_the_walk_is_bounded() {
+        let dir = tempfile::tempdir().unwrap();
+        let nested = dir.path().join("policies/deeper");
+        std::fs::create_dir_all(&nested).unwrap();
+        std::fs::write(
+            dir.path().join("policies/a.yaml"),
+            "apiVersion: kyverno.io/v1\nkind: ClusterPolicy\nmetadata: {name: a}\n---\n\
+             apiVersion: example.com/v1\nkind: ClusterPolicy\nmetadata: {name: impostor}\n",
+        )
+        .unwrap();
+        std::fs::write(
+            nested.join("b.yaml"),
+            "apiVersion: policies.kyverno.io/v1alpha1\nkind: ValidatingPolicy\nmetadata: {name: b}\n",
+        )
+        .unwrap();
+        std::fs::write(nested.join("notes.txt"), "not read").unwrap();
+        let view = crate::source::LocalDir::open(dir.path()).unwrap();
+        let names = policy_names(&view, &["policies"], 10).unwrap();
+        assert_eq!(names, HashSet::from(["a".to_owned(), "b".to_owned()]));
+        // Directories count toward the bound as files do.
+        let error = policy_names(&view, &["policies"], 2).unwrap_err();
+        assert!(
+            error.contains("the policies are more than 2 files"),
+            "{error}"
+        );
+        let error = policy_names(&view, &["../outside"], 10).unwrap_err();
+        assert!(!error.is_empty());
+        let error = policy_names(&view, &["missing.yaml"], 10).unwrap_err();
+        assert!(error.contains("no such file or directory"), "{error}");
+    }
+
     fn parse(yaml: &str) -> Result<Test, String> {
         let document: Value = serde_yaml::from_str(yaml).unwrap();
         test(

@@ -4,7 +4,7 @@
 use jmespath::Runtime;
 use serde_json::{Map, Value, json};
 
-use super::define;
+use super::{define, string_arg};
 
 pub(super) fn register(runtime: &mut Runtime) {
     // `a[].b.keys(@)` where some `b` is null: JMESPath's subexpression stops
@@ -22,12 +22,12 @@ pub(super) fn register(runtime: &mut Runtime) {
         other => Err(format!("argument must be an object, not {other}")),
     });
     define(runtime, "items", 3, |a| {
-        let key_name = name_arg(&a[1], 2)?;
-        let value_name = name_arg(&a[2], 3)?;
+        let key_name = string_arg(&a[1], 2)?;
+        let value_name = string_arg(&a[2], 3)?;
         let pair = |key: Value, value: &Value| {
             let mut item = Map::new();
-            item.insert(key_name.clone(), key);
-            item.insert(value_name.clone(), value.clone());
+            item.insert(key_name.to_owned(), key);
+            item.insert(value_name.to_owned(), value.clone());
             Value::Object(item)
         };
         match &a[0] {
@@ -91,10 +91,6 @@ pub(super) fn register(runtime: &mut Runtime) {
         }
         Ok(Value::Object(out))
     });
-}
-
-fn name_arg(value: &Value, index: usize) -> Result<String, String> {
-    super::string_arg(value, index).map(str::to_owned)
 }
 
 #[cfg(test)]

@@ -6,7 +6,7 @@ use jmespath::Runtime;
 use serde_json::{Value, json};
 use sha1::Digest as _;
 
-use super::{define, text};
+use super::{define, string_arg, text};
 
 pub(super) fn register(runtime: &mut Runtime) {
     define(runtime, "base64_decode", 1, |a| {
@@ -51,25 +51,20 @@ pub(super) fn register(runtime: &mut Runtime) {
         Ok(json!(semver_holds(&version, &constraint)?))
     });
     define(runtime, "sha256", 1, |a| {
-        Ok(json!(hex(&sha2::Sha256::digest(text_arg(&a[0])?))))
+        Ok(json!(hex(&sha2::Sha256::digest(string_arg(&a[0], 1)?))))
     });
     define(runtime, "sha1", 1, |a| {
-        Ok(json!(hex(&sha1::Sha1::digest(text_arg(&a[0])?))))
+        Ok(json!(hex(&sha1::Sha1::digest(string_arg(&a[0], 1)?))))
     });
     define(runtime, "md5", 1, |a| {
-        Ok(json!(hex(&md5::Md5::digest(text_arg(&a[0])?))))
+        Ok(json!(hex(&md5::Md5::digest(string_arg(&a[0], 1)?))))
     });
     define(runtime, "random", 1, |_| {
         Err("a review's verdict may not depend on chance: random is not available to validate rules before apply".into())
     });
     define(runtime, "x509_decode", 1, |a| {
-        let text = a[0].as_str().ok_or("argument #1 is not of type string")?;
-        super::x509::decode(text)
+        super::x509::decode(string_arg(&a[0], 1)?)
     });
-}
-
-fn text_arg(value: &Value) -> Result<&[u8], String> {
-    super::string_arg(value, 1).map(str::as_bytes)
 }
 
 fn hex(bytes: &[u8]) -> String {

@@ -349,33 +349,54 @@ fn extension_list(extensions: &[Extension]) -> Value {
     )
 }
 
+/// The fields a certificate and a request share: the raw DER parts, the
+/// signature, the RSA key and the subject.
+struct Signed<'a> {
+    der: &'a [u8],
+    spki: &'a SubjectPublicKeyInfoOwned,
+    subject: &'a Name,
+    signature: &'a der::asn1::BitString,
+    algorithm: &'a ObjectIdentifier,
+}
+
+impl Signed<'_> {
+    fn fields(&self) -> Result<Map<String, Value>, String> {
+        let mut out = Map::new();
+        out.insert("Raw".into(), b64(self.der));
+        out.insert("RawSubjectPublicKeyInfo".into(), b64(&der_of(self.spki)?));
+        out.insert("RawSubject".into(), b64(&der_of(self.subject)?));
+        out.insert("Signature".into(), b64(self.signature.raw_bytes()));
+        out.insert(
+            "SignatureAlgorithm".into(),
+            json!(signature_algorithm(self.algorithm)),
+        );
+        out.insert("PublicKeyAlgorithm".into(), json!(1));
+        out.insert("PublicKey".into(), rsa_key(self.spki)?);
+        out.insert("Subject".into(), name(self.subject));
+        Ok(out)
+    }
+}
+
 fn certificate(der: &[u8]) -> Result<Value, String> {
     let cert =
         Certificate::from_der(der).map_err(|e| format!("x509: malformed certificate: {e}"))?;
     let tbs = &cert.tbs_certificate;
-    let mut out = Map::new();
-    out.insert("Raw".into(), b64(der));
+    let mut out = Signed {
+        der,
+        spki: &tbs.subject_public_key_info,
+        subject: &tbs.subject,
+        signature: &cert.signature,
+        algorithm: &cert.signature_algorithm.oid,
+    }
+    .fields()?;
     out.insert("RawTBSCertificate".into(), b64(&der_of(tbs)?));
-    out.insert(
-        "RawSubjectPublicKeyInfo".into(),
-        b64(&der_of(&tbs.subject_public_key_info)?),
-    );
-    out.insert("RawSubject".into(), b64(&der_of(&tbs.subject)?));
     out.insert("RawIssuer".into(), b64(&der_of(&tbs.issuer)?));
-    out.insert("Signature".into(), b64(cert.signature.raw_bytes()));
-    out.insert(
-        "SignatureAlgorithm".into(),
-        json!(signature_algorithm(&cert.signature_algorithm.oid)),
-    );
-    out.insert("PublicKeyAlgorithm".into(), json!(1));
-    out.insert("PublicKey".into(), rsa_key(&tbs.subject_public_key_info)?);
     out.insert("Version".into(), json!(tbs.version as u8 + 1));
     out.insert(
         "SerialNumber".into(),
         super::num(integer(tbs.serial_number.as_bytes())),
     );
     out.insert("Issuer".into(), name(&tbs.issuer));
-    out.insert("Subject".into(), name(&tbs.subject));
     out.insert(
         "NotBefore".into(),
         time(tbs.validity.not_before.to_unix_duration().as_secs()),
@@ -529,23 +550,16 @@ fn request(der: &[u8]) -> Result<Value, String> {
     let csr =
         CertReq::from_der(der).map_err(|e| format!("x509: malformed certificate request: {e}"))?;
     let info = &csr.info;
-    let mut out = Map::new();
-    out.insert("Raw".into(), b64(der));
+    let mut out = Signed {
+        der,
+        spki: &info.public_key,
+        subject: &info.subject,
+        signature: &csr.signature,
+        algorithm: &csr.algorithm.oid,
+    }
+    .fields()?;
     out.insert("RawTBSCertificateRequest".into(), b64(&der_of(info)?));
-    out.insert(
-        "RawSubjectPublicKeyInfo".into(),
-        b64(&der_of(&info.public_key)?),
-    );
-    out.insert("RawSubject".into(), b64(&der_of(&info.subject)?));
     out.insert("Version".into(), json!(0));
-    out.insert("Signature".into(), b64(csr.signature.raw_bytes()));
-    out.insert(
-        "SignatureAlgorithm".into(),
-        json!(signature_algorithm(&csr.algorithm.oid)),
-    );
-    out.insert("PublicKeyAlgorithm".into(), json!(1));
-    out.insert("PublicKey".into(), rsa_key(&info.public_key)?);
-    out.insert("Subject".into(), name(&info.subject));
     // Go's deprecated `Attributes`: each extension request with its own
     // values (each an id and a value); other attributes are left out, as
     // Go leaves out those it cannot read as such lists.
