@@ -113,7 +113,7 @@ fn main() {
     let settings = vec![("level".to_owned(), "restricted".to_owned())];
     let sandboxed = || {
         plugin
-            .review_blocking(view.clone(), &context, &objects, &settings)
+            .review_blocking(view.clone(), None, &context, &objects, &settings)
             .unwrap()
     };
     let native_settings = kiln_pod_security::Settings::parse([("level", "restricted")]).unwrap();

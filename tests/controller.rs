@@ -2374,6 +2374,132 @@ async fn a_project_s_kyverno_policy_blocks_then_audits_naming_its_rules() {
     assert_eq!(result["resources"][0]["kind"], "Deployment", "{report}");
 }
 
+/// Issue 40: a Kyverno policy reads the destination as Kyverno reads its
+/// cluster: the labels of the namespace the application lands in (not
+/// rendered by it) for a namespaceSelector, and a ConfigMap of the cluster
+/// for a `configMap` context entry. The namespace labelled critical: the
+/// privileged Deployment is blocked, the message reading the ConfigMap;
+/// relabelled (and refreshed): the rule no longer applies and the
+/// application is applied.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_kyverno_policy_reads_the_destination_s_namespaces_and_config_maps() {
+    let w = world().await;
+    let namespace = |tier: &str| {
+        json!({"apiVersion": "v1", "kind": "Namespace",
+            "metadata": {"name": "guestbook", "labels": {"tier": tier}}})
+    };
+    w.cluster
+        .apply("namespaces", namespace("critical"), "test", false)
+        .await
+        .unwrap();
+    w.cluster
+        .apply(
+            "configmaps",
+            json!({"apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"name": "security-settings", "namespace": "kiln"},
+                "data": {"level": "critical"}}),
+            "test",
+            false,
+        )
+        .await
+        .unwrap();
+    let policies_repo = Fixture::new(w._dir.path(), "policies");
+    policies_repo.commit(
+        "kyverno",
+        &[(
+            "kyverno/critical.yaml",
+            "apiVersion: kyverno.io/v1
+kind: ClusterPolicy
+metadata: {name: critical-namespaces}
+spec:
+  validationFailureAction: Enforce
+  rules:
+  - name: no-privileged-in-critical
+    match: {any: [{resources: {kinds: [Pod], namespaceSelector: {matchLabels: {tier: critical}}}}]}
+    context:
+    - name: settings
+      configMap: {name: security-settings, namespace: kiln}
+    validate:
+      message: 'Privileged mode is disallowed in {{ settings.data.level }} namespaces.'
+      pattern:
+        spec:
+          containers:
+          - =(securityContext):
+              =(privileged): \"false\"
+",
+        )],
+    );
+    policies_repo.publish();
+    let policies = w._daemon.url("policies");
+    w.repo
+        .commit("privileged web", &[("guestbook/web.yaml", PRIVILEGED_WEB)]);
+    w.repo.publish();
+    install_policy_plugin(&w.cluster, "kyverno").await;
+    secure_project(
+        &w,
+        json!([{"name": "kyverno", "mode": "enforce",
+            "settings": {"policy": "."},
+            "source": {"repoURL": policies, "targetRevision": "main", "path": "kyverno"}}]),
+    )
+    .await;
+    let apps: Api<Application> = Api::namespaced(w.cluster.client.clone(), "kiln");
+    apps.create(
+        &PostParams::default(),
+        &application("web", &w.url, "secure"),
+    )
+    .await
+    .unwrap();
+
+    let deployments = w
+        .cluster
+        .api("apps/v1", "Deployment", "deployments", Some("guestbook"));
+    let blocked = eventually_long("web blocked in a critical namespace", async || {
+        let status = app_status(&w.cluster, "web").await;
+        (status["policy"]["blocked"] == true).then_some(status)
+    })
+    .await;
+    let finding = &blocked["policy"]["findings"][0];
+    assert_eq!(
+        finding["rule"]["name"], "autogen-no-privileged-in-critical",
+        "{blocked}"
+    );
+    assert!(
+        finding["message"]
+            .as_str()
+            .unwrap()
+            .contains("Privileged mode is disallowed in critical namespaces."),
+        "{finding}"
+    );
+    assert!(deployments.get_opt("web").await.unwrap().is_none());
+
+    // The namespace relabelled: the rule selects it no more.
+    w.cluster
+        .apply("namespaces", namespace("sandbox"), "test", false)
+        .await
+        .unwrap();
+    apps.patch(
+        "web",
+        &kube::api::PatchParams::default(),
+        &kube::api::Patch::Merge(
+            json!({"metadata": {"annotations": {"kiln.dev/refresh": "2026-12-08T08:00:00Z"}}}),
+        ),
+    )
+    .await
+    .unwrap();
+    let applied = eventually_long("web applied in a sandbox namespace", async || {
+        deployments.get_opt("web").await.unwrap()?;
+        Some(app_status(&w.cluster, "web").await)
+    })
+    .await;
+    assert_eq!(applied["policy"]["blocked"], false, "{applied}");
+    assert!(
+        applied["policy"]["findings"]
+            .as_array()
+            .is_none_or(|f| f.is_empty()),
+        "{applied}"
+    );
+}
+
 /// Issue 18: a project's mandatory policies read a repository the security
 /// team owns, not the application's. The application's repository ships a
 /// permissive policy at the very paths the settings name: it changes

@@ -40,6 +40,7 @@ async fn review(
     policy
         .review(
             view(root),
+            None,
             context("gk", ""),
             objects.into(),
             params(settings),

@@ -291,6 +291,7 @@ async fn every_rule_reports_its_result_and_findings_name_their_rule() {
     let results = plugin
         .review_rules(
             view(&example()),
+            None,
             context("guestbook", ""),
             set.clone().into(),
             settings.clone(),
@@ -326,6 +327,7 @@ async fn every_rule_reports_its_result_and_findings_name_their_rule() {
     let findings = plugin
         .review(
             view(&example()),
+            None,
             context("guestbook", ""),
             set.into(),
             settings,
@@ -357,6 +359,7 @@ async fn a_policy_of_findings_only_reports_no_rules() {
     let error = plugin
         .review_rules(
             view(&example()),
+            None,
             context("guestbook", ""),
             objects(POD).into(),
             params(&[("labels", "team")]),
@@ -398,6 +401,7 @@ spec:
     let findings = policy()
         .review(
             view(dir.path()),
+            None,
             context("vpol", ""),
             objects(&format!("{POD}---\n{deployment}")).into(),
             params(&[("policy", "vpol.yaml")]),
@@ -416,6 +420,156 @@ spec:
     );
 }
 
+/// Policies that read the destination (a namespaceSelector on a namespace
+/// the set does not render, a `configMap` context entry, `operations`)
+/// read it through the review's cluster view: a first review asks, the
+/// objects are read into the view, a second review answers; what it read
+/// is recorded so that a cached review holds only while the cluster gives
+/// the same answers.
+#[tokio::test]
+async fn policies_read_the_destination_through_the_cluster_view() {
+    use std::sync::Arc;
+
+    use kiln::plugin::cluster::{ClusterKey, ClusterView, Observed};
+    use kiln::policy::{Mode, PolicySource, PolicyStep, ReviewCache, evaluate_cached};
+
+    let dir = tree(&[(
+        "destination.yaml",
+        "apiVersion: kyverno.io/v1
+kind: ClusterPolicy
+metadata: {name: destination}
+spec:
+  validationFailureAction: Enforce
+  rules:
+  - name: critical-no-latest
+    match: {any: [{resources: {kinds: [Pod], namespaceSelector: {matchLabels: {tier: critical}}}}]}
+    validate:
+      message: no latest tag in a critical namespace
+      pattern: {spec: {containers: [{image: '!*:latest'}]}}
+  - name: allowed-registries
+    match: {any: [{resources: {kinds: [Pod]}}]}
+    context:
+    - name: registries
+      configMap: {name: registries, namespace: kyverno}
+    validate:
+      message: 'registry not in {{ registries.data.allowed }}'
+      deny: {conditions: {any: [{key: '{{ images.containers.*.registry }}', operator: AnyNotIn, value: \"{{ registries.data.allowed | split(@, ',') }}\"}]}}
+  - name: created-with-owner
+    match: {any: [{resources: {kinds: [Pod], operations: [CREATE]}}]}
+    validate:
+      message: a new Pod names its owner
+      pattern: {metadata: {labels: {owner: '?*'}}}
+",
+    )]);
+    let set = objects(
+        "apiVersion: v1
+kind: Pod
+metadata: {name: new, namespace: shop}
+spec: {containers: [{name: c, image: 'docker.io/app:latest'}]}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: old, namespace: shop}
+spec: {containers: [{name: c, image: 'ghcr.io/app:1'}]}
+",
+    );
+    let step = PolicyStep {
+        plugin: policy(),
+        settings: params(&[("policy", "destination.yaml")]),
+        mode: Mode::Enforce,
+        source: PolicySource::Application(view(dir.path())),
+    };
+    let steps = [step];
+    let cache = ReviewCache::default();
+    let key = |kind: &str, namespace: Option<&str>, name: &str| {
+        ClusterKey::new("v1", kind, namespace, name).unwrap()
+    };
+    // The destination: Pod `old` exists (the Application's status says so).
+    let mut destination = ClusterView::new();
+    destination.insert_existing(key("Pod", Some("shop"), "old"));
+    let review = |view: &ClusterView| {
+        let view = Arc::new(view.clone());
+        let (cache, set, steps) = (&cache, set.clone(), &steps);
+        async move { evaluate_cached(cache, &context("app", ""), set, steps, Some(&view)).await }
+    };
+
+    // First round: the namespace and the ConfigMap are not in the view.
+    let first = review(&destination).await;
+    assert_eq!(
+        first.pending(),
+        vec![
+            key("ConfigMap", Some("kyverno"), "registries"),
+            key("Namespace", None, "shop")
+        ]
+    );
+    let error = first.results[0].error.as_deref().unwrap_or_default();
+    assert!(
+        error.contains("not read from the destination yet"),
+        "{error}"
+    );
+
+    // Second round, with them read.
+    destination.insert(
+        key("Namespace", None, "shop"),
+        Observed::Present {
+            object: r#"{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"shop","labels":{"tier":"critical"}}}"#.into(),
+        },
+    );
+    destination.insert(
+        key("ConfigMap", Some("kyverno"), "registries"),
+        Observed::Present {
+            object: r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"registries","namespace":"kyverno"},"data":{"allowed":"ghcr.io,quay.io"}}"#.into(),
+        },
+    );
+    let second = review(&destination).await;
+    assert!(second.pending().is_empty());
+    let result = &second.results[0];
+    assert_eq!(result.error, None);
+    let mut seen: Vec<String> = result
+        .findings
+        .iter()
+        .map(|f| format!("{} {}", f.object.as_ref().unwrap(), f.message))
+        .collect();
+    seen.sort();
+    assert_eq!(
+        seen,
+        vec![
+            "Pod/shop/new [destination/allowed-registries] validation error: registry not in ghcr.io,quay.io".to_owned(),
+            "Pod/shop/new [destination/created-with-owner] validation error: a new Pod names its owner rule created-with-owner failed at path /metadata/labels/".to_owned(),
+            "Pod/shop/new [destination/critical-no-latest] validation error: no latest tag in a critical namespace rule critical-no-latest failed at path /spec/containers/0/image/".to_owned(),
+        ],
+        "the existing Pod `old` is an update: the CREATE rule skips it"
+    );
+    assert!(!result.cached);
+
+    // Reviewed again as it is: reused. The namespace relabelled: run again,
+    // and the critical rule no longer applies.
+    assert!(review(&destination).await.results[0].cached);
+    destination.insert(
+        key("Namespace", None, "shop"),
+        Observed::Present {
+            object: r#"{"metadata":{"name":"shop","labels":{"tier":"sandbox"}}}"#.into(),
+        },
+    );
+    let relabelled = review(&destination).await;
+    assert!(!relabelled.results[0].cached);
+    assert_eq!(relabelled.results[0].findings.len(), 2);
+
+    // A ConfigMap the destination could not give fails closed, saying why.
+    destination.insert(
+        key("ConfigMap", Some("kyverno"), "registries"),
+        Observed::Unreadable {
+            reason: "its JSON is 3000000 bytes".into(),
+        },
+    );
+    let unreadable = review(&destination).await;
+    let error = unreadable.results[0].error.as_deref().unwrap_or_default();
+    assert!(
+        error.contains("failed to get configmap kyverno/registries: the destination could not tell: its JSON is 3000000 bytes"),
+        "{error}"
+    );
+}
+
 #[test]
 fn inspect_says_the_plugin_reports_its_rules() {
     let out = Command::new(env!("CARGO_BIN_EXE_kiln"))
@@ -428,7 +582,7 @@ fn inspect_says_the_plugin_reports_its_rules() {
         stdout.contains("world:    policy, reporting each rule's result (kiln:plugin/rules)\n"),
         "{stdout}"
     );
-    assert!(stdout.contains("  kiln:plugin/rules@0.1.1\n"), "{stdout}");
+    assert!(stdout.contains("  kiln:plugin/rules@0.1.2\n"), "{stdout}");
 }
 
 /// A ClusterPolicy named `hostile` with one Enforce rule `r` on Pods.
@@ -517,6 +671,7 @@ async fn attack_hostile_policies_fail_closed_naming_the_rule() {
         let error = policy()
             .review(
                 view(dir.path()),
+                None,
                 context("attack", ""),
                 big.clone().into(),
                 params(&[("policy", "policy.yaml")]),

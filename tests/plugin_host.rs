@@ -355,6 +355,7 @@ async fn a_component_of_an_earlier_patch_runs_unchanged() {
     let findings = plugin
         .review(
             view(Path::new(".")),
+            None,
             context("old", ""),
             objects.into(),
             Vec::new(),
@@ -403,6 +404,7 @@ async fn attack_a_policy_reporting_rules_is_bounded_and_checked() {
     let review = |pairs: Vec<(String, String)>| {
         plugin.review(
             view(Path::new(".")),
+            None,
             context("app", ""),
             objects.clone(),
             pairs,
@@ -440,6 +442,86 @@ async fn attack_a_policy_reporting_rules_is_bounded_and_checked() {
             .as_deref(),
         Some("misreport/r")
     );
+}
+
+/// What a policy reads of the destination goes through the host's view,
+/// which answers only what it holds and may hand out: a Secret is refused,
+/// a key no object could have is refused, a flood of lookups is cut at
+/// [`MAX_LOOKUPS`] (each pending one recorded for the next round, the rest
+/// unavailable), and a review without a cluster is told so.
+#[tokio::test]
+async fn attack_a_policy_reads_of_the_cluster_only_what_the_view_hands_out() {
+    use kiln::plugin::cluster::{ClusterKey, ClusterReads, ClusterView, MAX_LOOKUPS, Observed};
+    let plugin = host()
+        .load_file(&component("fixture-misreport"), World::Policy, None)
+        .unwrap();
+    let objects: std::sync::Arc<[manifest::Object]> = manifest::parse(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n",
+        Some("a.yaml"),
+    )
+    .unwrap()
+    .into();
+    let mut destination = ClusterView::new();
+    destination.insert(
+        ClusterKey::new("v1", "Namespace", None, "shop").unwrap(),
+        Observed::Present {
+            object: r#"{"metadata":{"name":"shop"}}"#.into(),
+        },
+    );
+    let destination = std::sync::Arc::new(destination);
+    let lookup = |pairs: &[(&str, &str)], reads: Option<std::sync::Arc<ClusterReads>>| {
+        let mut settings = vec![("mode".to_owned(), "lookup".to_owned())];
+        settings.extend(
+            pairs
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned())),
+        );
+        let plugin = plugin.clone();
+        let objects = objects.clone();
+        async move {
+            let results = plugin
+                .review_rules(
+                    view(Path::new(".")),
+                    reads,
+                    context("app", ""),
+                    objects,
+                    settings,
+                )
+                .await
+                .unwrap();
+            results[0].message.clone()
+        }
+    };
+    let reads = || std::sync::Arc::new(ClusterReads::new(destination.clone()));
+    assert_eq!(lookup(&[("name", "shop")], Some(reads())).await, "found=1");
+    assert_eq!(lookup(&[("name", "shop")], None).await, "no-cluster=1");
+    let secret = lookup(
+        &[("kind", "Secret"), ("namespace", "shop"), ("name", "token")],
+        Some(reads()),
+    )
+    .await;
+    assert!(
+        secret.starts_with("unavailable=1 (Secret shop/token may not be read"),
+        "{secret}"
+    );
+    let lying = "../".repeat(100);
+    let lying = lookup(&[("name", lying.as_str())], Some(reads())).await;
+    assert!(
+        lying.starts_with("not-permitted=1 (not an object key"),
+        "{lying}"
+    );
+    // A flood: the first MAX_LOOKUPS are pending (to be read), the rest
+    // refused; the call ends.
+    let flood = reads();
+    let tally = lookup(&[("count", "100000")], Some(flood.clone())).await;
+    assert_eq!(
+        tally,
+        format!(
+            "pending={MAX_LOOKUPS} unavailable={} (more than {MAX_LOOKUPS} lookups of the cluster in one review)",
+            100_000 - MAX_LOOKUPS
+        )
+    );
+    assert_eq!(flood.pending().len(), MAX_LOOKUPS);
 }
 
 #[tokio::test]

@@ -42,6 +42,7 @@ async fn review(policy: &Plugin, objects: Vec<Object>, settings: &[(&str, &str)]
     policy
         .review(
             view(&guestbook()),
+            None,
             context("pss", ""),
             objects.into(),
             params(settings),
@@ -397,6 +398,7 @@ async fn deep_nesting_fails_closed_without_trapping() {
     let err = policy
         .review(
             view(&guestbook()),
+            None,
             context("pss", ""),
             vec![pod(json!({"containers": [], "extra": deep}))].into(),
             params(&[]),

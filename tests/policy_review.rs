@@ -31,6 +31,7 @@ async fn findings_name_object_and_field() {
     let findings = policy
         .review(
             view(&guestbook()),
+            None,
             context("t", ""),
             objects.into(),
             params(&[("labels", "team")]),
@@ -83,7 +84,7 @@ async fn modes_decide_what_blocks() {
     };
     let run = |steps: Vec<PolicyStep>| {
         let objects = objects.clone();
-        async move { evaluate(&context("t", ""), objects, &steps).await }
+        async move { evaluate(&context("t", ""), objects, &steps, None).await }
     };
 
     let report = run(vec![step(Mode::Warn, "owner"), step(Mode::Audit, "owner")]).await;

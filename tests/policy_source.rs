@@ -46,7 +46,7 @@ async fn review(source: PolicySource, policy: &str) -> Report {
         source,
     };
     let objects = manifest::parse(WEB, Some("apps/web/web.yaml")).unwrap();
-    evaluate(&context("web", "apps/web"), objects, &[step]).await
+    evaluate(&context("web", "apps/web"), objects, &[step], None).await
 }
 
 fn own(view: Arc<dyn SourceView>) -> PolicySource {

@@ -344,7 +344,7 @@ fn inspect_describes_a_component() {
     let digest = kiln::digest::Digest::of(&std::fs::read(&file).unwrap());
     assert!(stdout.contains("world:    policy\n"), "{stdout}");
     assert!(
-        stdout.contains("contract: kiln:plugin@0.1.1 (accepted by this host"),
+        stdout.contains("contract: kiln:plugin@0.1.2 (accepted by this host"),
         "{stdout}"
     );
     assert!(
@@ -352,11 +352,11 @@ fn inspect_describes_a_component() {
         "{stdout}"
     );
     assert!(
-        stdout.contains("imports:\n  kiln:plugin/types@0.1.1\n"),
+        stdout.contains("imports:\n  kiln:plugin/types@0.1.2\n"),
         "{stdout}"
     );
     assert!(
-        stdout.contains("exports:\n  kiln:plugin/review@0.1.1\n"),
+        stdout.contains("exports:\n  kiln:plugin/review@0.1.2\n"),
         "{stdout}"
     );
 

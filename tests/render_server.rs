@@ -425,6 +425,7 @@ fn request(repo_url: &str, padding: usize) -> RenderRequest {
         chart: None,
         helm: None,
         scopes: None,
+        cluster: None,
     }
 }
 
@@ -752,6 +753,7 @@ async fn a_policy_source_and_its_credentials_travel_with_the_request() {
         chart: None,
         helm: None,
         scopes: None,
+        cluster: None,
     };
 
     let answer = client

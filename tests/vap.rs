@@ -43,6 +43,7 @@ async fn review(case: &str) -> Result<Vec<Finding>, PluginError> {
     policy()
         .review(
             view(&corpus()),
+            None,
             context("vap", ""),
             objects(case).into(),
             settings(case),
@@ -195,6 +196,7 @@ async fn directories_of_policies_bindings_and_params() {
     let findings = policy()
         .review(
             view(src.path()),
+            None,
             context("vap", ""),
             objects("38-params-namespaced").into(),
             params(&[
@@ -232,6 +234,7 @@ async fn settings_are_validated_and_missing_files_are_errors() {
     let err = policy
         .review(
             view(&corpus()),
+            None,
             context("vap", ""),
             objects("01-validation-passes").into(),
             params(&[

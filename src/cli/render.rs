@@ -377,7 +377,7 @@ pub(crate) async fn pipeline(
     let rendered = render::render(view.clone(), &context, &chain).await?;
     // Each object is reviewed where `kubectl apply -n NAMESPACE` would put it.
     let reviewed = policy::placement::as_applied(&rendered.objects, &context.namespace, None);
-    let report = policy::evaluate(&context, reviewed, &policies).await;
+    let report = policy::evaluate(&context, reviewed, &policies, None).await;
     Ok((rendered.objects, report, context))
 }
 

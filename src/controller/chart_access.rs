@@ -278,6 +278,7 @@ mod tests {
             }),
             helm: None,
             scopes: None,
+            cluster: None,
         }
     }
 

@@ -195,6 +195,8 @@ pub struct Context {
     pub metrics: super::metrics::Metrics,
     /// What each Application's last render read (the webhook's filter).
     pub read_paths: super::read_paths::ReadPaths,
+    /// What each Application's last review read of its destination.
+    pub cluster_reads: super::cluster_view::ClusterMemory,
     /// Watches on managed kinds, which trigger reconciles on live changes.
     pub live: LiveWatches,
     /// Raised when the controller is stopping: syncs end after their
@@ -281,6 +283,7 @@ impl Context {
             config,
             metrics,
             read_paths: super::read_paths::ReadPaths::default(),
+            cluster_reads: super::cluster_view::ClusterMemory::default(),
             shutdown: Arc::new(AtomicBool::new(false)),
             shards,
             projects,

@@ -60,6 +60,7 @@ pub async fn finalize(
 ) -> Result<Action, ReconcileError> {
     let name = app.metadata.name.clone().unwrap_or_default();
     ctx.read_paths.forget(&name);
+    ctx.cluster_reads.forget(&name);
     ctx.live.forget(&name);
     let finalizers = app.metadata.finalizers.clone().unwrap_or_default();
     let has = |f: &str| finalizers.iter().any(|g| g == f);
@@ -238,6 +239,7 @@ async fn hooks_stage(
     let compared = compare(app, ctx, &CompareTo { revision: None }).await;
     ctx.live.forget(&name);
     ctx.read_paths.forget(&name);
+    ctx.cluster_reads.forget(&name);
     let cmp = match compared {
         Ok(cmp) => cmp,
         Err(stop) => {

@@ -8,6 +8,7 @@
 
 pub mod chart_access;
 pub mod chart_source;
+pub mod cluster_view;
 pub mod context;
 pub mod deletion;
 pub mod destination;

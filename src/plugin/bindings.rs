@@ -9,7 +9,8 @@ pub(crate) mod renderer {
 }
 
 /// The `policy` world; its imports reuse the renderer world's bindings so
-/// that one host implementation serves both.
+/// that one host implementation serves both (`cluster`, since 0.1.2, is
+/// the policies' own).
 pub(crate) mod policy {
     wasmtime::component::bindgen!({
         path: "wit",
@@ -33,6 +34,7 @@ pub(crate) mod rule_policy {
             "kiln:plugin/types": super::renderer::kiln::plugin::types,
             "kiln:plugin/source": super::renderer::kiln::plugin::source,
             "kiln:plugin/log": super::renderer::kiln::plugin::log,
+            "kiln:plugin/cluster": super::policy::kiln::plugin::cluster,
         },
     });
 }

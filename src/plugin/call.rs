@@ -16,6 +16,7 @@ use super::bindings::rule_policy::exports::kiln::plugin::rules::{
     self as wit_rules, GuestIndices as RulesIndices,
 };
 use super::cache::CacheOutcome;
+use super::cluster::ClusterReads;
 use super::config::Limits;
 use super::contract::World;
 use super::error::{GuestFailure, PluginError, Result};
@@ -122,16 +123,19 @@ impl Plugin {
             .await
     }
 
-    /// Reviews a rendered set with a policy.
+    /// Reviews a rendered set with a policy. `cluster` is what it may read
+    /// of its destination (`None`: there is none, and its lookups are
+    /// answered `no-cluster`).
     pub async fn review(
         &self,
         view: Arc<dyn SourceView>,
+        cluster: Option<Arc<ClusterReads>>,
         context: AppContext,
         objects: Arc<[Object]>,
         settings: Params,
     ) -> Result<Vec<Finding>> {
         let this = self.clone();
-        self.off_thread(move || this.review_blocking(view, &context, &objects, &settings))
+        self.off_thread(move || this.review_blocking(view, cluster, &context, &objects, &settings))
             .await
     }
 
@@ -212,7 +216,7 @@ impl Plugin {
                 source: o.source().map(str::to_owned),
             })
             .collect();
-        let manifests = self.call(view, |store| {
+        let manifests = self.call(view, None, |store| {
             let instance = pre.instantiate(&mut *store)?;
             instance
                 .kiln_plugin_render()
@@ -258,7 +262,7 @@ impl Plugin {
         };
         let settings = wit_params(settings);
         let view: Arc<dyn SourceView> = Arc::new(crate::source::EmptyView);
-        self.call(view, |store| {
+        self.call(view, None, |store| {
             let instance = pre.instantiate(&mut *store)?;
             instance
                 .kiln_plugin_review()
@@ -277,12 +281,13 @@ impl Plugin {
     pub fn review_blocking(
         &self,
         view: Arc<dyn SourceView>,
+        cluster: Option<Arc<ClusterReads>>,
         context: &AppContext,
         objects: &[Object],
         settings: &Params,
     ) -> Result<Vec<Finding>> {
         if self.reports_rules() {
-            let results = self.call_rules(view, context, objects, settings)?;
+            let results = self.call_rules(view, cluster, context, objects, settings)?;
             return self.findings_of(results, objects);
         }
         let Pre::Policy { pre, .. } = &self.inner.pre else {
@@ -293,7 +298,7 @@ impl Plugin {
             manifests: wit_manifests(objects),
             settings: wit_params(settings),
         };
-        let findings = self.call(view, |store| {
+        let findings = self.call(view, cluster, |store| {
             let instance: PolicyBindings = pre.instantiate(&mut *store)?;
             instance.kiln_plugin_review().call_review(store, &request)
         })?;
@@ -313,24 +318,28 @@ impl Plugin {
     pub async fn review_rules(
         &self,
         view: Arc<dyn SourceView>,
+        cluster: Option<Arc<ClusterReads>>,
         context: AppContext,
         objects: Arc<[Object]>,
         settings: Params,
     ) -> Result<Vec<RuleResult>> {
         let this = self.clone();
-        self.off_thread(move || this.review_rules_blocking(view, &context, &objects, &settings))
-            .await
+        self.off_thread(move || {
+            this.review_rules_blocking(view, cluster, &context, &objects, &settings)
+        })
+        .await
     }
 
     /// [`review_rules`](Self::review_rules) on the current thread.
     pub fn review_rules_blocking(
         &self,
         view: Arc<dyn SourceView>,
+        cluster: Option<Arc<ClusterReads>>,
         context: &AppContext,
         objects: &[Object],
         settings: &Params,
     ) -> Result<Vec<RuleResult>> {
-        let results = self.call_rules(view, context, objects, settings)?;
+        let results = self.call_rules(view, cluster, context, objects, settings)?;
         results
             .into_iter()
             .map(|r| self.rule_result(r, objects))
@@ -342,6 +351,7 @@ impl Plugin {
     fn call_rules(
         &self,
         view: Arc<dyn SourceView>,
+        cluster: Option<Arc<ClusterReads>>,
         context: &AppContext,
         objects: &[Object],
         settings: &Params,
@@ -363,7 +373,7 @@ impl Plugin {
             wit_manifests(objects),
             wit_params(settings),
         );
-        let results = self.call(view, |store| {
+        let results = self.call(view, cluster, |store| {
             let instance = pre.instance_pre().instantiate(&mut *store)?;
             let rules = rules.load(&mut *store, &instance)?;
             rules.call_review_rules(store, &context, &manifests, &settings)
@@ -472,13 +482,14 @@ impl Plugin {
     fn call<T>(
         &self,
         view: Arc<dyn SourceView>,
+        cluster: Option<Arc<ClusterReads>>,
         body: impl FnOnce(&mut Store<CallState>) -> wasmtime::Result<T>,
     ) -> Result<T> {
         let host = &self.inner.host;
         let limits = &self.inner.limits;
         let mut store = Store::new(
             &host.engine,
-            CallState::new(self.inner.name.clone(), view, limits),
+            CallState::new(self.inner.name.clone(), view, cluster, limits),
         );
         store.limiter(|state| &mut state.limiter);
         // What a guest hands the host in one call (a review's results, a

@@ -17,7 +17,7 @@ pub const PACKAGE: &str = "kiln:plugin";
 pub const VERSION: ContractVersion = ContractVersion {
     major: 0,
     minor: 1,
-    patch: 1,
+    patch: 2,
 };
 
 /// The optional interface a policy exports to report each rule's result

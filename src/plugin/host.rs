@@ -183,6 +183,13 @@ impl PluginHost {
         super::state::link_due_timers(&mut linker).map_err(|e| HostError::new(format!("{e:#}")))?;
         RendererBindings::add_to_linker::<CallState, HasSelf<CallState>>(&mut linker, |s| s)
             .map_err(|e| HostError::new(format!("{e:#}")))?;
+        // A policy's `cluster` (a renderer importing it is answered
+        // `no-cluster`: renders never see the destination).
+        super::bindings::policy::kiln::plugin::cluster::add_to_linker::<
+            CallState,
+            HasSelf<CallState>,
+        >(&mut linker, |s| s)
+        .map_err(|e| HostError::new(format!("{e:#}")))?;
 
         let cache = match &config.compile_cache {
             Some(dir) => Some(

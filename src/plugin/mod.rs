@@ -25,6 +25,7 @@
 mod bindings;
 mod cache;
 mod call;
+pub mod cluster;
 mod config;
 pub mod contract;
 mod error;

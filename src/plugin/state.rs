@@ -1,5 +1,6 @@
 //! What a plugin's store holds during one call, and the host side of the
-//! interfaces the contract imports (`source`, `log`).
+//! interfaces the contract imports (`source`, `log`, and a policy's
+//! `cluster`).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -13,7 +14,9 @@ use wasmtime_wasi::{
     HostMonotonicClock, HostWallClock, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView,
 };
 
+use super::bindings::policy::kiln::plugin::cluster as wit_cluster;
 use super::bindings::renderer::kiln::plugin::{log, source as wit, types};
+use super::cluster::{Answer, ClusterKey, ClusterReads};
 use super::config::Limits;
 use crate::source::{EntryKind, Escape, SourceError, SourcePath, SourceView};
 
@@ -21,6 +24,8 @@ use crate::source::{EntryKind, Escape, SourceError, SourcePath, SourceView};
 pub(crate) struct CallState {
     plugin: Arc<str>,
     view: Arc<dyn SourceView>,
+    /// What a policy may read of its destination; `None`: no cluster.
+    cluster: Option<Arc<ClusterReads>>,
     wasi: WasiCtx,
     table: ResourceTable,
     stdout: MemoryOutputPipe,
@@ -32,12 +37,18 @@ pub(crate) struct CallState {
 }
 
 impl CallState {
-    pub(crate) fn new(plugin: Arc<str>, view: Arc<dyn SourceView>, limits: &Limits) -> Self {
+    pub(crate) fn new(
+        plugin: Arc<str>,
+        view: Arc<dyn SourceView>,
+        cluster: Option<Arc<ClusterReads>>,
+        limits: &Limits,
+    ) -> Self {
         let stdout = MemoryOutputPipe::new(limits.log);
         let stderr = MemoryOutputPipe::new(limits.log);
         CallState {
             plugin,
             view,
+            cluster,
             wasi: empty_wasi(stdout.clone(), stderr.clone()),
             table: {
                 // Host-side memory a guest can make the host hold, outside
@@ -281,6 +292,51 @@ impl ResourceLimiter for MemoryLimiter {
 }
 
 impl types::Host for CallState {}
+
+impl wit_cluster::Host for CallState {
+    fn get(
+        &mut self,
+        key: wit_cluster::ObjectKey,
+    ) -> Result<Option<String>, wit_cluster::ClusterError> {
+        let (reads, key) = self.cluster_key(key)?;
+        cluster_answer(reads.get(key))
+    }
+
+    fn exists(&mut self, key: wit_cluster::ObjectKey) -> Result<bool, wit_cluster::ClusterError> {
+        let (reads, key) = self.cluster_key(key)?;
+        cluster_answer(reads.exists(key))
+    }
+}
+
+impl CallState {
+    /// The review's cluster reads and the key the guest named, checked.
+    fn cluster_key(
+        &self,
+        key: wit_cluster::ObjectKey,
+    ) -> Result<(Arc<ClusterReads>, ClusterKey), wit_cluster::ClusterError> {
+        let reads = self
+            .cluster
+            .clone()
+            .ok_or(wit_cluster::ClusterError::NoCluster)?;
+        let key = ClusterKey::new(
+            &key.api_version,
+            &key.kind,
+            key.namespace.as_deref(),
+            &key.name,
+        )
+        .map_err(|e| wit_cluster::ClusterError::NotPermitted(format!("not an object key: {e}")))?;
+        Ok((reads, key))
+    }
+}
+
+/// A view's answer as the contract gives it.
+fn cluster_answer<T>(answer: Answer<T>) -> Result<T, wit_cluster::ClusterError> {
+    match answer {
+        Answer::Known(value) => Ok(value),
+        Answer::Pending => Err(wit_cluster::ClusterError::Pending),
+        Answer::Unavailable(reason) => Err(wit_cluster::ClusterError::Unavailable(reason)),
+    }
+}
 
 impl wit::Host for CallState {
     fn read_file(&mut self, path: String) -> Result<Vec<u8>, wit::SourceError> {

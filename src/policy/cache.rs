@@ -8,6 +8,10 @@
 //! The revision in the policy's context is not part of the key (as for
 //! renders): a review depends on what it read, not on the commit's name.
 //!
+//! What a review asked of the destination cluster is checked the same way:
+//! a cached review holds while the review's [`ClusterView`] gives every
+//! answer it was given.
+//!
 //! Only reviews that ran to the end are kept (a policy that could not run
 //! runs again), and only with at most [`MAX_CACHED_FINDINGS`] findings;
 //! the cache holds at most [`DEFAULT_REVIEWS`] reviews and
@@ -24,6 +28,7 @@ use clru::CLruCache;
 use super::{PolicyResult, PolicySource, PolicyStep, Report, evaluate};
 use crate::digest::Digest;
 use crate::manifest::Object;
+use crate::plugin::cluster::{ClusterView, Lookups};
 use crate::plugin::{AppContext, Finding};
 use crate::source::{ReadSet, SourceView};
 
@@ -48,6 +53,7 @@ type Entries = CLruCache<Digest, Arc<Entry>, std::collections::hash_map::RandomS
 
 struct Entry {
     read_set: ReadSet,
+    lookups: Lookups,
     findings: Vec<Finding>,
     /// Its findings' and read set's JSON size.
     bytes: usize,
@@ -121,7 +127,12 @@ impl ReviewCache {
     }
 
     /// The key of one policy's review of `objects` (their digest).
-    fn key(step: &PolicyStep, context: &AppContext, objects: &Digest) -> Digest {
+    fn key(
+        step: &PolicyStep,
+        context: &AppContext,
+        objects: &Digest,
+        cluster: Option<&Arc<ClusterView>>,
+    ) -> Digest {
         let (repo_url, path) = match &step.source {
             PolicySource::Own { repo_url, .. } => (repo_url.as_str(), ""),
             _ => (context.repo_url.as_str(), context.path.as_str()),
@@ -136,6 +147,9 @@ impl ReviewCache {
             repo_url.to_owned(),
             path.to_owned(),
             objects.to_string(),
+            // Without a cluster, lookups are answered `no-cluster` and not
+            // recorded: such a review is never reused with one.
+            cluster.is_some().to_string(),
         ];
         let mut text = String::new();
         for part in &parts {
@@ -146,9 +160,17 @@ impl ReviewCache {
     }
 
     /// The cached findings of `key`, when what the review read still holds
-    /// in `view`.
-    async fn get(&self, key: &Digest, view: Arc<dyn SourceView>) -> Option<Arc<Entry>> {
+    /// in `view` and what it asked of the cluster, in `cluster`.
+    async fn get(
+        &self,
+        key: &Digest,
+        view: Arc<dyn SourceView>,
+        cluster: Option<&Arc<ClusterView>>,
+    ) -> Option<Arc<Entry>> {
         let entry = self.lock().get(key).cloned()?;
+        if !entry.lookups.is_empty() && !cluster.is_some_and(|c| entry.lookups.hold(c)) {
+            return None;
+        }
         let check = entry.clone();
         let holds = tokio::task::spawn_blocking(move || check.read_set.holds(&*view))
             .await
@@ -157,12 +179,16 @@ impl ReviewCache {
     }
 
     fn put(&self, key: Digest, result: &PolicyResult) {
-        if result.error.is_some() || result.findings.len() > MAX_CACHED_FINDINGS {
+        if result.error.is_some()
+            || !result.pending.is_empty()
+            || result.findings.len() > MAX_CACHED_FINDINGS
+        {
             return;
         }
-        let bytes = json_size(&(&result.findings, &result.read_set));
+        let bytes = json_size(&(&result.findings, &result.read_set, &result.lookups));
         let entry = Arc::new(Entry {
             read_set: result.read_set.clone(),
+            lookups: result.lookups.clone(),
             findings: result.findings.clone(),
             bytes,
         });
@@ -209,6 +235,7 @@ pub async fn evaluate_cached(
     context: &AppContext,
     objects: Vec<Object>,
     policies: &[PolicyStep],
+    cluster: Option<&Arc<ClusterView>>,
 ) -> Report {
     let values: Vec<serde_json::Map<String, serde_json::Value>> =
         objects.iter().map(|o| o.value().clone()).collect();
@@ -217,14 +244,14 @@ pub async fn evaluate_cached(
     })
     .await;
     let Ok(Ok(digest)) = digest else {
-        return evaluate(context, objects, policies).await;
+        return evaluate(context, objects, policies, cluster).await;
     };
     let mut results: Vec<Option<PolicyResult>> = vec![None; policies.len()];
     let mut missed = Vec::new();
     for (index, step) in policies.iter().enumerate() {
-        let key = ReviewCache::key(step, context, &digest);
+        let key = ReviewCache::key(step, context, &digest, cluster);
         let hit = match view_of(&step.source) {
-            Some(view) => cache.get(&key, view).await,
+            Some(view) => cache.get(&key, view, cluster).await,
             None => None,
         };
         match hit {
@@ -237,6 +264,8 @@ pub async fn evaluate_cached(
                     error: None,
                     duration: std::time::Duration::ZERO,
                     read_set: entry.read_set.clone(),
+                    lookups: entry.lookups.clone(),
+                    pending: Vec::new(),
                     cached: true,
                 });
             }
@@ -248,7 +277,7 @@ pub async fn evaluate_cached(
     }
     if !missed.is_empty() {
         let steps: Vec<PolicyStep> = missed.iter().map(|(_, _, step)| step.clone()).collect();
-        let report = evaluate(context, objects, &steps).await;
+        let report = evaluate(context, objects, &steps, cluster).await;
         for ((index, key, _), result) in missed.into_iter().zip(report.results) {
             cache.put(key, &result);
             results[index] = Some(result);
@@ -280,6 +309,8 @@ mod tests {
             error: None,
             duration: std::time::Duration::ZERO,
             read_set: ReadSet::default(),
+            lookups: Lookups::default(),
+            pending: Vec::new(),
             cached: false,
         }
     }

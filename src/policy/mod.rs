@@ -28,6 +28,7 @@ use tokio::task::JoinSet;
 use tracing::Instrument as _;
 
 use crate::manifest::Object;
+use crate::plugin::cluster::{ClusterKey, ClusterReads, ClusterView, Lookups};
 use crate::plugin::{AppContext, Finding, Params, Plugin, Severity};
 use crate::source::{ReadSet, RecordingView, SourceView};
 
@@ -159,6 +160,14 @@ pub struct PolicyResult {
     /// What the policy read of its source (relative to that source's view).
     #[serde(skip)]
     pub read_set: ReadSet,
+    /// What it asked of the destination cluster, with the answers.
+    #[serde(skip)]
+    pub lookups: Lookups,
+    /// Objects of the destination it asked for that the review's
+    /// [`ClusterView`] did not hold: the result is incomplete, and the
+    /// review is to be run again with them.
+    #[serde(skip)]
+    pub pending: Vec<ClusterKey>,
     /// Whether this result was reused from a [`ReviewCache`] (the policy
     /// did not run).
     #[serde(skip)]
@@ -185,21 +194,33 @@ impl Report {
     pub fn blocked(&self) -> bool {
         self.results.iter().any(PolicyResult::blocks)
     }
+
+    /// The objects of the destination that policies asked for and the
+    /// review's [`ClusterView`] did not hold (sorted, without repeats):
+    /// when there are any, the report is incomplete.
+    pub fn pending(&self) -> Vec<ClusterKey> {
+        let pending: std::collections::BTreeSet<&ClusterKey> =
+            self.results.iter().flat_map(|r| &r.pending).collect();
+        pending.into_iter().cloned().collect()
+    }
 }
 
 /// Runs every policy over `objects`, concurrently, each reading its own
-/// [`PolicySource`]; each first validates its settings. A policy that fails
+/// [`PolicySource`] and what `cluster` holds of the destination (`None`:
+/// there is none); each first validates its settings. A policy that fails
 /// (or whose source cannot be read) is reported, never propagated: what
 /// that means for the sync is up to its mode.
 pub async fn evaluate(
     context: &AppContext,
     objects: Vec<Object>,
     policies: &[PolicyStep],
+    cluster: Option<&Arc<ClusterView>>,
 ) -> Report {
     let objects: Arc<[Object]> = objects.into();
     let mut tasks = JoinSet::new();
     for (index, step) in policies.iter().cloned().enumerate() {
         let (context, objects) = (context.clone(), objects.clone());
+        let reads = cluster.map(|view| Arc::new(ClusterReads::new(view.clone())));
         let span = tracing::info_span!("policy", policy = step.plugin.name(), mode = %step.mode);
         tasks.spawn(
             async move {
@@ -215,6 +236,7 @@ pub async fn evaluate(
                                     .plugin
                                     .review(
                                         recording.clone(),
+                                        reads.clone(),
                                         context,
                                         objects,
                                         step.settings.clone(),
@@ -245,6 +267,8 @@ pub async fn evaluate(
                         error,
                         duration: started.elapsed(),
                         read_set,
+                        lookups: reads.as_ref().map(|r| r.lookups()).unwrap_or_default(),
+                        pending: reads.as_ref().map(|r| r.pending()).unwrap_or_default(),
                         cached: false,
                     },
                 )
@@ -272,6 +296,8 @@ pub async fn evaluate(
                     error: Some("the policy task failed on the host".into()),
                     duration: std::time::Duration::ZERO,
                     read_set: ReadSet::default(),
+                    lookups: Lookups::default(),
+                    pending: Vec::new(),
                     cached: false,
                 })
             })

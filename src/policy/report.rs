@@ -573,6 +573,8 @@ mod tests {
                     error: error.map(Into::into),
                     duration: std::time::Duration::ZERO,
                     read_set: Default::default(),
+                    lookups: Default::default(),
+                    pending: Vec::new(),
                     cached: false,
                 })
                 .collect(),

@@ -102,6 +102,8 @@ mod tests {
                 error: None,
                 duration: std::time::Duration::ZERO,
                 read_set: Default::default(),
+                lookups: Default::default(),
+                pending: Vec::new(),
                 cached: false,
             }],
         };

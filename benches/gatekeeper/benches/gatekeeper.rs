@@ -156,7 +156,7 @@ fn main() {
     };
     let sandboxed = |w: &Workload| {
         plugin
-            .review_blocking(view.clone(), &context, &w.objects, &w.settings)
+            .review_blocking(view.clone(), None, &context, &w.objects, &w.settings)
             .unwrap()
             .len()
     };
@@ -240,7 +240,7 @@ fn main() {
     for _ in 0..ROUNDS {
         let t = Instant::now();
         let findings = plugin
-            .review_blocking(view.clone(), &context, &objects, &settings)
+            .review_blocking(view.clone(), None, &context, &objects, &settings)
             .unwrap();
         ws.push(t.elapsed());
         assert!(findings.is_empty());

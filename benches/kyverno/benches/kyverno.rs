@@ -139,7 +139,7 @@ fn native(root: &Path, files: &[String], texts: &[String]) -> (usize, usize) {
         .iter()
         .map(|t| serde_json::from_str(t).unwrap())
         .collect();
-    let outcomes = kiln_kyverno::review::review(&set, &objects);
+    let outcomes = kiln_kyverno::review::review(&set, &objects, &kiln_kyverno::review::NoCluster);
     let failures = outcomes.iter().filter(|o| o.status == Status::Fail).count();
     (outcomes.len(), failures)
 }
@@ -201,7 +201,7 @@ fn main() {
         .collect();
     let sandboxed = || {
         let results = plugin
-            .review_rules_blocking(view.clone(), &context, &objects, &settings)
+            .review_rules_blocking(view.clone(), None, &context, &objects, &settings)
             .unwrap();
         let failures = results
             .iter()

@@ -194,7 +194,7 @@ fn override_action<'a>(
             let labels = if namespace.is_empty() {
                 Some(serde_json::Map::new())
             } else {
-                (request.namespace_labels)(namespace)
+                (request.namespace_labels)(namespace).ok()
             };
             match labels {
                 Some(labels) => matching::selector_selects(selector, Some(&labels)),
@@ -229,7 +229,7 @@ fn result(rule: &Rule, status: Status, message: impl Into<String>) -> Option<Rul
 }
 
 /// What a rule's context entries may read: the review's request (the
-/// rendered set's ConfigMaps) and, for a namespaced Policy, its namespace
+/// rendered set's ConfigMaps, then the destination's) and, for a namespaced Policy, its namespace
 /// (it reads ConfigMaps there only, as in Kyverno).
 struct Lookups<'a> {
     request: &'a Request<'a>,
@@ -461,11 +461,11 @@ fn add_context(
     Ok(())
 }
 
-/// A `configMap` context entry: the ConfigMap of the rendered set it names
-/// (its `name` and `namespace` may hold variables; no namespace is
-/// `default`, or a Policy's own, and a Policy reads no other), as
-/// `{data, metadata}`, Kyverno's shape. One the set does not have is an
-/// error naming it: the cluster's are not visible before apply.
+/// A `configMap` context entry: the ConfigMap it names, from the rendered
+/// set or else the destination (its `name` and `namespace` may hold
+/// variables; no namespace is `default`, or a Policy's own, and a Policy
+/// reads no other), as `{data, metadata}`, Kyverno's shape. One neither
+/// has is an error naming it.
 fn config_map(
     entry: &str,
     reference: &Value,
@@ -497,10 +497,8 @@ fn config_map(
         }
         (ns, _) => ns,
     };
-    let found = (lookups.request.config_maps)(&namespace, &name).ok_or_else(|| {
-        format!(
-            "context entry {entry}: failed to get configmap {namespace}/{name}: not in the rendered set (a review before apply sees no cluster ConfigMap)"
-        )
+    let found = (lookups.request.config_maps)(&namespace, &name).map_err(|why| {
+        format!("context entry {entry}: failed to get configmap {namespace}/{name}: {why}")
     })?;
     // Copied into the rule's context: charged.
     crate::budget::charge(crate::budget::weight(&found, crate::budget::MAX_STEPS))?;
@@ -731,8 +729,8 @@ mod tests {
     fn request() -> Request<'static> {
         Request {
             operation: "CREATE",
-            namespace_labels: &|_| Some(Map::new()),
-            config_maps: &|_, _| None,
+            namespace_labels: &|_| Ok(Map::new()),
+            config_maps: &|_, _| Err("not in the rendered set".into()),
         }
     }
 
@@ -765,14 +763,14 @@ spec:
             pod
         };
         let labels = |ns: &str| match ns {
-            "shop" => Some(Map::from_iter([("tier".to_owned(), json!("critical"))])),
-            "unknown" => None,
-            _ => Some(Map::new()),
+            "shop" => Ok(Map::from_iter([("tier".to_owned(), json!("critical"))])),
+            "unknown" => Err("unknown".to_owned()),
+            _ => Ok(Map::new()),
         };
         let request = Request {
             operation: "CREATE",
             namespace_labels: &labels,
-            config_maps: &|_, _| None,
+            config_maps: &|_, _| Err("not in the rendered set".into()),
         };
         let enforced = |ns: &str| {
             let results = evaluate(&policy, &in_namespace(ns), &request);
@@ -984,11 +982,14 @@ spec:
         let settings = json!({"apiVersion": "v1", "kind": "ConfigMap",
             "metadata": {"name": "registries", "namespace": "ns"},
             "data": {"allowed": "ghcr.io,docker.io"}});
-        let lookup =
-            |ns: &str, name: &str| (ns == "ns" && name == "registries").then(|| settings.clone());
+        let lookup = |ns: &str, name: &str| {
+            (ns == "ns" && name == "registries")
+                .then(|| settings.clone())
+                .ok_or_else(|| "not in the rendered set".to_owned())
+        };
         let with_settings = Request {
             operation: "CREATE",
-            namespace_labels: &|_| Some(Map::new()),
+            namespace_labels: &|_| Ok(Map::new()),
             config_maps: &lookup,
         };
         let status = |image: &str| evaluate(&policy, &pod(image), &with_settings)[0].status;
@@ -1023,10 +1024,10 @@ spec:
 ";
         let policy = prepare(model::policies("p.yaml", text).unwrap().remove(0), &[]);
         let any = json!({"data": {"x": "y"}});
-        let lookup = |_: &str, _: &str| Some(any.clone());
+        let lookup = |_: &str, _: &str| Ok(any.clone());
         let request = Request {
             operation: "CREATE",
-            namespace_labels: &|_| Some(Map::new()),
+            namespace_labels: &|_| Ok(Map::new()),
             config_maps: &lookup,
         };
         let results = evaluate(&policy, &pod("x"), &request);

@@ -343,8 +343,8 @@ mod tests {
     fn request() -> Request<'static> {
         Request {
             operation: "CREATE",
-            namespace_labels: &|_| Some(serde_json::Map::new()),
-            config_maps: &|_, _| None,
+            namespace_labels: &|_| Ok(serde_json::Map::new()),
+            config_maps: &|_, _| Err("none".into()),
         }
     }
 

@@ -7,15 +7,16 @@ use crate::wildcard;
 /// What a review knows of the request besides the resource.
 #[derive(Clone)]
 pub struct Request<'a> {
-    /// The operation reviewed: `CREATE` (a review before apply; `UPDATE`
-    /// once the host says which objects exist).
+    /// The operation reviewed: `CREATE` (a review before apply), or
+    /// `UPDATE` when the object exists on the destination.
     pub operation: &'a str,
-    /// Labels of namespaces known (the rendered set's Namespaces, the
-    /// destination's): name → labels; `None` for a namespace nobody knows.
-    pub namespace_labels: &'a dyn Fn(&str) -> Option<Map<String, Value>>,
+    /// Labels of namespaces (the rendered set's Namespaces, the
+    /// destination's): name → labels; an error says why they are unknown.
+    pub namespace_labels: &'a dyn Fn(&str) -> Result<Map<String, Value>, String>,
     /// The ConfigMaps `configMap` context entries read: namespace and name
-    /// → the object (the rendered set's); `None` for one nobody has.
-    pub config_maps: &'a dyn Fn(&str, &str) -> Option<Value>,
+    /// → the object (the rendered set's, the destination's); an error says
+    /// why there is none.
+    pub config_maps: &'a dyn Fn(&str, &str) -> Result<Value, String>,
 }
 
 /// Whether a `match` or `exclude` block selects `resource`. `None` (no
@@ -175,11 +176,9 @@ fn description_selects(
         if namespace.is_empty() {
             return Ok(false);
         }
-        let Some(labels) = (request.namespace_labels)(namespace) else {
-            return Err(format!(
-                "namespaceSelector: the labels of namespace {namespace} are unknown (it is not in the rendered set)"
-            ));
-        };
+        let labels = (request.namespace_labels)(namespace).map_err(|why| {
+            format!("namespaceSelector: the labels of namespace {namespace} are unknown: {why}")
+        })?;
         if !selector_selects(selector, Some(&labels))? {
             return Ok(false);
         }
@@ -269,8 +268,8 @@ mod tests {
     fn request() -> Request<'static> {
         Request {
             operation: "CREATE",
-            namespace_labels: &|_| None,
-            config_maps: &|_, _| None,
+            namespace_labels: &|_| Err("it is not in the rendered set".into()),
+            config_maps: &|_, _| Err("none".into()),
         }
     }
 

@@ -1,8 +1,12 @@
 //! The component glue: settings and manifests from the host, policy files
-//! through the `source` interface, findings back.
+//! through the `source` interface, the destination through `cluster`,
+//! findings back.
 
-use kiln_plugin_sdk::source;
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+
 use kiln_plugin_sdk::{Outcome, Param, ReviewRequest, RulePolicy, RuleResult};
+use kiln_plugin_sdk::{cluster, source};
 use serde_json::Value;
 
 use crate::engine::Status;
@@ -60,7 +64,7 @@ impl RulePolicy for Kyverno {
             })
             .collect::<Result<Vec<_>, _>>()?;
         crate::functions::time::set_now(settings.now);
-        let mut outcomes = review::review(&set, &objects);
+        let mut outcomes = review::review(&set, &objects, &Host::default());
         settings.apply(&mut outcomes);
         Ok(outcomes
             .into_iter()
@@ -79,6 +83,63 @@ impl RulePolicy for Kyverno {
                 message: o.message,
             })
             .collect())
+    }
+}
+
+/// The destination, as the host answers for it; each object asked once per
+/// review.
+#[derive(Default)]
+struct Host {
+    objects: RefCell<BTreeMap<(String, Option<String>, String), Result<Option<Value>, String>>>,
+}
+
+impl Host {
+    fn get(
+        &self,
+        kind: &str,
+        namespace: Option<&str>,
+        name: &str,
+    ) -> Result<Option<Value>, String> {
+        let key = (
+            kind.to_owned(),
+            namespace.map(str::to_owned),
+            name.to_owned(),
+        );
+        if let Some(known) = self.objects.borrow().get(&key) {
+            return known.clone();
+        }
+        let found = match cluster::get("v1", kind, namespace, name) {
+            Ok(None) => Ok(None),
+            Ok(Some(text)) => serde_json::from_str(&text)
+                .map(Some)
+                .map_err(|e| format!("the host gave {kind} {name} as invalid JSON: {e}")),
+            Err(e) => Err(cluster::describe(&e)),
+        };
+        self.objects.borrow_mut().insert(key, found.clone());
+        found
+    }
+}
+
+impl review::Destination for Host {
+    fn namespace(&self, name: &str) -> Result<Option<Value>, String> {
+        self.get("Namespace", None, name)
+    }
+
+    fn config_map(&self, namespace: &str, name: &str) -> Result<Option<Value>, String> {
+        self.get("ConfigMap", Some(namespace), name)
+    }
+
+    fn exists(&self, object: &Value) -> bool {
+        let field = |name: &str| object["metadata"][name].as_str();
+        let (Some(api_version), Some(kind), Some(name)) = (
+            object["apiVersion"].as_str(),
+            object["kind"].as_str(),
+            field("name"),
+        ) else {
+            return false;
+        };
+        // Unknown (no cluster, not read): a creation.
+        cluster::exists(api_version, kind, field("namespace"), name).unwrap_or(false)
     }
 }
 

@@ -2,9 +2,9 @@
 //!
 //! Write Kiln renderers and policies as plain Rust: implement [`Renderer`] or
 //! [`Policy`] and export it with one macro. The SDK hides the WIT bindings
-//! (`wit/plugin.wit`, package `kiln:plugin@0.1.1`) and adds helpers to read the
-//! source tree ([`source`]), log ([`log`]) and parse or emit manifests
-//! ([`yaml`]).
+//! (`wit/plugin.wit`, package `kiln:plugin@0.1.2`) and adds helpers to read the
+//! source tree ([`source`]), log ([`log`]), parse or emit manifests
+//! ([`yaml`]) and, for a policy, read its destination cluster ([`cluster`]).
 //!
 //! Enable exactly one of the crate features `renderer`, `policy` or
 //! `rule-policy` (a policy that also reports each rule's result, passes and
@@ -98,6 +98,8 @@ mod renderer;
 #[cfg(feature = "renderer")]
 pub use renderer::{InputError, RenderError, Renderer};
 
+#[cfg(any(feature = "policy", feature = "rule-policy"))]
+pub mod cluster;
 #[cfg(any(feature = "policy", feature = "rule-policy"))]
 mod policy;
 #[cfg(feature = "policy")]

@@ -4,6 +4,7 @@
 
 use std::collections::BTreeMap;
 
+use super::super::cluster_view;
 use super::super::context::Context;
 use super::super::destination::Target;
 use super::super::plugins;
@@ -85,9 +86,13 @@ pub async fn plan(
         chart: chart.as_ref().map(|(_, source)| source.clone()),
         helm,
         scopes: None,
+        cluster: None,
     };
     if !request.policies.is_empty() {
         request.scopes = Some(super::admit::kind_scopes(&admitted.target).await?);
+        let remembered = ctx.cluster_reads.get(&admitted.name).unwrap_or_default();
+        request.cluster =
+            Some(cluster_view::prepare(app, &admitted.target.cluster, &remembered).await);
     }
     // Checked here, so that a malformed Secret is named in the condition.
     plugins::controller_registry_credentials(ctx)?;

@@ -1,7 +1,11 @@
 //! Rendering: the planned request given to the controller's
 //! [`Renderer`](super::super::renderer::Renderer) (here or on the render
-//! server), counted, and what it read recorded.
+//! server), counted, and what it read recorded: of the source, and of the
+//! destination by its policies (objects they asked for that the request's
+//! [cluster view](super::super::cluster_view) lacked are read, and the
+//! request sent again).
 
+use super::super::cluster_view;
 use super::super::context::Context;
 use super::super::renderer::Job;
 use super::admit::Admitted;
@@ -11,6 +15,32 @@ use crate::render::remote::RenderResponse;
 
 /// Renders the planned request; counts it and records what it read.
 pub async fn render(
+    ctx: &Context,
+    admitted: &Admitted,
+    planned: &mut Planned,
+) -> Result<RenderResponse, Stop> {
+    let mut rendered = render_once(ctx, admitted, planned).await?;
+    for _ in 1..cluster_view::ROUNDS {
+        let Some(view) = planned.request.cluster.as_mut() else {
+            break;
+        };
+        if rendered.cluster_pending.is_empty() {
+            break;
+        }
+        tracing::debug!(
+            objects = rendered.cluster_pending.len(),
+            "policies asked for objects of the destination: reviewing again with them"
+        );
+        cluster_view::read(&admitted.target.cluster, &rendered.cluster_pending, view).await;
+        rendered = render_once(ctx, admitted, planned).await?;
+    }
+    ctx.cluster_reads
+        .record(&admitted.name, &rendered.cluster_reads);
+    Ok(rendered)
+}
+
+/// One request to the renderer.
+async fn render_once(
     ctx: &Context,
     admitted: &Admitted,
     planned: &mut Planned,

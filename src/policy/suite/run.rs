@@ -401,6 +401,7 @@ async fn review_rules(
         let reviewed = plugin
             .review_rules(
                 view.clone(),
+                None,
                 context.clone(),
                 objects.clone(),
                 spec.settings.clone(),
@@ -473,7 +474,7 @@ async fn run_case(
     let context = context_of(suite, case.namespace.clone());
     // Reviewed where `kiln render` (and the controller) would review them.
     let objects = policy::placement::as_applied(&objects, &context.namespace, None);
-    let report = policy::evaluate(&context, objects, &steps).await;
+    let report = policy::evaluate(&context, objects, &steps, None).await;
     if let Some(failed) = report.results.iter().find(|r| r.error.is_some()) {
         return CaseOutcome::status(
             Status::Error,

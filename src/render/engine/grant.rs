@@ -165,6 +165,7 @@ mod tests {
             chart: None,
             helm: None,
             scopes: None,
+            cluster: None,
         };
         let seen = Grant::of(&request).scope(async { user() }).await;
         assert_eq!(seen.as_deref(), Some("alice"));

@@ -13,6 +13,7 @@ use super::catalog::{self, Catalog};
 use crate::api::helm::{INLINE_VALUES_FILE, escape_set_value};
 use crate::artifact::RegistryCredentials;
 use crate::condition::{Reason, Stop};
+use crate::plugin::cluster::ClusterKey;
 use crate::plugin::{AppContext, PluginHost, World};
 use crate::policy::placement::KindScopes;
 use crate::policy::{self, PolicySource, PolicyStep};
@@ -190,7 +191,16 @@ pub async fn work(shop: Workshop<'_>, request: &RenderRequest) -> Result<Worked,
     // Each object is reviewed where it will land.
     let reviewed =
         policy::placement::as_applied(&objects, &context.namespace, request.scopes.as_ref());
-    let report = policy::evaluate_cached(shop.reviews, &context, reviewed, &steps).await;
+    let cluster = request.cluster.clone().map(Arc::new);
+    let report =
+        policy::evaluate_cached(shop.reviews, &context, reviewed, &steps, cluster.as_ref()).await;
+    let cluster_reads: std::collections::BTreeSet<ClusterKey> = report
+        .results
+        .iter()
+        .flat_map(|r| r.lookups.objects().chain(&r.pending))
+        .filter(|key| key.readable())
+        .cloned()
+        .collect();
     for result in report.results.iter().filter(|r| !r.cached) {
         timings.push((result.policy.clone(), World::Policy, result.duration));
     }
@@ -208,6 +218,8 @@ pub async fn work(shop: Workshop<'_>, request: &RenderRequest) -> Result<Worked,
             policy: crate::policy::status::policy_status(&report),
             blocked: report.blocked(),
             cached,
+            cluster_reads: cluster_reads.into_iter().collect(),
+            cluster_pending: report.pending(),
         },
         timings,
     })

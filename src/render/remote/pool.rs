@@ -427,6 +427,7 @@ mod tests {
             chart: None,
             helm: None,
             scopes: None,
+            cluster: None,
         };
         let error = pool.render("k", &request).await.unwrap_err();
         assert!(

@@ -13,6 +13,7 @@ use serde_json::{Map, Value};
 
 use crate::api::PolicyStatus;
 use crate::plugin::World;
+use crate::plugin::cluster::{ClusterKey, ClusterView};
 use crate::policy::Mode;
 use crate::source::ReadSet;
 pub use crate::source::helm::NeededRepository;
@@ -243,6 +244,11 @@ pub struct RenderRequest {
     /// kinds are known, every other kind is taken as namespaced).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scopes: Option<crate::policy::placement::KindScopes>,
+    /// What policies may read of the destination cluster, as the
+    /// controller read it for this review; `None`: no cluster (their
+    /// lookups are answered `no-cluster`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cluster: Option<ClusterView>,
 }
 
 /// `spec.source.chart`: a chart of the Helm repository (or OCI registry)
@@ -329,6 +335,15 @@ pub struct RenderResponse {
     pub blocked: bool,
     /// Whether this answer came from the render cache.
     pub cached: bool,
+    /// The destination's objects policies read whole (to read again for
+    /// the next review of this Application).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cluster_reads: Vec<ClusterKey>,
+    /// The objects policies asked for that the request's cluster view did
+    /// not hold: the policy findings are incomplete, and the request is to
+    /// be sent again with them read.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cluster_pending: Vec<ClusterKey>,
 }
 
 /// A rendered object.
