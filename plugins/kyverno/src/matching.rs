@@ -4,6 +4,9 @@ use serde_json::{Map, Value};
 
 use crate::wildcard;
 
+/// A namespace's labels (`metadata.labels`), or why they are unknown.
+pub type NamespaceLabels = Result<Map<String, Value>, String>;
+
 /// What a review knows of the request besides the resource.
 #[derive(Clone)]
 pub struct Request<'a> {
@@ -12,7 +15,7 @@ pub struct Request<'a> {
     pub operation: &'a str,
     /// Labels of namespaces (the rendered set's Namespaces, the
     /// destination's): name → labels; an error says why they are unknown.
-    pub namespace_labels: &'a dyn Fn(&str) -> Result<Map<String, Value>, String>,
+    pub namespace_labels: &'a dyn Fn(&str) -> NamespaceLabels,
     /// The ConfigMaps `configMap` context entries read: namespace and name
     /// → the object (the rendered set's, the destination's); an error says
     /// why there is none.

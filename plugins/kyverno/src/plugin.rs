@@ -86,11 +86,14 @@ impl RulePolicy for Kyverno {
     }
 }
 
+/// An object of the destination: kind, namespace, name.
+type Key = (String, Option<String>, String);
+
 /// The destination, as the host answers for it; each object asked once per
 /// review.
 #[derive(Default)]
 struct Host {
-    objects: RefCell<BTreeMap<(String, Option<String>, String), Result<Option<Value>, String>>>,
+    objects: RefCell<BTreeMap<Key, Result<Option<Value>, String>>>,
 }
 
 impl Host {
