@@ -7,14 +7,21 @@
 //! render itself is a cache hit). The render server, which holds no
 //! cluster credentials, reads nothing but this view.
 //!
-//! Only Namespaces and ConfigMaps are read ([`ClusterKey::readable`]),
-//! each up to [`MAX_OBJECT_BYTES`] and a view up to [`MAX_VIEW_BYTES`]; an
-//! object beyond either is `Unreadable`, which a policy fails closed on.
+//! Only Namespaces (their name and labels) and ConfigMaps are read
+//! ([`ClusterKey::readable`]), and only in namespaces the Application's
+//! project lets it deploy to ([`Reach`]): a policy from the application's
+//! own repository reads nothing the application could not write. Reads
+//! run [`READ_CONCURRENCY`] at once under one deadline per round; each
+//! object is held up to [`MAX_OBJECT_BYTES`] and a view up to
+//! [`MAX_VIEW_BYTES`] (as the request carries them); an object beyond
+//! either, or not read in time, is `Unreadable`, which a policy fails
+//! closed on.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
+use futures_util::StreamExt as _;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
 use kube::Api;
 use serde::Serialize;
@@ -26,17 +33,20 @@ use crate::plugin::cluster::{ClusterKey, ClusterView, Observed};
 /// Reviews of one render, the first included: a review asking for objects
 /// the view lacks runs again with them, at most this many times in all.
 pub const ROUNDS: usize = 3;
-/// Bytes of one object's JSON a view holds (a ConfigMap holds at most
-/// 1 MiB of data).
+/// Bytes of one object a view holds, as the render request carries it
+/// (a ConfigMap holds at most 1 MiB of data).
 pub const MAX_OBJECT_BYTES: usize = 2 * 1024 * 1024;
-/// Bytes of objects one view holds.
-pub const MAX_VIEW_BYTES: usize = 16 * 1024 * 1024;
+/// Bytes of objects one view holds, as the render request carries them
+/// (well under the render server's request bound).
+pub const MAX_VIEW_BYTES: usize = 4 * 1024 * 1024;
 /// Objects read for one round of a review; more are `Unreadable`.
 pub const MAX_READS_PER_ROUND: usize = 256;
 /// Objects remembered per Application (read again before its next review).
 pub const MAX_REMEMBERED: usize = 256;
-/// How long one read of the destination may take.
-const READ_TIMEOUT: Duration = Duration::from_secs(10);
+/// Reads of the destination running at once for one review.
+pub const READ_CONCURRENCY: usize = 8;
+/// How long one round of reads may take.
+pub const ROUND_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// The objects each Application's last review read whole.
 #[derive(Debug, Default)]
@@ -67,24 +77,42 @@ impl ClusterMemory {
         self.lock().remove(app);
     }
 
+    /// Forgets every Application but those `keep` names (deleted ones,
+    /// and those of shards this replica no longer owns).
+    pub fn retain(&self, keep: &HashSet<String>) {
+        self.lock().retain(|app, _| keep.contains(app));
+    }
+
     fn lock(&self) -> MutexGuard<'_, HashMap<String, Arc<[ClusterKey]>>> {
         // Each update is a single insert or remove: still consistent.
         self.apps.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }
 
+/// Why an Application may not deploy to a namespace, if it may not.
+pub type Forbidden<'a> = Box<dyn Fn(&str) -> Option<String> + Send + Sync + 'a>;
+
+/// Where a review may read: the destination, and the namespaces there its
+/// Application may deploy to.
+pub struct Reach<'a> {
+    /// The destination cluster.
+    pub cluster: &'a Cluster,
+    /// Why the Application may not deploy to a namespace, if it may not.
+    pub forbidden: Forbidden<'a>,
+}
+
 /// The view for a review of `app`: the objects its status lists as
-/// existing, and `remembered` read from `cluster`.
+/// existing, and `remembered` read from the destination.
 pub async fn prepare(
     app: &Application,
-    cluster: &Cluster,
+    reach: &Reach<'_>,
     remembered: &[ClusterKey],
 ) -> ClusterView {
     let mut view = ClusterView::new();
     for key in existing(app) {
         view.insert_existing(key);
     }
-    read(cluster, remembered, &mut view).await;
+    read(reach, remembered, &mut view).await;
     view
 }
 
@@ -96,10 +124,8 @@ fn existing(app: &Application) -> impl Iterator<Item = ClusterKey> + '_ {
         .flat_map(|status| &status.resources)
         .filter(|resource| resource.status != "Missing")
         .filter_map(|resource| {
-            let api_version = match resource.group.as_str() {
-                "" => "v1".to_owned(),
-                group => format!("{group}/v1"),
-            };
+            // Only the group counts in a key.
+            let api_version = format!("{}/v1", resource.group);
             ClusterKey::new(
                 &api_version,
                 &resource.kind,
@@ -111,94 +137,143 @@ fn existing(app: &Application) -> impl Iterator<Item = ClusterKey> + '_ {
 }
 
 /// Reads `keys` (those `view` does not hold yet, readable ones, at most
-/// [`MAX_READS_PER_ROUND`]) from `cluster` into `view`.
-pub async fn read(cluster: &Cluster, keys: &[ClusterKey], view: &mut ClusterView) {
-    let mut held: usize = view.objects().map(|(_, o)| observed_bytes(o)).sum();
-    let wanted: Vec<&ClusterKey> = keys
+/// [`MAX_READS_PER_ROUND`]) from the destination into `view`, within
+/// [`ROUND_TIMEOUT`].
+pub async fn read(reach: &Reach<'_>, keys: &[ClusterKey], view: &mut ClusterView) {
+    let mut wanted: Vec<&ClusterKey> = keys
         .iter()
         .filter(|key| key.readable() && !view.holds(key))
         .collect();
-    for (index, key) in wanted.into_iter().enumerate() {
-        let observed = if index >= MAX_READS_PER_ROUND {
-            Observed::Unreadable {
-                reason: format!(
-                    "more than {MAX_READS_PER_ROUND} objects of the cluster asked for at once"
-                ),
+    wanted.dedup();
+    let beyond = wanted.split_off(wanted.len().min(MAX_READS_PER_ROUND));
+    for key in beyond {
+        view.insert(
+            key.clone(),
+            unreadable(format!(
+                "more than {MAX_READS_PER_ROUND} objects of the cluster asked for at once"
+            )),
+        );
+    }
+    let mut held: usize = view.objects().map(|(_, o)| wire_bytes(o)).sum();
+    // The reads made first (a stream mapping references through a closure
+    // is not `Send` for every lifetime, as a controller's future must be).
+    let futures: Vec<_> = wanted
+        .iter()
+        .map(|key| {
+            let key = (*key).clone();
+            async move {
+                let observed = read_one(reach, &key).await;
+                (key, observed)
             }
+        })
+        .collect();
+    let mut reads = futures_util::stream::iter(futures).buffer_unordered(READ_CONCURRENCY);
+    let deadline = tokio::time::Instant::now() + ROUND_TIMEOUT;
+    let mut done: HashSet<ClusterKey> = HashSet::new();
+    let mut unread = 0usize;
+    while let Ok(Some((key, observed))) = tokio::time::timeout_at(deadline, reads.next()).await {
+        let bytes = wire_bytes(&observed);
+        let observed = if held + bytes > MAX_VIEW_BYTES {
+            unreadable(format!(
+                "the objects read from the cluster for this review would pass {MAX_VIEW_BYTES} bytes"
+            ))
         } else {
-            match read_one(cluster, key).await {
-                Observed::Present { object } if held + object.len() > MAX_VIEW_BYTES => {
-                    Observed::Unreadable {
-                        reason: format!(
-                            "the objects read from the cluster for this review would pass {MAX_VIEW_BYTES} bytes"
-                        ),
-                    }
-                }
-                observed => observed,
-            }
+            held += bytes;
+            observed
         };
-        held += observed_bytes(&observed);
+        unread += usize::from(matches!(observed, Observed::Unreadable { .. }));
         view.insert(key.clone(), observed);
+        done.insert(key);
+    }
+    drop(reads);
+    for key in wanted.into_iter().filter(|key| !done.contains(*key)) {
+        unread += 1;
+        view.insert(
+            key.clone(),
+            unreadable(format!("not read within {ROUND_TIMEOUT:?}")),
+        );
+    }
+    if unread > 0 {
+        tracing::warn!(
+            unread,
+            "objects policies asked for could not be read from the destination"
+        );
     }
 }
 
-fn observed_bytes(observed: &Observed) -> usize {
-    match observed {
-        Observed::Present { object } => object.len(),
-        _ => 0,
-    }
+fn unreadable(reason: String) -> Observed {
+    Observed::Unreadable { reason }
 }
 
-/// Reads one readable object.
-async fn read_one(cluster: &Cluster, key: &ClusterKey) -> Observed {
-    let client = cluster.client().clone();
+/// The bytes `observed` takes in a render request (its JSON text, escaped).
+fn wire_bytes(observed: &Observed) -> usize {
+    serde_json::to_string(observed).map_or(usize::MAX / 2, |text| text.len())
+}
+
+/// Reads one readable object, if its namespace is one the Application may
+/// deploy to.
+async fn read_one(reach: &Reach<'_>, key: &ClusterKey) -> Observed {
+    if let Some(namespace) = key.namespace_of()
+        && let Some(why) = (reach.forbidden)(namespace)
+    {
+        return unreadable(format!(
+            "{key} is outside the namespaces this Application may deploy to: {why}"
+        ));
+    }
+    let client = reach.cluster.client().clone();
     let read = async {
-        match (key.kind.as_str(), &key.namespace) {
-            ("Namespace", None) => json(Api::<Namespace>::all(client).get_opt(&key.name).await),
+        match (key.kind(), key.namespace()) {
+            ("Namespace", None) => {
+                let got = Api::<Namespace>::all(client).get_opt(key.name()).await;
+                // Its name and labels: what a selector reads, nothing more.
+                json(got.map(|found| {
+                    found.map(|namespace| Namespace {
+                        metadata: kube::api::ObjectMeta {
+                            name: namespace.metadata.name,
+                            labels: namespace.metadata.labels,
+                            ..Default::default()
+                        },
+                        ..Default::default()
+                    })
+                }))
+            }
             ("ConfigMap", Some(namespace)) => json(
                 Api::<ConfigMap>::namespaced(client, namespace)
-                    .get_opt(&key.name)
+                    .get_opt(key.name())
                     .await,
             ),
-            _ => Observed::Unreadable {
-                reason: format!("{key} may not be read by a policy"),
-            },
+            _ => unreadable(format!("{key} may not be read by a policy")),
         }
     };
-    let observed = tokio::time::timeout(READ_TIMEOUT, read)
+    tokio::time::timeout(ROUND_TIMEOUT, read)
         .await
-        .unwrap_or_else(|_| Observed::Unreadable {
-            reason: format!("reading {key} took more than {READ_TIMEOUT:?}"),
-        });
-    if let Observed::Unreadable { reason } = &observed {
-        tracing::warn!(%key, reason, "cannot read an object a policy asked for");
-    }
-    observed
+        .unwrap_or_else(|_| unreadable(format!("not read within {ROUND_TIMEOUT:?}")))
 }
 
 /// An answer of the API server as the view holds it: the object's JSON,
-/// without its managed fields, up to [`MAX_OBJECT_BYTES`].
+/// without its managed fields, up to [`MAX_OBJECT_BYTES`] as the request
+/// carries it.
 fn json<K: Serialize + kube::Resource>(got: kube::Result<Option<K>>) -> Observed {
     match got {
         Ok(None) => Observed::Absent,
         Ok(Some(mut object)) => {
             object.meta_mut().managed_fields = None;
             match serde_json::to_string(&object) {
-                Ok(text) if text.len() > MAX_OBJECT_BYTES => Observed::Unreadable {
-                    reason: format!(
-                        "its JSON is {} bytes, more than the {MAX_OBJECT_BYTES} a policy may read",
-                        text.len()
-                    ),
-                },
-                Ok(object) => Observed::Present { object },
-                Err(e) => Observed::Unreadable {
-                    reason: e.to_string(),
-                },
+                Ok(object) => {
+                    let observed = Observed::Present { object };
+                    let bytes = wire_bytes(&observed);
+                    if bytes > MAX_OBJECT_BYTES {
+                        unreadable(format!(
+                            "it takes {bytes} bytes, more than the {MAX_OBJECT_BYTES} a policy may read"
+                        ))
+                    } else {
+                        observed
+                    }
+                }
+                Err(e) => unreadable(e.to_string()),
             }
         }
-        Err(e) => Observed::Unreadable {
-            reason: crate::text::chain(&e),
-        },
+        Err(e) => unreadable(crate::text::chain(&e)),
     }
 }
 
@@ -221,6 +296,10 @@ mod tests {
         memory.record("app", &many[..1]);
         memory.forget("app");
         assert!(memory.get("app").is_none());
+        memory.record("a", &many[..1]);
+        memory.record("b", &many[..1]);
+        memory.retain(&HashSet::from(["b".to_owned()]));
+        assert!(memory.get("a").is_none() && memory.get("b").is_some());
     }
 
     #[test]
@@ -238,6 +317,45 @@ mod tests {
         .unwrap();
         let found: Vec<String> = existing(&app).map(|k| k.to_string()).collect();
         assert_eq!(found, ["Deployment.apps prod/web", "Namespace prod"]);
+    }
+
+    #[tokio::test]
+    async fn attack_a_policy_reads_only_namespaces_its_application_may_deploy_to() {
+        // A destination nothing listens at: a read that is attempted fails.
+        let config = kube::Config::new("http://127.0.0.1:9".parse().unwrap());
+        let cluster = Cluster::new(kube::Client::try_from(config).unwrap());
+        let reach = Reach {
+            cluster: &cluster,
+            forbidden: Box::new(|namespace| {
+                (namespace != "shop").then(|| format!("namespace {namespace} is not a destination"))
+            }),
+        };
+        let secret_settings = ClusterKey::new("v1", "ConfigMap", Some("kube-system"), "x").unwrap();
+        let other_namespace = key("kube-system");
+        let own = ClusterKey::new("v1", "ConfigMap", Some("shop"), "x").unwrap();
+        let secret = ClusterKey::new("v1", "Secret", Some("shop"), "x").unwrap();
+        let mut view = ClusterView::new();
+        read(
+            &reach,
+            &[
+                secret_settings.clone(),
+                other_namespace.clone(),
+                own.clone(),
+                secret.clone(),
+            ],
+            &mut view,
+        )
+        .await;
+        let reason = |key: &ClusterKey| match view.objects().find(|(k, _)| *k == key) {
+            Some((_, Observed::Unreadable { reason })) => reason.clone(),
+            other => panic!("{key}: {other:?}"),
+        };
+        assert!(reason(&secret_settings).contains("outside the namespaces"));
+        assert!(reason(&other_namespace).contains("outside the namespaces"));
+        // Its own namespace is read (here the destination does not answer).
+        assert!(!reason(&own).contains("outside"));
+        // A Secret is never read, nor recorded.
+        assert!(!view.holds(&secret));
     }
 
     #[test]

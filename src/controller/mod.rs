@@ -110,6 +110,7 @@ async fn stop_unneeded_watches(ctx: Arc<Context>, apps: reflector::Store<Applica
             })
             .collect();
         ctx.live.retain_apps(|app| mine.contains(app));
+        ctx.cluster_reads.retain(&mine);
         ctx.live.stop_unneeded(grace);
     }
 }

@@ -24,23 +24,43 @@ pub const MAX_LOOKUPS: usize = 4096;
 
 /// Longest `metadata.name` Kubernetes allows (a DNS subdomain).
 const MAX_NAME: usize = 253;
-/// Longest group or kind the view reads (a DNS subdomain, a kind).
-const MAX_SEGMENT: usize = 253;
+/// Longest namespace (a DNS label).
+const MAX_NAMESPACE: usize = 63;
+/// Longest group the view reads (a DNS subdomain).
+const MAX_GROUP: usize = 253;
+/// Longest kind the view reads.
+const MAX_KIND: usize = 63;
 
 /// One object of the destination, by group (not version), kind, namespace
-/// and name.
+/// and name; checked when made and when read from the wire.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", try_from = "RawKey")]
 pub struct ClusterKey {
-    /// The API group (`""` for the core group).
-    pub group: String,
-    /// The kind.
-    pub kind: String,
-    /// The namespace; `None` for a cluster-scoped object.
+    group: String,
+    kind: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub namespace: Option<String>,
-    /// The name.
-    pub name: String,
+    namespace: Option<String>,
+    name: String,
+}
+
+/// A [`ClusterKey`] as the wire carries it, before it is checked.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct RawKey {
+    #[serde(default)]
+    group: String,
+    kind: String,
+    #[serde(default)]
+    namespace: Option<String>,
+    name: String,
+}
+
+impl TryFrom<RawKey> for ClusterKey {
+    type Error = InvalidKey;
+
+    fn try_from(raw: RawKey) -> Result<Self, InvalidKey> {
+        ClusterKey::checked(raw.group, raw.kind, raw.namespace, raw.name)
+    }
 }
 
 /// Why a key is not one Kubernetes could hold.
@@ -58,56 +78,126 @@ impl ClusterKey {
         name: &str,
     ) -> Result<Self, InvalidKey> {
         let group = api_version.rsplit_once('/').map_or("", |(group, _)| group);
+        ClusterKey::checked(
+            group.to_owned(),
+            kind.to_owned(),
+            namespace.map(str::to_owned),
+            name.to_owned(),
+        )
+    }
+
+    /// The key of these parts, checked: a DNS subdomain (or nothing) for
+    /// the group, letters and digits for the kind, a DNS label for the
+    /// namespace (an empty one is none) and, for a name, no `/`, `%` or
+    /// control character and no `.` or `..` alone (it is a path segment of
+    /// the API's URL; the kinds read whole need a DNS subdomain besides,
+    /// [`ClusterKey::readable`]).
+    fn checked(
+        group: String,
+        kind: String,
+        namespace: Option<String>,
+        name: String,
+    ) -> Result<Self, InvalidKey> {
         let namespace = namespace.filter(|n| !n.is_empty());
-        let fields = [("group", group, MAX_SEGMENT), ("kind", kind, MAX_SEGMENT)]
-            .into_iter()
-            .chain(namespace.map(|n| ("namespace", n, MAX_NAME)))
-            .chain([("name", name, MAX_NAME)]);
-        for (field, value, max) in fields {
-            if value.len() > max {
-                return Err(InvalidKey(format!(
-                    "a {field} of {} bytes (at most {max})",
-                    value.len()
-                )));
-            }
-            if value.chars().any(|c| c.is_control() || c == '/') {
-                return Err(InvalidKey(format!(
-                    "{field} {:?} holds a '/' or a control character",
-                    value
-                )));
-            }
+        let invalid = |field: &str, value: &str, rule: &str| {
+            InvalidKey(format!(
+                "{field} {:?} is not {rule}",
+                crate::text::bounded(value, 64)
+            ))
+        };
+        if !group.is_empty() && !dns_subdomain(&group, MAX_GROUP) {
+            return Err(invalid("group", &group, "a DNS subdomain"));
         }
-        if kind.is_empty() || name.is_empty() {
-            return Err(InvalidKey("an empty kind or name".into()));
+        if kind.is_empty()
+            || kind.len() > MAX_KIND
+            || !kind.starts_with(|c: char| c.is_ascii_alphabetic())
+            || !kind.chars().all(|c| c.is_ascii_alphanumeric())
+        {
+            return Err(invalid("kind", &kind, "a kind (letters and digits)"));
+        }
+        if let Some(namespace) = &namespace
+            && !dns_label(namespace, MAX_NAMESPACE)
+        {
+            return Err(invalid("namespace", namespace, "a DNS label"));
+        }
+        if name.is_empty()
+            || name.len() > MAX_NAME
+            || name == "."
+            || name == ".."
+            || name.chars().any(|c| c.is_control() || c == '/' || c == '%')
+        {
+            return Err(invalid("name", &name, "an object name"));
         }
         Ok(ClusterKey {
-            group: group.to_owned(),
-            kind: kind.to_owned(),
-            namespace: namespace.map(str::to_owned),
-            name: name.to_owned(),
+            group,
+            kind,
+            namespace,
+            name,
         })
     }
 
+    /// The API group (`""` for the core group).
+    pub fn group(&self) -> &str {
+        &self.group
+    }
+
+    /// The kind.
+    pub fn kind(&self) -> &str {
+        &self.kind
+    }
+
+    /// The namespace; `None` for a cluster-scoped object.
+    pub fn namespace(&self) -> Option<&str> {
+        self.namespace.as_deref()
+    }
+
+    /// The name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The namespace this object is, or is in: a Namespace's own name.
+    pub fn namespace_of(&self) -> Option<&str> {
+        match (
+            &self.namespace,
+            self.group.is_empty() && self.kind == "Namespace",
+        ) {
+            (Some(namespace), _) => Some(namespace),
+            (None, true) => Some(&self.name),
+            (None, false) => None,
+        }
+    }
+
     /// Whether a policy may read this object whole: a Namespace or a
-    /// ConfigMap of the core group (never a Secret: the sandbox holds no
-    /// credentials).
+    /// ConfigMap of the core group named as Kubernetes names them (never a
+    /// Secret: the sandbox holds no credentials).
     pub fn readable(&self) -> bool {
         self.group.is_empty()
+            && dns_subdomain(&self.name, MAX_NAME)
             && match self.kind.as_str() {
-                "Namespace" => self.namespace.is_none(),
+                "Namespace" => self.namespace.is_none() && dns_label(&self.name, MAX_NAMESPACE),
                 "ConfigMap" => self.namespace.is_some(),
                 _ => false,
             }
     }
+}
 
-    /// The `apiVersion` of a readable key (`v1`).
-    pub fn api_version(&self) -> String {
-        if self.group.is_empty() {
-            "v1".to_owned()
-        } else {
-            format!("{}/v1", self.group)
-        }
-    }
+/// A DNS label (RFC 1123) of at most `max` bytes: lower-case letters,
+/// digits and `-`, a letter or digit at each end.
+fn dns_label(text: &str, max: usize) -> bool {
+    !text.is_empty()
+        && text.len() <= max
+        && text
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && !text.starts_with('-')
+        && !text.ends_with('-')
+}
+
+/// A DNS subdomain (RFC 1123) of at most `max` bytes: DNS labels joined
+/// by `.`.
+fn dns_subdomain(text: &str, max: usize) -> bool {
+    text.len() <= max && text.split('.').all(|label| dns_label(label, 63))
 }
 
 impl fmt::Display for ClusterKey {
@@ -252,7 +342,8 @@ impl ClusterView {
         }
     }
 
-    /// Whether `key` exists.
+    /// Whether `key` exists: as read, when the view read it whole; else
+    /// whether it is among the objects known to exist.
     pub fn exists(&self, key: &ClusterKey) -> Answer<bool> {
         match self.objects.get(key) {
             Some(Observed::Present { .. }) => Answer::Known(true),
@@ -260,6 +351,24 @@ impl ClusterView {
             Some(Observed::Unreadable { reason }) => Answer::Unavailable(reason.clone()),
             None => Answer::Known(self.existing.contains(key)),
         }
+    }
+
+    /// What every `exists` answer depends on: the objects known to exist
+    /// and the state (not the content) of those read whole.
+    fn existence_digest(&self) -> Digest {
+        let mut text = String::new();
+        for key in &self.existing {
+            text.push_str(&format!("existing {key}\n"));
+        }
+        for (key, observed) in &self.objects {
+            let state = match observed {
+                Observed::Present { .. } => "present",
+                Observed::Absent => "absent",
+                Observed::Unreadable { .. } => "unreadable",
+            };
+            text.push_str(&format!("{state} {key}\n"));
+        }
+        Digest::of(text.as_bytes())
     }
 }
 
@@ -269,12 +378,9 @@ impl ClusterView {
 pub enum Question {
     /// `get`: the object.
     Get(ClusterKey),
-    /// `exists`, of an object the view holds read whole.
-    Exists(ClusterKey),
-    /// `exists`, of any other object: answered from the objects known to
-    /// exist, recorded once for them all (a review asks it of every object
-    /// of the set).
-    Existing,
+    /// `exists`, of any object: recorded once for them all (a review asks
+    /// it of every object of the set), with what every answer depends on.
+    Existence,
 }
 
 impl Question {
@@ -282,20 +388,12 @@ impl Question {
     fn answer(&self, view: &ClusterView) -> Option<Digest> {
         let text = match self {
             Question::Get(key) => match view.get(key) {
-                Answer::Known(Some(object)) => format!("present:{object}"),
+                Answer::Known(Some(object)) => format!("present:{}", Digest::of(object.as_bytes())),
                 Answer::Known(None) => "absent".to_owned(),
                 Answer::Pending => return None,
                 Answer::Unavailable(reason) => format!("unavailable:{reason}"),
             },
-            Question::Exists(key) => match view.exists(key) {
-                Answer::Known(exists) => format!("exists:{exists}"),
-                Answer::Pending => return None,
-                Answer::Unavailable(reason) => format!("unavailable:{reason}"),
-            },
-            Question::Existing => {
-                let keys: Vec<String> = view.existing.iter().map(ToString::to_string).collect();
-                format!("existing:{}", keys.join("\n"))
-            }
+            Question::Existence => format!("existence:{}", view.existence_digest()),
         };
         Some(Digest::of(text.as_bytes()))
     }
@@ -320,7 +418,7 @@ impl Lookups {
     pub fn objects(&self) -> impl Iterator<Item = &ClusterKey> {
         self.0.keys().filter_map(|q| match q {
             Question::Get(key) => Some(key),
-            Question::Exists(_) | Question::Existing => None,
+            Question::Existence => None,
         })
     }
 
@@ -362,16 +460,16 @@ impl ClusterReads {
         self.record.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Asks `question` about `key`, recording it: `view`'s answer, or why
-    /// there is none.
+    /// Asks `question`, recording it: `view`'s answer, or why there is
+    /// none. `Get` questions the view cannot answer are pending.
     fn ask<T>(
         &self,
         question: Question,
-        key: &ClusterKey,
         answer: impl FnOnce(&ClusterView) -> Answer<T>,
     ) -> Answer<T> {
         let mut record = self.record();
-        let asked = record.lookups.0.contains_key(&question) || record.pending.contains(key);
+        let asked = record.lookups.0.contains_key(&question)
+            || matches!(&question, Question::Get(key) if record.pending.contains(key));
         if !asked && record.lookups.len() + record.pending.len() >= MAX_LOOKUPS {
             return Answer::Unavailable(format!(
                 "more than {MAX_LOOKUPS} lookups of the cluster in one review"
@@ -379,13 +477,14 @@ impl ClusterReads {
         }
         let given = answer(&self.view);
         if !asked {
-            match question.answer(&self.view) {
-                Some(digest) => {
+            match (question.answer(&self.view), question) {
+                (Some(digest), question) => {
                     record.lookups.0.insert(question, digest);
                 }
-                None => {
-                    record.pending.insert(key.clone());
+                (None, Question::Get(key)) => {
+                    record.pending.insert(key);
                 }
+                (None, Question::Existence) => {}
             }
         }
         given
@@ -393,19 +492,14 @@ impl ClusterReads {
 
     /// The object `key` (JSON text), recorded.
     pub fn get(&self, key: ClusterKey) -> Answer<Option<String>> {
-        self.ask(Question::Get(key.clone()), &key, |view| {
+        self.ask(Question::Get(key.clone()), |view| {
             view.get(&key).map(|object| object.map(str::to_owned))
         })
     }
 
     /// Whether `key` exists, recorded.
     pub fn exists(&self, key: ClusterKey) -> Answer<bool> {
-        let question = if self.view.holds(&key) {
-            Question::Exists(key.clone())
-        } else {
-            Question::Existing
-        };
-        self.ask(question, &key, |view| view.exists(&key))
+        self.ask(Question::Existence, |view| view.exists(&key))
     }
 
     /// What the review asked and was answered.
@@ -434,16 +528,38 @@ mod tests {
         assert!(!key("Secret", Some("prod"), "token").readable());
         assert!(!key("ConfigMap", None, "settings").readable());
         let deployment = ClusterKey::new("apps/v1", "Deployment", Some("prod"), "web").unwrap();
-        assert_eq!(deployment.group, "apps");
+        assert_eq!(deployment.group(), "apps");
         assert!(!deployment.readable());
         assert_eq!(deployment.to_string(), "Deployment.apps prod/web");
-        // Lying keys: too long, empty, a path in a name.
+        // Lying keys: too long, empty, a path or a query in a name, a
+        // namespace or group that is no DNS name, a kind that is no kind.
         assert!(ClusterKey::new("v1", "ConfigMap", Some("a"), &"x".repeat(254)).is_err());
         assert!(ClusterKey::new("v1", "ConfigMap", Some("a"), "").is_err());
         assert!(ClusterKey::new("v1", "ConfigMap", Some("a"), "../b").is_err());
+        assert!(ClusterKey::new("v1", "ConfigMap", Some("a"), "..").is_err());
+        assert!(ClusterKey::new("v1", "ConfigMap", Some("a"), "b%2Fc").is_err());
         assert!(ClusterKey::new("v1", "ConfigMap", Some("a\n"), "b").is_err());
+        assert!(ClusterKey::new("v1", "ConfigMap", Some("A"), "b").is_err());
+        assert!(ClusterKey::new("v1", "ConfigMap", Some(&"a".repeat(64)), "b").is_err());
+        assert!(ClusterKey::new("Apps/v1", "Deployment", Some("a"), "b").is_err());
+        assert!(ClusterKey::new("v1", "Config Map", Some("a"), "b").is_err());
+        // A name only an `exists` may ask about (RBAC names have colons):
+        // never read whole, so never in a URL.
+        let query = key("ConfigMap", Some("a"), "x?watch=true");
+        assert!(!query.readable());
+        assert!(
+            key("ClusterRole", None, "system:auth")
+                .namespace()
+                .is_none()
+        );
+        assert!(!key("Namespace", None, "Prod").readable());
         // An empty namespace is none.
-        assert_eq!(key("Namespace", Some(""), "prod").namespace, None);
+        assert_eq!(key("Namespace", Some(""), "prod").namespace(), None);
+        // The wire is checked too.
+        let wire = r#"{"group":"","kind":"ConfigMap","namespace":"a","name":"../b"}"#;
+        assert!(serde_json::from_str::<ClusterKey>(wire).is_err());
+        let wire = r#"{"kind":"ConfigMap","namespace":"a","name":"b"}"#;
+        assert!(serde_json::from_str::<ClusterKey>(wire).unwrap().readable());
     }
 
     #[test]
@@ -525,6 +641,12 @@ mod tests {
         let lookups = reads.lookups();
         assert_eq!(lookups.len(), 1);
         assert!(lookups.hold(&view));
+        let mut read_whole = view.clone();
+        read_whole.insert(key("Namespace", None, "n5"), Observed::Absent);
+        assert!(
+            !lookups.hold(&read_whole),
+            "an object read whole changes the answers"
+        );
         view.insert_existing(key("Namespace", None, "n4"));
         assert!(!lookups.hold(&view), "a new object changes the answers");
     }

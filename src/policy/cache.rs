@@ -168,13 +168,16 @@ impl ReviewCache {
         cluster: Option<&Arc<ClusterView>>,
     ) -> Option<Arc<Entry>> {
         let entry = self.lock().get(key).cloned()?;
-        if !entry.lookups.is_empty() && !cluster.is_some_and(|c| entry.lookups.hold(c)) {
-            return None;
-        }
         let check = entry.clone();
-        let holds = tokio::task::spawn_blocking(move || check.read_set.holds(&*view))
-            .await
-            .unwrap_or(false);
+        let cluster = cluster.cloned();
+        // Re-reading files and hashing answers: off the async workers.
+        let holds = tokio::task::spawn_blocking(move || {
+            let cluster_holds =
+                check.lookups.is_empty() || cluster.is_some_and(|view| check.lookups.hold(&view));
+            cluster_holds && check.read_set.holds(&*view)
+        })
+        .await
+        .unwrap_or(false);
         holds.then_some(entry)
     }
 

@@ -139,7 +139,8 @@ fn native(root: &Path, files: &[String], texts: &[String]) -> (usize, usize) {
         .iter()
         .map(|t| serde_json::from_str(t).unwrap())
         .collect();
-    let outcomes = kiln_kyverno::review::review(&set, &objects, &kiln_kyverno::review::NoCluster);
+    let outcomes =
+        kiln_kyverno::review::review(&set, &objects, &kiln_kyverno::review::NoCluster).unwrap();
     let failures = outcomes.iter().filter(|o| o.status == Status::Fail).count();
     (outcomes.len(), failures)
 }

@@ -64,7 +64,7 @@ impl RulePolicy for Kyverno {
             })
             .collect::<Result<Vec<_>, _>>()?;
         crate::functions::time::set_now(settings.now);
-        let mut outcomes = review::review(&set, &objects, &Host::default());
+        let mut outcomes = review::review(&set, &objects, &Host::default())?;
         settings.apply(&mut outcomes);
         Ok(outcomes
             .into_iter()
@@ -132,17 +132,21 @@ impl review::Destination for Host {
         self.get("ConfigMap", Some(namespace), name)
     }
 
-    fn exists(&self, object: &Value) -> bool {
+    fn exists(&self, object: &Value) -> Result<bool, String> {
         let field = |name: &str| object["metadata"][name].as_str();
         let (Some(api_version), Some(kind), Some(name)) = (
             object["apiVersion"].as_str(),
             object["kind"].as_str(),
             field("name"),
         ) else {
-            return false;
+            return Ok(false);
         };
-        // Unknown (no cluster, not read): a creation.
-        cluster::exists(api_version, kind, field("namespace"), name).unwrap_or(false)
+        match cluster::exists(api_version, kind, field("namespace"), name) {
+            Ok(exists) => Ok(exists),
+            // No destination: a creation, as `kyverno test` has it.
+            Err(cluster::ClusterError::NoCluster) => Ok(false),
+            Err(e) => Err(cluster::describe(&e)),
+        }
     }
 }
 

@@ -38,8 +38,9 @@ pub trait Destination {
     fn namespace(&self, name: &str) -> Result<Option<Value>, String>;
     /// The ConfigMap `namespace/name`, as [`Destination::namespace`].
     fn config_map(&self, namespace: &str, name: &str) -> Result<Option<Value>, String>;
-    /// Whether `object` exists on the destination (unknown: no).
-    fn exists(&self, object: &Value) -> bool;
+    /// Whether `object` exists on the destination (no cluster: no); an
+    /// error when that cannot be told.
+    fn exists(&self, object: &Value) -> Result<bool, String>;
 }
 
 /// No destination: a local review, a test suite (as `kyverno test`, which
@@ -53,16 +54,21 @@ impl Destination for NoCluster {
     fn config_map(&self, _: &str, _: &str) -> Result<Option<Value>, String> {
         Err("not in the rendered set (there is no cluster)".into())
     }
-    fn exists(&self, _: &Value) -> bool {
-        false
+    fn exists(&self, _: &Value) -> Result<bool, String> {
+        Ok(false)
     }
 }
 
 /// Reviews `objects` (the rendered set, as the host placed them) with every
 /// policy of `set`. The namespaces and ConfigMaps the set renders are read
 /// first, then `destination`'s; an object `destination` holds is reviewed
-/// as an `UPDATE`, others as a `CREATE`.
-pub fn review(set: &PolicySet, objects: &[Value], destination: &dyn Destination) -> Vec<Outcome> {
+/// as an `UPDATE`, others as a `CREATE`. An error when whether an object
+/// exists cannot be told (its rules could not be matched).
+pub fn review(
+    set: &PolicySet,
+    objects: &[Value],
+    destination: &dyn Destination,
+) -> Result<Vec<Outcome>, String> {
     let namespaces: Map<String, Value> = objects
         .iter()
         .filter(|o| o["kind"] == "Namespace")
@@ -99,16 +105,18 @@ pub fn review(set: &PolicySet, objects: &[Value], destination: &dyn Destination)
             .config_map(namespace, name)?
             .ok_or_else(|| "neither the rendered set nor the destination has it".to_owned()),
     };
-    let operations: Vec<&str> = objects
+    let operations = objects
         .iter()
-        .map(|o| {
-            if destination.exists(o) {
-                "UPDATE"
-            } else {
-                "CREATE"
-            }
+        .map(|o| match destination.exists(o) {
+            Ok(true) => Ok("UPDATE"),
+            Ok(false) => Ok("CREATE"),
+            Err(why) => Err(format!(
+                "cannot tell whether {} {} exists on the destination: {why}",
+                o["kind"].as_str().unwrap_or("object"),
+                o["metadata"]["name"].as_str().unwrap_or_default()
+            )),
         })
-        .collect();
+        .collect::<Result<Vec<&str>, String>>()?;
     let request = |index: usize| Request {
         operation: operations[index],
         namespace_labels: &labels,
@@ -165,7 +173,7 @@ pub fn review(set: &PolicySet, objects: &[Value], destination: &dyn Destination)
             }
         }
     }
-    out
+    Ok(out)
 }
 
 /// A Namespace's `metadata.labels` as strings (others ignored).
@@ -203,8 +211,11 @@ mod tests {
             Ok((namespace == "kyverno" && name == "registries")
                 .then(|| json!({"metadata": {"name": name}, "data": {"allowed": "ghcr.io"}})))
         }
-        fn exists(&self, object: &Value) -> bool {
-            object["metadata"]["name"] == "old"
+        fn exists(&self, object: &Value) -> Result<bool, String> {
+            match object["metadata"]["name"].as_str() {
+                Some("unreadable") => Err("it could not be read".into()),
+                name => Ok(name == Some("old")),
+            }
         }
     }
 
@@ -243,6 +254,7 @@ spec:
     fn statuses(objects: &[Value], destination: &dyn Destination) -> Vec<(String, usize, Status)> {
         let set = PolicySet::of(model::documents("p.yaml", POLICIES).unwrap());
         review(&set, objects, destination)
+            .unwrap()
             .into_iter()
             .map(|o| (o.rule, o.object, o.status))
             .collect()
@@ -288,7 +300,8 @@ spec:
             ),
             (&Fake as &dyn Destination, "pending", "not read yet"),
         ] {
-            let outcomes = review(&set, &[pod(namespace, "new", "ghcr.io/a:1")], destination);
+            let outcomes =
+                review(&set, &[pod(namespace, "new", "ghcr.io/a:1")], destination).unwrap();
             let selector = outcomes
                 .iter()
                 .find(|o| o.rule == "critical-namespaces")
@@ -296,5 +309,13 @@ spec:
             assert_eq!(selector.status, Status::Error, "{}", selector.message);
             assert!(selector.message.contains(why), "{}", selector.message);
         }
+        // Whether an object exists, unknown: the review fails closed.
+        let error = review(&set, &[pod("shop", "unreadable", "ghcr.io/a:1")], &Fake).unwrap_err();
+        assert!(
+            error.contains(
+                "cannot tell whether Pod unreadable exists on the destination: it could not be read"
+            ),
+            "{error}"
+        );
     }
 }

@@ -50,7 +50,7 @@ pub fn describe(error: &ClusterError) -> String {
         ClusterError::NoCluster => "there is no destination cluster in this review".into(),
         ClusterError::NotPermitted(why) => format!("not permitted: {why}"),
         ClusterError::Pending => {
-            "not read from the destination yet (the review runs again once it is)".into()
+            "not read from the destination yet (the host reads it and reviews again)".into()
         }
         ClusterError::Unavailable(why) => format!("the destination could not tell: {why}"),
     }

@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
+use super::super::cluster_view::Reach;
 use super::super::context::Context;
 use super::super::destination::Target;
 use super::super::project::{self, Placement, Project};
@@ -30,6 +31,22 @@ pub struct Admitted {
     pub target: Target,
     /// Its destination namespace ("" when it names none).
     pub destination_namespace: String,
+}
+
+impl Admitted {
+    /// Where its policies may read the destination: the namespaces its
+    /// project lets it deploy to.
+    pub fn reach(&self) -> Reach<'_> {
+        Reach {
+            cluster: &self.target.cluster,
+            forbidden: Box::new(|namespace| {
+                self.project
+                    .admit_destination(&self.target.server, &self.target.name, namespace)
+                    .err()
+                    .map(|violation| violation.to_string())
+            }),
+        }
+    }
 }
 
 /// Admits `app`: project rules (source, destination) before anything else.

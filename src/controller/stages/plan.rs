@@ -91,8 +91,7 @@ pub async fn plan(
     if !request.policies.is_empty() {
         request.scopes = Some(super::admit::kind_scopes(&admitted.target).await?);
         let remembered = ctx.cluster_reads.get(&admitted.name).unwrap_or_default();
-        request.cluster =
-            Some(cluster_view::prepare(app, &admitted.target.cluster, &remembered).await);
+        request.cluster = Some(cluster_view::prepare(app, &admitted.reach(), &remembered).await);
     }
     // Checked here, so that a malformed Secret is named in the condition.
     plugins::controller_registry_credentials(ctx)?;

@@ -19,7 +19,23 @@ pub async fn render(
     admitted: &Admitted,
     planned: &mut Planned,
 ) -> Result<RenderResponse, Stop> {
-    let mut rendered = render_once(ctx, admitted, planned).await?;
+    let rendered = render_once(ctx, admitted, planned).await?;
+    let rendered = review_with_pending(ctx, admitted, planned, rendered).await;
+    ctx.cluster_reads
+        .record(&admitted.name, &rendered.cluster_reads);
+    Ok(rendered)
+}
+
+/// While policies asked for objects of the destination the request's view
+/// lacked, and rounds are left: reads them and renders again (a render
+/// cache hit; the review runs again). A later round that fails leaves the
+/// earlier answer.
+async fn review_with_pending(
+    ctx: &Context,
+    admitted: &Admitted,
+    planned: &mut Planned,
+    mut rendered: RenderResponse,
+) -> RenderResponse {
     for _ in 1..cluster_view::ROUNDS {
         let Some(view) = planned.request.cluster.as_mut() else {
             break;
@@ -31,12 +47,16 @@ pub async fn render(
             objects = rendered.cluster_pending.len(),
             "policies asked for objects of the destination: reviewing again with them"
         );
-        cluster_view::read(&admitted.target.cluster, &rendered.cluster_pending, view).await;
-        rendered = render_once(ctx, admitted, planned).await?;
+        cluster_view::read(&admitted.reach(), &rendered.cluster_pending, view).await;
+        match render_once(ctx, admitted, planned).await {
+            Ok(again) => rendered = again,
+            Err(stop) => {
+                tracing::warn!(error = %stop, "reviewing again with the objects read failed");
+                break;
+            }
+        }
     }
-    ctx.cluster_reads
-        .record(&admitted.name, &rendered.cluster_reads);
-    Ok(rendered)
+    rendered
 }
 
 /// One request to the renderer.
