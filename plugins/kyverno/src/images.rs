@@ -82,6 +82,49 @@ pub fn parse(image: &str) -> Value {
     })
 }
 
+/// Checks `image` against the grammar of image references Kyverno parses
+/// them with (the distribution project's `reference` package, normalized
+/// as Docker names): `[DOMAIN[:PORT]/]PATH[:TAG][@ALGORITHM:HEX]`, the path
+/// lower-case components joined by `/` and separated inside by `.`, `_`,
+/// `__` or dashes, the name at most 255 bytes, and no 64-digit hex
+/// identifier in place of a name.
+pub fn check_reference(image: &str) -> Result<(), String> {
+    static GRAMMAR: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
+    let grammar = GRAMMAR.get_or_init(|| {
+        let component = r"(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9])";
+        let host = format!(r"(?:{component}(?:\.{component})*|\[[a-fA-F0-9:]+\])");
+        let domain = format!(r"{host}(?::[0-9]+)?");
+        let path_component = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*";
+        let name = format!(r"(?:{domain}/)?{path_component}(?:/{path_component})*");
+        let tag = r"[\w][\w.-]{0,127}";
+        let digest = r"[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,}";
+        regex::Regex::new(&format!(r"^({name})(?::{tag})?(?:@{digest})?$"))
+            .expect("the reference grammar compiles")
+    });
+    let invalid = |why: &str| {
+        Err(format!(
+            "bad image: {image}, defaultRegistry: docker.io, enableDefaultRegistryMutation: true: invalid reference format{why}"
+        ))
+    };
+    if image.len() > 4096 {
+        return invalid(": longer than 4096 bytes");
+    }
+    let Some(found) = grammar.captures(image) else {
+        if image.to_lowercase() != image && grammar.is_match(&image.to_lowercase()) {
+            return invalid(": repository name must be lowercase");
+        }
+        return invalid("");
+    };
+    let name = found.get(1).map_or("", |m| m.as_str());
+    if name.len() > 255 {
+        return invalid(": repository name must not be more than 255 characters");
+    }
+    if name.len() == 64 && name.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return invalid(": cannot specify 64-byte hexadecimal strings");
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -104,5 +147,41 @@ mod tests {
         let local = parse("localhost:5000/x");
         assert_eq!(local["registry"], "localhost:5000");
         assert_eq!(local["tag"], "latest");
+    }
+
+    #[test]
+    fn references_are_checked_as_the_distribution_grammar_reads_them() {
+        for good in [
+            "nginx",
+            "nginx:1.27",
+            "docker.io/library/nginx:latest",
+            "ghcr.io/org/app_x/sub-part:v1.2.3-rc.1",
+            "localhost:5000/app",
+            "[::1]:5000/app",
+            "registry.example.com/a/b@sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
+        ] {
+            assert_eq!(check_reference(good), Ok(()), "{good}");
+        }
+        for (bad, why) in [
+            ("Nginx", "must be lowercase"),
+            ("docker.io/Library/nginx", "must be lowercase"),
+            ("nginx:", "invalid reference format"),
+            ("nginx::1", "invalid reference format"),
+            ("-nginx", "invalid reference format"),
+            ("a//b", "invalid reference format"),
+            ("nginx@sha256:abc", "invalid reference format"),
+            (
+                "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
+                "64-byte",
+            ),
+        ] {
+            let error = check_reference(bad).unwrap_err();
+            assert!(error.contains(why), "{bad}: {error}");
+        }
+        assert!(
+            check_reference(&format!("a/{}", "b".repeat(300)))
+                .unwrap_err()
+                .contains("255")
+        );
     }
 }

@@ -105,6 +105,7 @@ pub(super) fn register(runtime: &mut Runtime) {
         if image.is_empty() {
             return Err("bad image: empty reference".into());
         }
+        crate::images::check_reference(image)?;
         Ok(crate::images::parse(image)["reference"].clone())
     });
     define(runtime, "is_external_url", 1, |a| {
@@ -265,10 +266,21 @@ mod tests {
             q("image_normalize('nginx')"),
             json!("docker.io/nginx:latest")
         );
+        let digest = "sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
         assert_eq!(
-            q("image_normalize('ghcr.io/kyverno/kyverno:v1.9@sha256:abc')"),
-            json!("ghcr.io/kyverno/kyverno@sha256:abc")
+            q(&format!(
+                "image_normalize('ghcr.io/kyverno/kyverno:v1.9@{digest}')"
+            )),
+            json!(format!("ghcr.io/kyverno/kyverno@{digest}"))
         );
+        assert_eq!(
+            q("image_normalize('ghcr.io/nginx:1.2')"),
+            json!("ghcr.io/nginx:1.2")
+        );
+        // What the reference grammar refuses is an error, as in Kyverno.
+        let error = query("image_normalize('Nginx')", &data).unwrap_err();
+        assert!(error.contains("bad image: Nginx, defaultRegistry: docker.io, enableDefaultRegistryMutation: true: invalid reference format: repository name must be lowercase"), "{error}");
+        assert!(query("image_normalize('nginx@sha256:abc')", &data).is_err());
         assert_eq!(q("is_external_url('http://10.0.0.1/x')"), json!(false));
         assert_eq!(q("is_external_url('https://127.0.0.1:8443')"), json!(false));
         assert_eq!(q("is_external_url('http://[fd00::1]/')"), json!(false));
