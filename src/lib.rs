@@ -6,6 +6,7 @@
 #![deny(unsafe_code)]
 
 pub mod api;
+pub mod appset;
 pub mod artifact;
 pub mod atomic;
 pub mod cluster;

@@ -7,6 +7,7 @@
 //! `kiln crds` prints the CustomResourceDefinitions generated from these
 //! types; `deploy/crds/` holds the same, checked by a test.
 
+pub mod appset;
 pub mod helm;
 
 use std::collections::BTreeMap;
@@ -701,12 +702,17 @@ pub struct PluginLimits {
 /// The CustomResourceDefinitions, as YAML documents in a stable order
 /// (`kiln crds`, `deploy/crds/`).
 pub fn crds() -> Vec<(String, String)> {
-    [Application::crd(), AppProject::crd(), Plugin::crd()]
-        .into_iter()
-        .map(|crd| {
-            let name = crd.metadata.name.clone().unwrap_or_default();
-            // A CRD always serializes.
-            (name, serde_yaml::to_string(&crd).unwrap_or_default())
-        })
-        .collect()
+    [
+        Application::crd(),
+        AppProject::crd(),
+        Plugin::crd(),
+        appset::ApplicationSet::crd(),
+    ]
+    .into_iter()
+    .map(|crd| {
+        let name = crd.metadata.name.clone().unwrap_or_default();
+        // A CRD always serializes.
+        (name, serde_yaml::to_string(&crd).unwrap_or_default())
+    })
+    .collect()
 }

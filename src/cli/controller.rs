@@ -64,6 +64,11 @@ pub(crate) struct ControllerArgs {
     #[arg(long, value_name = "DURATION", default_value = "180s", value_parser = parse_duration)]
     resync: Duration,
 
+    /// How often every ApplicationSet is generated again without a change
+    /// (its generators polled; Argo CD's `requeueAfterSeconds`).
+    #[arg(long, value_name = "DURATION", default_value = "180s", value_parser = parse_duration)]
+    appset_resync: Duration,
+
     /// How long a sync waits for a wave to become healthy, and how long
     /// an Application's PostDelete hooks may run before its deletion stops
     /// with a condition.
@@ -380,6 +385,7 @@ pub(crate) async fn run(args: &ControllerArgs) -> anyhow::Result<u8> {
     let config = ControllerConfig {
         namespace: args.namespace.clone(),
         resync: args.resync,
+        appset_resync: args.appset_resync,
         health_timeout: args.health_timeout,
         render_cache_dir: args
             .render_cache

@@ -2,6 +2,7 @@
 //! work is done by the library.
 
 mod app;
+mod appset;
 mod args;
 mod chart;
 mod cluster;
@@ -69,6 +70,8 @@ enum Command {
     Certs(render_server::CertsArgs),
     #[command(subcommand)]
     App(app::AppCommand),
+    #[command(subcommand)]
+    Appset(appset::AppSetCommand),
     #[command(subcommand)]
     Plugin(plugin::PluginCommand),
     #[command(subcommand)]
@@ -260,6 +263,7 @@ pub(crate) fn main() -> ExitCode {
             Command::RenderServer(args) => render_server::run(args).await,
             Command::Certs(args) => render_server::certs(args),
             Command::App(command) => app::run(command).await,
+            Command::Appset(command) => appset::run(command).await,
             Command::Plugin(command) => plugin::run(command).await,
             Command::Policy(command) => policy::run(command).await,
             Command::Source(command) => source::run(command).await,

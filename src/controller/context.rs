@@ -92,6 +92,9 @@ pub struct ControllerConfig {
     pub namespace: String,
     /// How often every Application is reconciled (plus up to 10% jitter).
     pub resync: Duration,
+    /// How often every ApplicationSet is generated again without a change
+    /// (Argo CD's `requeueAfterSeconds`). Default 3 minutes.
+    pub appset_resync: Duration,
     /// How long a sync waits for a wave to become healthy, and how long
     /// an Application's PostDelete hooks may run (from their creation)
     /// before its deletion stops with a condition. Default 5 minutes.
@@ -157,6 +160,7 @@ impl Default for ControllerConfig {
         Self {
             namespace: "kiln".into(),
             resync: Duration::from_secs(180),
+            appset_resync: super::appset::DEFAULT_RESYNC,
             health_timeout: Duration::from_secs(300),
             history_limit: 10,
             manager: "kiln".into(),

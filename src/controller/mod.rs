@@ -6,6 +6,7 @@
 //! `kiln.dev/operation` annotations), and when something it manages
 //! changes in a destination cluster ([`live`]).
 
+pub mod appset;
 pub mod chart_access;
 pub mod chart_source;
 pub mod cluster_view;
@@ -144,6 +145,7 @@ pub async fn run(
         // times while it rolls out): one reconcile per burst.
         .debounce(std::time::Duration::from_millis(500));
     tokio::spawn(evict_idle_repositories(ctx.clone()));
+    tokio::spawn(appset::run(ctx.clone(), ctx.config.appset_resync));
     tokio::spawn(stop_unneeded_watches(ctx.clone(), reader.clone()));
     let listed = reader.clone();
     let mut controller = Controller::for_stream(changes, reader).with_config(config);

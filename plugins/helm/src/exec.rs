@@ -220,6 +220,10 @@ pub struct Runtime {
     /// The deepest [`Runtime::depth`] reached since the running
     /// memoizable `include` started.
     peak_depth: usize,
+    /// Go's `missingkey=error`: a field of a map that has no such key is
+    /// an error (`map has no entry for key`), not nil. Helm never sets
+    /// it; Argo CD's ApplicationSet templates may.
+    pub missing_key_error: bool,
 }
 
 /// Most argument vectors kept for reuse (one per nesting level of calls
@@ -254,6 +258,7 @@ impl Runtime {
             arg_vecs: Vec::new(),
             memo: crate::incmemo::IncludeMemo::default(),
             peak_depth: 0,
+            missing_key_error: false,
         }
     }
 
@@ -995,7 +1000,9 @@ impl State<'_> {
         at: &Pos,
         ctx: Ctx<'_>,
     ) -> Result<Value, ExecError> {
-        if let Some(found) = map_fields(&v, fields) {
+        if !self.rt.missing_key_error
+            && let Some(found) = map_fields(&v, fields)
+        {
             return Ok(found);
         }
         self.eval_fields(v, fields, Vec::new(), at, ctx)
@@ -1023,6 +1030,13 @@ impl State<'_> {
                             pos,
                             context,
                             format!("{f} is not a method but has arguments"),
+                        ));
+                    }
+                    if self.rt.missing_key_error && m.field(f).is_none() {
+                        return Err(self.err(
+                            pos,
+                            context,
+                            format!("map has no entry for key {f:?}"),
                         ));
                     }
                     m.method_or_field(f)
@@ -1377,8 +1391,10 @@ mod tests {
     /// dot holding `m` = {b: 2, a: 1} and `l` = [x, y, z].
     fn run(templates: &[(&str, &str)], main: &str) -> (Result<String, ExecError>, Runtime) {
         let mut trees = Trees::new();
+        // Both dialects' functions: Helm's and Argo CD's.
+        let known = |name: &str| funcs::exists(name) || funcs::exists_in_argo(name);
         for (name, text) in templates {
-            crate::parse::parse(name, text, &mut trees, &funcs::exists).expect("parses");
+            crate::parse::parse(name, text, &mut trees, &known).expect("parses");
         }
         let mut m = Map::new();
         m.insert("b".into(), Value::Int(2));

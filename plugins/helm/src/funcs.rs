@@ -88,12 +88,46 @@ const PARAMETERS: &[(&str, &str)] = &[
 /// The functions the executor calls itself (not [`Builtin`]s).
 const EXECUTOR_NAMES: [&str; 4] = ["and", "or", "include", "tpl"];
 
-/// Whether `name` is a function (Go checks names at parse time).
+/// Whether `name` is a function of Helm's (Go checks names at parse
+/// time).
 pub fn exists(name: &str) -> bool {
-    Builtin::of(name).is_some()
+    (Builtin::of(name).is_some() && !ARGO_ONLY.contains(&name))
         || EXECUTOR_NAMES.contains(&name)
         || crate::dates::NAMES.contains(&name)
         || crate::random::exists(name)
+}
+
+/// Argo CD's own functions for ApplicationSet templates, not Helm's.
+const ARGO_ONLY: [&str; 2] = ["normalize", "slugify"];
+
+/// Helm's functions that are not Sprig's (and Sprig's that Argo CD
+/// removes: `env`, `expandenv`; `getHostByName` reaches the network).
+const HELM_ONLY: [&str; 14] = [
+    "include",
+    "tpl",
+    "required",
+    "lookup",
+    "toToml",
+    "mustToToml",
+    "fromToml",
+    "toYamlPretty",
+    "mustToYaml",
+    "fromJson",
+    "fromJSON",
+    "fromJsonArray",
+    "mustFromJson",
+    "getHostByName",
+];
+
+/// Whether `name` is a function of Argo CD's ApplicationSet templates:
+/// Go's builtins and Sprig's, without `env`, `expandenv` and
+/// `getHostByName`, plus `normalize`, `slugify`, `toYaml`, `fromYaml` and
+/// `fromYamlArray`.
+pub fn exists_in_argo(name: &str) -> bool {
+    if ARGO_ONLY.contains(&name) {
+        return true;
+    }
+    !HELM_ONLY.contains(&name) && exists(name)
 }
 
 fn arity(name: &str, args: &[Value], want: usize) -> Result<(), FnError> {
@@ -609,6 +643,8 @@ builtins! {
     OsIsAbs = "osIsAbs",
     UrlParse = "urlParse",
     UrlJoin = "urlJoin",
+    Normalize = "normalize",
+    Slugify = "slugify",
 }
 
 /// Calls function `name` with evaluated `args`.
@@ -651,7 +687,7 @@ fn call_builtin(st: &mut State<'_>, builtin: Option<Builtin>, name: &str, a: &[V
         return Err(format!("function {name:?} not defined").into());
     };
     type Family = fn(&mut State<'_>, Builtin, &str, &[Value]) -> Result<Option<Value>, FnError>;
-    const FAMILIES: [Family; 8] = [
+    const FAMILIES: [Family; 9] = [
         go_builtins,
         helm_functions,
         sprig_strings,
@@ -660,6 +696,7 @@ fn call_builtin(st: &mut State<'_>, builtin: Option<Builtin>, name: &str, a: &[V
         sprig_dicts,
         sprig_math,
         types_semver_paths,
+        argo_functions,
     ];
     for family in FAMILIES {
         if let Some(value) = family(st, builtin, name, a)? {
@@ -1535,6 +1572,74 @@ fn sprig_math(
 }
 
 /// Type checks and conversions, semver, paths and URLs.
+/// Argo CD's ApplicationSet functions: `normalize` (its `SanitizeName`)
+/// and `slugify` (`[MAX [SMART]] TEXT`: lower case, runs of other
+/// characters than `a-z`, `0-9` one `-`, at most MAX bytes (default 50),
+/// cut at a `-` when SMART, default true).
+fn argo_functions(
+    _st: &mut State<'_>,
+    builtin: Builtin,
+    name: &str,
+    a: &[Value],
+) -> Result<Option<Value>, FnError> {
+    Ok(Some(match builtin {
+        Builtin::Normalize => {
+            arity(name, a, 1)?;
+            let lowered = str_arg(&a[0]).to_lowercase();
+            let mut out: String = lowered
+                .chars()
+                .map(|c| {
+                    if c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '.' {
+                        c
+                    } else {
+                        '-'
+                    }
+                })
+                .collect();
+            out.truncate(253);
+            Value::str(out.trim_matches(['-', '.']))
+        }
+        Builtin::Slugify => {
+            let (max, smart, text) = match a {
+                [text] => (50, true, str_arg(text)),
+                [max, text] => (to_i64(max), true, str_arg(text)),
+                [max, smart, text] => (to_i64(max), smart.truth(), str_arg(text)),
+                _ => {
+                    return Err(format!(
+                        "wrong number of args for {name}: want 1 to 3 got {}",
+                        a.len()
+                    )
+                    .into());
+                }
+            };
+            let mut slug = String::new();
+            for c in text.to_lowercase().chars() {
+                if c.is_ascii_lowercase() || c.is_ascii_digit() {
+                    slug.push(c);
+                } else if !slug.ends_with('-') {
+                    slug.push('-');
+                }
+            }
+            let mut slug = slug.trim_matches('-').to_owned();
+            let max = usize::try_from(max).unwrap_or(0);
+            if max > 0 && slug.len() > max {
+                let cut = if smart {
+                    slug[..=max.min(slug.len() - 1)]
+                        .rfind('-')
+                        .filter(|&i| i > 0)
+                        .unwrap_or(max)
+                } else {
+                    max
+                };
+                slug.truncate(cut.min(max));
+                slug = slug.trim_matches('-').to_owned();
+            }
+            Value::str(slug)
+        }
+        _ => return Ok(None),
+    }))
+}
+
 fn types_semver_paths(
     _st: &mut State<'_>,
     builtin: Builtin,
@@ -2135,12 +2240,37 @@ mod tests {
         for name in Builtin::NAMES {
             let builtin = Builtin::of(name).unwrap();
             assert!(format!("{builtin:?}").eq_ignore_ascii_case(name), "{name}");
-            assert!(exists(name), "{name}");
+            assert!(exists(name) || exists_in_argo(name), "{name}");
         }
+        // Each dialect has its own.
+        assert!(exists_in_argo("normalize") && !exists("normalize"));
+        assert!(exists("include") && !exists_in_argo("include"));
+        assert!(exists("toYaml") && exists_in_argo("toYaml") && exists_in_argo("dict"));
+        assert!(!exists_in_argo("getHostByName") && !exists_in_argo("lookup"));
         for name in EXECUTOR_NAMES {
             assert!(Builtin::of(name).is_none() && exists(name), "{name}");
         }
         assert!(!exists("nosuch") && !exists("Dict"));
+    }
+
+    #[test]
+    fn argo_s_normalize_and_slugify() {
+        let run = |text: &str| {
+            let mut trees = crate::parse::Trees::new();
+            crate::parse::parse("", text, &mut trees, &exists_in_argo).unwrap();
+            let mut rt = crate::exec::Runtime::new(trees, crate::exec::Limits::default());
+            rt.execute("", Value::Nil).unwrap()
+        };
+        assert_eq!(run("{{ normalize \"My_App.V2-\" }}"), "my-app.v2");
+        assert_eq!(
+            run("{{ slugify \"Hello, World! Über\" }}"),
+            "hello-world-ber"
+        );
+        assert_eq!(run("{{ slugify 11 \"hello-wonderful-world\" }}"), "hello");
+        assert_eq!(
+            run("{{ slugify 11 false \"hello-wonderful-world\" }}"),
+            "hello-wonde"
+        );
     }
 
     #[test]

@@ -52,7 +52,7 @@ pub mod yaml11;
 pub mod yamlcache;
 pub mod yamltree;
 
-#[cfg(target_arch = "wasm32")]
+#[cfg(all(target_arch = "wasm32", feature = "component"))]
 mod plugin;
 
 /// The guest's allocator: the Rust port of dlmalloc (the standard library's
@@ -63,7 +63,7 @@ mod plugin;
 /// plugin"). (rlsf's TLSF was measured too: as fast, but on wasm32 it never
 /// joins the memory it grows, so a buffer that keeps doubling needs twice
 /// its size.)
-#[cfg(target_arch = "wasm32")]
+#[cfg(all(target_arch = "wasm32", feature = "component"))]
 #[global_allocator]
 static ALLOCATOR: dlmalloc::GlobalDlmalloc = dlmalloc::GlobalDlmalloc;
 

@@ -1,0 +1,338 @@
+//! ApplicationSets: generators → parameter sets → Applications, with Argo
+//! CD's semantics.
+//!
+//! [`generate`] is the whole of it for one set, and changes nothing
+//! anywhere: its generators ([`spec`], [`generate`](mod@generate)) read
+//! what [`Sources`] hand out (a repository's tree through the Git engine,
+//! the registered clusters), every template is rendered in the sandbox by
+//! the `appset` plugin ([`Templater`]), and the Applications it gives are
+//! checked (names, namespace, projects) before anyone applies them. The
+//! controller (`src/controller/appset`) and `kiln appset generate` are its
+//! two callers.
+
+pub mod generate;
+pub mod params;
+pub mod selector;
+pub mod spec;
+
+use std::collections::BTreeSet;
+
+use serde_json::{Value, json};
+
+pub use generate::{ClusterInfo, Sources};
+pub use params::Params;
+
+use crate::api::Application;
+use crate::api::appset::ApplicationSet;
+
+/// Why a set generates nothing. Existing Applications are left as they
+/// are.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum AppSetError {
+    /// The spec is malformed (the message names the field).
+    #[error("invalid spec: {0}")]
+    InvalidSpec(String),
+    /// A generator failed (a repository, a file, the clusters).
+    #[error("generator failed: {0}")]
+    Generator(String),
+    /// Rendering the template failed (the message names the parameter set).
+    #[error("template failed: {0}")]
+    Template(String),
+    /// A generated Application is invalid or not allowed.
+    #[error("{0}")]
+    Application(String),
+    /// Past a bound.
+    #[error("too many: {0}")]
+    TooMany(String),
+}
+
+impl AppSetError {
+    /// The condition reason this error reports.
+    pub fn reason(&self) -> &'static str {
+        match self {
+            AppSetError::InvalidSpec(_) => "InvalidSpec",
+            AppSetError::Generator(_) => "GeneratorError",
+            AppSetError::Template(_) => "TemplateError",
+            AppSetError::Application(_) => "ApplicationNotAllowed",
+            AppSetError::TooMany(_) => "TooManyApplications",
+        }
+    }
+}
+
+/// Bounds of one generation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Parameter sets (and Applications) one set may give. Default 10,000.
+    pub max_applications: usize,
+    /// Files and directories a git generator walks in one tree. Default
+    /// 200,000.
+    pub max_tree_entries: usize,
+    /// Bytes of a git generator's file (or `elementsYaml`). Default 1 MiB.
+    pub max_file_bytes: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_applications: 10_000,
+            max_tree_entries: 200_000,
+            max_file_bytes: 1024 * 1024,
+        }
+    }
+}
+
+/// One template to render with parameter sets (the `appset` plugin's
+/// `TemplateRequest`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct TemplateRequest {
+    /// Go templates, or `{{param}}`.
+    pub go: bool,
+    /// `goTemplateOptions`.
+    pub options: Vec<String>,
+    /// An object; every string of it is a template.
+    pub template: Value,
+    /// `templatePatch`.
+    pub patch: Option<String>,
+    /// One result per set, in order.
+    pub sets: Vec<Params>,
+}
+
+impl TemplateRequest {
+    /// The request as the `appset` plugin reads it.
+    pub fn to_object(&self) -> Value {
+        json!({"apiVersion": "kiln.dev/v1alpha1", "kind": "TemplateRequest",
+            "metadata": {"name": "templates"},
+            "spec": {"goTemplate": self.go, "goTemplateOptions": self.options,
+                "template": self.template, "templatePatch": self.patch,
+                "parameterSets": self.sets}})
+    }
+}
+
+/// What renders templates (the `appset` plugin, in the sandbox).
+#[async_trait::async_trait]
+pub trait Templater: Send + Sync {
+    /// One object per set of `request`, in order; an error says why.
+    async fn render(&self, request: TemplateRequest) -> Result<Vec<Value>, String>;
+}
+
+/// What one set generates.
+#[derive(Debug, Clone)]
+pub struct Generated {
+    /// The Applications, by name order, as they are to be applied (in the
+    /// set's namespace, without owner references: the caller adds them).
+    pub applications: Vec<Application>,
+}
+
+/// The Applications `set` generates: its generators' parameter sets, the
+/// template rendered with each, every result checked. Nothing is applied.
+pub async fn generate(
+    set: &ApplicationSet,
+    sources: &dyn Sources,
+    templater: &dyn Templater,
+    limits: Limits,
+) -> Result<Generated, AppSetError> {
+    let spec = &set.spec;
+    let namespace = set.metadata.namespace.clone().unwrap_or_default();
+    if spec.strategy.is_some() {
+        return Err(AppSetError::InvalidSpec(
+            "spec.strategy: progressive syncs (RollingSync) are not run yet; remove it to sync every Application as generated".into(),
+        ));
+    }
+    let generators = spec::generators(&spec.generators)?;
+    let run = generate::Run {
+        go: spec.go_template,
+        options: &spec.go_template_options,
+        sources,
+        templater,
+        limits,
+    };
+    let mut sets = Vec::new();
+    for (generator, raw) in generators.iter().zip(&spec.generators) {
+        sets.extend(run.sets(generator, raw).await?);
+        if sets.len() > limits.max_applications {
+            return Err(AppSetError::TooMany(format!(
+                "more than {} parameter sets",
+                limits.max_applications
+            )));
+        }
+    }
+    let template = application_template(&spec.template)?;
+    let rendered = templater
+        .render(TemplateRequest {
+            go: spec.go_template,
+            options: spec.go_template_options.clone(),
+            template,
+            patch: spec.template_patch.clone(),
+            sets,
+        })
+        .await
+        .map_err(AppSetError::Template)?;
+    let projects = Projects::of(set)?;
+    let mut names = BTreeSet::new();
+    let mut applications = Vec::with_capacity(rendered.len());
+    for (index, value) in rendered.into_iter().enumerate() {
+        let app = application(value, index, &namespace, &projects)?;
+        let name = app.metadata.name.clone().unwrap_or_default();
+        if !names.insert(name.clone()) {
+            return Err(AppSetError::Application(format!(
+                "two parameter sets generate the Application {name:?} (parameter set {index} is the second): names must be unique"
+            )));
+        }
+        applications.push(app);
+    }
+    applications.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
+    Ok(Generated { applications })
+}
+
+/// The template as an Application object the plugin renders.
+fn application_template(template: &Value) -> Result<Value, AppSetError> {
+    let Value::Object(map) = template else {
+        return Err(AppSetError::InvalidSpec(
+            "spec.template: not an object".into(),
+        ));
+    };
+    if let Some(unknown) = map.keys().find(|k| *k != "metadata" && *k != "spec") {
+        return Err(AppSetError::InvalidSpec(format!(
+            "spec.template.{unknown}: a template has metadata and spec only"
+        )));
+    }
+    let metadata = map.get("metadata").cloned().unwrap_or_else(|| json!({}));
+    if let Some(unknown) = metadata.as_object().and_then(|m| {
+        m.keys()
+            .find(|k| {
+                !matches!(
+                    k.as_str(),
+                    "name" | "namespace" | "labels" | "annotations" | "finalizers"
+                )
+            })
+            .cloned()
+    }) {
+        return Err(AppSetError::InvalidSpec(format!(
+            "spec.template.metadata.{unknown}: a template's metadata has name, namespace, labels, annotations and finalizers"
+        )));
+    }
+    Ok(
+        json!({"apiVersion": "kiln.dev/v1alpha1", "kind": "Application",
+        "metadata": metadata, "spec": map.get("spec").cloned().unwrap_or_else(|| json!({}))}),
+    )
+}
+
+/// Which projects a set's Applications may name.
+enum Projects {
+    /// Those matching `spec.projects`.
+    Globs(Vec<crate::glob::Glob>),
+    /// Only this one (the template's, written without parameters).
+    Only(String),
+}
+
+impl Projects {
+    fn of(set: &ApplicationSet) -> Result<Projects, AppSetError> {
+        if !set.spec.projects.is_empty() {
+            return set
+                .spec
+                .projects
+                .iter()
+                .map(|p| {
+                    crate::glob::Glob::new(p)
+                        .map_err(|e| AppSetError::InvalidSpec(format!("spec.projects: {e}")))
+                })
+                .collect::<Result<_, _>>()
+                .map(Projects::Globs);
+        }
+        let project = set.spec.template["spec"]["project"]
+            .as_str()
+            .unwrap_or("default");
+        if project.contains("{{") {
+            return Err(AppSetError::InvalidSpec(format!(
+                "spec.template.spec.project {project:?} is a template: list the projects its Applications may name in spec.projects"
+            )));
+        }
+        Ok(Projects::Only(project.to_owned()))
+    }
+
+    fn allows(&self, project: &str) -> bool {
+        match self {
+            Projects::Globs(globs) => globs.iter().any(|g| g.is_match(project)),
+            Projects::Only(only) => only == project,
+        }
+    }
+}
+
+/// A rendered Application, read and checked.
+fn application(
+    value: Value,
+    index: usize,
+    namespace: &str,
+    projects: &Projects,
+) -> Result<Application, AppSetError> {
+    let mut app: Application = serde_json::from_value(value).map_err(|e| {
+        AppSetError::Application(format!(
+            "parameter set {index}: the template does not give an Application: {e}"
+        ))
+    })?;
+    let name = app.metadata.name.clone().unwrap_or_default();
+    let valid_name = !name.is_empty()
+        && name.len() <= 253
+        && name.split('.').all(|label| {
+            !label.is_empty()
+                && label
+                    .bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+                && !label.starts_with('-')
+                && !label.ends_with('-')
+        });
+    if !valid_name {
+        return Err(AppSetError::Application(format!(
+            "parameter set {index}: the Application name {name:?} is not a DNS subdomain (lower-case letters, digits, '-' and '.')"
+        )));
+    }
+    match app.metadata.namespace.as_deref() {
+        None | Some("") => app.metadata.namespace = Some(namespace.to_owned()),
+        Some(ns) if ns == namespace => {}
+        Some(other) => {
+            return Err(AppSetError::Application(format!(
+                "Application {name}: namespace {other:?}: a set generates Applications in its own namespace ({namespace})"
+            )));
+        }
+    }
+    if !projects.allows(&app.spec.project) {
+        return Err(AppSetError::Application(format!(
+            "Application {name}: project {:?} is not one this ApplicationSet may use (spec.projects, or the template's own project)",
+            app.spec.project
+        )));
+    }
+    Ok(app)
+}
+
+/// Renders `request` with `plugin` (the `appset` plugin): one object per
+/// parameter set, in order.
+pub async fn render_with(
+    plugin: &crate::plugin::Plugin,
+    request: &TemplateRequest,
+) -> Result<Vec<Value>, String> {
+    let object = request.to_object();
+    let input = crate::manifest::parse(&object.to_string(), Some("TemplateRequest"))
+        .map_err(|e| e.to_string())?;
+    let count = request.sets.len();
+    let objects = plugin
+        .render(
+            std::sync::Arc::new(crate::source::EmptyView),
+            crate::plugin::AppContext::default(),
+            Vec::new(),
+            input,
+        )
+        .await
+        .map_err(|e| crate::text::chain(&e))?;
+    if objects.len() != count {
+        return Err(format!(
+            "plugin {}: {} objects for {count} parameter sets",
+            plugin.name(),
+            objects.len()
+        ));
+    }
+    Ok(objects
+        .into_iter()
+        .map(|o| Value::Object(o.value().clone()))
+        .collect())
+}
