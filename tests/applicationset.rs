@@ -458,3 +458,39 @@ spec:
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("more than 1 parameter sets"), "{stderr}");
 }
+
+/// A git generator reads only a repository the set's projects allow: a
+/// set of project `locked` (whose sourceRepos do not hold the world's
+/// repository) cannot make the controller read it with its credentials.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn attack_a_git_generator_reads_only_repositories_its_projects_allow() {
+    let w = world().await;
+    w.cluster
+        .apply(
+            "appprojects",
+            json!({"apiVersion": "kiln.dev/v1alpha1", "kind": "AppProject",
+                "metadata": {"name": "locked", "namespace": "kiln"},
+                "spec": {"sourceRepos": ["https://example.com/*"], "destinations": [{"namespace": "*"}]}}),
+            "security",
+            false,
+        )
+        .await
+        .unwrap();
+    let mut set = directories_set(&w.url, "one");
+    set["spec"]["template"]["spec"]["project"] = json!("locked");
+    w.apply_set(set).await;
+    let status = eventually("the repository refused", async || {
+        let status = w.set_status("dirs").await;
+        (status["conditions"][0]["status"] == "True").then_some(status)
+    })
+    .await;
+    let message = status["conditions"][0]["message"].as_str().unwrap();
+    assert!(
+        message.contains(
+            "is in the sourceRepos of none of the projects this ApplicationSet may use (locked)"
+        ),
+        "{message}"
+    );
+    assert_eq!(status["conditions"][0]["reason"], "GeneratorError");
+    assert!(w.generated("dirs").await.is_empty());
+}

@@ -219,7 +219,7 @@ fn application_template(template: &Value) -> Result<Value, AppSetError> {
 }
 
 /// Which projects a set's Applications may name.
-enum Projects {
+pub enum Projects {
     /// Those matching `spec.projects`.
     Globs(Vec<crate::glob::Glob>),
     /// Only this one (the template's, written without parameters).
@@ -227,7 +227,8 @@ enum Projects {
 }
 
 impl Projects {
-    fn of(set: &ApplicationSet) -> Result<Projects, AppSetError> {
+    /// What `set` allows: `spec.projects`, or the template's own project.
+    pub fn of(set: &ApplicationSet) -> Result<Projects, AppSetError> {
         if !set.spec.projects.is_empty() {
             return set
                 .spec
@@ -251,7 +252,8 @@ impl Projects {
         Ok(Projects::Only(project.to_owned()))
     }
 
-    fn allows(&self, project: &str) -> bool {
+    /// Whether an Application of the set may name `project`.
+    pub fn allows(&self, project: &str) -> bool {
         match self {
             Projects::Globs(globs) => globs.iter().any(|g| g.is_match(project)),
             Projects::Only(only) => only == project,

@@ -24,6 +24,7 @@ use kube::runtime::watcher;
 use serde_json::{Value, json};
 
 use super::context::Context;
+use super::project::Project;
 use super::secrets::{self, SecretType};
 use crate::api::RESOURCES_FINALIZER;
 use crate::api::appset::{ApplicationSet, ApplicationSetStatus};
@@ -269,7 +270,11 @@ fn allowed(set: &ApplicationSet) -> Allowed {
 
 impl AppSets {
     async fn generate(&self, set: &ApplicationSet) -> Result<appset::Generated, AppSetError> {
-        let sources = ControllerSources { ctx: &self.ctx };
+        let projects = self.projects(set).await?;
+        let sources = ControllerSources {
+            ctx: &self.ctx,
+            projects,
+        };
         let templater = PluginTemplater { sets: self };
         appset::generate(set, &sources, &templater, appset::Limits::default()).await
     }
@@ -408,15 +413,62 @@ fn contains(live: Option<&Value>, wanted: &Value) -> bool {
     }
 }
 
+impl AppSets {
+    /// The AppProjects `set`'s Applications may name (those that exist;
+    /// the implicit `default` one when it is among them and does not).
+    async fn projects(&self, set: &ApplicationSet) -> Result<Vec<Project>, AppSetError> {
+        let allowed = appset::Projects::of(set)?;
+        let unreadable = |e: kube::Error| {
+            AppSetError::Generator(format!(
+                "cannot read the AppProjects: {}",
+                crate::text::chain(&e)
+            ))
+        };
+        let api: Api<crate::api::AppProject> =
+            Api::namespaced(self.ctx.client.clone(), &self.ctx.config.namespace);
+        let mut projects: Vec<Project> = api
+            .list(&ListParams::default())
+            .await
+            .map_err(unreadable)?
+            .into_iter()
+            .filter(|p| allowed.allows(&p.name_any()))
+            .map(|p| Project::new(p.name_any(), p.spec))
+            .collect();
+        if allowed.allows("default") && !projects.iter().any(|p| p.name() == "default") {
+            projects.push(Project::new("default", super::project::permissive()));
+        }
+        Ok(projects)
+    }
+}
+
 /// Generators' sources in the controller: its Git engine (with its
-/// repository credentials) and its cluster Secrets.
+/// repository credentials), for the repositories the set's projects let
+/// it use, and its cluster Secrets.
 struct ControllerSources<'a> {
     ctx: &'a Context,
+    /// The projects the set's Applications may name: a git generator reads
+    /// only a repository one of them allows (`sourceRepos`).
+    projects: Vec<Project>,
 }
 
 #[async_trait::async_trait]
 impl Sources for ControllerSources<'_> {
     async fn tree(&self, repo_url: &str, revision: &str) -> Result<Arc<dyn SourceView>, String> {
+        if !self
+            .projects
+            .iter()
+            .any(|p| p.admit_repository(repo_url).is_ok())
+        {
+            let names: Vec<&str> = self.projects.iter().map(Project::name).collect();
+            return Err(format!(
+                "repository {repo_url:?} is in the sourceRepos of none of the projects this ApplicationSet may use ({})",
+                if names.is_empty() {
+                    "none exists".to_owned()
+                } else {
+                    names.join(", ")
+                }
+            ));
+        }
         let url = crate::render::engine::access::repository(
             repo_url,
             crate::render::engine::access::RepositoryField::Application,

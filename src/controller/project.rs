@@ -165,7 +165,7 @@ impl Project {
     /// against the normalized URL ([`RepoUrl::key`]), the one that will be
     /// fetched, so that `..` segments, escapes or spellings cannot carry a
     /// URL past a pattern; a URL that does not parse is refused.
-    fn admit_repository(&self, raw: &str) -> Result<(), Violation> {
+    pub fn admit_repository(&self, raw: &str) -> Result<(), Violation> {
         let url = RepoUrl::parse(raw).map_err(|e| {
             self.violation(format!("{e}: it cannot be checked against sourceRepos"))
         })?;
