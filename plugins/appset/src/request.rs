@@ -121,7 +121,16 @@ pub fn render(request: &Request, budget: Budget) -> Result<Vec<Value>, String> {
                 .ok()
                 .and_then(|v| kiln_helm::convert::to_json_value(&v))
                 .ok_or_else(|| failed(format!("templatePatch is not YAML: {patch_text}")))?;
-            merge(&mut rendered, patch, 0).map_err(failed)?;
+            match patch {
+                // A patch that renders to nothing changes nothing.
+                Value::Null => {}
+                Value::Object(_) => merge(&mut rendered, patch, 0).map_err(failed)?,
+                _ => {
+                    return Err(failed(format!(
+                        "templatePatch gives no object: {patch_text}"
+                    )));
+                }
+            }
         }
         out.push(rendered);
     }
@@ -235,6 +244,19 @@ mod tests {
             json!({"namespace": "a", "server": "https://a"})
         );
         assert_eq!(out[1]["spec"].get("syncPolicy"), None);
+        // A patch that renders to nothing changes nothing; one that is no
+        // object is an error.
+        let r = request(json!({
+            "goTemplate": true,
+            "template": {"metadata": {"name": "a"}},
+            "templatePatch": "{{ if .patch }}spec: {x: 1}{{ end }}",
+            "parameterSets": [{"patch": false}]
+        }));
+        assert_eq!(render(&r, Budget::default()).unwrap(), vec![json!({"metadata": {"name": "a"}})]);
+        let r = request(json!({
+            "goTemplate": true, "template": {}, "templatePatch": "- a", "parameterSets": [{}]
+        }));
+        assert!(render(&r, Budget::default()).unwrap_err().contains("templatePatch gives no object"));
         // A typo in one set is an error naming the set.
         let r = request(json!({
             "goTemplate": true, "goTemplateOptions": ["missingkey=error"],
