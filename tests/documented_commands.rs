@@ -200,6 +200,7 @@ impl Scratch {
             "gatekeeper",
             "vap",
             "kyverno",
+            "appset",
         ] {
             let file = format!("{name}.wasm");
             std::fs::copy(support::component(name), dist.join(&file)).unwrap();
