@@ -12,7 +12,7 @@ use kiln::api::Application;
 use kiln::controller::{self, Context, ControllerConfig};
 use kiln::source::git::GitConfig;
 use kiln_devcluster::Config;
-use kube::api::{Api, ListParams, Patch, PatchParams};
+use kube::api::{Api, ListParams};
 use serde_json::{Value, json};
 use support::cluster::Cluster;
 use support::git::{Fixture, GitDaemon};
@@ -141,7 +141,7 @@ async fn eventually<T>(what: &str, mut check: impl AsyncFnMut() -> Option<T>) ->
 }
 
 fn directories_set(url: &str, label: &str) -> Value {
-    json!({"apiVersion": "kiln.dev/v1alpha1", "kind": "ApplicationSet",
+    let mut set = json!({"apiVersion": "kiln.dev/v1alpha1", "kind": "ApplicationSet",
         "metadata": {"name": "dirs", "namespace": "kiln"},
         "spec": {
             "generators": [{"git": {"repoURL": url, "revision": "main",
@@ -151,7 +151,15 @@ fn directories_set(url: &str, label: &str) -> Value {
                 "spec": {"project": "default",
                     "source": {"repoURL": url, "targetRevision": "main", "path": "{{path}}"},
                     "destination": {"namespace": "guestbook"},
-                    "syncPolicy": {"automated": {"prune": true}}}}}})
+                    "syncPolicy": {"automated": {"prune": true}}}}}});
+    // The second version of the template drops the automated sync.
+    if label != "one" {
+        set["spec"]["template"]["spec"]
+            .as_object_mut()
+            .unwrap()
+            .remove("syncPolicy");
+    }
+    set
 }
 
 /// Issue 41: a Git directory generator's Applications follow the
@@ -220,6 +228,23 @@ async fn applications_follow_git_directories_as_they_appear_change_and_go() {
         .find(|c| c["type"] == "ResourcesUpToDate")
         .unwrap();
     assert_eq!(up_to_date["status"], "True", "{status}");
+
+    // The set deleted: its Applications go with it.
+    let sets = w.cluster.api(
+        "kiln.dev/v1alpha1",
+        "ApplicationSet",
+        "applicationsets",
+        Some("kiln"),
+    );
+    sets.delete("dirs", &Default::default()).await.unwrap();
+    eventually("the Applications gone", async || {
+        w.generated("dirs").await.is_empty().then_some(())
+    })
+    .await;
+    eventually("the set gone", async || {
+        sets.get_opt("dirs").await.unwrap().is_none().then_some(())
+    })
+    .await;
     let _ = &w.daemon;
 }
 
@@ -313,14 +338,6 @@ async fn go_template_typos_and_forbidden_projects_generate_nothing() {
             .contains("\"scmProvider\" is not run by Kiln"),
         "{status}"
     );
-    let _ = w
-        .apps()
-        .patch(
-            "web-prod",
-            &PatchParams::default(),
-            &Patch::Merge(json!({})),
-        )
-        .await;
 }
 
 fn kiln(args: &[&str], stdin: Option<&str>) -> std::process::Output {

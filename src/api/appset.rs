@@ -64,6 +64,17 @@ pub struct ApplicationSetSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(schema_with = "preserve_unknown")]
     pub strategy: Option<serde_json::Value>,
+    /// Argo CD's `ignoreApplicationDifferences`: not run yet; a set that
+    /// sets it is refused with a condition (kept here so that the API
+    /// server does not drop it unseen).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "preserve_unknown_any")]
+    pub ignore_application_differences: Option<serde_json::Value>,
+    /// Argo CD's `preservedFields`: not run yet; refused as
+    /// `ignoreApplicationDifferences` is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "preserve_unknown")]
+    pub preserved_fields: Option<serde_json::Value>,
 }
 
 /// What an ApplicationSet may change of its Applications.
@@ -73,6 +84,7 @@ pub struct ApplicationSetSyncPolicy {
     /// `create-only`, `create-update`, `create-delete` or `sync` (default:
     /// create, update and delete).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "applications_sync_schema")]
     pub applications_sync: Option<String>,
     /// Delete generated Applications without deleting what they deployed
     /// (their resources finalizer removed first).
@@ -99,6 +111,20 @@ fn preserve_unknown(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
     schemars::json_schema!({
         "type": "object",
         "x-kubernetes-preserve-unknown-fields": true,
+    })
+}
+
+fn preserve_unknown_any(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({
+        "type": "array",
+        "items": {"type": "object", "x-kubernetes-preserve-unknown-fields": true},
+    })
+}
+
+fn applications_sync_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({
+        "type": "string",
+        "enum": ["create-only", "create-update", "create-delete", "sync"],
     })
 }
 

@@ -35,8 +35,19 @@ pub struct ClusterInfo {
 pub trait Sources: Send + Sync {
     /// The tree of `repo_url` at `revision`.
     async fn tree(&self, repo_url: &str, revision: &str) -> Result<Arc<dyn SourceView>, String>;
-    /// The registered destination clusters.
+    /// The registered destination clusters (not the controller's own,
+    /// which the generator adds as `in-cluster`).
     async fn clusters(&self) -> Result<Vec<ClusterInfo>, String>;
+}
+
+/// The annotation `kubectl apply` writes: the whole object as applied.
+const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
+
+/// A repository's tree at a revision, walked once per generation.
+struct Walked {
+    tree: Arc<dyn SourceView>,
+    directories: Vec<String>,
+    files: Vec<String>,
 }
 
 /// What one evaluation shares: the dialect, the sources, the templater
@@ -52,6 +63,32 @@ pub struct Run<'a> {
     pub templater: &'a dyn Templater,
     /// Bounds.
     pub limits: Limits,
+    /// Trees walked, by repository and revision (a templated matrix asks
+    /// for the same tree once per set of its first generator).
+    walked: tokio::sync::Mutex<BTreeMap<(String, String), Arc<Walked>>>,
+    /// Bytes of git generator files read so far.
+    read_bytes: std::sync::atomic::AtomicUsize,
+}
+
+impl<'a> Run<'a> {
+    /// A run in `go` dialect (with `options`) over `sources` and `templater`.
+    pub fn new(
+        go: bool,
+        options: &'a [String],
+        sources: &'a dyn Sources,
+        templater: &'a dyn Templater,
+        limits: Limits,
+    ) -> Self {
+        Run {
+            go,
+            options,
+            sources,
+            templater,
+            limits,
+            walked: Default::default(),
+            read_bytes: Default::default(),
+        }
+    }
 }
 
 type Sets<'a> = Pin<Box<dyn Future<Output = Result<Vec<Params>, AppSetError>> + Send + 'a>>;
@@ -163,16 +200,28 @@ impl Run<'_> {
         values: &Map<String, Value>,
         at: &str,
     ) -> Result<Vec<Params>, AppSetError> {
-        let clusters = self
+        let mut clusters = self
             .sources
             .clusters()
             .await
             .map_err(|e| Self::generator_error(at, e))?;
+        // The controller's own cluster, as Argo CD adds it: only without a
+        // selector, and once.
+        if selector.is_none()
+            && !clusters
+                .iter()
+                .any(|c| c.server.trim_end_matches('/') == crate::api::IN_CLUSTER)
+        {
+            clusters.insert(0, ClusterInfo::in_cluster());
+        }
         let mut sets = Vec::new();
-        for cluster in clusters {
+        for mut cluster in clusters {
             if selector.is_some_and(|s| !s.matches(&cluster.labels)) {
                 continue;
             }
+            // What `kubectl apply` leaves on a Secret is the Secret itself,
+            // credentials included: never a parameter.
+            cluster.annotations.remove(LAST_APPLIED);
             let mut set = Params::new();
             set.insert("name".into(), cluster.name.clone().into());
             set.insert(
@@ -180,9 +229,10 @@ impl Run<'_> {
                 params::normalize(&cluster.name).into(),
             );
             set.insert("server".into(), cluster.server.clone().into());
-            if let Some(project) = &cluster.project {
-                set.insert("project".into(), project.clone().into());
-            }
+            set.insert(
+                "project".into(),
+                cluster.project.clone().unwrap_or_default().into(),
+            );
             if self.go {
                 let map = |m: &BTreeMap<String, String>| {
                     Value::Object(
@@ -248,22 +298,50 @@ impl Run<'_> {
     }
 
     async fn git(&self, git: &Git, at: &str) -> Result<Vec<Params>, AppSetError> {
+        let walked = self.walked(git, at).await?;
+        let limits = self.limits;
+        let go = self.go;
+        let git_owned = git.clone();
+        let at_owned = at.to_owned();
+        let budget = limits
+            .max_total_file_bytes
+            .saturating_sub(self.read_bytes.load(std::sync::atomic::Ordering::Relaxed));
+        // Reading files: off the async workers.
+        let (sets, read) = tokio::task::spawn_blocking(move || {
+            git_sets(&walked, &git_owned, go, limits, budget, &at_owned)
+        })
+        .await
+        .map_err(|e| Self::generator_error(at, format!("the git generator failed: {e}")))??;
+        self.read_bytes
+            .fetch_add(read, std::sync::atomic::Ordering::Relaxed);
+        self.with_values(sets, &git.values, at).await
+    }
+
+    /// The tree `git` names, walked (once per generation).
+    async fn walked(&self, git: &Git, at: &str) -> Result<Arc<Walked>, AppSetError> {
+        let key = (git.repo_url.clone(), git.revision.clone());
+        let mut walked = self.walked.lock().await;
+        if let Some(found) = walked.get(&key) {
+            return Ok(found.clone());
+        }
         let tree = self
             .sources
             .tree(&git.repo_url, &git.revision)
             .await
             .map_err(|e| Self::generator_error(at, e))?;
-        let limits = self.limits;
-        let go = self.go;
-        let git_owned = git.clone();
-        let at_owned = at.to_owned();
-        // Walking a tree and reading files: off the async workers.
-        let sets = tokio::task::spawn_blocking(move || {
-            git_sets(&*tree, &git_owned, go, limits, &at_owned)
-        })
-        .await
-        .map_err(|e| Self::generator_error(at, format!("the git generator failed: {e}")))??;
-        self.with_values(sets, &git.values, at).await
+        let max = self.limits.max_tree_entries;
+        let walking = tree.clone();
+        let (directories, files) = tokio::task::spawn_blocking(move || walk(&*walking, max))
+            .await
+            .map_err(|e| Self::generator_error(at, format!("the git generator failed: {e}")))?
+            .map_err(|e| Self::generator_error(at, format!("{}: {e}", git.repo_url)))?;
+        let found = Arc::new(Walked {
+            tree,
+            directories,
+            files,
+        });
+        walked.insert(key, found.clone());
+        Ok(found)
     }
 
     async fn matrix(
@@ -328,32 +406,38 @@ impl Run<'_> {
     ) -> Result<Vec<Params>, AppSetError> {
         let raws = nested_raws(raw, "merge");
         let mut base = self.sets(&generators[0], &raws[0]).await?;
-        let key_of = |set: &Params| -> Option<Vec<String>> {
+        // A key a set lacks is null, as Argo CD reads it.
+        let key_of = |set: &Params| -> Vec<Option<String>> {
             let flat = params::flatten(set);
             keys.iter().map(|k| flat.get(k).cloned()).collect()
         };
+        let duplicate = |key: &[Option<String>], index: usize| {
+            let shown: Vec<&str> = key.iter().map(|k| k.as_deref().unwrap_or("null")).collect();
+            Self::generator_error(
+                at,
+                format!(
+                    "two parameter sets of generator {index} have the merge key values [{}]",
+                    shown.join(", ")
+                ),
+            )
+        };
         let mut seen = std::collections::HashSet::new();
         for set in &base {
-            if let Some(key) = key_of(set)
-                && !seen.insert(key.clone())
-            {
-                return Err(Self::generator_error(
-                    at,
-                    format!(
-                        "two parameter sets of the first generator have the merge key values {key:?}"
-                    ),
-                ));
+            let key = key_of(set);
+            if !seen.insert(key.clone()) {
+                return Err(duplicate(&key, 0));
             }
         }
-        for (generator, raw) in generators.iter().zip(&raws).skip(1) {
-            let mut by_key: BTreeMap<Vec<String>, Params> = BTreeMap::new();
+        for (index, (generator, raw)) in generators.iter().zip(&raws).enumerate().skip(1) {
+            let mut by_key: BTreeMap<Vec<Option<String>>, Params> = BTreeMap::new();
             for set in self.sets(generator, raw).await? {
-                if let Some(key) = key_of(&set) {
-                    by_key.insert(key, set);
+                let key = key_of(&set);
+                if by_key.insert(key.clone(), set).is_some() {
+                    return Err(duplicate(&key, index));
                 }
             }
             for set in &mut base {
-                if let Some(other) = key_of(set).and_then(|k| by_key.get(&k)) {
+                if let Some(other) = by_key.get(&key_of(set)) {
                     params::combine(set, other, self.go, false)
                         .map_err(|e| Self::generator_error(at, e))?;
                 }
@@ -391,16 +475,19 @@ fn read_yaml(text: &str, max: usize) -> Result<Value, String> {
     serde_yaml::from_str(text).map_err(|e| format!("invalid YAML: {e}"))
 }
 
-/// The sets of a git generator over `tree`.
+/// The sets of a git generator over a walked tree, and the bytes of the
+/// files it read (at most `budget`).
 fn git_sets(
-    tree: &dyn SourceView,
+    walked: &Walked,
     git: &Git,
     go: bool,
     limits: Limits,
+    budget: usize,
     at: &str,
-) -> Result<Vec<Params>, AppSetError> {
+) -> Result<(Vec<Params>, usize), AppSetError> {
     let failed = |e: String| AppSetError::Generator(format!("{at}: {}: {e}", git.repo_url));
-    let (directories, files) = walk(tree, limits.max_tree_entries).map_err(failed)?;
+    let (tree, directories, files) = (&*walked.tree, &walked.directories, &walked.files);
+    let mut read = 0usize;
     let mut sets = Vec::new();
     if !git.directories.is_empty() {
         let matcher = Matcher::new(&git.directories).map_err(failed)?;
@@ -414,6 +501,13 @@ fn git_sets(
         for file in files.iter().filter(|f| matcher.selects(f)) {
             let path = SourcePath::parse(file).map_err(|e| failed(e.to_string()))?;
             let bytes = tree.read_file(&path).map_err(|e| failed(e.to_string()))?;
+            read += bytes.len();
+            if read > budget {
+                return Err(AppSetError::TooMany(format!(
+                    "{at}: the files git generators read pass {} bytes",
+                    limits.max_total_file_bytes
+                )));
+            }
             let text =
                 String::from_utf8(bytes).map_err(|_| failed(format!("{file}: not UTF-8")))?;
             let value = read_yaml(&text, limits.max_file_bytes)
@@ -452,11 +546,14 @@ fn git_sets(
             }
         }
     }
-    Ok(sets)
+    Ok((sets, read))
 }
 
+/// Directory depth a walk descends to (a symlink to a parent would loop).
+const MAX_DEPTH: usize = 64;
+
 /// Every directory and file of `tree` (not `.git`), sorted, at most
-/// `max` entries.
+/// `max` entries and [`MAX_DEPTH`] levels.
 fn walk(tree: &dyn SourceView, max: usize) -> Result<(Vec<String>, Vec<String>), String> {
     let (mut dirs, mut files) = (Vec::new(), Vec::new());
     let mut pending = vec![SourcePath::root()];
@@ -472,6 +569,12 @@ fn walk(tree: &dyn SourceView, max: usize) -> Result<(Vec<String>, Vec<String>),
             }
             match entry.kind {
                 EntryKind::Directory => {
+                    if path.as_str().split('/').count() > MAX_DEPTH {
+                        return Err(format!(
+                            "{}: deeper than {MAX_DEPTH} directories (a symlink loop?)",
+                            path.as_str()
+                        ));
+                    }
                     dirs.push(path.as_str().to_owned());
                     pending.push(path);
                 }

@@ -70,6 +70,9 @@ pub struct Limits {
     pub max_tree_entries: usize,
     /// Bytes of a git generator's file (or `elementsYaml`). Default 1 MiB.
     pub max_file_bytes: usize,
+    /// Bytes of every file git generators read in one generation.
+    /// Default 64 MiB.
+    pub max_total_file_bytes: usize,
 }
 
 impl Default for Limits {
@@ -78,6 +81,7 @@ impl Default for Limits {
             max_applications: 10_000,
             max_tree_entries: 200_000,
             max_file_bytes: 1024 * 1024,
+            max_total_file_bytes: 64 * 1024 * 1024,
         }
     }
 }
@@ -116,6 +120,43 @@ pub trait Templater: Send + Sync {
     async fn render(&self, request: TemplateRequest) -> Result<Vec<Value>, String>;
 }
 
+/// `syncPolicy`: what a set may do to its Applications.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Policy {
+    /// Update the Applications it generated (`sync`, `create-update`).
+    pub update: bool,
+    /// Delete those no parameter set gives any more, and let them go with
+    /// the set (`sync`, `create-delete`).
+    pub delete: bool,
+    /// `preserveResourcesOnDeletion`: delete Applications without deleting
+    /// what they deployed (no resources finalizer).
+    pub preserve_resources: bool,
+}
+
+impl Policy {
+    /// `set`'s policy; an `applicationsSync` Argo CD does not know is an
+    /// error (never a full sync by default).
+    pub fn of(set: &ApplicationSet) -> Result<Policy, AppSetError> {
+        let sync = set.spec.sync_policy.as_ref();
+        let (update, delete) = match sync.and_then(|p| p.applications_sync.as_deref()) {
+            None | Some("sync") => (true, true),
+            Some("create-only") => (false, false),
+            Some("create-update") => (true, false),
+            Some("create-delete") => (false, true),
+            Some(other) => {
+                return Err(AppSetError::InvalidSpec(format!(
+                    "spec.syncPolicy.applicationsSync {other:?} is not create-only, create-update, create-delete or sync"
+                )));
+            }
+        };
+        Ok(Policy {
+            update,
+            delete,
+            preserve_resources: sync.is_some_and(|p| p.preserve_resources_on_deletion),
+        })
+    }
+}
+
 /// What one set generates.
 #[derive(Debug, Clone)]
 pub struct Generated {
@@ -134,19 +175,16 @@ pub async fn generate(
 ) -> Result<Generated, AppSetError> {
     let spec = &set.spec;
     let namespace = set.metadata.namespace.clone().unwrap_or_default();
-    if spec.strategy.is_some() {
-        return Err(AppSetError::InvalidSpec(
-            "spec.strategy: progressive syncs (RollingSync) are not run yet; remove it to sync every Application as generated".into(),
-        ));
-    }
+    check_set(set)?;
+    let policy = Policy::of(set)?;
     let generators = spec::generators(&spec.generators)?;
-    let run = generate::Run {
-        go: spec.go_template,
-        options: &spec.go_template_options,
+    let run = generate::Run::new(
+        spec.go_template,
+        &spec.go_template_options,
         sources,
         templater,
         limits,
-    };
+    );
     let mut sets = Vec::new();
     for (generator, raw) in generators.iter().zip(&spec.generators) {
         sets.extend(run.sets(generator, raw).await?);
@@ -172,7 +210,17 @@ pub async fn generate(
     let mut names = BTreeSet::new();
     let mut applications = Vec::with_capacity(rendered.len());
     for (index, value) in rendered.into_iter().enumerate() {
-        let app = application(value, index, &namespace, &projects)?;
+        let mut app = application(value, index, &namespace, &projects)?;
+        // As Argo CD: an Application deleted takes what it deployed with
+        // it, unless the set preserves resources.
+        let finalizers = app.metadata.finalizers.get_or_insert_with(Vec::new);
+        if !policy.preserve_resources
+            && !finalizers
+                .iter()
+                .any(|f| f == crate::api::RESOURCES_FINALIZER)
+        {
+            finalizers.push(crate::api::RESOURCES_FINALIZER.to_owned());
+        }
         let name = app.metadata.name.clone().unwrap_or_default();
         if !names.insert(name.clone()) {
             return Err(AppSetError::Application(format!(
@@ -183,6 +231,42 @@ pub async fn generate(
     }
     applications.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
     Ok(Generated { applications })
+}
+
+/// What of a set is refused before anything runs: fields not run yet, a
+/// name that cannot be a label value.
+fn check_set(set: &ApplicationSet) -> Result<(), AppSetError> {
+    let refused = |field: &str, what: &str| {
+        Err(AppSetError::InvalidSpec(format!(
+            "spec.{field}: {what} are not run yet; remove it"
+        )))
+    };
+    if set.spec.strategy.is_some() {
+        return refused(
+            "strategy",
+            "progressive syncs (RollingSync), rather than every Application synced as generated,",
+        );
+    }
+    if set.spec.ignore_application_differences.is_some() {
+        return refused(
+            "ignoreApplicationDifferences",
+            "ignored Application differences",
+        );
+    }
+    if set.spec.preserved_fields.is_some() {
+        return refused("preservedFields", "preserved fields");
+    }
+    let name = set.metadata.name.as_deref().unwrap_or_default();
+    let label_value = name.len() <= 63
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'));
+    if !label_value {
+        return Err(AppSetError::InvalidSpec(format!(
+            "metadata.name {name:?}: an ApplicationSet's name labels its Applications, so it has at most 63 characters"
+        )));
+    }
+    Ok(())
 }
 
 /// The template as an Application object the plugin renders.
@@ -337,4 +421,17 @@ pub async fn render_with(
         .into_iter()
         .map(|o| Value::Object(o.value().clone()))
         .collect())
+}
+
+impl ClusterInfo {
+    /// The controller's own cluster, as Argo CD names it.
+    pub fn in_cluster() -> ClusterInfo {
+        ClusterInfo {
+            name: "in-cluster".to_owned(),
+            server: crate::api::IN_CLUSTER.to_owned(),
+            project: None,
+            labels: Default::default(),
+            annotations: Default::default(),
+        }
+    }
 }

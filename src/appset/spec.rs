@@ -139,6 +139,7 @@ pub fn generator(
     };
     let body = &map[kind.as_str()];
     let here = format!("{at}.{kind}");
+    check_fields(kind, body, &here)?;
     let nested = |list: &Value, count: &mut usize| -> Result<Vec<Generator>, AppSetError> {
         if depth >= MAX_NESTING {
             return Err(invalid(
@@ -232,6 +233,41 @@ pub fn generator(
         selector,
         at: at.to_owned(),
     })
+}
+
+/// Refuses a generator field Kiln does not run (a per-generator
+/// `template`, `requeueAfterSeconds`, a misspelling): never a generator
+/// that silently does something else than written.
+fn check_fields(kind: &str, body: &Value, at: &str) -> Result<(), AppSetError> {
+    let known: &[&str] = match kind {
+        "list" => &["elements", "elementsYaml"],
+        "clusters" => &["selector", "values"],
+        "git" => &[
+            "repoURL",
+            "revision",
+            "directories",
+            "files",
+            "pathParamPrefix",
+            "values",
+        ],
+        "matrix" => &["generators"],
+        "merge" => &["generators", "mergeKeys"],
+        _ => return Ok(()),
+    };
+    let Value::Object(map) = body else {
+        return Err(invalid(at, "not an object"));
+    };
+    match map.keys().find(|k| !known.contains(&k.as_str())) {
+        None => Ok(()),
+        Some(field) if field == "template" => Err(invalid(
+            at,
+            "a generator's own template is not run yet: write it in spec.template",
+        )),
+        Some(field) => Err(invalid(
+            at,
+            format!("unknown field {field:?} (known: {})", known.join(", ")),
+        )),
+    }
 }
 
 fn optional_string(body: &Value, field: &str, at: &str) -> Result<Option<String>, AppSetError> {

@@ -210,13 +210,7 @@ impl Sources for OfflineSources {
     }
 
     async fn clusters(&self) -> Result<Vec<ClusterInfo>, String> {
-        let mut out = vec![ClusterInfo {
-            name: "in-cluster".into(),
-            server: kiln::api::IN_CLUSTER.into(),
-            ..ClusterInfo::default()
-        }];
-        out.extend(self.clusters.iter().cloned());
-        Ok(out)
+        Ok(self.clusters.clone())
     }
 }
 

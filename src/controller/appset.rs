@@ -17,6 +17,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::StreamExt as _;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::ResourceExt as _;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::runtime::controller::{Action, Controller};
@@ -43,6 +44,8 @@ const MANAGER: &str = "kiln-applicationset";
 /// How often a set is generated again without a change (Argo CD's
 /// default `requeueAfterSeconds`).
 pub const DEFAULT_RESYNC: Duration = Duration::from_secs(180);
+/// Sets generated at once.
+const CONCURRENCY: u16 = 4;
 /// Names listed in a set's status.
 const MAX_LISTED: usize = 1000;
 
@@ -64,6 +67,7 @@ pub async fn run(ctx: Arc<Context>, resync: Duration) {
     });
     let stop = ctx.shutdown.clone();
     Controller::new(sets, watcher::Config::default())
+        .with_config(kube::runtime::controller::Config::default().concurrency(CONCURRENCY))
         .graceful_shutdown_on(async move {
             while !stop.load(std::sync::atomic::Ordering::Relaxed) {
                 tokio::time::sleep(Duration::from_millis(200)).await;
@@ -83,6 +87,26 @@ fn error_policy(set: Arc<ApplicationSet>, error: &kube::Error, _: Arc<AppSets>) 
     Action::requeue(Duration::from_secs(10))
 }
 
+/// The finalizer a set holds until its Applications are let go as its
+/// policy says (orphaned, or without their resources finalizer).
+pub const SET_FINALIZER: &str = "kiln.dev/applicationset";
+
+/// Annotations of a generated Application that people and tools write
+/// and a set keeps (a refresh asked for, an operation requested).
+const KEPT_ANNOTATIONS: [&str; 2] = [
+    crate::api::REFRESH_ANNOTATION,
+    crate::api::OPERATION_ANNOTATION,
+];
+
+/// The finalizers the Application controller adds itself (its hooks'),
+/// which a set keeps.
+const CONTROLLER_FINALIZERS: [&str; 4] = [
+    crate::api::PRE_DELETE_FINALIZER,
+    crate::api::PRE_DELETE_CLEANUP_FINALIZER,
+    crate::api::POST_DELETE_FINALIZER,
+    crate::api::POST_DELETE_CLEANUP_FINALIZER,
+];
+
 /// One pass over one set.
 pub async fn reconcile(
     set: Arc<ApplicationSet>,
@@ -99,105 +123,124 @@ pub async fn reconcile(
     else {
         return Ok(Action::await_change());
     };
+    let span = tracing::info_span!("reconcile", applicationset = %name);
+    let sets: Api<ApplicationSet> = Api::namespaced(ctx.client.clone(), &namespace);
     if set.metadata.deletion_timestamp.is_some() {
+        tracing::Instrument::instrument(state.release(&set, &namespace, &sets), span).await?;
         return Ok(Action::await_change());
     }
-    let span = tracing::info_span!("reconcile", applicationset = %name);
+    ensure_finalizer(&set, &sets).await?;
     let outcome = tracing::Instrument::instrument(state.generate(&set), span.clone()).await;
-    let mut status = ApplicationSetStatus::default();
-    match outcome {
+    let status = match outcome {
         Ok(generated) => {
             let applied = tracing::Instrument::instrument(
                 state.apply(&set, &namespace, &generated.applications),
                 span,
             )
             .await?;
-            status.application_count =
-                u32::try_from(generated.applications.len()).unwrap_or(u32::MAX);
-            status.applications = generated
-                .applications
-                .iter()
-                .take(MAX_LISTED)
-                .filter_map(|a| a.metadata.name.clone())
-                .collect();
-            status.conditions = vec![
-                condition(
-                    "ErrorOccurred",
-                    applied.error.is_some(),
-                    applied.error.as_ref().map(|_| "ApplicationNotOwned"),
-                    applied.error.clone(),
-                ),
-                condition(
-                    "ParametersGenerated",
-                    true,
-                    Some("ParametersGenerated"),
-                    Some(format!("{} parameter sets", generated.applications.len())),
-                ),
-                condition(
-                    "ResourcesUpToDate",
-                    applied.error.is_none(),
-                    Some("ApplicationSetUpToDate"),
-                    Some(applied.summary()),
-                ),
-            ];
+            applied_status(&generated.applications, &applied)
         }
         Err(error) => {
             tracing::warn!(set = %name, %error, "generation failed; Applications left as they are");
-            let previous = set.status.clone().unwrap_or_default();
-            status.application_count = previous.application_count;
-            status.applications = previous.applications;
-            status.conditions = vec![
-                condition(
-                    "ErrorOccurred",
-                    true,
-                    Some(error.reason()),
-                    Some(error.to_string()),
-                ),
-                condition(
-                    "ParametersGenerated",
-                    false,
-                    Some(error.reason()),
-                    Some(error.to_string()),
-                ),
-                condition(
-                    "ResourcesUpToDate",
-                    false,
-                    Some(error.reason()),
-                    Some("the Applications were left as they are".into()),
-                ),
-            ];
+            failed_status(set.status.as_ref(), &error)
         }
-    }
-    write_status(ctx, &namespace, &name, set.status.as_ref(), status).await?;
+    };
+    write_status(&sets, &name, set.status.as_ref(), status).await?;
     Ok(Action::requeue(state.resync))
 }
 
-fn condition(kind: &str, status: bool, reason: Option<&str>, message: Option<String>) -> Condition {
+/// The status of a set whose Applications were applied.
+fn applied_status(applications: &[Application], applied: &Applied) -> ApplicationSetStatus {
+    let errors = (!applied.errors.is_empty()).then(|| applied.errors.join("; "));
+    ApplicationSetStatus {
+        application_count: u32::try_from(applications.len()).unwrap_or(u32::MAX),
+        applications: applications
+            .iter()
+            .take(MAX_LISTED)
+            .filter_map(|a| a.metadata.name.clone())
+            .collect(),
+        conditions: vec![
+            condition(
+                "ErrorOccurred",
+                errors.is_some(),
+                if errors.is_some() {
+                    "ApplicationsNotApplied"
+                } else {
+                    "ApplicationSetUpToDate"
+                },
+                errors.clone(),
+            ),
+            condition(
+                "ParametersGenerated",
+                true,
+                "ParametersGenerated",
+                Some(format!("{} parameter sets", applications.len())),
+            ),
+            condition(
+                "ResourcesUpToDate",
+                errors.is_none(),
+                if errors.is_none() {
+                    "ApplicationSetUpToDate"
+                } else {
+                    "ApplicationsNotApplied"
+                },
+                Some(applied.summary()),
+            ),
+        ],
+    }
+}
+
+/// The status of a set whose generation failed: its Applications as they
+/// were, and why.
+fn failed_status(
+    previous: Option<&ApplicationSetStatus>,
+    error: &AppSetError,
+) -> ApplicationSetStatus {
+    let previous = previous.cloned().unwrap_or_default();
+    let (reason, message) = (error.reason(), error.to_string());
+    ApplicationSetStatus {
+        application_count: previous.application_count,
+        applications: previous.applications,
+        conditions: vec![
+            condition("ErrorOccurred", true, reason, Some(message.clone())),
+            condition("ParametersGenerated", false, reason, Some(message)),
+            condition(
+                "ResourcesUpToDate",
+                false,
+                reason,
+                Some("the Applications were left as they are".into()),
+            ),
+        ],
+    }
+}
+
+fn condition(kind: &str, status: bool, reason: &str, message: Option<String>) -> Condition {
     Condition {
         type_: kind.to_owned(),
         status: if status { "True" } else { "False" }.to_owned(),
-        reason: reason.map(str::to_owned),
+        reason: Some(reason.to_owned()),
         message: message.map(|m| crate::text::bounded(&m, 4096)),
         last_transition_time: Some(crate::units::now()),
     }
 }
 
-/// Writes `status` unless only its transition times changed.
+/// Writes `status` unless only its transition times changed (a write that
+/// changes nothing would only wake the set again).
 async fn write_status(
-    ctx: &Context,
-    namespace: &str,
+    sets: &Api<ApplicationSet>,
     name: &str,
     previous: Option<&ApplicationSetStatus>,
     mut status: ApplicationSetStatus,
 ) -> Result<(), kube::Error> {
     if let Some(previous) = previous {
         for condition in &mut status.conditions {
-            if let Some(before) = previous.conditions.iter().find(|c| {
+            let unchanged = previous.conditions.iter().find(|c| {
                 c.type_ == condition.type_
                     && c.status == condition.status
                     && c.reason == condition.reason
                     && c.message == condition.message
-            }) {
+            });
+            if let Some(before) = unchanged {
                 condition.last_transition_time = before.last_transition_time.clone();
             }
         }
@@ -205,11 +248,34 @@ async fn write_status(
             return Ok(());
         }
     }
-    let sets: Api<ApplicationSet> = Api::namespaced(ctx.client.clone(), namespace);
-    sets.patch_status(
-        name,
+    // Every field written, an empty list included (a merge patch leaves
+    // out what it does not name).
+    let body = json!({"status": {
+        "conditions": status.conditions,
+        "applicationCount": status.application_count,
+        "applications": status.applications,
+    }});
+    sets.patch_status(name, &PatchParams::default(), &Patch::Merge(body))
+        .await?;
+    Ok(())
+}
+
+/// Adds [`SET_FINALIZER`] to `set` if it lacks it.
+async fn ensure_finalizer(
+    set: &ApplicationSet,
+    sets: &Api<ApplicationSet>,
+) -> Result<(), kube::Error> {
+    if set.finalizers().iter().any(|f| f == SET_FINALIZER) {
+        return Ok(());
+    }
+    let mut finalizers = set.finalizers().to_vec();
+    finalizers.push(SET_FINALIZER.to_owned());
+    let body =
+        json!({"metadata": {"finalizers": finalizers, "resourceVersion": set.resource_version()}});
+    sets.patch(
+        &set.name_any(),
         &PatchParams::default(),
-        &Patch::Merge(json!({"status": status})),
+        &Patch::Merge(body),
     )
     .await?;
     Ok(())
@@ -221,8 +287,8 @@ struct Applied {
     created: usize,
     updated: usize,
     deleted: usize,
-    /// An Application the set could not write (not its own).
-    error: Option<String>,
+    /// Applications the set could not write, each with why.
+    errors: Vec<String>,
 }
 
 impl Applied {
@@ -232,41 +298,17 @@ impl Applied {
             self.created, self.updated, self.deleted
         )
     }
-}
 
-/// `applicationsSync`: what a set may do to its Applications.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Allowed {
-    update: bool,
-    delete: bool,
-}
-
-fn allowed(set: &ApplicationSet) -> Allowed {
-    let policy = set
-        .spec
-        .sync_policy
-        .as_ref()
-        .and_then(|p| p.applications_sync.as_deref())
-        .unwrap_or("sync");
-    match policy {
-        "create-only" => Allowed {
-            update: false,
-            delete: false,
-        },
-        "create-update" => Allowed {
-            update: true,
-            delete: false,
-        },
-        "create-delete" => Allowed {
-            update: false,
-            delete: true,
-        },
-        _ => Allowed {
-            update: true,
-            delete: true,
-        },
+    /// Records that `app` could not be written; the others go on.
+    fn failed(&mut self, app: &str, error: impl std::fmt::Display) {
+        if self.errors.len() < MAX_ERRORS {
+            self.errors.push(format!("Application {app}: {error}"));
+        }
     }
 }
+
+/// Errors of one pass listed in the set's condition.
+const MAX_ERRORS: usize = 10;
 
 impl AppSets {
     async fn generate(&self, set: &ApplicationSet) -> Result<appset::Generated, AppSetError> {
@@ -280,7 +322,8 @@ impl AppSets {
     }
 
     /// Creates, updates and deletes `set`'s Applications to match
-    /// `desired`, as its sync policy allows.
+    /// `desired`, as its sync policy allows. An Application that cannot
+    /// be written is recorded and the others go on.
     async fn apply(
         &self,
         set: &ApplicationSet,
@@ -288,129 +331,213 @@ impl AppSets {
         desired: &[Application],
     ) -> Result<Applied, kube::Error> {
         let apps: Api<Application> = Api::namespaced(self.ctx.client.clone(), namespace);
-        let name = set.name_any();
-        let uid = set.uid().unwrap_or_default();
-        let allowed = allowed(set);
+        let policy = appset::Policy::of(set).unwrap_or(appset::Policy {
+            update: false,
+            delete: false,
+            preserve_resources: true,
+        });
+        let owned = owned_applications(&apps, set).await?;
         let mut applied = Applied::default();
-        let owned: HashMap<String, Application> = apps
-            .list(&ListParams::default().labels(&format!("{SET_LABEL}={name}")))
-            .await?
-            .into_iter()
-            .filter(|a| owned_by(a, &uid))
-            .map(|a| (a.name_any(), a))
-            .collect();
         for app in desired {
+            let app = owned_copy(app, set);
             let app_name = app.name_any();
-            let mut object = serde_json::to_value(app).unwrap_or_default();
-            object["metadata"]["labels"][SET_LABEL] = json!(name);
-            object["metadata"]["ownerReferences"] = json!([{
-                "apiVersion": "kiln.dev/v1alpha1", "kind": "ApplicationSet",
-                "name": name, "uid": uid, "controller": true, "blockOwnerDeletion": true}]);
-            if let Some(map) = object.as_object_mut() {
-                map.remove("status");
-            }
             match owned.get(&app_name) {
-                Some(existing) => {
-                    if !allowed.update || up_to_date(existing, &object) {
-                        continue;
-                    }
-                    apps.patch(
-                        &app_name,
-                        &PatchParams::apply(MANAGER).force(),
-                        &Patch::Apply(&object),
-                    )
-                    .await?;
-                    applied.updated += 1;
-                }
-                None => {
-                    let created: Result<Application, _> = match serde_json::from_value(object) {
-                        Ok(app) => apps.create(&PostParams::default(), &app).await,
-                        Err(e) => {
-                            applied.error = Some(format!("Application {app_name}: {e}"));
-                            continue;
-                        }
-                    };
-                    match created {
-                        Ok(_) => applied.created += 1,
-                        Err(kube::Error::Api(e)) if e.code == 409 => {
-                            applied.error = Some(format!(
-                                "Application {app_name} exists and was not generated by this ApplicationSet: it is left as it is"
-                            ));
-                        }
-                        Err(e) => return Err(e),
-                    }
-                }
+                None => create(&apps, &app, &mut applied).await,
+                Some(live) if policy.update => update(&apps, live, &app, &mut applied).await,
+                Some(_) => {}
             }
         }
-        if allowed.delete {
-            let preserve = set
-                .spec
-                .sync_policy
-                .as_ref()
-                .is_some_and(|p| p.preserve_resources_on_deletion);
+        if policy.delete {
             let wanted: std::collections::HashSet<String> =
                 desired.iter().map(|a| a.name_any()).collect();
-            for (app_name, existing) in &owned {
-                if wanted.contains(app_name) {
-                    continue;
+            for (app_name, live) in owned.iter().filter(|(n, _)| !wanted.contains(*n)) {
+                match delete(&apps, live, policy.preserve_resources).await {
+                    Ok(()) => applied.deleted += 1,
+                    Err(e) => applied.failed(app_name, crate::text::chain(&e)),
                 }
-                if preserve
-                    && existing
-                        .finalizers()
-                        .iter()
-                        .any(|f| f == RESOURCES_FINALIZER)
-                {
-                    let kept: Vec<&String> = existing
-                        .finalizers()
-                        .iter()
-                        .filter(|f| *f != RESOURCES_FINALIZER)
-                        .collect();
-                    apps.patch(
-                        app_name,
-                        &PatchParams::default(),
-                        &Patch::Merge(json!({"metadata": {"finalizers": kept}})),
-                    )
-                    .await?;
-                }
-                apps.delete(app_name, &DeleteParams::default()).await?;
-                applied.deleted += 1;
             }
         }
         Ok(applied)
     }
-}
 
-/// Whether `app` has an owner reference to the set of `uid`.
-fn owned_by(app: &Application, uid: &str) -> bool {
-    app.owner_references()
-        .iter()
-        .any(|o| o.kind == "ApplicationSet" && o.uid == uid)
-}
-
-/// Whether `existing` already holds what `object` sets (labels,
-/// annotations, finalizers and spec as generated).
-fn up_to_date(existing: &Application, object: &Value) -> bool {
-    let Ok(live) = serde_json::to_value(existing) else {
-        return false;
-    };
-    let same = |pointer: &str| {
-        let wanted = object.pointer(pointer);
-        wanted.is_none_or(|w| contains(live.pointer(pointer), w))
-    };
-    same("/spec")
-        && same("/metadata/labels")
-        && same("/metadata/annotations")
-        && same("/metadata/finalizers")
-}
-
-/// Whether `live` holds everything of `wanted` (maps may hold more).
-fn contains(live: Option<&Value>, wanted: &Value) -> bool {
-    match (live, wanted) {
-        (Some(Value::Object(live)), Value::Object(wanted)) => {
-            wanted.iter().all(|(k, w)| contains(live.get(k), w))
+    /// A set being deleted: its Applications let go as its policy says
+    /// (orphaned when it may not delete them; without their resources
+    /// finalizer when it preserves resources), then its finalizer removed
+    /// (the garbage collector deletes the Applications it still owns).
+    async fn release(
+        &self,
+        set: &ApplicationSet,
+        namespace: &str,
+        sets: &Api<ApplicationSet>,
+    ) -> Result<(), kube::Error> {
+        if !set.finalizers().iter().any(|f| f == SET_FINALIZER) {
+            return Ok(());
         }
-        (live, wanted) => live == Some(wanted),
+        let apps: Api<Application> = Api::namespaced(self.ctx.client.clone(), namespace);
+        let policy = appset::Policy::of(set).unwrap_or(appset::Policy {
+            update: false,
+            delete: false,
+            preserve_resources: true,
+        });
+        for live in owned_applications(&apps, set).await?.into_values() {
+            let mut kept = live.clone();
+            if !policy.delete {
+                kept.metadata.owner_references = None;
+            } else if policy.preserve_resources {
+                kept.metadata
+                    .finalizers
+                    .get_or_insert_with(Vec::new)
+                    .retain(|f| f != RESOURCES_FINALIZER);
+            } else {
+                continue;
+            }
+            if kept.metadata != live.metadata {
+                apps.replace(&live.name_any(), &PostParams::default(), &kept)
+                    .await?;
+            }
+        }
+        let finalizers: Vec<&String> = set
+            .finalizers()
+            .iter()
+            .filter(|f| *f != SET_FINALIZER)
+            .collect();
+        let body = json!({"metadata": {"finalizers": finalizers, "resourceVersion": set.resource_version()}});
+        sets.patch(
+            &set.name_any(),
+            &PatchParams::default(),
+            &Patch::Merge(body),
+        )
+        .await?;
+        Ok(())
     }
+}
+
+/// The Applications `set` generated (its label and an owner reference to
+/// it), by name.
+async fn owned_applications(
+    apps: &Api<Application>,
+    set: &ApplicationSet,
+) -> Result<HashMap<String, Application>, kube::Error> {
+    let uid = set.uid().unwrap_or_default();
+    Ok(apps
+        .list(&ListParams::default().labels(&format!("{SET_LABEL}={}", set.name_any())))
+        .await?
+        .into_iter()
+        .filter(|a| {
+            a.owner_references()
+                .iter()
+                .any(|o| o.kind == "ApplicationSet" && o.uid == uid)
+        })
+        .map(|a| (a.name_any(), a))
+        .collect())
+}
+
+/// `app` as the set writes it: its label and an owner reference to it.
+fn owned_copy(app: &Application, set: &ApplicationSet) -> Application {
+    let mut app = app.clone();
+    app.status = None;
+    app.metadata
+        .labels
+        .get_or_insert_with(BTreeMap::new)
+        .insert(SET_LABEL.to_owned(), set.name_any());
+    app.metadata.owner_references = Some(vec![OwnerReference {
+        api_version: "kiln.dev/v1alpha1".to_owned(),
+        kind: "ApplicationSet".to_owned(),
+        name: set.name_any(),
+        uid: set.uid().unwrap_or_default(),
+        controller: Some(true),
+        block_owner_deletion: Some(true),
+    }]);
+    app
+}
+
+/// Creates `app`; one of that name that exists is someone else's and is
+/// left as it is.
+async fn create(apps: &Api<Application>, app: &Application, applied: &mut Applied) {
+    let params = PostParams {
+        field_manager: Some(MANAGER.to_owned()),
+        ..PostParams::default()
+    };
+    match apps.create(&params, app).await {
+        Ok(_) => applied.created += 1,
+        Err(kube::Error::Api(e)) if e.code == 409 => applied.failed(
+            &app.name_any(),
+            "exists and was not generated by this ApplicationSet: it is left as it is",
+        ),
+        Err(e) => applied.failed(&app.name_any(), crate::text::chain(&e)),
+    }
+}
+
+/// Replaces what the set owns of `live` (spec, labels, annotations,
+/// finalizers) with `app`'s when they differ: a field the template no
+/// longer gives goes. Annotations people write ([`KEPT_ANNOTATIONS`]) and
+/// the finalizers the Application controller adds stay. The write holds
+/// `live`'s resource version: a change made meanwhile waits for the next
+/// pass.
+async fn update(
+    apps: &Api<Application>,
+    live: &Application,
+    app: &Application,
+    applied: &mut Applied,
+) {
+    let mut next = live.clone();
+    next.spec = app.spec.clone();
+    next.metadata.labels = app.metadata.labels.clone();
+    let mut annotations = app.metadata.annotations.clone().unwrap_or_default();
+    for key in KEPT_ANNOTATIONS {
+        if let Some(value) = live.annotations().get(key) {
+            annotations.insert(key.to_owned(), value.clone());
+        }
+    }
+    next.metadata.annotations = (!annotations.is_empty()).then_some(annotations);
+    let mut finalizers = app.metadata.finalizers.clone().unwrap_or_default();
+    let own: Vec<String> = live
+        .finalizers()
+        .iter()
+        .filter(|f| CONTROLLER_FINALIZERS.contains(&f.as_str()) && !finalizers.contains(f))
+        .cloned()
+        .collect();
+    finalizers.extend(own);
+    next.metadata.finalizers = (!finalizers.is_empty()).then_some(finalizers);
+    next.metadata.owner_references = app.metadata.owner_references.clone();
+    if next.metadata == live.metadata && next.spec == live.spec {
+        return;
+    }
+    let params = PostParams {
+        field_manager: Some(MANAGER.to_owned()),
+        ..PostParams::default()
+    };
+    match apps.replace(&live.name_any(), &params, &next).await {
+        Ok(_) => applied.updated += 1,
+        Err(e) => applied.failed(&live.name_any(), crate::text::chain(&e)),
+    }
+}
+
+/// Deletes `live` (that very object: its UID is a precondition), first
+/// without its resources finalizer when resources are preserved.
+async fn delete(
+    apps: &Api<Application>,
+    live: &Application,
+    preserve: bool,
+) -> Result<(), kube::Error> {
+    let name = live.name_any();
+    if preserve && live.finalizers().iter().any(|f| f == RESOURCES_FINALIZER) {
+        let mut kept = live.clone();
+        kept.metadata
+            .finalizers
+            .get_or_insert_with(Vec::new)
+            .retain(|f| f != RESOURCES_FINALIZER);
+        apps.replace(&name, &PostParams::default(), &kept).await?;
+    }
+    let params = DeleteParams {
+        preconditions: Some(kube::api::Preconditions {
+            uid: live.uid(),
+            resource_version: None,
+        }),
+        ..DeleteParams::default()
+    };
+    apps.delete(&name, &params).await?;
+    Ok(())
 }
 
 impl AppSets {
@@ -471,7 +598,7 @@ impl Sources for ControllerSources<'_> {
         }
         let url = crate::render::engine::access::repository(
             repo_url,
-            crate::render::engine::access::RepositoryField::Application,
+            crate::render::engine::access::RepositoryField::Generator,
             self.ctx.config.allow_file_repositories,
         )
         .map_err(|stop| stop.to_string())?;
@@ -486,11 +613,7 @@ impl Sources for ControllerSources<'_> {
     }
 
     async fn clusters(&self) -> Result<Vec<ClusterInfo>, String> {
-        let mut out = vec![ClusterInfo {
-            name: super::destination::IN_CLUSTER_NAME.to_owned(),
-            server: crate::api::IN_CLUSTER.to_owned(),
-            ..ClusterInfo::default()
-        }];
+        let mut out = Vec::new();
         for secret in self.ctx.secrets.of_type(SecretType::Cluster) {
             let Some(server) = secrets::value(&secret, "server") else {
                 continue;
@@ -517,7 +640,18 @@ struct PluginTemplater<'a> {
 impl Templater for PluginTemplater<'_> {
     async fn render(&self, request: TemplateRequest) -> Result<Vec<Value>, String> {
         let ctx = &self.sets.ctx;
-        let project = super::project::Project::new("default", super::project::permissive());
+        // The plugin is the controller's, checked as the `default` project
+        // checks plugins (its pluginVerification, if it sets one).
+        let project = match ctx.projects.get_opt("default").await {
+            Ok(Some(found)) => Project::new("default", found.spec),
+            Ok(None) => Project::new("default", super::project::permissive()),
+            Err(e) => {
+                return Err(format!(
+                    "cannot read AppProject default: {}",
+                    crate::text::chain(&e)
+                ));
+            }
+        };
         let described = super::plugins::describe(ctx, &project, APPSET_PLUGIN, World::Renderer)
             .await
             .map_err(|stop| stop.to_string())?;

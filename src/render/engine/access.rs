@@ -23,6 +23,8 @@ pub enum RepositoryField<'a> {
     Application,
     /// The `source.repoURL` of the policy named so.
     PolicySource(&'a str),
+    /// An ApplicationSet's git generator's `repoURL`.
+    Generator,
 }
 
 /// The repository `raw` that `field` names, parsed; a repository on this
@@ -41,6 +43,7 @@ pub fn repository(
             format!("policy {policy}: source.repoURL"),
             Reason::InvalidPolicySource,
         ),
+        RepositoryField::Generator => ("git generator repoURL".to_owned(), Reason::InvalidRepoUrl),
     };
     let url = RepoUrl::parse(raw).map_err(|e| Stop::new(invalid, format!("{named}: {e}")))?;
     if url.is_local() && !allow_file_repositories {
