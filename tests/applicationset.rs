@@ -24,7 +24,7 @@ struct World {
     url: String,
     _dir: tempfile::TempDir,
     _stop: tokio::sync::oneshot::Sender<()>,
-    _ctx: Arc<Context>,
+    ctx: Arc<Context>,
 }
 
 fn configmap(name: &str) -> String {
@@ -35,6 +35,11 @@ fn configmap(name: &str) -> String {
 /// `apps/b`, the `appset` Plugin, and a controller generating sets every
 /// 300 ms.
 async fn world() -> World {
+    world_with(Duration::from_millis(300)).await
+}
+
+/// [`world`], generating sets every `appset_resync`.
+async fn world_with(appset_resync: Duration) -> World {
     let cluster = Cluster::with_kiln_crds(Config::default(), &["kiln", "guestbook"], false).await;
     let dir = tempfile::tempdir().unwrap();
     let repo = Fixture::new(dir.path(), "apps");
@@ -53,7 +58,7 @@ async fn world() -> World {
     git.lookup_ttl = Duration::ZERO;
     let config = ControllerConfig {
         resync: Duration::from_millis(300),
-        appset_resync: Duration::from_millis(300),
+        appset_resync,
         catalog: controller::CatalogConfig {
             store: dir.path().join("plugins"),
             allow_file_plugins: true,
@@ -82,7 +87,7 @@ async fn world() -> World {
         url,
         _dir: dir,
         _stop: stop,
-        _ctx: ctx,
+        ctx,
     }
 }
 
@@ -510,4 +515,75 @@ async fn attack_a_git_generator_reads_only_repositories_its_projects_allow() {
     );
     assert_eq!(status["conditions"][0]["reason"], "GeneratorError");
     assert!(w.generated("dirs").await.is_empty());
+}
+
+/// Issue 41: a signed push webhook refreshes the ApplicationSets whose git
+/// generators read what it changed, at once; a push elsewhere in the
+/// repository refreshes none.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_push_webhook_regenerates_the_sets_whose_generators_read_it() {
+    use hmac::Mac as _;
+    // Generation is slow here: only the webhook can make this fast.
+    let w = world_with(Duration::from_secs(3600)).await;
+    let state = Arc::new(controller::http::HttpState {
+        ctx: w.ctx.clone(),
+        webhook: controller::http::WebhookAuth::new(Some("s3cret".into()), false),
+        ready: std::sync::atomic::AtomicBool::new(true),
+    });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let endpoint = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, controller::http::router(state)).await });
+    w.apply_set(directories_set(&w.url, "one")).await;
+    eventually("two Applications", async || {
+        (w.generated("dirs").await.len() == 2).then_some(())
+    })
+    .await;
+    let http = reqwest::Client::new();
+    let deliver = |files: Vec<&str>| {
+        let body = json!({"ref": "refs/heads/main", "repository": {"clone_url": w.url},
+            "commits": [{"added": files, "modified": [], "removed": []}]})
+        .to_string();
+        let mut mac = hmac::Hmac::<sha2::Sha256>::new_from_slice(b"s3cret").unwrap();
+        mac.update(body.as_bytes());
+        let signature = format!("sha256={}", hex::encode(mac.finalize().into_bytes()));
+        http.post(format!("{endpoint}/api/webhook"))
+            .header("x-hub-signature-256", signature)
+            .header("content-type", "application/json")
+            .body(body)
+            .send()
+    };
+    w.repo.commit("docs", &[("README.md", "more\n")]);
+    w.repo.publish();
+    let sets_refreshed = |answer: &Value| -> Vec<String> {
+        answer["refreshed"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|n| {
+                n.as_str()?
+                    .strip_prefix("applicationset/")
+                    .map(str::to_owned)
+            })
+            .collect()
+    };
+    let readme: Value = deliver(vec!["README.md"])
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert!(sets_refreshed(&readme).is_empty(), "{readme}");
+    w.repo.commit("c", &[("apps/c/cm.yaml", &configmap("c"))]);
+    w.repo.publish();
+    let pushed: Value = deliver(vec!["apps/c/cm.yaml"])
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(sets_refreshed(&pushed), ["dirs"], "{pushed}");
+    eventually("c generated", async || {
+        (w.generated("dirs").await == ["a", "b", "c"]).then_some(())
+    })
+    .await;
 }

@@ -11,7 +11,8 @@ use std::sync::Arc;
 use serde_json::{Map, Value};
 
 use super::params::{self, Params};
-use super::spec::{self, Generator, GeneratorKind, Git, PathPattern};
+pub(super) use super::spec::PathPattern;
+use super::spec::{self, Generator, GeneratorKind, Git};
 use super::{AppSetError, Limits, TemplateRequest, Templater};
 use crate::source::{EntryKind, SourcePath, SourceView};
 
@@ -589,13 +590,13 @@ fn walk(tree: &dyn SourceView, max: usize) -> Result<(Vec<String>, Vec<String>),
 
 /// Include and exclude globs: `*` within a path segment, `**` across
 /// them, as Argo CD matches paths.
-struct Matcher {
+pub(super) struct Matcher {
     include: globset::GlobSet,
     exclude: globset::GlobSet,
 }
 
 impl Matcher {
-    fn new(patterns: &[PathPattern]) -> Result<Matcher, String> {
+    pub(super) fn new(patterns: &[PathPattern]) -> Result<Matcher, String> {
         let (mut include, mut exclude) = (
             globset::GlobSetBuilder::new(),
             globset::GlobSetBuilder::new(),
@@ -617,7 +618,7 @@ impl Matcher {
         })
     }
 
-    fn selects(&self, path: &str) -> bool {
+    pub(super) fn selects(&self, path: &str) -> bool {
         self.include.is_match(path) && !self.exclude.is_match(path)
     }
 }

@@ -435,3 +435,153 @@ impl ClusterInfo {
         }
     }
 }
+
+/// Whether a push to a repository (`pushed` tells which URLs name it) that
+/// changed `files` (`None`: unknown) concerns `set`: one of its git
+/// generators reads that repository, and a changed file is one its
+/// `files` patterns match or lies in a directory its `directories`
+/// patterns match (or under one: a directory appears or goes with its
+/// files). A generator whose `repoURL` is a template (a matrix's second)
+/// is concerned by any push.
+pub fn concerned_by_push(
+    set: &ApplicationSet,
+    pushed: &dyn Fn(&str) -> bool,
+    files: Option<&[String]>,
+) -> bool {
+    let mut gits = Vec::new();
+    collect_gits(&Value::Array(set.spec.generators.clone()), &mut gits, 0);
+    gits.into_iter().any(|git| {
+        let repo = git["repoURL"].as_str().unwrap_or_default();
+        if !(repo.contains("{{") || pushed(repo)) {
+            return false;
+        }
+        let Some(files) = files else { return true };
+        let patterns = |field: &str| -> Vec<generate::PathPattern> {
+            git[field]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|p| {
+                    Some(generate::PathPattern {
+                        path: p["path"].as_str()?.to_owned(),
+                        exclude: p["exclude"].as_bool().unwrap_or(false),
+                    })
+                })
+                .collect()
+        };
+        let (directories, file_patterns) = (patterns("directories"), patterns("files"));
+        let directory = generate::Matcher::new(&directories).ok();
+        let file = generate::Matcher::new(&file_patterns).ok();
+        files.iter().any(|changed| {
+            file.as_ref().is_some_and(|m| m.selects(changed))
+                || directory.as_ref().is_some_and(|m| {
+                    let mut dir = changed.as_str();
+                    while let Some((parent, _)) = dir.rsplit_once('/') {
+                        if m.selects(parent) {
+                            return true;
+                        }
+                        dir = parent;
+                    }
+                    false
+                })
+        })
+    })
+}
+
+/// The `git` generators of `value` (a generator list), nested ones too.
+fn collect_gits(value: &Value, out: &mut Vec<Value>, depth: usize) {
+    if depth > 2 * spec::MAX_NESTING + 2 {
+        return;
+    }
+    match value {
+        Value::Array(items) => items.iter().for_each(|v| collect_gits(v, out, depth + 1)),
+        Value::Object(map) => {
+            if let Some(git) = map.get("git") {
+                out.push(git.clone());
+            }
+            for key in ["matrix", "merge"] {
+                if let Some(nested) = map.get(key) {
+                    collect_gits(&nested["generators"], out, depth + 1);
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn set(generators: Value) -> ApplicationSet {
+        serde_json::from_value(
+            json!({"apiVersion": "kiln.dev/v1alpha1", "kind": "ApplicationSet",
+            "metadata": {"name": "s"}, "spec": {"generators": generators, "template": {}}}),
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn a_push_concerns_the_sets_that_read_what_it_changed() {
+        let repo = |url: &str| url == "https://git/apps";
+        let files = |list: &[&str]| list.iter().map(|f| (*f).to_owned()).collect::<Vec<_>>();
+        let dirs = set(json!([{"matrix": {"generators": [
+            {"list": {"elements": []}},
+            {"git": {"repoURL": "https://git/apps", "directories": [{"path": "apps/*"}, {"path": "apps/x", "exclude": true}]}}]}}]));
+        assert!(concerned_by_push(
+            &dirs,
+            &repo,
+            Some(&files(&["apps/new/deep/cm.yaml"]))
+        ));
+        assert!(!concerned_by_push(
+            &dirs,
+            &repo,
+            Some(&files(&["README.md", "apps/x/cm.yaml"]))
+        ));
+        assert!(concerned_by_push(&dirs, &repo, None));
+        assert!(!concerned_by_push(&dirs, &|_| false, None));
+        let config = set(
+            json!([{"git": {"repoURL": "https://git/apps", "files": [{"path": "envs/*/config.json"}]}}]),
+        );
+        assert!(concerned_by_push(
+            &config,
+            &repo,
+            Some(&files(&["envs/prod/config.json"]))
+        ));
+        assert!(!concerned_by_push(
+            &config,
+            &repo,
+            Some(&files(&["envs/prod/other.json"]))
+        ));
+        // A templated repository: any push might be it.
+        let templated = set(json!([{"git": {"repoURL": "{{url}}", "files": [{"path": "a"}]}}]));
+        assert!(concerned_by_push(
+            &templated,
+            &|_| false,
+            Some(&files(&["a"]))
+        ));
+    }
+
+    #[test]
+    fn sync_policies_and_set_names_are_checked() {
+        let mut s = set(json!([]));
+        s.spec.sync_policy = Some(crate::api::appset::ApplicationSetSyncPolicy {
+            applications_sync: Some("createOnly".into()),
+            preserve_resources_on_deletion: false,
+        });
+        assert!(
+            Policy::of(&s)
+                .unwrap_err()
+                .to_string()
+                .contains("\"createOnly\" is not")
+        );
+        let mut long = set(json!([]));
+        long.metadata.name = Some("x".repeat(64));
+        assert!(
+            check_set(&long)
+                .unwrap_err()
+                .to_string()
+                .contains("at most 63")
+        );
+    }
+}

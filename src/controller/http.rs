@@ -18,6 +18,7 @@ use serde_json::{Value, json};
 use sha2::Sha256;
 
 use super::context::Context;
+use crate::api::appset::ApplicationSet;
 use crate::api::{AppProject, Application, PolicySource, REFRESH_ANNOTATION};
 use crate::source::git::{RepoUrl, Secret};
 
@@ -319,6 +320,28 @@ impl Push {
     fn to(&self, url: &str) -> bool {
         repo_identity(url).is_some_and(|id| self.repositories.contains(&id))
     }
+
+    /// The repositories `set`'s generators name that this push went to.
+    fn repositories_of(&self, set: &ApplicationSet) -> Vec<RepoUrl> {
+        let mut urls = Vec::new();
+        let mut pending: Vec<Value> = set.spec.generators.clone();
+        while let Some(value) = pending.pop() {
+            match value {
+                Value::Object(mut map) => {
+                    if let Some(url) = map.get("repoURL").and_then(|u| u.as_str())
+                        && self.to(url)
+                        && let Ok(url) = RepoUrl::parse(url)
+                    {
+                        urls.push(url);
+                    }
+                    pending.extend(map.values_mut().map(std::mem::take));
+                }
+                Value::Array(items) => pending.extend(items),
+                _ => {}
+            }
+        }
+        urls
+    }
 }
 
 /// Marks every Application a push concerns for refresh; returns their
@@ -351,6 +374,37 @@ async fn refresh(ctx: &Context, push: &Push) -> Result<Vec<String>, String> {
             .is_ok()
         {
             refreshed.push(name);
+        }
+    }
+    refreshed.extend(refresh_sets(ctx, push).await?);
+    Ok(refreshed)
+}
+
+/// Marks every ApplicationSet a push concerns for a new generation (its
+/// git generators read the pushed repository, where the push changed
+/// something they read); returns them as `applicationset/NAME`.
+async fn refresh_sets(ctx: &Context, push: &Push) -> Result<Vec<String>, String> {
+    let sets: Api<ApplicationSet> = Api::namespaced(ctx.client.clone(), &ctx.config.namespace);
+    let list = sets
+        .list(&ListParams::default())
+        .await
+        .map_err(|e| format!("cannot list ApplicationSets: {e}"))?;
+    let mut refreshed = Vec::new();
+    for set in list.items {
+        if !crate::appset::concerned_by_push(&set, &|url| push.to(url), push.files.as_deref()) {
+            continue;
+        }
+        for url in push.repositories_of(&set) {
+            ctx.forget_refs(&url).await;
+        }
+        let name = set.metadata.name.clone().unwrap_or_default();
+        let patch = json!({"metadata": {"annotations": {REFRESH_ANNOTATION: crate::units::now()}}});
+        if sets
+            .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+            .is_ok()
+        {
+            refreshed.push(format!("applicationset/{name}"));
         }
     }
     Ok(refreshed)
