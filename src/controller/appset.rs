@@ -270,6 +270,15 @@ async fn ensure_finalizer(
     }
     let mut finalizers = set.finalizers().to_vec();
     finalizers.push(SET_FINALIZER.to_owned());
+    write_finalizers(sets, set, &finalizers).await
+}
+
+/// Writes `set`'s finalizers, holding the resource version it was read at.
+async fn write_finalizers(
+    sets: &Api<ApplicationSet>,
+    set: &ApplicationSet,
+    finalizers: &[String],
+) -> Result<(), kube::Error> {
     let body =
         json!({"metadata": {"finalizers": finalizers, "resourceVersion": set.resource_version()}});
     sets.patch(
@@ -396,19 +405,13 @@ impl AppSets {
                     .await?;
             }
         }
-        let finalizers: Vec<&String> = set
+        let finalizers: Vec<String> = set
             .finalizers()
             .iter()
             .filter(|f| *f != SET_FINALIZER)
+            .cloned()
             .collect();
-        let body = json!({"metadata": {"finalizers": finalizers, "resourceVersion": set.resource_version()}});
-        sets.patch(
-            &set.name_any(),
-            &PatchParams::default(),
-            &Patch::Merge(body),
-        )
-        .await?;
-        Ok(())
+        write_finalizers(sets, set, &finalizers).await
     }
 }
 
