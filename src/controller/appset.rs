@@ -117,11 +117,13 @@ pub async fn reconcile(
     let namespace = set
         .namespace()
         .unwrap_or_else(|| ctx.config.namespace.clone());
+    // Another replica's shard: looked at again at the next resync (a
+    // shard this replica takes over is then generated here).
     let Some(_running) = ctx
         .shards
         .enter(&namespace, &format!("applicationset/{name}"))
     else {
-        return Ok(Action::await_change());
+        return Ok(Action::requeue(state.resync));
     };
     let span = tracing::info_span!("reconcile", applicationset = %name);
     let sets: Api<ApplicationSet> = Api::namespaced(ctx.client.clone(), &namespace);

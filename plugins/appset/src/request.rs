@@ -252,11 +252,18 @@ mod tests {
             "templatePatch": "{{ if .patch }}spec: {x: 1}{{ end }}",
             "parameterSets": [{"patch": false}]
         }));
-        assert_eq!(render(&r, Budget::default()).unwrap(), vec![json!({"metadata": {"name": "a"}})]);
+        assert_eq!(
+            render(&r, Budget::default()).unwrap(),
+            vec![json!({"metadata": {"name": "a"}})]
+        );
         let r = request(json!({
             "goTemplate": true, "template": {}, "templatePatch": "- a", "parameterSets": [{}]
         }));
-        assert!(render(&r, Budget::default()).unwrap_err().contains("templatePatch gives no object"));
+        assert!(
+            render(&r, Budget::default())
+                .unwrap_err()
+                .contains("templatePatch gives no object")
+        );
         // A typo in one set is an error naming the set.
         let r = request(json!({
             "goTemplate": true, "goTemplateOptions": ["missingkey=error"],
