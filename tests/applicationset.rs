@@ -226,6 +226,46 @@ async fn applications_follow_git_directories_as_they_appear_change_and_go() {
     .await;
     let status = w.set_status("dirs").await;
     assert_eq!(status["applicationCount"], 2, "{status}");
+    // What `kiln appset list` and `get` show of it.
+    let home = tempfile::tempdir().unwrap();
+    let kubeconfig = home.path().join("kubeconfig");
+    w.cluster.server.write_kubeconfig(&kubeconfig).unwrap();
+    let cli = |args: Vec<String>| {
+        tokio::task::spawn_blocking(move || {
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            kiln(&args, None)
+        })
+    };
+    let config = kubeconfig.display().to_string();
+    let listed = cli(vec![
+        "appset".into(),
+        "list".into(),
+        "--kubeconfig".into(),
+        config.clone(),
+    ])
+    .await
+    .unwrap();
+    let listed = String::from_utf8_lossy(&listed.stdout).into_owned();
+    assert!(
+        listed.lines().any(|l| l.starts_with("dirs ")
+            && l.split_whitespace().nth(1) == Some("2")
+            && l.split_whitespace().nth(2) == Some("True")),
+        "{listed}"
+    );
+    let got = cli(vec![
+        "appset".into(),
+        "get".into(),
+        "dirs".into(),
+        "--kubeconfig".into(),
+        config,
+    ])
+    .await
+    .unwrap();
+    let got = String::from_utf8_lossy(&got.stdout).into_owned();
+    assert!(
+        got.contains("Generators:   git") && got.contains("Applications (2):\n  a\n  c\n"),
+        "{got}"
+    );
     let up_to_date = status["conditions"]
         .as_array()
         .unwrap()

@@ -1,7 +1,7 @@
 //! ApplicationSets: generators → parameter sets → Applications, with Argo
 //! CD's semantics.
 //!
-//! [`generate`] is the whole of it for one set, and changes nothing
+//! [`generate()`] is the whole of it for one set, and changes nothing
 //! anywhere: its generators ([`spec`], [`generate`](mod@generate)) read
 //! what [`Sources`] hand out (a repository's tree through the Git engine,
 //! the registered clusters), every template is rendered in the sandbox by

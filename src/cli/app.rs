@@ -184,7 +184,7 @@ pub(crate) struct AppArgs {
 
     /// The namespace of the Applications.
     #[arg(long, short = 'n', default_value = "kiln")]
-    namespace: String,
+    pub(crate) namespace: String,
 }
 
 /// One Application.
@@ -201,7 +201,9 @@ async fn api(args: &AppArgs) -> anyhow::Result<Api<Application>> {
     Ok(api_and_client(args).await?.0)
 }
 
-async fn api_and_client(args: &AppArgs) -> anyhow::Result<(Api<Application>, kube::Client)> {
+pub(crate) async fn api_and_client(
+    args: &AppArgs,
+) -> anyhow::Result<(Api<Application>, kube::Client)> {
     let cluster =
         kiln::cluster::Cluster::connect(args.kubeconfig.as_deref(), args.context.as_deref())
             .await?;
@@ -682,7 +684,7 @@ async fn get(args: &GetArgs) -> anyhow::Result<u8> {
 
 /// How `list` and `get` print.
 #[derive(Clone, Copy, Debug, Default, clap::ValueEnum)]
-enum Output {
+pub(crate) enum Output {
     /// A table (`list`) or a summary (`get`).
     #[default]
     Text,
@@ -733,7 +735,10 @@ pub(crate) struct GetArgs {
 }
 
 /// `value` as JSON or YAML text when `output` asks for data.
-fn as_data(output: Output, value: &impl serde::Serialize) -> anyhow::Result<Option<String>> {
+pub(crate) fn as_data(
+    output: Output,
+    value: &impl serde::Serialize,
+) -> anyhow::Result<Option<String>> {
     Ok(match output {
         Output::Text | Output::Wide => None,
         Output::Json => Some(serde_json::to_string_pretty(value)? + "\n"),

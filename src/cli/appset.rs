@@ -16,6 +16,49 @@ use super::HostArgs;
 #[derive(Debug, clap::Subcommand)]
 pub(crate) enum AppSetCommand {
     Generate(Box<GenerateArgs>),
+    /// One line per ApplicationSet: its Applications, whether they are up
+    /// to date, and what went wrong.
+    #[command(after_help = "\
+Examples:
+  kiln appset list
+  kiln appset list -o yaml
+
+Exit status: 0 printed, 2 an error (no cluster, ApplicationSets not served).")]
+    List(ListArgs),
+    /// One ApplicationSet: its generators, policy, conditions and
+    /// Applications.
+    #[command(after_help = "\
+Examples:
+  kiln appset get guestbook-envs
+  kiln appset get guestbook-envs -o json | jq .status.conditions
+
+Exit status: 0 printed, 2 an error (no such ApplicationSet, no cluster).")]
+    Get(GetArgs),
+}
+
+/// `kiln appset list`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct ListArgs {
+    /// Output format: text, json, yaml (wide is text here).
+    #[arg(long, short = 'o', value_enum, default_value = "text")]
+    output: super::app::Output,
+
+    #[command(flatten)]
+    where_: super::app::AppArgs,
+}
+
+/// `kiln appset get`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct GetArgs {
+    /// The ApplicationSet's name.
+    name: String,
+
+    /// Output format: text, json, yaml (wide is text here).
+    #[arg(long, short = 'o', value_enum, default_value = "text")]
+    output: super::app::Output,
+
+    #[command(flatten)]
+    where_: super::app::AppArgs,
 }
 
 /// Print the Applications an ApplicationSet generates, without a cluster
@@ -78,7 +121,104 @@ enum Output {
 pub(crate) async fn run(command: &AppSetCommand) -> anyhow::Result<u8> {
     match command {
         AppSetCommand::Generate(args) => generate(args).await,
+        AppSetCommand::List(args) => list(args).await,
+        AppSetCommand::Get(args) => get(args).await,
     }
+}
+
+async fn sets(where_: &super::app::AppArgs) -> anyhow::Result<kube::Api<ApplicationSet>> {
+    let (_, client) = super::app::api_and_client(where_).await?;
+    Ok(kube::Api::namespaced(client, &where_.namespace))
+}
+
+/// The condition `kind` of `set`, if it has one.
+fn condition<'s>(set: &'s ApplicationSet, kind: &str) -> Option<&'s kiln::api::Condition> {
+    set.status
+        .as_ref()?
+        .conditions
+        .iter()
+        .find(|c| c.type_ == kind)
+}
+
+async fn list(args: &ListArgs) -> anyhow::Result<u8> {
+    let sets = match sets(&args.where_).await?.list(&Default::default()).await {
+        Ok(sets) => sets,
+        Err(kube::Error::Api(status)) if status.code == 404 => anyhow::bail!(
+            "cannot list ApplicationSets: the cluster does not serve kiln.dev ApplicationSets: \
+             install Kiln's CRDs first (kiln crds | kubectl apply --server-side -f -)"
+        ),
+        Err(e) => return Err(anyhow::Error::new(e).context("cannot list ApplicationSets")),
+    };
+    if let Some(printed) = super::app::as_data(args.output, &sets)? {
+        print!("{printed}");
+        return Ok(0);
+    }
+    println!(
+        "{:<32} {:<13} {:<11} CONDITION",
+        "NAME", "APPLICATIONS", "UP-TO-DATE"
+    );
+    for set in &sets.items {
+        let count = set.status.as_ref().map_or(0, |s| s.application_count);
+        let up = condition(set, "ResourcesUpToDate").map_or("Unknown", |c| c.status.as_str());
+        let error = condition(set, "ErrorOccurred")
+            .filter(|c| c.status == "True")
+            .and_then(|c| c.message.as_deref())
+            .map(|m| kiln::text::bounded(m, 120))
+            .unwrap_or_default();
+        println!(
+            "{:<32} {:<13} {:<11} {error}",
+            set.metadata.name.as_deref().unwrap_or_default(),
+            count,
+            up
+        );
+    }
+    Ok(0)
+}
+
+async fn get(args: &GetArgs) -> anyhow::Result<u8> {
+    let set = sets(&args.where_)
+        .await?
+        .get(&args.name)
+        .await
+        .with_context(|| format!("ApplicationSet {}", args.name))?;
+    if let Some(printed) = super::app::as_data(args.output, &set)? {
+        print!("{printed}");
+        return Ok(0);
+    }
+    let spec = &set.spec;
+    println!("Name:         {}", args.name);
+    let kinds: Vec<String> = spec
+        .generators
+        .iter()
+        .filter_map(|g| g.as_object())
+        .flat_map(|g| g.keys().filter(|k| *k != "selector").cloned())
+        .collect();
+    println!("Generators:   {}", kinds.join(", "));
+    println!(
+        "Templates:    {}",
+        if spec.go_template { "Go" } else { "{{param}}" }
+    );
+    let policy = spec
+        .sync_policy
+        .as_ref()
+        .and_then(|p| p.applications_sync.as_deref())
+        .unwrap_or("sync");
+    println!("Sync policy:  {policy}");
+    let status = set.status.clone().unwrap_or_default();
+    println!("Conditions:");
+    for c in &status.conditions {
+        println!(
+            "  {:<20} {:<6} {}",
+            c.type_,
+            c.status,
+            c.message.as_deref().unwrap_or_default()
+        );
+    }
+    println!("Applications ({}):", status.application_count);
+    for name in &status.applications {
+        println!("  {name}");
+    }
+    Ok(0)
 }
 
 /// The largest ApplicationSet (or clusters) file read.

@@ -1,5 +1,5 @@
 //! The ApplicationSet controller: keeps each set's Applications equal to
-//! what its generators and template give ([`crate::appset::generate`]),
+//! what its generators and template give ([`crate::appset::generate()`]),
 //! within its `syncPolicy`, on a timer and whenever the set changes.
 //!
 //! A reconcile generates first and changes nothing until generation has
@@ -41,9 +41,6 @@ pub const SET_LABEL: &str = "kiln.dev/application-set";
 pub const APPSET_PLUGIN: &str = "appset";
 /// The field manager of the set's writes to its Applications.
 const MANAGER: &str = "kiln-applicationset";
-/// How often a set is generated again without a change (Argo CD's
-/// default `requeueAfterSeconds`).
-pub const DEFAULT_RESYNC: Duration = Duration::from_secs(180);
 /// Sets generated at once.
 const CONCURRENCY: u16 = 4;
 /// Names listed in a set's status.

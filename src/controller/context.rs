@@ -160,7 +160,7 @@ impl Default for ControllerConfig {
         Self {
             namespace: "kiln".into(),
             resync: Duration::from_secs(180),
-            appset_resync: super::appset::DEFAULT_RESYNC,
+            appset_resync: Duration::from_secs(180),
             health_timeout: Duration::from_secs(300),
             history_limit: 10,
             manager: "kiln".into(),
