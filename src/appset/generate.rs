@@ -622,3 +622,102 @@ impl Matcher {
         self.include.is_match(path) && !self.exclude.is_match(path)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn walked(files: &[(&str, String)]) -> (tempfile::TempDir, Walked) {
+        let dir = tempfile::tempdir().unwrap();
+        for (path, text) in files {
+            let path = dir.path().join(path);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, text).unwrap();
+        }
+        let tree: Arc<dyn SourceView> =
+            Arc::new(crate::source::LocalDir::open(dir.path()).unwrap());
+        let (directories, files) = walk(&*tree, 1000).unwrap();
+        (
+            dir,
+            Walked {
+                tree,
+                directories,
+                files,
+            },
+        )
+    }
+
+    fn files_generator(path: &str) -> Git {
+        Git {
+            repo_url: "https://example.com/r.git".into(),
+            revision: "HEAD".into(),
+            directories: Vec::new(),
+            files: vec![PathPattern {
+                path: path.into(),
+                exclude: false,
+            }],
+            path_param_prefix: String::new(),
+            values: Map::new(),
+        }
+    }
+
+    #[test]
+    fn attack_git_files_past_their_bounds_are_refused() {
+        let limits = Limits::default();
+        let big = format!("a: {}\n", "x".repeat(limits.max_file_bytes));
+        let (_dir, tree) = walked(&[("envs/big.yaml", big), ("envs/ok.yaml", "a: 1\n".into())]);
+        let error = git_sets(
+            &tree,
+            &files_generator("envs/big.yaml"),
+            false,
+            limits,
+            usize::MAX,
+            "g",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(error.contains("more than 1048576"), "{error}");
+        // The bytes of all files together are bounded too.
+        let error = git_sets(
+            &tree,
+            &files_generator("envs/*.yaml"),
+            false,
+            limits,
+            3,
+            "g",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            error.contains("the files git generators read pass"),
+            "{error}"
+        );
+        let (sets, read) = git_sets(
+            &tree,
+            &files_generator("envs/ok.yaml"),
+            false,
+            limits,
+            usize::MAX,
+            "g",
+        )
+        .unwrap();
+        assert_eq!((sets.len(), read), (1, 5));
+    }
+
+    #[test]
+    fn attack_walks_are_bounded_in_entries_and_depth() {
+        let deep = (0..70)
+            .map(|i| format!("d{i}"))
+            .collect::<Vec<_>>()
+            .join("/");
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join(&deep)).unwrap();
+        let tree = crate::source::LocalDir::open(dir.path()).unwrap();
+        assert!(walk(&tree, 10_000).unwrap_err().contains("deeper than 64"));
+        assert!(
+            walk(&tree, 10)
+                .unwrap_err()
+                .contains("more than 10 files and directories")
+        );
+    }
+}
